@@ -1,0 +1,190 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrCorrupt is returned by UnmarshalState for bytes that are not a State
+// encoded by MarshalState.
+var ErrCorrupt = errors.New("waitingroom/store: corrupt state")
+
+// encodingVersion is the first byte of every encoded state.
+const encodingVersion = 1
+
+// maxLen bounds every length read by UnmarshalState, so corrupt input
+// cannot make it allocate without limit.
+const maxLen = 1 << 24
+
+// MarshalState encodes s in a compact binary form (varints). Stores that
+// keep bytes (Redis, SQL) use it so that every store shares one format.
+func MarshalState(s *State) []byte {
+	n := 64 + len(s.Settings) + 12*len(s.Active) + 12*len(s.Admitted) + 16*len(s.Waiting) + 48*len(s.Instances)
+	b := make([]byte, 0, n)
+	b = append(b, encodingVersion)
+	b = binary.AppendUvarint(b, s.Epoch)
+	b = binary.AppendUvarint(b, s.Version)
+	b = binary.AppendVarint(b, s.Updated)
+	b = appendBytes(b, s.Settings)
+	b = binary.AppendUvarint(b, s.SettingsVersion)
+	b = binary.AppendUvarint(b, s.ConfigHash)
+	b = appendCounts(b, s.Active)
+	b = appendCounts(b, s.Admitted)
+	b = binary.AppendUvarint(b, uint64(len(s.Waiting)))
+	var prevB, prevS int64
+	for _, c := range s.Waiting {
+		// Cells are usually sorted: deltas keep them small.
+		b = binary.AppendVarint(b, c.Bucket-prevB)
+		b = binary.AppendVarint(b, c.Slot-prevS)
+		b = binary.AppendVarint(b, c.N)
+		prevB, prevS = c.Bucket, c.Slot
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.Instances)))
+	for _, in := range s.Instances {
+		b = appendBytes(b, []byte(in.ID))
+		b = binary.AppendUvarint(b, math.Float64bits(in.Traffic))
+		b = binary.AppendVarint(b, in.Grant)
+		b = binary.AppendVarint(b, in.Seen)
+	}
+	return b
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+func appendCounts(b []byte, cs []Count) []byte {
+	b = binary.AppendUvarint(b, uint64(len(cs)))
+	var prev int64
+	for _, c := range cs {
+		b = binary.AppendVarint(b, c.Key-prev)
+		b = binary.AppendVarint(b, c.N)
+		prev = c.Key
+	}
+	return b
+}
+
+// UnmarshalState decodes bytes written by MarshalState. An empty input
+// decodes to the zero State. Any other malformed input returns an error
+// wrapping ErrCorrupt; it never panics.
+func UnmarshalState(data []byte) (*State, error) {
+	s := &State{}
+	if len(data) == 0 {
+		return s, nil
+	}
+	if data[0] != encodingVersion {
+		return nil, fmt.Errorf("%w: unknown encoding version %d", ErrCorrupt, data[0])
+	}
+	d := decoder{b: data[1:]}
+	s.Epoch = d.uvarint()
+	s.Version = d.uvarint()
+	s.Updated = d.varint()
+	s.Settings = d.bytes()
+	s.SettingsVersion = d.uvarint()
+	s.ConfigHash = d.uvarint()
+	s.Active = d.counts()
+	s.Admitted = d.counts()
+	if n := d.length(3); n > 0 {
+		s.Waiting = make([]Cell, n)
+		var prevB, prevS int64
+		for i := range s.Waiting {
+			c := &s.Waiting[i]
+			c.Bucket = prevB + d.varint()
+			c.Slot = prevS + d.varint()
+			c.N = d.varint()
+			prevB, prevS = c.Bucket, c.Slot
+		}
+	}
+	if n := d.length(4); n > 0 {
+		s.Instances = make([]Instance, n)
+		for i := range s.Instances {
+			in := &s.Instances[i]
+			in.ID = string(d.bytes())
+			in.Traffic = math.Float64frombits(d.uvarint())
+			in.Grant = d.varint()
+			in.Seen = d.varint()
+		}
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(d.b))
+	}
+	return s, nil
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: truncated or invalid %s", ErrCorrupt, what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// length reads a count of items, each at least minBytes long, and rejects
+// counts the remaining input cannot hold.
+func (d *decoder) length(minBytes int) int {
+	n := d.uvarint()
+	if d.err != nil {
+		return 0
+	}
+	if n > maxLen || n*uint64(minBytes) > uint64(len(d.b)) {
+		d.fail("length")
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.length(1)
+	if n == 0 {
+		return nil
+	}
+	v := make([]byte, n)
+	copy(v, d.b[:n])
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) counts() []Count {
+	n := d.length(2)
+	if n == 0 {
+		return nil
+	}
+	cs := make([]Count, n)
+	var prev int64
+	for i := range cs {
+		cs[i].Key = prev + d.varint()
+		cs[i].N = d.varint()
+		prev = cs[i].Key
+	}
+	return cs
+}

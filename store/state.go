@@ -1,0 +1,65 @@
+package store
+
+// State is the shared state of one room. The zero State means the room has
+// no state (new, expired or lost).
+//
+// All instants are Unix times in seconds; keys are documented per field.
+// Slices are kept sorted by their keys by the code that writes them; readers
+// must not rely on it for correctness.
+type State struct {
+	// Epoch identifies one life of the state. A room writes a fresh random
+	// non-zero epoch when it finds a zero State, so every instance can tell
+	// that the state it knew was lost and rebuild its share of the counters.
+	Epoch uint64
+	// Version counts updates of this epoch, starting at 1.
+	Version uint64
+	// Updated is the Unix time, in seconds, of the latest update.
+	Updated int64
+
+	// Settings is the room's live configuration, encoded by package
+	// waitingroom. Stores keep it as opaque bytes.
+	Settings []byte
+	// SettingsVersion increases every time Settings changes.
+	SettingsVersion uint64
+	// ConfigHash identifies the Config that last initialised Settings.
+	ConfigHash uint64
+
+	// Active counts admitted visitors by the check-in slot of their latest
+	// check-in (Key: Unix seconds / slot length).
+	Active []Count
+	// Admitted counts admissions by minute (Key: Unix seconds / 60).
+	Admitted []Count
+	// Waiting counts queued visitors by arrival bucket (Unix seconds / 60)
+	// and the check-in slot of their latest refresh.
+	Waiting []Cell
+	// Instances has one record per instance that synced recently.
+	Instances []Instance
+}
+
+// Count is a counter under an integer key.
+type Count struct {
+	Key int64
+	N   int64
+}
+
+// Cell counts waiting visitors of one arrival bucket who last checked in
+// during one check-in slot.
+type Cell struct {
+	Bucket int64
+	Slot   int64
+	N      int64
+}
+
+// Instance is what the shared state knows of one running instance.
+type Instance struct {
+	// ID is the instance's random identifier, fixed for its lifetime.
+	ID string
+	// Traffic is the instance's recent rate of admission attempts
+	// (an exponentially weighted average, attempts per sync).
+	Traffic float64
+	// Grant is the number of admissions the instance holds and has not
+	// reported as used or returned.
+	Grant int64
+	// Seen is the Unix time, in milliseconds, of the instance's latest sync.
+	Seen int64
+}

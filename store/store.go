@@ -1,0 +1,56 @@
+// Package store defines the shared state of a waiting room and the Store
+// interface that keeps it.
+//
+// A room's shared state holds counters, never per-visitor records: active
+// visitors by check-in slot, waiting visitors by arrival bucket and check-in
+// slot, admissions by minute, one record per running instance and the live
+// settings. Its size grows with minutes of queue and of session, not with the
+// number of visitors.
+//
+// The algorithm that reads and changes the state lives in package
+// waitingroom, once. A Store offers exactly one primitive: an atomic
+// read-modify-write of one room's state (Update). Package memstore keeps it in
+// process memory; redisstore and sqlstore keep it in a server shared by many
+// processes. Package storetest is the conformance suite every Store passes.
+//
+// This package depends on the standard library only.
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrClosed is returned by Store methods called after Close.
+var ErrClosed = errors.New("waitingroom/store: store is closed")
+
+// Store keeps the shared state of waiting rooms.
+//
+// Implementations must be safe for concurrent use by many goroutines and,
+// for stores shared between processes, by many processes at once.
+type Store interface {
+	// Update atomically reads the state of the named room, calls fn with it
+	// and stores the state fn leaves behind.
+	//
+	// Atomicity: no other Update of the same room, from this process or any
+	// other sharing the store, is applied between the read fn sees and the
+	// write of its result; concurrent updates are linearizable and none is
+	// lost. Stores that use optimistic concurrency may call fn more than
+	// once, each time with a freshly read state, so fn must have no side
+	// effects beyond the *State it is given.
+	//
+	// Not found: a room that has no state yet, whose state expired, or whose
+	// stored value cannot be decoded is presented to fn as a zero State
+	// (Epoch 0). That is not an error.
+	//
+	// Errors: if fn returns an error, nothing is written and Update returns
+	// fn's error unchanged. Any other error means the store could not be
+	// reached or the write could not be committed; the state is then as it
+	// was before the call. Update honours ctx's deadline and cancellation.
+	Update(ctx context.Context, room string, fn func(*State) error) error
+
+	// Close releases the store's resources. Clients passed in by the caller
+	// (a Redis client, a *sql.DB) are not closed: their owner closes them.
+	// Methods called after Close return ErrClosed. Close is idempotent.
+	Close() error
+}

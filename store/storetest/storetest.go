@@ -1,0 +1,239 @@
+// Package storetest is the conformance suite for store.Store
+// implementations. Every store in this module runs it, and third-party
+// stores can prove themselves with it:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) store.Store { return newClient(t) })
+//	}
+//
+// newStore must return a new client of one shared backend on every call
+// (a new connection, not a new empty database), so that the suite can
+// check that separate clients see and serialize each other's updates.
+// The suite closes the stores it gets. Room names are random, so runs
+// sharing a backend never collide.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// Goroutines and Clients size the concurrency test: Goroutines goroutines
+// spread over Clients separate store clients update one room.
+const (
+	Goroutines = 64
+	Clients    = 8
+)
+
+// Run runs the whole conformance suite as subtests of t.
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
+	t.Run("NotFound", func(t *testing.T) { testNotFound(t, newStore) })
+	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, newStore) })
+	t.Run("FnError", func(t *testing.T) { testFnError(t, newStore) })
+	t.Run("Isolation", func(t *testing.T) { testIsolation(t, newStore) })
+	t.Run("SharedBetweenClients", func(t *testing.T) { testShared(t, newStore) })
+	t.Run("ConcurrentNoLostUpdate", func(t *testing.T) { testConcurrent(t, newStore) })
+	t.Run("Canceled", func(t *testing.T) { testCanceled(t, newStore) })
+	t.Run("Close", func(t *testing.T) { testClose(t, newStore) })
+}
+
+// RoomName returns a random room name with the given prefix.
+func RoomName(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+func open(t *testing.T, newStore func(t *testing.T) store.Store) store.Store {
+	t.Helper()
+	s := newStore(t)
+	require.NotNil(t, s, "newStore returned nil")
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// Sample returns a State with every field set, for round-trip tests.
+func Sample() *store.State {
+	return &store.State{
+		Epoch:           0xdeadbeefcafe,
+		Version:         42,
+		Updated:         1_790_000_000,
+		Settings:        []byte(`{"method":"fifo"}`),
+		SettingsVersion: 3,
+		ConfigHash:      1 << 63,
+		Active:          []store.Count{{Key: 179_000_000, N: 5}, {Key: 179_000_001, N: 7}},
+		Admitted:        []store.Count{{Key: 29_833_333, N: 200}},
+		Waiting: []store.Cell{
+			{Bucket: 29_833_330, Slot: 179_000_000, N: 12},
+			{Bucket: 29_833_330, Slot: 179_000_003, N: 1},
+			{Bucket: 29_833_332, Slot: 179_000_001, N: 1000},
+		},
+		Instances: []store.Instance{
+			{ID: "a1", Traffic: 12.5, Grant: 9, Seen: 1_790_000_000_123},
+			{ID: "b2", Traffic: 0, Grant: 0, Seen: 1_790_000_000_456},
+		},
+	}
+}
+
+func testNotFound(t *testing.T, newStore func(t *testing.T) store.Store) {
+	s := open(t, newStore)
+	var got store.State
+	err := s.Update(ctx(t), RoomName("notfound"), func(st *store.State) error {
+		got = *st
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, store.State{}, got, "a room without state must be presented as the zero State")
+}
+
+func testRoundTrip(t *testing.T, newStore func(t *testing.T) store.Store) {
+	s := open(t, newStore)
+	room := RoomName("roundtrip")
+	want := Sample()
+	require.NoError(t, s.Update(ctx(t), room, func(st *store.State) error {
+		*st = *Sample()
+		return nil
+	}))
+	var got *store.State
+	require.NoError(t, s.Update(ctx(t), room, func(st *store.State) error {
+		c := *st
+		got = &c
+		return nil
+	}))
+	assert.Equal(t, want, got)
+}
+
+func testFnError(t *testing.T, newStore func(t *testing.T) store.Store) {
+	s := open(t, newStore)
+	room := RoomName("fnerror")
+	errBoom := errors.New("boom")
+	err := s.Update(ctx(t), room, func(st *store.State) error {
+		st.Epoch = 7
+		return errBoom
+	})
+	assert.ErrorIs(t, err, errBoom, "fn's error must be returned")
+	require.NoError(t, s.Update(ctx(t), room, func(st *store.State) error {
+		assert.Zero(t, st.Epoch, "a failed fn must write nothing")
+		return nil
+	}))
+}
+
+func testIsolation(t *testing.T, newStore func(t *testing.T) store.Store) {
+	s := open(t, newStore)
+	rooms := []string{RoomName("iso-a"), RoomName("iso-b"), RoomName("iso") + ":x/y z\u00e9"}
+	for i, room := range rooms {
+		require.NoError(t, s.Update(ctx(t), room, func(st *store.State) error {
+			st.Epoch = uint64(i + 1)
+			return nil
+		}))
+	}
+	for i, room := range rooms {
+		require.NoError(t, s.Update(ctx(t), room, func(st *store.State) error {
+			assert.Equal(t, uint64(i+1), st.Epoch, "room %q", room)
+			return nil
+		}))
+	}
+}
+
+func testShared(t *testing.T, newStore func(t *testing.T) store.Store) {
+	a, b := open(t, newStore), open(t, newStore)
+	room := RoomName("shared")
+	require.NoError(t, a.Update(ctx(t), room, func(st *store.State) error {
+		st.Epoch = 99
+		return nil
+	}))
+	require.NoError(t, b.Update(ctx(t), room, func(st *store.State) error {
+		assert.Equal(t, uint64(99), st.Epoch, "a second client must see the first client's write")
+		return nil
+	}))
+}
+
+func testConcurrent(t *testing.T, newStore func(t *testing.T) store.Store) {
+	const perGoroutine = 10
+	clients := make([]store.Store, Clients)
+	for i := range clients {
+		clients[i] = open(t, newStore)
+	}
+	room := RoomName("concurrent")
+	c := ctx(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, Goroutines)
+	for g := range Goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := clients[g%Clients]
+			for range perGoroutine {
+				err := s.Update(c, room, func(st *store.State) error {
+					st.Version++
+					if len(st.Admitted) == 0 {
+						st.Admitted = []store.Count{{Key: 1}}
+					}
+					st.Admitted[0].N++
+					st.Instances = append(st.Instances, store.Instance{ID: fmt.Sprint(g)})
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	const total = Goroutines * perGoroutine
+	require.NoError(t, clients[0].Update(c, room, func(st *store.State) error {
+		assert.Equal(t, uint64(total), st.Version, "lost updates")
+		require.Len(t, st.Admitted, 1)
+		assert.Equal(t, int64(total), st.Admitted[0].N, "lost updates")
+		assert.Len(t, st.Instances, total, "lost updates")
+		return nil
+	}))
+}
+
+func testCanceled(t *testing.T, newStore func(t *testing.T) store.Store) {
+	s := open(t, newStore)
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	called := false
+	err := s.Update(c, RoomName("canceled"), func(st *store.State) error {
+		called = true
+		return nil
+	})
+	if err == nil {
+		// A store may complete an update that was already on its way; it
+		// must then have run fn.
+		assert.True(t, called)
+		return
+	}
+	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func testClose(t *testing.T, newStore func(t *testing.T) store.Store) {
+	s := newStore(t)
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close(), "Close must be idempotent")
+	err := s.Update(context.Background(), RoomName("closed"), func(*store.State) error { return nil })
+	assert.ErrorIs(t, err, store.ErrClosed)
+}
