@@ -33,7 +33,7 @@ func (h *handle) Close() error { h.closed.Store(true); return nil }
 func TestConformance(t *testing.T) {
 	shared := memstore.New()
 	t.Cleanup(func() { _ = shared.Close() })
-	storetest.Run(t, func(t *testing.T) store.Store { return &handle{s: shared} })
+	storetest.Run(t, func(testing.TB) store.Store { return &handle{s: shared} })
 }
 
 func TestClose(t *testing.T) {
@@ -42,4 +42,9 @@ func TestClose(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
 	assert.ErrorIs(t, s.Update(context.Background(), "r", func(*store.State) error { return nil }), store.ErrClosed)
+}
+
+func BenchmarkUpdate(b *testing.B) {
+	shared := memstore.New()
+	storetest.Benchmark(b, func(testing.TB) store.Store { return &handle{s: shared} })
 }

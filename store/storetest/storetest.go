@@ -3,7 +3,7 @@
 // stores can prove themselves with it:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) store.Store { return newClient(t) })
+//		storetest.Run(t, func(tb testing.TB) store.Store { return newClient(t) })
 //	}
 //
 // newStore must return a new client of one shared backend on every call
@@ -37,7 +37,7 @@ const (
 )
 
 // Run runs the whole conformance suite as subtests of t.
-func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
+func Run(t *testing.T, newStore func(tb testing.TB) store.Store) {
 	t.Run("NotFound", func(t *testing.T) { testNotFound(t, newStore) })
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, newStore) })
 	t.Run("FnError", func(t *testing.T) { testFnError(t, newStore) })
@@ -55,7 +55,7 @@ func RoomName(prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b[:])
 }
 
-func open(t *testing.T, newStore func(t *testing.T) store.Store) store.Store {
+func open(t *testing.T, newStore func(tb testing.TB) store.Store) store.Store {
 	t.Helper()
 	s := newStore(t)
 	require.NotNil(t, s, "newStore returned nil")
@@ -92,7 +92,7 @@ func Sample() *store.State {
 	}
 }
 
-func testNotFound(t *testing.T, newStore func(t *testing.T) store.Store) {
+func testNotFound(t *testing.T, newStore func(tb testing.TB) store.Store) {
 	s := open(t, newStore)
 	var got store.State
 	err := s.Update(ctx(t), RoomName("notfound"), func(st *store.State) error {
@@ -103,7 +103,7 @@ func testNotFound(t *testing.T, newStore func(t *testing.T) store.Store) {
 	assert.Equal(t, store.State{}, got, "a room without state must be presented as the zero State")
 }
 
-func testRoundTrip(t *testing.T, newStore func(t *testing.T) store.Store) {
+func testRoundTrip(t *testing.T, newStore func(tb testing.TB) store.Store) {
 	s := open(t, newStore)
 	room := RoomName("roundtrip")
 	want := Sample()
@@ -120,7 +120,7 @@ func testRoundTrip(t *testing.T, newStore func(t *testing.T) store.Store) {
 	assert.Equal(t, want, got)
 }
 
-func testFnError(t *testing.T, newStore func(t *testing.T) store.Store) {
+func testFnError(t *testing.T, newStore func(tb testing.TB) store.Store) {
 	s := open(t, newStore)
 	room := RoomName("fnerror")
 	errBoom := errors.New("boom")
@@ -135,7 +135,7 @@ func testFnError(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}))
 }
 
-func testIsolation(t *testing.T, newStore func(t *testing.T) store.Store) {
+func testIsolation(t *testing.T, newStore func(tb testing.TB) store.Store) {
 	s := open(t, newStore)
 	rooms := []string{RoomName("iso-a"), RoomName("iso-b"), RoomName("iso") + ":x/y z\u00e9"}
 	for i, room := range rooms {
@@ -152,7 +152,7 @@ func testIsolation(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}
 }
 
-func testShared(t *testing.T, newStore func(t *testing.T) store.Store) {
+func testShared(t *testing.T, newStore func(tb testing.TB) store.Store) {
 	a, b := open(t, newStore), open(t, newStore)
 	room := RoomName("shared")
 	require.NoError(t, a.Update(ctx(t), room, func(st *store.State) error {
@@ -165,7 +165,7 @@ func testShared(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}))
 }
 
-func testConcurrent(t *testing.T, newStore func(t *testing.T) store.Store) {
+func testConcurrent(t *testing.T, newStore func(tb testing.TB) store.Store) {
 	const perGoroutine = 10
 	clients := make([]store.Store, Clients)
 	for i := range clients {
@@ -212,7 +212,7 @@ func testConcurrent(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}))
 }
 
-func testCanceled(t *testing.T, newStore func(t *testing.T) store.Store) {
+func testCanceled(t *testing.T, newStore func(tb testing.TB) store.Store) {
 	s := open(t, newStore)
 	c, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -230,10 +230,60 @@ func testCanceled(t *testing.T, newStore func(t *testing.T) store.Store) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-func testClose(t *testing.T, newStore func(t *testing.T) store.Store) {
+func testClose(t *testing.T, newStore func(tb testing.TB) store.Store) {
 	s := newStore(t)
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close(), "Close must be idempotent")
 	err := s.Update(context.Background(), RoomName("closed"), func(*store.State) error { return nil })
 	assert.ErrorIs(t, err, store.ErrClosed)
+}
+
+// Benchmark measures Update of one room whose state holds a queue of 60 and
+// of 1,440 minute buckets (an hour and a day of queue), each with waiting
+// visitors spread over several check-in slots, plus a session's worth of
+// active and admission counters and four instances.
+func Benchmark(b *testing.B, newStore func(tb testing.TB) store.Store) {
+	for _, buckets := range []int{60, 1440} {
+		b.Run(fmt.Sprintf("buckets=%d", buckets), func(b *testing.B) {
+			s := newStore(b)
+			b.Cleanup(func() { _ = s.Close() })
+			room := RoomName("bench")
+			c := context.Background()
+			big := LargeState(buckets)
+			require.NoError(b, s.Update(c, room, func(st *store.State) error { *st = *big; return nil }))
+			b.SetBytes(int64(len(store.MarshalState(big))))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := s.Update(c, room, func(st *store.State) error {
+					st.Version++
+					st.Admitted[len(st.Admitted)-1].N++
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// LargeState returns a realistic state with the given number of queue
+// buckets, six check-in slots each, 30 slots of active counters, 30 minutes
+// of admissions and four instances.
+func LargeState(buckets int) *store.State {
+	const now = int64(1_790_000_000)
+	s := &store.State{Epoch: 1, Version: 1, Updated: now, Settings: []byte(`{"method":"fifo","totalActiveUsers":10000,"newUsersPerMinute":2000}`)}
+	for i := range 30 {
+		s.Active = append(s.Active, store.Count{Key: now/10 - 30 + int64(i), N: 300})
+		s.Admitted = append(s.Admitted, store.Count{Key: now/60 - 30 + int64(i), N: 2000})
+	}
+	for bk := range buckets {
+		for sl := range 6 {
+			s.Waiting = append(s.Waiting, store.Cell{Bucket: now/60 - int64(buckets-bk), Slot: now/10 - 6 + int64(sl), N: 150})
+		}
+	}
+	for i := range 4 {
+		s.Instances = append(s.Instances, store.Instance{ID: fmt.Sprintf("instance-%d", i), Traffic: 120.5, Grant: 30, Seen: now * 1000})
+	}
+	return s
 }
