@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const hexKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+
+func TestUsageErrors(t *testing.T) {
+	t.Setenv("WAITINGROOM_KEY", "")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"nothing to serve", nil, "exactly one of -upstream URL and -demo"},
+		{"both", []string{"-demo", "-upstream", "http://x"}, "exactly one"},
+		{"unknown flag", []string{"-demo", "-bogus"}, "bogus"},
+		{"extra argument", []string{"-demo", "extra"}, "unexpected arguments"},
+		{"bad number", []string{"-demo", "-total-active-users", "many"}, "invalid value"},
+		{"no key", []string{"-upstream", "http://127.0.0.1:1"}, "cookie key is required"},
+		{"bad key", []string{"-demo", "-key", "!!"}, "neither hex nor base64"},
+		{"short key", []string{"-demo", "-key", "abcd"}, "at least 32"},
+		{"bad upstream", []string{"-upstream", "ftp://x", "-key", hexKey}, "not an http(s) URL"},
+		{"bad method", []string{"-demo", "-key", hexKey, "-queueing-method", "lifo"}, "QueueingMethod"},
+		{"bad limits", []string{"-demo", "-key", hexKey, "-total-active-users", "1", "-new-users-per-minute", "2"}, "must not exceed"},
+		{"bad status", []string{"-demo", "-key", hexKey, "-queueing-status-code", "500"}, "QueueingStatusCode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), tc.args, &stderr, nil)
+			assert.Equal(t, 2, code)
+			assert.Contains(t, stderr.String(), tc.want)
+		})
+	}
+}
+
+func TestDecodeKey(t *testing.T) {
+	for _, s := range []string{hexKey, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"} {
+		b, err := decodeKey(s)
+		require.NoError(t, err, s)
+		assert.Len(t, b, 32)
+	}
+}
+
+// start runs the command with args and returns its base URL; it stops when
+// the test ends.
+func start(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() { done <- run(ctx, append([]string{"-listen", "127.0.0.1:0"}, args...), &stderr, ready) }()
+	select {
+	case addr := <-ready:
+		t.Cleanup(func() {
+			cancel()
+			assert.Equal(t, 0, <-done, "clean shutdown")
+		})
+		return "http://" + addr
+	case code := <-done:
+		t.Fatalf("exited with %d: %s", code, stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not start")
+	}
+	return ""
+}
+
+func browser(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return &http.Client{Jar: jar, Timeout: 10 * time.Second}
+}
+
+func get(t *testing.T, c *http.Client, url string) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(b)
+}
+
+func TestDemoQueuesTheFourthBrowser(t *testing.T) {
+	base := start(t, "-demo", "-total-active-users", "3", "-new-users-per-minute", "3")
+	for i := range 3 {
+		c := browser(t)
+		resp, body := get(t, c, base+"/")
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Contains(t, body, "You're in", "browser %d", i)
+		_, body = get(t, c, base+"/")
+		require.Contains(t, body, "You're in", "the cookie keeps browser %d in", i)
+	}
+	resp, body := get(t, browser(t), base+"/")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.NotEmpty(t, resp.Header.Get("Refresh"))
+	assert.Contains(t, strings.ToLower(body), "waiting")
+	_, active := get(t, browser(t), base+"/active")
+	assert.Contains(t, active, "refresh", "the fifth browser waits too")
+}
+
+func TestProxiesUpstream(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "upstream "+r.URL.Path)
+	}))
+	defer up.Close()
+	t.Setenv("WAITINGROOM_KEY", hexKey)
+	base := start(t, "-upstream", up.URL, "-total-active-users", "1", "-new-users-per-minute", "1")
+	_, body := get(t, browser(t), base+"/shop")
+	assert.Equal(t, "upstream /shop", body)
+	resp, body := get(t, browser(t), base+"/shop")
+	assert.NotEmpty(t, resp.Header.Get("Refresh"))
+	assert.NotContains(t, body, "upstream")
+}

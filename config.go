@@ -1,0 +1,387 @@
+package waitingroom
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"time"
+)
+
+// ErrInvalidConfig is wrapped by every error New returns for a Config that
+// cannot work, and by Room.Update for invalid Settings.
+var ErrInvalidConfig = errors.New("invalid config")
+
+// QueueingMethod selects how waiting visitors are let in.
+type QueueingMethod string
+
+// Queueing methods. The zero value means FIFO.
+const (
+	// FIFO lets visitors in in order of arrival, minute by minute.
+	FIFO QueueingMethod = "fifo"
+	// Random lets every waiting visitor race for each free slot, whatever
+	// their arrival time. Arrival buckets are still kept, so switching back
+	// to FIFO restores arrival order.
+	Random QueueingMethod = "random"
+	// Passthrough lets everyone in at once but still counts them.
+	Passthrough QueueingMethod = "passthrough"
+	// Reject shows new visitors a static "closed" page with no refresh.
+	// Admitted visitors keep their session.
+	Reject QueueingMethod = "reject"
+)
+
+func (m QueueingMethod) valid() bool {
+	switch m {
+	case FIFO, Random, Passthrough, Reject:
+		return true
+	}
+	return false
+}
+
+// CookieSameSite is the SameSite attribute of the visitor cookie.
+type CookieSameSite int
+
+// SameSite choices. The zero value is SameSiteAuto.
+const (
+	// SameSiteAuto is None when Config.HTTPS is set (so the waiting room
+	// works inside an iframe on another site), else Lax.
+	SameSiteAuto CookieSameSite = iota
+	SameSiteLax
+	SameSiteStrict
+	// SameSiteNone requires a Secure cookie; New refuses it otherwise.
+	SameSiteNone
+)
+
+// CookieSecure is the Secure attribute of the visitor cookie.
+type CookieSecure int
+
+// Secure choices. The zero value is SecureAuto.
+const (
+	// SecureAuto sets Secure when Config.HTTPS is set.
+	SecureAuto CookieSecure = iota
+	// SecureAlways always sets Secure: browsers then drop the cookie on
+	// plain-HTTP requests, so visitors on HTTP lose their place.
+	SecureAlways
+	// SecureNever never sets Secure.
+	SecureNever
+)
+
+// StoreErrorPolicy decides what visitors get while the store cannot be
+// reached.
+type StoreErrorPolicy int
+
+const (
+	// FailClosed (the default) keeps serving admitted visitors on their
+	// cookies and queues everyone else; nobody is let in beyond the grant
+	// the instance held when the store went away. Queued visitors keep
+	// their place, which lives in their cookie.
+	FailClosed StoreErrorPolicy = iota
+	// FailOpen lets every visitor through, uncounted, while the store is
+	// unreachable: the application is unprotected during the outage.
+	FailOpen
+)
+
+// Defaults and bounds of Config fields.
+const (
+	DefaultSessionDuration = 5 * time.Minute
+	MinSessionDuration     = time.Minute
+	MaxSessionDuration     = 30 * time.Minute
+	DefaultRefreshInterval = 20 * time.Second
+	MinRefreshInterval     = time.Second
+	MaxRefreshInterval     = 5 * time.Minute
+	DefaultRefreshJitter   = 0.1
+	DefaultQueueHold       = 5 * time.Minute
+	DefaultSyncInterval    = time.Second
+	DefaultCookieName      = "__waitingroom"
+	DefaultJSONKey         = "waitingRoom"
+	DefaultLanguage        = "en"
+)
+
+// Config configures a Room. The zero value of every optional field means
+// its documented default. New copies the Config; changing it afterwards has
+// no effect.
+type Config struct {
+	// Name identifies the room: in the store, in the cookie name and in
+	// logs. Required; letters, digits, '-' and '_', at most 64.
+	Name string
+
+	// TotalActiveUsers is the most visitors admitted and active at once.
+	// Required, > 0.
+	TotalActiveUsers int
+	// NewUsersPerMinute is the most visitors admitted in any minute.
+	// Required, > 0 and ≤ TotalActiveUsers.
+	NewUsersPerMinute int
+
+	// SessionDuration is how long an admitted visitor stays active after
+	// their latest request. Default 5 minutes; 1 to 30 minutes.
+	SessionDuration time.Duration
+	// DisableSessionRenewal caps a session at SessionDuration from
+	// admission, however active the visitor is; then they queue again, at
+	// the back. Default false (requests renew the session).
+	DisableSessionRenewal bool
+
+	// QueueingMethod is FIFO (the default), Random, Passthrough or Reject.
+	// It can be changed live with Room.Update.
+	QueueingMethod QueueingMethod
+	// QueueAll queues every visitor without a session; admitted visitors
+	// keep theirs. Default false. Changeable with Room.Update.
+	QueueAll bool
+	// Suspended turns the room off: every request goes straight to the
+	// application, with no cookie and no counting. Default false.
+	// Changeable with Room.Update.
+	Suspended bool
+
+	// RefreshInterval is how often a waiting visitor gets a chance to be
+	// let in; the page refreshes itself after it. Default 20 seconds; 1
+	// second to 5 minutes.
+	RefreshInterval time.Duration
+	// RefreshJitter varies each visitor's interval at random by up to this
+	// fraction either way, so check-ins spread out and nobody can time the
+	// release of slots. Default 0.1 (±10 %); at most 0.5; negative means
+	// no jitter.
+	RefreshJitter float64
+	// QueueHold is how long a waiting visitor keeps their place after their
+	// latest refresh; someone who comes back within it is still in their
+	// original arrival minute. A visitor who stops refreshing stops
+	// counting as waiting (and reserving a slot) after about two refresh
+	// intervals, whatever QueueHold is. Default 5 minutes; at least
+	// 2 × RefreshInterval.
+	QueueHold time.Duration
+
+	// QueueingStatusCode is the status of waiting responses: 200 (the
+	// default), 202 or 429. With 429 a Retry-After header is added.
+	QueueingStatusCode int
+
+	// HTTPS states that the site is served over HTTPS (directly or behind a
+	// TLS-terminating proxy). It drives SameSiteAuto and SecureAuto; the
+	// room never guesses it from the request. Default false.
+	HTTPS bool
+	// CookieName is the visitor cookie's name prefix; "_" + Name is
+	// appended so rooms never collide. Default "__waitingroom".
+	CookieName string
+	// CookieSameSite is the cookie's SameSite attribute. Default
+	// SameSiteAuto.
+	CookieSameSite CookieSameSite
+	// CookieSecure is the cookie's Secure attribute. Default SecureAuto.
+	CookieSecure CookieSecure
+	// CookieDomain is the cookie's Domain attribute. Default none (the
+	// host that set it).
+	CookieDomain string
+	// CookiePath is the cookie's Path attribute. Default "/".
+	CookiePath string
+
+	// Keys encrypt and authenticate the visitor cookie. The first key
+	// encrypts; every key decrypts, so keys rotate by adding a new key in
+	// front and later dropping the old one. Every instance of a room needs
+	// the same keys. Required; each at least 32 bytes of secret random
+	// data.
+	Keys [][]byte
+
+	// Template is a custom Mustache template for the waiting page.
+	// Default: the embedded page of package template. A template that does
+	// not parse makes New fail.
+	Template string
+	// JSONKey is the top-level key of JSON waiting responses. Default
+	// "waitingRoom"; "cfWaitingRoom" serves clients written for the
+	// commercial product unchanged.
+	JSONKey string
+	// Language is the language of the default page's texts, a BCP 47 tag.
+	// Default "en".
+	Language string
+
+	// SyncInterval is how often the room syncs with the store in the
+	// background. Default 1 second; a negative value disables the
+	// background loop (call Room.Sync yourself, as tests and the simulator
+	// do).
+	SyncInterval time.Duration
+	// OnStoreError is the policy while the store cannot be reached.
+	// Default FailClosed.
+	OnStoreError StoreErrorPolicy
+
+	// Now is the room's clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives the room's logs: state changes and store outages,
+	// never one line per request. Default slog.Default().
+	Logger *slog.Logger
+	// ErrorHandler writes the response when Check fails (a closed room).
+	// Default: 503 with a plain body and no internals.
+	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+// Settings are the parts of the configuration that can change while the
+// room runs (Room.Update). They live in the shared state, so every instance
+// follows a change at its next sync.
+type Settings struct {
+	QueueingMethod    QueueingMethod `json:"queueingMethod"`
+	TotalActiveUsers  int            `json:"totalActiveUsers"`
+	NewUsersPerMinute int            `json:"newUsersPerMinute"`
+	QueueAll          bool           `json:"queueAll"`
+	Suspended         bool           `json:"suspended"`
+}
+
+func (s Settings) validate() error {
+	switch {
+	case !s.QueueingMethod.valid():
+		return invalid("QueueingMethod %q is not fifo, random, passthrough or reject", s.QueueingMethod)
+	case s.TotalActiveUsers <= 0:
+		return invalid("TotalActiveUsers must be > 0, got %d", s.TotalActiveUsers)
+	case s.NewUsersPerMinute <= 0:
+		return invalid("NewUsersPerMinute must be > 0, got %d", s.NewUsersPerMinute)
+	case s.NewUsersPerMinute > s.TotalActiveUsers:
+		return invalid("NewUsersPerMinute (%d) must not exceed TotalActiveUsers (%d)", s.NewUsersPerMinute, s.TotalActiveUsers)
+	}
+	return nil
+}
+
+func (s Settings) hash() uint64 {
+	h := fnv.New64a()
+	b, _ := json.Marshal(s)
+	h.Write(b)
+	return h.Sum64() | 1 // never 0, which means "never set"
+}
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("waitingroom: %w: "+format, append([]any{ErrInvalidConfig}, a...)...)
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// cookieNameRE is RFC 6265's token, restricted to what browsers accept.
+var cookieNameRE = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,200}$")
+
+// normalize validates c and fills in defaults. It works on a copy.
+func (c Config) normalize() (Config, error) {
+	if !nameRE.MatchString(c.Name) {
+		return c, invalid("Name %q must be 1 to 64 letters, digits, '-' or '_'", c.Name)
+	}
+	if c.QueueingMethod == "" {
+		c.QueueingMethod = FIFO
+	}
+	if err := c.settings().validate(); err != nil {
+		return c, err
+	}
+	if c.SessionDuration == 0 {
+		c.SessionDuration = DefaultSessionDuration
+	}
+	if c.SessionDuration < MinSessionDuration || c.SessionDuration > MaxSessionDuration {
+		return c, invalid("SessionDuration must be between %v and %v, got %v", MinSessionDuration, MaxSessionDuration, c.SessionDuration)
+	}
+	if c.RefreshInterval == 0 {
+		c.RefreshInterval = DefaultRefreshInterval
+	}
+	if c.RefreshInterval < MinRefreshInterval || c.RefreshInterval > MaxRefreshInterval {
+		return c, invalid("RefreshInterval must be between %v and %v, got %v", MinRefreshInterval, MaxRefreshInterval, c.RefreshInterval)
+	}
+	switch {
+	case c.RefreshJitter == 0:
+		c.RefreshJitter = DefaultRefreshJitter
+	case c.RefreshJitter < 0:
+		c.RefreshJitter = 0
+	case c.RefreshJitter > 0.5:
+		return c, invalid("RefreshJitter must be at most 0.5, got %v", c.RefreshJitter)
+	}
+	if c.QueueHold == 0 {
+		c.QueueHold = DefaultQueueHold
+	}
+	if c.QueueHold < 2*c.RefreshInterval {
+		return c, invalid("QueueHold (%v) must be at least twice RefreshInterval (%v)", c.QueueHold, c.RefreshInterval)
+	}
+	switch c.QueueingStatusCode {
+	case 0:
+		c.QueueingStatusCode = http.StatusOK
+	case http.StatusOK, http.StatusAccepted, http.StatusTooManyRequests:
+	default:
+		return c, invalid("QueueingStatusCode must be 200, 202 or 429, got %d", c.QueueingStatusCode)
+	}
+	if c.CookieName == "" {
+		c.CookieName = DefaultCookieName
+	}
+	if !cookieNameRE.MatchString(c.CookieName) {
+		return c, invalid("CookieName %q is not a valid cookie name", c.CookieName)
+	}
+	if c.CookiePath == "" {
+		c.CookiePath = "/"
+	}
+	if c.CookieSameSite < SameSiteAuto || c.CookieSameSite > SameSiteNone {
+		return c, invalid("unknown CookieSameSite %d", c.CookieSameSite)
+	}
+	if c.CookieSecure < SecureAuto || c.CookieSecure > SecureNever {
+		return c, invalid("unknown CookieSecure %d", c.CookieSecure)
+	}
+	if c.sameSite() == http.SameSiteNoneMode && !c.secure() {
+		return c, invalid("CookieSameSite None requires a Secure cookie (set HTTPS or CookieSecure: SecureAlways)")
+	}
+	if len(c.Keys) == 0 {
+		return c, invalid("Keys is required: at least one key of %d or more random bytes", MinKeyLen)
+	}
+	for i, k := range c.Keys {
+		if len(k) < MinKeyLen {
+			return c, invalid("Keys[%d] is %d bytes; keys must be at least %d", i, len(k), MinKeyLen)
+		}
+	}
+	if c.JSONKey == "" {
+		c.JSONKey = DefaultJSONKey
+	}
+	if c.Language == "" {
+		c.Language = DefaultLanguage
+	}
+	if c.SyncInterval == 0 {
+		c.SyncInterval = DefaultSyncInterval
+	}
+	if c.OnStoreError != FailClosed && c.OnStoreError != FailOpen {
+		return c, invalid("unknown OnStoreError %d", c.OnStoreError)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.ErrorHandler == nil {
+		c.ErrorHandler = defaultErrorHandler
+	}
+	return c, nil
+}
+
+func (c *Config) settings() Settings {
+	return Settings{
+		QueueingMethod:    c.QueueingMethod,
+		TotalActiveUsers:  c.TotalActiveUsers,
+		NewUsersPerMinute: c.NewUsersPerMinute,
+		QueueAll:          c.QueueAll,
+		Suspended:         c.Suspended,
+	}
+}
+
+func (c *Config) sameSite() http.SameSite {
+	switch c.CookieSameSite {
+	case SameSiteLax:
+		return http.SameSiteLaxMode
+	case SameSiteStrict:
+		return http.SameSiteStrictMode
+	case SameSiteNone:
+		return http.SameSiteNoneMode
+	}
+	if c.HTTPS {
+		return http.SameSiteNoneMode
+	}
+	return http.SameSiteLaxMode
+}
+
+func (c *Config) secure() bool {
+	switch c.CookieSecure {
+	case SecureAlways:
+		return true
+	case SecureNever:
+		return false
+	}
+	return c.HTTPS
+}
+
+func defaultErrorHandler(w http.ResponseWriter, _ *http.Request, _ error) {
+	w.Header().Set("Cache-Control", "no-store")
+	http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+}

@@ -1,0 +1,154 @@
+package waitingroom
+
+import (
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/chacha20poly1305"
+	"golang.org/x/crypto/hkdf"
+)
+
+// MinKeyLen is the minimum length, in bytes, of every key in Config.Keys.
+const MinKeyLen = 32
+
+// maxCookieLen bounds the cookie values the codec looks at. A valid cookie
+// is far shorter; anything longer is treated as no cookie at all.
+const maxCookieLen = 256
+
+const cookieVersion = 1
+
+// errBadCookie is returned by decode for every cookie that must be treated
+// as absent: malformed, tampered, foreign, expired key. Callers treat it as
+// ordinary input (a new visitor), never as a server error.
+var errBadCookie = errors.New("waitingroom: invalid cookie")
+
+// cookieState is what the visitor cookie carries. Times are Unix
+// milliseconds; zero means unset.
+type cookieState struct {
+	bucket      int64 // arrival minute, Unix seconds / 60
+	acceptedAt  int64 // admission time; 0 while queued
+	lastCheckIn int64 // latest counted check-in
+	refresh     int64 // refresh interval given at lastCheckIn, milliseconds
+}
+
+// codec encrypts and authenticates visitor cookies with XChaCha20-Poly1305.
+// The first key encrypts; every key decrypts (rotation). The cookie name,
+// which includes the room name, is authenticated as additional data, so a
+// cookie of another room or another cookie name does not open.
+type codec struct {
+	aeads []cipher.AEAD
+	ad    []byte
+}
+
+func newCodec(keys [][]byte, cookieName string) (*codec, error) {
+	c := &codec{ad: []byte("waitingroom/cookie/v1\x00" + cookieName)}
+	for _, k := range keys {
+		// Derive the cipher key, so a key used elsewhere too is never used
+		// directly for this cipher.
+		dk := make([]byte, chacha20poly1305.KeySize)
+		if _, err := io.ReadFull(hkdf.New(sha256.New, k, nil, []byte("waitingroom cookie key")), dk); err != nil {
+			return nil, err
+		}
+		aead, err := chacha20poly1305.NewX(dk)
+		if err != nil {
+			return nil, err
+		}
+		c.aeads = append(c.aeads, aead)
+	}
+	return c, nil
+}
+
+const (
+	nonceLen = chacha20poly1305.NonceSizeX
+	tagLen   = chacha20poly1305.Overhead
+)
+
+// encode returns the cookie value for s.
+func (c *codec) encode(s cookieState) string {
+	var buf [nonceLen + 64]byte
+	b := buf[:nonceLen]
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	pt := make([]byte, 0, 48)
+	pt = append(pt, cookieVersion)
+	pt = binary.AppendVarint(pt, s.bucket)
+	pt = binary.AppendVarint(pt, s.acceptedAt)
+	pt = binary.AppendVarint(pt, s.lastCheckIn)
+	pt = binary.AppendVarint(pt, s.refresh)
+	b = c.aeads[0].Seal(b, b[:nonceLen], pt, c.ad)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeBuf holds decode's scratch space. Buffers handed to the cipher
+// through its interface escape to the heap, so they are pooled.
+type decodeBuf struct {
+	src, raw, pt [maxCookieLen]byte
+}
+
+var decodeBufs = sync.Pool{New: func() any { return new(decodeBuf) }}
+
+// decode opens a cookie value. It returns errBadCookie for anything that is
+// not a cookie this codec wrote with one of its keys.
+func (c *codec) decode(v string) (cookieState, error) {
+	var s cookieState
+	if len(v) > maxCookieLen || len(v) < base64.RawURLEncoding.EncodedLen(nonceLen+tagLen+1) {
+		return s, errBadCookie
+	}
+	buf := decodeBufs.Get().(*decodeBuf)
+	defer decodeBufs.Put(buf)
+	n := copy(buf.src[:], v)
+	m, err := base64.RawURLEncoding.Decode(buf.raw[:], buf.src[:n])
+	if err != nil {
+		return s, errBadCookie
+	}
+	nonce, ct := buf.raw[:nonceLen], buf.raw[nonceLen:m]
+	var pt []byte
+	for _, a := range c.aeads {
+		if pt, err = a.Open(buf.pt[:0], nonce, ct, c.ad); err == nil {
+			break
+		}
+	}
+	if err != nil || len(pt) == 0 || pt[0] != cookieVersion {
+		return s, errBadCookie
+	}
+	pt = pt[1:]
+	for _, f := range []*int64{&s.bucket, &s.acceptedAt, &s.lastCheckIn, &s.refresh} {
+		x, k := binary.Varint(pt)
+		if k <= 0 {
+			return cookieState{}, errBadCookie
+		}
+		*f, pt = x, pt[k:]
+	}
+	if len(pt) != 0 || s.lastCheckIn <= 0 || s.refresh < 0 || s.acceptedAt < 0 {
+		return cookieState{}, errBadCookie
+	}
+	return s, nil
+}
+
+// cookieValue returns the value of the first cookie named name in r's
+// Cookie headers without allocating. ok is false when there is none.
+func cookieValue(r *http.Request, name string) (v string, ok bool) {
+	for _, line := range r.Header["Cookie"] {
+		for len(line) > 0 {
+			var part string
+			part, line, _ = strings.Cut(line, ";")
+			part = strings.TrimSpace(part)
+			k, val, found := strings.Cut(part, "=")
+			if !found || k != name {
+				continue
+			}
+			if len(val) > 1 && val[0] == '"' && val[len(val)-1] == '"' {
+				val = val[1 : len(val)-1]
+			}
+			return val, true
+		}
+	}
+	return "", false
+}

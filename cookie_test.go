@@ -1,0 +1,146 @@
+package waitingroom
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var otherKey = []byte("ffffffffffffffffffffffffffffffffffff")
+
+func mustCodec(t testing.TB, name string, keys ...[]byte) *codec {
+	c, err := newCodec(keys, name)
+	require.NoError(t, err)
+	return c
+}
+
+func TestCookieRoundTrip(t *testing.T) {
+	c := mustCodec(t, "__waitingroom_launch", testKey)
+	for _, s := range []cookieState{
+		{bucket: 29_833_333, lastCheckIn: 1_790_000_000_123, refresh: 19_500},
+		{bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000},
+		{bucket: -5, lastCheckIn: 1},
+	} {
+		v := c.encode(s)
+		assert.Less(t, len(v), 120, "cookie stays small")
+		got, err := c.decode(v)
+		require.NoError(t, err)
+		assert.Equal(t, s, got)
+		assert.NotEqual(t, v, c.encode(s), "every encoding uses a fresh nonce")
+	}
+}
+
+func TestCookieRejects(t *testing.T) {
+	s := cookieState{bucket: 29_833_333, lastCheckIn: 1_790_000_000_123, refresh: 20_000}
+	c := mustCodec(t, "__waitingroom_launch", testKey)
+	good := c.encode(s)
+	raw, err := base64.RawURLEncoding.DecodeString(good)
+	require.NoError(t, err)
+
+	cases := map[string]string{
+		"empty":          "",
+		"truncated":      good[:len(good)-4],
+		"one char short": good[:len(good)-1],
+		"not base64":     strings.Repeat("*", len(good)),
+		"padded base64":  base64.URLEncoding.EncodeToString(raw),
+		"oversized":      strings.Repeat("A", 5000),
+		"other room":     mustCodec(t, "__waitingroom_other", testKey).encode(s),
+		"other name":     mustCodec(t, "session_launch", testKey).encode(s),
+		"other key":      mustCodec(t, "__waitingroom_launch", otherKey).encode(s),
+		"zero checkin":   c.encode(cookieState{bucket: 1}),
+		"negative":       c.encode(cookieState{bucket: 1, lastCheckIn: 5, refresh: -1}),
+	}
+	for i := range raw {
+		// Flip every byte in turn: nonce, ciphertext and tag.
+		b := append([]byte(nil), raw...)
+		b[i] ^= 0x01
+		cases["flip byte "+string(rune('A'+i%26))+strings.Repeat("'", i/26)] = base64.RawURLEncoding.EncodeToString(b)
+	}
+	for name, v := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := c.decode(v)
+			assert.ErrorIs(t, err, errBadCookie)
+		})
+	}
+}
+
+func TestCookieKeyRotation(t *testing.T) {
+	s := cookieState{bucket: 7, lastCheckIn: 1000, refresh: 20_000}
+	old := mustCodec(t, "n", otherKey).encode(s)
+
+	rotated := mustCodec(t, "n", testKey, otherKey) // new key first, old still reads
+	got, err := rotated.decode(old)
+	require.NoError(t, err, "a cookie written with a previous key still reads")
+	assert.Equal(t, s, got)
+	fresh := rotated.encode(s)
+	_, err = mustCodec(t, "n", testKey).decode(fresh)
+	require.NoError(t, err, "the first key encrypts")
+
+	retired := mustCodec(t, "n", testKey) // old key dropped
+	_, err = retired.decode(old)
+	assert.ErrorIs(t, err, errBadCookie, "a retired key no longer reads")
+}
+
+func TestCookieValue(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		want    string
+		ok      bool
+	}{
+		{"none", nil, "", false},
+		{"single", []string{"a=1"}, "1", true},
+		{"among others", []string{"x=y; a=2; b=3"}, "2", true},
+		{"first of duplicates", []string{"a=first; a=second"}, "first", true},
+		{"second header", []string{"x=1", "a=3"}, "3", true},
+		{"quoted", []string{`a="4"`}, "4", true},
+		{"prefix is not the name", []string{"aa=5; ba=6"}, "", false},
+		{"no value", []string{"a"}, "", false},
+		{"spaces", []string{"  a=7  ;b=8"}, "7", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			for _, h := range tc.headers {
+				r.Header.Add("Cookie", h)
+			}
+			v, ok := cookieValue(r, "a")
+			assert.Equal(t, tc.ok, ok)
+			assert.Equal(t, tc.want, v)
+		})
+	}
+}
+
+func FuzzCookieDecode(f *testing.F) {
+	c := mustCodec(f, "__waitingroom_launch", testKey)
+	f.Add(c.encode(cookieState{bucket: 1, lastCheckIn: 2, refresh: 3}))
+	f.Add("")
+	f.Add(strings.Repeat("A", 300))
+	f.Add("!!!!")
+	f.Fuzz(func(t *testing.T, v string) {
+		s, err := c.decode(v)
+		if err != nil {
+			assert.Equal(t, cookieState{}, s)
+			return
+		}
+		// Only a cookie this codec wrote opens, and it re-encodes.
+		again, err := c.decode(c.encode(s))
+		require.NoError(t, err)
+		assert.Equal(t, s, again)
+	})
+}
+
+func FuzzCookieHeader(f *testing.F) {
+	f.Add("a=1; b=2")
+	f.Add(`a="`)
+	f.Add(";;;=;=")
+	f.Fuzz(func(t *testing.T, h string) {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Cookie", h)
+		_, _ = cookieValue(r, "a")
+	})
+}

@@ -1,0 +1,59 @@
+// Package waitingroom puts a virtual waiting room in front of any net/http
+// handler.
+//
+// When demand spikes (a ticket drop, a vaccine sign-up, a product launch),
+// the room lets in only as many visitors as the application can serve, by
+// two limits: TotalActiveUsers (visitors active at once) and
+// NewUsersPerMinute (visitors let in per minute). Everyone else waits on a
+// page that refreshes itself until a slot is theirs, first-in-first-out or
+// by random draw, with an honest estimate of the wait.
+//
+// Quick start:
+//
+//	room, err := waitingroom.New(waitingroom.Config{
+//		Name:              "launch",
+//		TotalActiveUsers:  200,
+//		NewUsersPerMinute: 200,
+//		Keys:              [][]byte{secret}, // 32+ random bytes, the same on every instance
+//	}, memstore.New())
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	defer room.Close()
+//	http.ListenAndServe(":8080", room.Handler(app))
+//
+// # How it works
+//
+// A visitor's place in the queue is the minute of their first request, kept
+// in an encrypted, authenticated cookie (XChaCha20-Poly1305) together with
+// their admission time, latest check-in and refresh interval. The shared
+// state holds only counters (active visitors and waiting visitors by
+// check-in slot, admissions by minute), so its size does not grow with the
+// number of visitors.
+//
+// Every SyncInterval each instance (each Room) syncs with the store in one
+// atomic read-modify-write: it merges its counts, returns what is left of
+// its grant and takes a new one, a share of the free slots. Between syncs
+// every decision is local, so a request never waits on the store, and the
+// grants of all instances never add up to more than the free slots: the
+// limits hold exactly across any number of instances.
+//
+// FIFO reserves free slots for the oldest arrival minutes first; fresh
+// arrivals get slots only when every waiting visitor is covered. Random
+// lets every waiting visitor race for the same slots. Both keep the arrival
+// minutes, so switching from FIFO to random and back restores arrival
+// order. A waiting visitor gets a new chance only after their refresh
+// interval, jittered per visitor, so refreshing faster gains nothing.
+//
+// # Stores
+//
+// memstore keeps the state in process (one process). redisstore and
+// sqlstore keep it in Redis, PostgreSQL, MySQL/MariaDB or SQLite so that
+// many processes share one queue. storetest is the conformance suite.
+//
+// # Decide apart from respond
+//
+// Room.Check decides what happens to a request without writing anything;
+// Room.Respond writes the decision's effect; Room.Handler is built on both,
+// and so are framework adapters.
+package waitingroom

@@ -1,0 +1,76 @@
+package waitingroom
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestRandomMinutesWriteUpExample(t *testing.T) {
+	// 100 waiting, 10 let in per minute: P = 0.1; a 50 % chance takes
+	// log(0.5)/log(0.9) ≈ 6.58 minutes (6 minutes 35 seconds).
+	n := randomMinutes(10.0/100, 0.5)
+	assert.InDelta(t, 6.58, n, 0.005)
+	assert.Equal(t, 6*time.Minute+35*time.Second, time.Duration(n*float64(time.Minute)).Round(time.Second))
+}
+
+func TestRandomMinutes(t *testing.T) {
+	for _, tc := range []struct {
+		P, p, want float64
+	}{
+		{0.1, 0.25, 2.7304},
+		{0.1, 0.75, 13.1576},
+		{0.5, 0.5, 1},
+		{1, 0.5, 0},
+		{2, 0.75, 0},
+	} {
+		assert.InDelta(t, tc.want, randomMinutes(tc.P, tc.p), 1e-3, "P=%v p=%v", tc.P, tc.p)
+	}
+	assert.True(t, math.IsInf(randomMinutes(0, 0.5), 1))
+}
+
+func TestFIFOEstimate(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		ahead, per float64
+		want       Estimate
+	}{
+		{"nothing flows", 100, 0, Estimate{}},
+		{"nan", math.NaN(), 3, Estimate{}},
+		{"nobody ahead", 0, 10, Estimate{Known: true}},
+		{"exact", 100, 10, Estimate{Known: true, Wait: 10 * time.Minute}},
+		{"rounds up", 101, 10, Estimate{Known: true, Wait: 11 * time.Minute}},
+		{"over a day", 2000, 1, Estimate{Known: true, Wait: 2000 * time.Minute, Full: true}},
+		{"absurd", 1e18, 1e-9, Estimate{Known: true, Wait: 1e6 * time.Minute, Full: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, fifoEstimate(tc.ahead, tc.per))
+		})
+	}
+}
+
+func TestRandomEstimate(t *testing.T) {
+	e := randomEstimate(10, 100)
+	assert.Equal(t, Estimate{Known: true, Wait: 7 * time.Minute, P25: 3 * time.Minute, P50: 7 * time.Minute, P75: 14 * time.Minute}, e)
+	assert.Equal(t, "3 minutes to 14 minutes", e.Formatted())
+	assert.Equal(t, Estimate{}, randomEstimate(0, 100), "nothing flows: unknown")
+	assert.Equal(t, Estimate{Known: true}, randomEstimate(5, 0))
+	assert.True(t, randomEstimate(1, 1e6).Full)
+}
+
+func TestFormatWait(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                 "less than a minute",
+		time.Minute:       "1 minute",
+		10 * time.Minute:  "10 minutes",
+		60 * time.Minute:  "1 hour",
+		61 * time.Minute:  "1 hour 1 minute",
+		125 * time.Minute: "2 hours 5 minutes",
+	} {
+		assert.Equal(t, want, formatWait(d))
+	}
+	assert.Equal(t, "", Estimate{}.Formatted())
+	assert.Equal(t, "10 minutes", Estimate{Known: true, Wait: 10 * time.Minute}.Formatted())
+}

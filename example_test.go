@@ -1,0 +1,142 @@
+package waitingroom_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+)
+
+// In a real deployment the key comes from a secret store, and every
+// instance of the room uses the same one.
+var secret = []byte("an example key of 32 bytes or more, never this one")
+
+func ExampleNew() {
+	room, err := waitingroom.New(waitingroom.Config{
+		Name:              "launch",
+		TotalActiveUsers:  200,
+		NewUsersPerMinute: 200,
+		Keys:              [][]byte{secret},
+	}, memstore.New())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer room.Close()
+	fmt.Println(room.Stats().Settings.QueueingMethod)
+	// Output: fifo
+}
+
+func ExampleNew_invalid() {
+	_, err := waitingroom.New(waitingroom.Config{
+		Name:              "launch",
+		TotalActiveUsers:  100,
+		NewUsersPerMinute: 500,
+		Keys:              [][]byte{secret},
+	}, memstore.New())
+	fmt.Println(err)
+	// Output: waitingroom: invalid config: NewUsersPerMinute (500) must not exceed TotalActiveUsers (100)
+}
+
+func ExampleRoom_Handler() {
+	room, err := waitingroom.New(waitingroom.Config{
+		Name:               "launch",
+		TotalActiveUsers:   1,
+		NewUsersPerMinute:  1,
+		Keys:               [][]byte{secret},
+		QueueingStatusCode: http.StatusTooManyRequests,
+	}, memstore.New())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer room.Close()
+	_ = room.Sync(context.Background()) // the background sync would do this within a second
+
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, _ := waitingroom.TicketFromContext(r.Context())
+		fmt.Fprintf(w, "welcome, admitted at minute %s", t.Bucket.UTC().Format("15:04"))
+	})
+	srv := httptest.NewServer(room.Handler(app))
+	defer srv.Close()
+
+	first, _ := http.Get(srv.URL)
+	second, _ := http.Get(srv.URL) // no cookie: a new visitor, and the room is full
+	fmt.Println(first.StatusCode, second.StatusCode, second.Header.Get("Cache-Control"))
+	// Output: 200 429 no-store
+}
+
+func ExampleRoom_Check() {
+	room, err := waitingroom.New(waitingroom.Config{
+		Name:              "api",
+		TotalActiveUsers:  10,
+		NewUsersPerMinute: 10,
+		Keys:              [][]byte{secret},
+		QueueAll:          true,
+	}, memstore.New())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer room.Close()
+
+	// Decide without writing, for example to answer in the API's own
+	// format; Respond would write the room's JSON or HTML page instead.
+	r := httptest.NewRequest(http.MethodGet, "/orders", nil)
+	d, err := room.Check(r)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(d.Outcome, d.Pass(), d.RefreshAfter > 0)
+	// Output: waiting false true
+}
+
+func ExampleRoom_Respond() {
+	room, err := waitingroom.New(waitingroom.Config{
+		Name:              "api",
+		TotalActiveUsers:  10,
+		NewUsersPerMinute: 10,
+		Keys:              [][]byte{secret},
+		QueueAll:          true,
+		JSONKey:           "cfWaitingRoom",
+	}, memstore.New())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer room.Close()
+
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("Accept", "application/json")
+	w := httptest.NewRecorder()
+	d, _ := room.Check(r)
+	if room.Respond(w, r, d) {
+		fmt.Println("serve the application")
+		return
+	}
+	body, _ := io.ReadAll(w.Body)
+	fmt.Println(w.Code, strings.Contains(string(body), `"cfWaitingRoom":{"inWaitingRoom":true`))
+	// Output: 200 true
+}
+
+func ExampleRoom_Update() {
+	room, err := waitingroom.New(waitingroom.Config{
+		Name:              "launch",
+		TotalActiveUsers:  200,
+		NewUsersPerMinute: 200,
+		Keys:              [][]byte{secret},
+	}, memstore.New())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer room.Close()
+	// Every instance sharing the store follows at its next sync.
+	err = room.Update(context.Background(), func(s *waitingroom.Settings) {
+		s.QueueingMethod = waitingroom.Random
+		s.NewUsersPerMinute = 50
+	})
+	fmt.Println(err, room.Stats().Settings.QueueingMethod, room.Stats().Settings.NewUsersPerMinute)
+	// Output: <nil> random 50
+}

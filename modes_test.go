@@ -1,0 +1,239 @@
+package waitingroom
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSessionExpiryAndRenewal(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		disable bool
+		// the visitor requests every step for steps; then is it still in?
+		step    time.Duration
+		steps   int
+		stillIn bool
+	}{
+		{"renewed by activity", false, 50 * time.Second, 12, true},
+		{"idle past the session", false, 5*time.Minute + time.Second, 1, false},
+		{"idle just within", false, 5*time.Minute - time.Second, 1, true},
+		{"hard cap without renewal", true, 50 * time.Second, 7, false},
+		{"within the cap", true, 50 * time.Second, 5, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+				c.DisableSessionRenewal = tc.disable
+			})
+			v := &visitor{}
+			require.True(t, admitted(tr.get(v, "")))
+			var w = tr.get(v, "")
+			for range tc.steps {
+				tr.clk.Add(tc.step)
+				w = tr.get(v, "")
+			}
+			assert.Equal(t, tc.stillIn, admitted(w))
+		})
+	}
+}
+
+func TestExpiredSessionQueuesAtTheBack(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+		c.RefreshJitter = -1
+	})
+	early := &visitor{}
+	require.True(t, admitted(tr.get(early, "")))
+	// Someone queues behind the admitted visitor and keeps refreshing.
+	tr.clk.Add(30 * time.Second)
+	patient := &visitor{}
+	require.True(t, isWaiting(tr.get(patient, "")))
+	for range 20 {
+		tr.clk.Add(20 * time.Second)
+		tr.sync()
+		if admitted(tr.get(patient, "")) {
+			break
+		}
+	}
+	// The first visitor's session lapsed (no request for > 5 minutes); they
+	// come back with their old cookie and must not jump the queue: their
+	// old admission does not make them older than the patient visitor.
+	w := tr.get(early, "")
+	assert.False(t, admitted(w))
+	tr.clk.Add(time.Second)
+	d, err := tr.Check(early.request(http.MethodGet, ""))
+	require.NoError(t, err)
+	assert.Equal(t, Waiting, d.Outcome)
+}
+
+func TestQueueHold(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.QueueAll = true
+		c.RefreshJitter = -1
+		c.QueueHold = 3 * time.Minute
+	})
+	v := &visitor{}
+	require.True(t, isWaiting(tr.get(v, "")))
+	bucket := tr.clk.Now().Unix() / 60
+	tr.sync()
+	assert.Equal(t, 1, tr.Stats().Waiting)
+
+	// The visitor abandons: they stop counting within two refresh
+	// intervals and a slot, long before QueueHold.
+	tr.clk.Add(40*time.Second + slotSeconds*time.Second)
+	tr.sync()
+	assert.Equal(t, 0, tr.Stats().Waiting, "an abandoned visitor stops counting as waiting")
+
+	// Back within QueueHold: same place (arrival minute), counted again.
+	tr.clk.Add(2 * time.Minute)
+	require.True(t, isWaiting(tr.get(v, "")))
+	c, ok := tr.readCookie(v.request(http.MethodGet, ""))
+	require.True(t, ok)
+	assert.Equal(t, bucket, c.bucket)
+	tr.sync()
+	assert.Equal(t, 1, tr.Stats().Waiting)
+
+	// Back after QueueHold: a new visitor, at the back.
+	tr.clk.Add(3*time.Minute + time.Second)
+	require.True(t, isWaiting(tr.get(v, "")))
+	c, ok = tr.readCookie(v.request(http.MethodGet, ""))
+	require.True(t, ok)
+	assert.Greater(t, c.bucket, bucket)
+}
+
+func TestModes(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		mutate     func(*Config)
+		newVisitor Outcome
+		cookie     bool
+		refresh    bool
+		contains   string
+	}{
+		{"fifo with room", nil, Admitted, true, false, ""},
+		{"queue all", func(c *Config) { c.QueueAll = true }, Waiting, true, true, "not admitting"},
+		{"suspended", func(c *Config) { c.Suspended = true; c.QueueAll = true }, Bypassed, false, false, ""},
+		{"passthrough", func(c *Config) { c.QueueingMethod = Passthrough }, Admitted, true, false, ""},
+		{"reject", func(c *Config) { c.QueueingMethod = Reject }, Closed, false, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, tc.mutate)
+			v := &visitor{}
+			d, err := tr.Check(v.request(http.MethodGet, ""))
+			require.NoError(t, err)
+			assert.Equal(t, tc.newVisitor, d.Outcome)
+			w := tr.get(v, "")
+			assert.Equal(t, tc.cookie, len(w.Result().Cookies()) == 1)
+			assert.Equal(t, tc.refresh, w.Header().Get("Refresh") != "")
+			assert.Equal(t, tc.refresh, strings.Contains(w.Body.String(), `http-equiv="refresh"`))
+			if tc.contains != "" {
+				assert.Contains(t, strings.ToLower(w.Body.String()), tc.contains)
+			}
+		})
+	}
+}
+
+func TestPassthroughCounts(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.QueueingMethod = Passthrough; c.TotalActiveUsers, c.NewUsersPerMinute = 2, 2 })
+	for range 5 {
+		require.True(t, admitted(tr.get(&visitor{}, "")), "passthrough lets everyone in, beyond the limits")
+	}
+	tr.sync()
+	st := tr.Stats()
+	assert.Equal(t, 5, st.Active)
+	assert.Equal(t, 5, st.AdmittedThisMinute)
+}
+
+func TestAdmittedKeepSessionWhenClosingOrQueueingAll(t *testing.T) {
+	for _, change := range []func(*Settings){
+		func(s *Settings) { s.QueueAll = true },
+		func(s *Settings) { s.QueueingMethod = Reject },
+	} {
+		tr := newTestRoom(t, nil)
+		v := &visitor{}
+		require.True(t, admitted(tr.get(v, "")))
+		require.NoError(t, tr.Update(context.Background(), change))
+		assert.True(t, admitted(tr.get(v, "")), "an admitted visitor keeps their session")
+		assert.False(t, admitted(tr.get(&visitor{}, "")), "a new visitor does not get in")
+	}
+}
+
+func TestSuspendedLeavesNoTrace(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.Suspended = true })
+	var ok bool
+	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, ok = TicketFromContext(r.Context())
+		_, _ = w.Write([]byte("app"))
+	}))
+	for range 50 {
+		w := tr.get(&visitor{}, "")
+		require.True(t, admitted(w))
+		assert.Empty(t, w.Result().Cookies())
+	}
+	assert.False(t, ok, "a bypassed request carries no ticket")
+	tr.sync()
+	assert.Zero(t, tr.Stats().Active)
+}
+
+func TestUpdate(t *testing.T) {
+	tr := newTestRoom(t, nil)
+	require.NoError(t, tr.Update(context.Background(), func(s *Settings) {
+		s.TotalActiveUsers, s.NewUsersPerMinute = 50, 20
+		s.QueueingMethod = Random
+	}))
+	assert.Equal(t, Settings{QueueingMethod: Random, TotalActiveUsers: 50, NewUsersPerMinute: 20}, tr.Stats().Settings)
+	tr.sync()
+	assert.Equal(t, Random, tr.Stats().Settings.QueueingMethod, "the change survives the next sync")
+
+	for name, bad := range map[string]func(*Settings){
+		"limits": func(s *Settings) { s.NewUsersPerMinute = 100 },
+		"zero":   func(s *Settings) { s.TotalActiveUsers = 0 },
+		"method": func(s *Settings) { s.QueueingMethod = "lottery" },
+	} {
+		err := tr.Update(context.Background(), bad)
+		assert.ErrorIs(t, err, ErrInvalidConfig, name)
+	}
+	assert.Equal(t, 20, tr.Stats().Settings.NewUsersPerMinute, "a rejected change changes nothing")
+	tr.sync()
+	assert.Equal(t, 20, tr.Stats().Settings.NewUsersPerMinute)
+}
+
+func TestClosedRoom(t *testing.T) {
+	tr := newTestRoom(t, nil)
+	require.NoError(t, tr.Close())
+	require.NoError(t, tr.Close())
+	_, err := tr.Check((&visitor{}).request(http.MethodGet, ""))
+	assert.ErrorIs(t, err, ErrClosed)
+	w := tr.get(&visitor{}, "")
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.NotContains(t, w.Body.String(), "closed", "no internals in the body")
+	assert.ErrorIs(t, tr.Sync(context.Background()), ErrClosed)
+	assert.ErrorIs(t, tr.Update(context.Background(), func(*Settings) {}), ErrClosed)
+}
+
+func TestCustomTemplate(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.QueueAll = true
+		c.Template = `<p>{{queueingMethod}} {{#queueAll}}all{{/queueAll}} {{refreshIntervalSeconds}}</p>`
+		c.RefreshJitter = -1
+	})
+	w := tr.get(&visitor{}, "")
+	assert.Equal(t, "<p>fifo all 20</p>", w.Body.String())
+}
+
+func TestBackgroundSync(t *testing.T) {
+	cfg := baseConfig(newClock())
+	cfg.Now = time.Now
+	cfg.SyncInterval = 5 * time.Millisecond
+	rm, err := New(cfg, newMemStore())
+	require.NoError(t, err)
+	defer rm.Close()
+	assert.Eventually(t, func() bool { return !rm.Stats().Synced.IsZero() }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, rm.Close())
+}

@@ -1,0 +1,151 @@
+package waitingroom
+
+import (
+	"bytes"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom/template"
+)
+
+// pageCacheSize bounds the pages kept per sync: FIFO visitors see a page
+// per arrival minute and refresh interval, a few dozen variants at most.
+const pageCacheSize = 512
+
+// pageCache keeps rendered waiting pages. Page data changes only with a
+// sync (estimates, lastUpdated) and the refresh interval, so most waiting
+// responses are a copy of bytes rendered once.
+type pageCache struct {
+	mu    sync.Mutex
+	epoch string // LastUpdated of the cached pages
+	pages map[pageKey][]byte
+}
+
+type pageKey struct {
+	data template.Data
+	json bool
+}
+
+// render returns the page for data, as JSON or HTML.
+func (rm *Room) render(data *template.Data, asJSON bool) ([]byte, error) {
+	key := pageKey{data: *data, json: asJSON}
+	c := &rm.pages
+	c.mu.Lock()
+	if c.epoch != data.LastUpdated || c.pages == nil {
+		c.epoch, c.pages = data.LastUpdated, make(map[pageKey][]byte)
+	}
+	b, ok := c.pages[key]
+	c.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	var buf bytes.Buffer
+	var err error
+	if asJSON {
+		err = template.WriteJSON(&buf, rm.cfg.JSONKey, data)
+	} else {
+		err = rm.tmpl.Render(&buf, data, rm.cfg.Language)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b = buf.Bytes()
+	c.mu.Lock()
+	if c.epoch == data.LastUpdated && len(c.pages) < pageCacheSize {
+		c.pages[key] = b
+	}
+	c.mu.Unlock()
+	return b, nil
+}
+
+// Respond writes the effect of d, a decision Check made for r: the visitor
+// cookie when it changed and, when the request may not pass, the waiting
+// page (or the closed page) with the configured status code. It reports
+// whether the request may go on to the application; if so, nothing but the
+// cookie has been written and the caller serves the request. Handler and
+// framework adapters are built on Check and Respond.
+//
+// Waiting responses carry Cache-Control: no-store and, except the closed
+// page, a Refresh header; they are JSON when the request's Accept header
+// lists application/json and not text/html, HTML otherwise.
+func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool {
+	if d.cookie != "" {
+		http.SetCookie(w, &http.Cookie{
+			Name:     rm.cookieName,
+			Value:    d.cookie,
+			Path:     rm.cfg.CookiePath,
+			Domain:   rm.cfg.CookieDomain,
+			HttpOnly: true,
+			Secure:   rm.secure,
+			SameSite: rm.sameSite,
+		})
+	}
+	if d.Pass() {
+		return true
+	}
+	data := rm.pageData(d)
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Add("Vary", "Accept")
+	status := rm.cfg.QueueingStatusCode
+	if d.Outcome == Waiting {
+		secs := strconv.Itoa(data.RefreshIntervalSeconds)
+		h.Set("Refresh", secs)
+		if status == http.StatusTooManyRequests {
+			h.Set("Retry-After", secs)
+		}
+	}
+	asJSON := template.WantsJSON(r.Header.Get("Accept"))
+	page, err := rm.render(data, asJSON)
+	if err != nil {
+		rm.log.Error("waitingroom: rendering the waiting page failed", "err", err)
+		rm.cfg.ErrorHandler(w, r, err)
+		return false
+	}
+	if asJSON {
+		h.Set("Content-Type", "application/json")
+	} else {
+		h.Set("Content-Type", "text/html; charset=utf-8")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(page)))
+	w.WriteHeader(status)
+	_, _ = w.Write(page)
+	return false
+}
+
+// pageData is what the waiting page of decision d shows.
+func (rm *Room) pageData(d Decision) *template.Data {
+	s, e := d.settings, d.Estimate
+	at := d.at
+	if at == 0 {
+		at = rm.cfg.Now().UnixMilli()
+	}
+	data := &template.Data{
+		InWaitingRoom:      true,
+		QueueAll:           s.QueueAll,
+		LastUpdated:        time.UnixMilli(at).UTC().Format("2006-01-02T15:04:05.000Z"),
+		QueueingMethod:     string(s.QueueingMethod),
+		IsFIFOQueue:        s.QueueingMethod == FIFO,
+		IsRandomQueue:      s.QueueingMethod == Random,
+		IsPassthroughQueue: s.QueueingMethod == Passthrough,
+		IsRejectQueue:      s.QueueingMethod == Reject,
+	}
+	if d.Outcome == Waiting {
+		data.RefreshIntervalSeconds = max(1, int(math.Ceil(d.RefreshAfter.Seconds())))
+	}
+	if e.Known {
+		m := int(e.Wait / time.Minute)
+		data.WaitTimeKnown = true
+		data.WaitTime = m
+		data.WaitTimeHours, data.WaitTimeHourMinutes = m/60, m%60
+		data.WaitTime25Percentile = int(e.P25 / time.Minute)
+		data.WaitTime50Percentile = int(e.P50 / time.Minute)
+		data.WaitTime75Percentile = int(e.P75 / time.Minute)
+		data.WaitTimeFormatted = e.Formatted()
+		data.QueueIsFull = e.Full
+	}
+	return data
+}

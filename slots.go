@@ -1,0 +1,329 @@
+package waitingroom
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// slotSeconds is the length of a check-in slot. Active and waiting
+// visitors are counted by the slot of their latest check-in, so a count
+// falls away at most one slot after the visitor stopped counting.
+const slotSeconds = 10
+
+// anyBucket marks the grant entry that any visitor may take: fresh arrivals
+// in FIFO mode once every waiting visitor is covered, everyone in random
+// mode.
+const anyBucket = math.MaxInt64
+
+// historyMinutes is how many minutes of admissions the state keeps.
+const historyMinutes = 60
+
+// trafficWeight is the weight of the latest sync in an instance's traffic
+// average.
+const trafficWeight = 0.2
+
+// outflowMinutes is the window, in minutes, of the admission rate used for
+// estimates.
+const outflowMinutes = 5
+
+func slotOf(ms int64) int64   { return floorDiv(ms, 1000*slotSeconds) }
+func minuteOf(ms int64) int64 { return floorDiv(ms, 60_000) }
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// slotCounted reports whether a count kept under slot still counts at now
+// (Unix ms) for visitors who stay counted for window ms after a check-in.
+func slotCounted(slot, now, window int64) bool {
+	return (slot+1)*1000*slotSeconds+window > now
+}
+
+type cellKey struct{ bucket, slot int64 }
+
+// delta is what one instance changed since its last sync.
+type delta struct {
+	active   map[int64]int64   // check-in slot → change
+	waiting  map[cellKey]int64 // (bucket, slot) → change
+	admitted map[int64]int64   // minute → admissions
+	attempts int64             // admission attempts (fresh visitors and due check-ins)
+}
+
+func newDelta() *delta {
+	return &delta{active: map[int64]int64{}, waiting: map[cellKey]int64{}, admitted: map[int64]int64{}}
+}
+
+// add merges o into d.
+func (d *delta) add(o *delta) {
+	for k, v := range o.active {
+		d.active[k] += v
+	}
+	for k, v := range o.waiting {
+		d.waiting[k] += v
+	}
+	for k, v := range o.admitted {
+		d.admitted[k] += v
+	}
+	d.attempts += o.attempts
+}
+
+// grantEntry is a number of admissions reserved for visitors of bucket (or
+// of any bucket).
+type grantEntry struct {
+	bucket int64
+	n      int64
+}
+
+// grant is what an instance may admit until its next sync, sorted by
+// bucket, oldest first. It is used under Room.mu.
+type grant []grantEntry
+
+func (g grant) total() int64 {
+	var n int64
+	for _, e := range g {
+		n += e.n
+	}
+	return n
+}
+
+// take consumes one admission for a visitor of bucket b; fresh visitors
+// (no place in the queue yet) may only take the anyBucket entry. A queued
+// visitor takes from their own bucket first, then from the newest entries
+// down to their own: an older visitor may take a newer visitor's slot,
+// never the other way round.
+func (g grant) take(b int64, fresh bool) bool {
+	if !fresh {
+		if i, ok := slices.BinarySearchFunc(g, b, func(e grantEntry, b int64) int { return cmp.Compare(e.bucket, b) }); ok && g[i].n > 0 {
+			g[i].n--
+			return true
+		}
+	}
+	for i := len(g) - 1; i >= 0 && g[i].bucket >= b; i-- {
+		if fresh && g[i].bucket != anyBucket {
+			break
+		}
+		if g[i].n > 0 {
+			g[i].n--
+			return true
+		}
+	}
+	return false
+}
+
+// syncParams is everything a sync needs besides the state and the delta.
+type syncParams struct {
+	now          int64 // Unix ms
+	id           string
+	settings     Settings
+	session      int64 // ms an active visitor stays counted after a check-in
+	waitWindow   int64 // ms a queued visitor stays counted after a check-in
+	syncInterval int64 // ms
+	instanceTTL  int64 // ms after which a silent instance loses its share
+}
+
+// bucketCount is the number of visitors waiting in one arrival bucket and
+// in all older ones.
+type bucketCount struct {
+	bucket  int64
+	waiting int64
+	before  int64
+}
+
+// view is what an instance knows of the whole room after a sync.
+type view struct {
+	at                 int64 // Unix ms of the sync
+	settings           Settings
+	active             int64
+	waiting            int64
+	buckets            []bucketCount // oldest first
+	admittedThisMinute int64
+	perMinute          float64       // recent admissions per minute
+	admitted           []store.Count // admissions by minute, oldest first
+	instances          int
+}
+
+// applySync merges d into st, drops what expired, settles this instance's
+// previous grant and carves a new one from the free slots. It is the whole
+// shared-state algorithm; it does no I/O and runs inside Store.Update.
+func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
+	now := p.now
+	nowMin := minuteOf(now)
+
+	active := make(map[int64]int64, len(st.Active)+len(d.active))
+	for _, c := range st.Active {
+		active[c.Key] += c.N
+	}
+	for k, v := range d.active {
+		active[k] += v
+	}
+	admitted := make(map[int64]int64, len(st.Admitted)+len(d.admitted))
+	for _, c := range st.Admitted {
+		admitted[c.Key] += c.N
+	}
+	for k, v := range d.admitted {
+		admitted[k] += v
+	}
+	waiting := make(map[cellKey]int64, len(st.Waiting)+len(d.waiting))
+	for _, c := range st.Waiting {
+		waiting[cellKey{c.Bucket, c.Slot}] += c.N
+	}
+	for k, v := range d.waiting {
+		waiting[k] += v
+	}
+
+	v := &view{at: now, settings: p.settings}
+
+	st.Active = st.Active[:0]
+	for k, n := range active {
+		if n != 0 && slotCounted(k, now, p.session) {
+			st.Active = append(st.Active, store.Count{Key: k, N: n})
+			v.active += n
+		}
+	}
+	slices.SortFunc(st.Active, func(a, b store.Count) int { return cmp.Compare(a.Key, b.Key) })
+	v.active = max(v.active, 0)
+
+	st.Admitted = st.Admitted[:0]
+	for k, n := range admitted {
+		if n != 0 && k > nowMin-historyMinutes && k <= nowMin+1 {
+			st.Admitted = append(st.Admitted, store.Count{Key: k, N: n})
+		}
+	}
+	slices.SortFunc(st.Admitted, func(a, b store.Count) int { return cmp.Compare(a.Key, b.Key) })
+	v.admitted = slices.Clone(st.Admitted)
+	v.admittedThisMinute = admitted[nowMin]
+	v.perMinute = outflow(admitted, now)
+
+	st.Waiting = st.Waiting[:0]
+	perBucket := map[int64]int64{}
+	for k, n := range waiting {
+		if n != 0 && slotCounted(k.slot, now, p.waitWindow) {
+			st.Waiting = append(st.Waiting, store.Cell{Bucket: k.bucket, Slot: k.slot, N: n})
+			perBucket[k.bucket] += n
+		}
+	}
+	slices.SortFunc(st.Waiting, func(a, b store.Cell) int {
+		return cmp.Or(cmp.Compare(a.Bucket, b.Bucket), cmp.Compare(a.Slot, b.Slot))
+	})
+	for b, n := range perBucket {
+		if n > 0 {
+			v.buckets = append(v.buckets, bucketCount{bucket: b, waiting: n})
+		}
+	}
+	slices.SortFunc(v.buckets, func(a, b bucketCount) int { return cmp.Compare(a.bucket, b.bucket) })
+	for i := range v.buckets {
+		v.buckets[i].before = v.waiting
+		v.waiting += v.buckets[i].waiting
+	}
+
+	// Instances: drop the silent ones (their grants return to the pool),
+	// settle this one's previous grant (what it used is in d.admitted, the
+	// rest is returned) and update its traffic.
+	self := -1
+	st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
+		return in.ID != p.id && in.Seen+p.instanceTTL < now
+	})
+	for i := range st.Instances {
+		if st.Instances[i].ID == p.id {
+			self = i
+		}
+	}
+	if self < 0 {
+		st.Instances = append(st.Instances, store.Instance{ID: p.id})
+		self = len(st.Instances) - 1
+	}
+	me := &st.Instances[self]
+	me.Traffic = (1-trafficWeight)*me.Traffic + trafficWeight*float64(d.attempts)
+	me.Seen = now
+	me.Grant = 0
+	var outstanding int64
+	var traffic float64
+	for _, in := range st.Instances {
+		outstanding += max(in.Grant, 0)
+		traffic += max(in.Traffic, 0)
+	}
+	v.instances = len(st.Instances)
+	// The share follows traffic, with a floor so that an instance that
+	// happened to see nobody lately can still admit the next visitor.
+	fair := 1 / float64(len(st.Instances))
+	share := fair
+	if traffic > 0 {
+		share = max(max(me.Traffic, 0)/traffic, fair/2)
+	}
+
+	g := carve(p, v, share, outstanding)
+	me.Grant = g.total()
+	return g, v
+}
+
+// carve sizes this instance's grant: its share of the free slots, never
+// more than what the other instances' outstanding grants leave, and lays it
+// out over the buckets.
+func carve(p syncParams, v *view, share float64, outstanding int64) grant {
+	s := p.settings
+	if s.Suspended || s.QueueAll || s.QueueingMethod == Reject || s.QueueingMethod == Passthrough {
+		return nil
+	}
+	// While more visitors wait than the minute has slots left, New Users
+	// Per Minute is released over the minute, so slots come free all along
+	// it rather than in a burst at its start (a burst favours whoever
+	// checks in first). Otherwise every waiting visitor can be covered at
+	// once and the rest goes to fresh arrivals.
+	target := int64(s.NewUsersPerMinute)
+	if v.waiting >= target-v.admittedThisMinute {
+		into := float64(p.now-minuteOf(p.now)*60_000+p.syncInterval) / 60_000
+		target = min(target, int64(math.Ceil(float64(s.NewUsersPerMinute)*into)))
+	}
+	free := max(0, min(int64(s.TotalActiveUsers)-v.active, target-v.admittedThisMinute))
+	left := max(0, min(int64(s.TotalActiveUsers)-v.active, target-v.admittedThisMinute)-outstanding)
+	n := min(left, int64(math.Ceil(float64(free)*share)))
+	if n <= 0 {
+		return nil
+	}
+	if s.QueueingMethod == Random {
+		return grant{{bucket: anyBucket, n: n}}
+	}
+	// FIFO: reserve for the oldest buckets first; fresh arrivals get what
+	// is left once every waiting visitor is covered.
+	var g grant
+	for _, b := range v.buckets {
+		r := min(n, int64(math.Ceil(float64(b.waiting)*share)))
+		if r > 0 {
+			g = append(g, grantEntry{bucket: b.bucket, n: r})
+			n -= r
+		}
+		if n == 0 {
+			return g
+		}
+	}
+	return append(g, grantEntry{bucket: anyBucket, n: n})
+}
+
+// outflow is the recent admission rate per minute: admissions over the last
+// outflowMinutes minutes, counted from the first minute in that window that
+// had any, so a queue that just formed is not diluted by empty minutes.
+func outflow(admitted map[int64]int64, now int64) float64 {
+	nowMin := minuteOf(now)
+	var sum int64
+	first := int64(0)
+	for m := nowMin - outflowMinutes + 1; m <= nowMin; m++ {
+		if n := admitted[m]; n > 0 {
+			if sum == 0 {
+				first = m
+			}
+			sum += n
+		}
+	}
+	if sum == 0 {
+		return 0
+	}
+	frac := float64(now-nowMin*60_000) / 60_000
+	return float64(sum) / (float64(nowMin-first) + max(frac, 0.25))
+}

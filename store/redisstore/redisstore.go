@@ -1,0 +1,192 @@
+// Package redisstore keeps waiting-room state in Redis, shared by every
+// process that uses the same server (single node, Cluster or Sentinel).
+//
+// # Key layout
+//
+// A room's state is one Redis string under KeyPrefix + room name, so every
+// operation touches a single key and works unchanged on Redis Cluster. Its
+// value is an 8-byte write tag followed by store.MarshalState of the state:
+//
+//	value = tag (8 random bytes, new on every write) || store.MarshalState(state)
+//
+// # Atomicity
+//
+// Update uses optimistic concurrency with two round trips: a GET reads the
+// value, fn runs in the calling process, and a Lua script writes the new
+// value only if the key's first 8 bytes still equal the tag that was read
+// (compare-and-set). A script runs atomically on the server, so no other
+// write can slip between the check and the write. When the tag has changed,
+// another update won: Update sleeps a short jittered, growing backoff and
+// starts again with a fresh read, until it commits or ctx is done. The
+// script also reports success when the key already holds the very value
+// being written, so a command that the client resends after losing its
+// reply is not applied twice.
+//
+// A missing key is a room without state. A value that is too short to hold
+// a tag, or whose state does not decode, is presented to fn as a zero State
+// and is replaced by fn's result. Every write sets the key's expiry again
+// (Options.TTL), so a room in use never expires.
+package redisstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Defaults used for zero Options fields.
+const (
+	// DefaultKeyPrefix is the KeyPrefix used when Options.KeyPrefix is "".
+	DefaultKeyPrefix = "waitingroom:"
+	// DefaultTTL is the expiry used when Options.TTL is zero.
+	DefaultTTL = 24 * time.Hour
+)
+
+// tagLen is the length in bytes of the write tag that starts every value.
+const tagLen = 8
+
+// Backoff between attempts after a conflict: a random duration up to a
+// limit that starts at minBackoff and doubles up to maxBackoff.
+const (
+	minBackoff = 500 * time.Microsecond
+	maxBackoff = 50 * time.Millisecond
+)
+
+// casScript writes ARGV[2] to KEYS[1] if the key's tag is still ARGV[1]
+// ("" for a missing key), with an expiry of ARGV[3] milliseconds when
+// positive and none otherwise. It returns 1 when the value is written, or
+// was already written by an earlier run of the same command, and 0 when
+// another write changed the key.
+var casScript = redis.NewScript(`
+local cur = redis.call('GETRANGE', KEYS[1], 0, 7)
+if cur == string.sub(ARGV[2], 1, 8) then
+	return 1
+end
+if cur ~= ARGV[1] then
+	return 0
+end
+local ms = tonumber(ARGV[3])
+if ms > 0 then
+	redis.call('SET', KEYS[1], ARGV[2], 'PX', ms)
+else
+	redis.call('SET', KEYS[1], ARGV[2])
+end
+return 1
+`)
+
+// Options configures a Store. The zero value uses the documented defaults.
+type Options struct {
+	// KeyPrefix starts the key of every room: a room's state is kept under
+	// KeyPrefix + room name. Default DefaultKeyPrefix ("waitingroom:").
+	KeyPrefix string
+	// TTL is how long a room's state is kept after its latest update; every
+	// Update sets it again, so the state of a room in use never expires.
+	// It is rounded up to whole milliseconds. Zero means DefaultTTL (24h);
+	// negative means the state never expires.
+	TTL time.Duration
+}
+
+// Store is a store.Store kept in Redis. Create it with New. It is safe for
+// concurrent use by many goroutines and by many processes sharing the
+// server.
+type Store struct {
+	client redis.UniversalClient
+	prefix string
+	ttlMS  int64 // expiry in milliseconds; 0 for none
+	closed atomic.Bool
+}
+
+// New returns a Store that keeps state through client, which may be a
+// *redis.Client, *redis.ClusterClient or failover (Sentinel) client. The
+// caller keeps ownership of client: Close does not close it.
+func New(client redis.UniversalClient, opts Options) *Store {
+	s := &Store{client: client, prefix: opts.KeyPrefix}
+	if s.prefix == "" {
+		s.prefix = DefaultKeyPrefix
+	}
+	switch ttl := opts.TTL; {
+	case ttl == 0:
+		s.ttlMS = DefaultTTL.Milliseconds()
+	case ttl > 0:
+		s.ttlMS = ttl.Milliseconds()
+		if ttl%time.Millisecond != 0 {
+			s.ttlMS++
+		}
+	}
+	return s
+}
+
+// Update implements store.Store with optimistic concurrency (see the
+// package documentation): fn may be called more than once, each time with a
+// freshly read state, and is retried until the write commits or ctx is
+// done. If fn returns an error, nothing is written and that error is
+// returned unchanged. After Close, Update returns store.ErrClosed.
+func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	key := s.prefix + room
+	backoff := minBackoff
+	for {
+		if s.closed.Load() {
+			return store.ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("waitingroom/redisstore: update %q: %w", key, err)
+		}
+		ok, err := s.try(ctx, key, fn)
+		if err != nil || ok {
+			return err
+		}
+		t := time.NewTimer(rand.N(backoff))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waitingroom/redisstore: update %q: %w", key, ctx.Err())
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// try makes one attempt at updating key. It reports whether the write
+// committed; false with a nil error means another write won the race.
+func (s *Store) try(ctx context.Context, key string, fn func(*store.State) error) (bool, error) {
+	val, err := s.client.Get(ctx, key).Bytes()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("waitingroom/redisstore: read %q: %w", key, err)
+	}
+	tag := val[:min(len(val), tagLen)]
+	st := &store.State{}
+	if len(val) > tagLen {
+		if dec, err := store.UnmarshalState(val[tagLen:]); err == nil {
+			st = dec
+		}
+	}
+	if err := fn(st); err != nil {
+		return false, err
+	}
+	enc := store.MarshalState(st)
+	next := binary.LittleEndian.AppendUint64(make([]byte, 0, tagLen+len(enc)), rand.Uint64())
+	next = append(next, enc...)
+	n, err := casScript.Run(ctx, s.client, []string{key}, tag, next, s.ttlMS).Int()
+	if err != nil {
+		return false, fmt.Errorf("waitingroom/redisstore: write %q: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+// Close implements store.Store. It does not close the client given to New.
+// Later calls of Update return store.ErrClosed. Close is idempotent and
+// always returns nil.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}

@@ -1,0 +1,206 @@
+package waitingroom
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// Sync runs one sync with the store now: it merges this instance's counts
+// since the previous sync, returns its unused grant and takes a new one.
+// The background loop calls it every SyncInterval; with a negative
+// SyncInterval, tests and simulators call it themselves (under their own
+// clock). While a sync is in flight the instance admits nobody new, so the
+// grants of all instances never add up to more than the free slots. Calls
+// are serialized. On error nothing is lost: the counts are kept for the
+// next sync.
+func (rm *Room) Sync(ctx context.Context) error {
+	if rm.closed.Load() {
+		return ErrClosed
+	}
+	rm.syncMu.Lock()
+	defer rm.syncMu.Unlock()
+
+	rm.mu.Lock()
+	d := rm.pending
+	rm.pending = newDelta()
+	rm.grant = nil // what is left of it returns to the pool with this sync
+	rm.mu.Unlock()
+
+	now := rm.cfg.Now().UnixMilli()
+	p := syncParams{
+		now:          now,
+		id:           rm.id,
+		session:      rm.session,
+		waitWindow:   rm.waitWindow,
+		syncInterval: max(rm.cfg.SyncInterval, 0).Milliseconds(),
+		instanceTTL:  max(3*rm.cfg.SyncInterval, 3*time.Second).Milliseconds(),
+	}
+	var (
+		g     grant
+		v     *view
+		epoch uint64
+	)
+	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
+		p.settings = rm.sharedSettings(st)
+		st.Version++
+		st.Updated = now / 1000
+		g, v = applySync(st, p, d)
+		epoch = st.Epoch
+		return nil
+	})
+	if err != nil {
+		rm.mu.Lock()
+		rm.pending.add(d)
+		rm.mu.Unlock()
+		return fmt.Errorf("waitingroom: sync: %w", err)
+	}
+	if rm.epoch != 0 && epoch != rm.epoch {
+		rm.log.Warn("waitingroom: the shared state was lost and has been recreated", "old_epoch", rm.epoch, "epoch", epoch)
+	}
+	rm.epoch = epoch
+	rm.mu.Lock()
+	rm.grant = g
+	rm.mu.Unlock()
+	if old := rm.view.Load(); old.settings != v.settings {
+		rm.log.Info("waitingroom: settings changed", "settings", v.settings)
+	}
+	rm.view.Store(v)
+	return nil
+}
+
+// sharedSettings returns the room's live settings from st, first writing
+// this instance's Config into it when st is new or was initialised from a
+// different Config (a deploy that changed it).
+func (rm *Room) sharedSettings(st *store.State) Settings {
+	if st.Epoch == 0 {
+		st.Epoch = newEpoch()
+		st.Version = 0
+	}
+	if st.ConfigHash != rm.configHash {
+		s := rm.cfg.settings()
+		writeSettings(st, s)
+		st.ConfigHash = rm.configHash
+		return s
+	}
+	var s Settings
+	if err := json.Unmarshal(st.Settings, &s); err != nil || s.validate() != nil {
+		s = rm.cfg.settings()
+		writeSettings(st, s)
+	}
+	return s
+}
+
+func writeSettings(st *store.State, s Settings) {
+	st.Settings, _ = json.Marshal(s)
+	st.SettingsVersion++
+}
+
+func newEpoch() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}
+
+// Update changes the room's live settings: fn gets the current ones and
+// changes them in place. The change goes into the shared state, so every
+// instance follows it at its next sync; this instance follows at once.
+// fn may be called more than once (stores may retry) and must only change
+// its argument. Invalid settings make Update fail with an error wrapping
+// ErrInvalidConfig, and nothing changes.
+func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
+	if rm.closed.Load() {
+		return ErrClosed
+	}
+	var s Settings
+	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
+		s = rm.sharedSettings(st)
+		fn(&s)
+		if s.QueueingMethod == "" {
+			s.QueueingMethod = FIFO
+		}
+		if err := s.validate(); err != nil {
+			return err
+		}
+		writeSettings(st, s)
+		st.Version++
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("waitingroom: update: %w", err)
+	}
+	for {
+		old := rm.view.Load()
+		nv := *old
+		nv.settings = s
+		if rm.view.CompareAndSwap(old, &nv) {
+			break
+		}
+	}
+	rm.log.Info("waitingroom: settings updated", "settings", s)
+	return nil
+}
+
+// loop syncs every SyncInterval (±10 %, so instances do not sync in step)
+// until Close. A failing store is retried with backoff up to 10 intervals
+// and logged once per outage.
+func (rm *Room) loop() {
+	defer close(rm.loopDone)
+	interval := rm.cfg.SyncInterval
+	wait := time.Duration(0)
+	failures := 0
+	for {
+		select {
+		case <-rm.stop:
+			return
+		case <-time.After(wait):
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), max(2*interval, 2*time.Second))
+		err := rm.Sync(ctx)
+		cancel()
+		rm.syncMu.Lock()
+		switch {
+		case err != nil && !rm.outage:
+			rm.outage = true
+			rm.healthy.Store(false)
+			rm.log.Error("waitingroom: store unreachable; new visitors wait until it is back", "err", err, "policy", policyName(rm.cfg.OnStoreError))
+		case err == nil && rm.outage:
+			rm.outage = false
+			rm.healthy.Store(true)
+			rm.log.Info("waitingroom: store reachable again")
+		}
+		rm.syncMu.Unlock()
+		if err != nil {
+			failures++
+		} else {
+			failures = 0
+		}
+		wait = interval << min(failures, 10)
+		wait = min(wait, 10*interval)
+		wait = time.Duration(float64(wait) * (0.9 + 0.2*mrand.Float64()))
+	}
+}
+
+func policyName(p StoreErrorPolicy) string {
+	if p == FailOpen {
+		return "fail-open"
+	}
+	return "fail-closed"
+}
+
+// Close stops the background sync and makes Check, Sync and Update return
+// ErrClosed. It does not close the store, which the caller owns. Close is
+// idempotent and returns once the background loop has stopped.
+func (rm *Room) Close() error {
+	if rm.closed.CompareAndSwap(false, true) {
+		close(rm.stop)
+	}
+	<-rm.loopDone
+	return nil
+}

@@ -1,0 +1,249 @@
+// Package template renders the page a waiting visitor sees, and its JSON
+// counterpart for clients that are not browsers.
+//
+// A page is a Mustache template (https://mustache.github.io/mustache.5.html).
+// The package embeds a default page: self-contained (inline CSS, no scripts,
+// no external assets), accessible, readable on small screens, light and dark.
+// Operators may supply their own page with Parse; templates written for the
+// commercial waiting rooms port unchanged because the variables carry the
+// same names.
+//
+// # Variables
+//
+// A template receives these variables (see Data for the Go fields):
+//
+//	inWaitingRoom           bool    the visitor is being held in the waiting room
+//	waitTimeKnown           bool    an estimate of the wait is available
+//	waitTime                number  estimated wait in minutes
+//	waitTimeHours           number  whole hours of waitTime
+//	waitTimeHourMinutes     number  minutes of waitTime past waitTimeHours
+//	waitTime25Percentile    number  random queueing: 25th percentile of the wait in minutes (0 for FIFO)
+//	waitTime50Percentile    number  random queueing: median wait in minutes (0 for FIFO)
+//	waitTime75Percentile    number  random queueing: 75th percentile of the wait in minutes (0 for FIFO)
+//	waitTimeFormatted       string  the wait for people, e.g. "10 minutes" or "5 minutes to 15 minutes"
+//	queueIsFull             bool    no more visitors can join the queue at the moment
+//	queueAll                bool    the site admits no one at the moment; everyone waits
+//	lastUpdated             string  when the estimate was computed, ISO 8601 UTC (2020-08-03T23:46:00.000Z)
+//	refreshIntervalSeconds  number  how often the page reloads itself
+//	queueingMethod          string  fifo, random, passthrough or reject
+//	isFIFOQueue             bool    queueingMethod is fifo
+//	isRandomQueue           bool    queueingMethod is random
+//	isPassthroughQueue      bool    queueingMethod is passthrough
+//	isRejectQueue           bool    queueingMethod is reject: the site takes no visitors
+//
+// Booleans open sections ({{#queueIsFull}}...{{/queueIsFull}}) and inverted
+// sections ({{^waitTimeKnown}}...{{/waitTimeKnown}}). {{name}} escapes HTML;
+// {{{name}}} and {{&name}} do not and should not be used for strings.
+// Partials ({{> name}}) are not supported.
+//
+// A page that reloads itself should carry
+//
+//	<meta http-equiv="refresh" content="{{refreshIntervalSeconds}}">
+//
+// except when isRejectQueue is set.
+//
+// # JSON
+//
+// WantsJSON tells from an Accept header whether a client asked for JSON
+// rather than a page; WriteJSON then writes the same variables as a JSON
+// object under a key the caller chooses.
+//
+// # Languages
+//
+// The default page's texts come from a table keyed by language (see
+// Languages); Render picks the texts for the visitor's language and falls
+// back to English. Custom templates hold their own texts and ignore the
+// language. Note that waitTimeFormatted and lastUpdated are shown as the
+// caller formatted them.
+package template
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/cbroglie/mustache"
+)
+
+// Data is everything a waiting page shows. Field names on the wire (JSON)
+// and in Mustache templates are those of the commercial product, so existing
+// templates and clients port unchanged; they are listed in the package
+// documentation.
+type Data struct {
+	// InWaitingRoom reports whether the visitor is held in the waiting room.
+	InWaitingRoom bool `json:"inWaitingRoom"`
+	// WaitTimeKnown reports whether an estimate of the wait is available.
+	WaitTimeKnown bool `json:"waitTimeKnown"`
+	// WaitTime is the estimated wait in minutes.
+	WaitTime int `json:"waitTime"`
+	// WaitTimeHours is the whole hours of WaitTime.
+	WaitTimeHours int `json:"waitTimeHours"`
+	// WaitTimeHourMinutes is the minutes of WaitTime past WaitTimeHours.
+	WaitTimeHourMinutes int `json:"waitTimeHourMinutes"`
+	// WaitTime25Percentile is, for random queueing, the 25th percentile of
+	// the wait in minutes; 0 for FIFO.
+	WaitTime25Percentile int `json:"waitTime25Percentile"`
+	// WaitTime50Percentile is, for random queueing, the median wait in
+	// minutes; 0 for FIFO.
+	WaitTime50Percentile int `json:"waitTime50Percentile"`
+	// WaitTime75Percentile is, for random queueing, the 75th percentile of
+	// the wait in minutes; 0 for FIFO.
+	WaitTime75Percentile int `json:"waitTime75Percentile"`
+	// WaitTimeFormatted is the wait for people to read, e.g. "10 minutes"
+	// or, for random queueing, "5 minutes to 15 minutes".
+	WaitTimeFormatted string `json:"waitTimeFormatted"`
+	// QueueIsFull reports that no more visitors can join the queue.
+	QueueIsFull bool `json:"queueIsFull"`
+	// QueueAll reports that the site admits no one at the moment.
+	QueueAll bool `json:"queueAll"`
+	// LastUpdated is when the estimate was computed, ISO 8601 in UTC with
+	// milliseconds, e.g. 2020-08-03T23:46:00.000Z.
+	LastUpdated string `json:"lastUpdated"`
+	// RefreshIntervalSeconds is how often the page reloads itself.
+	RefreshIntervalSeconds int `json:"refreshIntervalSeconds"`
+	// QueueingMethod is fifo, random, passthrough or reject.
+	QueueingMethod string `json:"queueingMethod"`
+	// IsFIFOQueue reports that QueueingMethod is fifo.
+	IsFIFOQueue bool `json:"isFIFOQueue"`
+	// IsRandomQueue reports that QueueingMethod is random.
+	IsRandomQueue bool `json:"isRandomQueue"`
+	// IsPassthroughQueue reports that QueueingMethod is passthrough.
+	IsPassthroughQueue bool `json:"isPassthroughQueue"`
+	// IsRejectQueue reports that QueueingMethod is reject: the site takes no
+	// visitors and the page does not reload itself.
+	IsRejectQueue bool `json:"isRejectQueue"`
+}
+
+// internalPrefix starts the names of the variables through which the default
+// page finds its localized texts, language and direction ({{wr_title}},
+// {{wr_lang}}, ...). They live in a second, prepared context behind the one
+// vars returns, so custom templates see them too; they are not part of the
+// documented set.
+const internalPrefix = "wr_"
+
+// vars returns the Mustache context for d: the documented variables under
+// their JSON names.
+func (d *Data) vars() map[string]any {
+	return map[string]any{
+		"inWaitingRoom":          d.InWaitingRoom,
+		"waitTimeKnown":          d.WaitTimeKnown,
+		"waitTime":               d.WaitTime,
+		"waitTimeHours":          d.WaitTimeHours,
+		"waitTimeHourMinutes":    d.WaitTimeHourMinutes,
+		"waitTime25Percentile":   d.WaitTime25Percentile,
+		"waitTime50Percentile":   d.WaitTime50Percentile,
+		"waitTime75Percentile":   d.WaitTime75Percentile,
+		"waitTimeFormatted":      d.WaitTimeFormatted,
+		"queueIsFull":            d.QueueIsFull,
+		"queueAll":               d.QueueAll,
+		"lastUpdated":            d.LastUpdated,
+		"refreshIntervalSeconds": d.RefreshIntervalSeconds,
+		"queueingMethod":         d.QueueingMethod,
+		"isFIFOQueue":            d.IsFIFOQueue,
+		"isRandomQueue":          d.IsRandomQueue,
+		"isPassthroughQueue":     d.IsPassthroughQueue,
+		"isRejectQueue":          d.IsRejectQueue,
+	}
+}
+
+// Template is a parsed waiting page. It is immutable and safe for concurrent
+// use by many goroutines.
+type Template struct {
+	m *mustache.Template
+}
+
+// maxNesting bounds how deeply sections may nest. Rendering copies the
+// context chain once per level, so work grows with the square of the depth;
+// real pages nest a handful of levels.
+const maxNesting = 100
+
+// noPartials makes every partial empty, so a template never reads files.
+// Parse rejects partials before they could be rendered anyway.
+var noPartials = &mustache.StaticProvider{}
+
+// Parse parses a Mustache template. It returns an error, prefixed
+// "waitingroom/template: " and wrapping the Mustache parser's error where
+// there is one, for a template that does not parse, that uses partials
+// ({{> name}}) or that nests sections more than 100 levels deep.
+func Parse(src string) (*Template, error) {
+	m, err := mustache.ParseStringPartials(src, noPartials)
+	if err != nil {
+		return nil, fmt.Errorf("waitingroom/template: %w", err)
+	}
+	if err := checkTags(m.Tags(), 1); err != nil {
+		return nil, fmt.Errorf("waitingroom/template: %w", err)
+	}
+	return &Template{m: m}, nil
+}
+
+var (
+	errPartial = errors.New("partials ({{> name}}) are not supported")
+	errNesting = fmt.Errorf("sections nested more than %d levels deep", maxNesting)
+)
+
+func checkTags(tags []mustache.Tag, depth int) error {
+	for _, t := range tags {
+		switch t.Type() {
+		case mustache.Partial:
+			return errPartial
+		case mustache.Section, mustache.InvertedSection:
+			if depth > maxNesting {
+				return errNesting
+			}
+			if err := checkTags(t.Tags(), depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+//go:embed default.html
+var defaultHTML string
+
+var defaultTemplate = sync.OnceValue(func() *Template {
+	t, err := Parse(defaultHTML)
+	if err != nil {
+		panic(err) // the embedded page is tested; this cannot happen
+	}
+	return t
+})
+
+// Default returns the embedded default page. It shows the wait for FIFO and
+// random queueing, an unknown wait, a full queue, a room that admits no one
+// (queueAll) and a closed site (reject), in the language passed to Render.
+// Every call returns the same *Template.
+func Default() *Template {
+	return defaultTemplate()
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// Render executes t with d and writes the page to w in a single Write; when
+// Render fails before writing, nothing has been written. A nil d renders as
+// the zero Data.
+//
+// lang is a BCP 47 language tag (such as "en" or "en-GB") selecting the
+// default page's texts; an unknown or empty tag falls back to English. Custom
+// templates ignore it.
+func (t *Template) Render(w io.Writer, d *Data, lang string) error {
+	if d == nil {
+		d = &Data{}
+	}
+	texts := lookupLang(lang).textsFor(d.RefreshIntervalSeconds)
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 1<<20 {
+			bufPool.Put(buf)
+		}
+	}()
+	if err := t.m.FRender(buf, d.vars(), texts); err != nil {
+		return fmt.Errorf("waitingroom/template: %w", err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}

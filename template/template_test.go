@@ -1,0 +1,886 @@
+package template
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cbroglie/mustache"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const lastUpdated = "2020-08-03T23:46:00.000Z"
+
+func fifoData() *Data {
+	return &Data{
+		InWaitingRoom:          true,
+		WaitTimeKnown:          true,
+		WaitTime:               10,
+		WaitTimeHours:          0,
+		WaitTimeHourMinutes:    10,
+		WaitTimeFormatted:      "10 minutes",
+		LastUpdated:            lastUpdated,
+		RefreshIntervalSeconds: 20,
+		QueueingMethod:         "fifo",
+		IsFIFOQueue:            true,
+	}
+}
+
+func randomData() *Data {
+	return &Data{
+		InWaitingRoom:          true,
+		WaitTimeKnown:          true,
+		WaitTime:               10,
+		WaitTimeHourMinutes:    10,
+		WaitTime25Percentile:   5,
+		WaitTime50Percentile:   10,
+		WaitTime75Percentile:   15,
+		WaitTimeFormatted:      "5 minutes to 15 minutes",
+		LastUpdated:            lastUpdated,
+		RefreshIntervalSeconds: 30,
+		QueueingMethod:         "random",
+		IsRandomQueue:          true,
+	}
+}
+
+func with(d *Data, f func(*Data)) *Data {
+	f(d)
+	return d
+}
+
+func render(t testing.TB, tmpl *Template, d *Data, lang string) string {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, tmpl.Render(&b, d, lang))
+	return b.String()
+}
+
+const (
+	refreshMeta20 = `<meta http-equiv="refresh" content="20">`
+	keepOpen      = "Keep this page open."
+	lastUpdatedEl = `Last updated: <time datetime="2020-08-03T23:46:00.000Z">2020-08-03T23:46:00.000Z</time>`
+)
+
+func TestDefaultStates(t *testing.T) {
+	tests := []struct {
+		name    string
+		data    *Data
+		lang    string
+		want    []string
+		notWant []string
+		refresh bool // the page reloads itself (meta refresh and note)
+	}{
+		{
+			name: "fifo known wait",
+			data: fifoData(),
+			lang: "en",
+			want: []string{
+				"<title>Waiting room</title>",
+				"<h1>Thank you for waiting</h1>",
+				"Your estimated wait time is about <strong>10 minutes</strong>.",
+				refreshMeta20,
+				"This page refreshes itself every 20 seconds.",
+				keepOpen,
+			},
+			notWant: []string{"at random", "cannot estimate", "is full", "not admitting", "site is closed"},
+			refresh: true,
+		},
+		{
+			name: "random range",
+			data: randomData(),
+			lang: "en",
+			want: []string{
+				"Your estimated wait time is <strong>5 minutes to 15 minutes</strong>.",
+				"Visitors are let in at random, not in order of arrival.",
+				"Staying on this page keeps your chance of getting in.",
+				`<meta http-equiv="refresh" content="30">`,
+				"This page refreshes itself every 30 seconds.",
+				keepOpen,
+			},
+			notWant: []string{"wait time is about", "cannot estimate", "not admitting"},
+			refresh: true,
+		},
+		{
+			name: "random unknown wait",
+			data: with(randomData(), func(d *Data) { d.WaitTimeKnown = false }),
+			want: []string{
+				"We cannot estimate your wait time right now.",
+				"Visitors are let in at random",
+				keepOpen,
+			},
+			notWant: []string{"estimated wait time is", "5 minutes to 15 minutes"},
+			refresh: true,
+		},
+		{
+			name: "unknown wait",
+			data: with(fifoData(), func(d *Data) { d.WaitTimeKnown = false; d.WaitTimeFormatted = "" }),
+			want: []string{
+				"We cannot estimate your wait time right now.",
+				refreshMeta20,
+				keepOpen,
+			},
+			notWant: []string{"estimated wait time is", "at random", "not admitting"},
+			refresh: true,
+		},
+		{
+			name:    "known wait without text counts as unknown",
+			data:    with(fifoData(), func(d *Data) { d.WaitTimeFormatted = "  " }),
+			want:    []string{"We cannot estimate your wait time right now."},
+			notWant: []string{"estimated wait time is", "<strong>"},
+			refresh: true,
+		},
+		{
+			name: "queue full",
+			data: with(fifoData(), func(d *Data) { d.QueueIsFull = true }),
+			want: []string{
+				"The waiting room is full at the moment, so no one new can join the queue yet.",
+				"Your estimated wait time is about <strong>10 minutes</strong>.",
+				refreshMeta20,
+				keepOpen,
+			},
+			notWant: []string{"not admitting", "site is closed"},
+			refresh: true,
+		},
+		{
+			name: "queue all",
+			data: with(fifoData(), func(d *Data) {
+				d.QueueAll = true
+				d.WaitTimeKnown = false
+				d.WaitTimeFormatted = ""
+			}),
+			want: []string{
+				"The site is not admitting anyone at the moment.",
+				keepOpen,
+				refreshMeta20,
+			},
+			notWant: []string{"estimated wait", "cannot estimate", "very busy", "is full"},
+			refresh: true,
+		},
+		{
+			name: "queue all hides a known wait",
+			data: with(randomData(), func(d *Data) { d.QueueAll = true }),
+			want: []string{"The site is not admitting anyone at the moment.", keepOpen},
+			notWant: []string{
+				"estimated wait", "5 minutes to 15 minutes", "at random",
+			},
+			refresh: true,
+		},
+		{
+			name: "reject",
+			data: with(fifoData(), func(d *Data) {
+				d.QueueingMethod = "reject"
+				d.IsFIFOQueue = false
+				d.IsRejectQueue = true
+				d.WaitTimeKnown = false
+				d.WaitTimeFormatted = ""
+			}),
+			want: []string{
+				"<title>This site is closed</title>",
+				"<h1>This site is closed</h1>",
+				"The site is not accepting visitors at the moment. Please try again later.",
+			},
+			notWant: []string{"Keep this page open", "keep this page open", "estimated wait", "cannot estimate", "Thank you for waiting", `class="progress"`},
+			refresh: false,
+		},
+		{
+			name:    "one second interval is singular",
+			data:    with(fifoData(), func(d *Data) { d.RefreshIntervalSeconds = 1 }),
+			want:    []string{`<meta http-equiv="refresh" content="1">`, "This page refreshes itself every 1 second."},
+			notWant: []string{"every 1 seconds"},
+			refresh: true,
+		},
+		{
+			name:    "zero interval does not reload",
+			data:    with(fifoData(), func(d *Data) { d.RefreshIntervalSeconds = 0 }),
+			want:    []string{"Your estimated wait time is about", keepOpen},
+			refresh: false,
+		},
+		{
+			name: "hostile values are escaped",
+			data: with(fifoData(), func(d *Data) {
+				d.WaitTimeFormatted = `<script>alert(1)</script>`
+				d.LastUpdated = `"><img src=x onerror=alert(1)>`
+			}),
+			want: []string{
+				"<strong>&lt;script&gt;alert(1)&lt;/script&gt;</strong>",
+				`<time datetime="&#34;&gt;&lt;img src=x onerror=alert(1)&gt;">`,
+			},
+			notWant: []string{"<script", "<img"},
+			refresh: true,
+		},
+		{
+			name:    "unknown language falls back to English",
+			data:    fifoData(),
+			lang:    "zz-Latn",
+			want:    []string{`<html lang="en" dir="ltr">`, "Your estimated wait time is about"},
+			refresh: true,
+		},
+		{
+			name:    "regional tag uses its language",
+			data:    fifoData(),
+			lang:    "EN_gb",
+			want:    []string{`<html lang="en" dir="ltr">`},
+			refresh: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := render(t, Default(), tt.data, tt.lang)
+
+			_, body, ok := strings.Cut(page, "</style>") // the CSS is not text
+			require.True(t, ok)
+			for _, s := range tt.want {
+				assert.True(t, strings.Contains(page, s), "want %q in\n%s", s, body)
+			}
+			for _, s := range tt.notWant {
+				assert.False(t, strings.Contains(body, s), "do not want %q in\n%s", s, body)
+			}
+
+			// Present in every state.
+			assert.True(t, strings.HasPrefix(page, "<!DOCTYPE html>\n<html lang=\"en\" dir=\"ltr\">"), "doctype and html lang")
+			assert.Contains(t, page, `<meta charset="utf-8">`)
+			assert.Contains(t, page, `<meta name="viewport" content="width=device-width,initial-scale=1">`)
+			assert.Contains(t, page, `role="status" aria-live="polite"`)
+			if tt.data.LastUpdated == lastUpdated {
+				assert.Equal(t, 1, strings.Count(page, lastUpdatedEl), "last updated line")
+			}
+			assert.NotContains(t, page, "{{")
+			assert.NotContains(t, page, "}}")
+
+			// Self-contained: no scripts, no external assets.
+			assert.NotContains(t, page, "<script")
+			assert.NotContains(t, page, "<link")
+			assert.NotContains(t, page, "http://")
+			assert.NotContains(t, page, "https://")
+			assert.NotContains(t, page, "url(")
+
+			head, _, ok := strings.Cut(page, "</head>")
+			require.True(t, ok)
+			if tt.refresh {
+				assert.Equal(t, 1, strings.Count(head, `http-equiv="refresh"`), "refresh meta in head")
+				assert.Equal(t, 1, strings.Count(page, `http-equiv="refresh"`))
+				assert.Contains(t, page, "This page refreshes itself every")
+			} else {
+				assert.NotContains(t, page, `http-equiv="refresh"`)
+				assert.NotContains(t, page, "refreshes itself")
+			}
+		})
+	}
+}
+
+func TestDefault(t *testing.T) {
+	assert.Same(t, Default(), Default())
+	// The embedded page is valid as a custom template, too.
+	_, err := Parse(defaultHTML)
+	require.NoError(t, err)
+}
+
+func TestRenderNilData(t *testing.T) {
+	page := render(t, Default(), nil, "")
+	assert.Contains(t, page, "We cannot estimate your wait time right now.")
+	assert.NotContains(t, page, `http-equiv="refresh"`)
+
+	tmpl, err := Parse("[{{waitTime}}|{{queueingMethod}}|{{isFIFOQueue}}]")
+	require.NoError(t, err)
+	assert.Equal(t, "[0||false]", render(t, tmpl, nil, "en"))
+}
+
+func TestParseError(t *testing.T) {
+	nested := func(n int) string {
+		return strings.Repeat("{{#a}}", n) + strings.Repeat("{{/a}}", n)
+	}
+	tests := []struct {
+		name    string
+		src     string
+		parse   bool  // the Mustache parser itself fails
+		wantErr error // or this error is wrapped
+	}{
+		{name: "unclosed section", src: "{{#a}}", parse: true},
+		{name: "unclosed inverted section", src: "x {{^queueAll}} y", parse: true},
+		{name: "unopened close", src: "{{/a}}", parse: true},
+		{name: "interleaved close", src: "{{#a}}{{#b}}{{/a}}{{/b}}", parse: true},
+		{name: "unclosed tag", src: "<p>{{waitTime</p>", parse: true},
+		{name: "empty tag", src: "{{}}", parse: true},
+		{name: "partial", src: "<p>{{> header}}</p>", wantErr: errPartial},
+		{name: "partial in section", src: "{{#a}}{{>header}}{{/a}}", wantErr: errPartial},
+		{name: "nested too deep", src: nested(maxNesting + 1), wantErr: errNesting},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmpl, err := Parse(tt.src)
+			require.Error(t, err)
+			assert.Nil(t, tmpl)
+			assert.True(t, strings.HasPrefix(err.Error(), "waitingroom/template: "), err.Error())
+			if tt.parse {
+				var pe mustache.ParseError
+				assert.True(t, errors.As(err, &pe), "wraps mustache.ParseError: %v", err)
+			} else {
+				assert.ErrorIs(t, err, tt.wantErr)
+			}
+		})
+	}
+
+	t.Run("nesting at the limit parses", func(t *testing.T) {
+		_, err := Parse(nested(maxNesting))
+		require.NoError(t, err)
+	})
+}
+
+// allVariables prints every documented variable of a template.
+const allVariables = `inWaitingRoom={{inWaitingRoom}}
+waitTimeKnown={{waitTimeKnown}}
+waitTime={{waitTime}}
+waitTimeHours={{waitTimeHours}}
+waitTimeHourMinutes={{waitTimeHourMinutes}}
+waitTime25Percentile={{waitTime25Percentile}}
+waitTime50Percentile={{waitTime50Percentile}}
+waitTime75Percentile={{waitTime75Percentile}}
+waitTimeFormatted={{waitTimeFormatted}}
+queueIsFull={{queueIsFull}}
+queueAll={{queueAll}}
+lastUpdated={{lastUpdated}}
+refreshIntervalSeconds={{refreshIntervalSeconds}}
+queueingMethod={{queueingMethod}}
+isFIFOQueue={{isFIFOQueue}}
+isRandomQueue={{isRandomQueue}}
+isPassthroughQueue={{isPassthroughQueue}}
+isRejectQueue={{isRejectQueue}}
+`
+
+func TestCustomTemplateVariables(t *testing.T) {
+	tmpl, err := Parse(allVariables)
+	require.NoError(t, err)
+
+	tests := []struct {
+		name string
+		data *Data
+		want string
+	}{
+		{
+			name: "distinct values",
+			data: &Data{
+				InWaitingRoom:          true,
+				WaitTimeKnown:          false,
+				WaitTime:               125,
+				WaitTimeHours:          2,
+				WaitTimeHourMinutes:    5,
+				WaitTime25Percentile:   61,
+				WaitTime50Percentile:   125,
+				WaitTime75Percentile:   190,
+				WaitTimeFormatted:      "1 hour 1 minute to 3 hours 10 minutes",
+				QueueIsFull:            true,
+				QueueAll:               false,
+				LastUpdated:            lastUpdated,
+				RefreshIntervalSeconds: 45,
+				QueueingMethod:         "passthrough",
+				IsFIFOQueue:            false,
+				IsRandomQueue:          true,
+				IsPassthroughQueue:     false,
+				IsRejectQueue:          true,
+			},
+			want: `inWaitingRoom=true
+waitTimeKnown=false
+waitTime=125
+waitTimeHours=2
+waitTimeHourMinutes=5
+waitTime25Percentile=61
+waitTime50Percentile=125
+waitTime75Percentile=190
+waitTimeFormatted=1 hour 1 minute to 3 hours 10 minutes
+queueIsFull=true
+queueAll=false
+lastUpdated=2020-08-03T23:46:00.000Z
+refreshIntervalSeconds=45
+queueingMethod=passthrough
+isFIFOQueue=false
+isRandomQueue=true
+isPassthroughQueue=false
+isRejectQueue=true
+`,
+		},
+		{
+			name: "the other booleans",
+			data: &Data{
+				WaitTimeKnown:      true,
+				QueueAll:           true,
+				IsFIFOQueue:        true,
+				IsPassthroughQueue: true,
+			},
+			want: `inWaitingRoom=false
+waitTimeKnown=true
+waitTime=0
+waitTimeHours=0
+waitTimeHourMinutes=0
+waitTime25Percentile=0
+waitTime50Percentile=0
+waitTime75Percentile=0
+waitTimeFormatted=
+queueIsFull=false
+queueAll=true
+lastUpdated=
+refreshIntervalSeconds=0
+queueingMethod=
+isFIFOQueue=true
+isRandomQueue=false
+isPassthroughQueue=true
+isRejectQueue=false
+`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, lang := range []string{"en", "", "de"} { // custom templates ignore lang
+				assert.Equal(t, tt.want, render(t, tmpl, tt.data, lang))
+			}
+		})
+	}
+}
+
+// TestVarsMatchJSON checks that the hand-written Mustache context carries
+// every field of Data under its JSON name with its value, and that the
+// internal texts cannot shadow any of them.
+func TestVarsMatchJSON(t *testing.T) {
+	d := randomData()
+	d.QueueIsFull, d.QueueAll, d.IsFIFOQueue, d.IsPassthroughQueue, d.IsRejectQueue = true, true, true, true, true
+	d.WaitTimeHours = 7
+	vars := d.vars()
+
+	typ := reflect.TypeOf(*d)
+	val := reflect.ValueOf(*d)
+	require.Equal(t, 18, typ.NumField())
+	assert.Len(t, vars, typ.NumField())
+	for i := 0; i < typ.NumField(); i++ {
+		name := typ.Field(i).Tag.Get("json")
+		require.NotEmpty(t, name)
+		v, ok := vars[name]
+		if assert.True(t, ok, "variable %s", name) {
+			assert.Equal(t, val.Field(i).Interface(), v, "variable %s", name)
+		}
+		assert.Contains(t, allVariables, "{{"+name+"}}", "allVariables lists %s", name)
+	}
+
+	for _, c := range compiled {
+		for _, texts := range c.forms {
+			for k := range texts {
+				assert.True(t, strings.HasPrefix(k, internalPrefix), k)
+				assert.NotContains(t, vars, k)
+			}
+		}
+	}
+}
+
+// TestDefaultUsesKnownTexts checks that every internal variable the default
+// page uses exists in every language, and that the page uses no variable
+// other than those and the documented ones.
+func TestDefaultUsesKnownTexts(t *testing.T) {
+	vars := (&Data{}).vars()
+	var walk func(tags []mustache.Tag)
+	used := map[string]bool{}
+	walk = func(tags []mustache.Tag) {
+		for _, tag := range tags {
+			used[tag.Name()] = true
+			if tag.Type() == mustache.Section || tag.Type() == mustache.InvertedSection {
+				walk(tag.Tags())
+			}
+		}
+	}
+	walk(Default().m.Tags())
+	for name := range used {
+		if _, ok := vars[name]; ok {
+			continue
+		}
+		require.True(t, strings.HasPrefix(name, internalPrefix), "unknown variable %s", name)
+		for tag, c := range compiled {
+			for i, texts := range c.forms {
+				assert.Contains(t, texts, name, "language %s form %d", tag, i)
+			}
+		}
+	}
+}
+
+func TestCustomTemplateSections(t *testing.T) {
+	tmpl, err := Parse(`{{#isFIFOQueue}}fifo {{waitTime}}{{/isFIFOQueue}}{{#isRandomQueue}}random {{waitTime25Percentile}}-{{waitTime75Percentile}}{{/isRandomQueue}}{{^waitTimeKnown}}unknown{{/waitTimeKnown}}`)
+	require.NoError(t, err)
+	assert.Equal(t, "fifo 10", render(t, tmpl, fifoData(), ""))
+	assert.Equal(t, "random 5-15", render(t, tmpl, randomData(), ""))
+	assert.Equal(t, "unknown", render(t, tmpl, &Data{}, ""))
+}
+
+func TestCustomTemplateEscapesHTML(t *testing.T) {
+	tmpl, err := Parse(`<p title="{{queueingMethod}}">{{waitTimeFormatted}}</p><time datetime='{{lastUpdated}}'></time>`)
+	require.NoError(t, err)
+	d := &Data{
+		WaitTimeFormatted: `</p><script>alert("x")</script>`,
+		QueueingMethod:    `" onmouseover="alert(1)`,
+		LastUpdated:       `' onfocus='alert(1)`,
+	}
+	got := render(t, tmpl, d, "")
+	assert.Equal(t,
+		`<p title="&#34; onmouseover=&#34;alert(1)">&lt;/p&gt;&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;</p>`+
+			`<time datetime='&#39; onfocus=&#39;alert(1)'></time>`,
+		got)
+	assert.NotContains(t, got, "<script")
+}
+
+type failingWriter struct{ err error }
+
+func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
+
+func TestRenderWriteError(t *testing.T) {
+	boom := errors.New("boom")
+	err := Default().Render(failingWriter{boom}, fifoData(), "en")
+	assert.ErrorIs(t, err, boom)
+}
+
+type countingWriter struct {
+	writes int
+	bytes.Buffer
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+func TestRenderWritesOnce(t *testing.T) {
+	var w countingWriter
+	require.NoError(t, Default().Render(&w, fifoData(), "en"))
+	assert.Equal(t, 1, w.writes)
+	assert.Equal(t, render(t, Default(), fifoData(), "en"), w.String())
+}
+
+func TestRenderConcurrent(t *testing.T) {
+	want := render(t, Default(), fifoData(), "en")
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 50; j++ {
+				var b bytes.Buffer
+				if assert.NoError(t, Default().Render(&b, fifoData(), "en")) {
+					assert.Equal(t, want, b.String())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestWriteJSON(t *testing.T) {
+	d := randomData()
+	d.QueueIsFull = true
+	d.WaitTimeHours = 1
+	d.WaitTimeFormatted = `5 minutes to 15 minutes <b>&</b> "quoted"`
+
+	for _, key := range []string{"waitingRoom", "cfWaitingRoom"} {
+		t.Run(key, func(t *testing.T) {
+			var b bytes.Buffer
+			require.NoError(t, WriteJSON(&b, key, d))
+			out := b.String()
+			assert.True(t, strings.HasSuffix(out, "}\n"), "ends with a newline")
+			assert.True(t, strings.HasPrefix(out, `{"`+key+`":{`), out)
+			assert.NotContains(t, out, "<b>", "HTML-safe JSON")
+
+			var outer map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(b.Bytes(), &outer))
+			require.Len(t, outer, 1)
+			raw, ok := outer[key]
+			require.True(t, ok)
+
+			var fields map[string]any
+			require.NoError(t, json.Unmarshal(raw, &fields))
+			assert.Len(t, fields, 18)
+			want := map[string]any{
+				"inWaitingRoom":          true,
+				"waitTimeKnown":          true,
+				"waitTime":               float64(10),
+				"waitTimeHours":          float64(1),
+				"waitTimeHourMinutes":    float64(10),
+				"waitTime25Percentile":   float64(5),
+				"waitTime50Percentile":   float64(10),
+				"waitTime75Percentile":   float64(15),
+				"waitTimeFormatted":      `5 minutes to 15 minutes <b>&</b> "quoted"`,
+				"queueIsFull":            true,
+				"queueAll":               false,
+				"lastUpdated":            lastUpdated,
+				"refreshIntervalSeconds": float64(30),
+				"queueingMethod":         "random",
+				"isFIFOQueue":            false,
+				"isRandomQueue":          true,
+				"isPassthroughQueue":     false,
+				"isRejectQueue":          false,
+			}
+			for name, v := range want {
+				assert.Equal(t, v, fields[name], "field %s", name)
+			}
+
+			var back Data
+			require.NoError(t, json.Unmarshal(raw, &back))
+			assert.Equal(t, *d, back)
+		})
+	}
+
+	t.Run("nil data and odd key", func(t *testing.T) {
+		var b bytes.Buffer
+		require.NoError(t, WriteJSON(&b, `a"b`, nil))
+		var outer map[string]Data
+		require.NoError(t, json.Unmarshal(b.Bytes(), &outer))
+		assert.Equal(t, map[string]Data{`a"b`: {}}, outer)
+	})
+
+	t.Run("write error", func(t *testing.T) {
+		boom := errors.New("boom")
+		assert.ErrorIs(t, WriteJSON(failingWriter{boom}, "waitingRoom", d), boom)
+	})
+}
+
+const (
+	acceptChrome  = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7"
+	acceptFirefox = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/png,image/svg+xml,*/*;q=0.8"
+	acceptSafari  = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+)
+
+func TestWantsJSON(t *testing.T) {
+	tests := []struct {
+		accept string
+		want   bool
+	}{
+		{"application/json", true},
+		{"application/json, text/plain", true},
+		{"application/json, text/plain, */*", true},
+		{"text/plain;q=0.5, application/json;q=0.9", true},
+		{"APPLICATION/JSON", true},
+		{"Application/Json; Charset=UTF-8", true},
+		{"  application/json  ;  q=0.1  ", true},
+		{"\tapplication/json\t", true},
+		{"application/json;q=1.0", true},
+		{"application/json;q=0.001", true},
+		{"application/json;q=abc", true}, // malformed q: still listed
+		{"application/json, text/html;q=0", true},
+		{"application/json,,,", true},
+		{",application/json", true},
+
+		{"", false},
+		{"*/*", false},
+		{"application/*", false},
+		{"text/html", false},
+		{"text/plain", false},
+		{acceptChrome, false},
+		{acceptFirefox, false},
+		{acceptSafari, false},
+		{"application/json, text/html", false},
+		{"text/html;q=0.1, application/json", false},
+		{"application/json, TEXT/HTML", false},
+		{"application/json;q=0", false},
+		{"application/json; q=0.0", false},
+		{"application/json;Q=0.000", false},
+		{"application/json;q=0.", false},
+		{"application/json;q=0, text/plain", false},
+		{"application/jsonx", false},
+		{"application/json+ld", false},
+		{"application/problem+json", false},
+		{"application/j\u017fon", false}, // long s folds to s in Unicode, not in ASCII
+		{"xapplication/json", false},
+		{"application /json", false},
+		{";;;,,,===", false},
+		{"\x00\xff\xfe garbage \x7f", false},
+		{"application/json" + strings.Repeat(" ", 5000), false}, // entry cut off at the limit
+		{"application/json, " + strings.Repeat("x", 1<<20), true},
+		{strings.Repeat("text/plain, ", 1<<20/12) + "application/json", false},
+		{"application/json, " + strings.Repeat("a/b, ", 100) + "text/html", true}, // past 64 entries
+		{strings.Repeat("a/b, ", 70) + "application/json", false},
+		{"application/json, " + strings.Repeat("a/b, ", 1<<20/5), true},
+	}
+	for _, tt := range tests {
+		name := tt.accept
+		if len(name) > 60 {
+			name = fmt.Sprintf("%s...(%d bytes)", name[:40], len(tt.accept))
+		}
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tt.want, WantsJSON(tt.accept))
+		})
+	}
+}
+
+func TestWantsJSONBoundedWork(t *testing.T) {
+	huge := strings.Repeat("application/xml;q=0.1;a=b, ", 1<<25/27) // 32 MiB
+	start := time.Now()
+	for i := 0; i < 1000; i++ {
+		WantsJSON(huge)
+	}
+	// 1000 calls on 32 MiB would take seconds if the whole value were read.
+	assert.Less(t, time.Since(start), 2*time.Second)
+}
+
+func TestLanguages(t *testing.T) {
+	assert.Equal(t, []string{"en"}, Languages())
+	l := Languages()
+	l[0] = "xx"
+	assert.Equal(t, []string{"en"}, Languages(), "callers cannot change the table")
+
+	for _, tag := range Languages() {
+		m := languages[tag]
+		require.NotNil(t, m)
+		_, err := compileLang(tag, m)
+		assert.NoError(t, err, tag)
+	}
+
+	en := compiled["en"]
+	for _, tag := range []string{"en", "EN", "en-US", "en_gb", " en ", "", "xx", "zh-Hant-TW", "-", "_", strings.Repeat("e", 1000)} {
+		assert.Same(t, en, lookupLang(tag), "tag %q", tag)
+	}
+}
+
+func TestCompileLangErrors(t *testing.T) {
+	good := func() *messages {
+		m := *languages["en"]
+		m.Refresh = append([]string(nil), m.Refresh...)
+		return &m
+	}
+	tests := []struct {
+		name   string
+		change func(*messages)
+	}{
+		{"missing placeholder", func(m *messages) { m.WaitFIFO = "Your wait is long." }},
+		{"placeholder twice", func(m *messages) { m.WaitRandom = "{wait} {wait}" }},
+		{"refresh without n", func(m *messages) { m.Refresh[1] = "Refreshes often." }},
+		{"empty text", func(m *messages) { m.KeepOpen = "" }},
+		{"bad dir", func(m *messages) { m.Dir = "up" }},
+		{"no plural forms", func(m *messages) { m.Refresh = nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := good()
+			tt.change(m)
+			_, err := compileLang("en", m)
+			assert.Error(t, err)
+		})
+	}
+	_, err := compileLang("en", good())
+	assert.NoError(t, err)
+}
+
+func FuzzWantsJSON(f *testing.F) {
+	for _, s := range []string{
+		"", "application/json", "application/json, text/html", "*/*",
+		"application/json;q=0", "APPLICATION/JSON;Q=0.5", acceptChrome, acceptFirefox, acceptSafari,
+		"application/json;;;q", "application/json;q=0.,", ",,;=",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, accept string) {
+		got := WantsJSON(accept)
+		if got {
+			head := accept
+			if len(head) > maxAcceptBytes {
+				head = head[:maxAcceptBytes]
+			}
+			if !strings.Contains(strings.ToLower(head), "application/json") {
+				t.Fatalf("WantsJSON(%q) = true without application/json", accept)
+			}
+		}
+		if got != WantsJSON(accept) {
+			t.Fatal("not deterministic")
+		}
+	})
+}
+
+func FuzzRender(f *testing.F) {
+	f.Add(allVariables, uint16(0xffff), 10, 30, "10 minutes", lastUpdated, "fifo", "en")
+	f.Add(defaultHTML, uint16(0x5555), 90, 20, "5 minutes to 15 minutes", lastUpdated, "random", "de-CH")
+	f.Add("{{#waitTimeKnown}}{{waitTime}}{{/waitTimeKnown}}{{^queueAll}}x{{/queueAll}}", uint16(1), -1, 0, "<b>", "", "", "")
+	f.Add("{{=<% %>=}}<% waitTime %>{{waitTime}}", uint16(0), 5, 5, "", "", "", "")
+	f.Add("{{{waitTimeFormatted}}}{{&lastUpdated}}{{wr.title}}{{.}}{{a.b.c}}", uint16(2), 0, 0, "x", "y", "z", "")
+	f.Add("{{#lastUpdated}}{{.}}{{/lastUpdated}}{{#waitTime}}{{.}}{{/waitTime}}{{! comment }}", uint16(3), 1, 1, "", "t", "", "")
+	f.Fuzz(func(t *testing.T, src string, flags uint16, wait, refresh int, formatted, updated, method, lang string) {
+		d := &Data{
+			InWaitingRoom:          flags&(1<<0) != 0,
+			WaitTimeKnown:          flags&(1<<1) != 0,
+			QueueIsFull:            flags&(1<<2) != 0,
+			QueueAll:               flags&(1<<3) != 0,
+			IsFIFOQueue:            flags&(1<<4) != 0,
+			IsRandomQueue:          flags&(1<<5) != 0,
+			IsPassthroughQueue:     flags&(1<<6) != 0,
+			IsRejectQueue:          flags&(1<<7) != 0,
+			WaitTime:               wait,
+			WaitTimeHours:          wait / 60,
+			WaitTimeHourMinutes:    wait % 60,
+			WaitTime25Percentile:   wait / 2,
+			WaitTime50Percentile:   wait,
+			WaitTime75Percentile:   wait * 2,
+			WaitTimeFormatted:      formatted,
+			LastUpdated:            updated,
+			RefreshIntervalSeconds: refresh,
+			QueueingMethod:         method,
+		}
+
+		// The default page with any values.
+		var b bytes.Buffer
+		if err := Default().Render(&b, d, lang); err != nil {
+			t.Fatalf("default page: %v", err)
+		}
+		if strings.Contains(b.String(), "<script") {
+			t.Fatal("default page: value injected markup")
+		}
+
+		// Escaped variables never carry markup.
+		esc, err := Parse("{{waitTimeFormatted}}|{{lastUpdated}}|{{queueingMethod}}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Reset()
+		if err := esc.Render(&b, d, lang); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ContainsAny(b.String(), `<>"'`) {
+			t.Fatalf("unescaped output %q", b.String())
+		}
+
+		// Any template.
+		tmpl, err := Parse(src)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "waitingroom/template: ") {
+				t.Fatalf("error without prefix: %v", err)
+			}
+			return
+		}
+		_ = tmpl.Render(io.Discard, d, lang)
+	})
+}
+
+func BenchmarkRenderDefault(b *testing.B) {
+	d := fifoData()
+	tmpl := Default()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := tmpl.Render(io.Discard, d, "en"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWriteJSON(b *testing.B) {
+	d := fifoData()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := WriteJSON(io.Discard, "waitingRoom", d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkWantsJSON(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		WantsJSON(acceptChrome)
+	}
+}

@@ -1,0 +1,371 @@
+package waitingroom
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/template"
+)
+
+// ErrClosed is returned by Check, Sync and Update after Room.Close.
+var ErrClosed = errors.New("waitingroom: room is closed")
+
+// Room is a virtual waiting room. Create it with New; it is safe for
+// concurrent use by any number of goroutines.
+type Room struct {
+	cfg        Config
+	cookieName string
+	sameSite   http.SameSite
+	secure     bool
+	codec      *codec
+	tmpl       *template.Template
+	store      store.Store
+	id         string
+	log        *slog.Logger
+	configHash uint64
+	reissue    int64 // ms between re-issues of an admitted visitor's cookie
+	session    int64 // SessionDuration in ms
+	hold       int64 // QueueHold in ms
+	waitWindow int64 // ms a waiting visitor counts after a check-in
+
+	view  atomic.Pointer[view]
+	pages pageCache
+
+	// random returns a number in [0, 1) for refresh jitter; goroutine-safe.
+	random func() float64
+
+	// mu guards the grant and the pending counts. It is held for a few
+	// map updates, never across I/O.
+	mu      sync.Mutex
+	grant   grant
+	pending *delta
+
+	syncMu   sync.Mutex // serializes syncs
+	epoch    uint64     // the state epoch of the latest sync; under syncMu
+	outage   bool       // the latest sync failed; under syncMu
+	healthy  atomic.Bool
+	closed   atomic.Bool
+	stop     chan struct{}
+	loopDone chan struct{}
+}
+
+// New validates cfg and returns a Room keeping its shared state in st.
+// It returns an error wrapping ErrInvalidConfig for a Config that cannot
+// work, and never fails later for that reason. Unless cfg.SyncInterval is
+// negative, New starts the background sync (the first one at once); call
+// Close to stop it. New does no store I/O itself.
+func New(cfg Config, st store.Store) (*Room, error) {
+	if st == nil {
+		return nil, invalid("store is nil")
+	}
+	c, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	c.Keys = append([][]byte(nil), c.Keys...)
+	rm := &Room{
+		cfg:        c,
+		cookieName: c.CookieName + "_" + c.Name,
+		sameSite:   c.sameSite(),
+		secure:     c.secure(),
+		store:      st,
+		id:         randomID(),
+		log:        c.Logger.With("room", c.Name),
+		configHash: c.settings().hash(),
+		session:    c.SessionDuration.Milliseconds(),
+		hold:       c.QueueHold.Milliseconds(),
+		pending:    newDelta(),
+		random:     mrand.Float64,
+		stop:       make(chan struct{}),
+		loopDone:   make(chan struct{}),
+	}
+	// An admitted visitor's cookie is re-issued (moving their count to the
+	// current check-in slot) at most once a minute, and often enough that
+	// a renewing visitor's session never lapses.
+	rm.reissue = min(time.Minute, c.SessionDuration/5).Milliseconds()
+	maxRefresh := float64(c.RefreshInterval) * (1 + c.RefreshJitter)
+	rm.waitWindow = 2 * time.Duration(maxRefresh).Milliseconds()
+	if rm.codec, err = newCodec(c.Keys, rm.cookieName); err != nil {
+		return nil, fmt.Errorf("waitingroom: cookie keys: %w", err)
+	}
+	if c.Template == "" {
+		rm.tmpl = template.Default()
+	} else if rm.tmpl, err = template.Parse(c.Template); err != nil {
+		return nil, fmt.Errorf("waitingroom: %w: Template: %w", ErrInvalidConfig, err)
+	}
+	rm.view.Store(&view{settings: c.settings()})
+	rm.healthy.Store(true)
+	if c.SyncInterval > 0 {
+		go rm.loop()
+	} else {
+		close(rm.loopDone)
+	}
+	return rm, nil
+}
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Outcome is what a Decision lets a request do.
+type Outcome int
+
+const (
+	// Admitted: the visitor has a slot; the request goes to the application.
+	Admitted Outcome = iota + 1
+	// Waiting: the visitor waits; the response is the waiting page.
+	Waiting
+	// Closed: the room rejects new visitors (QueueingMethod Reject); the
+	// response is the closed page, which does not refresh.
+	Closed
+	// Bypassed: the room is suspended (or the store is down under
+	// FailOpen); the request goes to the application uncounted.
+	Bypassed
+)
+
+// String returns the outcome's name.
+func (o Outcome) String() string {
+	switch o {
+	case Admitted:
+		return "admitted"
+	case Waiting:
+		return "waiting"
+	case Closed:
+		return "closed"
+	case Bypassed:
+		return "bypassed"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Ticket is what an admitted visitor holds.
+type Ticket struct {
+	// Bucket is the minute of the visitor's first request: their place in
+	// the queue.
+	Bucket time.Time
+	// AcceptedAt is when the visitor was let in.
+	AcceptedAt time.Time
+}
+
+// Decision is the room's verdict on one request, made by Check without
+// writing anything. Pass it to Respond to write its effect.
+type Decision struct {
+	Outcome Outcome
+	// Ticket is set when Outcome is Admitted.
+	Ticket Ticket
+	// Estimate is the visitor's wait estimate when Outcome is Waiting.
+	Estimate Estimate
+	// RefreshAfter is how long a waiting visitor must wait before the next
+	// request that gets a chance.
+	RefreshAfter time.Duration
+
+	cookie   string // new cookie value to set; "" leaves the visitor's alone
+	settings Settings
+	at       int64 // Unix ms the view behind the estimate was taken
+}
+
+// Pass reports whether the request may go on to the application.
+func (d Decision) Pass() bool { return d.Outcome == Admitted || d.Outcome == Bypassed }
+
+type ticketKey struct{}
+
+// ticketCtx carries a ticket inline: one allocation, where
+// context.WithValue would take two (the context and the boxed ticket).
+type ticketCtx struct {
+	context.Context
+	t Ticket
+}
+
+func (c *ticketCtx) Value(key any) any {
+	if _, ok := key.(ticketKey); ok {
+		return &c.t
+	}
+	return c.Context.Value(key)
+}
+
+// Context returns parent carrying the decision's ticket when the visitor is
+// admitted, for TicketFromContext; otherwise parent itself.
+func (d Decision) Context(parent context.Context) context.Context {
+	if d.Outcome != Admitted {
+		return parent
+	}
+	return &ticketCtx{Context: parent, t: d.Ticket}
+}
+
+// TicketFromContext returns the ticket of the admitted visitor whose
+// request ctx belongs to. ok is false outside Room.Handler or for requests
+// that were not admitted (bypassed ones included).
+func TicketFromContext(ctx context.Context) (Ticket, bool) {
+	if t, ok := ctx.Value(ticketKey{}).(*Ticket); ok {
+		return *t, true
+	}
+	return Ticket{}, false
+}
+
+// Check decides what happens to r without writing a response. It does no
+// store I/O: every decision is local, against the grant of the latest
+// sync. A missing, malformed, tampered, foreign or expired cookie is
+// ordinary input: the visitor is new. The only error is ErrClosed.
+func (rm *Room) Check(r *http.Request) (Decision, error) {
+	if rm.closed.Load() {
+		return Decision{}, ErrClosed
+	}
+	v := rm.view.Load()
+	s := v.settings
+	d := Decision{settings: s, at: v.at}
+	if s.Suspended {
+		d.Outcome = Bypassed
+		return d, nil
+	}
+	now := rm.cfg.Now().UnixMilli()
+	c, ok := rm.readCookie(r)
+	if ok && c.acceptedAt > 0 {
+		if rm.sessionAlive(c, now) {
+			d.Outcome = Admitted
+			d.Ticket = Ticket{Bucket: time.Unix(c.bucket*60, 0), AcceptedAt: time.UnixMilli(c.acceptedAt)}
+			if now-c.lastCheckIn >= rm.reissue {
+				rm.mu.Lock()
+				rm.pending.active[slotOf(c.lastCheckIn)]--
+				rm.pending.active[slotOf(now)]++
+				rm.mu.Unlock()
+				c.lastCheckIn = now
+				d.cookie = rm.codec.encode(c)
+			}
+			return d, nil
+		}
+		ok = false // the session is over: back of the queue
+	}
+	if rm.cfg.OnStoreError == FailOpen && !rm.healthy.Load() {
+		d.Outcome = Bypassed
+		return d, nil
+	}
+	if s.QueueingMethod == Reject {
+		d.Outcome = Closed
+		return d, nil
+	}
+	fresh := !ok || now-c.lastCheckIn >= rm.hold
+	if !fresh && now < c.lastCheckIn+c.refresh {
+		// Too early: the same page, no new chance.
+		d.Outcome = Waiting
+		d.RefreshAfter = time.Duration(c.lastCheckIn+c.refresh-now) * time.Millisecond
+		d.Estimate = rm.estimate(v, c.bucket, false)
+		return d, nil
+	}
+	if fresh {
+		c = cookieState{bucket: minuteOf(now)}
+	}
+
+	rm.mu.Lock()
+	rm.pending.attempts++
+	admit := s.QueueingMethod == Passthrough || (!s.QueueAll && rm.grant.take(c.bucket, fresh))
+	if !fresh {
+		if old := slotOf(c.lastCheckIn); slotCounted(old, now, rm.waitWindow) {
+			rm.pending.waiting[cellKey{c.bucket, old}]--
+		}
+	}
+	if admit {
+		rm.pending.active[slotOf(now)]++
+		rm.pending.admitted[minuteOf(now)]++
+	} else {
+		rm.pending.waiting[cellKey{c.bucket, slotOf(now)}]++
+	}
+	rm.mu.Unlock()
+
+	c.lastCheckIn = now
+	if admit {
+		c.acceptedAt, c.refresh = now, 0
+		d.Outcome = Admitted
+		d.Ticket = Ticket{Bucket: time.Unix(c.bucket*60, 0), AcceptedAt: time.UnixMilli(now)}
+	} else {
+		c.refresh = rm.jitteredRefresh()
+		d.Outcome = Waiting
+		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
+		d.Estimate = rm.estimate(v, c.bucket, fresh)
+	}
+	d.cookie = rm.codec.encode(c)
+	return d, nil
+}
+
+func (rm *Room) readCookie(r *http.Request) (cookieState, bool) {
+	raw, ok := cookieValue(r, rm.cookieName)
+	if !ok {
+		return cookieState{}, false
+	}
+	c, err := rm.codec.decode(raw)
+	return c, err == nil
+}
+
+func (rm *Room) sessionAlive(c cookieState, now int64) bool {
+	if now-c.lastCheckIn >= rm.session {
+		return false
+	}
+	return !rm.cfg.DisableSessionRenewal || now-c.acceptedAt < rm.session
+}
+
+// jitteredRefresh returns a refresh interval in ms, varied at random by up
+// to RefreshJitter either way.
+func (rm *Room) jitteredRefresh() int64 {
+	f := 1 + rm.cfg.RefreshJitter*(2*rm.random()-1)
+	return int64(float64(rm.cfg.RefreshInterval.Milliseconds()) * f)
+}
+
+// estimate is the wait of a visitor of bucket b as of view v; a fresh
+// visitor is behind everyone already waiting.
+func (rm *Room) estimate(v *view, b int64, fresh bool) Estimate {
+	s := v.settings
+	if s.QueueAll || s.QueueingMethod == Reject {
+		return Estimate{}
+	}
+	if s.QueueingMethod == Random {
+		return randomEstimate(v.perMinute, float64(v.waiting))
+	}
+	// FIFO: everyone in older buckets is ahead, and on average half of the
+	// visitor's own bucket.
+	ahead := v.waiting
+	for _, bc := range v.buckets {
+		if fresh {
+			break
+		}
+		if bc.bucket >= b {
+			ahead = bc.before
+			if bc.bucket == b {
+				ahead += bc.waiting / 2
+			}
+			break
+		}
+	}
+	return fifoEstimate(float64(ahead), v.perMinute)
+}
+
+// Handler returns the middleware: admitted and bypassed requests go to
+// next, with the ticket in their context (TicketFromContext); everyone else
+// gets the waiting page, as HTML or, for clients that ask for JSON only,
+// as JSON. The method value is the middleware: chi's r.Use(room.Handler)
+// works as it is.
+func (rm *Room) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d, err := rm.Check(r)
+		if err != nil {
+			rm.cfg.ErrorHandler(w, r, err)
+			return
+		}
+		if rm.Respond(w, r, d) {
+			if d.Outcome == Admitted {
+				r = r.WithContext(d.Context(r.Context()))
+			}
+			next.ServeHTTP(w, r)
+		}
+	})
+}

@@ -1,0 +1,426 @@
+package waitingroom
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+)
+
+func TestNewValidation(t *testing.T) {
+	short := []byte("too short")
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Config)
+		want   string
+	}{
+		{"empty name", func(c *Config) { c.Name = "" }, "Name"},
+		{"bad name", func(c *Config) { c.Name = "a b" }, "Name"},
+		{"long name", func(c *Config) { c.Name = strings.Repeat("a", 65) }, "Name"},
+		{"zero total", func(c *Config) { c.TotalActiveUsers = 0 }, "TotalActiveUsers"},
+		{"zero per minute", func(c *Config) { c.NewUsersPerMinute = 0 }, "NewUsersPerMinute"},
+		{"per minute above total", func(c *Config) { c.NewUsersPerMinute = 11 }, "must not exceed"},
+		{"method", func(c *Config) { c.QueueingMethod = "lifo" }, "QueueingMethod"},
+		{"session short", func(c *Config) { c.SessionDuration = 30 * time.Second }, "SessionDuration"},
+		{"session long", func(c *Config) { c.SessionDuration = 31 * time.Minute }, "SessionDuration"},
+		{"refresh short", func(c *Config) { c.RefreshInterval = time.Millisecond }, "RefreshInterval"},
+		{"refresh long", func(c *Config) { c.RefreshInterval = time.Hour }, "RefreshInterval"},
+		{"jitter", func(c *Config) { c.RefreshJitter = 0.6 }, "RefreshJitter"},
+		{"hold", func(c *Config) { c.QueueHold = 30 * time.Second }, "QueueHold"},
+		{"status", func(c *Config) { c.QueueingStatusCode = 503 }, "QueueingStatusCode"},
+		{"cookie name", func(c *Config) { c.CookieName = "a;b" }, "CookieName"},
+		{"samesite", func(c *Config) { c.CookieSameSite = 9 }, "CookieSameSite"},
+		{"secure", func(c *Config) { c.CookieSecure = 9 }, "CookieSecure"},
+		{"none without secure", func(c *Config) { c.CookieSameSite = SameSiteNone }, "requires a Secure"},
+		{"none with secure never", func(c *Config) { c.HTTPS = true; c.CookieSameSite = SameSiteNone; c.CookieSecure = SecureNever }, "requires a Secure"},
+		{"auto none on https with secure never", func(c *Config) { c.HTTPS = true; c.CookieSecure = SecureNever }, "requires a Secure"},
+		{"no keys", func(c *Config) { c.Keys = nil }, "Keys is required"},
+		{"short key", func(c *Config) { c.Keys = [][]byte{testKey, short} }, "Keys[1]"},
+		{"template", func(c *Config) { c.Template = "{{#open}}" }, "Template"},
+		{"policy", func(c *Config) { c.OnStoreError = 7 }, "OnStoreError"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig(newClock())
+			tc.mutate(&cfg)
+			rm, err := New(cfg, memstore.New())
+			require.Error(t, err)
+			assert.Nil(t, rm)
+			assert.ErrorIs(t, err, ErrInvalidConfig)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.True(t, strings.HasPrefix(err.Error(), "waitingroom: "), err.Error())
+		})
+	}
+	t.Run("nil store", func(t *testing.T) {
+		_, err := New(baseConfig(newClock()), nil)
+		assert.ErrorIs(t, err, ErrInvalidConfig)
+	})
+	t.Run("caller's config untouched", func(t *testing.T) {
+		cfg := baseConfig(newClock())
+		cfg.Keys = [][]byte{append([]byte(nil), testKey...)}
+		before := cfg
+		rm, err := New(cfg, memstore.New())
+		require.NoError(t, err)
+		defer rm.Close()
+		assert.Equal(t, before.SessionDuration, cfg.SessionDuration)
+		assert.Empty(t, cfg.CookieName)
+	})
+}
+
+func TestDefaults(t *testing.T) {
+	tr := newTestRoom(t, nil)
+	c := tr.cfg
+	assert.Equal(t, FIFO, c.QueueingMethod)
+	assert.Equal(t, 5*time.Minute, c.SessionDuration)
+	assert.Equal(t, 20*time.Second, c.RefreshInterval)
+	assert.Equal(t, 0.1, c.RefreshJitter)
+	assert.Equal(t, 5*time.Minute, c.QueueHold)
+	assert.Equal(t, http.StatusOK, c.QueueingStatusCode)
+	assert.Equal(t, "__waitingroom_launch", tr.cookieName)
+	assert.Equal(t, "/", c.CookiePath)
+	assert.Equal(t, "waitingRoom", c.JSONKey)
+	assert.Equal(t, http.SameSiteLaxMode, tr.sameSite)
+	assert.False(t, tr.secure)
+}
+
+func TestCookieAttributes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		mutate   func(*Config)
+		sameSite http.SameSite
+		secure   bool
+	}{
+		{"auto over http", nil, http.SameSiteLaxMode, false},
+		{"auto over https", func(c *Config) { c.HTTPS = true }, http.SameSiteNoneMode, true},
+		{"strict", func(c *Config) { c.CookieSameSite = SameSiteStrict }, http.SameSiteStrictMode, false},
+		{"secure always", func(c *Config) { c.CookieSecure = SecureAlways }, http.SameSiteLaxMode, true},
+		{"https, lax", func(c *Config) { c.HTTPS = true; c.CookieSameSite = SameSiteLax }, http.SameSiteLaxMode, true},
+		{"domain and path", func(c *Config) { c.CookieDomain = "example.com"; c.CookiePath = "/shop" }, http.SameSiteLaxMode, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, tc.mutate)
+			w := tr.get(&visitor{}, "")
+			require.True(t, admitted(w))
+			cs := w.Result().Cookies()
+			require.Len(t, cs, 1)
+			c := cs[0]
+			assert.Equal(t, "__waitingroom_launch", c.Name)
+			assert.Equal(t, tc.sameSite, c.SameSite)
+			assert.Equal(t, tc.secure, c.Secure)
+			assert.True(t, c.HttpOnly)
+			assert.Equal(t, tr.cfg.CookiePath, c.Path)
+			assert.Equal(t, tr.cfg.CookieDomain, c.Domain)
+		})
+	}
+}
+
+func TestAdmitWhileThereIsRoom(t *testing.T) {
+	tr := newTestRoom(t, nil)
+	v := &visitor{}
+	var got Ticket
+	var ok bool
+	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok = TicketFromContext(r.Context())
+		_, _ = w.Write([]byte("app"))
+	}))
+	w := tr.get(v, "")
+	require.True(t, admitted(w))
+	require.True(t, ok)
+	assert.True(t, tr.clk.Now().Equal(got.AcceptedAt))
+	assert.Equal(t, tr.clk.Now().Truncate(time.Minute), got.Bucket.UTC())
+	require.NotEmpty(t, v.cookie)
+
+	// The cookie lets the visitor back in without a new cookie each time.
+	tr.clk.Add(10 * time.Second)
+	w = tr.get(v, "")
+	assert.True(t, admitted(w))
+	assert.Empty(t, w.Result().Cookies(), "the cookie is not re-issued on every request")
+
+	// A minute later it is re-issued, renewing the session.
+	tr.clk.Add(time.Minute)
+	w = tr.get(v, "")
+	assert.True(t, admitted(w))
+	assert.Len(t, w.Result().Cookies(), 1)
+
+	_, ok = TicketFromContext(context.Background())
+	assert.False(t, ok)
+}
+
+func TestQueueWhenFull(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 2, 2 })
+	for range 2 {
+		require.True(t, admitted(tr.get(&visitor{}, "")))
+	}
+	v := &visitor{}
+	w := tr.get(v, "")
+	require.True(t, isWaiting(w), w.Body.String())
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, "no-store", w.Header().Get("Cache-Control"))
+	assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
+	refresh := w.Header().Get("Refresh")
+	assert.Contains(t, []string{"18", "19", "20", "21", "22"}, refresh, "20 s ± 10 %%")
+	assert.Empty(t, w.Header().Get("Retry-After"))
+	assert.Contains(t, w.Body.String(), `http-equiv="refresh"`)
+	assert.NotEmpty(t, v.cookie, "a waiting visitor gets a cookie with their place")
+}
+
+func TestStatusCodes(t *testing.T) {
+	for _, code := range []int{http.StatusOK, http.StatusAccepted, http.StatusTooManyRequests} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.QueueingStatusCode = code })
+			w := tr.get(&visitor{}, "")
+			assert.Equal(t, code, w.Code)
+			if code == http.StatusTooManyRequests {
+				assert.Equal(t, w.Header().Get("Refresh"), w.Header().Get("Retry-After"))
+			} else {
+				assert.Empty(t, w.Header().Get("Retry-After"))
+			}
+		})
+	}
+}
+
+func TestJSONResponse(t *testing.T) {
+	for _, key := range []string{"", "cfWaitingRoom"} {
+		t.Run("key="+key, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = 10, 10
+				c.JSONKey = key
+			})
+			// Ten admitted in the first minute: outflow is 10 a minute.
+			for range 10 {
+				require.True(t, admitted(tr.get(&visitor{}, "")))
+			}
+			var waiting []*visitor
+			for range 30 {
+				v := &visitor{}
+				require.True(t, isWaiting(tr.get(v, "")))
+				waiting = append(waiting, v)
+			}
+			tr.clk.Add(45 * time.Second)
+			tr.sync()
+			w := tr.get(&visitor{}, "application/json")
+			require.Equal(t, http.StatusOK, w.Code)
+			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+			var body map[string]map[string]any
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+			want := key
+			if want == "" {
+				want = "waitingRoom"
+			}
+			require.Contains(t, body, want)
+			got := body[want]
+			refresh, _ := got["refreshIntervalSeconds"].(float64)
+			assert.InDelta(t, 20, refresh, 2.5)
+			lastUpdated, _ := got["lastUpdated"].(string)
+			assert.Equal(t, tr.clk.Now().UTC().Format("2006-01-02T15:04:05.000Z"), lastUpdated)
+			delete(got, "refreshIntervalSeconds")
+			delete(got, "lastUpdated")
+			// 30 ahead at 10 admitted in the first 45 s (13.3 a minute):
+			// 2.25 minutes, shown rounded up.
+			assert.Equal(t, map[string]any{
+				"inWaitingRoom":        true,
+				"waitTimeKnown":        true,
+				"waitTime":             float64(3),
+				"waitTimeHours":        float64(0),
+				"waitTimeHourMinutes":  float64(3),
+				"waitTime25Percentile": float64(0),
+				"waitTime50Percentile": float64(0),
+				"waitTime75Percentile": float64(0),
+				"waitTimeFormatted":    "3 minutes",
+				"queueIsFull":          false,
+				"queueAll":             false,
+				"queueingMethod":       "fifo",
+				"isFIFOQueue":          true,
+				"isRandomQueue":        false,
+				"isPassthroughQueue":   false,
+				"isRejectQueue":        false,
+			}, got)
+		})
+	}
+}
+
+func TestAcceptNegotiation(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.QueueAll = true })
+	for accept, wantJSON := range map[string]bool{
+		"application/json":             true,
+		"application/json, text/plain": true,
+		"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8": false,
+		"text/html, application/json":                                     false,
+		"":                                                                false,
+	} {
+		w := tr.get(&visitor{}, accept)
+		assert.Equal(t, wantJSON, strings.HasPrefix(w.Header().Get("Content-Type"), "application/json"), accept)
+	}
+}
+
+func TestRefreshTooEarlyGetsNoChance(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1; c.RefreshJitter = -1 })
+	require.True(t, admitted(tr.get(&visitor{}, "")))
+	v := &visitor{}
+	require.True(t, isWaiting(tr.get(v, "")))
+	first := v.cookie
+
+	// A slot comes free (next minute, and the first visitor's session is
+	// over), but the visitor refreshes early: same page, no chance, and the
+	// cookie is left alone.
+	tr.clk.Add(5*time.Minute + 10*time.Second)
+	tr.sync()
+	before := tr.grant.total()
+	require.Positive(t, before)
+	v2 := *v
+	// Replay the same queued cookie many times within its interval.
+	tr.clk.Add(-5*time.Minute - 10*time.Second + 5*time.Second)
+	for range 100 {
+		w := tr.get(&v2, "")
+		require.True(t, isWaiting(w))
+		assert.Empty(t, w.Result().Cookies())
+		assert.Equal(t, "15", w.Header().Get("Refresh"), "the remaining wait, not a fresh interval")
+	}
+	assert.Equal(t, before, tr.grant.total(), "early refreshes take no slot")
+	assert.Equal(t, first, v2.cookie)
+
+	tr.clk.Add(15 * time.Second)
+	assert.True(t, admitted(tr.get(v, "")), "on time, the visitor gets the slot")
+}
+
+// admitAll sends every visitor in vs one request and returns those let in.
+func (tr *testRoom) admitAll(vs []*visitor) (in []int) {
+	for i, v := range vs {
+		if admitted(tr.get(v, "")) {
+			in = append(in, i)
+		}
+	}
+	return in
+}
+
+// queueInBuckets creates perBucket waiting visitors in each of buckets
+// consecutive minutes while the room queues everyone, with everyone
+// refreshing every 20 s as the page makes them, then opens the room.
+func (tr *testRoom) queueInBuckets(buckets, perBucket int) []*visitor {
+	tr.t.Helper()
+	var vs []*visitor
+	for range buckets {
+		for range perBucket {
+			v := &visitor{}
+			require.True(tr.t, isWaiting(tr.get(v, "")))
+			vs = append(vs, v)
+		}
+		for range 3 {
+			tr.clk.Add(20 * time.Second)
+			tr.sync()
+			for _, v := range vs {
+				require.True(tr.t, isWaiting(tr.get(v, "")))
+			}
+		}
+	}
+	tr.sync()
+	require.NoError(tr.t, tr.Update(context.Background(), func(s *Settings) { s.QueueAll = false }))
+	return vs
+}
+
+// drain makes every waiting visitor refresh each round (newest first, to
+// tempt the room) until all are in, and returns the round each got in.
+func (tr *testRoom) drain(vs []*visitor, step time.Duration, rounds int) []int {
+	tr.t.Helper()
+	got := make([]int, len(vs))
+	for i := range got {
+		got[i] = -1
+	}
+	for round := range rounds {
+		tr.clk.Add(step)
+		tr.sync()
+		for i := len(vs) - 1; i >= 0; i-- {
+			if got[i] < 0 && admitted(tr.get(vs[i], "")) {
+				got[i] = round
+			}
+		}
+	}
+	return got
+}
+
+func fifoRoom(mutate func(*Config)) func(*Config) {
+	return func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 5, 5
+		c.SessionDuration = time.Minute
+		c.RefreshJitter = -1
+		c.QueueAll = true
+		c.QueueHold = 30 * time.Minute
+		if mutate != nil {
+			mutate(c)
+		}
+	}
+}
+
+func TestFIFOOrderAcrossBuckets(t *testing.T) {
+	tr := newTestRoom(t, fifoRoom(nil))
+	vs := tr.queueInBuckets(4, 5)
+	rounds := tr.drain(vs, 20*time.Second, 30)
+	for i := range vs {
+		require.GreaterOrEqual(t, rounds[i], 0, "visitor %d never got in", i)
+		for j := range vs {
+			if i/5 < j/5 {
+				assert.LessOrEqual(t, rounds[i], rounds[j], "visitor %d (bucket %d) got in after %d (bucket %d)", i, i/5, j, j/5)
+			}
+		}
+	}
+}
+
+func TestRandomIgnoresBuckets(t *testing.T) {
+	// One free slot, an older and a newer waiting visitor, and the newer
+	// one checks in first. FIFO keeps the slot for the older visitor;
+	// random gives it to whoever checks in.
+	for _, tc := range []struct {
+		method      QueueingMethod
+		newerGetsIn bool
+	}{
+		{FIFO, false},
+		{Random, true},
+	} {
+		t.Run(string(tc.method), func(t *testing.T) {
+			tr := newTestRoom(t, fifoRoom(func(c *Config) {
+				c.QueueingMethod = tc.method
+				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+			}))
+			vs := tr.queueInBuckets(2, 1)
+			tr.clk.Add(20 * time.Second)
+			tr.sync()
+			assert.Equal(t, tc.newerGetsIn, admitted(tr.get(vs[1], "")))
+			assert.Equal(t, !tc.newerGetsIn, admitted(tr.get(vs[0], "")))
+		})
+	}
+}
+
+func TestMethodSwitchPreservesOrder(t *testing.T) {
+	// FIFO → random → FIFO: after the switch back, arrival order holds
+	// again for everyone still waiting.
+	tr := newTestRoom(t, fifoRoom(nil))
+	vs := tr.queueInBuckets(5, 3)
+	require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.QueueingMethod = Random }))
+	rounds := tr.drain(vs, 20*time.Second, 2)
+	require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.QueueingMethod = FIFO }))
+	var rest []*visitor
+	var bucket []int
+	for i, r := range rounds {
+		if r < 0 {
+			rest = append(rest, vs[i])
+			bucket = append(bucket, i/3)
+		}
+	}
+	require.NotEmpty(t, rest)
+	require.Less(t, len(rest), len(vs), "random let some in")
+	after := tr.drain(rest, 20*time.Second, 40)
+	for i := range rest {
+		require.GreaterOrEqual(t, after[i], 0)
+		for j := range rest {
+			if bucket[i] < bucket[j] {
+				assert.LessOrEqual(t, after[i], after[j], "after switching back to FIFO, arrival order holds")
+			}
+		}
+	}
+}
