@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net/http"
 	"regexp"
 	"time"
@@ -203,6 +204,11 @@ type Config struct {
 
 	// Now is the room's clock. Default time.Now.
 	Now func() time.Time
+	// Random returns numbers in [0, 1) for the refresh jitter. Default
+	// math/rand/v2's Float64. It must be safe for concurrent use, unless
+	// the room is used from one goroutine (as by a simulator, which passes
+	// a seeded source to be deterministic).
+	Random func() float64
 	// Logger receives the room's logs: state changes and store outages,
 	// never one line per request. Default slog.Default().
 	Logger *slog.Logger
@@ -336,6 +342,9 @@ func (c Config) normalize() (Config, error) {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Random == nil {
+		c.Random = mrand.Float64
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

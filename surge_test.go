@@ -52,7 +52,7 @@ type surgeResult struct {
 func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 	rng := mrand.New(mrand.NewPCG(s.seed, 1))
 	for _, rm := range rooms {
-		rm.random = rng.Float64 // the simulation runs on one goroutine
+		rm.cfg.Random = rng.Float64 // the simulation runs on one goroutine
 	}
 	start := clk.Now()
 	cfg := rooms[0].cfg

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -40,9 +39,6 @@ type Room struct {
 
 	view  atomic.Pointer[view]
 	pages pageCache
-
-	// random returns a number in [0, 1) for refresh jitter; goroutine-safe.
-	random func() float64
 
 	// mu guards the grant and the pending counts. It is held for a few
 	// map updates, never across I/O.
@@ -85,7 +81,6 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		session:    c.SessionDuration.Milliseconds(),
 		hold:       c.QueueHold.Milliseconds(),
 		pending:    newDelta(),
-		random:     mrand.Float64,
 		stop:       make(chan struct{}),
 		loopDone:   make(chan struct{}),
 	}
@@ -317,7 +312,7 @@ func (rm *Room) sessionAlive(c cookieState, now int64) bool {
 // jitteredRefresh returns a refresh interval in ms, varied at random by up
 // to RefreshJitter either way.
 func (rm *Room) jitteredRefresh() int64 {
-	f := 1 + rm.cfg.RefreshJitter*(2*rm.random()-1)
+	f := 1 + rm.cfg.RefreshJitter*(2*rm.cfg.Random()-1)
 	return int64(float64(rm.cfg.RefreshInterval.Milliseconds()) * f)
 }
 
