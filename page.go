@@ -121,7 +121,7 @@ func (rm *Room) pageData(d Decision) *template.Data {
 	s, e := d.settings, d.Estimate
 	at := d.at
 	if at == 0 {
-		at = rm.cfg.Now().UnixMilli()
+		at = rm.now()
 	}
 	data := &template.Data{
 		InWaitingRoom:      true,

@@ -60,6 +60,27 @@ func newDelta() *delta {
 	return &delta{active: map[int64]int64{}, waiting: map[cellKey]int64{}, admitted: map[int64]int64{}}
 }
 
+// prune drops the counts that no longer count at now (Unix ms): what an
+// instance remembers of its contributions is bounded by one session.
+func (d *delta) prune(now, session, waitWindow int64) {
+	for k := range d.active {
+		if d.active[k] == 0 || !slotCounted(k, now, session) {
+			delete(d.active, k)
+		}
+	}
+	for k := range d.waiting {
+		if d.waiting[k] == 0 || !slotCounted(k.slot, now, waitWindow) {
+			delete(d.waiting, k)
+		}
+	}
+	for k := range d.admitted {
+		if k <= minuteOf(now)-historyMinutes {
+			delete(d.admitted, k)
+		}
+	}
+	d.attempts = 0
+}
+
 // add merges o into d.
 func (d *delta) add(o *delta) {
 	for k, v := range o.active {
@@ -258,6 +279,9 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 		share = max(max(me.Traffic, 0)/traffic, fair/2)
 	}
 
+	if now < st.Grace {
+		return nil, v
+	}
 	g := carve(p, v, share, outstanding)
 	me.Grant = g.total()
 	return g, v
@@ -291,10 +315,13 @@ func carve(p syncParams, v *view, share float64, outstanding int64) grant {
 		return grant{{bucket: anyBucket, n: n}}
 	}
 	// FIFO: reserve for the oldest buckets first; fresh arrivals get what
-	// is left once every waiting visitor is covered.
+	// is left once every waiting visitor is covered. Every instance
+	// reserves for the whole of an older bucket, not for its traffic share
+	// of it: whichever instance an older visitor reaches, no newer visitor
+	// gets in before them. What goes unused returns at the next sync.
 	var g grant
 	for _, b := range v.buckets {
-		r := min(n, int64(math.Ceil(float64(b.waiting)*share)))
+		r := min(n, b.waiting)
 		if r > 0 {
 			g = append(g, grantEntry{bucket: b.bucket, n: r})
 			n -= r

@@ -44,7 +44,7 @@ func (rm *Room) Stats() Stats {
 		AdmittedThisMinute: int(v.admittedThisMinute),
 		OutflowPerMinute:   v.perMinute,
 		Instances:          v.instances,
-		Estimate:           rm.estimate(v, minuteOf(rm.cfg.Now().UnixMilli()), true),
+		Estimate:           rm.estimate(v, minuteOf(rm.now()), true),
 	}
 	if v.at != 0 {
 		s.Synced = time.UnixMilli(v.at)

@@ -28,6 +28,11 @@ type surge struct {
 	duration time.Duration
 	abandon  float64 // probability a waiting visitor gives up at each refresh
 	seed     uint64
+	// lead shifts the minutes admissions are counted in: with skewed
+	// clocks the room's minutes follow the fastest clock.
+	lead time.Duration
+	// step, if set, runs at the start of every simulated second.
+	step func(now time.Time)
 }
 
 type simVisitor struct {
@@ -69,6 +74,9 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 		clk.mu.Lock()
 		clk.t = now
 		clk.mu.Unlock()
+		if s.step != nil {
+			s.step(now)
+		}
 		for _, i := range rng.Perm(len(rooms)) {
 			require.NoError(t, rooms[i].Sync(ctx))
 		}
@@ -95,7 +103,7 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 				if v.admittedAt.IsZero() {
 					v.admittedAt = now
 					v.bucket = d.Ticket.Bucket.Unix() / 60
-					res.admittedPerMinute[now.Unix()/60]++
+					res.admittedPerMinute[now.Add(s.lead).Unix()/60]++
 				}
 				if now.Sub(v.admittedAt) >= s.browse {
 					v.gone = true
@@ -132,7 +140,7 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 		if v.admittedAt.IsZero() {
 			continue
 		}
-		b := v.first.Unix() / 60
+		b := v.first.Add(s.lead).Unix() / 60
 		if l, ok := latest[b]; !ok || v.admittedAt.After(l) {
 			latest[b] = v.admittedAt
 		}
@@ -246,4 +254,69 @@ func TestManyInstancesShareOneQueue(t *testing.T) {
 	}
 	assert.InDelta(t, per[1], per[4], float64(per[1])*0.05)
 	assert.LessOrEqual(t, per[4], 6*50+50)
+}
+
+func TestClockSkew(t *testing.T) {
+	// Four instances whose clocks are off by up to 3 s: limits hold in the
+	// room's minutes (which follow the fastest clock) and FIFO order holds.
+	clk := newClock()
+	st := memstore.New()
+	var rooms []*Room
+	for _, skew := range []time.Duration{-3 * time.Second, 0, 2 * time.Second, 3 * time.Second} {
+		rooms = append(rooms, newTestRoomOn(t, clk, st, func(c *Config) {
+			c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
+			c.SessionDuration = time.Minute
+			c.Now = func() time.Time { return clk.Now().Add(skew) }
+		}).Room)
+	}
+	res := surge{visitors: 1500, arrivals: 4 * time.Minute, browse: time.Minute,
+		duration: 20 * time.Minute, seed: 5, lead: 3 * time.Second}.run(t, clk, rooms)
+	total := 0
+	for m, n := range res.admittedPerMinute {
+		total += n
+		require.LessOrEqual(t, n, 100, "minute %d", m)
+	}
+	assert.Zero(t, res.inversions, "FIFO order across skewed instances")
+	assert.Greater(t, total, 1400)
+	for _, rm := range rooms {
+		assert.LessOrEqual(t, rm.offset.Load(), int64(6000), "instances follow the fastest clock")
+	}
+}
+
+// wipeable is a store whose whole content can be lost, like a Redis that
+// restarted empty.
+type wipeable struct {
+	store.Store
+}
+
+func (w *wipeable) wipe() { w.Store = memstore.New() }
+
+func TestStateLossKeepsLimits(t *testing.T) {
+	clk := newClock()
+	st := &wipeable{Store: memstore.New()}
+	rooms := instances(t, clk, st, 3, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 100, 100
+		c.SessionDuration = 2 * time.Minute
+	})
+	wiped := false
+	res := surge{
+		visitors: 800, arrivals: 4 * time.Minute, browse: 3 * time.Minute, duration: 12 * time.Minute, seed: 9,
+		step: func(now time.Time) {
+			// Mid-surge, with the room full, the store loses everything.
+			if !wiped && now.Sub(newClock().Now()) >= 90*time.Second {
+				st.wipe()
+				wiped = true
+			}
+		},
+	}.run(t, clk, rooms)
+	require.True(t, wiped)
+	assert.LessOrEqual(t, res.maxActive, 100, "a wiped state must not let a second full load in")
+	for m, n := range res.admittedPerMinute {
+		require.LessOrEqual(t, n, 100, "minute %d", m)
+	}
+	assert.Zero(t, res.inversions, "queue places survive in cookies")
+	for _, rm := range rooms {
+		assert.Equal(t, rooms[0].epoch, rm.epoch, "every instance follows the new epoch")
+	}
+	assert.Equal(t, 3, rooms[0].Stats().Instances)
 }

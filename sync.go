@@ -33,25 +33,46 @@ func (rm *Room) Sync(ctx context.Context) error {
 	rm.grant = nil // what is left of it returns to the pool with this sync
 	rm.mu.Unlock()
 
-	now := rm.cfg.Now().UnixMilli()
+	local := rm.cfg.Now().UnixMilli()
 	p := syncParams{
-		now:          now,
 		id:           rm.id,
 		session:      rm.session,
 		waitWindow:   rm.waitWindow,
 		syncInterval: max(rm.cfg.SyncInterval, 0).Milliseconds(),
-		instanceTTL:  max(3*rm.cfg.SyncInterval, 3*time.Second).Milliseconds(),
+		instanceTTL:  rm.instanceTTL(),
 	}
 	var (
-		g     grant
-		v     *view
-		epoch uint64
+		g       grant
+		v       *view
+		epoch   uint64
+		offset  int64
+		rebuilt bool
 	)
 	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
+		// The shared clock: never behind this instance's, never more
+		// than maxClockLead ahead of it.
+		now := min(max(st.Clock, local+rm.offset.Load()), local+maxClockLead)
+		offset = now - local
+		p.now = now
+		dd := d
+		rebuilt = rm.epoch != 0 && st.Epoch != rm.epoch
+		if rebuilt {
+			// The state this instance knew was lost (or already recreated
+			// by another instance that noticed first): contribute again
+			// what it counted over the last session.
+			dd = newDelta()
+			dd.add(d)
+			dd.add(rm.mine)
+			if st.Epoch == 0 {
+				// Nobody admits until every instance has had a sync to
+				// contribute its counts again.
+				st.Grace = now + p.instanceTTL
+			}
+		}
 		p.settings = rm.sharedSettings(st)
 		st.Version++
-		st.Updated = now / 1000
-		g, v = applySync(st, p, d)
+		st.Clock = now
+		g, v = applySync(st, p, dd)
 		epoch = st.Epoch
 		return nil
 	})
@@ -61,9 +82,13 @@ func (rm *Room) Sync(ctx context.Context) error {
 		rm.mu.Unlock()
 		return fmt.Errorf("waitingroom: sync: %w", err)
 	}
-	if rm.epoch != 0 && epoch != rm.epoch {
-		rm.log.Warn("waitingroom: the shared state was lost and has been recreated", "old_epoch", rm.epoch, "epoch", epoch)
+	rm.offset.Store(offset)
+	if rebuilt {
+		rm.log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", rm.epoch, "epoch", epoch)
+	} else {
+		rm.mine.add(d)
 	}
+	rm.mine.prune(p.now, rm.session, rm.waitWindow)
 	rm.epoch = epoch
 	rm.mu.Lock()
 	rm.grant = g
@@ -77,11 +102,18 @@ func (rm *Room) Sync(ctx context.Context) error {
 
 // sharedSettings returns the room's live settings from st, first writing
 // this instance's Config into it when st is new or was initialised from a
-// different Config (a deploy that changed it).
+// different Config (a deploy that changed it). A state recreated after a
+// loss gets the settings this instance last knew, so live changes survive.
 func (rm *Room) sharedSettings(st *store.State) Settings {
 	if st.Epoch == 0 {
 		st.Epoch = newEpoch()
 		st.Version = 0
+		if rm.epoch != 0 {
+			s := rm.view.Load().settings
+			writeSettings(st, s)
+			st.ConfigHash = rm.configHash
+			return s
+		}
 	}
 	if st.ConfigHash != rm.configHash {
 		s := rm.cfg.settings()
@@ -106,6 +138,23 @@ func newEpoch() uint64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return binary.LittleEndian.Uint64(b[:]) | 1
+}
+
+// maxClockLead bounds how far ahead of its own clock an instance follows
+// the shared clock: a few seconds of skew between instances are absorbed,
+// a grossly wrong clock elsewhere is not followed.
+const maxClockLead = 10_000
+
+// instanceTTL is how long, in ms, an instance that stopped syncing keeps its
+// share and grant.
+func (rm *Room) instanceTTL() int64 {
+	return max(3*rm.cfg.SyncInterval, 3*time.Second).Milliseconds()
+}
+
+// now is the room's time in Unix ms: this instance's clock plus the offset
+// that aligns it with the shared clock.
+func (rm *Room) now() int64 {
+	return rm.cfg.Now().UnixMilli() + rm.offset.Load()
 }
 
 // Update changes the room's live settings: fn gets the current ones and

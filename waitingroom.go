@@ -46,8 +46,11 @@ type Room struct {
 	grant   grant
 	pending *delta
 
+	offset atomic.Int64 // ms to add to Config.Now to follow the shared clock
+
 	syncMu   sync.Mutex // serializes syncs
 	epoch    uint64     // the state epoch of the latest sync; under syncMu
+	mine     *delta     // this instance's counts over the last session; under syncMu
 	outage   bool       // the latest sync failed; under syncMu
 	healthy  atomic.Bool
 	closed   atomic.Bool
@@ -81,6 +84,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		session:    c.SessionDuration.Milliseconds(),
 		hold:       c.QueueHold.Milliseconds(),
 		pending:    newDelta(),
+		mine:       newDelta(),
 		stop:       make(chan struct{}),
 		loopDone:   make(chan struct{}),
 	}
@@ -224,7 +228,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		d.Outcome = Bypassed
 		return d, nil
 	}
-	now := rm.cfg.Now().UnixMilli()
+	now := rm.now()
 	c, ok := rm.readCookie(r)
 	if ok && c.acceptedAt > 0 {
 		if rm.sessionAlive(c, now) {

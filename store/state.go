@@ -3,7 +3,7 @@ package store
 // State is the shared state of one room. The zero State means the room has
 // no state (new, expired or lost).
 //
-// All instants are Unix times in seconds; keys are documented per field.
+// Instants are Unix times in the unit each field documents.
 // Slices are kept sorted by their keys by the code that writes them; readers
 // must not rely on it for correctness.
 type State struct {
@@ -13,8 +13,14 @@ type State struct {
 	Epoch uint64
 	// Version counts updates of this epoch, starting at 1.
 	Version uint64
-	// Updated is the Unix time, in seconds, of the latest update.
-	Updated int64
+	// Clock is the room's shared clock, in Unix milliseconds: the latest
+	// time any instance synced at. Instances whose clock runs behind adopt
+	// it, so that minute keys agree across instances despite clock skew.
+	Clock int64
+	// Grace is the Unix time, in milliseconds, until which no admissions
+	// are granted because the state is being rebuilt after a loss (every
+	// instance re-contributes its counts at its next sync).
+	Grace int64
 
 	// Settings is the room's live configuration, encoded by package
 	// waitingroom. Stores keep it as opaque bytes.

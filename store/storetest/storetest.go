@@ -74,7 +74,8 @@ func Sample() *store.State {
 	return &store.State{
 		Epoch:           0xdeadbeefcafe,
 		Version:         42,
-		Updated:         1_790_000_000,
+		Clock:           1_790_000_000_123,
+		Grace:           1_790_000_003_000,
 		Settings:        []byte(`{"method":"fifo"}`),
 		SettingsVersion: 3,
 		ConfigHash:      1 << 63,
@@ -272,7 +273,7 @@ func Benchmark(b *testing.B, newStore func(tb testing.TB) store.Store) {
 // of admissions and four instances.
 func LargeState(buckets int) *store.State {
 	const now = int64(1_790_000_000)
-	s := &store.State{Epoch: 1, Version: 1, Updated: now, Settings: []byte(`{"method":"fifo","totalActiveUsers":10000,"newUsersPerMinute":2000}`)}
+	s := &store.State{Epoch: 1, Version: 1, Clock: now * 1000, Settings: []byte(`{"method":"fifo","totalActiveUsers":10000,"newUsersPerMinute":2000}`)}
 	for i := range 30 {
 		s.Active = append(s.Active, store.Count{Key: now/10 - 30 + int64(i), N: 300})
 		s.Admitted = append(s.Admitted, store.Count{Key: now/60 - 30 + int64(i), N: 2000})
