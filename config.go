@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"net/http"
+	"net/netip"
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -193,6 +195,17 @@ type Config struct {
 	// Default "en".
 	Language string
 
+	// Bypass lists rules for requests that skip the room: neither queued
+	// nor counted. The first rule that matches wins. Default none. See
+	// Rule for the kinds of rules.
+	Bypass []Rule
+	// TrustedProxies are the networks of the proxies in front of the
+	// application whose X-Forwarded-For may be believed when working out a
+	// client's address for ClientNetworks rules. Default none: the
+	// connection's remote address is the client, and X-Forwarded-For is
+	// ignored.
+	TrustedProxies []netip.Prefix
+
 	// SyncInterval is how often the room syncs with the store in the
 	// background. Default 1 second; a negative value disables the
 	// background loop (call Room.Sync yourself, as tests and the simulator
@@ -337,6 +350,18 @@ func (c Config) normalize() (Config, error) {
 	if c.SyncInterval == 0 {
 		c.SyncInterval = DefaultSyncInterval
 	}
+	for i, r := range c.Bypass {
+		if r.match == nil {
+			return c, invalid("Bypass[%d] is the zero Rule; build rules with PathPrefix, Methods, Header, Cookie, ClientNetworks, Match or All", i)
+		}
+	}
+	for i, p := range c.TrustedProxies {
+		if !p.IsValid() {
+			return c, invalid("TrustedProxies[%d] is not a valid network", i)
+		}
+	}
+	c.Bypass = slices.Clone(c.Bypass)
+	c.TrustedProxies = slices.Clone(c.TrustedProxies)
 	if c.OnStoreError != FailClosed && c.OnStoreError != FailOpen {
 		return c, invalid("unknown OnStoreError %d", c.OnStoreError)
 	}

@@ -33,6 +33,9 @@ func (rm *Room) Sync(ctx context.Context) error {
 	rm.grant = nil // what is left of it returns to the pool with this sync
 	rm.mu.Unlock()
 
+	started := time.Now()
+	defer func() { rm.counters.syncNanos.Store(int64(time.Since(started))) }()
+	rm.counters.syncs.Add(1)
 	local := rm.cfg.Now().UnixMilli()
 	p := syncParams{
 		id:           rm.id,
@@ -77,6 +80,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
+		rm.counters.syncErrors.Add(1)
 		rm.mu.Lock()
 		rm.pending.add(d)
 		rm.mu.Unlock()

@@ -48,6 +48,11 @@ type Room struct {
 
 	offset atomic.Int64 // ms to add to Config.Now to follow the shared clock
 
+	counters struct {
+		admitted, queued, revoked, bypassed, syncs, syncErrors atomic.Uint64
+		syncNanos                                              atomic.Int64
+	}
+
 	syncMu   sync.Mutex // serializes syncs
 	epoch    uint64     // the state epoch of the latest sync; under syncMu
 	mine     *delta     // this instance's counts over the last session; under syncMu
@@ -170,7 +175,8 @@ type Decision struct {
 	// request that gets a chance.
 	RefreshAfter time.Duration
 
-	cookie   string // new cookie value to set; "" leaves the visitor's alone
+	cookie   string      // new cookie value to set; "" leaves the visitor's alone
+	state    cookieState // the admitted visitor's cookie, for Revoke
 	settings Settings
 	at       int64 // Unix ms the view behind the estimate was taken
 }
@@ -182,20 +188,24 @@ type ticketKey struct{}
 
 // ticketCtx carries a ticket inline: one allocation, where
 // context.WithValue would take two (the context and the boxed ticket).
+// Within Handler it also carries the writer that Revoke uses.
 type ticketCtx struct {
 	context.Context
-	t Ticket
+	t  Ticket
+	rw *revokeWriter
 }
 
 func (c *ticketCtx) Value(key any) any {
 	if _, ok := key.(ticketKey); ok {
-		return &c.t
+		return c
 	}
 	return c.Context.Value(key)
 }
 
 // Context returns parent carrying the decision's ticket when the visitor is
-// admitted, for TicketFromContext; otherwise parent itself.
+// admitted, for TicketFromContext; otherwise parent itself. Revoke does not
+// work in such a context: use Handler, or the response header
+// Waiting-Room-Command: revoke with Handler.
 func (d Decision) Context(parent context.Context) context.Context {
 	if d.Outcome != Admitted {
 		return parent
@@ -207,8 +217,8 @@ func (d Decision) Context(parent context.Context) context.Context {
 // request ctx belongs to. ok is false outside Room.Handler or for requests
 // that were not admitted (bypassed ones included).
 func TicketFromContext(ctx context.Context) (Ticket, bool) {
-	if t, ok := ctx.Value(ticketKey{}).(*Ticket); ok {
-		return *t, true
+	if c, ok := ctx.Value(ticketKey{}).(*ticketCtx); ok {
+		return c.t, true
 	}
 	return Ticket{}, false
 }
@@ -228,6 +238,11 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		d.Outcome = Bypassed
 		return d, nil
 	}
+	if rm.bypassed(r) {
+		rm.counters.bypassed.Add(1)
+		d.Outcome = Bypassed
+		return d, nil
+	}
 	now := rm.now()
 	c, ok := rm.readCookie(r)
 	if ok && c.acceptedAt > 0 {
@@ -242,6 +257,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 				c.lastCheckIn = now
 				d.cookie = rm.codec.encode(c)
 			}
+			d.state = c
 			return d, nil
 		}
 		ok = false // the session is over: back of the queue
@@ -284,10 +300,15 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 
 	c.lastCheckIn = now
 	if admit {
+		rm.counters.admitted.Add(1)
 		c.acceptedAt, c.refresh = now, 0
 		d.Outcome = Admitted
 		d.Ticket = Ticket{Bucket: time.Unix(c.bucket*60, 0), AcceptedAt: time.UnixMilli(now)}
+		d.state = c
 	} else {
+		if fresh {
+			rm.counters.queued.Add(1)
+		}
 		c.refresh = rm.jitteredRefresh()
 		d.Outcome = Waiting
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
@@ -353,6 +374,11 @@ func (rm *Room) estimate(v *view, b int64, fresh bool) Estimate {
 // gets the waiting page, as HTML or, for clients that ask for JSON only,
 // as JSON. The method value is the middleware: chi's r.Use(room.Handler)
 // works as it is.
+//
+// The application ends an admitted visitor's session, freeing their slot
+// at once, with the response header "Waiting-Room-Command: revoke" (which
+// Handler removes before the response leaves) or by calling Revoke with the
+// request's context, in both cases before the response is written.
 func (rm *Room) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, err := rm.Check(r)
@@ -360,11 +386,26 @@ func (rm *Room) Handler(next http.Handler) http.Handler {
 			rm.cfg.ErrorHandler(w, r, err)
 			return
 		}
-		if rm.Respond(w, r, d) {
-			if d.Outcome == Admitted {
-				r = r.WithContext(d.Context(r.Context()))
-			}
-			next.ServeHTTP(w, r)
+		if !rm.Respond(w, r, d) {
+			return
 		}
+		if d.Outcome != Admitted {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// One allocation for the ticket's context and the writer that
+		// watches for a revoke.
+		a := &admittedRequest{
+			ctx: ticketCtx{Context: r.Context(), t: d.Ticket},
+			rw:  revokeWriter{ResponseWriter: w, rm: rm, state: d.state},
+		}
+		a.ctx.rw = &a.rw
+		next.ServeHTTP(&a.rw, r.WithContext(&a.ctx))
+		a.rw.commit()
 	})
+}
+
+type admittedRequest struct {
+	ctx ticketCtx
+	rw  revokeWriter
 }

@@ -1,0 +1,135 @@
+package waitingroom
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func mustNetworks(t testing.TB, cidrs ...string) Rule {
+	r, err := ClientNetworks(cidrs...)
+	require.NoError(t, err)
+	return r
+}
+
+func TestBypassRules(t *testing.T) {
+	type req struct {
+		method, target, remote string
+		header                 map[string]string
+	}
+	get := func(target string) req { return req{method: http.MethodGet, target: target} }
+	for _, tc := range []struct {
+		name string
+		rule Rule
+		req  req
+		want bool
+	}{
+		{"prefix", PathPrefix("/static/"), get("/static/app.css"), true},
+		{"prefix ignores case", PathPrefix("/static/"), get("/STATIC/app.css"), true},
+		{"prefix, other path", PathPrefix("/static/"), get("/checkout"), false},
+		{"prefix is not a substring", PathPrefix("/static/"), get("/staticky"), false},
+		{"dot segments cannot smuggle", PathPrefix("/static/"), get("/static/../checkout"), false},
+		{"encoded dot segments cannot smuggle", PathPrefix("/static/"), get("/static/%2e%2e/checkout"), false},
+		{"double slash", PathPrefix("/static/"), get("//static/x"), true},
+		{"case-sensitive", PathPrefixCaseSensitive("/Static/"), get("/static/x"), false},
+		{"case-sensitive match", PathPrefixCaseSensitive("/Static/"), get("/Static/x"), true},
+		{"method", Methods(http.MethodOptions), req{method: http.MethodOptions, target: "/"}, true},
+		{"method, other", Methods(http.MethodOptions), get("/"), false},
+		{"header any value", Header("x-monitor", nil), req{method: "GET", target: "/", header: map[string]string{"X-Monitor": "1"}}, true},
+		{"header predicate", Header("X-Monitor", func(v string) bool { return v == "s3cret" }), req{method: "GET", target: "/", header: map[string]string{"X-Monitor": "guess"}}, false},
+		{"header absent", Header("X-Monitor", nil), get("/"), false},
+		{"cookie", Cookie("staff", func(v string) bool { return v == "yes" }), req{method: "GET", target: "/", header: map[string]string{"Cookie": "a=1; staff=yes"}}, true},
+		{"cookie absent", Cookie("staff", nil), req{method: "GET", target: "/", header: map[string]string{"Cookie": "a=1"}}, false},
+		{"network", mustNetworks(t, "10.0.0.0/8"), req{method: "GET", target: "/", remote: "10.1.2.3:5555"}, true},
+		{"network ipv6", mustNetworks(t, "2001:db8::/32"), req{method: "GET", target: "/", remote: "[2001:db8::1]:5555"}, true},
+		{"network, outside", mustNetworks(t, "10.0.0.0/8"), req{method: "GET", target: "/", remote: "192.0.2.1:5555"}, false},
+		{"network ignores X-Forwarded-For by default", mustNetworks(t, "10.0.0.0/8"), req{method: "GET", target: "/", remote: "192.0.2.1:5555", header: map[string]string{"X-Forwarded-For": "10.0.0.1"}}, false},
+		{"match", Match(func(r *http.Request) bool { return r.URL.Query().Get("k") == "v" }), get("/?k=v"), true},
+		{"all", All(PathPrefix("/api/"), Methods(http.MethodGet)), req{method: http.MethodPost, target: "/api/x"}, false},
+		{"all match", All(PathPrefix("/api/"), Methods(http.MethodGet)), get("/api/x"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.Bypass = []Rule{tc.rule} })
+			r := httptest.NewRequest(tc.req.method, tc.req.target, nil)
+			if tc.req.remote != "" {
+				r.RemoteAddr = tc.req.remote
+			}
+			for k, v := range tc.req.header {
+				r.Header.Set(k, v)
+			}
+			d, err := tr.Check(r)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, d.Outcome == Bypassed, "outcome %v", d.Outcome)
+		})
+	}
+}
+
+func TestBypassedAreNotCounted(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+		c.Bypass = []Rule{PathPrefix("/healthz")}
+	})
+	for range 20 {
+		w := httptest.NewRecorder()
+		tr.app.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		require.Equal(t, "app", w.Body.String())
+		assert.Empty(t, w.Result().Cookies(), "no cookie for bypassed requests")
+	}
+	assert.True(t, admitted(tr.get(&visitor{}, "")), "the bypassed requests took no slot")
+	assert.Equal(t, uint64(20), tr.Counters().Bypassed)
+}
+
+func TestBypassValidation(t *testing.T) {
+	_, err := ClientNetworks("10.0.0.0/33")
+	assert.Error(t, err)
+	_, err = New(Config{Name: "x", TotalActiveUsers: 1, NewUsersPerMinute: 1, Keys: [][]byte{testKey}, Bypass: []Rule{{}}}, newMemStore())
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = New(Config{Name: "x", TotalActiveUsers: 1, NewUsersPerMinute: 1, Keys: [][]byte{testKey}, TrustedProxies: []netip.Prefix{{}}}, newMemStore())
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	assert.Contains(t, All(PathPrefix("/a"), Methods("GET")).String(), "path prefix")
+}
+
+func TestClientAddr(t *testing.T) {
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	for _, tc := range []struct {
+		name, remote string
+		xff          []string
+		trusted      []netip.Prefix
+		want         string
+	}{
+		{"no proxies trusted", "192.0.2.1:1", []string{"198.51.100.7"}, nil, "192.0.2.1"},
+		{"untrusted remote ignores header", "192.0.2.1:1", []string{"198.51.100.7"}, proxies, "192.0.2.1"},
+		{"trusted proxy", "10.0.0.2:1", []string{"198.51.100.7"}, proxies, "198.51.100.7"},
+		{"chain of proxies", "10.0.0.2:1", []string{"198.51.100.7, 10.0.0.9"}, proxies, "198.51.100.7"},
+		{"spoofed left part ignored", "10.0.0.2:1", []string{"10.9.9.9, 203.0.113.5, 10.0.0.9"}, proxies, "203.0.113.5"},
+		{"several headers", "10.0.0.2:1", []string{"203.0.113.5", "10.0.0.3"}, proxies, "203.0.113.5"},
+		{"garbage", "10.0.0.2:1", []string{"not-an-ip"}, proxies, "invalid IP"},
+		{"ipv6 loopback proxy", "[::1]:1", []string{"2001:db8::5"}, proxies, "2001:db8::5"},
+		{"mapped v4", "[::ffff:192.0.2.1]:1", nil, nil, "192.0.2.1"},
+		{"no port", "192.0.2.1", nil, nil, "192.0.2.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = tc.remote
+			for _, v := range tc.xff {
+				r.Header.Add("X-Forwarded-For", v)
+			}
+			assert.Equal(t, tc.want, clientAddr(r, tc.trusted).String())
+		})
+	}
+}
+
+func FuzzClientAddr(f *testing.F) {
+	f.Add("10.0.0.2:1", "198.51.100.7, 10.0.0.9")
+	f.Add("[::1]:0", ",,,")
+	proxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	f.Fuzz(func(t *testing.T, remote, xff string) {
+		r := &http.Request{RemoteAddr: remote, Header: http.Header{"X-Forwarded-For": strings.Split(xff, "\n")}}
+		_ = clientAddr(r, proxies)
+	})
+}

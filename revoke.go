@@ -1,0 +1,143 @@
+package waitingroom
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// CommandHeader is the response header through which the application gives
+// the room a command: "revoke" ends the visitor's session. Handler removes
+// it before the response leaves.
+const CommandHeader = "Waiting-Room-Command"
+
+// Revoke ends the session of the admitted visitor whose request ctx
+// belongs to, freeing their slot at once: their cookie is cleared and they
+// are a new visitor at their next request. Call it from the application
+// behind Room.Handler before the response is written; it reports whether
+// the session will be ended (false outside Handler, for requests that were
+// not admitted, or once the response has been written).
+func Revoke(ctx context.Context) bool {
+	c, ok := ctx.Value(ticketKey{}).(*ticketCtx)
+	if !ok || c.rw == nil || c.rw.committed {
+		return false
+	}
+	c.rw.revoked = true
+	return true
+}
+
+// revokeWriter watches the application's response for a revoke command
+// and carries it out before the headers leave. It unwraps for
+// http.ResponseController, so flushing, hijacking (WebSockets) and
+// deadlines pass through.
+type revokeWriter struct {
+	http.ResponseWriter
+	rm        *Room
+	state     cookieState
+	revoked   bool
+	committed bool
+}
+
+// commit runs once, before the first byte of the response: it reads and
+// removes the command header and, on a revoke, ends the session.
+func (w *revokeWriter) commit() {
+	if w.committed {
+		return
+	}
+	w.committed = true
+	h := w.ResponseWriter.Header()
+	if cmds, ok := h[CommandHeader]; ok {
+		for _, cmd := range cmds {
+			if strings.EqualFold(strings.TrimSpace(cmd), "revoke") {
+				w.revoked = true
+			}
+		}
+		delete(h, CommandHeader)
+	}
+	if w.revoked {
+		w.rm.revoke(w.ResponseWriter, w.state)
+	}
+}
+
+func (w *revokeWriter) WriteHeader(code int) {
+	w.commit()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *revokeWriter) Write(b []byte) (int, error) {
+	w.commit()
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap returns the wrapped writer, for http.ResponseController.
+func (w *revokeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush implements http.Flusher when the wrapped writer can flush.
+func (w *revokeWriter) Flush() {
+	w.commit()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack implements http.Hijacker when the wrapped writer can hijack.
+func (w *revokeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.commit()
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+// revoke ends an admitted visitor's session: their active count goes at the
+// next sync and their cookie is cleared.
+func (rm *Room) revoke(w http.ResponseWriter, c cookieState) {
+	rm.mu.Lock()
+	rm.pending.active[slotOf(c.lastCheckIn)]--
+	rm.mu.Unlock()
+	rm.counters.revoked.Add(1)
+	// Replace any cookie set for this response with an expired one.
+	h := w.Header()
+	cookies := h.Values("Set-Cookie")
+	h.Del("Set-Cookie")
+	for _, v := range cookies {
+		if !strings.HasPrefix(v, rm.cookieName+"=") {
+			h.Add("Set-Cookie", v)
+		}
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: rm.cookieName, Value: "", Path: rm.cfg.CookiePath, Domain: rm.cfg.CookieDomain,
+		MaxAge: -1, HttpOnly: true, Secure: rm.secure, SameSite: rm.sameSite,
+	})
+}
+
+// Counters are running totals of what this instance did since New. They
+// are for metrics; read them with Room.Counters.
+type Counters struct {
+	// Admitted counts visitors let in (first admissions, not requests).
+	Admitted uint64
+	// Queued counts visitors who joined the queue (their first waiting
+	// response).
+	Queued uint64
+	// Revoked counts sessions the application ended (Revoke or the
+	// command header).
+	Revoked uint64
+	// Bypassed counts requests that a bypass rule let through.
+	Bypassed uint64
+	// Syncs and SyncErrors count syncs attempted and failed.
+	Syncs, SyncErrors uint64
+	// LastSyncSeconds is how long the latest sync took, in seconds.
+	LastSyncSeconds float64
+}
+
+// Counters returns this instance's running totals. It does no I/O and is
+// safe for concurrent use.
+func (rm *Room) Counters() Counters {
+	c := &rm.counters
+	return Counters{
+		Admitted:        c.admitted.Load(),
+		Queued:          c.queued.Load(),
+		Revoked:         c.revoked.Load(),
+		Bypassed:        c.bypassed.Load(),
+		Syncs:           c.syncs.Load(),
+		SyncErrors:      c.syncErrors.Load(),
+		LastSyncSeconds: float64(c.syncNanos.Load()) / 1e9,
+	}
+}

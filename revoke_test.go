@@ -1,0 +1,117 @@
+package waitingroom
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRevoke(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		app    http.HandlerFunc
+		revoke bool
+	}{
+		{"header", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(CommandHeader, "revoke")
+			_, _ = io.WriteString(w, "bye")
+		}, true},
+		{"header, any case, implicit 200", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("waiting-room-command", " Revoke ")
+		}, true},
+		{"header with WriteHeader", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(CommandHeader, "revoke")
+			w.WriteHeader(http.StatusNoContent)
+		}, true},
+		{"function", func(w http.ResponseWriter, r *http.Request) {
+			if !Revoke(r.Context()) {
+				panic("Revoke refused")
+			}
+			_, _ = io.WriteString(w, "bye")
+		}, true},
+		{"too late", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "streaming")
+			if Revoke(r.Context()) {
+				panic("Revoke after the response was written")
+			}
+		}, false},
+		{"unknown command ignored", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(CommandHeader, "reboot")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 })
+			v := &visitor{}
+			require.True(t, admitted(tr.get(v, "")))
+			tr.sync()
+			require.Equal(t, 1, tr.Stats().Active)
+
+			tr.app = tr.Handler(tc.app)
+			w := tr.get(v, "")
+			assert.Empty(t, w.Header().Values(CommandHeader), "the command never reaches the client")
+			tr.sync()
+			if !tc.revoke {
+				assert.Equal(t, 1, tr.Stats().Active)
+				assert.Zero(t, tr.Counters().Revoked)
+				return
+			}
+			cs := w.Result().Cookies()
+			require.Len(t, cs, 1)
+			assert.Equal(t, -1, cs[0].MaxAge, "the cookie is cleared")
+			assert.Zero(t, tr.Stats().Active, "the slot is free at once")
+			assert.Equal(t, uint64(1), tr.Counters().Revoked)
+			// The slot goes to someone else (next minute's budget).
+			tr.clk.Add(time.Minute)
+			tr.sync()
+			tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("app")) }))
+			assert.True(t, admitted(tr.get(&visitor{}, "")))
+		})
+	}
+}
+
+func TestRevokeOutsideHandler(t *testing.T) {
+	assert.False(t, Revoke(t.Context()))
+	tr := newTestRoom(t, nil)
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	d, err := tr.Check(r)
+	require.NoError(t, err)
+	assert.False(t, Revoke(d.Context(r.Context())), "a context from Decision.Context has no writer")
+	_, ok := TicketFromContext(d.Context(r.Context()))
+	assert.True(t, ok)
+}
+
+func TestAdmittedWriterPassesThrough(t *testing.T) {
+	// Flushing and hijacking (WebSockets through the proxy) reach the real
+	// writer.
+	tr := newTestRoom(t, nil)
+	var flushed, hijackErr error
+	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		_, _ = io.WriteString(w, "chunk")
+		flushed = rc.Flush()
+		_, _, hijackErr = rc.Hijack()
+	}))
+	w := tr.get(&visitor{}, "")
+	assert.NoError(t, flushed)
+	assert.True(t, w.Flushed)
+	assert.ErrorIs(t, hijackErr, http.ErrNotSupported, "the recorder cannot hijack; the call reached it")
+}
+
+func TestCounters(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 2, 2 })
+	for range 5 {
+		tr.get(&visitor{}, "")
+	}
+	tr.sync()
+	c := tr.Counters()
+	assert.Equal(t, uint64(2), c.Admitted)
+	assert.Equal(t, uint64(3), c.Queued)
+	assert.Equal(t, uint64(2), c.Syncs)
+	assert.Zero(t, c.SyncErrors)
+	assert.Positive(t, c.LastSyncSeconds)
+}
