@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // ErrInvalidConfig is wrapped by every error New returns for a Config that
@@ -129,6 +131,9 @@ type Config struct {
 	// QueueingMethod is FIFO (the default), Random, Passthrough or Reject.
 	// It can be changed live with Room.Update.
 	QueueingMethod QueueingMethod
+	// Events are scheduled events (pre-queue, shuffle, overrides). Default
+	// none; no two may overlap. Changeable with Room.Update.
+	Events []Event
 	// QueueAll queues every visitor without a session; admitted visitors
 	// keep theirs. Default false. Changeable with Room.Update.
 	QueueAll bool
@@ -191,9 +196,14 @@ type Config struct {
 	// "waitingRoom"; "cfWaitingRoom" serves clients written for the
 	// commercial product unchanged.
 	JSONKey string
-	// Language is the language of the default page's texts, a BCP 47 tag.
-	// Default "en".
+	// Language is the language of the default page's texts and of the
+	// formatted waits, a BCP 47 tag among template.Languages(). Default
+	// "en".
 	Language string
+	// NegotiateLanguage lets each visitor's Accept-Language choose the
+	// page's language among template.Languages(), Language being the
+	// fallback. Default false.
+	NegotiateLanguage bool
 
 	// Bypass lists rules for requests that skip the room: neither queued
 	// nor counted. The first rule that matches wins. Default none. See
@@ -239,9 +249,15 @@ type Settings struct {
 	NewUsersPerMinute int            `json:"newUsersPerMinute"`
 	QueueAll          bool           `json:"queueAll"`
 	Suspended         bool           `json:"suspended"`
+	// Events are the scheduled events, sorted by start; no two overlap.
+	Events []Event `json:"events,omitempty"`
 }
 
-func (s Settings) validate() error {
+// validate checks s and sorts its events.
+func (s *Settings) validate() error {
+	if err := validateEvents(s.Events, parseTemplate); err != nil {
+		return err
+	}
 	switch {
 	case !s.QueueingMethod.valid():
 		return invalid("QueueingMethod %q is not fifo, random, passthrough or reject", s.QueueingMethod)
@@ -255,7 +271,7 @@ func (s Settings) validate() error {
 	return nil
 }
 
-func (s Settings) hash() uint64 {
+func (s *Settings) hash() uint64 {
 	h := fnv.New64a()
 	b, _ := json.Marshal(s)
 	h.Write(b)
@@ -279,9 +295,12 @@ func (c Config) normalize() (Config, error) {
 	if c.QueueingMethod == "" {
 		c.QueueingMethod = FIFO
 	}
-	if err := c.settings().validate(); err != nil {
+	c.Events = slices.Clone(c.Events)
+	st := c.settings()
+	if err := st.validate(); err != nil {
 		return c, err
 	}
+	c.Events = st.Events
 	if c.SessionDuration == 0 {
 		c.SessionDuration = DefaultSessionDuration
 	}
@@ -347,6 +366,9 @@ func (c Config) normalize() (Config, error) {
 	if c.Language == "" {
 		c.Language = DefaultLanguage
 	}
+	if !template.Supported(c.Language) {
+		return c, invalid("Language %q is not one of %v", c.Language, template.Languages())
+	}
 	if c.SyncInterval == 0 {
 		c.SyncInterval = DefaultSyncInterval
 	}
@@ -387,6 +409,7 @@ func (c *Config) settings() Settings {
 		NewUsersPerMinute: c.NewUsersPerMinute,
 		QueueAll:          c.QueueAll,
 		Suspended:         c.Suspended,
+		Events:            slices.Clone(c.Events),
 	}
 }
 

@@ -27,11 +27,13 @@ type pageCache struct {
 type pageKey struct {
 	data template.Data
 	json bool
+	tmpl *template.Template
+	lang string
 }
 
 // render returns the page for data, as JSON or HTML.
-func (rm *Room) render(data *template.Data, asJSON bool) ([]byte, error) {
-	key := pageKey{data: *data, json: asJSON}
+func (rm *Room) render(tmpl *template.Template, data *template.Data, lang string, asJSON bool) ([]byte, error) {
+	key := pageKey{data: *data, json: asJSON, tmpl: tmpl, lang: lang}
 	c := &rm.pages
 	c.mu.Lock()
 	if c.epoch != data.LastUpdated || c.pages == nil {
@@ -47,7 +49,7 @@ func (rm *Room) render(data *template.Data, asJSON bool) ([]byte, error) {
 	if asJSON {
 		err = template.WriteJSON(&buf, rm.cfg.JSONKey, data)
 	} else {
-		err = rm.tmpl.Render(&buf, data, rm.cfg.Language)
+		err = tmpl.Render(&buf, data, lang)
 	}
 	if err != nil {
 		return nil, err
@@ -86,10 +88,14 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 	if d.Pass() {
 		return true
 	}
-	data := rm.pageData(d)
+	lang := rm.language(r)
+	data := rm.pageData(d, lang)
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Add("Vary", "Accept")
+	if rm.cfg.NegotiateLanguage {
+		h.Add("Vary", "Accept-Language")
+	}
 	status := rm.cfg.QueueingStatusCode
 	if d.Outcome == Waiting {
 		secs := strconv.Itoa(data.RefreshIntervalSeconds)
@@ -99,7 +105,11 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 		}
 	}
 	asJSON := template.WantsJSON(r.Header.Get("Accept"))
-	page, err := rm.render(data, asJSON)
+	tmpl := d.policy.tmpl
+	if tmpl == nil {
+		tmpl = rm.tmpl
+	}
+	page, err := rm.render(tmpl, data, lang, asJSON)
 	if err != nil {
 		rm.log.Error("waitingroom: rendering the waiting page failed", "err", err)
 		rm.cfg.ErrorHandler(w, r, err)
@@ -117,8 +127,8 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 }
 
 // pageData is what the waiting page of decision d shows.
-func (rm *Room) pageData(d Decision) *template.Data {
-	s, e := d.settings, d.Estimate
+func (rm *Room) pageData(d Decision, lang string) *template.Data {
+	s, e := d.policy.Settings, d.Estimate
 	at := d.at
 	if at == 0 {
 		at = rm.now()
@@ -144,8 +154,46 @@ func (rm *Room) pageData(d Decision) *template.Data {
 		data.WaitTime25Percentile = int(e.P25 / time.Minute)
 		data.WaitTime50Percentile = int(e.P50 / time.Minute)
 		data.WaitTime75Percentile = int(e.P75 / time.Minute)
-		data.WaitTimeFormatted = e.Formatted()
+		if e.P75 > 0 && e.P25 != e.P75 {
+			data.WaitTimeFormatted = template.FormatWaitRange(lang, data.WaitTime25Percentile, data.WaitTime75Percentile)
+		} else {
+			data.WaitTimeFormatted = template.FormatWait(lang, m)
+		}
 		data.QueueIsFull = e.Full
 	}
+	if ev := d.policy.event; ev != nil {
+		now := d.now
+		if now == 0 {
+			now = rm.now()
+		}
+		untilStart := ceilMinutes(ev.Start.UnixMilli() - now)
+		untilEnd := ceilMinutes(ev.End.UnixMilli() - now)
+		data.IsEventPrequeueing = d.policy.prequeue
+		data.IsEventActive = !d.policy.prequeue
+		data.ShuffleAtEventStart = ev.ShuffleAtStart
+		data.TimeUntilEventEnd = untilEnd
+		data.TimeUntilEventEndFormatted = template.FormatWait(lang, untilEnd)
+		if d.policy.prequeue {
+			data.TimeUntilEventStart = untilStart
+			data.TimeUntilEventStartFormatted = template.FormatWait(lang, untilStart)
+		}
+	}
 	return data
+}
+
+// ceilMinutes is ms rounded up to whole minutes, never negative.
+func ceilMinutes(ms int64) int {
+	if ms <= 0 {
+		return 0
+	}
+	return int((ms + 59_999) / 60_000)
+}
+
+// language is the language of the page for r: the configured one, or,
+// with NegotiateLanguage, the best the visitor's Accept-Language asks for.
+func (rm *Room) language(r *http.Request) string {
+	if !rm.cfg.NegotiateLanguage {
+		return rm.cfg.Language
+	}
+	return template.Negotiate(r.Header.Get("Accept-Language"), rm.cfg.Language)
 }

@@ -142,11 +142,17 @@ func (g grant) take(b int64, fresh bool) bool {
 type syncParams struct {
 	now          int64 // Unix ms
 	id           string
-	settings     Settings
-	session      int64 // ms an active visitor stays counted after a check-in
-	waitWindow   int64 // ms a queued visitor stays counted after a check-in
-	syncInterval int64 // ms
-	instanceTTL  int64 // ms after which a silent instance loses its share
+	settings     Settings // the live settings
+	policy       policy   // the settings in force at now (events applied)
+	session      int64    // ms an active visitor stays counted after a check-in
+	waitWindow   int64    // ms a queued visitor stays counted after a check-in
+	syncInterval int64    // ms
+	instanceTTL  int64    // ms after which a silent instance loses its share
+	// dueWindow is how long, in ms, after a check-in a waiting visitor
+	// holds a FIFO reservation: one longest refresh interval and a margin.
+	// A visitor who misses a refresh still counts as waiting (waitWindow)
+	// but holds no slot that newer visitors could use.
+	dueWindow int64
 }
 
 // bucketCount is the number of visitors waiting in one arrival bucket and
@@ -155,12 +161,14 @@ type bucketCount struct {
 	bucket  int64
 	waiting int64
 	before  int64
+	due     int64 // those of waiting who are due to check in again (dueWindow)
 }
 
 // view is what an instance knows of the whole room after a sync.
 type view struct {
 	at                 int64 // Unix ms of the sync
 	settings           Settings
+	settingsVersion    uint64
 	active             int64
 	waiting            int64
 	buckets            []bucketCount // oldest first
@@ -224,10 +232,14 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 
 	st.Waiting = st.Waiting[:0]
 	perBucket := map[int64]int64{}
+	dueBucket := map[int64]int64{}
 	for k, n := range waiting {
 		if n != 0 && slotCounted(k.slot, now, p.waitWindow) {
 			st.Waiting = append(st.Waiting, store.Cell{Bucket: k.bucket, Slot: k.slot, N: n})
 			perBucket[k.bucket] += n
+			if slotCounted(k.slot, now, p.dueWindow) {
+				dueBucket[k.bucket] += n
+			}
 		}
 	}
 	slices.SortFunc(st.Waiting, func(a, b store.Cell) int {
@@ -235,7 +247,7 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	})
 	for b, n := range perBucket {
 		if n > 0 {
-			v.buckets = append(v.buckets, bucketCount{bucket: b, waiting: n})
+			v.buckets = append(v.buckets, bucketCount{bucket: b, waiting: n, due: max(dueBucket[b], 0)})
 		}
 	}
 	slices.SortFunc(v.buckets, func(a, b bucketCount) int { return cmp.Compare(a.bucket, b.bucket) })
@@ -282,7 +294,7 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	if now < st.Grace {
 		return nil, v
 	}
-	g := carve(p, v, share, outstanding)
+	g := carve(p, v, reserveBuckets(v.buckets, &p.policy), share, outstanding)
 	me.Grant = g.total()
 	return g, v
 }
@@ -290,9 +302,9 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 // carve sizes this instance's grant: its share of the free slots, never
 // more than what the other instances' outstanding grants leave, and lays it
 // out over the buckets.
-func carve(p syncParams, v *view, share float64, outstanding int64) grant {
-	s := p.settings
-	if s.Suspended || s.QueueAll || s.QueueingMethod == Reject || s.QueueingMethod == Passthrough {
+func carve(p syncParams, v *view, buckets []bucketCount, share float64, outstanding int64) grant {
+	s := p.policy
+	if s.Suspended || s.QueueAll || s.prequeue || s.QueueingMethod == Reject || s.QueueingMethod == Passthrough {
 		return nil
 	}
 	// While more visitors wait than the minute has slots left, New Users
@@ -307,11 +319,11 @@ func carve(p syncParams, v *view, share float64, outstanding int64) grant {
 	}
 	free := max(0, min(int64(s.TotalActiveUsers)-v.active, target-v.admittedThisMinute))
 	left := max(0, min(int64(s.TotalActiveUsers)-v.active, target-v.admittedThisMinute)-outstanding)
-	n := min(left, int64(math.Ceil(float64(free)*share)))
-	if n <= 0 {
-		return nil
-	}
+	n := max(0, min(left, int64(math.Ceil(float64(free)*share))))
 	if s.QueueingMethod == Random {
+		if n == 0 {
+			return nil
+		}
 		return grant{{bucket: anyBucket, n: n}}
 	}
 	// FIFO: reserve for the oldest buckets first; fresh arrivals get what
@@ -319,18 +331,38 @@ func carve(p syncParams, v *view, share float64, outstanding int64) grant {
 	// reserves for the whole of an older bucket, not for its traffic share
 	// of it: whichever instance an older visitor reaches, no newer visitor
 	// gets in before them. What goes unused returns at the next sync.
+	//
 	var g grant
-	for _, b := range v.buckets {
-		r := min(n, b.waiting)
-		if r > 0 {
+	for _, b := range buckets {
+		if r := min(n, b.due); r > 0 {
 			g = append(g, grantEntry{bucket: b.bucket, n: r})
 			n -= r
 		}
-		if n == 0 {
-			return g
-		}
 	}
-	return append(g, grantEntry{bucket: anyBucket, n: n})
+	if n > 0 {
+		g = append(g, grantEntry{bucket: anyBucket, n: n})
+	}
+	return g
+}
+
+// reserveBuckets maps the waiting buckets through the policy (an event's
+// shuffled pre-queue counts as one bucket) and merges those that map to
+// the same one. It returns the input when nothing maps.
+func reserveBuckets(bs []bucketCount, p *policy) []bucketCount {
+	if p.lottery[1] == 0 {
+		return bs
+	}
+	out := make([]bucketCount, 0, len(bs))
+	for _, b := range bs {
+		b.bucket = p.bucket(b.bucket)
+		if n := len(out); n > 0 && out[n-1].bucket == b.bucket {
+			out[n-1].waiting += b.waiting
+			out[n-1].due += b.due
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // outflow is the recent admission rate per minute: admissions over the last

@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"slices"
 	"time"
 )
 
@@ -9,6 +10,13 @@ import (
 type Stats struct {
 	// Settings are the live settings.
 	Settings Settings
+	// InForce are the settings that govern visitors now: Settings with the
+	// overrides of the event in force applied.
+	InForce Settings
+	// Event is the scheduled event in force now (its pre-queue included),
+	// or nil; Prequeueing reports that its pre-queue is open.
+	Event       *Event
+	Prequeueing bool
 	// Active is the number of admitted visitors whose session is alive.
 	Active int
 	// Waiting is the number of visitors waiting and refreshing.
@@ -17,6 +25,9 @@ type Stats struct {
 	Buckets []BucketStats
 	// AdmittedThisMinute is the number of visitors let in this minute.
 	AdmittedThisMinute int
+	// AdmittedByMinute are the admissions of the last hour by minute,
+	// oldest first; minutes without admissions are left out.
+	AdmittedByMinute []MinuteCount
 	// OutflowPerMinute is the recent admission rate, visitors per minute.
 	OutflowPerMinute float64
 	// Estimate is the wait of a visitor arriving now.
@@ -28,6 +39,12 @@ type Stats struct {
 	Synced time.Time
 }
 
+// MinuteCount is a number of admissions in one minute.
+type MinuteCount struct {
+	Minute   time.Time
+	Admitted int
+}
+
 // BucketStats counts the visitors waiting from one arrival minute.
 type BucketStats struct {
 	Bucket  time.Time
@@ -37,17 +54,34 @@ type BucketStats struct {
 // Stats returns the room's figures as of the latest sync. It does no I/O.
 func (rm *Room) Stats() Stats {
 	v := rm.view.Load()
+	now := rm.now()
+	pol := rm.policyAt(&v.settings, now)
 	s := Stats{
 		Settings:           v.settings,
+		InForce:            pol.Settings,
+		Prequeueing:        pol.prequeue,
 		Active:             int(v.active),
 		Waiting:            int(v.waiting),
 		AdmittedThisMinute: int(v.admittedThisMinute),
 		OutflowPerMinute:   v.perMinute,
 		Instances:          v.instances,
-		Estimate:           rm.estimate(v, minuteOf(rm.now()), true),
+		Estimate:           rm.estimate(v, &pol, minuteOf(now), true),
 	}
 	if v.at != 0 {
 		s.Synced = time.UnixMilli(v.at)
+	}
+	// Callers get their own copies of what the view shares.
+	s.Settings.Events = slices.Clone(s.Settings.Events)
+	s.InForce.Events = s.Settings.Events
+	if pol.event != nil {
+		e := *pol.event
+		s.Event = &e
+	}
+	for _, c := range v.admitted {
+		s.AdmittedByMinute = append(s.AdmittedByMinute, MinuteCount{Minute: time.Unix(c.Key*60, 0), Admitted: int(c.N)})
+	}
+	if pol.QueueingMethod == Passthrough || pol.Suspended {
+		s.Estimate = Estimate{Known: true} // nobody waits
 	}
 	for _, b := range v.buckets {
 		s.Buckets = append(s.Buckets, BucketStats{Bucket: time.Unix(b.bucket*60, 0), Waiting: int(b.waiting)})

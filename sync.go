@@ -39,10 +39,10 @@ func (rm *Room) Sync(ctx context.Context) error {
 	local := rm.cfg.Now().UnixMilli()
 	p := syncParams{
 		id:           rm.id,
-		session:      rm.session,
 		waitWindow:   rm.waitWindow,
 		syncInterval: max(rm.cfg.SyncInterval, 0).Milliseconds(),
 		instanceTTL:  rm.instanceTTL(),
+		dueWindow:    rm.waitWindow/2 + dueMargin,
 	}
 	var (
 		g       grant
@@ -50,6 +50,8 @@ func (rm *Room) Sync(ctx context.Context) error {
 		epoch   uint64
 		offset  int64
 		rebuilt bool
+
+		settingsVersion uint64
 	)
 	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
 		// The shared clock: never behind this instance's, never more
@@ -73,6 +75,9 @@ func (rm *Room) Sync(ctx context.Context) error {
 			}
 		}
 		p.settings = rm.sharedSettings(st)
+		p.policy = rm.policyAt(&p.settings, now)
+		p.session = rm.countWindow(&p.settings)
+		settingsVersion = st.SettingsVersion
 		st.Version++
 		st.Clock = now
 		g, v = applySync(st, p, dd)
@@ -84,7 +89,17 @@ func (rm *Room) Sync(ctx context.Context) error {
 		rm.mu.Lock()
 		rm.pending.add(d)
 		rm.mu.Unlock()
+		if !rm.outage {
+			rm.outage = true
+			rm.healthy.Store(false)
+			rm.log.Error("waitingroom: store unreachable; "+policyEffect(rm.cfg.OnStoreError), "err", err)
+		}
 		return fmt.Errorf("waitingroom: sync: %w", err)
+	}
+	if rm.outage {
+		rm.outage = false
+		rm.healthy.Store(true)
+		rm.log.Info("waitingroom: store reachable again")
 	}
 	rm.offset.Store(offset)
 	if rebuilt {
@@ -92,15 +107,20 @@ func (rm *Room) Sync(ctx context.Context) error {
 	} else {
 		rm.mine.add(d)
 	}
-	rm.mine.prune(p.now, rm.session, rm.waitWindow)
+	rm.mine.prune(p.now, p.session, rm.waitWindow)
 	rm.epoch = epoch
 	rm.mu.Lock()
 	rm.grant = g
 	rm.mu.Unlock()
-	if old := rm.view.Load(); old.settings != v.settings {
+	v.settingsVersion = settingsVersion
+	old := rm.view.Load()
+	if old.settingsVersion != 0 && old.settingsVersion != v.settingsVersion {
 		rm.log.Info("waitingroom: settings changed", "settings", v.settings)
 	}
+	rm.logPhase(old, v)
 	rm.view.Store(v)
+	rm.history.observe(sample{at: v.at, active: int(v.active), waiting: int(v.waiting),
+		admittedThisMinute: int(v.admittedThisMinute), outflowPerMinute: v.perMinute})
 	return nil
 }
 
@@ -126,7 +146,7 @@ func (rm *Room) sharedSettings(st *store.State) Settings {
 		return s
 	}
 	var s Settings
-	if err := json.Unmarshal(st.Settings, &s); err != nil || s.validate() != nil {
+	if err := json.Unmarshal(st.Settings, &s); err != nil || s.QueueingMethod == "" || s.validate() != nil {
 		s = rm.cfg.settings()
 		writeSettings(st, s)
 	}
@@ -143,6 +163,10 @@ func newEpoch() uint64 {
 	_, _ = rand.Read(b[:])
 	return binary.LittleEndian.Uint64(b[:]) | 1
 }
+
+// dueMargin is how late, in ms, a waiting visitor may be for their next
+// check-in and still hold their FIFO reservation.
+const dueMargin = 5000
 
 // maxClockLead bounds how far ahead of its own clock an instance follows
 // the shared clock: a few seconds of skew between instances are absorbed,
@@ -171,7 +195,10 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 	if rm.closed.Load() {
 		return ErrClosed
 	}
-	var s Settings
+	var (
+		s       Settings
+		version uint64
+	)
 	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
 		s = rm.sharedSettings(st)
 		fn(&s)
@@ -183,6 +210,7 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 		}
 		writeSettings(st, s)
 		st.Version++
+		version = st.SettingsVersion
 		return nil
 	})
 	if err != nil {
@@ -192,6 +220,7 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 		old := rm.view.Load()
 		nv := *old
 		nv.settings = s
+		nv.settingsVersion = version
 		if rm.view.CompareAndSwap(old, &nv) {
 			break
 		}
@@ -201,8 +230,8 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 }
 
 // loop syncs every SyncInterval (±10 %, so instances do not sync in step)
-// until Close. A failing store is retried with backoff up to 10 intervals
-// and logged once per outage.
+// until Close. A failing store is retried with backoff up to 10 intervals;
+// Sync logs the outage once when it begins and once when it ends.
 func (rm *Room) loop() {
 	defer close(rm.loopDone)
 	interval := rm.cfg.SyncInterval
@@ -217,18 +246,6 @@ func (rm *Room) loop() {
 		ctx, cancel := context.WithTimeout(context.Background(), max(2*interval, 2*time.Second))
 		err := rm.Sync(ctx)
 		cancel()
-		rm.syncMu.Lock()
-		switch {
-		case err != nil && !rm.outage:
-			rm.outage = true
-			rm.healthy.Store(false)
-			rm.log.Error("waitingroom: store unreachable; new visitors wait until it is back", "err", err, "policy", policyName(rm.cfg.OnStoreError))
-		case err == nil && rm.outage:
-			rm.outage = false
-			rm.healthy.Store(true)
-			rm.log.Info("waitingroom: store reachable again")
-		}
-		rm.syncMu.Unlock()
 		if err != nil {
 			failures++
 		} else {
@@ -240,11 +257,11 @@ func (rm *Room) loop() {
 	}
 }
 
-func policyName(p StoreErrorPolicy) string {
+func policyEffect(p StoreErrorPolicy) string {
 	if p == FailOpen {
-		return "fail-open"
+		return "fail-open: everyone passes, uncounted, until it is back"
 	}
-	return "fail-closed"
+	return "fail-closed: admitted visitors pass, everyone else waits until it is back"
 }
 
 // Close stops the background sync and makes Check, Sync and Update return
@@ -256,4 +273,29 @@ func (rm *Room) Close() error {
 	}
 	<-rm.loopDone
 	return nil
+}
+
+// logPhase logs the room's state changes between two views: queueing
+// started or stopped, an event's pre-queue or start or end.
+func (rm *Room) logPhase(old, v *view) {
+	if old.at == 0 {
+		return
+	}
+	was, is := rm.policyAt(&old.settings, old.at), rm.policyAt(&v.settings, v.at)
+	switch {
+	case old.waiting == 0 && v.waiting > 0:
+		rm.log.Info("waitingroom: queueing started", "waiting", v.waiting, "active", v.active)
+	case old.waiting > 0 && v.waiting == 0:
+		rm.log.Info("waitingroom: queueing stopped", "active", v.active)
+	}
+	if was.event != is.event || was.prequeue != is.prequeue {
+		switch {
+		case is.event != nil && is.prequeue:
+			rm.log.Info("waitingroom: event pre-queue opened", "event", is.event.Name, "start", is.event.Start)
+		case is.event != nil:
+			rm.log.Info("waitingroom: event started", "event", is.event.Name, "end", is.event.End, "shuffle", is.event.ShuffleAtStart)
+		default:
+			rm.log.Info("waitingroom: event ended", "event", was.event.Name)
+		}
+	}
 }

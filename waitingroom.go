@@ -32,13 +32,14 @@ type Room struct {
 	id         string
 	log        *slog.Logger
 	configHash uint64
-	reissue    int64 // ms between re-issues of an admitted visitor's cookie
 	session    int64 // SessionDuration in ms
 	hold       int64 // QueueHold in ms
 	waitWindow int64 // ms a waiting visitor counts after a check-in
 
-	view  atomic.Pointer[view]
-	pages pageCache
+	view      atomic.Pointer[view]
+	history   *history // one sample per historyInterval of syncs, for the admin page
+	pages     pageCache
+	templates sync.Map // event template source → *template.Template
 
 	// mu guards the grant and the pending counts. It is held for a few
 	// map updates, never across I/O.
@@ -85,18 +86,15 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		store:      st,
 		id:         randomID(),
 		log:        c.Logger.With("room", c.Name),
-		configHash: c.settings().hash(),
+		configHash: func() uint64 { s := c.settings(); return s.hash() }(),
 		session:    c.SessionDuration.Milliseconds(),
 		hold:       c.QueueHold.Milliseconds(),
 		pending:    newDelta(),
 		mine:       newDelta(),
+		history:    newHistory(),
 		stop:       make(chan struct{}),
 		loopDone:   make(chan struct{}),
 	}
-	// An admitted visitor's cookie is re-issued (moving their count to the
-	// current check-in slot) at most once a minute, and often enough that
-	// a renewing visitor's session never lapses.
-	rm.reissue = min(time.Minute, c.SessionDuration/5).Milliseconds()
 	maxRefresh := float64(c.RefreshInterval) * (1 + c.RefreshJitter)
 	rm.waitWindow = 2 * time.Duration(maxRefresh).Milliseconds()
 	if rm.codec, err = newCodec(c.Keys, rm.cookieName); err != nil {
@@ -175,10 +173,11 @@ type Decision struct {
 	// request that gets a chance.
 	RefreshAfter time.Duration
 
-	cookie   string      // new cookie value to set; "" leaves the visitor's alone
-	state    cookieState // the admitted visitor's cookie, for Revoke
-	settings Settings
-	at       int64 // Unix ms the view behind the estimate was taken
+	cookie string      // new cookie value to set; "" leaves the visitor's alone
+	state  cookieState // the admitted visitor's cookie, for Revoke
+	policy policy      // what governed the decision
+	at     int64       // Unix ms the view behind the estimate was taken
+	now    int64       // Unix ms of the decision
 }
 
 // Pass reports whether the request may go on to the application.
@@ -232,24 +231,22 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		return Decision{}, ErrClosed
 	}
 	v := rm.view.Load()
-	s := v.settings
-	d := Decision{settings: s, at: v.at}
-	if s.Suspended {
-		d.Outcome = Bypassed
-		return d, nil
+	if v.settings.Suspended {
+		return Decision{Outcome: Bypassed, policy: policy{Settings: v.settings}}, nil
 	}
 	if rm.bypassed(r) {
 		rm.counters.bypassed.Add(1)
-		d.Outcome = Bypassed
-		return d, nil
+		return Decision{Outcome: Bypassed, policy: policy{Settings: v.settings}}, nil
 	}
 	now := rm.now()
+	pol := rm.policyAt(&v.settings, now)
+	d := Decision{policy: pol, at: v.at, now: now}
 	c, ok := rm.readCookie(r)
 	if ok && c.acceptedAt > 0 {
-		if rm.sessionAlive(c, now) {
+		if sessionAlive(&pol, c, now) {
 			d.Outcome = Admitted
 			d.Ticket = Ticket{Bucket: time.Unix(c.bucket*60, 0), AcceptedAt: time.UnixMilli(c.acceptedAt)}
-			if now-c.lastCheckIn >= rm.reissue {
+			if now-c.lastCheckIn >= pol.reissue {
 				rm.mu.Lock()
 				rm.pending.active[slotOf(c.lastCheckIn)]--
 				rm.pending.active[slotOf(now)]++
@@ -266,7 +263,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		d.Outcome = Bypassed
 		return d, nil
 	}
-	if s.QueueingMethod == Reject {
+	if pol.QueueingMethod == Reject {
 		d.Outcome = Closed
 		return d, nil
 	}
@@ -275,16 +272,17 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		// Too early: the same page, no new chance.
 		d.Outcome = Waiting
 		d.RefreshAfter = time.Duration(c.lastCheckIn+c.refresh-now) * time.Millisecond
-		d.Estimate = rm.estimate(v, c.bucket, false)
+		d.Estimate = rm.estimate(v, &pol, c.bucket, false)
 		return d, nil
 	}
 	if fresh {
 		c = cookieState{bucket: minuteOf(now)}
 	}
+	closed := pol.QueueAll || pol.prequeue
 
 	rm.mu.Lock()
 	rm.pending.attempts++
-	admit := s.QueueingMethod == Passthrough || (!s.QueueAll && rm.grant.take(c.bucket, fresh))
+	admit := !closed && (pol.QueueingMethod == Passthrough || rm.grant.take(pol.bucket(c.bucket), fresh))
 	if !fresh {
 		if old := slotOf(c.lastCheckIn); slotCounted(old, now, rm.waitWindow) {
 			rm.pending.waiting[cellKey{c.bucket, old}]--
@@ -312,7 +310,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		c.refresh = rm.jitteredRefresh()
 		d.Outcome = Waiting
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
-		d.Estimate = rm.estimate(v, c.bucket, fresh)
+		d.Estimate = rm.estimate(v, &pol, c.bucket, fresh)
 	}
 	d.cookie = rm.codec.encode(c)
 	return d, nil
@@ -327,11 +325,11 @@ func (rm *Room) readCookie(r *http.Request) (cookieState, bool) {
 	return c, err == nil
 }
 
-func (rm *Room) sessionAlive(c cookieState, now int64) bool {
-	if now-c.lastCheckIn >= rm.session {
+func sessionAlive(p *policy, c cookieState, now int64) bool {
+	if now-c.lastCheckIn >= p.session {
 		return false
 	}
-	return !rm.cfg.DisableSessionRenewal || now-c.acceptedAt < rm.session
+	return p.renew || now-c.acceptedAt < p.session
 }
 
 // jitteredRefresh returns a refresh interval in ms, varied at random by up
@@ -341,14 +339,14 @@ func (rm *Room) jitteredRefresh() int64 {
 	return int64(float64(rm.cfg.RefreshInterval.Milliseconds()) * f)
 }
 
-// estimate is the wait of a visitor of bucket b as of view v; a fresh
-// visitor is behind everyone already waiting.
-func (rm *Room) estimate(v *view, b int64, fresh bool) Estimate {
-	s := v.settings
-	if s.QueueAll || s.QueueingMethod == Reject {
+// estimate is the wait of a visitor of bucket b as of view v under policy
+// p; a fresh visitor is behind everyone already waiting.
+func (rm *Room) estimate(v *view, p *policy, b int64, fresh bool) Estimate {
+	if p.QueueAll || p.prequeue || p.QueueingMethod == Reject {
 		return Estimate{}
 	}
-	if s.QueueingMethod == Random {
+	b = p.bucket(b)
+	if p.QueueingMethod == Random {
 		return randomEstimate(v.perMinute, float64(v.waiting))
 	}
 	// FIFO: everyone in older buckets is ahead, and on average half of the

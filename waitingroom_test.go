@@ -45,6 +45,7 @@ func TestNewValidation(t *testing.T) {
 		{"short key", func(c *Config) { c.Keys = [][]byte{testKey, short} }, "Keys[1]"},
 		{"template", func(c *Config) { c.Template = "{{#open}}" }, "Template"},
 		{"policy", func(c *Config) { c.OnStoreError = 7 }, "OnStoreError"},
+		{"language", func(c *Config) { c.Language = "tlh" }, "Language"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := baseConfig(newClock())
@@ -224,22 +225,29 @@ func TestJSONResponse(t *testing.T) {
 			// 30 ahead at 10 admitted in the first 45 s (13.3 a minute):
 			// 2.25 minutes, shown rounded up.
 			assert.Equal(t, map[string]any{
-				"inWaitingRoom":        true,
-				"waitTimeKnown":        true,
-				"waitTime":             float64(3),
-				"waitTimeHours":        float64(0),
-				"waitTimeHourMinutes":  float64(3),
-				"waitTime25Percentile": float64(0),
-				"waitTime50Percentile": float64(0),
-				"waitTime75Percentile": float64(0),
-				"waitTimeFormatted":    "3 minutes",
-				"queueIsFull":          false,
-				"queueAll":             false,
-				"queueingMethod":       "fifo",
-				"isFIFOQueue":          true,
-				"isRandomQueue":        false,
-				"isPassthroughQueue":   false,
-				"isRejectQueue":        false,
+				"inWaitingRoom":                true,
+				"waitTimeKnown":                true,
+				"waitTime":                     float64(3),
+				"waitTimeHours":                float64(0),
+				"waitTimeHourMinutes":          float64(3),
+				"waitTime25Percentile":         float64(0),
+				"waitTime50Percentile":         float64(0),
+				"waitTime75Percentile":         float64(0),
+				"waitTimeFormatted":            "3 minutes",
+				"queueIsFull":                  false,
+				"queueAll":                     false,
+				"queueingMethod":               "fifo",
+				"isFIFOQueue":                  true,
+				"isRandomQueue":                false,
+				"isPassthroughQueue":           false,
+				"isRejectQueue":                false,
+				"isEventActive":                false,
+				"isEventPrequeueing":           false,
+				"shuffleAtEventStart":          false,
+				"timeUntilEventStart":          float64(0),
+				"timeUntilEventStartFormatted": "",
+				"timeUntilEventEnd":            float64(0),
+				"timeUntilEventEndFormatted":   "",
 			}, got)
 		})
 	}

@@ -2,37 +2,45 @@ package template
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
-// messages holds the texts of the default page in one language. Texts are
-// plain text: the page escapes them, so they cannot carry markup.
+// messages holds the texts of the default page in one language, and how the
+// language writes a wait. Texts are plain text: the page escapes them, so
+// they cannot carry markup.
 //
-// A text may hold one placeholder, which the page fills in: {wait} is the
-// formatted wait time, {n} the refresh interval in seconds and {time} the
-// time of the last update. Placing the placeholder anywhere in the sentence
-// lets each language keep its own word order.
+// A text may hold one placeholder, which is filled in: {wait} is the
+// formatted wait time, {time} a formatted duration or the time of the last
+// update, {n} a count. Placing the placeholder anywhere in the sentence lets
+// each language keep its own word order. Braces appear in no other way.
 //
-// To add a language, add an entry to the table below; default.html does not
-// change.
+// Texts that depend on a count come as plurals, one text per CLDR plural
+// category the language's Plural rule yields. A text for zero, one or two may
+// leave out {n} when the word itself says the number (Arabic "دقيقتان", two
+// minutes); the others must hold it.
+//
+// To add a language, add an entry to the table in languages.go; default.html
+// does not change.
 type messages struct {
 	// Dir is the writing direction, "ltr" or "rtl".
 	Dir string
-	// Plural maps a count to an index into the plural forms (Refresh) of
-	// this language.
-	Plural func(n int) int
+	// Plural maps a count to its plural category.
+	Plural pluralRule
 
 	// Title is the browser tab's title while waiting.
 	Title string
 	// Heading is the page's heading while waiting.
 	Heading string
-	// Intro explains why the visitor waits (not shown with queueAll).
+	// Intro explains why the visitor waits (not shown with queueAll or
+	// during an event's pre-queue).
 	Intro string
 	// WaitFIFO states a known wait; {wait} is e.g. "10 minutes".
 	WaitFIFO string
 	// WaitRandom states a known wait under random queueing; {wait} is a
-	// range such as "5 minutes to 15 minutes".
+	// range such as "5 minutes to 15 minutes" (see Range).
 	WaitRandom string
 	// WaitUnknown says that no estimate is available.
 	WaitUnknown string
@@ -45,9 +53,9 @@ type messages struct {
 	QueueAll string
 	// KeepOpen asks the visitor to keep the page open.
 	KeepOpen string
-	// Refresh says how often the page reloads, one text per plural form;
-	// {n} is the number of seconds.
-	Refresh []string
+	// Refresh says how often the page reloads; {n} is the number of
+	// seconds.
+	Refresh plurals
 	// LastUpdated introduces the time of the last update; {time} is that
 	// time.
 	LastUpdated string
@@ -55,48 +63,76 @@ type messages struct {
 	ClosedTitle string
 	// ClosedText says that the site takes no visitors (reject).
 	ClosedText string
-}
 
-// languages is the table of the default page's texts, keyed by BCP 47
-// language tag. "en" must exist: it is the fallback.
-var languages = map[string]*messages{
-	"en": {
-		Dir: "ltr",
-		Plural: func(n int) int {
-			if n == 1 {
-				return 0
-			}
-			return 1
-		},
-		Title:       "Waiting room",
-		Heading:     "Thank you for waiting",
-		Intro:       "The site is very busy right now, so visitors are being let in a few at a time.",
-		WaitFIFO:    "Your estimated wait time is about {wait}.",
-		WaitRandom:  "Your estimated wait time is {wait}.",
-		WaitUnknown: "We cannot estimate your wait time right now.",
-		RandomNote:  "Visitors are let in at random, not in order of arrival. Staying on this page keeps your chance of getting in.",
-		QueueFull:   "The waiting room is full at the moment, so no one new can join the queue yet.",
-		QueueAll:    "The site is not admitting anyone at the moment.",
-		KeepOpen:    "Keep this page open. You will be taken to the site automatically.",
-		Refresh: []string{
-			"This page refreshes itself every {n} second.",
-			"This page refreshes itself every {n} seconds.",
-		},
-		LastUpdated: "Last updated: {time}",
-		ClosedTitle: "This site is closed",
-		ClosedText:  "The site is not accepting visitors at the moment. Please try again later.",
-	},
+	// EventIntro replaces Intro during an event's pre-queue: the event has
+	// not started and the visitor is in its queue.
+	EventIntro string
+	// EventStarts says when the event starts; {time} is e.g. "10 minutes".
+	EventStarts string
+	// EventStartsSoon replaces EventStarts when no time is given.
+	EventStartsSoon string
+	// EventShuffle says that everyone in the queue before the event starts
+	// gets a random place when it starts.
+	EventShuffle string
+	// EventEnds says when a running event ends; {time} is e.g. "1 hour".
+	EventEnds string
+
+	// LessThanMinute is a wait under a minute.
+	LessThanMinute string
+	// Minutes is a number of minutes, e.g. "{n} minutes".
+	Minutes plurals
+	// Hours is a number of hours, e.g. "{n} hours".
+	Hours plurals
+	// HoursMinutes joins hours and minutes, {h} before {m}: "{h} {m}".
+	HoursMinutes string
+	// Range joins the ends of a range, {lo} before {hi}: "{lo} to {hi}".
+	Range string
+	// RangeLessThanMinute, RangeMinutes and RangeHours are the forms used
+	// within Range, for languages whose range words govern a case
+	// (Polish "od 5 minut", genitive; Arabic "من دقيقتين"). Empty means
+	// the same as LessThanMinute, Minutes and Hours.
+	RangeLessThanMinute string
+	RangeMinutes        plurals
+	RangeHours          plurals
 }
 
 // fallbackLang is the language used for unknown tags.
 const fallbackLang = "en"
 
+// piece is a text split around its placeholder: before, the value, after.
+// Without a placeholder (hasValue false) the text is before alone.
+type piece struct {
+	before, after string
+	hasValue      bool
+}
+
+func (p piece) fill(value string) string {
+	if !p.hasValue {
+		return p.before
+	}
+	return p.before + value + p.after
+}
+
+// unitForms are the texts of a counted unit, by plural category.
+type unitForms [numCategories]piece
+
+// waitFormat is how a language writes a wait.
+type waitFormat struct {
+	lessThanMinute, rangeLessThanMinute string
+	minutes, hours                      unitForms
+	rangeMinutes, rangeHours            unitForms
+	hoursMinutes                        [3]string // before {h}, between, after {m}
+	rng                                 [3]string // before {lo}, between, after {hi}
+}
+
 // compiledLang is a language prepared for rendering: one ready-made map of
-// texts per plural form, so rendering allocates nothing for texts. Keys carry
-// internalPrefix.
+// texts per plural category, so rendering allocates nothing for texts. Keys
+// carry internalPrefix.
 type compiledLang struct {
-	plural func(n int) int
-	forms  []map[string]string // indexed by plural form of the refresh interval
+	tag    string
+	plural pluralRule
+	forms  [numCategories]map[string]string // by plural category of the refresh interval; nil when unused
+	wait   waitFormat
 }
 
 var (
@@ -128,135 +164,241 @@ func compileLanguages() map[string]*compiledLang {
 	return out
 }
 
-func compileLang(tag string, m *messages) (*compiledLang, error) {
-	if m.Dir != "ltr" && m.Dir != "rtl" {
-		return nil, fmt.Errorf("waitingroom/template: language %q: dir %q", tag, m.Dir)
+// pluralSamples are the counts whose categories every plural text must
+// cover: enough to reach every category of every rule in the table.
+var pluralSamples = func() []int {
+	s := make([]int, 0, 1210)
+	for n := 0; n <= 1200; n++ {
+		s = append(s, n)
 	}
-	if m.Plural == nil || len(m.Refresh) == 0 {
-		return nil, fmt.Errorf("waitingroom/template: language %q: no plural forms", tag)
+	return append(s, 1000000, 2000000, 1000000000, math.MaxInt)
+}()
+
+func compileLang(tag string, m *messages) (*compiledLang, error) {
+	errorf := func(format string, args ...any) error {
+		return fmt.Errorf("waitingroom/template: language %q: "+format, append([]any{tag}, args...)...)
+	}
+	if m.Dir != "ltr" && m.Dir != "rtl" {
+		return nil, errorf("dir %q", m.Dir)
+	}
+	if m.Plural == nil {
+		return nil, errorf("no plural rule")
 	}
 	base := map[string]string{
-		"lang":        tag,
-		"dir":         m.Dir,
-		"title":       m.Title,
-		"heading":     m.Heading,
-		"intro":       m.Intro,
-		"waitUnknown": m.WaitUnknown,
-		"randomNote":  m.RandomNote,
-		"queueFull":   m.QueueFull,
-		"queueAll":    m.QueueAll,
-		"keepOpen":    m.KeepOpen,
-		"closedTitle": m.ClosedTitle,
-		"closedText":  m.ClosedText,
+		"lang":            tag,
+		"dir":             m.Dir,
+		"title":           m.Title,
+		"heading":         m.Heading,
+		"intro":           m.Intro,
+		"waitUnknown":     m.WaitUnknown,
+		"randomNote":      m.RandomNote,
+		"queueFull":       m.QueueFull,
+		"queueAll":        m.QueueAll,
+		"keepOpen":        m.KeepOpen,
+		"closedTitle":     m.ClosedTitle,
+		"closedText":      m.ClosedText,
+		"eventIntro":      m.EventIntro,
+		"eventStartsSoon": m.EventStartsSoon,
+		"eventShuffle":    m.EventShuffle,
 	}
 	for k, v := range base {
-		if v == "" {
-			return nil, fmt.Errorf("waitingroom/template: language %q: empty text %s", tag, k)
+		if strings.TrimSpace(v) == "" {
+			return nil, errorf("empty text %s", k)
+		}
+		if strings.ContainsAny(v, "{}") {
+			return nil, errorf("%s: %q holds a brace", k, v)
 		}
 	}
 	split := []struct{ key, text, placeholder string }{
 		{"waitFIFO", m.WaitFIFO, "{wait}"},
 		{"waitRandom", m.WaitRandom, "{wait}"},
 		{"lastUpdated", m.LastUpdated, "{time}"},
+		{"eventStarts", m.EventStarts, "{time}"},
+		{"eventEnds", m.EventEnds, "{time}"},
 	}
 	for _, s := range split {
-		before, after, err := splitPlaceholder(s.text, s.placeholder)
+		p, err := splitPlaceholder(s.text, s.placeholder, false)
 		if err != nil {
-			return nil, fmt.Errorf("waitingroom/template: language %q: %s: %w", tag, s.key, err)
+			return nil, errorf("%s: %w", s.key, err)
 		}
-		base[s.key+"Before"], base[s.key+"After"] = before, after
+		base[s.key+"Before"], base[s.key+"After"] = p.before, p.after
 	}
-	c := &compiledLang{plural: m.Plural}
-	for i, text := range m.Refresh {
-		before, after, err := splitPlaceholder(text, "{n}")
-		if err != nil {
-			return nil, fmt.Errorf("waitingroom/template: language %q: refresh[%d]: %w", tag, i, err)
+
+	c := &compiledLang{tag: tag, plural: m.Plural}
+	refresh, err := compileUnit(m.Plural, m.Refresh)
+	if err != nil {
+		return nil, errorf("refresh: %w", err)
+	}
+	for cat, p := range refresh {
+		if m.Refresh[cat] == "" {
+			continue
 		}
-		form := make(map[string]string, len(base)+2)
+		form := make(map[string]string, len(base)+3)
 		for k, v := range base {
-			form[k] = v
+			form[internalPrefix+k] = v
 		}
-		form["refreshBefore"], form["refreshAfter"] = before, after
-		prefixed := make(map[string]string, len(form))
-		for k, v := range form {
-			prefixed[internalPrefix+k] = v
+		form[internalPrefix+"refreshBefore"], form[internalPrefix+"refreshAfter"] = p.before, p.after
+		form[internalPrefix+"refreshCount"] = ""
+		if p.hasValue {
+			form[internalPrefix+"refreshCount"] = "1"
 		}
-		c.forms = append(c.forms, prefixed)
+		c.forms[cat] = form
+	}
+
+	if c.wait, err = compileWait(m); err != nil {
+		return nil, errorf("%w", err)
 	}
 	return c, nil
 }
 
-// splitPlaceholder splits text around the one occurrence of placeholder.
-func splitPlaceholder(text, placeholder string) (before, after string, err error) {
-	if strings.Count(text, placeholder) != 1 {
-		return "", "", fmt.Errorf("%q must contain %s exactly once", text, placeholder)
+// compileWait checks and prepares how m writes a wait.
+func compileWait(m *messages) (waitFormat, error) {
+	var w waitFormat
+	var err error
+	w.lessThanMinute = m.LessThanMinute
+	w.rangeLessThanMinute = m.RangeLessThanMinute
+	if w.rangeLessThanMinute == "" {
+		w.rangeLessThanMinute = w.lessThanMinute
 	}
-	before, after, _ = strings.Cut(text, placeholder)
-	return before, after, nil
+	for _, s := range []string{w.lessThanMinute, w.rangeLessThanMinute} {
+		if strings.TrimSpace(s) == "" || strings.ContainsAny(s, "{}") {
+			return w, fmt.Errorf("less than a minute: %q", s)
+		}
+	}
+	units := []struct {
+		name string
+		dst  *unitForms
+		src  plurals
+	}{
+		{"minutes", &w.minutes, m.Minutes},
+		{"hours", &w.hours, m.Hours},
+		{"range minutes", &w.rangeMinutes, m.RangeMinutes},
+		{"range hours", &w.rangeHours, m.RangeHours},
+	}
+	for _, u := range units {
+		if u.src == (plurals{}) {
+			continue // optional range forms
+		}
+		if *u.dst, err = compileUnit(m.Plural, u.src); err != nil {
+			return w, fmt.Errorf("%s: %w", u.name, err)
+		}
+	}
+	if m.RangeMinutes == (plurals{}) {
+		w.rangeMinutes = w.minutes
+	}
+	if m.RangeHours == (plurals{}) {
+		w.rangeHours = w.hours
+	}
+	if m.Minutes == (plurals{}) || m.Hours == (plurals{}) {
+		return w, fmt.Errorf("no minutes or hours")
+	}
+	if w.hoursMinutes, err = splitTwo(m.HoursMinutes, "{h}", "{m}"); err != nil {
+		return w, fmt.Errorf("hours and minutes: %w", err)
+	}
+	if w.rng, err = splitTwo(m.Range, "{lo}", "{hi}"); err != nil {
+		return w, fmt.Errorf("range: %w", err)
+	}
+	return w, nil
+}
+
+// compileUnit checks that forms has a text for every category rule yields
+// and splits each text around {n}.
+func compileUnit(rule pluralRule, forms plurals) (unitForms, error) {
+	var out unitForms
+	for _, n := range pluralSamples {
+		if c := rule(n); forms[c] == "" {
+			return out, fmt.Errorf("no %s form (for %d)", c, n)
+		}
+	}
+	for cat, text := range forms {
+		if text == "" {
+			continue
+		}
+		c := pluralCategory(cat)
+		p, err := splitPlaceholder(text, "{n}", c == zero || c == one || c == two)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", c, err)
+		}
+		out[cat] = p
+	}
+	return out, nil
+}
+
+// splitPlaceholder splits text around the one occurrence of placeholder;
+// with optional set, text may also leave it out.
+func splitPlaceholder(text, placeholder string, optional bool) (piece, error) {
+	if strings.TrimSpace(text) == "" {
+		return piece{}, fmt.Errorf("empty text")
+	}
+	n := strings.Count(text, placeholder)
+	if n > 1 || n == 0 && !optional {
+		return piece{}, fmt.Errorf("%q must contain %s exactly once", text, placeholder)
+	}
+	before, after, found := strings.Cut(text, placeholder)
+	if strings.ContainsAny(before, "{}") || strings.ContainsAny(after, "{}") {
+		return piece{}, fmt.Errorf("%q holds a brace other than %s", text, placeholder)
+	}
+	return piece{before: before, after: after, hasValue: found}, nil
+}
+
+// splitTwo splits text around first and second, which must each occur once
+// and in this order.
+func splitTwo(text, first, second string) ([3]string, error) {
+	before, rest, ok1 := strings.Cut(text, first)
+	between, after, ok2 := strings.Cut(rest, second)
+	if !ok1 || !ok2 || strings.Count(text, first) != 1 || strings.Count(text, second) != 1 {
+		return [3]string{}, fmt.Errorf("%q must contain %s, then %s, once each", text, first, second)
+	}
+	for _, s := range []string{before, between, after} {
+		if strings.ContainsAny(s, "{}") {
+			return [3]string{}, fmt.Errorf("%q holds a brace other than %s and %s", text, first, second)
+		}
+	}
+	return [3]string{before, between, after}, nil
 }
 
 // textsFor returns the texts for a page refreshing every n seconds.
 func (c *compiledLang) textsFor(n int) map[string]string {
-	i := c.plural(n)
-	if i < 0 || i >= len(c.forms) {
-		i = len(c.forms) - 1
+	if f := c.forms[category(c.plural, n)]; f != nil {
+		return f
 	}
-	return c.forms[i]
+	return c.forms[other]
 }
 
-// lookupLang returns the texts for a BCP 47 tag: an exact match (ignoring
-// case and "_" for "-"), else the primary language subtag, else English.
-func lookupLang(tag string) *compiledLang {
-	if c, ok := compiled[tag]; ok {
-		return c
+// count writes n in the form of its plural category.
+func (c *compiledLang) count(u *unitForms, n int) string {
+	p := u[category(c.plural, n)]
+	if p == (piece{}) {
+		p = u[other]
 	}
-	if len(tag) > 64 { // longer than any real tag; only the start matters
-		tag = tag[:64]
-	}
-	tag = strings.TrimSpace(tag)
-	for _, name := range langNames {
-		if equalTag(tag, name) {
-			return compiled[name]
-		}
-	}
-	if i := strings.IndexAny(tag, "-_"); i >= 0 {
-		primary := tag[:i]
-		for _, name := range langNames {
-			if equalTag(primary, name) {
-				return compiled[name]
-			}
-		}
-	}
-	return compiled[fallbackLang]
+	return p.fill(strconv.Itoa(n))
 }
 
-// equalTag compares language tags ASCII case-insensitively, treating "_"
-// as "-".
-func equalTag(a, b string) bool {
-	if len(a) != len(b) {
-		return false
+// formatWait writes a wait of minutes, in the forms used within a range
+// when inRange is set.
+func (c *compiledLang) formatWait(minutes int, inRange bool) string {
+	w := &c.wait
+	less, mins, hours := w.lessThanMinute, &w.minutes, &w.hours
+	if inRange {
+		less, mins, hours = w.rangeLessThanMinute, &w.rangeMinutes, &w.rangeHours
 	}
-	for i := 0; i < len(a); i++ {
-		x, y := lowerTagByte(a[i]), lowerTagByte(b[i])
-		if x != y {
-			return false
-		}
+	if minutes <= 0 {
+		return less
 	}
-	return true
+	h, m := minutes/60, minutes%60
+	if h == 0 {
+		return c.count(mins, m)
+	}
+	hs := c.count(hours, h)
+	if m == 0 {
+		return hs
+	}
+	j := &w.hoursMinutes
+	return j[0] + hs + j[1] + c.count(mins, m) + j[2]
 }
 
-func lowerTagByte(c byte) byte {
-	switch {
-	case 'A' <= c && c <= 'Z':
-		return c + ('a' - 'A')
-	case c == '_':
-		return '-'
-	}
-	return c
-}
-
-// Languages returns the BCP 47 tags of the languages the default page has
-// texts for, sorted. Render falls back to "en" for any other tag.
-func Languages() []string {
-	return append([]string(nil), langNames...)
+// formatWaitRange writes a range of waits.
+func (c *compiledLang) formatWaitRange(lo, hi int) string {
+	r := &c.wait.rng
+	return r[0] + c.formatWait(lo, true) + r[1] + c.formatWait(hi, true) + r[2]
 }

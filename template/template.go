@@ -12,24 +12,31 @@
 //
 // A template receives these variables (see Data for the Go fields):
 //
-//	inWaitingRoom           bool    the visitor is being held in the waiting room
-//	waitTimeKnown           bool    an estimate of the wait is available
-//	waitTime                number  estimated wait in minutes
-//	waitTimeHours           number  whole hours of waitTime
-//	waitTimeHourMinutes     number  minutes of waitTime past waitTimeHours
-//	waitTime25Percentile    number  random queueing: 25th percentile of the wait in minutes (0 for FIFO)
-//	waitTime50Percentile    number  random queueing: median wait in minutes (0 for FIFO)
-//	waitTime75Percentile    number  random queueing: 75th percentile of the wait in minutes (0 for FIFO)
-//	waitTimeFormatted       string  the wait for people, e.g. "10 minutes" or "5 minutes to 15 minutes"
-//	queueIsFull             bool    no more visitors can join the queue at the moment
-//	queueAll                bool    the site admits no one at the moment; everyone waits
-//	lastUpdated             string  when the estimate was computed, ISO 8601 UTC (2020-08-03T23:46:00.000Z)
-//	refreshIntervalSeconds  number  how often the page reloads itself
-//	queueingMethod          string  fifo, random, passthrough or reject
-//	isFIFOQueue             bool    queueingMethod is fifo
-//	isRandomQueue           bool    queueingMethod is random
-//	isPassthroughQueue      bool    queueingMethod is passthrough
-//	isRejectQueue           bool    queueingMethod is reject: the site takes no visitors
+//	inWaitingRoom                 bool    the visitor is being held in the waiting room
+//	waitTimeKnown                 bool    an estimate of the wait is available
+//	waitTime                      number  estimated wait in minutes
+//	waitTimeHours                 number  whole hours of waitTime
+//	waitTimeHourMinutes           number  minutes of waitTime past waitTimeHours
+//	waitTime25Percentile          number  random queueing: 25th percentile of the wait in minutes (0 for FIFO)
+//	waitTime50Percentile          number  random queueing: median wait in minutes (0 for FIFO)
+//	waitTime75Percentile          number  random queueing: 75th percentile of the wait in minutes (0 for FIFO)
+//	waitTimeFormatted             string  the wait for people, e.g. "10 minutes" or "5 minutes to 15 minutes"
+//	queueIsFull                   bool    no more visitors can join the queue at the moment
+//	queueAll                      bool    the site admits no one at the moment; everyone waits
+//	lastUpdated                   string  when the estimate was computed, ISO 8601 UTC (2020-08-03T23:46:00.000Z)
+//	refreshIntervalSeconds        number  how often the page reloads itself
+//	queueingMethod                string  fifo, random, passthrough or reject
+//	isFIFOQueue                   bool    queueingMethod is fifo
+//	isRandomQueue                 bool    queueingMethod is random
+//	isPassthroughQueue            bool    queueingMethod is passthrough
+//	isRejectQueue                 bool    queueingMethod is reject: the site takes no visitors
+//	isEventActive                 bool    a scheduled event is running
+//	isEventPrequeueing            bool    a scheduled event has not started; visitors queue for it
+//	timeUntilEventStart           number  minutes until the event starts (0 when none is pending)
+//	timeUntilEventStartFormatted  string  the same for people, e.g. "10 minutes"
+//	timeUntilEventEnd             number  minutes until the running event ends (0 when unknown)
+//	timeUntilEventEndFormatted    string  the same for people, e.g. "1 hour"
+//	shuffleAtEventStart           bool    everyone queued before the event starts gets a random place when it starts
 //
 // Booleans open sections ({{#queueIsFull}}...{{/queueIsFull}}) and inverted
 // sections ({{^waitTimeKnown}}...{{/waitTimeKnown}}). {{name}} escapes HTML;
@@ -50,11 +57,17 @@
 //
 // # Languages
 //
-// The default page's texts come from a table keyed by language (see
-// Languages); Render picks the texts for the visitor's language and falls
-// back to English. Custom templates hold their own texts and ignore the
-// language. Note that waitTimeFormatted and lastUpdated are shown as the
-// caller formatted them.
+// The default page has texts in the languages Languages lists (among them
+// Arabic, written right to left); Render picks the texts for the visitor's
+// language and falls back to English. Negotiate chooses that language from
+// an Accept-Language header; Supported tells whether a tag has texts.
+// Custom templates hold their own texts and ignore the language.
+//
+// The page shows waitTimeFormatted, timeUntilEventStartFormatted,
+// timeUntilEventEndFormatted and lastUpdated as the caller formatted them.
+// FormatWait and FormatWaitRange write waits in each language with its
+// plural forms ("1 minute", "2 minuty", "5 minut"); pass them the language
+// passed to Render.
 package template
 
 import (
@@ -93,7 +106,8 @@ type Data struct {
 	// the wait in minutes; 0 for FIFO.
 	WaitTime75Percentile int `json:"waitTime75Percentile"`
 	// WaitTimeFormatted is the wait for people to read, e.g. "10 minutes"
-	// or, for random queueing, "5 minutes to 15 minutes".
+	// or, for random queueing, "5 minutes to 15 minutes": FormatWait or
+	// FormatWaitRange in the language of the page.
 	WaitTimeFormatted string `json:"waitTimeFormatted"`
 	// QueueIsFull reports that no more visitors can join the queue.
 	QueueIsFull bool `json:"queueIsFull"`
@@ -115,6 +129,32 @@ type Data struct {
 	// IsRejectQueue reports that QueueingMethod is reject: the site takes no
 	// visitors and the page does not reload itself.
 	IsRejectQueue bool `json:"isRejectQueue"`
+
+	// IsEventActive reports that a scheduled event is running.
+	IsEventActive bool `json:"isEventActive"`
+	// IsEventPrequeueing reports that a scheduled event has not started
+	// yet and visitors queue for it. The default page then says when the
+	// event starts instead of showing the wait.
+	IsEventPrequeueing bool `json:"isEventPrequeueing"`
+	// TimeUntilEventStart is the number of minutes until the event starts;
+	// 0 when no event is pending.
+	TimeUntilEventStart int `json:"timeUntilEventStart"`
+	// TimeUntilEventStartFormatted is TimeUntilEventStart for people to
+	// read, e.g. FormatWait(lang, TimeUntilEventStart). The default page
+	// shows it during the pre-queue; when empty, it says the event starts
+	// soon.
+	TimeUntilEventStartFormatted string `json:"timeUntilEventStartFormatted"`
+	// TimeUntilEventEnd is the number of minutes until the running event
+	// ends; 0 when unknown or no event is running.
+	TimeUntilEventEnd int `json:"timeUntilEventEnd"`
+	// TimeUntilEventEndFormatted is TimeUntilEventEnd for people to read,
+	// e.g. FormatWait(lang, TimeUntilEventEnd). The default page shows it
+	// while IsEventActive is set and it is not empty.
+	TimeUntilEventEndFormatted string `json:"timeUntilEventEndFormatted"`
+	// ShuffleAtEventStart reports that everyone in the queue before the
+	// event starts gets a random place in it when the event starts. The
+	// default page says so during the pre-queue.
+	ShuffleAtEventStart bool `json:"shuffleAtEventStart"`
 }
 
 // internalPrefix starts the names of the variables through which the default
@@ -146,6 +186,14 @@ func (d *Data) vars() map[string]any {
 		"isRandomQueue":          d.IsRandomQueue,
 		"isPassthroughQueue":     d.IsPassthroughQueue,
 		"isRejectQueue":          d.IsRejectQueue,
+
+		"isEventActive":                d.IsEventActive,
+		"isEventPrequeueing":           d.IsEventPrequeueing,
+		"timeUntilEventStart":          d.TimeUntilEventStart,
+		"timeUntilEventStartFormatted": d.TimeUntilEventStartFormatted,
+		"timeUntilEventEnd":            d.TimeUntilEventEnd,
+		"timeUntilEventEndFormatted":   d.TimeUntilEventEndFormatted,
+		"shuffleAtEventStart":          d.ShuffleAtEventStart,
 	}
 }
 
@@ -214,8 +262,9 @@ var defaultTemplate = sync.OnceValue(func() *Template {
 
 // Default returns the embedded default page. It shows the wait for FIFO and
 // random queueing, an unknown wait, a full queue, a room that admits no one
-// (queueAll) and a closed site (reject), in the language passed to Render.
-// Every call returns the same *Template.
+// (queueAll), a closed site (reject) and a scheduled event's pre-queue and
+// end, in the language passed to Render, right to left where the language
+// is. Every call returns the same *Template.
 func Default() *Template {
 	return defaultTemplate()
 }
@@ -226,9 +275,12 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // Render fails before writing, nothing has been written. A nil d renders as
 // the zero Data.
 //
-// lang is a BCP 47 language tag (such as "en" or "en-GB") selecting the
-// default page's texts; an unknown or empty tag falls back to English. Custom
-// templates ignore it.
+// lang is a BCP 47 language tag (such as "en", "en-GB" or "pt-BR")
+// selecting the default page's texts, resolved as in Supported; an unknown
+// or empty tag falls back to English. The page carries the language and its
+// direction in <html lang dir>. Custom templates ignore lang.
+//
+// Render is safe for concurrent use.
 func (t *Template) Render(w io.Writer, d *Data, lang string) error {
 	if d == nil {
 		d = &Data{}

@@ -66,7 +66,7 @@ func render(t testing.TB, tmpl *Template, d *Data, lang string) string {
 const (
 	refreshMeta20 = `<meta http-equiv="refresh" content="20">`
 	keepOpen      = "Keep this page open."
-	lastUpdatedEl = `Last updated: <time datetime="2020-08-03T23:46:00.000Z">2020-08-03T23:46:00.000Z</time>`
+	lastUpdatedEl = `Last updated: <time datetime="2020-08-03T23:46:00.000Z" dir="ltr">2020-08-03T23:46:00.000Z</time>`
 )
 
 func TestDefaultStates(t *testing.T) {
@@ -211,9 +211,58 @@ func TestDefaultStates(t *testing.T) {
 			}),
 			want: []string{
 				"<strong>&lt;script&gt;alert(1)&lt;/script&gt;</strong>",
-				`<time datetime="&#34;&gt;&lt;img src=x onerror=alert(1)&gt;">`,
+				`<time datetime="&#34;&gt;&lt;img src=x onerror=alert(1)&gt;" dir="ltr">`,
 			},
 			notWant: []string{"<script", "<img"},
+			refresh: true,
+		},
+		{
+			name: "event pre-queue with shuffle",
+			data: with(fifoData(), func(d *Data) {
+				d.WaitTimeKnown, d.WaitTimeFormatted = false, ""
+				d.IsEventPrequeueing, d.ShuffleAtEventStart = true, true
+				d.TimeUntilEventStart, d.TimeUntilEventStartFormatted = 125, "2 hours 5 minutes"
+			}),
+			want: []string{
+				"<p>The event has not started yet, but you are already in the queue.</p>",
+				"The event starts in <strong>2 hours 5 minutes</strong>.",
+				"When the event starts, everyone who joined the queue before then will be given a random place in line.",
+				keepOpen,
+			},
+			notWant: []string{"very busy", "cannot estimate", "estimated wait", "will start soon", "not admitting"},
+			refresh: true,
+		},
+		{
+			name: "event pre-queue without a start time",
+			data: with(fifoData(), func(d *Data) { d.IsEventPrequeueing = true; d.QueueAll = true }),
+			want: []string{
+				"The event has not started yet",
+				"<p class=\"wait\">The event will start soon.</p>",
+				keepOpen,
+			},
+			notWant: []string{"random place", "estimated wait", "not admitting", "starts in"},
+			refresh: true,
+		},
+		{
+			name: "running event with a known end",
+			data: with(randomData(), func(d *Data) {
+				d.IsEventActive = true
+				d.TimeUntilEventEnd, d.TimeUntilEventEndFormatted = 60, "1 hour"
+				d.ShuffleAtEventStart = true
+			}),
+			want: []string{
+				"Your estimated wait time is <strong>5 minutes to 15 minutes</strong>.",
+				"<p>The event ends in <strong>1 hour</strong>.</p>",
+				"very busy",
+			},
+			notWant: []string{"has not started", "random place", "starts in"},
+			refresh: true,
+		},
+		{
+			name:    "running event with no end shown",
+			data:    with(fifoData(), func(d *Data) { d.IsEventActive = true; d.TimeUntilEventEnd = 30 }),
+			want:    []string{"Your estimated wait time is about <strong>10 minutes</strong>."},
+			notWant: []string{"event ends", "has not started"},
 			refresh: true,
 		},
 		{
@@ -353,6 +402,13 @@ isFIFOQueue={{isFIFOQueue}}
 isRandomQueue={{isRandomQueue}}
 isPassthroughQueue={{isPassthroughQueue}}
 isRejectQueue={{isRejectQueue}}
+isEventActive={{isEventActive}}
+isEventPrequeueing={{isEventPrequeueing}}
+timeUntilEventStart={{timeUntilEventStart}}
+timeUntilEventStartFormatted={{timeUntilEventStartFormatted}}
+timeUntilEventEnd={{timeUntilEventEnd}}
+timeUntilEventEndFormatted={{timeUntilEventEndFormatted}}
+shuffleAtEventStart={{shuffleAtEventStart}}
 `
 
 func TestCustomTemplateVariables(t *testing.T) {
@@ -385,6 +441,14 @@ func TestCustomTemplateVariables(t *testing.T) {
 				IsRandomQueue:          true,
 				IsPassthroughQueue:     false,
 				IsRejectQueue:          true,
+
+				IsEventActive:                false,
+				IsEventPrequeueing:           true,
+				TimeUntilEventStart:          42,
+				TimeUntilEventStartFormatted: "42 minutes",
+				TimeUntilEventEnd:            0,
+				TimeUntilEventEndFormatted:   "",
+				ShuffleAtEventStart:          true,
 			},
 			want: `inWaitingRoom=true
 waitTimeKnown=false
@@ -404,15 +468,25 @@ isFIFOQueue=false
 isRandomQueue=true
 isPassthroughQueue=false
 isRejectQueue=true
+isEventActive=false
+isEventPrequeueing=true
+timeUntilEventStart=42
+timeUntilEventStartFormatted=42 minutes
+timeUntilEventEnd=0
+timeUntilEventEndFormatted=
+shuffleAtEventStart=true
 `,
 		},
 		{
 			name: "the other booleans",
 			data: &Data{
-				WaitTimeKnown:      true,
-				QueueAll:           true,
-				IsFIFOQueue:        true,
-				IsPassthroughQueue: true,
+				WaitTimeKnown:              true,
+				QueueAll:                   true,
+				IsFIFOQueue:                true,
+				IsPassthroughQueue:         true,
+				IsEventActive:              true,
+				TimeUntilEventEnd:          90,
+				TimeUntilEventEndFormatted: "1 hour 30 minutes",
 			},
 			want: `inWaitingRoom=false
 waitTimeKnown=true
@@ -432,6 +506,13 @@ isFIFOQueue=true
 isRandomQueue=false
 isPassthroughQueue=true
 isRejectQueue=false
+isEventActive=true
+isEventPrequeueing=false
+timeUntilEventStart=0
+timeUntilEventStartFormatted=
+timeUntilEventEnd=90
+timeUntilEventEndFormatted=1 hour 30 minutes
+shuffleAtEventStart=false
 `,
 		},
 	}
@@ -451,11 +532,14 @@ func TestVarsMatchJSON(t *testing.T) {
 	d := randomData()
 	d.QueueIsFull, d.QueueAll, d.IsFIFOQueue, d.IsPassthroughQueue, d.IsRejectQueue = true, true, true, true, true
 	d.WaitTimeHours = 7
+	d.IsEventActive, d.IsEventPrequeueing, d.ShuffleAtEventStart = true, true, true
+	d.TimeUntilEventStart, d.TimeUntilEventStartFormatted = 3, "3 minutes"
+	d.TimeUntilEventEnd, d.TimeUntilEventEndFormatted = 61, "1 hour 1 minute"
 	vars := d.vars()
 
 	typ := reflect.TypeOf(*d)
 	val := reflect.ValueOf(*d)
-	require.Equal(t, 18, typ.NumField())
+	require.Equal(t, 25, typ.NumField())
 	assert.Len(t, vars, typ.NumField())
 	for i := 0; i < typ.NumField(); i++ {
 		name := typ.Field(i).Tag.Get("json")
@@ -469,6 +553,9 @@ func TestVarsMatchJSON(t *testing.T) {
 
 	for _, c := range compiled {
 		for _, texts := range c.forms {
+			if texts == nil {
+				continue
+			}
 			for k := range texts {
 				assert.True(t, strings.HasPrefix(k, internalPrefix), k)
 				assert.NotContains(t, vars, k)
@@ -500,7 +587,9 @@ func TestDefaultUsesKnownTexts(t *testing.T) {
 		require.True(t, strings.HasPrefix(name, internalPrefix), "unknown variable %s", name)
 		for tag, c := range compiled {
 			for i, texts := range c.forms {
-				assert.Contains(t, texts, name, "language %s form %d", tag, i)
+				if texts != nil {
+					assert.Contains(t, texts, name, "language %s form %s", tag, pluralCategory(i))
+				}
 			}
 		}
 	}
@@ -580,6 +669,8 @@ func TestWriteJSON(t *testing.T) {
 	d.QueueIsFull = true
 	d.WaitTimeHours = 1
 	d.WaitTimeFormatted = `5 minutes to 15 minutes <b>&</b> "quoted"`
+	d.IsEventActive = true
+	d.TimeUntilEventEnd, d.TimeUntilEventEndFormatted = 125, "2 hours 5 minutes"
 
 	for _, key := range []string{"waitingRoom", "cfWaitingRoom"} {
 		t.Run(key, func(t *testing.T) {
@@ -598,7 +689,7 @@ func TestWriteJSON(t *testing.T) {
 
 			var fields map[string]any
 			require.NoError(t, json.Unmarshal(raw, &fields))
-			assert.Len(t, fields, 18)
+			assert.Len(t, fields, 25)
 			want := map[string]any{
 				"inWaitingRoom":          true,
 				"waitTimeKnown":          true,
@@ -618,6 +709,14 @@ func TestWriteJSON(t *testing.T) {
 				"isRandomQueue":          true,
 				"isPassthroughQueue":     false,
 				"isRejectQueue":          false,
+
+				"isEventActive":                true,
+				"isEventPrequeueing":           false,
+				"timeUntilEventStart":          float64(0),
+				"timeUntilEventStartFormatted": "",
+				"timeUntilEventEnd":            float64(125),
+				"timeUntilEventEndFormatted":   "2 hours 5 minutes",
+				"shuffleAtEventStart":          false,
 			}
 			for name, v := range want {
 				assert.Equal(t, v, fields[name], "field %s", name)
@@ -722,28 +821,37 @@ func TestWantsJSONBoundedWork(t *testing.T) {
 }
 
 func TestLanguages(t *testing.T) {
-	assert.Equal(t, []string{"en"}, Languages())
+	want := []string{"ar", "de", "en", "es", "fr", "hi", "it", "ja", "ko", "nl", "pl", "pt-BR", "tr", "zh-CN", "zh-TW"}
+	assert.Equal(t, want, Languages())
 	l := Languages()
 	l[0] = "xx"
-	assert.Equal(t, []string{"en"}, Languages(), "callers cannot change the table")
+	assert.Equal(t, want, Languages(), "callers cannot change the table")
 
 	for _, tag := range Languages() {
 		m := languages[tag]
 		require.NotNil(t, m)
 		_, err := compileLang(tag, m)
 		assert.NoError(t, err, tag)
+		assert.Same(t, compiled[tag], lookupLang(tag), tag)
+		assert.True(t, Supported(tag), tag)
 	}
 
 	en := compiled["en"]
-	for _, tag := range []string{"en", "EN", "en-US", "en_gb", " en ", "", "xx", "zh-Hant-TW", "-", "_", strings.Repeat("e", 1000)} {
+	for _, tag := range []string{"en", "EN", "en-US", "en_gb", " en ", "", "xx", "-", "_", "*", "e", "english", strings.Repeat("e", 1000), "en\x00"} {
 		assert.Same(t, en, lookupLang(tag), "tag %q", tag)
+	}
+	for tag, want := range map[string]string{
+		"zh-Hant-TW": "zh-TW", "zh-HK": "zh-TW", "zh": "zh-CN", "ZH_cn": "zh-CN", "zh-Hans-HK": "zh-CN",
+		"pt": "pt-BR", "pt-PT": "pt-BR", "pt_br": "pt-BR", "de-CH": "de", "ar-EG": "ar", "es-419": "es",
+		"ja-JP": "ja", "fr-CA-u-ca-gregory": "fr",
+	} {
+		assert.Same(t, compiled[want], lookupLang(tag), "tag %q", tag)
 	}
 }
 
 func TestCompileLangErrors(t *testing.T) {
 	good := func() *messages {
 		m := *languages["en"]
-		m.Refresh = append([]string(nil), m.Refresh...)
 		return &m
 	}
 	tests := []struct {
@@ -752,10 +860,29 @@ func TestCompileLangErrors(t *testing.T) {
 	}{
 		{"missing placeholder", func(m *messages) { m.WaitFIFO = "Your wait is long." }},
 		{"placeholder twice", func(m *messages) { m.WaitRandom = "{wait} {wait}" }},
-		{"refresh without n", func(m *messages) { m.Refresh[1] = "Refreshes often." }},
+		{"refresh without n", func(m *messages) { m.Refresh[other] = "Refreshes often." }},
+		{"refresh with n twice", func(m *messages) { m.Refresh[one] = "{n} {n}" }},
 		{"empty text", func(m *messages) { m.KeepOpen = "" }},
+		{"blank text", func(m *messages) { m.EventShuffle = " " }},
 		{"bad dir", func(m *messages) { m.Dir = "up" }},
-		{"no plural forms", func(m *messages) { m.Refresh = nil }},
+		{"no plural rule", func(m *messages) { m.Plural = nil }},
+		{"no plural forms", func(m *messages) { m.Refresh = plurals{} }},
+		{"missing plural form", func(m *messages) { m.Refresh[one] = "" }},
+		{"plural rule needing forms the language lacks", func(m *messages) {
+			m.Plural = pluralPolish // en has no few and many forms
+		}},
+		{"misspelt placeholder", func(m *messages) { m.EventStarts = "The event starts in {tiem}. {time}" }},
+		{"stray brace", func(m *messages) { m.QueueAll = "The site is closed }" }},
+		{"event starts without time", func(m *messages) { m.EventStarts = "The event starts soon." }},
+		{"event ends without time", func(m *messages) { m.EventEnds = "The event ends soon." }},
+		{"minutes without n", func(m *messages) { m.Minutes[other] = "minutes" }},
+		{"no hours", func(m *messages) { m.Hours = plurals{} }},
+		{"empty less than a minute", func(m *messages) { m.LessThanMinute = "" }},
+		{"hours and minutes reversed", func(m *messages) { m.HoursMinutes = "{m} {h}" }},
+		{"hours and minutes without m", func(m *messages) { m.HoursMinutes = "{h}" }},
+		{"range without hi", func(m *messages) { m.Range = "{lo} onwards" }},
+		{"range reversed", func(m *messages) { m.Range = "{hi} from {lo}" }},
+		{"range forms missing a category", func(m *messages) { m.RangeMinutes = plurals{other: "{n} minutes"} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -821,6 +948,14 @@ func FuzzRender(f *testing.F) {
 			LastUpdated:            updated,
 			RefreshIntervalSeconds: refresh,
 			QueueingMethod:         method,
+
+			IsEventActive:                flags&(1<<8) != 0,
+			IsEventPrequeueing:           flags&(1<<9) != 0,
+			ShuffleAtEventStart:          flags&(1<<10) != 0,
+			TimeUntilEventStart:          wait,
+			TimeUntilEventStartFormatted: formatted,
+			TimeUntilEventEnd:            refresh,
+			TimeUntilEventEndFormatted:   updated,
 		}
 
 		// The default page with any values.
@@ -833,7 +968,7 @@ func FuzzRender(f *testing.F) {
 		}
 
 		// Escaped variables never carry markup.
-		esc, err := Parse("{{waitTimeFormatted}}|{{lastUpdated}}|{{queueingMethod}}")
+		esc, err := Parse("{{waitTimeFormatted}}|{{lastUpdated}}|{{queueingMethod}}|{{timeUntilEventStartFormatted}}|{{timeUntilEventEndFormatted}}")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,774 @@
+package waitingroom
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Authenticator decides whether a request to the admin API (Room.AdminHandler)
+// comes from an operator. It is called first for every admin request;
+// false answers 401 and nothing else happens. It must be safe for
+// concurrent use. BearerToken returns one; any other scheme (an SSO
+// proxy's header, a session cookie, mutual TLS) is a function away.
+type Authenticator func(r *http.Request) bool
+
+// MinBearerTokenLen is the shortest token BearerToken accepts, in bytes.
+const MinBearerTokenLen = 16
+
+// BearerToken returns an Authenticator that accepts requests carrying
+// exactly one "Authorization: Bearer <token>" header with this token (the
+// scheme is case-insensitive, as HTTP says). The comparison takes the same
+// time whatever the presented token is, its length included. It returns an
+// error wrapping ErrInvalidConfig for a token shorter than
+// MinBearerTokenLen bytes or one containing spaces, control or non-ASCII
+// characters, which a header cannot carry reliably. Use a long random
+// token, the same on every instance; there is no default.
+func BearerToken(token string) (Authenticator, error) {
+	if len(token) < MinBearerTokenLen {
+		return nil, fmt.Errorf("waitingroom: %w: the bearer token is %d bytes; it must be at least %d", ErrInvalidConfig, len(token), MinBearerTokenLen)
+	}
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; c <= ' ' || c > '~' {
+			return nil, fmt.Errorf("waitingroom: %w: the bearer token must be printable ASCII without spaces", ErrInvalidConfig)
+		}
+	}
+	want := sha256.Sum256([]byte(token))
+	return func(r *http.Request) bool {
+		h := r.Header.Values("Authorization")
+		if len(h) != 1 {
+			return false
+		}
+		scheme, cred, ok := strings.Cut(h[0], " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return false
+		}
+		got := sha256.Sum256([]byte(strings.TrimLeft(cred, " ")))
+		return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+	}, nil
+}
+
+// RoomStatus is the state of a room as the admin API and the metrics report
+// it.
+type RoomStatus string
+
+// Room statuses.
+const (
+	// StatusNotQueueing: a visitor arriving now would be let straight in.
+	StatusNotQueueing RoomStatus = "not_queueing"
+	// StatusQueueing: a visitor arriving now would not be let straight in.
+	// Visitors are waiting, the room is full (TotalActiveUsers or
+	// NewUsersPerMinute reached), QueueAll is set, or the queueing method
+	// is Reject (new visitors are turned away).
+	StatusQueueing RoomStatus = "queueing"
+	// StatusEventPrequeueing: the pre-queue of a scheduled event is open
+	// (Event.PrequeueStart); every new visitor waits for its start.
+	StatusEventPrequeueing RoomStatus = "event_prequeueing"
+	// StatusSuspended: the room is suspended (Settings.Suspended); every
+	// request goes straight to the application.
+	StatusSuspended RoomStatus = "suspended"
+)
+
+// Status returns the room's status as of the snapshot s: the scheduled
+// event in force, if any, applies (its pre-queue, its limits, its
+// queueing method).
+func (s Stats) Status() RoomStatus {
+	set := s.InForce
+	switch {
+	case set.Suspended:
+		return StatusSuspended
+	case s.Prequeueing && set.QueueingMethod != Reject:
+		return StatusEventPrequeueing
+	case set.QueueAll, set.QueueingMethod == Reject:
+		return StatusQueueing
+	case set.QueueingMethod == Passthrough:
+		return StatusNotQueueing
+	case s.Waiting > 0, s.Active >= set.TotalActiveUsers, s.AdmittedThisMinute >= set.NewUsersPerMinute:
+		return StatusQueueing
+	}
+	return StatusNotQueueing
+}
+
+// eventsAt returns the event in force at t (its pre-queue included) and
+// whether it is in its pre-queue, else the next event to open after t.
+// events are sorted and do not overlap (Settings.validate). A zero t finds
+// nothing.
+func eventsAt(events []Event, t time.Time) (current *Event, prequeue bool, next *Event) {
+	if t.IsZero() {
+		return nil, false, nil
+	}
+	for i := range events {
+		e := &events[i]
+		opens := e.Start
+		if !e.PrequeueStart.IsZero() {
+			opens = e.PrequeueStart
+		}
+		switch {
+		case t.Before(opens):
+			return nil, false, e
+		case t.Before(e.End):
+			return e, t.Before(e.Start), nil
+		}
+	}
+	return nil, false, nil
+}
+
+// Name returns the room's name, Config.Name. It is safe for concurrent use.
+func (rm *Room) Name() string { return rm.cfg.Name }
+
+// Admin API limits.
+const (
+	// maxSettingsBody is the largest PATCH /settings body, in bytes.
+	maxSettingsBody = 64 << 10
+	// historyInterval is the spacing of the history samples.
+	historyInterval = 10 * time.Second
+	// historyWindow is how far back the history goes.
+	historyWindow = time.Hour
+)
+
+//go:embed admin/status.html
+var adminPageSource string
+
+var adminPage = template.Must(template.New("status").Parse(adminPageSource))
+
+// AdminHandler returns the room's admin API and status page, for operators.
+// It refuses to be built without an Authenticator: auth nil returns an
+// error wrapping ErrInvalidConfig. Mount it anywhere, for example:
+//
+//	auth, err := waitingroom.BearerToken(os.Getenv("ADMIN_TOKEN"))
+//	...
+//	admin, err := room.AdminHandler(auth)
+//	...
+//	mux.Handle("/admin/", http.StripPrefix("/admin", admin))
+//
+// Paths, relative to the mount point:
+//
+//	GET   /          the status page: self-contained HTML (no external
+//	                 assets) with the current figures and a chart of the
+//	                 last hour, updating itself every 5 seconds
+//	GET   /status    the figures as JSON: status, active, waiting,
+//	                 admittedThisMinute, outflowPerMinute, estimatedWait,
+//	                 queue, settings, instances, lastSync, nextEvent (the
+//	                 event in force or the next one; null if none), and
+//	                 this instance's counters
+//	GET   /history   the last hour as JSON: a sample of active and waiting
+//	                 visitors every 10 seconds, admissions by minute
+//	GET   /settings  the live Settings as JSON
+//	PATCH /settings  change them: a JSON object (Content-Type
+//	                 application/json, at most 64 KiB) with any of
+//	                 queueingMethod, totalActiveUsers, newUsersPerMinute,
+//	                 queueAll, suspended; the answer is the new Settings.
+//	                 Every instance follows at its next sync (Room.Update).
+//
+// Every response has Cache-Control: no-store. A request auth refuses gets
+// 401 with WWW-Authenticate: Bearer; a wrong method 405 with Allow; a bad
+// PATCH body a 4xx with a JSON body {"error": "..."}, and nothing changes.
+// A PATCH from another origin in a browser (http.CrossOriginProtection) is
+// refused with 403.
+//
+// The status page fetches /status and /history itself, with the browser's
+// own credentials: view it in a browser through something that
+// authenticates the browser (an SSO proxy adding the header, or an
+// Authenticator that accepts your session cookie).
+//
+// The history is kept by the room, in memory (under 20 KB), one sample per
+// 10 s of syncs. The handler is safe for concurrent use.
+func (rm *Room) AdminHandler(auth Authenticator) (http.Handler, error) {
+	if auth == nil {
+		return nil, fmt.Errorf("waitingroom: %w: AdminHandler needs an Authenticator (see BearerToken)", ErrInvalidConfig)
+	}
+	return &admin{rm: rm, auth: auth, cop: http.NewCrossOriginProtection()}, nil
+}
+
+type admin struct {
+	rm   *Room
+	auth Authenticator
+	cop  *http.CrossOriginProtection
+}
+
+func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if !a.auth(r) {
+		h.Set("WWW-Authenticate", `Bearer realm="waitingroom"`)
+		writeError(w, http.StatusUnauthorized, "waitingroom: authentication required")
+		return
+	}
+	if err := a.cop.Check(r); err != nil {
+		writeError(w, http.StatusForbidden, "waitingroom: cross-origin request refused")
+		return
+	}
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead
+	switch strings.TrimPrefix(r.URL.Path, "/") {
+	case "":
+		if !get {
+			methodNotAllowed(w, "GET, HEAD")
+			return
+		}
+		a.page(w)
+	case "status":
+		if !get {
+			methodNotAllowed(w, "GET, HEAD")
+			return
+		}
+		writeJSON(w, http.StatusOK, a.status())
+	case "history":
+		if !get {
+			methodNotAllowed(w, "GET, HEAD")
+			return
+		}
+		writeJSON(w, http.StatusOK, a.history())
+	case "settings":
+		switch {
+		case get:
+			writeJSON(w, http.StatusOK, a.rm.Stats().Settings)
+		case r.Method == http.MethodPatch:
+			a.patchSettings(w, r)
+		default:
+			methodNotAllowed(w, "GET, HEAD, PATCH")
+		}
+	default:
+		writeError(w, http.StatusNotFound, "waitingroom: no such admin resource")
+	}
+}
+
+// adminStatus is the body of GET /status.
+type adminStatus struct {
+	Room               string        `json:"room"`
+	Status             RoomStatus    `json:"status"`
+	Active             int           `json:"active"`
+	Waiting            int           `json:"waiting"`
+	AdmittedThisMinute int           `json:"admittedThisMinute"`
+	OutflowPerMinute   float64       `json:"outflowPerMinute"`
+	EstimatedWait      adminEstimate `json:"estimatedWait"`
+	Queue              []adminBucket `json:"queue"`
+	Settings           Settings      `json:"settings"`
+	Instances          int           `json:"instances"`
+	LastSync           *time.Time    `json:"lastSync"`
+	NextEvent          *adminEvent   `json:"nextEvent"`
+	Counters           adminCounters `json:"counters"`
+}
+
+// adminEstimate is the wait of a visitor arriving now, in whole seconds
+// (multiples of 60); null where unknown or not applicable.
+type adminEstimate struct {
+	Known bool `json:"known"`
+	// Full: longer than a day.
+	Full bool `json:"full"`
+	// WaitSeconds: FIFO, the wait of a visitor arriving now, who is behind
+	// everyone (so the longest); random, the median.
+	WaitSeconds *int64 `json:"waitSeconds"`
+	// P25Seconds, P50Seconds, P75Seconds: random only.
+	P25Seconds *int64 `json:"p25Seconds"`
+	P50Seconds *int64 `json:"p50Seconds"`
+	P75Seconds *int64 `json:"p75Seconds"`
+	// Formatted as the waiting page shows it; "" when unknown.
+	Formatted string `json:"formatted"`
+}
+
+// adminEvent is the scheduled event in force (pre-queue included) or, when
+// none is, the next one to open.
+type adminEvent struct {
+	Name          string     `json:"name"`
+	PrequeueStart *time.Time `json:"prequeueStart"`
+	Start         time.Time  `json:"start"`
+	End           time.Time  `json:"end"`
+	// InProgress: the event governs the room now (Prequeueing: its
+	// pre-queue).
+	InProgress  bool `json:"inProgress"`
+	Prequeueing bool `json:"prequeueing"`
+	// ShuffleAtStart and the overrides; zero values inherit the room's.
+	ShuffleAtStart    bool           `json:"shuffleAtStart"`
+	TotalActiveUsers  int            `json:"totalActiveUsers,omitempty"`
+	NewUsersPerMinute int            `json:"newUsersPerMinute,omitempty"`
+	QueueingMethod    QueueingMethod `json:"queueingMethod,omitempty"`
+}
+
+func eventJSON(e *Event, inProgress, prequeueing bool) *adminEvent {
+	out := &adminEvent{
+		Name:              e.Name,
+		Start:             e.Start.UTC(),
+		End:               e.End.UTC(),
+		InProgress:        inProgress,
+		Prequeueing:       prequeueing,
+		ShuffleAtStart:    e.ShuffleAtStart,
+		TotalActiveUsers:  e.TotalActiveUsers,
+		NewUsersPerMinute: e.NewUsersPerMinute,
+		QueueingMethod:    e.QueueingMethod,
+	}
+	if !e.PrequeueStart.IsZero() {
+		t := e.PrequeueStart.UTC()
+		out.PrequeueStart = &t
+	}
+	return out
+}
+
+type adminBucket struct {
+	Minute  time.Time `json:"minute"`
+	Waiting int       `json:"waiting"`
+}
+
+// adminCounters are this instance's Counters.
+type adminCounters struct {
+	Admitted        uint64  `json:"admitted"`
+	Queued          uint64  `json:"queued"`
+	Revoked         uint64  `json:"revoked"`
+	Bypassed        uint64  `json:"bypassed"`
+	Syncs           uint64  `json:"syncs"`
+	SyncErrors      uint64  `json:"syncErrors"`
+	LastSyncSeconds float64 `json:"lastSyncSeconds"`
+}
+
+func (a *admin) status() adminStatus {
+	s := a.rm.Stats()
+	out := adminStatus{
+		Room:               a.rm.Name(),
+		Status:             s.Status(),
+		Active:             s.Active,
+		Waiting:            s.Waiting,
+		AdmittedThisMinute: s.AdmittedThisMinute,
+		OutflowPerMinute:   math.Round(finite(s.OutflowPerMinute)*100) / 100,
+		EstimatedWait:      estimateJSON(s.Estimate, s.Settings.QueueingMethod == Random),
+		Queue:              make([]adminBucket, 0, len(s.Buckets)),
+		Settings:           s.Settings,
+		Instances:          s.Instances,
+	}
+	for _, b := range s.Buckets {
+		out.Queue = append(out.Queue, adminBucket{Minute: b.Bucket.UTC(), Waiting: b.Waiting})
+	}
+	if !s.Synced.IsZero() {
+		t := s.Synced.UTC()
+		out.LastSync = &t
+	}
+	switch cur, pre, next := eventsAt(s.Settings.Events, s.Synced); {
+	case cur != nil:
+		out.NextEvent = eventJSON(cur, true, pre)
+	case next != nil:
+		out.NextEvent = eventJSON(next, false, false)
+	}
+	c := a.rm.Counters()
+	out.Counters = adminCounters{
+		Admitted:        c.Admitted,
+		Queued:          c.Queued,
+		Revoked:         c.Revoked,
+		Bypassed:        c.Bypassed,
+		Syncs:           c.Syncs,
+		SyncErrors:      c.SyncErrors,
+		LastSyncSeconds: c.LastSyncSeconds,
+	}
+	return out
+}
+
+func estimateJSON(e Estimate, random bool) adminEstimate {
+	out := adminEstimate{Known: e.Known, Full: e.Full, Formatted: e.Formatted()}
+	if !e.Known {
+		return out
+	}
+	secs := func(d time.Duration) *int64 { n := int64(d / time.Second); return &n }
+	out.WaitSeconds = secs(e.Wait)
+	if random {
+		out.P25Seconds, out.P50Seconds, out.P75Seconds = secs(e.P25), secs(e.P50), secs(e.P75)
+	}
+	return out
+}
+
+// adminHistory is the body of GET /history.
+type adminHistory struct {
+	// Now is the room's clock.
+	Now             time.Time `json:"now"`
+	IntervalSeconds int       `json:"intervalSeconds"`
+	WindowSeconds   int       `json:"windowSeconds"`
+	// Samples, oldest first: the room's figures at most once every
+	// IntervalSeconds (the latest sync in each interval), over the last
+	// WindowSeconds.
+	Samples []historySample `json:"samples"`
+	// AdmittedPerMinute: admissions in each minute of the last hour that
+	// had any, oldest first, the current minute included.
+	AdmittedPerMinute []minuteAdmissions `json:"admittedPerMinute"`
+}
+
+type historySample struct {
+	T                  time.Time `json:"t"`
+	Active             int       `json:"active"`
+	Waiting            int       `json:"waiting"`
+	AdmittedThisMinute int       `json:"admittedThisMinute"`
+	OutflowPerMinute   float64   `json:"outflowPerMinute"`
+}
+
+type minuteAdmissions struct {
+	Minute   time.Time `json:"minute"`
+	Admitted int64     `json:"admitted"`
+}
+
+func (a *admin) history() adminHistory {
+	now := time.UnixMilli(a.rm.now())
+	out := adminHistory{
+		Now:               now.UTC(),
+		IntervalSeconds:   int(historyInterval / time.Second),
+		WindowSeconds:     int(historyWindow / time.Second),
+		Samples:           []historySample{},
+		AdmittedPerMinute: []minuteAdmissions{},
+	}
+	from := now.Add(-historyWindow).UnixMilli()
+	for _, s := range a.rm.history.samples() {
+		if s.at < from {
+			continue
+		}
+		out.Samples = append(out.Samples, historySample{
+			T:                  time.UnixMilli(s.at).UTC(),
+			Active:             s.active,
+			Waiting:            s.waiting,
+			AdmittedThisMinute: s.admittedThisMinute,
+			OutflowPerMinute:   math.Round(s.outflowPerMinute*100) / 100,
+		})
+	}
+	fromMin := minuteOf(from)
+	for _, c := range a.rm.Stats().AdmittedByMinute {
+		if c.Minute.Unix()/60 >= fromMin && c.Admitted > 0 {
+			out.AdmittedPerMinute = append(out.AdmittedPerMinute, minuteAdmissions{Minute: c.Minute.UTC(), Admitted: int64(c.Admitted)})
+		}
+	}
+	return out
+}
+
+// pageData is what the status page template gets.
+type pageData struct {
+	Nonce    string
+	Status   adminStatus
+	Outflow  string
+	Wait     string
+	LastSync string
+}
+
+func (a *admin) page(w http.ResponseWriter) {
+	var n [16]byte
+	_, _ = rand.Read(n[:])
+	st := a.status()
+	d := pageData{
+		Nonce:    hex.EncodeToString(n[:]),
+		Status:   st,
+		Outflow:  strconv.FormatFloat(st.OutflowPerMinute, 'f', 1, 64),
+		Wait:     st.EstimatedWait.Formatted,
+		LastSync: "never",
+	}
+	switch {
+	case !st.EstimatedWait.Known:
+		d.Wait = "unknown"
+	case st.EstimatedWait.Full:
+		d.Wait = "more than a day"
+	}
+	if st.LastSync != nil {
+		d.LastSync = st.LastSync.Format(time.RFC3339)
+	}
+	var buf bytes.Buffer
+	if err := adminPage.Execute(&buf, d); err != nil {
+		writeError(w, http.StatusInternalServerError, "waitingroom: rendering the status page failed")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+d.Nonce+"'; style-src 'nonce-"+d.Nonce+
+		"'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// settingsPatch is a decoded PATCH /settings body: nil fields are left as
+// they are.
+type settingsPatch struct {
+	queueingMethod    *QueueingMethod
+	totalActiveUsers  *int
+	newUsersPerMinute *int
+	queueAll          *bool
+	suspended         *bool
+}
+
+func (p *settingsPatch) apply(s *Settings) {
+	if p.queueingMethod != nil {
+		s.QueueingMethod = *p.queueingMethod
+	}
+	if p.totalActiveUsers != nil {
+		s.TotalActiveUsers = *p.totalActiveUsers
+	}
+	if p.newUsersPerMinute != nil {
+		s.NewUsersPerMinute = *p.newUsersPerMinute
+	}
+	if p.queueAll != nil {
+		s.QueueAll = *p.queueAll
+	}
+	if p.suspended != nil {
+		s.Suspended = *p.suspended
+	}
+}
+
+// errUnprocessable marks a well-formed body whose values are invalid.
+type errUnprocessable struct{ msg string }
+
+func (e errUnprocessable) Error() string { return e.msg }
+
+func unprocessable(format string, a ...any) error {
+	return errUnprocessable{fmt.Sprintf("waitingroom: "+format, a...)}
+}
+
+// decodeSettingsPatch reads one JSON object with known, non-null, well-typed
+// fields, each at most once, and nothing after it.
+func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err == io.EOF {
+		return nil, errors.New("waitingroom: the body must be a JSON object; it is empty")
+	}
+	if err != nil {
+		return nil, syntaxError(err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, errors.New("waitingroom: the body must be a JSON object")
+	}
+	p := &settingsPatch{}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, syntaxError(err)
+		}
+		key, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, syntaxError(err)
+		}
+		if seen[key] {
+			return nil, fmt.Errorf("waitingroom: setting %q appears twice", key)
+		}
+		seen[key] = true
+		if string(raw) == "null" {
+			return nil, fmt.Errorf("waitingroom: setting %q must not be null", key)
+		}
+		switch key {
+		case "queueingMethod":
+			var m string
+			if json.Unmarshal(raw, &m) != nil {
+				return nil, fmt.Errorf("waitingroom: setting %q must be a string", key)
+			}
+			if qm := QueueingMethod(m); !qm.valid() {
+				return nil, unprocessable("setting %q must be \"fifo\", \"random\", \"passthrough\" or \"reject\", got %q", key, m)
+			} else {
+				p.queueingMethod = &qm
+			}
+		case "totalActiveUsers", "newUsersPerMinute":
+			var n int
+			if json.Unmarshal(raw, &n) != nil {
+				return nil, fmt.Errorf("waitingroom: setting %q must be an integer", key)
+			}
+			if n <= 0 {
+				return nil, unprocessable("setting %q must be > 0, got %d", key, n)
+			}
+			if key == "totalActiveUsers" {
+				p.totalActiveUsers = &n
+			} else {
+				p.newUsersPerMinute = &n
+			}
+		case "queueAll", "suspended":
+			var b bool
+			if json.Unmarshal(raw, &b) != nil {
+				return nil, fmt.Errorf("waitingroom: setting %q must be true or false", key)
+			}
+			if key == "queueAll" {
+				p.queueAll = &b
+			} else {
+				p.suspended = &b
+			}
+		default:
+			return nil, fmt.Errorf("waitingroom: unknown setting %q; the settings are queueingMethod, totalActiveUsers, newUsersPerMinute, queueAll and suspended", key)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return nil, syntaxError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err != nil {
+			return nil, syntaxError(err)
+		}
+		return nil, errors.New("waitingroom: the body must be one JSON object and nothing after it")
+	}
+	return p, nil
+}
+
+func syntaxError(err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return err
+	}
+	return fmt.Errorf("waitingroom: malformed JSON: %w", err)
+}
+
+func (a *admin) patchSettings(w http.ResponseWriter, r *http.Request) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || (mt != "application/json" && mt != "application/merge-patch+json") {
+		writeError(w, http.StatusUnsupportedMediaType, "waitingroom: the body must be JSON, with Content-Type: application/json")
+		return
+	}
+	tooLarge := fmt.Sprintf("waitingroom: the body is larger than %d bytes", maxSettingsBody)
+	if r.ContentLength > maxSettingsBody {
+		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
+		return
+	}
+	p, err := decodeSettingsPatch(http.MaxBytesReader(w, r.Body, maxSettingsBody))
+	var mbe *http.MaxBytesError
+	var unp errUnprocessable
+	switch {
+	case errors.As(err, &mbe):
+		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
+		return
+	case errors.As(err, &unp):
+		writeError(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	// Check against the settings this instance knows, for a clear message;
+	// Update checks again against the shared ones.
+	next := a.rm.Stats().Settings
+	next.Events = slices.Clone(next.Events) // validate sorts them
+	p.apply(&next)
+	if err := next.validate(); err != nil {
+		writeError(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	var got Settings
+	err = a.rm.Update(r.Context(), func(s *Settings) {
+		p.apply(s)
+		got = *s
+	})
+	switch {
+	case errors.Is(err, ErrInvalidConfig):
+		writeError(w, http.StatusUnprocessableEntity, err.Error())
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, got)
+	}
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	writeError(w, http.StatusMethodNotAllowed, "waitingroom: method not allowed; use "+allow)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, struct {
+		Error string `json:"error"`
+	}{msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b = []byte(`{"error":"waitingroom: encoding the response failed"}`)
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}
+
+func finite(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}
+
+// sample is one history point: the room's figures at one sync.
+type sample struct {
+	at                 int64 // Unix ms of the sync
+	active, waiting    int
+	admittedThisMinute int
+	outflowPerMinute   float64
+}
+
+// history is a ring of samples, at most one per historyInterval of the
+// room's clock (the latest sync in it), over historyWindow. It is safe for
+// concurrent use.
+type history struct {
+	mu    sync.Mutex
+	ring  []sample
+	start int // index of the oldest sample
+	n     int
+}
+
+func newHistory() *history {
+	return &history{ring: make([]sample, int(historyWindow/historyInterval)+1)}
+}
+
+func (h *history) last() *sample { return &h.ring[(h.start+h.n-1)%len(h.ring)] }
+
+// observe records s unless it is no newer than the latest sample. A sample
+// in the same interval as the latest replaces it. A clock that went back
+// more than the window starts the history anew.
+func (h *history) observe(s sample) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	iv := historyInterval.Milliseconds()
+	if h.n > 0 {
+		last := h.last()
+		switch {
+		case s.at < last.at-historyWindow.Milliseconds():
+			h.start, h.n = 0, 0
+		case s.at <= last.at:
+			return
+		case floorDiv(s.at, iv) == floorDiv(last.at, iv):
+			*last = s
+			return
+		}
+	}
+	if h.n == len(h.ring) {
+		h.start = (h.start + 1) % len(h.ring)
+		h.n--
+	}
+	h.ring[(h.start+h.n)%len(h.ring)] = s
+	h.n++
+	// Drop what fell out of the window.
+	for h.n > 0 && h.ring[h.start].at < s.at-historyWindow.Milliseconds() {
+		h.start = (h.start + 1) % len(h.ring)
+		h.n--
+	}
+}
+
+// samples returns the samples, oldest first.
+func (h *history) samples() []sample {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]sample, h.n)
+	for i := range out {
+		out[i] = h.ring[(h.start+i)%len(h.ring)]
+	}
+	return out
+}

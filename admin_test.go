@@ -1,0 +1,819 @@
+package waitingroom_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/internal/servicetest"
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/go-waitingroom/waitingroom/store/redisstore"
+)
+
+const adminToken = "test-admin-token-0123456789abcdef"
+
+// adminClock is a virtual clock: tests move it, nothing sleeps.
+type adminClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newAdminClock() *adminClock {
+	return &adminClock{t: time.Date(2026, 5, 27, 15, 54, 0, 0, time.UTC)}
+}
+
+func (c *adminClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *adminClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// adminFixture is a room on a virtual clock that syncs only when told, its
+// admin handler and its middleware in front of a trivial application.
+type adminFixture struct {
+	t     testing.TB
+	clk   *adminClock
+	room  *waitingroom.Room
+	admin http.Handler
+	app   http.Handler
+}
+
+func newAdminFixture(t testing.TB, clk *adminClock, st store.Store, mutate func(*waitingroom.Config)) *adminFixture {
+	t.Helper()
+	cfg := waitingroom.Config{
+		Name:              "launch",
+		TotalActiveUsers:  10,
+		NewUsersPerMinute: 10,
+		Keys:              [][]byte{[]byte("0123456789abcdef0123456789abcdef")},
+		SyncInterval:      -1,
+		Now:               clk.Now,
+		Logger:            slog.New(slog.DiscardHandler),
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	rm, err := waitingroom.New(cfg, st)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rm.Close() })
+	auth, err := waitingroom.BearerToken(adminToken)
+	require.NoError(t, err)
+	h, err := rm.AdminHandler(auth)
+	require.NoError(t, err)
+	f := &adminFixture{t: t, clk: clk, room: rm, admin: h}
+	f.app = rm.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "app")
+	}))
+	return f
+}
+
+func (f *adminFixture) sync() {
+	f.t.Helper()
+	require.NoError(f.t, f.room.Sync(context.Background()))
+}
+
+// visit sends one visitor's request through the room and reports whether
+// it reached the application; cookie is the visitor's cookie jar.
+func (f *adminFixture) visit(cookie *string) bool {
+	r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
+	if *cookie != "" {
+		r.Header.Set("Cookie", *cookie)
+	}
+	w := httptest.NewRecorder()
+	f.app.ServeHTTP(w, r)
+	for _, c := range w.Result().Cookies() {
+		*cookie = c.Name + "=" + c.Value
+	}
+	return w.Body.String() == "app"
+}
+
+// do sends an authenticated admin request; header pairs are added as given.
+func (f *adminFixture) do(method, path, body string, header ...string) *httptest.ResponseRecorder {
+	f.t.Helper()
+	r := httptest.NewRequest(method, "http://example.com"+path, strings.NewReader(body))
+	r.Header.Set("Authorization", "Bearer "+adminToken)
+	if body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] == "" {
+			r.Header.Del(header[i])
+		} else {
+			r.Header.Set(header[i], header[i+1])
+		}
+	}
+	w := httptest.NewRecorder()
+	f.admin.ServeHTTP(w, r)
+	assert.Equal(f.t, "no-store", w.Header().Get("Cache-Control"), "%s %s", method, path)
+	return w
+}
+
+// getJSON fetches path and decodes its JSON body into a generic map.
+func (f *adminFixture) getJSON(path string) map[string]any {
+	f.t.Helper()
+	w := f.do(http.MethodGet, path, "")
+	require.Equal(f.t, http.StatusOK, w.Code, w.Body.String())
+	require.Equal(f.t, "application/json", w.Header().Get("Content-Type"))
+	var m map[string]any
+	require.NoError(f.t, json.Unmarshal(w.Body.Bytes(), &m))
+	return m
+}
+
+func (f *adminFixture) settings() waitingroom.Settings {
+	f.t.Helper()
+	w := f.do(http.MethodGet, "/settings", "")
+	require.Equal(f.t, http.StatusOK, w.Code, w.Body.String())
+	var s waitingroom.Settings
+	require.NoError(f.t, json.Unmarshal(w.Body.Bytes(), &s))
+	return s
+}
+
+func errorMessage(t testing.TB, w *httptest.ResponseRecorder) string {
+	t.Helper()
+	assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+	var e struct {
+		Error string `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &e), w.Body.String())
+	assert.True(t, strings.HasPrefix(e.Error, "waitingroom: "), "error %q", e.Error)
+	return e.Error
+}
+
+func TestAdminHandlerRefusesNilAuthenticator(t *testing.T) {
+	f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
+	h, err := f.room.AdminHandler(nil)
+	require.ErrorIs(t, err, waitingroom.ErrInvalidConfig)
+	assert.Nil(t, h)
+	assert.Contains(t, err.Error(), "Authenticator")
+}
+
+func TestAdminBearerTokenRefusesWeakTokens(t *testing.T) {
+	for _, tc := range []struct {
+		name, token string
+		ok          bool
+	}{
+		{"empty", "", false},
+		{"15 bytes", strings.Repeat("x", 15), false},
+		{"16 bytes", strings.Repeat("x", 16), true},
+		{"space", "abcdefgh ijklmnopq", false},
+		{"control", "abcdefgh\x01ijklmnopq", false},
+		{"non-ASCII", "abcdefghijklmnopé", false},
+		{"base64", "dGhpcyBpcyBhIHRva2Vu+/==", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			auth, err := waitingroom.BearerToken(tc.token)
+			if tc.ok {
+				require.NoError(t, err)
+				require.NotNil(t, auth)
+				return
+			}
+			require.ErrorIs(t, err, waitingroom.ErrInvalidConfig)
+			assert.True(t, strings.HasPrefix(err.Error(), "waitingroom: "), err.Error())
+			assert.Nil(t, auth)
+		})
+	}
+}
+
+func TestAdminAuthentication(t *testing.T) {
+	f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
+	f.sync()
+	before := f.room.Stats().Settings
+
+	for _, tc := range []struct {
+		name   string
+		header []string // Authorization values
+		ok     bool
+	}{
+		{"no header", nil, false},
+		{"empty", []string{""}, false},
+		{"wrong token", []string{"Bearer wrong-token-0123456789abcdef"}, false},
+		{"token prefix", []string{"Bearer " + adminToken[:len(adminToken)-1]}, false},
+		{"token and more", []string{"Bearer " + adminToken + "x"}, false},
+		{"wrong scheme", []string{"Basic " + adminToken}, false},
+		{"no scheme", []string{adminToken}, false},
+		{"scheme only", []string{"Bearer"}, false},
+		{"two headers", []string{"Bearer " + adminToken, "Bearer " + adminToken}, false},
+		{"right", []string{"Bearer " + adminToken}, true},
+		{"scheme in lower case", []string{"bearer " + adminToken}, true},
+	} {
+		for _, req := range []struct{ method, path, body string }{
+			{http.MethodGet, "/", ""},
+			{http.MethodGet, "/status", ""},
+			{http.MethodGet, "/history", ""},
+			{http.MethodGet, "/settings", ""},
+			{http.MethodPatch, "/settings", `{"queueAll":true,"totalActiveUsers":17}`},
+			{http.MethodGet, "/no-such-page", ""},
+		} {
+			t.Run(tc.name+" "+req.method+" "+req.path, func(t *testing.T) {
+				r := httptest.NewRequest(req.method, "http://example.com"+req.path, strings.NewReader(req.body))
+				r.Header.Set("Content-Type", "application/json")
+				for _, v := range tc.header {
+					r.Header.Add("Authorization", v)
+				}
+				w := httptest.NewRecorder()
+				f.admin.ServeHTTP(w, r)
+				assert.Equal(t, "no-store", w.Header().Get("Cache-Control"))
+				if tc.ok {
+					assert.NotEqual(t, http.StatusUnauthorized, w.Code)
+					if req.method == http.MethodPatch {
+						require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+						// Put it back for the next case.
+						require.NoError(t, f.room.Update(context.Background(), func(s *waitingroom.Settings) { *s = before }))
+					}
+					return
+				}
+				assert.Equal(t, http.StatusUnauthorized, w.Code)
+				assert.True(t, strings.HasPrefix(w.Header().Get("WWW-Authenticate"), "Bearer"), w.Header().Get("WWW-Authenticate"))
+				errorMessage(t, w)
+				assert.NotContains(t, w.Body.String(), "launch", "a refused request learns nothing about the room")
+				assert.Equal(t, before, f.room.Stats().Settings)
+			})
+		}
+	}
+}
+
+func TestAdminStatus(t *testing.T) {
+	clk := newAdminClock()
+	f := newAdminFixture(t, clk, memstore.New(), func(c *waitingroom.Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 3, 3
+	})
+
+	// Before the first sync: nothing known yet.
+	m := f.getJSON("/status")
+	assert.Nil(t, m["lastSync"])
+	assert.Equal(t, "launch", m["room"])
+
+	f.sync()
+	cookies := make([]string, 5)
+	admitted := 0
+	for i := range cookies {
+		if f.visit(&cookies[i]) {
+			admitted++
+		}
+	}
+	require.Equal(t, 3, admitted)
+	clk.Add(20 * time.Second)
+	f.sync()
+	stats := f.room.Stats()
+
+	m = f.getJSON("/status")
+	assert.Equal(t, "launch", m["room"])
+	assert.Equal(t, "queueing", m["status"])
+	assert.EqualValues(t, 3, m["active"])
+	assert.EqualValues(t, 2, m["waiting"])
+	assert.EqualValues(t, 3, m["admittedThisMinute"])
+	assert.InDelta(t, stats.OutflowPerMinute, m["outflowPerMinute"], 0.005)
+	assert.Greater(t, m["outflowPerMinute"], 0.0)
+	assert.EqualValues(t, 1, m["instances"])
+	assert.Equal(t, clk.Now().Format(time.RFC3339Nano), m["lastSync"])
+	assert.Contains(t, m, "nextEvent")
+	assert.Nil(t, m["nextEvent"])
+	assert.Equal(t, map[string]any{
+		"queueingMethod": "fifo", "totalActiveUsers": 3.0, "newUsersPerMinute": 3.0,
+		"queueAll": false, "suspended": false,
+	}, m["settings"])
+	assert.Equal(t, []any{map[string]any{"minute": "2026-05-27T15:54:00Z", "waiting": 2.0}}, m["queue"])
+
+	require.True(t, stats.Estimate.Known)
+	assert.Equal(t, map[string]any{
+		"known":       true,
+		"full":        false,
+		"waitSeconds": stats.Estimate.Wait.Seconds(),
+		"p25Seconds":  nil,
+		"p50Seconds":  nil,
+		"p75Seconds":  nil,
+		"formatted":   stats.Estimate.Formatted(),
+	}, m["estimatedWait"])
+
+	counters, ok := m["counters"].(map[string]any)
+	require.True(t, ok, "counters: %v", m["counters"])
+	assert.EqualValues(t, 3, counters["admitted"])
+	assert.EqualValues(t, 2, counters["queued"])
+	assert.EqualValues(t, 2, counters["syncs"])
+	assert.EqualValues(t, 0, counters["syncErrors"])
+
+	// Random: the percentiles.
+	w := f.do(http.MethodPatch, "/settings", `{"queueingMethod":"random"}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	stats = f.room.Stats()
+	require.True(t, stats.Estimate.Known)
+	m = f.getJSON("/status")
+	assert.Equal(t, map[string]any{
+		"known":       true,
+		"full":        false,
+		"waitSeconds": stats.Estimate.P50.Seconds(),
+		"p25Seconds":  stats.Estimate.P25.Seconds(),
+		"p50Seconds":  stats.Estimate.P50.Seconds(),
+		"p75Seconds":  stats.Estimate.P75.Seconds(),
+		"formatted":   stats.Estimate.Formatted(),
+	}, m["estimatedWait"])
+
+	// Suspended.
+	w = f.do(http.MethodPatch, "/settings", `{"suspended":true}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, "suspended", f.getJSON("/status")["status"])
+}
+
+func TestAdminPatchSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body string
+		ct   string
+		want func(*waitingroom.Settings)
+	}{
+		{"queueing method", `{"queueingMethod":"random"}`, "", func(s *waitingroom.Settings) { s.QueueingMethod = waitingroom.Random }},
+		{"limits", `{"totalActiveUsers":50,"newUsersPerMinute":20}`, "", func(s *waitingroom.Settings) {
+			s.TotalActiveUsers, s.NewUsersPerMinute = 50, 20
+		}},
+		{"queue all", `{"queueAll":true}`, "", func(s *waitingroom.Settings) { s.QueueAll = true }},
+		{"suspended", `{"suspended":true}`, "", func(s *waitingroom.Settings) { s.Suspended = true }},
+		{"everything", `{"queueingMethod":"reject","totalActiveUsers":4,"newUsersPerMinute":4,"queueAll":true,"suspended":true}`, "",
+			func(s *waitingroom.Settings) {
+				*s = waitingroom.Settings{QueueingMethod: waitingroom.Reject, TotalActiveUsers: 4, NewUsersPerMinute: 4, QueueAll: true, Suspended: true}
+			}},
+		{"nothing", `{}`, "", func(*waitingroom.Settings) {}},
+		{"white space", " \n{ \"queueAll\" : true }\n ", "", func(s *waitingroom.Settings) { s.QueueAll = true }},
+		{"charset", `{"queueAll":true}`, "application/json; charset=utf-8", func(s *waitingroom.Settings) { s.QueueAll = true }},
+		{"merge patch", `{"queueAll":true}`, "application/merge-patch+json", func(s *waitingroom.Settings) { s.QueueAll = true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
+			f.sync()
+			want := f.room.Stats().Settings
+			tc.want(&want)
+			var header []string
+			if tc.ct != "" {
+				header = []string{"Content-Type", tc.ct}
+			}
+			w := f.do(http.MethodPatch, "/settings", tc.body, header...)
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+			var got waitingroom.Settings
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &got))
+			assert.Equal(t, want, got)
+			assert.Equal(t, want, f.room.Stats().Settings)
+			f.sync()
+			assert.Equal(t, want, f.settings(), "the change is in the shared state")
+		})
+	}
+}
+
+func TestAdminPatchSettingsRefusesBadInput(t *testing.T) {
+	big := `{"queueAll":true}` + strings.Repeat(" ", 64<<10)
+	for _, tc := range []struct {
+		name    string
+		body    string
+		header  []string
+		chunked bool // no Content-Length
+		code    int
+		msg     string
+	}{
+		{"empty", "", nil, false, http.StatusBadRequest, "empty"},
+		{"not JSON", `queueAll=true`, nil, false, http.StatusBadRequest, "malformed JSON"},
+		{"truncated", `{"queueAll":true`, nil, false, http.StatusBadRequest, "malformed JSON"},
+		{"array", `[{"queueAll":true}]`, nil, false, http.StatusBadRequest, "JSON object"},
+		{"string", `"queueAll"`, nil, false, http.StatusBadRequest, "JSON object"},
+		{"unknown field", `{"queueAll":true,"maxUsers":3}`, nil, false, http.StatusBadRequest, `unknown setting "maxUsers"`},
+		{"wrong case", `{"QueueAll":true}`, nil, false, http.StatusBadRequest, `unknown setting "QueueAll"`},
+		{"Go field name", `{"TotalActiveUsers":20}`, nil, false, http.StatusBadRequest, `unknown setting "TotalActiveUsers"`},
+		{"bool as string", `{"queueAll":"true"}`, nil, false, http.StatusBadRequest, `"queueAll" must be true or false`},
+		{"bool as number", `{"suspended":1}`, nil, false, http.StatusBadRequest, `"suspended" must be true or false`},
+		{"number as string", `{"totalActiveUsers":"20"}`, nil, false, http.StatusBadRequest, `"totalActiveUsers" must be an integer`},
+		{"fraction", `{"newUsersPerMinute":2.5}`, nil, false, http.StatusBadRequest, `"newUsersPerMinute" must be an integer`},
+		{"too big for int", `{"totalActiveUsers":1e40}`, nil, false, http.StatusBadRequest, `"totalActiveUsers" must be an integer`},
+		{"method as number", `{"queueingMethod":1}`, nil, false, http.StatusBadRequest, `"queueingMethod" must be a string`},
+		{"null", `{"queueAll":null}`, nil, false, http.StatusBadRequest, `"queueAll" must not be null`},
+		{"twice", `{"queueAll":true,"queueAll":false}`, nil, false, http.StatusBadRequest, `"queueAll" appears twice`},
+		{"trailing object", `{"queueAll":true}{"suspended":true}`, nil, false, http.StatusBadRequest, "nothing after it"},
+		{"trailing garbage", `{"queueAll":true} x`, nil, false, http.StatusBadRequest, "malformed JSON"},
+		{"unknown method", `{"queueingMethod":"lifo"}`, nil, false, http.StatusUnprocessableEntity, `"queueingMethod" must be "fifo", "random", "passthrough" or "reject", got "lifo"`},
+		{"method in capitals", `{"queueingMethod":"FIFO"}`, nil, false, http.StatusUnprocessableEntity, `got "FIFO"`},
+		{"empty method", `{"queueingMethod":""}`, nil, false, http.StatusUnprocessableEntity, `got ""`},
+		{"zero", `{"totalActiveUsers":0}`, nil, false, http.StatusUnprocessableEntity, `"totalActiveUsers" must be > 0, got 0`},
+		{"negative", `{"newUsersPerMinute":-5}`, nil, false, http.StatusUnprocessableEntity, `"newUsersPerMinute" must be > 0, got -5`},
+		{"rate above total", `{"newUsersPerMinute":11}`, nil, false, http.StatusUnprocessableEntity, "must not exceed TotalActiveUsers"},
+		{"total below rate", `{"totalActiveUsers":9}`, nil, false, http.StatusUnprocessableEntity, "must not exceed TotalActiveUsers"},
+		{"good and bad", `{"queueAll":true,"suspended":true,"totalActiveUsers":-1}`, nil, false, http.StatusUnprocessableEntity, "must be > 0"},
+		{"good then unknown", `{"queueAll":true,"x":1}`, nil, false, http.StatusBadRequest, `unknown setting "x"`},
+		{"no content type", `{"queueAll":true}`, []string{"Content-Type", ""}, false, http.StatusUnsupportedMediaType, "application/json"},
+		{"form", `queueAll=true`, []string{"Content-Type", "application/x-www-form-urlencoded"}, false, http.StatusUnsupportedMediaType, "application/json"},
+		{"text", `{"queueAll":true}`, []string{"Content-Type", "text/plain"}, false, http.StatusUnsupportedMediaType, "application/json"},
+		{"too large", big, nil, false, http.StatusRequestEntityTooLarge, "larger than 65536 bytes"},
+		{"too large, chunked", big, nil, true, http.StatusRequestEntityTooLarge, "larger than 65536 bytes"},
+		{"cross-site browser request", `{"queueAll":true}`, []string{"Sec-Fetch-Site", "cross-site"}, false, http.StatusForbidden, "cross-origin"},
+		{"other origin", `{"queueAll":true}`, []string{"Origin", "https://attacker.test"}, false, http.StatusForbidden, "cross-origin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
+			f.sync()
+			before := f.room.Stats().Settings
+
+			r := httptest.NewRequest(http.MethodPatch, "http://example.com/settings", strings.NewReader(tc.body))
+			r.Header.Set("Authorization", "Bearer "+adminToken)
+			r.Header.Set("Content-Type", "application/json")
+			for i := 0; i+1 < len(tc.header); i += 2 {
+				if tc.header[i+1] == "" {
+					r.Header.Del(tc.header[i])
+				} else {
+					r.Header.Set(tc.header[i], tc.header[i+1])
+				}
+			}
+			if tc.chunked {
+				r.ContentLength = -1
+				r.Body = io.NopCloser(strings.NewReader(tc.body))
+			}
+			w := httptest.NewRecorder()
+			f.admin.ServeHTTP(w, r)
+
+			assert.Equal(t, tc.code, w.Code, w.Body.String())
+			assert.Equal(t, "no-store", w.Header().Get("Cache-Control"))
+			assert.Contains(t, errorMessage(t, w), tc.msg)
+			assert.Equal(t, before, f.room.Stats().Settings, "nothing changed on this instance")
+			f.sync()
+			assert.Equal(t, before, f.room.Stats().Settings, "nothing changed in the shared state")
+		})
+	}
+}
+
+func TestAdminMethodsAndPaths(t *testing.T) {
+	f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
+	f.sync()
+	for _, tc := range []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{http.MethodGet, "/", http.StatusOK, ""},
+		{http.MethodHead, "/", http.StatusOK, ""},
+		{http.MethodGet, "", http.StatusOK, ""}, // mounted without a trailing slash
+		{http.MethodPost, "/", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodGet, "/status", http.StatusOK, ""},
+		{http.MethodHead, "/status", http.StatusOK, ""},
+		{http.MethodPost, "/status", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodDelete, "/status", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodGet, "/history", http.StatusOK, ""},
+		{http.MethodPut, "/history", http.StatusMethodNotAllowed, "GET, HEAD"},
+		{http.MethodGet, "/settings", http.StatusOK, ""},
+		{http.MethodPost, "/settings", http.StatusMethodNotAllowed, "GET, HEAD, PATCH"},
+		{http.MethodPut, "/settings", http.StatusMethodNotAllowed, "GET, HEAD, PATCH"},
+		{http.MethodOptions, "/settings", http.StatusMethodNotAllowed, "GET, HEAD, PATCH"},
+		{http.MethodGet, "/status/", http.StatusNotFound, ""},
+		{http.MethodGet, "/index.html", http.StatusNotFound, ""},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			r := httptest.NewRequest(tc.method, "http://example.com/", nil)
+			r.URL.Path = tc.path
+			r.Header.Set("Authorization", "Bearer "+adminToken)
+			w := httptest.NewRecorder()
+			f.admin.ServeHTTP(w, r)
+			assert.Equal(t, tc.code, w.Code, w.Body.String())
+			assert.Equal(t, "no-store", w.Header().Get("Cache-Control"))
+			assert.Equal(t, tc.allow, w.Header().Get("Allow"))
+			if tc.code != http.StatusOK {
+				errorMessage(t, w)
+			}
+		})
+	}
+}
+
+func TestAdminMountedUnderPrefix(t *testing.T) {
+	f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
+	f.sync()
+	mux := http.NewServeMux()
+	mux.Handle("/admin/", http.StripPrefix("/admin", f.admin))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	for _, path := range []string{"/admin/", "/admin/status", "/admin/history", "/admin/settings"} {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode, path)
+	}
+}
+
+func TestAdminHistory(t *testing.T) {
+	clk := newAdminClock()
+	f := newAdminFixture(t, clk, memstore.New(), func(c *waitingroom.Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 2, 2
+	})
+
+	h := f.getJSON("/history")
+	assert.Equal(t, []any{}, h["samples"], "no sync, no sample")
+	assert.Equal(t, []any{}, h["admittedPerMinute"])
+	assert.EqualValues(t, 10, h["intervalSeconds"])
+	assert.EqualValues(t, 3600, h["windowSeconds"])
+
+	f.sync() // 15:54:00
+	cookies := make([]string, 5)
+	for i := range cookies {
+		f.visit(&cookies[i]) // 2 admitted, 3 waiting
+	}
+	clk.Add(3 * time.Second)
+	f.sync() // 15:54:03
+	f.getJSON("/status")
+	clk.Add(4 * time.Second)
+	f.sync() // 15:54:07: the same 10 s interval, replaces the sample
+	f.getJSON("/status")
+	clk.Add(5 * time.Second)
+	f.sync() // 15:54:12
+	h = f.getJSON("/history")
+	assert.Equal(t, "2026-05-27T15:54:12Z", h["now"])
+	assert.Equal(t, []any{
+		map[string]any{"t": "2026-05-27T15:54:07Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 8.0},
+		map[string]any{"t": "2026-05-27T15:54:12Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 8.0},
+	}, h["samples"])
+	assert.Equal(t, []any{map[string]any{"minute": "2026-05-27T15:54:00Z", "admitted": 2.0}}, h["admittedPerMinute"])
+
+	// An hour and a half later, one sync and one look every 10 s: the
+	// history keeps one sample per 10 s over the last hour.
+	for range 540 {
+		clk.Add(10 * time.Second)
+		f.sync()
+		f.getJSON("/status")
+	}
+	h = f.getJSON("/history")
+	samples := h["samples"].([]any)
+	assert.Len(t, samples, 361)
+	now := clk.Now()
+	first, err := time.Parse(time.RFC3339, samples[0].(map[string]any)["t"].(string))
+	require.NoError(t, err)
+	last, err := time.Parse(time.RFC3339, samples[len(samples)-1].(map[string]any)["t"].(string))
+	require.NoError(t, err)
+	assert.Equal(t, now.Add(-time.Hour), first)
+	assert.Equal(t, now, last)
+	for _, m := range h["admittedPerMinute"].([]any) {
+		minute, err := time.Parse(time.RFC3339, m.(map[string]any)["minute"].(string))
+		require.NoError(t, err)
+		assert.False(t, minute.Before(now.Add(-time.Hour).Truncate(time.Minute)), minute)
+	}
+}
+
+var externalRef = regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]|<(link|iframe|img|object|embed)\b|\bsrc\s*=|@import|url\(`)
+
+func TestAdminStatusPage(t *testing.T) {
+	clk := newAdminClock()
+	f := newAdminFixture(t, clk, memstore.New(), func(c *waitingroom.Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 7, 3
+	})
+	f.sync()
+	cookies := make([]string, 5)
+	for i := range cookies {
+		f.visit(&cookies[i]) // 3 admitted, 2 waiting
+	}
+	clk.Add(30 * time.Second)
+	f.sync()
+	stats := f.room.Stats()
+	require.Equal(t, 3, stats.Active)
+	require.Equal(t, 2, stats.Waiting)
+
+	w := f.do(http.MethodGet, "/", "")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
+	body := w.Body.String()
+
+	for _, want := range []string{
+		"<!DOCTYPE html>",
+		`<span id="room">launch</span>`,
+		`id="status" class="badge queueing">queueing<`,
+		`id="queueingMethod">fifo<`,
+		`<span id="active">3</span>`,
+		`<span id="totalActiveUsers">7</span>`,
+		`<dd id="waiting">2</dd>`,
+		`<span id="admittedThisMinute">3</span>`,
+		`<span id="newUsersPerMinute">3</span>`,
+		`<dd id="outflowPerMinute">6.0</dd>`,
+		`<dd id="estimatedWait">` + stats.Estimate.Formatted() + `</dd>`,
+		`<dd id="instances">1</dd>`,
+		`<span id="lastSync">2026-05-27T15:54:30Z</span>`,
+		`id="chart"`,
+		`get('history')`,
+	} {
+		assert.Contains(t, body, want)
+	}
+
+	// Self-contained: no external URL, no fetched asset.
+	assert.NotContains(t, body, "http://")
+	assert.NotContains(t, body, "https://")
+	assert.Empty(t, externalRef.FindAllString(body, -1))
+
+	// The inline script and style run under a per-response nonce, and
+	// nothing else does.
+	csp := w.Header().Get("Content-Security-Policy")
+	nonce := regexp.MustCompile(`script-src 'nonce-([A-Za-z0-9+/]+)'`).FindStringSubmatch(csp)
+	require.Len(t, nonce, 2, csp)
+	assert.Contains(t, csp, "default-src 'none'")
+	assert.Contains(t, csp, "connect-src 'self'")
+	assert.Contains(t, csp, "frame-ancestors 'none'")
+	assert.Equal(t, 1, strings.Count(body, `<script nonce="`+nonce[1]+`">`))
+	assert.Equal(t, 1, strings.Count(body, "<script"))
+	assert.Equal(t, 1, strings.Count(body, `<style nonce="`+nonce[1]+`">`))
+	again := f.do(http.MethodGet, "/", "")
+	assert.NotEqual(t, csp, again.Header().Get("Content-Security-Policy"), "a fresh nonce per response")
+}
+
+func TestAdminStatusPageUnknownWait(t *testing.T) {
+	f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
+	w := f.do(http.MethodGet, "/", "")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Contains(t, w.Body.String(), `<dd id="estimatedWait">unknown</dd>`)
+	assert.Contains(t, w.Body.String(), `<span id="lastSync">never</span>`)
+	assert.Contains(t, w.Body.String(), `class="badge not_queueing">not_queueing<`)
+}
+
+// TestAdminChangeReachesOtherInstances changes the settings through one
+// instance's admin API and sees another instance, on the same store, follow
+// at its next sync.
+func TestAdminChangeReachesOtherInstances(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) store.Store
+	}{
+		{"memstore", func(*testing.T) store.Store { return memstore.New() }},
+		{"redisstore", adminRedisStore},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := tc.store(t)
+			clk := newAdminClock()
+			a := newAdminFixture(t, clk, st, nil)
+			b := newAdminFixture(t, clk, st, nil)
+			// Two rounds, so that each instance holds a share of the slots.
+			a.sync()
+			b.sync()
+			a.sync()
+			b.sync()
+			before := b.settings()
+			require.Equal(t, waitingroom.Settings{QueueingMethod: waitingroom.FIFO, TotalActiveUsers: 10, NewUsersPerMinute: 10}, before)
+			assert.EqualValues(t, 2, a.getJSON("/status")["instances"])
+
+			w := a.do(http.MethodPatch, "/settings", `{"queueingMethod":"random","totalActiveUsers":40,"newUsersPerMinute":25,"queueAll":true}`)
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			want := waitingroom.Settings{QueueingMethod: waitingroom.Random, TotalActiveUsers: 40, NewUsersPerMinute: 25, QueueAll: true}
+			assert.Equal(t, want, a.settings(), "the instance that made the change follows at once")
+			assert.Equal(t, before, b.settings(), "the other one at its next sync")
+			var c string
+			assert.True(t, b.visit(&c), "b does not queue everyone yet")
+
+			clk.Add(time.Second)
+			b.sync()
+			assert.Equal(t, want, b.settings())
+			m := b.getJSON("/status")
+			assert.Equal(t, "queueing", m["status"])
+			assert.Equal(t, map[string]any{
+				"queueingMethod": "random", "totalActiveUsers": 40.0, "newUsersPerMinute": 25.0,
+				"queueAll": true, "suspended": false,
+			}, m["settings"])
+			c = ""
+			assert.False(t, b.visit(&c), "b queues everyone now")
+
+			// And back, through b.
+			w = b.do(http.MethodPatch, "/settings", `{"queueAll":false,"suspended":true}`)
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			clk.Add(time.Second)
+			a.sync()
+			assert.Equal(t, "suspended", a.getJSON("/status")["status"])
+		})
+	}
+}
+
+// adminRedisStore returns a redisstore on the Redis at
+// WAITINGROOM_REDIS_URL (default 127.0.0.1:6379) under a key prefix of the
+// test's own, removed at cleanup; it skips (fails in CI) without Redis.
+func adminRedisStore(t *testing.T) store.Store {
+	opts, err := redis.ParseURL(servicetest.URL("WAITINGROOM_REDIS_URL", "redis://127.0.0.1:6379/0"))
+	require.NoError(t, err)
+	client := redis.NewClient(opts)
+	if err := client.Ping(context.Background()).Err(); err != nil {
+		_ = client.Close()
+		servicetest.Unavailable(t, "Redis", err)
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	prefix := "wrtest:" + hex.EncodeToString(b[:]) + ":"
+	st := redisstore.New(client, redisstore.Options{KeyPrefix: prefix})
+	t.Cleanup(func() {
+		_ = st.Close()
+		ctx := context.Background()
+		iter := client.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			assert.NoError(t, client.Del(ctx, iter.Val()).Err())
+		}
+		assert.NoError(t, iter.Err())
+		_ = client.Close()
+	})
+	return st
+}
+
+func TestAdminScheduledEvent(t *testing.T) {
+	clk := newAdminClock() // 15:54
+	f := newAdminFixture(t, clk, memstore.New(), nil)
+	at := func(hm string) time.Time {
+		tm, err := time.Parse("2006-01-02 15:04", "2026-05-27 "+hm)
+		require.NoError(t, err)
+		return tm
+	}
+	require.NoError(t, f.room.Update(context.Background(), func(s *waitingroom.Settings) {
+		s.Events = []waitingroom.Event{{
+			Name:              "drop",
+			PrequeueStart:     at("16:00"),
+			Start:             at("16:10"),
+			End:               at("17:00"),
+			TotalActiveUsers:  20,
+			NewUsersPerMinute: 5,
+		}}
+	}))
+	f.sync()
+	event := func(inProgress, prequeueing bool) map[string]any {
+		return map[string]any{
+			"name": "drop", "prequeueStart": "2026-05-27T16:00:00Z", "start": "2026-05-27T16:10:00Z", "end": "2026-05-27T17:00:00Z",
+			"inProgress": inProgress, "prequeueing": prequeueing, "shuffleAtStart": false,
+			"totalActiveUsers": 20.0, "newUsersPerMinute": 5.0,
+		}
+	}
+
+	m := f.getJSON("/status")
+	assert.Equal(t, "not_queueing", m["status"])
+	assert.Equal(t, event(false, false), m["nextEvent"])
+
+	// A change through the admin API leaves the events alone.
+	w := f.do(http.MethodPatch, "/settings", `{"totalActiveUsers":12}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Len(t, f.room.Stats().Settings.Events, 1)
+
+	for _, step := range []struct {
+		at     time.Duration // since 15:54
+		status string
+		event  any
+	}{
+		{6*time.Minute + 30*time.Second, "event_prequeueing", event(true, true)},
+		{16*time.Minute + 30*time.Second, "not_queueing", event(true, false)},
+		{66*time.Minute + 30*time.Second, "not_queueing", nil},
+	} {
+		clk.Add(at("15:54").Add(step.at).Sub(clk.Now()))
+		f.sync()
+		m := f.getJSON("/status")
+		assert.Equal(t, step.status, m["status"], clk.Now())
+		assert.Equal(t, step.event, m["nextEvent"], clk.Now())
+	}
+}
+
+func TestStatsStatus(t *testing.T) {
+	room := waitingroom.Settings{QueueingMethod: waitingroom.FIFO, TotalActiveUsers: 10, NewUsersPerMinute: 5}
+	event := room
+	event.TotalActiveUsers, event.NewUsersPerMinute = 100, 50
+	with := func(s waitingroom.Settings, f func(*waitingroom.Settings)) waitingroom.Settings { f(&s); return s }
+	for _, tc := range []struct {
+		name     string
+		inForce  waitingroom.Settings
+		prequeue bool
+		active   int
+		waiting  int
+		want     waitingroom.RoomStatus
+	}{
+		{"open", room, false, 0, 0, waitingroom.StatusNotQueueing},
+		{"minute used up", room, false, 0, 0, waitingroom.StatusQueueing},
+		{"full", room, false, 10, 0, waitingroom.StatusQueueing},
+		{"someone waits", room, false, 0, 1, waitingroom.StatusQueueing},
+		{"random, someone waits", with(room, func(s *waitingroom.Settings) { s.QueueingMethod = waitingroom.Random }), false, 0, 3, waitingroom.StatusQueueing},
+		{"pre-queue", room, true, 0, 0, waitingroom.StatusEventPrequeueing},
+		{"pre-queue, passthrough", with(room, func(s *waitingroom.Settings) { s.QueueingMethod = waitingroom.Passthrough }), true, 0, 0, waitingroom.StatusEventPrequeueing},
+		{"pre-queue, reject", with(room, func(s *waitingroom.Settings) { s.QueueingMethod = waitingroom.Reject }), true, 0, 0, waitingroom.StatusQueueing},
+		{"during, the event's limits", event, false, 10, 0, waitingroom.StatusNotQueueing},
+		{"during, full", event, false, 100, 0, waitingroom.StatusQueueing},
+		{"queue all", with(room, func(s *waitingroom.Settings) { s.QueueAll = true }), false, 0, 0, waitingroom.StatusQueueing},
+		{"passthrough", with(room, func(s *waitingroom.Settings) { s.QueueingMethod = waitingroom.Passthrough }), false, 50, 0, waitingroom.StatusNotQueueing},
+		{"suspended", with(room, func(s *waitingroom.Settings) { s.Suspended = true }), true, 50, 0, waitingroom.StatusSuspended},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := waitingroom.Stats{Settings: room, InForce: tc.inForce, Prequeueing: tc.prequeue, Active: tc.active, Waiting: tc.waiting}
+			if tc.name == "minute used up" {
+				s.AdmittedThisMinute = 5
+			}
+			assert.Equal(t, tc.want, s.Status())
+		})
+	}
+}

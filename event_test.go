@@ -1,0 +1,221 @@
+package waitingroom
+
+import (
+	"context"
+	"math"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestEventValidation(t *testing.T) {
+	t0 := newClock().Now().Add(time.Hour)
+	ok := Event{Name: "drop", Start: t0, End: t0.Add(time.Hour)}
+	yes := true
+	for _, tc := range []struct {
+		name   string
+		events []Event
+		want   string
+	}{
+		{"no name", []Event{{Start: t0, End: t0.Add(time.Hour)}}, "name is required"},
+		{"no end", []Event{{Name: "a", Start: t0}}, "needs Start and End"},
+		{"ends before start", []Event{{Name: "a", Start: t0, End: t0.Add(-time.Hour)}}, "ends before it starts"},
+		{"not whole minute", []Event{{Name: "a", Start: t0.Add(time.Second), End: t0.Add(time.Hour)}}, "whole minutes"},
+		{"prequeue after start", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), PrequeueStart: t0.Add(time.Minute)}}, "before Start"},
+		{"shuffle without prequeue", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), ShuffleAtStart: true}}, "needs a pre-queue"},
+		{"one limit", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), TotalActiveUsers: 5}}, "together"},
+		{"limits inverted", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), TotalActiveUsers: 5, NewUsersPerMinute: 6}}, "NewUsersPerMinute ≤"},
+		{"session", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), SessionDuration: time.Hour}}, "SessionDuration"},
+		{"method", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), QueueingMethod: "lifo"}}, "QueueingMethod"},
+		{"template", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), Template: "{{#x}}"}}, "Template"},
+		{"overlap", []Event{ok, {Name: "b", Start: t0.Add(30 * time.Minute), End: t0.Add(2 * time.Hour)}}, "overlap"},
+		{"prequeue overlaps", []Event{ok, {Name: "b", Start: t0.Add(2 * time.Hour), End: t0.Add(3 * time.Hour), PrequeueStart: t0.Add(50 * time.Minute)}}, "overlap"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig(newClock())
+			cfg.Events = tc.events
+			_, err := New(cfg, newMemStore())
+			require.ErrorIs(t, err, ErrInvalidConfig)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	t.Run("valid, unsorted", func(t *testing.T) {
+		cfg := baseConfig(newClock())
+		later := Event{Name: "later", Start: t0.Add(3 * time.Hour), End: t0.Add(4 * time.Hour), DisableSessionRenewal: &yes,
+			PrequeueStart: t0.Add(2 * time.Hour), ShuffleAtStart: true, TotalActiveUsers: 5, NewUsersPerMinute: 5, Template: "<p>{{waitTime}}</p>"}
+		cfg.Events = []Event{later, ok}
+		rm, err := New(cfg, newMemStore())
+		require.NoError(t, err)
+		defer rm.Close()
+		assert.Equal(t, "drop", rm.Stats().Settings.Events[0].Name, "events are kept sorted")
+		assert.Equal(t, "later", cfg.Events[0].Name, "the caller's slice is untouched")
+	})
+	t.Run("update refuses overlap", func(t *testing.T) {
+		tr := newTestRoom(t, func(c *Config) { c.Events = []Event{ok} })
+		err := tr.Update(context.Background(), func(s *Settings) {
+			s.Events = append(s.Events, Event{Name: "b", Start: t0, End: t0.Add(time.Minute)})
+		})
+		assert.ErrorIs(t, err, ErrInvalidConfig)
+		assert.Len(t, tr.Stats().Settings.Events, 1)
+	})
+}
+
+func TestEventPhases(t *testing.T) {
+	clk := newClock()
+	start := clk.Now().Add(10 * time.Minute)
+	ev := Event{Name: "drop", PrequeueStart: start.Add(-5 * time.Minute), Start: start, End: start.Add(10 * time.Minute),
+		TotalActiveUsers: 2, NewUsersPerMinute: 2, QueueingMethod: Random, Template: "<p>event {{queueingMethod}}</p>"}
+	tr := newTestRoomOn(t, clk, newMemStore(), func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 100, 100
+		c.Events = []Event{ev}
+	})
+	early := &visitor{}
+	require.True(t, admitted(tr.get(early, "")), "before the pre-queue the room is open")
+
+	for range 6 { // the early visitor stays active into the pre-queue
+		clk.Add(time.Minute)
+		tr.get(early, "")
+	}
+	tr.sync()
+	w := tr.get(&visitor{}, "")
+	assert.True(t, isWaiting(w), "during the pre-queue every new visitor waits")
+	assert.Contains(t, w.Body.String(), "event random", "the event's template and method apply")
+	assert.True(t, admitted(tr.get(early, "")), "admitted visitors keep their session")
+	d, err := tr.Check((&visitor{}).request(http.MethodGet, ""))
+	require.NoError(t, err)
+	assert.False(t, d.Estimate.Known)
+
+	for range 4 { // started: the event's limits
+		clk.Add(time.Minute)
+		tr.get(early, "")
+	}
+	tr.sync()
+	n := 0
+	for range 10 {
+		if admitted(tr.get(&visitor{}, "")) {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, "the event's limits: 2 active at most, one of them the early visitor")
+
+	clk.Add(10 * time.Minute) // ended: the room's own settings again
+	tr.sync()
+	w = tr.get(&visitor{}, "")
+	assert.True(t, admitted(w))
+}
+
+// TestShuffleAtStart runs many seeded pre-queues and checks that the
+// admission order at the start does not depend on arrival order
+// (chi-square over arrival quartile × admission quartile), that nobody is
+// lost or let in twice, and that later arrivals come after the pre-queued
+// visitors: only once every pre-queued visitor has a slot reserved, so
+// none gets in more than a refresh interval after a later arrival.
+func TestShuffleAtStart(t *testing.T) {
+	const (
+		runs     = 40
+		prequeue = 20 // visitors who join during the pre-queue, in arrival order
+		after    = 6  // visitors who arrive after the start
+	)
+	var table [4][4]float64
+	for run := range runs {
+		order, at := shuffleRun(t, uint64(run), prequeue, after)
+		require.Len(t, order, prequeue+after, "everyone got in exactly once")
+		seen := map[int]bool{}
+		firstLater, lastPre := time.Time{}, time.Time{}
+		rank := 0
+		for i, id := range order {
+			require.False(t, seen[id], "visitor %d admitted twice", id)
+			seen[id] = true
+			if id >= prequeue {
+				if firstLater.IsZero() {
+					firstLater = at[i]
+				}
+				continue
+			}
+			lastPre = at[i]
+			table[id*4/prequeue][rank*4/prequeue]++
+			rank++
+		}
+		assert.LessOrEqual(t, lastPre.Sub(firstLater), 22*time.Second, "run %d: a pre-queued visitor got in long after a later arrival", run)
+	}
+	// Chi-square test of independence, 9 degrees of freedom.
+	var rows, cols [4]float64
+	total := 0.0
+	for i := range 4 {
+		for j := range 4 {
+			rows[i] += table[i][j]
+			cols[j] += table[i][j]
+			total += table[i][j]
+		}
+	}
+	chi := 0.0
+	for i := range 4 {
+		for j := range 4 {
+			e := rows[i] * cols[j] / total
+			chi += (table[i][j] - e) * (table[i][j] - e) / e
+		}
+	}
+	const critical1pct = 21.666 // chi-square, 9 dof, p = 0.01
+	assert.Less(t, chi, critical1pct, "admission order depends on arrival order: %v", table)
+	t.Logf("chi-square %.2f (9 dof; 1%% critical %.2f)", chi, critical1pct)
+	assert.False(t, math.IsNaN(chi))
+}
+
+// shuffleRun pre-queues visitors over five minutes, starts the event and
+// returns the visitors' ids in the order they got in.
+func shuffleRun(t *testing.T, seed uint64, prequeue, after int) (order []int, at []time.Time) {
+	clk := newClock()
+	start := clk.Now().Add(6 * time.Minute)
+	rng := mrand.New(mrand.NewPCG(seed, 99))
+	tr := newTestRoomOn(t, clk, newMemStore(), func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 4
+		c.Random = rng.Float64
+		c.Events = []Event{{Name: "drop", PrequeueStart: clk.Now().Add(time.Minute), Start: start, End: start.Add(time.Hour), ShuffleAtStart: true}}
+	})
+	type sv struct {
+		req  *http.Request
+		next time.Time
+		in   bool
+	}
+	var vs []*sv
+	arrive := func(at time.Time) {
+		vs = append(vs, &sv{req: &http.Request{Method: "GET", URL: &url.URL{Path: "/"}, Header: http.Header{}}, next: at})
+	}
+	for i := range prequeue {
+		arrive(clk.Now().Add(time.Minute + time.Duration(i)*5*time.Minute/time.Duration(prequeue) + time.Duration(rng.IntN(1000))*time.Millisecond))
+	}
+	for i := range after {
+		arrive(start.Add(time.Duration(i)*10*time.Second + time.Second))
+	}
+	for now := clk.Now(); now.Before(start.Add(20 * time.Minute)); now = now.Add(time.Second) {
+		clk.mu.Lock()
+		clk.t = now
+		clk.mu.Unlock()
+		require.NoError(t, tr.Sync(context.Background()))
+		// Requests due in the same second arrive in no particular order.
+		for _, id := range rng.Perm(len(vs)) {
+			v := vs[id]
+			if v.in || now.Before(v.next) {
+				continue
+			}
+			d, err := tr.Check(v.req)
+			require.NoError(t, err)
+			if d.cookie != "" {
+				v.req.Header.Set("Cookie", tr.cookieName+"="+d.cookie)
+			}
+			if d.Outcome == Admitted {
+				v.in = true
+				order = append(order, id)
+				at = append(at, now)
+				continue
+			}
+			v.next = now.Add(d.RefreshAfter).Add(time.Second - 1).Truncate(time.Second)
+		}
+	}
+	return order, at
+}

@@ -1,0 +1,85 @@
+package waitingroom
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+)
+
+// flaky is a store that fails while down is set.
+type flaky struct {
+	store.Store
+	down atomic.Bool
+}
+
+var errDown = errors.New("connection refused")
+
+func (f *flaky) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	if f.down.Load() {
+		return errDown
+	}
+	return f.Store.Update(ctx, room, fn)
+}
+
+func TestStoreOutage(t *testing.T) {
+	for _, policy := range []StoreErrorPolicy{FailClosed, FailOpen} {
+		t.Run(policyEffect(policy)[:9], func(t *testing.T) {
+			var logs bytes.Buffer
+			st := &flaky{Store: memstore.New()}
+			tr := newTestRoomOn(t, newClock(), st, func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = 3, 3
+				c.OnStoreError = policy
+				c.RefreshJitter = -1
+				c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			})
+			in := &visitor{}
+			require.True(t, admitted(tr.get(in, "")))
+			waiting := &visitor{}
+			require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.QueueAll = true }))
+			require.True(t, isWaiting(tr.get(waiting, "")))
+			require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.QueueAll = false }))
+			before, _ := tr.readCookie(waiting.request(http.MethodGet, ""))
+
+			st.down.Store(true)
+			for i := range 30 {
+				tr.clk.Add(time.Second)
+				assert.Error(t, tr.Sync(context.Background()))
+				for _, v := range []*visitor{in, waiting, {}} {
+					w := tr.get(v, "")
+					assert.Less(t, w.Code, 500, "no 5xx during an outage (request %d)", i)
+				}
+				assert.True(t, admitted(tr.get(in, "")), "admitted visitors keep passing")
+				newcomer := tr.get(&visitor{}, "")
+				if policy == FailClosed {
+					assert.True(t, isWaiting(newcomer), "nobody new gets in without a grant")
+				} else {
+					assert.True(t, admitted(newcomer))
+					assert.Empty(t, newcomer.Result().Cookies(), "fail-open passes visitors uncounted")
+				}
+			}
+			assert.Equal(t, 1, strings.Count(logs.String(), "store unreachable"), "one log line per outage")
+			assert.Equal(t, uint64(30), tr.Counters().SyncErrors)
+
+			st.down.Store(false)
+			tr.clk.Add(25 * time.Second)
+			tr.sync()
+			assert.Equal(t, 1, strings.Count(logs.String(), "store reachable again"))
+			after, ok := tr.readCookie(waiting.request(http.MethodGet, ""))
+			require.True(t, ok)
+			assert.Equal(t, before.bucket, after.bucket, "the waiting visitor kept their place")
+			assert.True(t, admitted(tr.get(waiting, "")), "after recovery the room admits again")
+		})
+	}
+}
