@@ -173,7 +173,9 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 //	PATCH /settings  change them: a JSON object (Content-Type
 //	                 application/json, at most 64 KiB) with any of
 //	                 queueingMethod, totalActiveUsers, newUsersPerMinute,
-//	                 queueAll, suspended; the answer is the new Settings.
+//	                 queueAll, suspended, events (the whole list, which
+//	                 replaces the current one); the answer is the new
+//	                 Settings.
 //	                 Every instance follows at its next sync (Room.Update).
 //
 // Every response has Cache-Control: no-store. A request auth refuses gets
@@ -501,9 +503,13 @@ type settingsPatch struct {
 	newUsersPerMinute *int
 	queueAll          *bool
 	suspended         *bool
+	events            *[]Event // replaces all events when set
 }
 
 func (p *settingsPatch) apply(s *Settings) {
+	if p.events != nil {
+		s.Events = slices.Clone(*p.events)
+	}
 	if p.queueingMethod != nil {
 		s.QueueingMethod = *p.queueingMethod
 	}
@@ -598,8 +604,18 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 			} else {
 				p.suspended = &b
 			}
+		case "events":
+			// The whole list: to add, change or remove an event, send the
+			// list as it should be (GET /settings gives the current one).
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			var evs []Event
+			if err := dec.Decode(&evs); err != nil {
+				return nil, fmt.Errorf("waitingroom: setting %q must be a list of events: %w", key, err)
+			}
+			p.events = &evs
 		default:
-			return nil, fmt.Errorf("waitingroom: unknown setting %q; the settings are queueingMethod, totalActiveUsers, newUsersPerMinute, queueAll and suspended", key)
+			return nil, fmt.Errorf("waitingroom: unknown setting %q; the settings are queueingMethod, totalActiveUsers, newUsersPerMinute, queueAll, suspended and events", key)
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing '}'

@@ -817,3 +817,31 @@ func TestStatsStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestAdminPatchEvents(t *testing.T) {
+	f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
+	ev := `{"name":"drop","start":"2026-05-27T17:00:00Z","end":"2026-05-27T18:00:00Z","prequeueStart":"2026-05-27T16:50:00Z","shuffleAtStart":true,"totalActiveUsers":50,"newUsersPerMinute":10}`
+	w := f.do(http.MethodPatch, "/settings", `{"events":[`+ev+`]}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	evs := f.room.Stats().Settings.Events
+	require.Len(t, evs, 1)
+	assert.Equal(t, "drop", evs[0].Name)
+	assert.True(t, evs[0].ShuffleAtStart)
+	assert.Equal(t, 10, evs[0].NewUsersPerMinute)
+
+	for name, body := range map[string]string{
+		"not a list":       `{"events":{"name":"x"}}`,
+		"unknown field":    `{"events":[{"name":"x","colour":"red"}]}`,
+		"overlap":          `{"events":[` + ev + `,{"name":"b","start":"2026-05-27T17:30:00Z","end":"2026-05-27T19:00:00Z"}]}`,
+		"not whole minute": `{"events":[{"name":"x","start":"2026-05-27T17:00:30Z","end":"2026-05-27T18:00:00Z"}]}`,
+	} {
+		w := f.do(http.MethodPatch, "/settings", body)
+		assert.GreaterOrEqual(t, w.Code, 400, name)
+		assert.Less(t, w.Code, 500, name)
+		assert.Contains(t, w.Body.String(), "error", name)
+		assert.Len(t, f.room.Stats().Settings.Events, 1, "%s: nothing changed", name)
+	}
+	w = f.do(http.MethodPatch, "/settings", `{"events":[]}`)
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Empty(t, f.room.Stats().Settings.Events, "an empty list removes the events")
+}

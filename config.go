@@ -17,7 +17,8 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by every error New returns for a Config that
-// cannot work, and by Room.Update for invalid Settings.
+// cannot work, by Room.Update for invalid Settings, and by BearerToken and
+// AdminHandler for an unusable authenticator.
 var ErrInvalidConfig = errors.New("invalid config")
 
 // QueueingMethod selects how waiting visitors are let in.
