@@ -119,11 +119,12 @@ func (g grant) total() int64 {
 // visitor takes from their own bucket first, then from the newest entries
 // down to their own: an older visitor may take a newer visitor's slot,
 // never the other way round.
-func (g grant) take(b int64, fresh bool) bool {
+// It reports the bucket of the entry it took from.
+func (g grant) take(b int64, fresh bool) (int64, bool) {
 	if !fresh {
 		if i, ok := slices.BinarySearchFunc(g, b, func(e grantEntry, b int64) int { return cmp.Compare(e.bucket, b) }); ok && g[i].n > 0 {
 			g[i].n--
-			return true
+			return g[i].bucket, true
 		}
 	}
 	for i := len(g) - 1; i >= 0 && g[i].bucket >= b; i-- {
@@ -132,10 +133,45 @@ func (g grant) take(b int64, fresh bool) bool {
 		}
 		if g[i].n > 0 {
 			g[i].n--
-			return true
+			return g[i].bucket, true
 		}
 	}
-	return false
+	return 0, false
+}
+
+// keep returns what of g to keep using while a sync is in flight: up to n
+// admissions, from the newest entries (fresh arrivals first). g itself is
+// left as it was.
+func (g grant) keep(n int64) grant {
+	var k grant
+	for i := len(g) - 1; i >= 0 && n > 0; i-- {
+		if m := min(n, g[i].n); m > 0 {
+			k = append(k, grantEntry{bucket: g[i].bucket, n: m})
+			n -= m
+		}
+	}
+	slices.Reverse(k)
+	return k
+}
+
+// charge takes from g the admissions made from entries of the given
+// buckets while g was being carved: from the same entry where it can, else
+// from the newest ones.
+func (g grant) charge(used map[int64]int64) {
+	var rest int64
+	for b, n := range used {
+		if i, ok := slices.BinarySearchFunc(g, b, func(e grantEntry, b int64) int { return cmp.Compare(e.bucket, b) }); ok {
+			k := min(n, g[i].n)
+			g[i].n -= k
+			n -= k
+		}
+		rest += n
+	}
+	for i := len(g) - 1; i >= 0 && rest > 0; i-- {
+		k := min(rest, g[i].n)
+		g[i].n -= k
+		rest -= k
+	}
 }
 
 // syncParams is everything a sync needs besides the state and the delta.
@@ -148,6 +184,9 @@ type syncParams struct {
 	waitWindow   int64    // ms a queued visitor stays counted after a check-in
 	syncInterval int64    // ms
 	instanceTTL  int64    // ms after which a silent instance loses its share
+	// held is what the instance kept of its grant to use while this sync
+	// is in flight.
+	held int64
 	// dueWindow is how long, in ms, after a check-in a waiting visitor
 	// holds a FIFO reservation: one longest refresh interval and a margin.
 	// A visitor who misses a refresh still counts as waiting (waitWindow)
@@ -275,11 +314,15 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	me := &st.Instances[self]
 	me.Traffic = (1-trafficWeight)*me.Traffic + trafficWeight*float64(d.attempts)
 	me.Seen = now
-	me.Grant = 0
-	var outstanding int64
+	// What this instance kept of its previous grant to use while this sync
+	// is in flight stays on the books; the rest returns to the pool.
+	held := p.held
+	var others int64
 	var traffic float64
 	for _, in := range st.Instances {
-		outstanding += max(in.Grant, 0)
+		if in.ID != p.id {
+			others += max(in.Grant, 0)
+		}
 		traffic += max(in.Traffic, 0)
 	}
 	v.instances = len(st.Instances)
@@ -291,18 +334,22 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 		share = max(max(me.Traffic, 0)/traffic, fair/2)
 	}
 
+	me.Grant = held
 	if now < st.Grace {
 		return nil, v
 	}
-	g := carve(p, v, reserveBuckets(v.buckets, &p.policy), share, outstanding)
-	me.Grant = g.total()
+	g := carve(p, v, reserveBuckets(v.buckets, &p.policy), share, others, held)
+	if g != nil {
+		me.Grant = g.total()
+	}
 	return g, v
 }
 
 // carve sizes this instance's grant: its share of the free slots, never
-// more than what the other instances' outstanding grants leave, and lays it
-// out over the buckets.
-func carve(p syncParams, v *view, buckets []bucketCount, share float64, outstanding int64) grant {
+// more than what the other instances' grants leave, and lays it out over
+// the buckets. The grant includes what the instance still holds (held),
+// which is never taken back; a nil grant leaves the holding as it is.
+func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, held int64) grant {
 	s := p.policy
 	if s.Suspended || s.QueueAll || s.prequeue || s.QueueingMethod == Reject || s.QueueingMethod == Passthrough {
 		return nil
@@ -318,12 +365,12 @@ func carve(p syncParams, v *view, buckets []bucketCount, share float64, outstand
 		target = min(target, int64(math.Ceil(float64(s.NewUsersPerMinute)*into)))
 	}
 	free := max(0, min(int64(s.TotalActiveUsers)-v.active, target-v.admittedThisMinute))
-	left := max(0, min(int64(s.TotalActiveUsers)-v.active, target-v.admittedThisMinute)-outstanding)
-	n := max(0, min(left, int64(math.Ceil(float64(free)*share))))
+	extra := min(max(0, free-others-held), max(0, int64(math.Ceil(float64(free)*share))-held))
+	n := held + extra
+	if n == 0 {
+		return grant{}
+	}
 	if s.QueueingMethod == Random {
-		if n == 0 {
-			return nil
-		}
 		return grant{{bucket: anyBucket, n: n}}
 	}
 	// FIFO: reserve for the oldest buckets first; fresh arrivals get what
@@ -331,8 +378,7 @@ func carve(p syncParams, v *view, buckets []bucketCount, share float64, outstand
 	// reserves for the whole of an older bucket, not for its traffic share
 	// of it: whichever instance an older visitor reaches, no newer visitor
 	// gets in before them. What goes unused returns at the next sync.
-	//
-	var g grant
+	g := grant{}
 	for _, b := range buckets {
 		if r := min(n, b.due); r > 0 {
 			g = append(g, grantEntry{bucket: b.bucket, n: r})

@@ -27,10 +27,17 @@ func (rm *Room) Sync(ctx context.Context) error {
 	rm.syncMu.Lock()
 	defer rm.syncMu.Unlock()
 
+	// A little of the grant stays in use while the sync is in flight, so
+	// that visitors arriving meanwhile are not turned away for nothing:
+	// about a tenth of what the last interval saw, at least one. What is
+	// taken from it is charged to the grant the sync brings back; the
+	// rest returns to the pool.
 	rm.mu.Lock()
 	d := rm.pending
 	rm.pending = newDelta()
-	rm.grant = nil // what is left of it returns to the pool with this sync
+	rm.grant = rm.grant.keep(1 + d.attempts/10)
+	held := rm.grant.total()
+	rm.inflight = map[int64]int64{}
 	rm.mu.Unlock()
 
 	started := time.Now()
@@ -42,6 +49,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		waitWindow:   rm.waitWindow,
 		syncInterval: max(rm.cfg.SyncInterval, 0).Milliseconds(),
 		instanceTTL:  rm.instanceTTL(),
+		held:         held,
 		dueWindow:    rm.waitWindow/2 + dueMargin,
 	}
 	var (
@@ -88,6 +96,9 @@ func (rm *Room) Sync(ctx context.Context) error {
 		rm.counters.syncErrors.Add(1)
 		rm.mu.Lock()
 		rm.pending.add(d)
+		// Without a sync the store may soon give this instance's share to
+		// others: nobody new is let in until the store answers again.
+		rm.grant, rm.inflight = nil, nil
 		rm.mu.Unlock()
 		if !rm.outage {
 			rm.outage = true
@@ -110,7 +121,11 @@ func (rm *Room) Sync(ctx context.Context) error {
 	rm.mine.prune(p.now, p.session, rm.waitWindow)
 	rm.epoch = epoch
 	rm.mu.Lock()
-	rm.grant = g
+	if g != nil {
+		g.charge(rm.inflight)
+		rm.grant = g
+	} // else nothing new was granted: what is left of the grant stays held
+	rm.inflight = nil
 	rm.mu.Unlock()
 	v.settingsVersion = settingsVersion
 	old := rm.view.Load()

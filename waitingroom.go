@@ -46,6 +46,10 @@ type Room struct {
 	mu      sync.Mutex
 	grant   grant
 	pending *delta
+	// inflight counts, by grant entry, the admissions taken while a sync
+	// is in flight; they are charged to the grant the sync brings. nil
+	// when no sync is in flight.
+	inflight map[int64]int64
 
 	offset atomic.Int64 // ms to add to Config.Now to follow the shared clock
 
@@ -282,7 +286,15 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 
 	rm.mu.Lock()
 	rm.pending.attempts++
-	admit := !closed && (pol.QueueingMethod == Passthrough || rm.grant.take(pol.bucket(c.bucket), fresh))
+	admit := !closed && pol.QueueingMethod == Passthrough
+	if !closed && !admit {
+		var from int64
+		if from, admit = rm.grant.take(pol.bucket(c.bucket), fresh); admit {
+			if rm.inflight != nil {
+				rm.inflight[from]++
+			}
+		}
+	}
 	if !fresh {
 		if old := slotOf(c.lastCheckIn); slotCounted(old, now, rm.waitWindow) {
 			rm.pending.waiting[cellKey{c.bucket, old}]--

@@ -305,7 +305,28 @@ func (s *Store) CreateSchema(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	if _, err := s.db.ExecContext(ctx, s.q.schema); err != nil {
+	if s.dialect != Postgres {
+		if _, err := s.db.ExecContext(ctx, s.q.schema); err != nil {
+			return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, err)
+		}
+		return nil
+	}
+	// PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against itself:
+	// two at once can both miss the table and one fails on the catalog's
+	// unique index. A transaction-scoped advisory lock on the table's name
+	// lets one process create it while the others wait.
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "waitingroom/sqlstore:"+s.table); err != nil {
+		return fmt.Errorf("waitingroom/sqlstore: create table %s: lock: %w", s.table, err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q.schema); err != nil {
+		return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, err)
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -515,4 +516,24 @@ func TestSQLiteWithoutBusyTimeout(t *testing.T) {
 	e := setup(t, backends[2])
 	e.dsn = strings.Replace(e.dsn, "busy_timeout(10000)", "busy_timeout(0)", 1)
 	storetest.Run(t, func(tb testing.TB) store.Store { return e.store(tb) })
+}
+
+// TestCreateSchemaConcurrent starts many processes' worth of CreateSchema at
+// once against a missing table: every one succeeds.
+func TestCreateSchemaConcurrent(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			e := setup(t, b)
+			for range 5 {
+				_, err := e.admin.Exec("DROP TABLE IF EXISTS " + e.table)
+				require.NoError(t, err)
+				var wg sync.WaitGroup
+				for range 8 {
+					s := e.store(t)
+					wg.Go(func() { assert.NoError(t, s.CreateSchema(context.Background())) })
+				}
+				wg.Wait()
+			}
+		})
+	}
 }

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/redis/go-redis/v9"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/go-waitingroom/waitingroom/store/redisstore"
+	"github.com/go-waitingroom/waitingroom/store/sqlstore"
+)
+
+// storeKind is the kind of store a -store value names.
+type storeKind string
+
+const (
+	kindMemory   storeKind = "memory"
+	kindRedis    storeKind = "redis"
+	kindPostgres storeKind = "postgres"
+	kindMySQL    storeKind = "mysql"
+	kindSQLite   storeKind = "sqlite"
+)
+
+// sqliteParams are added to every SQLite DSN: writers wait for the lock
+// inside SQLite (sqlstore needs a busy timeout), and WAL lets readers go on
+// while a writer holds it. Parameters in the -store URL come after them, so
+// they can override these.
+const sqliteParams = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)"
+
+// storeSpec is a parsed -store value: what to connect to, nothing opened.
+type storeSpec struct {
+	kind storeKind
+	// redis is the client configuration of a redis:// or rediss:// URL.
+	redis *redis.Options
+	// dsn is what the SQL driver is opened with: the URL itself for
+	// PostgreSQL, the go-sql-driver DSN for MySQL, a file: DSN for SQLite.
+	dsn string
+	// redacted is the store's URL without its password, for logs.
+	redacted string
+}
+
+// sql reports whether the store is one of the SQL stores.
+func (s storeSpec) sql() bool {
+	return s.kind == kindPostgres || s.kind == kindMySQL || s.kind == kindSQLite
+}
+
+// dialect is the sqlstore dialect of a SQL store.
+func (s storeSpec) dialect() sqlstore.Dialect {
+	switch s.kind {
+	case kindPostgres:
+		return sqlstore.Postgres
+	case kindMySQL:
+		return sqlstore.MySQL
+	case kindSQLite:
+		return sqlstore.SQLite
+	}
+	return 0
+}
+
+// storeHelp lists the accepted -store values.
+const storeHelp = "memory, redis://[user:password@]host:port/db, rediss://..., " +
+	"postgres://user:password@host:port/db?sslmode=disable, mysql://user:password@host:port/db or sqlite:///absolute/path.db"
+
+// parseStore parses a -store value. It only parses: it opens nothing and
+// does no I/O, so every error it returns is a usage error.
+func parseStore(raw string) (storeSpec, error) {
+	raw = strings.TrimSpace(raw)
+	switch {
+	case raw == "":
+		// Most likely an unset environment variable: falling back to
+		// memory would silently give every process limits of its own.
+		return storeSpec{}, fmt.Errorf("-store is empty; want %s", storeHelp)
+	case raw == string(kindMemory):
+		return storeSpec{kind: kindMemory, redacted: raw}, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error repeats the raw URL, password included: keep only its
+		// cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return storeSpec{}, fmt.Errorf("-store: not a URL: %v; want %s", err, storeHelp)
+	}
+	spec := storeSpec{redacted: u.Redacted()}
+	switch strings.ToLower(u.Scheme) {
+	case "redis", "rediss":
+		spec.kind = kindRedis
+		if u.Host == "" {
+			return storeSpec{}, fmt.Errorf("-store %s: no host; want redis://host:port/db", spec.redacted)
+		}
+		if spec.redis, err = redis.ParseURL(raw); err != nil {
+			return storeSpec{}, fmt.Errorf("-store %s: %v", spec.redacted, err)
+		}
+	case "postgres", "postgresql":
+		spec.kind = kindPostgres
+		if u.Host == "" {
+			return storeSpec{}, fmt.Errorf("-store %s: no host; want postgres://user@host:port/db", spec.redacted)
+		}
+		if _, err := pgx.ParseConfig(raw); err != nil {
+			return storeSpec{}, fmt.Errorf("-store %s: %v", spec.redacted, redactErr(err, u))
+		}
+		spec.dsn = raw
+	case "mysql", "mariadb":
+		spec.kind = kindMySQL
+		if spec.dsn, err = mysqlDSN(u); err != nil {
+			return storeSpec{}, fmt.Errorf("-store %s: %v", spec.redacted, redactErr(err, u))
+		}
+	case "sqlite", "sqlite3":
+		spec.kind = kindSQLite
+		if spec.dsn, err = sqliteDSN(u); err != nil {
+			return storeSpec{}, fmt.Errorf("-store %s: %v", spec.redacted, err)
+		}
+	default:
+		return storeSpec{}, fmt.Errorf("-store %s: unknown store; want %s", spec.redacted, storeHelp)
+	}
+	return spec, nil
+}
+
+// redactErr keeps u's password out of an error message from a driver's
+// parser.
+func redactErr(err error, u *url.URL) error {
+	if p, ok := u.User.Password(); ok && p != "" && strings.Contains(err.Error(), p) {
+		return errors.New(strings.ReplaceAll(err.Error(), p, "xxxxx"))
+	}
+	return err
+}
+
+// mysqlDSN translates mysql://user:password@host:port/db?params into the
+// DSN of github.com/go-sql-driver/mysql, user:password@tcp(host:port)/db?params.
+// The port defaults to 3306; params are the driver's own.
+func mysqlDSN(u *url.URL) (string, error) {
+	if u.Opaque != "" || u.Host == "" {
+		return "", errors.New("no host; want mysql://user:password@host:port/db")
+	}
+	db := strings.TrimPrefix(u.Path, "/")
+	if db == "" || strings.Contains(db, "/") {
+		return "", errors.New("want exactly one database name in the path: mysql://user:password@host:port/db")
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "3306"
+	}
+	cfg := mysql.NewConfig()
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.Net = "tcp"
+	cfg.Addr = net.JoinHostPort(host, port)
+	cfg.DBName = db
+	dsn := cfg.FormatDSN()
+	if u.RawQuery != "" {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		dsn += sep + u.RawQuery
+	}
+	parsed, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", err
+	}
+	return parsed.FormatDSN(), nil
+}
+
+// sqliteDSN translates sqlite:///absolute/path?params into a
+// modernc.org/sqlite DSN with a busy timeout and WAL (sqliteParams).
+func sqliteDSN(u *url.URL) (string, error) {
+	const want = "want sqlite:///absolute/path.db"
+	switch {
+	case u.Opaque != "":
+		return "", fmt.Errorf("%q is not an absolute path; %s", u.Opaque, want)
+	case u.Host != "":
+		return "", fmt.Errorf("the path must be absolute (sqlite://%s... names a host); %s", u.Host, want)
+	case u.Path == "" || !path.IsAbs(u.Path):
+		return "", errors.New("no file path; " + want)
+	case strings.HasSuffix(u.Path, "/"):
+		return "", fmt.Errorf("%q is a directory; %s", u.Path, want)
+	case strings.ContainsAny(u.Path, "?#"):
+		return "", fmt.Errorf("the path %q holds '?' or '#', which SQLite DSNs cannot carry", u.Path)
+	}
+	dsn := "file:" + u.Path + "?" + sqliteParams
+	if u.RawQuery != "" {
+		dsn += "&" + u.RawQuery
+	}
+	return dsn, nil
+}
+
+// storeOptions are the flags that shape a store besides its URL.
+type storeOptions struct {
+	prefix       string // Redis key prefix
+	table        string // SQL table
+	createSchema bool   // create the SQL table if missing
+}
+
+// openStore connects to the store spec names. It returns the store and a
+// function that closes it and the client under it. For SQL stores with
+// createSchema it creates the table if it does not exist. Connection errors
+// surface at the first sync, not here: database/sql and go-redis connect
+// lazily.
+func openStore(ctx context.Context, spec storeSpec, o storeOptions) (store.Store, func(), error) {
+	switch spec.kind {
+	case kindMemory:
+		s := memstore.New()
+		return s, func() { _ = s.Close() }, nil
+	case kindRedis:
+		c := redis.NewClient(spec.redis)
+		s := redisstore.New(c, redisstore.Options{KeyPrefix: o.prefix})
+		return s, func() { _ = s.Close(); _ = c.Close() }, nil
+	}
+	var db *sql.DB
+	switch spec.kind {
+	case kindPostgres:
+		cfg, err := pgx.ParseConfig(spec.dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		db = stdlib.OpenDB(*cfg)
+	case kindMySQL:
+		cfg, err := mysql.ParseDSN(spec.dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		conn, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		db = sql.OpenDB(conn)
+	case kindSQLite:
+		var err error
+		if db, err = sql.Open("sqlite", spec.dsn); err != nil {
+			return nil, nil, err
+		}
+	default:
+		return nil, nil, fmt.Errorf("unknown store kind %q", spec.kind)
+	}
+	s, err := sqlstore.New(db, spec.dialect(), sqlstore.Options{Table: o.table})
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	closeAll := func() { _ = s.Close(); _ = db.Close() }
+	if o.createSchema {
+		if err := s.CreateSchema(ctx); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+	}
+	return s, closeAll, nil
+}
