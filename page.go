@@ -83,6 +83,9 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 			HttpOnly: true,
 			Secure:   rm.secure,
 			SameSite: rm.sameSite,
+			// A cross-site iframe keeps its cookie where browsers block
+			// third-party cookies: partitioned by the embedding site.
+			Partitioned: rm.sameSite == http.SameSiteNoneMode,
 		})
 	}
 	if d.Pass() {
@@ -124,6 +127,12 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 	w.WriteHeader(status)
 	_, _ = w.Write(page)
 	return false
+}
+
+// Error writes the response for an error from Check (a closed room) with
+// Config.ErrorHandler, for adapters built on Check and Respond.
+func (rm *Room) Error(w http.ResponseWriter, r *http.Request, err error) {
+	rm.cfg.ErrorHandler(w, r, err)
 }
 
 // pageData is what the waiting page of decision d shows.

@@ -393,7 +393,7 @@ func (rm *Room) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, err := rm.Check(r)
 		if err != nil {
-			rm.cfg.ErrorHandler(w, r, err)
+			rm.Error(w, r, err)
 			return
 		}
 		if !rm.Respond(w, r, d) {

@@ -114,6 +114,7 @@ func TestCookieAttributes(t *testing.T) {
 			assert.Equal(t, "__waitingroom_launch", c.Name)
 			assert.Equal(t, tc.sameSite, c.SameSite)
 			assert.Equal(t, tc.secure, c.Secure)
+			assert.Equal(t, tc.sameSite == http.SameSiteNoneMode, c.Partitioned, "partitioned with SameSite=None, for iframes")
 			assert.True(t, c.HttpOnly)
 			assert.Equal(t, tr.cfg.CookiePath, c.Path)
 			assert.Equal(t, tr.cfg.CookieDomain, c.Domain)

@@ -19,8 +19,6 @@
 package wrgin
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/go-waitingroom/waitingroom"
@@ -33,17 +31,16 @@ import (
 // ticket for waitingroom.TicketFromContext. The visitor cookie is set on
 // the response whenever it changes.
 //
-// Once room is closed, Middleware answers 503 Service Unavailable with a
-// plain body, aborts, and records waitingroom.ErrClosed in c.Errors; it
-// does not call the room's Config.ErrorHandler. room must not be nil.
+// Once room is closed, Middleware answers with the room's
+// Config.ErrorHandler (by default 503 with a plain body), aborts, and
+// records waitingroom.ErrClosed in c.Errors. room must not be nil.
 // The middleware is safe for concurrent use.
 func Middleware(room *waitingroom.Room) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		d, err := room.Check(c.Request)
 		if err != nil {
 			_ = c.Error(err)
-			c.Header("Cache-Control", "no-store")
-			http.Error(c.Writer, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+			room.Error(c.Writer, c.Request, err)
 			c.Abort()
 			return
 		}
