@@ -47,6 +47,15 @@
 // to "" to pass that path to the upstream. With -demo, /active reports the
 // sessions the demo application has seen (see the demo's documentation in
 // demo.go).
+//
+// # Admin address
+//
+// -admin-listen (default off) serves, on its own address, the room's admin
+// API and status page (Room.AdminHandler: GET /, /status, /history,
+// /settings; PATCH /settings) and /metrics in the Prometheus text format,
+// all behind the bearer token of -admin-token or WAITINGROOM_ADMIN_TOKEN
+// (at least 16 bytes; the command refuses -admin-listen without one).
+// Keep that address off the public network.
 package main
 
 import (
@@ -100,6 +109,7 @@ type options struct {
 	total, perMinute, statusCode        int
 	session, refresh, syncInterval      time.Duration
 	healthPath                          string
+	adminListen, adminToken             string
 	store                               storeSpec
 	storeOpts                           storeOptions
 }
@@ -124,6 +134,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.key, "key", "", "cookie key, hex or base64, ≥ 32 bytes (default $WAITINGROOM_KEY)")
 	fs.DurationVar(&o.syncInterval, "sync-interval", waitingroom.DefaultSyncInterval, "how often the room syncs with the store (> 0)")
 	fs.StringVar(&o.healthPath, "health-path", "/healthz", `path answered with 200 "ok" outside the room ("" for none)`)
+	fs.StringVar(&o.adminListen, "admin-listen", "", "address of the admin API, status page and /metrics (default off)")
+	fs.StringVar(&o.adminToken, "admin-token", "", "bearer token for the admin address, ≥ 16 bytes (default $WAITINGROOM_ADMIN_TOKEN)")
 	storeURL := fs.String("store", "", "where the shared state lives: "+storeHelp+" (default $WAITINGROOM_STORE, else memory)")
 	fs.StringVar(&o.storeOpts.prefix, "store-prefix", redisstore.DefaultKeyPrefix, "Redis key prefix")
 	fs.StringVar(&o.storeOpts.table, "store-table", sqlstore.DefaultTable, "SQL table")
@@ -142,6 +154,12 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.syncInterval <= 0 {
 		return nil, fmt.Errorf("%w: -sync-interval must be > 0, got %v", errUsage, o.syncInterval)
+	}
+	if o.adminToken == "" {
+		o.adminToken = os.Getenv("WAITINGROOM_ADMIN_TOKEN")
+	}
+	if o.adminListen != "" && o.adminToken == "" {
+		return nil, fmt.Errorf("%w: -admin-listen needs -admin-token or WAITINGROOM_ADMIN_TOKEN: the admin API never runs without authentication", errUsage)
 	}
 	if o.healthPath != "" && !strings.HasPrefix(o.healthPath, "/") {
 		return nil, fmt.Errorf("%w: -health-path %q must start with /", errUsage, o.healthPath)
@@ -289,8 +307,21 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	if o.adminListen != "" {
+		adminSrv, addr, err := serveAdmin(o.adminListen, o.adminToken, room, errc)
+		if err != nil {
+			fmt.Fprintln(stderr, "waitingroom: admin:", err)
+			_ = srv.Close()
+			return 1
+		}
+		defer adminSrv.Close()
+		log.Info("waitingroom: admin API", "addr", "http://"+addr)
+		if ready != nil {
+			ready <- addr
+		}
+	}
 	select {
 	case err := <-errc:
 		fmt.Fprintln(stderr, "waitingroom:", err)

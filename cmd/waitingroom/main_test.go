@@ -125,3 +125,49 @@ func TestProxiesUpstream(t *testing.T) {
 	assert.NotEmpty(t, resp.Header.Get("Refresh"))
 	assert.NotContains(t, body, "upstream")
 }
+
+func TestAdminAddress(t *testing.T) {
+	t.Setenv("WAITINGROOM_ADMIN_TOKEN", "")
+	var stderr bytes.Buffer
+	assert.Equal(t, 2, run(context.Background(), []string{"-demo", "-key", hexKey, "-admin-listen", "127.0.0.1:0"}, &stderr, nil))
+	assert.Contains(t, stderr.String(), "never runs without authentication")
+
+	const token = "0123456789abcdef-admin"
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 2)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-admin-token", token}, &bytes.Buffer{}, ready)
+	}()
+	base, admin := "http://"+<-ready, "http://"+<-ready
+	defer func() { cancel(); assert.Equal(t, 0, <-done) }()
+
+	_, body := get(t, browser(t), base+"/")
+	require.Contains(t, body, "You're in")
+
+	do := func(path, tok string) (*http.Response, string) {
+		req, err := http.NewRequest(http.MethodGet, admin+path, nil)
+		require.NoError(t, err)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	for _, path := range []string{"/status", "/metrics", "/"} {
+		resp, _ := do(path, "")
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, path)
+		resp, _ = do(path, "wrong-token-wrong-token")
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, path)
+	}
+	resp, status := do("/status", token)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, status, `"room":"default"`)
+	resp, metrics := do("/metrics", token)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, metrics, "# TYPE waitingroom_admitted_total counter\nwaitingroom_admitted_total{room=\"default\"} 1\n")
+	assert.Contains(t, metrics, `waitingroom_instances{room="default"} 1`)
+}
