@@ -2,12 +2,15 @@ package waitingroom
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/go-waitingroom/waitingroom/store/storetest"
 )
 
 var body12 = []byte("hello world\n")
@@ -97,5 +100,29 @@ func BenchmarkSync(b *testing.B) {
 		if err := tr.Sync(context.Background()); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkApplySync measures the shared-state algorithm alone (what runs
+// inside the store's transaction) on a queue of 60 and of 1,440 minutes.
+func BenchmarkApplySync(b *testing.B) {
+	for _, buckets := range []int{60, 1440} {
+		b.Run(fmt.Sprintf("buckets=%d", buckets), func(b *testing.B) {
+			base := storetest.LargeState(buckets)
+			enc := store.MarshalState(base)
+			now := base.Clock + 1000
+			p := syncParams{now: now, id: "instance-0", settings: Settings{QueueingMethod: FIFO, TotalActiveUsers: 10000, NewUsersPerMinute: 2000},
+				session: 5 * 60_000, waitWindow: 44_000, dueWindow: 27_000, syncInterval: 1000, instanceTTL: 3000}
+			p.policy = policy{Settings: p.settings}
+			d := newDelta()
+			for i := range 200 { // a second of check-ins at one instance
+				d.waiting[cellKey{now/60_000 - int64(i%buckets), now / 10_000}]++
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				st, _ := store.UnmarshalState(enc)
+				applySync(st, p, d)
+			}
+		})
 	}
 }

@@ -238,13 +238,6 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	for k, v := range d.admitted {
 		admitted[k] += v
 	}
-	waiting := make(map[cellKey]int64, len(st.Waiting)+len(d.waiting))
-	for _, c := range st.Waiting {
-		waiting[cellKey{c.Bucket, c.Slot}] += c.N
-	}
-	for k, v := range d.waiting {
-		waiting[k] += v
-	}
 
 	v := &view{at: now, settings: p.settings}
 
@@ -269,27 +262,32 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	v.admittedThisMinute = admitted[nowMin]
 	v.perMinute = outflow(admitted, now)
 
-	st.Waiting = st.Waiting[:0]
-	perBucket := map[int64]int64{}
-	dueBucket := map[int64]int64{}
-	for k, n := range waiting {
-		if n != 0 && slotCounted(k.slot, now, p.waitWindow) {
-			st.Waiting = append(st.Waiting, store.Cell{Bucket: k.bucket, Slot: k.slot, N: n})
-			perBucket[k.bucket] += n
-			if slotCounted(k.slot, now, p.dueWindow) {
-				dueBucket[k.bucket] += n
-			}
+	// The waiting cells are the bulk of the state (a bucket per minute of
+	// queue, a few check-in slots each). They are kept sorted, so this
+	// instance's changes are merged in one pass, and the per-bucket totals
+	// come out in order.
+	st.Waiting = mergeCells(st.Waiting, d.waiting)
+	kept := st.Waiting[:0]
+	for _, c := range st.Waiting {
+		if c.N == 0 || !slotCounted(c.Slot, now, p.waitWindow) {
+			continue
+		}
+		kept = append(kept, c)
+		n := len(v.buckets)
+		if n == 0 || v.buckets[n-1].bucket != c.Bucket {
+			v.buckets = append(v.buckets, bucketCount{bucket: c.Bucket})
+			n++
+		}
+		v.buckets[n-1].waiting += c.N
+		if slotCounted(c.Slot, now, p.dueWindow) {
+			v.buckets[n-1].due += c.N
 		}
 	}
-	slices.SortFunc(st.Waiting, func(a, b store.Cell) int {
-		return cmp.Or(cmp.Compare(a.Bucket, b.Bucket), cmp.Compare(a.Slot, b.Slot))
-	})
-	for b, n := range perBucket {
-		if n > 0 {
-			v.buckets = append(v.buckets, bucketCount{bucket: b, waiting: n, due: max(dueBucket[b], 0)})
-		}
+	st.Waiting = kept
+	v.buckets = slices.DeleteFunc(v.buckets, func(b bucketCount) bool { return b.waiting <= 0 })
+	for i := range v.buckets {
+		v.buckets[i].due = max(v.buckets[i].due, 0)
 	}
-	slices.SortFunc(v.buckets, func(a, b bucketCount) int { return cmp.Compare(a.bucket, b.bucket) })
 	for i := range v.buckets {
 		v.buckets[i].before = v.waiting
 		v.waiting += v.buckets[i].waiting
@@ -389,6 +387,45 @@ func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, 
 		g = append(g, grantEntry{bucket: anyBucket, n: n})
 	}
 	return g
+}
+
+// mergeCells returns the cells of cs (sorted by bucket and slot) with the
+// changes of d added, sorted. cs is sorted first if it is not (a state
+// written elsewhere). The result may share cs's memory.
+func mergeCells(cs []store.Cell, d map[cellKey]int64) []store.Cell {
+	cmpCell := func(a, b store.Cell) int {
+		return cmp.Or(cmp.Compare(a.Bucket, b.Bucket), cmp.Compare(a.Slot, b.Slot))
+	}
+	if !slices.IsSortedFunc(cs, cmpCell) {
+		slices.SortFunc(cs, cmpCell)
+	}
+	if len(d) == 0 {
+		return cs
+	}
+	add := make([]store.Cell, 0, len(d))
+	for k, n := range d {
+		add = append(add, store.Cell{Bucket: k.bucket, Slot: k.slot, N: n})
+	}
+	slices.SortFunc(add, cmpCell)
+	out := make([]store.Cell, 0, len(cs)+len(add))
+	i, j := 0, 0
+	for i < len(cs) || j < len(add) {
+		switch {
+		case j == len(add) || (i < len(cs) && cmpCell(cs[i], add[j]) < 0):
+			out = append(out, cs[i])
+			i++
+		case i == len(cs) || cmpCell(cs[i], add[j]) > 0:
+			out = append(out, add[j])
+			j++
+		default:
+			c := cs[i]
+			c.N += add[j].N
+			out = append(out, c)
+			i++
+			j++
+		}
+	}
+	return out
 }
 
 // reserveBuckets maps the waiting buckets through the policy (an event's
