@@ -2,15 +2,52 @@
 // waiting room in front of any web application, whatever it is written in.
 //
 //	waitingroom -upstream http://127.0.0.1:3000 -total-active-users 200 -new-users-per-minute 200
+//	waitingroom -config /etc/waitingroom/room.yaml
 //
 // With -demo it serves a small built-in application instead of an
 // upstream, so the queue can be seen with a few browsers:
 //
 //	go run ./cmd/waitingroom -demo -total-active-users 3 -new-users-per-minute 3
 //
-// The cookie key comes from -key or the WAITINGROOM_KEY environment variable
-// (hex or base64, at least 32 bytes). Every instance of a room needs the
-// same key. Without one, -demo generates a key for this process only.
+// # Secrets
+//
+// The cookie keys come from -key, WAITINGROOM_KEYS or WAITINGROOM_KEY,
+// never from the config file: each is a comma-separated list of keys (hex
+// or base64, at least 32 bytes each). The first key encrypts and every key
+// decrypts, so keys rotate by putting a new key first and dropping the old
+// one once the sessions it sealed have ended. Every instance of a room
+// needs the same keys. Without any, -demo generates a key for this process
+// only. The admin token comes from -admin-token or WAITINGROOM_ADMIN_TOKEN.
+//
+// # Config file
+//
+// -config names a JSON (.json) or YAML (.yaml, .yml) file holding any of
+// the settings the flags give, under the flag's name in camelCase
+// (totalActiveUsers for -total-active-users), durations as Go durations
+// ("90s", "5m"), and the settings only a file gives: language,
+// negotiateLanguage, cookieDomain, cookiePath, queueHold, trustedProxies,
+// bypass and events. cmd/waitingroom/testdata/example.yaml in the
+// repository documents every field. A flag
+// given on the command line overrides the file. Relative paths in the file
+// (templates) are relative to the file's directory. An unknown field, a
+// value of the wrong type or a secret in the file exits with status 2 and
+// a message naming the file, the line, the field and the reason.
+//
+// # Proxying
+//
+// The upstream gets X-Forwarded-For, X-Forwarded-Host and
+// X-Forwarded-Proto (https with -https, which says the site is served over
+// HTTPS even when TLS ends in front of this proxy; it also makes the
+// room's cookie Secure and SameSite=None). A client's own X-Forwarded-*
+// headers are dropped unless it connects from one of trustedProxies, in
+// which case the proxy appends to them. -host original (the default)
+// passes the client's Host header on; -host upstream sends the upstream's.
+// Responses without a Content-Length (streams) and text/event-stream are
+// flushed as they arrive; WebSocket and other upgrades pass through for
+// admitted visitors, while waiting visitors get the waiting page. An
+// upstream that cannot be reached gives 502 with no details; the log has
+// them (at most one line a second). -template replaces the waiting page
+// with a Mustache file.
 //
 // # Stores
 //
@@ -24,6 +61,9 @@
 //	postgres://user:password@host:port/db    PostgreSQL (pgx; URL parameters such as sslmode=disable are pgx's)
 //	mysql://user:password@host:port/db       MySQL or MariaDB (URL parameters are go-sql-driver/mysql's)
 //	sqlite:///absolute/path.db               SQLite, processes on one host
+//
+// A store URL in the config file comes before $WAITINGROOM_STORE; leave
+// it out of the file to keep a password in the environment.
 //
 // SQL stores keep one row per room in the table -store-table. The proxy
 // creates that table only when asked: -create-schema is true by default for
@@ -56,13 +96,18 @@
 // all behind the bearer token of -admin-token or WAITINGROOM_ADMIN_TOKEN
 // (at least 16 bytes; the command refuses -admin-listen without one).
 // Keep that address off the public network.
+//
+// # Stopping
+//
+// SIGINT or SIGTERM stops accepting connections at once and lets requests
+// in flight finish (for up to 30 seconds) before the command exits with
+// status 0.
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -70,7 +115,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -84,6 +129,7 @@ import (
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/redisstore"
 	"github.com/go-waitingroom/waitingroom/store/sqlstore"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 func main() {
@@ -102,25 +148,68 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 	l.log.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }
 
-// options are the command's flags.
+// options are the command's settings: its flags, and the config file.
 type options struct {
+	configPath                          string
 	listen, upstream, name, method, key string
-	demo                                bool
+	demo, https                         bool
+	host                                string
 	total, perMinute, statusCode        int
 	session, refresh, syncInterval      time.Duration
 	healthPath                          string
 	adminListen, adminToken             string
+	storeURL                            string
 	store                               storeSpec
 	storeOpts                           storeOptions
+	templatePath                        string
+
+	// Settings only the config file gives.
+	language                 string
+	negotiateLanguage        bool
+	cookieDomain, cookiePath string
+	queueHold                time.Duration
+	trustedProxies           []netip.Prefix
+	bypass                   []waitingroom.Rule
+	events                   []waitingroom.Event
+
+	// Worked out from the settings.
+	upstreamURL *url.URL
+	template    string // the waiting page's source, read from templatePath
+
+	// from says where the settings that the config file gave are in it,
+	// by flag name (or, for the settings only the file gives, by field).
+	from map[string]string
 }
 
-// errUsage marks errors in the command line: exit status 2.
+// label names where a setting comes from, for messages: the flag
+// ("-total-active-users") or the file's position and field
+// ("room.yaml:4:20: totalActiveUsers").
+func (o *options) label(id string) string {
+	if w, ok := o.from[id]; ok {
+		return w
+	}
+	return "-" + id
+}
+
+// errUsage marks errors in the command line or the config file: exit
+// status 2.
 var errUsage = errors.New("usage")
+
+func usage(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
+
+// Values of -host.
+const (
+	hostOriginal = "original"
+	hostUpstream = "upstream"
+)
 
 func parse(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("waitingroom", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := &options{}
+	o := &options{from: map[string]string{}}
+	fs.StringVar(&o.configPath, "config", "", "JSON or YAML file of settings (.json, .yaml, .yml); flags given on the command line override it")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve on")
 	fs.StringVar(&o.upstream, "upstream", "", "URL of the application to protect")
 	fs.BoolVar(&o.demo, "demo", false, "serve a built-in demo application instead of an upstream")
@@ -131,77 +220,183 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.method, "queueing-method", "fifo", "fifo, random, passthrough or reject")
 	fs.DurationVar(&o.refresh, "refresh-interval", waitingroom.DefaultRefreshInterval, "how often waiting visitors get a chance")
 	fs.IntVar(&o.statusCode, "queueing-status-code", 200, "status of waiting responses: 200, 202 or 429")
-	fs.StringVar(&o.key, "key", "", "cookie key, hex or base64, ≥ 32 bytes (default $WAITINGROOM_KEY)")
+	fs.StringVar(&o.key, "key", "", "cookie keys, comma-separated, hex or base64, ≥ 32 bytes each; the first encrypts (default $WAITINGROOM_KEYS or $WAITINGROOM_KEY)")
 	fs.DurationVar(&o.syncInterval, "sync-interval", waitingroom.DefaultSyncInterval, "how often the room syncs with the store (> 0)")
 	fs.StringVar(&o.healthPath, "health-path", "/healthz", `path answered with 200 "ok" outside the room ("" for none)`)
 	fs.StringVar(&o.adminListen, "admin-listen", "", "address of the admin API, status page and /metrics (default off)")
 	fs.StringVar(&o.adminToken, "admin-token", "", "bearer token for the admin address, ≥ 16 bytes (default $WAITINGROOM_ADMIN_TOKEN)")
-	storeURL := fs.String("store", "", "where the shared state lives: "+storeHelp+" (default $WAITINGROOM_STORE, else memory)")
+	fs.StringVar(&o.storeURL, "store", "", "where the shared state lives: "+storeHelp+" (default: the config file's store, else $WAITINGROOM_STORE, else memory)")
 	fs.StringVar(&o.storeOpts.prefix, "store-prefix", redisstore.DefaultKeyPrefix, "Redis key prefix")
 	fs.StringVar(&o.storeOpts.table, "store-table", sqlstore.DefaultTable, "SQL table")
 	fs.BoolVar(&o.storeOpts.createSchema, "create-schema", false, "create the SQL table if it does not exist (default true for sqlite, false otherwise)")
+	fs.BoolVar(&o.https, "https", false, "visitors reach the site over HTTPS, even if TLS ends before this proxy: Secure, SameSite=None cookie; X-Forwarded-Proto: https")
+	fs.StringVar(&o.host, "host", hostOriginal, "Host header sent upstream: original (the client's) or upstream (the upstream URL's)")
+	fs.StringVar(&o.templatePath, "template", "", "Mustache file of the waiting page (default: the built-in page)")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return nil, usage("unexpected arguments %q", fs.Args())
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.configPath != "" {
+		vals, err := loadConfigFile(o.configPath)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errUsage, err)
+		}
+		for _, v := range vals {
+			if v.flag && set[v.id] {
+				continue // the command line overrides the file
+			}
+			v.set(o)
+			set[v.id] = true
+			o.from[v.id] = v.where
+		}
+	}
+	if err := o.check(set); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// check validates the settings, whether they came from flags or from the
+// file, and works out what follows from them. set holds the flags given
+// on the command line or in the file.
+func (o *options) check(set map[string]bool) error {
 	if o.demo == (o.upstream != "") {
-		return nil, fmt.Errorf("%w: give exactly one of -upstream URL and -demo", errUsage)
+		if o.demo {
+			return usage("give exactly one of %s and %s, not both", o.label("upstream"), o.label("demo"))
+		}
+		return usage("give exactly one of -upstream URL and -demo (or upstream and demo in a config file)")
 	}
-	if o.key == "" {
-		o.key = os.Getenv("WAITINGROOM_KEY")
+	if !o.demo {
+		u, err := url.Parse(o.upstream)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usage("%s %q is not an http(s) URL", o.label("upstream"), o.upstream)
+		}
+		o.upstreamURL = u
+	}
+	switch {
+	case o.host != hostOriginal && o.host != hostUpstream:
+		return usage("%s %q: want %s or %s", o.label("host"), o.host, hostOriginal, hostUpstream)
+	case o.demo && set["host"]:
+		return usage("%s applies to an upstream only, not to -demo", o.label("host"))
 	}
 	if o.syncInterval <= 0 {
-		return nil, fmt.Errorf("%w: -sync-interval must be > 0, got %v", errUsage, o.syncInterval)
+		return usage("%s must be > 0, got %v", o.label("sync-interval"), o.syncInterval)
 	}
 	if o.adminToken == "" {
 		o.adminToken = os.Getenv("WAITINGROOM_ADMIN_TOKEN")
 	}
 	if o.adminListen != "" && o.adminToken == "" {
-		return nil, fmt.Errorf("%w: -admin-listen needs -admin-token or WAITINGROOM_ADMIN_TOKEN: the admin API never runs without authentication", errUsage)
+		return usage("%s needs -admin-token or WAITINGROOM_ADMIN_TOKEN: the admin API never runs without authentication", o.label("admin-listen"))
 	}
 	if o.healthPath != "" && !strings.HasPrefix(o.healthPath, "/") {
-		return nil, fmt.Errorf("%w: -health-path %q must start with /", errUsage, o.healthPath)
+		return usage("%s %q must start with /", o.label("health-path"), o.healthPath)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	storeLabel := o.label("store")
 	if !set["store"] {
-		if *storeURL = os.Getenv("WAITINGROOM_STORE"); *storeURL == "" {
-			*storeURL = string(kindMemory)
+		storeLabel = "WAITINGROOM_STORE"
+		if o.storeURL = os.Getenv("WAITINGROOM_STORE"); o.storeURL == "" {
+			o.storeURL = string(kindMemory)
 		}
 	}
 	var err error
-	if o.store, err = parseStore(*storeURL); err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	if o.store, err = parseStore(storeLabel, o.storeURL); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if set["store-prefix"] && o.store.kind != kindRedis {
-		return nil, fmt.Errorf("%w: -store-prefix applies to Redis stores only", errUsage)
+		return usage("%s applies to Redis stores only", o.label("store-prefix"))
 	}
-	if (set["store-table"] || set["create-schema"]) && !o.store.sql() {
-		return nil, fmt.Errorf("%w: -store-table and -create-schema apply to SQL stores only", errUsage)
+	for _, id := range []string{"store-table", "create-schema"} {
+		if set[id] && !o.store.sql() {
+			return usage("%s: -store-table and -create-schema apply to SQL stores only", o.label(id))
+		}
 	}
 	if o.store.sql() && sqlstore.Schema(o.store.dialect(), o.storeOpts.table) == "" {
-		return nil, fmt.Errorf("%w: -store-table %q is not a plain identifier ([A-Za-z_][A-Za-z0-9_]*, at most 63)", errUsage, o.storeOpts.table)
+		return usage("%s %q is not a plain identifier ([A-Za-z_][A-Za-z0-9_]*, at most 63)", o.label("store-table"), o.storeOpts.table)
 	}
 	if !set["create-schema"] {
 		o.storeOpts.createSchema = o.store.kind == kindSQLite
 	}
-	return o, nil
+	if o.templatePath != "" {
+		src, err := readLimited(o.templatePath)
+		if err != nil {
+			return usage("%s: %v", o.label("template"), err)
+		}
+		if _, err := template.Parse(string(src)); err != nil {
+			return usage("%s %s does not parse: %v", o.label("template"), o.templatePath, err)
+		}
+		o.template = string(src)
+	}
+	return o.checkRoom()
 }
 
-// decodeKey reads a key in hex or standard/URL base64.
-func decodeKey(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	if b, err := hex.DecodeString(s); err == nil {
-		return b, nil
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(s); err == nil {
-			return b, nil
+// checkRoom checks the room's settings one by one, so that an error names
+// the flag or the field of the file at fault, and then the two that
+// depend on each other.
+func (o *options) checkRoom() error {
+	for _, c := range []struct {
+		id  string
+		set func(*waitingroom.Config)
+	}{
+		{"name", func(c *waitingroom.Config) { c.Name = o.name }},
+		{"total-active-users", func(c *waitingroom.Config) { c.TotalActiveUsers = o.total }},
+		{"new-users-per-minute", func(c *waitingroom.Config) { c.NewUsersPerMinute = o.perMinute }},
+		{"session-duration", func(c *waitingroom.Config) { c.SessionDuration = o.session }},
+		{"queueing-method", func(c *waitingroom.Config) { c.QueueingMethod = o.queueingMethod() }},
+		{"refresh-interval", func(c *waitingroom.Config) { c.RefreshInterval = o.refresh }},
+		{"queueing-status-code", func(c *waitingroom.Config) { c.QueueingStatusCode = o.statusCode }},
+		{"language", func(c *waitingroom.Config) { c.Language = o.language }},
+		{"queueHold", func(c *waitingroom.Config) { c.QueueHold = o.queueHold }},
+	} {
+		if err := probe(c.set); err != nil {
+			return usage("%s: %s", o.label(c.id), reason(err))
 		}
 	}
-	return nil, errors.New("the key is neither hex nor base64")
+	if o.perMinute > o.total {
+		return usage("%s (%d) must not exceed %s (%d)", o.label("new-users-per-minute"), o.perMinute, o.label("total-active-users"), o.total)
+	}
+	refresh := cmp.Or(o.refresh, waitingroom.DefaultRefreshInterval)
+	if hold := cmp.Or(o.queueHold, waitingroom.DefaultQueueHold); hold < 2*refresh {
+		if _, ok := o.from["queueHold"]; !ok {
+			return usage("%s (%v) is more than half the default queue hold (%v): set queueHold in a config file to at least twice it",
+				o.label("refresh-interval"), refresh, hold)
+		}
+		return usage("%s (%v) must be at least twice %s (%v)", o.label("queueHold"), hold, o.label("refresh-interval"), refresh)
+	}
+	return nil
+}
+
+func (o *options) queueingMethod() waitingroom.QueueingMethod {
+	return waitingroom.QueueingMethod(strings.ToLower(o.method))
+}
+
+// roomConfig is the room's Config.
+func (o *options) roomConfig(keys [][]byte, log *slog.Logger) waitingroom.Config {
+	return waitingroom.Config{
+		Name:               o.name,
+		TotalActiveUsers:   o.total,
+		NewUsersPerMinute:  o.perMinute,
+		SessionDuration:    o.session,
+		QueueingMethod:     o.queueingMethod(),
+		Events:             o.events,
+		RefreshInterval:    o.refresh,
+		QueueHold:          o.queueHold,
+		QueueingStatusCode: o.statusCode,
+		HTTPS:              o.https,
+		CookieDomain:       o.cookieDomain,
+		CookiePath:         o.cookiePath,
+		Keys:               keys,
+		Template:           o.template,
+		Language:           o.language,
+		NegotiateLanguage:  o.negotiateLanguage,
+		Bypass:             o.bypass,
+		TrustedProxies:     o.trustedProxies,
+		SyncInterval:       o.syncInterval,
+		Logger:             log,
+	}
 }
 
 // run runs the command until ctx is done. ready, if not nil, receives the
@@ -215,21 +410,19 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 		}
 		return 2
 	}
-	var key []byte
+	keys, err := cookieKeys(o.key)
 	switch {
-	case o.key != "":
-		if key, err = decodeKey(o.key); err != nil {
-			fmt.Fprintln(stderr, "waitingroom: -key:", err)
-			return 2
-		}
-	case o.demo:
-		key = make([]byte, 32)
-		_, _ = rand.Read(key)
+	case err != nil:
+		fmt.Fprintln(stderr, "waitingroom:", err)
+		return 2
+	case keys == nil && o.demo:
+		keys = [][]byte{make([]byte, 32)}
+		_, _ = rand.Read(keys[0])
 		log.Warn("NO KEY GIVEN: using a random cookie key for this process only. " +
 			"Visitors lose their place when it restarts, and other instances cannot read its cookies. " +
 			"Set -key or WAITINGROOM_KEY (32+ random bytes, hex or base64) for anything but a demo.")
-	default:
-		fmt.Fprintln(stderr, "waitingroom: a cookie key is required: -key or WAITINGROOM_KEY (32+ random bytes, hex or base64)")
+	case keys == nil:
+		fmt.Fprintln(stderr, "waitingroom: a cookie key is required: -key, WAITINGROOM_KEY or WAITINGROOM_KEYS (32+ random bytes, hex or base64)")
 		return 2
 	}
 
@@ -241,31 +434,21 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 		dem = newDemo(o.session, time.Now)
 		app = dem
 	} else {
-		u, err := url.Parse(o.upstream)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			fmt.Fprintf(stderr, "waitingroom: -upstream %q is not an http(s) URL\n", o.upstream)
-			return 2
-		}
-		app = httputil.NewSingleHostReverseProxy(u)
+		p := newProxy(o.upstreamURL, o.host == hostUpstream, o.https, o.trustedProxies, log)
+		defer p.Transport.(*http.Transport).CloseIdleConnections()
+		app = p
 	}
 
-	cfg := waitingroom.Config{
-		Name:               o.name,
-		TotalActiveUsers:   o.total,
-		NewUsersPerMinute:  o.perMinute,
-		SessionDuration:    o.session,
-		QueueingMethod:     waitingroom.QueueingMethod(strings.ToLower(o.method)),
-		RefreshInterval:    o.refresh,
-		QueueingStatusCode: o.statusCode,
-		Keys:               [][]byte{key},
-		SyncInterval:       o.syncInterval,
-		Logger:             log,
-	}
-	// Validate the Config before connecting to anything: a bad flag is a
-	// usage error whatever the store.
+	cfg := o.roomConfig(keys, log)
+	// Validate the Config before connecting to anything: a bad setting is
+	// a usage error whatever the store.
 	check, err := waitingroom.New(withoutSync(cfg), nopStore{})
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		if o.configPath != "" {
+			fmt.Fprintf(stderr, "waitingroom: %s and the command line: %v\n", o.configPath, err)
+		} else {
+			fmt.Fprintln(stderr, err)
+		}
 		return 2
 	}
 	_ = check.Close()
@@ -301,9 +484,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 		fmt.Fprintln(stderr, "waitingroom:", err)
 		return 1
 	}
-	srv := &http.Server{Handler: routes(o.healthPath, dem, room.Handler(app)), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{
+		Handler:           routes(o.healthPath, dem, room.Handler(app)),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	log.Info("waitingroom: serving", "addr", "http://"+ln.Addr().String(), "demo", o.demo, "upstream", o.upstream,
-		"store", o.store.redacted, "total_active_users", o.total, "new_users_per_minute", o.perMinute)
+		"store", o.store.redacted, "total_active_users", o.total, "new_users_per_minute", o.perMinute, "config", o.configPath)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -328,7 +515,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 		return 1
 	case <-ctx.Done():
 	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Shutdown closes the listener at once, so new connections are
+	// refused, and waits for the requests in flight.
+	log.Info("waitingroom: stopping; finishing the requests in flight")
+	shutdown, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {
 		fmt.Fprintln(stderr, "waitingroom: shutdown:", err)
@@ -336,6 +526,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 	}
 	return 0
 }
+
+// shutdownTimeout bounds how long requests in flight may take to finish
+// once the command is asked to stop.
+const shutdownTimeout = 30 * time.Second
 
 // startupTimeout bounds connecting to the store, creating its table and the
 // first sync.

@@ -73,15 +73,17 @@ func (s storeSpec) dialect() sqlstore.Dialect {
 const storeHelp = "memory, redis://[user:password@]host:port/db, rediss://..., " +
 	"postgres://user:password@host:port/db?sslmode=disable, mysql://user:password@host:port/db or sqlite:///absolute/path.db"
 
-// parseStore parses a -store value. It only parses: it opens nothing and
-// does no I/O, so every error it returns is a usage error.
-func parseStore(raw string) (storeSpec, error) {
+// parseStore parses a store URL; label names where it comes from
+// ("-store", "WAITINGROOM_STORE" or the config file's field) in errors. It
+// only parses: it opens nothing and does no I/O, so every error it returns
+// is a usage error.
+func parseStore(label, raw string) (storeSpec, error) {
 	raw = strings.TrimSpace(raw)
 	switch {
 	case raw == "":
 		// Most likely an unset environment variable: falling back to
 		// memory would silently give every process limits of its own.
-		return storeSpec{}, fmt.Errorf("-store is empty; want %s", storeHelp)
+		return storeSpec{}, fmt.Errorf("%s is empty; want %s", label, storeHelp)
 	case raw == string(kindMemory):
 		return storeSpec{kind: kindMemory, redacted: raw}, nil
 	}
@@ -93,39 +95,40 @@ func parseStore(raw string) (storeSpec, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return storeSpec{}, fmt.Errorf("-store: not a URL: %v; want %s", err, storeHelp)
+		return storeSpec{}, fmt.Errorf("%s: not a URL: %v; want %s", label, err, storeHelp)
 	}
 	spec := storeSpec{redacted: u.Redacted()}
+	label += " " + spec.redacted
 	switch strings.ToLower(u.Scheme) {
 	case "redis", "rediss":
 		spec.kind = kindRedis
 		if u.Host == "" {
-			return storeSpec{}, fmt.Errorf("-store %s: no host; want redis://host:port/db", spec.redacted)
+			return storeSpec{}, fmt.Errorf("%s: no host; want redis://host:port/db", label)
 		}
 		if spec.redis, err = redis.ParseURL(raw); err != nil {
-			return storeSpec{}, fmt.Errorf("-store %s: %v", spec.redacted, err)
+			return storeSpec{}, fmt.Errorf("%s: %v", label, err)
 		}
 	case "postgres", "postgresql":
 		spec.kind = kindPostgres
 		if u.Host == "" {
-			return storeSpec{}, fmt.Errorf("-store %s: no host; want postgres://user@host:port/db", spec.redacted)
+			return storeSpec{}, fmt.Errorf("%s: no host; want postgres://user@host:port/db", label)
 		}
 		if _, err := pgx.ParseConfig(raw); err != nil {
-			return storeSpec{}, fmt.Errorf("-store %s: %v", spec.redacted, redactErr(err, u))
+			return storeSpec{}, fmt.Errorf("%s: %v", label, redactErr(err, u))
 		}
 		spec.dsn = raw
 	case "mysql", "mariadb":
 		spec.kind = kindMySQL
 		if spec.dsn, err = mysqlDSN(u); err != nil {
-			return storeSpec{}, fmt.Errorf("-store %s: %v", spec.redacted, redactErr(err, u))
+			return storeSpec{}, fmt.Errorf("%s: %v", label, redactErr(err, u))
 		}
 	case "sqlite", "sqlite3":
 		spec.kind = kindSQLite
 		if spec.dsn, err = sqliteDSN(u); err != nil {
-			return storeSpec{}, fmt.Errorf("-store %s: %v", spec.redacted, err)
+			return storeSpec{}, fmt.Errorf("%s: %v", label, err)
 		}
 	default:
-		return storeSpec{}, fmt.Errorf("-store %s: unknown store; want %s", spec.redacted, storeHelp)
+		return storeSpec{}, fmt.Errorf("%s: unknown store; want %s", label, storeHelp)
 	}
 	return spec, nil
 }

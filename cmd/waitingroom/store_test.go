@@ -57,7 +57,7 @@ func TestParseStore(t *testing.T) {
 		{name: "surrounding spaces", in: "  memory\n", kind: kindMemory, redacted: "memory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			spec, err := parseStore(tc.in)
+			spec, err := parseStore("-store", tc.in)
 			require.NoError(t, err)
 			assert.Equal(t, tc.kind, spec.kind)
 			assert.Equal(t, tc.redacted, spec.redacted)
@@ -98,7 +98,7 @@ func TestParseStoreErrors(t *testing.T) {
 		{"sqlite directory", "sqlite:///var/lib/", "is a directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseStore(tc.in)
+			_, err := parseStore("-store", tc.in)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
@@ -113,7 +113,7 @@ func TestParseStoreKeepsPasswordsOutOfErrors(t *testing.T) {
 		"mysql://app:hunter2@127.0.0.1:3306",
 		"ftp://app:hunter2@127.0.0.1/",
 	} {
-		_, err := parseStore(in)
+		_, err := parseStore("-store", in)
 		require.Error(t, err, in)
 		assert.NotContains(t, err.Error(), "hunter2", in)
 	}

@@ -1,0 +1,591 @@
+package main
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom"
+)
+
+// fileValue is one setting a config file gives.
+type fileValue struct {
+	// id is the flag the setting stands for ("total-active-users"), or,
+	// for a setting only the file has, its field ("language").
+	id string
+	// flag reports whether id is a flag, which the command line overrides.
+	flag bool
+	// where is the setting's position and field ("room.yaml:4:20:
+	// totalActiveUsers"), for messages.
+	where string
+	set   func(*options)
+}
+
+// fileDecoder reads a config file into fileValues.
+type fileDecoder struct {
+	// name is the file as given on the command line; its extension picks
+	// the format.
+	name string
+	// dir is where relative paths in the file (templates) start from: the
+	// file's directory.
+	dir string
+	// readFile reads a file the config names.
+	readFile func(path string) ([]byte, error)
+}
+
+// loadConfigFile reads and decodes the config file at path. Every error
+// names the file and, where it is known, the position and the field.
+func loadConfigFile(path string) ([]fileValue, error) {
+	data, err := readLimited(path)
+	if err != nil {
+		return nil, fmt.Errorf("-config: %w", err)
+	}
+	d := &fileDecoder{name: path, dir: filepath.Dir(path), readFile: readLimited}
+	return d.decode(data)
+}
+
+// readLimited reads a file of at most maxFileSize bytes.
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxFileSize {
+		return nil, fmt.Errorf("%s: larger than %d KiB", path, maxFileSize>>10)
+	}
+	return b, nil
+}
+
+// decode parses data, JSON or YAML as the file's extension says, and
+// decodes its settings.
+func (d *fileDecoder) decode(data []byte) ([]fileValue, error) {
+	var parse func([]byte) (*node, error)
+	switch strings.ToLower(filepath.Ext(d.name)) {
+	case ".json":
+		parse = parseJSON
+	case ".yaml", ".yml":
+		parse = parseYAML
+	default:
+		return nil, fmt.Errorf("%s: unknown format: name the file .json, .yaml or .yml", d.name)
+	}
+	root, err := parse(data)
+	if err != nil {
+		var pe *posError
+		if errors.As(err, &pe) && pe.line > 0 {
+			return nil, fmt.Errorf("%s:%v", d.name, err)
+		}
+		return nil, fmt.Errorf("%s: %v", d.name, err)
+	}
+	if root.kind != nodeMapping {
+		return nil, d.errorf(root, "", "want a mapping of settings at the top, got %s", root.describe())
+	}
+	return d.settings(root)
+}
+
+// at names a position and field of the file: "room.yaml:4:20: events[0].start".
+func (d *fileDecoder) at(n *node, path string) string {
+	s := fmt.Sprintf("%s:%d:%d", d.name, n.line, n.col)
+	if path != "" {
+		s += ": " + path
+	}
+	return s
+}
+
+func (d *fileDecoder) errorf(n *node, path, format string, a ...any) error {
+	return fmt.Errorf("%s: %s", d.at(n, path), fmt.Sprintf(format, a...))
+}
+
+// decodeFunc decodes the value n of the field at path.
+type decodeFunc func(n *node, path string) error
+
+// fields decodes the mapping n with the decoders of known, by key. An
+// unknown or repeated key is an error; a null value is as if the key were
+// not there.
+func (d *fileDecoder) fields(n *node, path string, known map[string]decodeFunc) error {
+	if n.kind != nodeMapping {
+		return d.errorf(n, path, "want a mapping, got %s", n.describe())
+	}
+	seen := map[string]*node{}
+	for i, k := range n.keys {
+		p := joinPath(path, k.value)
+		if first, dup := seen[k.value]; dup {
+			return d.errorf(k, p, "set twice (first at line %d)", first.line)
+		}
+		seen[k.value] = k
+		f, ok := known[k.value]
+		if !ok {
+			return d.unknown(k, p, known)
+		}
+		if v := n.vals[i]; v.kind != nodeScalar || v.tag != tagNull {
+			if err := f(v, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// fold reduces a field name to compare spellings: "Total_Active-Users"
+// and "totalActiveUsers" fold alike.
+func fold(s string) string {
+	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+}
+
+// unknown reports the unknown field k, suggesting the known one it looks
+// like or listing them all.
+func (d *fileDecoder) unknown(k *node, path string, known map[string]decodeFunc) error {
+	names := make([]string, 0, len(known))
+	for name := range known {
+		if fold(name) == fold(k.value) {
+			return d.errorf(k, path, "unknown field; did you mean %s?", name)
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return d.errorf(k, path, "unknown field; known fields are %s", strings.Join(names, ", "))
+}
+
+// secretFields are fields that would hold a secret, by folded name, and
+// where that secret is given instead.
+var secretFields = map[string]string{
+	"key":        "the cookie keys come only from -key, WAITINGROOM_KEY or WAITINGROOM_KEYS",
+	"keys":       "the cookie keys come only from -key, WAITINGROOM_KEY or WAITINGROOM_KEYS",
+	"cookiekey":  "the cookie keys come only from -key, WAITINGROOM_KEY or WAITINGROOM_KEYS",
+	"cookiekeys": "the cookie keys come only from -key, WAITINGROOM_KEY or WAITINGROOM_KEYS",
+	"admintoken": "the admin token comes only from -admin-token or WAITINGROOM_ADMIN_TOKEN",
+	"token":      "the admin token comes only from -admin-token or WAITINGROOM_ADMIN_TOKEN",
+}
+
+// settings decodes the top-level mapping.
+func (d *fileDecoder) settings(root *node) ([]fileValue, error) {
+	for _, k := range root.keys {
+		if where, ok := secretFields[fold(k.value)]; ok {
+			return nil, d.errorf(k, k.value, "secrets are never read from a config file: %s", where)
+		}
+	}
+	var vals []fileValue
+	// byFlag is the decoder of a setting a flag also gives; fileOnly is
+	// that of a setting only the file has.
+	byFlag := func(id string, dec func(n *node, path string) (func(*options), error)) decodeFunc {
+		return func(n *node, path string) error {
+			set, err := dec(n, path)
+			if err == nil {
+				vals = append(vals, fileValue{id: id, flag: true, where: d.at(n, path), set: set})
+			}
+			return err
+		}
+	}
+	fileOnly := func(dec func(n *node, path string) (func(*options), error)) decodeFunc {
+		return func(n *node, path string) error {
+			set, err := dec(n, path)
+			if err == nil {
+				vals = append(vals, fileValue{id: path, where: d.at(n, path), set: set})
+			}
+			return err
+		}
+	}
+	str, integer, boolean, duration := d.str, d.integer, d.boolean, d.duration
+	err := d.fields(root, "", map[string]decodeFunc{
+		"listen":             byFlag("listen", setter(str, func(o *options) *string { return &o.listen })),
+		"upstream":           byFlag("upstream", setter(str, func(o *options) *string { return &o.upstream })),
+		"demo":               byFlag("demo", setter(boolean, func(o *options) *bool { return &o.demo })),
+		"name":               byFlag("name", setter(str, func(o *options) *string { return &o.name })),
+		"totalActiveUsers":   byFlag("total-active-users", setter(integer, func(o *options) *int { return &o.total })),
+		"newUsersPerMinute":  byFlag("new-users-per-minute", setter(integer, func(o *options) *int { return &o.perMinute })),
+		"sessionDuration":    byFlag("session-duration", setter(duration, func(o *options) *time.Duration { return &o.session })),
+		"queueingMethod":     byFlag("queueing-method", setter(str, func(o *options) *string { return &o.method })),
+		"refreshInterval":    byFlag("refresh-interval", setter(duration, func(o *options) *time.Duration { return &o.refresh })),
+		"queueingStatusCode": byFlag("queueing-status-code", setter(integer, func(o *options) *int { return &o.statusCode })),
+		"syncInterval":       byFlag("sync-interval", setter(duration, func(o *options) *time.Duration { return &o.syncInterval })),
+		"healthPath":         byFlag("health-path", setter(str, func(o *options) *string { return &o.healthPath })),
+		"adminListen":        byFlag("admin-listen", setter(str, func(o *options) *string { return &o.adminListen })),
+		"store":              byFlag("store", setter(str, func(o *options) *string { return &o.storeURL })),
+		"storePrefix":        byFlag("store-prefix", setter(str, func(o *options) *string { return &o.storeOpts.prefix })),
+		"storeTable":         byFlag("store-table", setter(str, func(o *options) *string { return &o.storeOpts.table })),
+		"createSchema":       byFlag("create-schema", setter(boolean, func(o *options) *bool { return &o.storeOpts.createSchema })),
+		"https":              byFlag("https", setter(boolean, func(o *options) *bool { return &o.https })),
+		"host":               byFlag("host", setter(str, func(o *options) *string { return &o.host })),
+		"template":           byFlag("template", setter(d.path, func(o *options) *string { return &o.templatePath })),
+		"language":           fileOnly(setter(str, func(o *options) *string { return &o.language })),
+		"negotiateLanguage":  fileOnly(setter(boolean, func(o *options) *bool { return &o.negotiateLanguage })),
+		"cookieDomain":       fileOnly(setter(str, func(o *options) *string { return &o.cookieDomain })),
+		"cookiePath":         fileOnly(setter(str, func(o *options) *string { return &o.cookiePath })),
+		"queueHold":          fileOnly(setter(duration, func(o *options) *time.Duration { return &o.queueHold })),
+		"trustedProxies":     fileOnly(setter(d.networks, func(o *options) *[]netip.Prefix { return &o.trustedProxies })),
+		"bypass":             fileOnly(setter(d.rules, func(o *options) *[]waitingroom.Rule { return &o.bypass })),
+		"events":             fileOnly(setter(d.events, func(o *options) *[]waitingroom.Event { return &o.events })),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return vals, nil
+}
+
+// setter decodes a value with get and returns what stores it in the
+// options field that field points to.
+func setter[T any](get func(*node, string) (T, error), field func(*options) *T) func(*node, string) (func(*options), error) {
+	return func(n *node, path string) (func(*options), error) {
+		v, err := get(n, path)
+		if err != nil {
+			return nil, err
+		}
+		return func(o *options) { *field(o) = v }, nil
+	}
+}
+
+// into decodes a value with get into *dst.
+func into[T any](dst *T, get func(*node, string) (T, error)) decodeFunc {
+	return func(n *node, path string) error {
+		v, err := get(n, path)
+		if err == nil {
+			*dst = v
+		}
+		return err
+	}
+}
+
+func (d *fileDecoder) str(n *node, path string) (string, error) {
+	if n.kind != nodeScalar || n.tag != tagString {
+		hint := ""
+		if n.kind == nodeScalar && n.tag != tagNull {
+			hint = " (quote it)"
+		}
+		return "", d.errorf(n, path, "want a string, got %s%s", n.describe(), hint)
+	}
+	return n.value, nil
+}
+
+func (d *fileDecoder) integer(n *node, path string) (int, error) {
+	if n.kind == nodeScalar && n.tag == tagInt {
+		v, err := strconv.ParseInt(n.value, 0, 32)
+		if err != nil {
+			return 0, d.errorf(n, path, "%s is out of range", n.value)
+		}
+		return int(v), nil
+	}
+	return 0, d.errorf(n, path, "want a whole number, got %s", n.describe())
+}
+
+func (d *fileDecoder) boolean(n *node, path string) (bool, error) {
+	if n.kind == nodeScalar && n.tag == tagBool {
+		switch strings.ToLower(n.value) {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+	}
+	return false, d.errorf(n, path, "want true or false, got %s", n.describe())
+}
+
+func (d *fileDecoder) duration(n *node, path string) (time.Duration, error) {
+	if n.kind == nodeScalar && n.tag == tagString {
+		if v, err := time.ParseDuration(n.value); err == nil {
+			return v, nil
+		}
+	}
+	return 0, d.errorf(n, path, `want a duration such as "90s", "5m" or "1h30m", got %s`, n.describe())
+}
+
+func (d *fileDecoder) instant(n *node, path string) (time.Time, error) {
+	if n.kind == nodeScalar && (n.tag == tagString || n.tag == tagTimestamp) {
+		if v, err := time.Parse(time.RFC3339, n.value); err == nil {
+			return v, nil
+		}
+	}
+	return time.Time{}, d.errorf(n, path, "want an RFC 3339 time such as 2026-12-04T10:00:00Z or 2026-12-04T11:00:00+01:00")
+}
+
+// strs decodes a list of strings (or one string, a list of one), none
+// empty, at least one.
+func (d *fileDecoder) strs(n *node, path string) ([]string, error) {
+	if n.kind == nodeSequence && len(n.items) == 0 {
+		return nil, d.errorf(n, path, "the list is empty")
+	}
+	if n.kind != nodeSequence && (n.kind != nodeScalar || n.tag != tagString) {
+		return nil, d.errorf(n, path, "want a list of strings, got %s", n.describe())
+	}
+	out := make([]string, max(len(n.items), 1))
+	for i := range out {
+		it, p := d.item(n, path, i)
+		s, err := d.str(it, p)
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(s) == "" {
+			return nil, d.errorf(it, p, "empty")
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// item returns item i of n, a list or a single value standing for a list
+// of one, and its path.
+func (d *fileDecoder) item(n *node, path string, i int) (*node, string) {
+	if n.kind != nodeSequence {
+		return n, path
+	}
+	return n.items[i], fmt.Sprintf("%s[%d]", path, i)
+}
+
+// list decodes each item of the sequence n with f.
+func (d *fileDecoder) list(n *node, path string, f func(item *node, path string) error) error {
+	if n.kind != nodeSequence {
+		return d.errorf(n, path, "want a list, got %s", n.describe())
+	}
+	for i, it := range n.items {
+		if err := f(it, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// path decodes a file path, relative to the config file's directory.
+func (d *fileDecoder) path(n *node, path string) (string, error) {
+	p, err := d.str(n, path)
+	if err != nil {
+		return "", err
+	}
+	if p == "" {
+		return "", d.errorf(n, path, "an empty file name")
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(d.dir, p)
+	}
+	return p, nil
+}
+
+// networks decodes a list of CIDRs.
+func (d *fileDecoder) networks(n *node, path string) ([]netip.Prefix, error) {
+	cidrs, err := d.strs(n, path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]netip.Prefix, len(cidrs))
+	for i, c := range cidrs {
+		if out[i], err = netip.ParsePrefix(strings.TrimSpace(c)); err != nil {
+			it, p := d.item(n, path, i)
+			return nil, d.errorf(it, p, "want a network such as 10.0.0.0/8 or 2001:db8::/32, got %q", c)
+		}
+	}
+	return out, nil
+}
+
+// ruleKinds are the keys of a bypass rule, one per rule.
+var ruleKinds = []string{"pathPrefix", "pathPrefixCaseSensitive", "methods", "networks", "header", "cookie"}
+
+// tokenRE is an HTTP token (RFC 9110): what header names and methods are
+// made of.
+var tokenRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+func (d *fileDecoder) rules(n *node, path string) ([]waitingroom.Rule, error) {
+	var rules []waitingroom.Rule
+	err := d.list(n, path, func(it *node, p string) error {
+		r, err := d.rule(it, p)
+		rules = append(rules, r)
+		return err
+	})
+	return rules, err
+}
+
+// rule decodes one bypass rule: a mapping with exactly one of ruleKinds.
+func (d *fileDecoder) rule(n *node, path string) (waitingroom.Rule, error) {
+	kinds := strings.Join(ruleKinds, ", ")
+	if n.kind != nodeMapping {
+		return waitingroom.Rule{}, d.errorf(n, path, "want a rule: a mapping with one of %s; got %s", kinds, n.describe())
+	}
+	if len(n.keys) != 1 {
+		return waitingroom.Rule{}, d.errorf(n, path, "a rule has exactly one of %s; this one has %d", kinds, len(n.keys))
+	}
+	k, v := n.keys[0], n.vals[0]
+	p := joinPath(path, k.value)
+	switch k.value {
+	case "pathPrefix", "pathPrefixCaseSensitive":
+		prefixes, err := d.strs(v, p)
+		if err != nil {
+			return waitingroom.Rule{}, err
+		}
+		for i, pre := range prefixes {
+			if !strings.HasPrefix(pre, "/") {
+				it, ip := d.item(v, p, i)
+				return waitingroom.Rule{}, d.errorf(it, ip, "%q must start with /", pre)
+			}
+		}
+		if k.value == "pathPrefix" {
+			return waitingroom.PathPrefix(prefixes...), nil
+		}
+		return waitingroom.PathPrefixCaseSensitive(prefixes...), nil
+	case "methods":
+		methods, err := d.strs(v, p)
+		if err != nil {
+			return waitingroom.Rule{}, err
+		}
+		for i, m := range methods {
+			it, ip := d.item(v, p, i)
+			switch {
+			case !tokenRE.MatchString(m):
+				return waitingroom.Rule{}, d.errorf(it, ip, "%q is not a method", m)
+			case m != strings.ToUpper(m) && slices.Contains(standardMethods, strings.ToUpper(m)):
+				return waitingroom.Rule{}, d.errorf(it, ip, "methods are case-sensitive: write %s, not %s", strings.ToUpper(m), m)
+			}
+		}
+		return waitingroom.Methods(methods...), nil
+	case "networks":
+		nets, err := d.networks(v, p)
+		if err != nil {
+			return waitingroom.Rule{}, err
+		}
+		cidrs := make([]string, len(nets))
+		for i, n := range nets {
+			cidrs[i] = n.String()
+		}
+		return waitingroom.ClientNetworks(cidrs...)
+	case "header", "cookie":
+		var name, value string
+		var hasValue bool
+		err := d.fields(v, p, map[string]decodeFunc{
+			"name": into(&name, d.str),
+			"value": func(n *node, path string) (err error) {
+				value, err = d.str(n, path)
+				hasValue = true
+				return err
+			},
+		})
+		if err != nil {
+			return waitingroom.Rule{}, err
+		}
+		if name == "" {
+			return waitingroom.Rule{}, d.errorf(v, p, "name is required")
+		}
+		if k.value == "header" && !tokenRE.MatchString(name) {
+			return waitingroom.Rule{}, d.errorf(v, p+".name", "%q is not a header name", name)
+		}
+		var match func(string) bool
+		if hasValue {
+			match = func(got string) bool { return subtle.ConstantTimeCompare([]byte(got), []byte(value)) == 1 }
+		}
+		if k.value == "header" {
+			return waitingroom.Header(name, match), nil
+		}
+		return waitingroom.Cookie(name, match), nil
+	}
+	return waitingroom.Rule{}, d.errorf(k, p, "unknown kind of rule; want one of %s", kinds)
+}
+
+var standardMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE"}
+
+// events decodes the list of scheduled events and checks each, and all of
+// them together, as the room will.
+func (d *fileDecoder) events(n *node, path string) ([]waitingroom.Event, error) {
+	var events []waitingroom.Event
+	err := d.list(n, path, func(it *node, p string) error {
+		e, err := d.event(it, p)
+		events = append(events, e)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := probe(func(c *waitingroom.Config) { c.Events = events }); err != nil {
+		return nil, d.errorf(n, path, "%s", reason(err))
+	}
+	return events, nil
+}
+
+func (d *fileDecoder) event(n *node, path string) (waitingroom.Event, error) {
+	var (
+		e          waitingroom.Event
+		method     string
+		noRenewal  bool
+		hasRenewal bool
+	)
+	err := d.fields(n, path, map[string]decodeFunc{
+		"name":              into(&e.Name, d.str),
+		"start":             into(&e.Start, d.instant),
+		"end":               into(&e.End, d.instant),
+		"prequeueStart":     into(&e.PrequeueStart, d.instant),
+		"shuffleAtStart":    into(&e.ShuffleAtStart, d.boolean),
+		"totalActiveUsers":  into(&e.TotalActiveUsers, d.integer),
+		"newUsersPerMinute": into(&e.NewUsersPerMinute, d.integer),
+		"sessionDuration":   into(&e.SessionDuration, d.duration),
+		"disableSessionRenewal": func(n *node, path string) (err error) {
+			noRenewal, err = d.boolean(n, path)
+			hasRenewal = true
+			return err
+		},
+		"queueingMethod": into(&method, d.str),
+		"template": func(n *node, path string) error {
+			file, err := d.path(n, path)
+			if err != nil {
+				return err
+			}
+			src, err := d.readFile(file)
+			if err != nil {
+				return d.errorf(n, path, "%v", err)
+			}
+			e.Template = string(src)
+			return nil
+		},
+	})
+	if err != nil {
+		return e, err
+	}
+	if hasRenewal {
+		e.DisableSessionRenewal = &noRenewal
+	}
+	e.QueueingMethod = waitingroom.QueueingMethod(strings.ToLower(method))
+	if err := probe(func(c *waitingroom.Config) { c.Events = []waitingroom.Event{e} }); err != nil {
+		return e, d.errorf(n, path, "%s", reason(err))
+	}
+	return e, nil
+}
+
+// probe reports whether a room accepts a Config in which set changed one
+// setting of a Config that is valid and lenient towards every other
+// setting (the widest limits, the shortest refresh, the longest hold), so
+// that an error is about that setting alone.
+func probe(set func(*waitingroom.Config)) error {
+	c := waitingroom.Config{
+		Name:              "probe",
+		TotalActiveUsers:  1 << 30,
+		NewUsersPerMinute: 1,
+		RefreshInterval:   waitingroom.MinRefreshInterval,
+		QueueHold:         24 * time.Hour,
+		Keys:              [][]byte{make([]byte, waitingroom.MinKeyLen)},
+		SyncInterval:      -1,
+	}
+	set(&c)
+	room, err := waitingroom.New(c, nopStore{})
+	if err != nil {
+		return err
+	}
+	return room.Close()
+}
+
+// reason is a Config error without the prefix every one of them has.
+func reason(err error) string {
+	return strings.TrimPrefix(err.Error(), "waitingroom: "+waitingroom.ErrInvalidConfig.Error()+": ")
+}
