@@ -32,9 +32,11 @@ func (r Rule) String() string { return r.desc }
 
 // PathPrefix matches requests whose path starts with one of prefixes,
 // ignoring case (so /STATIC/ cannot be used to reach the application
-// around a case-sensitive rule). The path is cleaned first ("/static/../x"
-// is "/x"). End a directory prefix with "/" so that "/static/" does not
-// match "/staticky".
+// around a case-sensitive rule). Only canonical paths match: a path with
+// dot segments, doubled or encoded slashes ("/static/../checkout",
+// "/api%2F..%2Fstatic/x") goes through the room, whatever the application
+// would make of it. End a directory prefix with "/" so that "/static/"
+// does not match "/staticky".
 func PathPrefix(prefixes ...string) Rule {
 	lower := make([]string, len(prefixes))
 	for i, p := range prefixes {
@@ -43,8 +45,9 @@ func PathPrefix(prefixes ...string) Rule {
 	return Rule{
 		desc: fmt.Sprintf("path prefix %q", prefixes),
 		match: func(r *http.Request, _ netip.Addr) bool {
-			p := strings.ToLower(cleanPath(r))
-			return slices.ContainsFunc(lower, func(pre string) bool { return strings.HasPrefix(p, pre) })
+			p, ok := canonicalPath(r)
+			p = strings.ToLower(p)
+			return ok && slices.ContainsFunc(lower, func(pre string) bool { return strings.HasPrefix(p, pre) })
 		},
 	}
 }
@@ -56,24 +59,26 @@ func PathPrefixCaseSensitive(prefixes ...string) Rule {
 	return Rule{
 		desc: fmt.Sprintf("case-sensitive path prefix %q", prefixes),
 		match: func(r *http.Request, _ netip.Addr) bool {
-			p := cleanPath(r)
-			return slices.ContainsFunc(ps, func(pre string) bool { return strings.HasPrefix(p, pre) })
+			p, ok := canonicalPath(r)
+			return ok && slices.ContainsFunc(ps, func(pre string) bool { return strings.HasPrefix(p, pre) })
 		},
 	}
 }
 
-// cleanPath is the request's path with dot segments resolved, so a rule
-// cannot be matched by a path that the application resolves elsewhere.
-func cleanPath(r *http.Request) string {
+// canonicalPath returns the request's path and whether it is canonical:
+// no dot segments, no empty segments, no escaped slashes. A rule never
+// matches any other path, so it cannot be matched by a path that the
+// application resolves elsewhere.
+func canonicalPath(r *http.Request) (string, bool) {
 	p := r.URL.Path
-	if p == "" {
-		return "/"
+	if p == "" || p[0] != '/' || r.URL.RawPath != "" {
+		return p, false
 	}
-	c := path.Clean("/" + p)
+	c := path.Clean(p)
 	if strings.HasSuffix(p, "/") && c != "/" {
 		c += "/"
 	}
-	return c
+	return p, c == p
 }
 
 // Methods matches requests with one of the given methods (case-sensitive,

@@ -64,8 +64,11 @@ func ExampleRoom_Handler() {
 	srv := httptest.NewServer(room.Handler(app))
 	defer srv.Close()
 
-	first, _ := http.Get(srv.URL)
-	second, _ := http.Get(srv.URL) // no cookie: a new visitor, and the room is full
+	client := srv.Client()
+	first, _ := client.Get(srv.URL)
+	second, _ := client.Get(srv.URL) // no cookie: a new visitor, and the room is full
+	first.Body.Close()
+	second.Body.Close()
 	fmt.Println(first.StatusCode, second.StatusCode, second.Header.Get("Cache-Control"))
 	// Output: 200 429 no-store
 }

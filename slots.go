@@ -178,6 +178,7 @@ func (g grant) charge(used map[int64]int64) {
 type syncParams struct {
 	now          int64 // Unix ms
 	id           string
+	seq          uint64   // this sync's sequence number
 	settings     Settings // the live settings
 	policy       policy   // the settings in force at now (events applied)
 	session      int64    // ms an active visitor stays counted after a check-in
@@ -312,6 +313,7 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	me := &st.Instances[self]
 	me.Traffic = (1-trafficWeight)*me.Traffic + trafficWeight*float64(d.attempts)
 	me.Seen = now
+	me.Seq = p.seq
 	// What this instance kept of its previous grant to use while this sync
 	// is in flight stays on the books; the rest returns to the pool.
 	held := p.held

@@ -36,6 +36,11 @@ func (rm *Room) Sync(ctx context.Context) error {
 	d := rm.pending
 	rm.pending = newDelta()
 	rm.grant = rm.grant.keep(1 + d.attempts/10)
+	// The counts go out numbered, with those of syncs that got no answer:
+	// the store applies only what it has not recorded yet.
+	rm.seq++
+	rm.unacked = append(rm.unacked, batch{seq: rm.seq, d: d})
+	batches := rm.unacked
 	held := rm.grant.total()
 	rm.inflight = map[int64]int64{}
 	rm.mu.Unlock()
@@ -43,9 +48,9 @@ func (rm *Room) Sync(ctx context.Context) error {
 	started := time.Now()
 	defer func() { rm.counters.syncNanos.Store(int64(time.Since(started))) }()
 	rm.counters.syncs.Add(1)
-	local := rm.cfg.Now().UnixMilli()
 	p := syncParams{
 		id:           rm.id,
+		seq:          rm.seq,
 		waitWindow:   rm.waitWindow,
 		syncInterval: max(rm.cfg.SyncInterval, 0).Milliseconds(),
 		instanceTTL:  rm.instanceTTL(),
@@ -58,29 +63,48 @@ func (rm *Room) Sync(ctx context.Context) error {
 		epoch   uint64
 		offset  int64
 		rebuilt bool
+		recover = rm.outage
 
 		settingsVersion uint64
 	)
 	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
-		// The shared clock: never behind this instance's, never more
-		// than maxClockLead ahead of it.
+		// The shared clock: never behind this instance's, never more than
+		// maxClockLead ahead of it. The local clock is read here, once the
+		// state is in hand, so that another instance's write landing first
+		// is not mistaken for skew. An instance that follows a faster
+		// clock keeps its offset from sync to sync, so that all instances
+		// agree on where minutes begin (a minute's admissions are counted
+		// under one key); the offset is at most maxClockLead.
+		local := rm.cfg.Now().UnixMilli()
 		now := min(max(st.Clock, local+rm.offset.Load()), local+maxClockLead)
 		offset = now - local
 		p.now = now
-		dd := d
 		rebuilt = rm.epoch != 0 && st.Epoch != rm.epoch
+		var applied uint64 // the latest of this instance's syncs the state has
+		if !rebuilt {
+			for _, in := range st.Instances {
+				if in.ID == rm.id {
+					applied = in.Seq
+				}
+			}
+		}
+		dd := newDelta()
+		for _, b := range batches {
+			if b.seq > applied {
+				dd.add(b.d)
+			}
+		}
 		if rebuilt {
 			// The state this instance knew was lost (or already recreated
 			// by another instance that noticed first): contribute again
 			// what it counted over the last session.
-			dd = newDelta()
-			dd.add(d)
 			dd.add(rm.mine)
-			if st.Epoch == 0 {
-				// Nobody admits until every instance has had a sync to
-				// contribute its counts again.
-				st.Grace = now + p.instanceTTL
-			}
+		}
+		if rebuilt || recover {
+			// After a loss or an outage, counts of other instances may not
+			// be in the state yet: nobody is admitted until every instance
+			// has had a sync, its retries included, to bring them in.
+			st.Grace = max(st.Grace, now+rm.graceAfterGap())
 		}
 		p.settings = rm.sharedSettings(st)
 		p.policy = rm.policyAt(&p.settings, now)
@@ -95,9 +119,9 @@ func (rm *Room) Sync(ctx context.Context) error {
 	if err != nil {
 		rm.counters.syncErrors.Add(1)
 		rm.mu.Lock()
-		rm.pending.add(d)
-		// Without a sync the store may soon give this instance's share to
-		// others: nobody new is let in until the store answers again.
+		// The counts stay in rm.unacked, to go out again with the next
+		// sync. Without a sync the store may soon give this instance's
+		// share to others: nobody new is let in until it answers again.
 		rm.grant, rm.inflight = nil, nil
 		rm.mu.Unlock()
 		if !rm.outage {
@@ -115,9 +139,11 @@ func (rm *Room) Sync(ctx context.Context) error {
 	rm.offset.Store(offset)
 	if rebuilt {
 		rm.log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", rm.epoch, "epoch", epoch)
-	} else {
-		rm.mine.add(d)
 	}
+	for _, b := range batches {
+		rm.mine.add(b.d)
+	}
+	rm.unacked = nil
 	rm.mine.prune(p.now, p.session, rm.waitWindow)
 	rm.epoch = epoch
 	rm.mu.Lock()
@@ -188,6 +214,19 @@ const dueMargin = 5000
 // a grossly wrong clock elsewhere is not followed.
 const maxClockLead = 10_000
 
+// batch is the counts of one sync, numbered.
+type batch struct {
+	seq uint64
+	d   *delta
+}
+
+// graceAfterGap is how long, in ms, nobody is admitted after the shared
+// state was lost or the store was unreachable: long enough for every live
+// instance to sync, through its retry backoff, and bring its counts in.
+func (rm *Room) graceAfterGap() int64 {
+	return 2 * rm.instanceTTL()
+}
+
 // instanceTTL is how long, in ms, an instance that stopped syncing keeps its
 // share and grant.
 func (rm *Room) instanceTTL() int64 {
@@ -245,7 +284,7 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 }
 
 // loop syncs every SyncInterval (±10 %, so instances do not sync in step)
-// until Close. A failing store is retried with backoff up to 10 intervals;
+// until Close. A failing store is retried with backoff up to 2 intervals;
 // Sync logs the outage once when it begins and once when it ends.
 func (rm *Room) loop() {
 	defer close(rm.loopDone)
@@ -266,8 +305,10 @@ func (rm *Room) loop() {
 		} else {
 			failures = 0
 		}
+		// Back off, but retry within the grace that follows an outage, so
+		// that every instance brings its counts in before anyone admits.
 		wait = interval << min(failures, 10)
-		wait = min(wait, 10*interval)
+		wait = min(wait, 2*interval)
 		wait = time.Duration(float64(wait) * (0.9 + 0.2*mrand.Float64()))
 	}
 }

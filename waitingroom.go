@@ -61,6 +61,8 @@ type Room struct {
 	syncMu   sync.Mutex // serializes syncs
 	epoch    uint64     // the state epoch of the latest sync; under syncMu
 	mine     *delta     // this instance's counts over the last session; under syncMu
+	seq      uint64     // the latest sync's sequence number; under syncMu
+	unacked  []batch    // counts of syncs not known to have been applied; under syncMu
 	outage   bool       // the latest sync failed; under syncMu
 	healthy  atomic.Bool
 	closed   atomic.Bool
@@ -245,7 +247,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 	now := rm.now()
 	pol := rm.policyAt(&v.settings, now)
 	d := Decision{policy: pol, at: v.at, now: now}
-	c, ok := rm.readCookie(r)
+	c, ok := rm.readCookie(r, now)
 	if ok && c.acceptedAt > 0 {
 		if sessionAlive(&pol, c, now) {
 			d.Outcome = Admitted
@@ -328,13 +330,21 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 	return d, nil
 }
 
-func (rm *Room) readCookie(r *http.Request) (cookieState, bool) {
+func (rm *Room) readCookie(r *http.Request, now int64) (cookieState, bool) {
 	raw, ok := cookieValue(r, rm.cookieName)
 	if !ok {
 		return cookieState{}, false
 	}
 	c, err := rm.codec.decode(raw)
-	return c, err == nil
+	if err != nil {
+		return cookieState{}, false
+	}
+	// Times from further ahead than any instance's clock may run are not
+	// believed: the visitor is new rather than frozen or let in.
+	if lim := now + maxClockLead; c.lastCheckIn > lim || c.acceptedAt > lim || c.bucket*60_000 > lim {
+		return cookieState{}, false
+	}
+	return c, true
 }
 
 func sessionAlive(p *policy, c cookieState, now int64) bool {

@@ -48,6 +48,7 @@ func MarshalState(s *State) []byte {
 		b = binary.AppendUvarint(b, math.Float64bits(in.Traffic))
 		b = binary.AppendVarint(b, in.Grant)
 		b = binary.AppendVarint(b, in.Seen)
+		b = binary.AppendUvarint(b, in.Seq)
 	}
 	return b
 }
@@ -100,7 +101,7 @@ func UnmarshalState(data []byte) (*State, error) {
 			prevB, prevS = c.Bucket, c.Slot
 		}
 	}
-	if n := d.length(4); n > 0 {
+	if n := d.length(5); n > 0 {
 		s.Instances = make([]Instance, n)
 		for i := range s.Instances {
 			in := &s.Instances[i]
@@ -108,6 +109,7 @@ func UnmarshalState(data []byte) (*State, error) {
 			in.Traffic = math.Float64frombits(d.uvarint())
 			in.Grant = d.varint()
 			in.Seen = d.varint()
+			in.Seq = d.uvarint()
 		}
 	}
 	if d.err != nil {

@@ -68,4 +68,9 @@ type Instance struct {
 	Grant int64
 	// Seen is the Unix time, in milliseconds, of the instance's latest sync.
 	Seen int64
+	// Seq is the sequence number of the instance's latest sync applied to
+	// this state. An instance that did not hear back from a sync sends its
+	// counts again with a later number; those with a number up to Seq were
+	// applied already, so nothing is counted twice.
+	Seq uint64
 }

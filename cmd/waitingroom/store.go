@@ -219,6 +219,7 @@ func openStore(ctx context.Context, spec storeSpec, o storeOptions) (store.Store
 		s := memstore.New()
 		return s, func() { _ = s.Close() }, nil
 	case kindRedis:
+		spec.redis.ContextTimeoutEnabled = true // a stalled server must not hold a sync past its deadline
 		c := redis.NewClient(spec.redis)
 		s := redisstore.New(c, redisstore.Options{KeyPrefix: o.prefix})
 		return s, func() { _ = s.Close(); _ = c.Close() }, nil

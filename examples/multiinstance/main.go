@@ -94,6 +94,7 @@ func run(ctx context.Context, args []string, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("-redis: %w", err)
 	}
+	ropts.ContextTimeoutEnabled = true // a stalled server must not hold a sync past its deadline
 	client := redis.NewClient(ropts)
 	defer client.Close()
 	ping, cancel := context.WithTimeout(ctx, 3*time.Second)

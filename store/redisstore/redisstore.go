@@ -22,6 +22,16 @@
 // being written, so a command that the client resends after losing its
 // reply is not applied twice.
 //
+// # Deadlines
+//
+// Create the client with ContextTimeoutEnabled: true. Without it go-redis
+// does not apply the context's deadline to the connection and a stalled
+// server holds Update until the client's own ReadTimeout, so a room notices
+// an outage late; the room itself never waits on the store while serving
+// requests either way.
+//
+//	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+//
 // A missing key is a room without state. A value that is too short to hold
 // a tag, or whose state does not decode, is presented to fn as a zero State
 // and is replaced by fn's result. Every write sets the key's expiry again

@@ -87,7 +87,7 @@ func Sample() *store.State {
 			{Bucket: 29_833_332, Slot: 179_000_001, N: 1000},
 		},
 		Instances: []store.Instance{
-			{ID: "a1", Traffic: 12.5, Grant: 9, Seen: 1_790_000_000_123},
+			{ID: "a1", Traffic: 12.5, Grant: 9, Seen: 1_790_000_000_123, Seq: 77},
 			{ID: "b2", Traffic: 0, Grant: 0, Seen: 1_790_000_000_456},
 		},
 	}
