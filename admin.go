@@ -265,7 +265,7 @@ type adminStatus struct {
 	Instances          int           `json:"instances"`
 	LastSync           *time.Time    `json:"lastSync"`
 	NextEvent          *adminEvent   `json:"nextEvent"`
-	Counters           adminCounters `json:"counters"`
+	Counters           Counters      `json:"counters"`
 }
 
 // adminEstimate is the wait of a visitor arriving now, in whole seconds
@@ -327,17 +327,6 @@ type adminBucket struct {
 	Waiting int       `json:"waiting"`
 }
 
-// adminCounters are this instance's Counters.
-type adminCounters struct {
-	Admitted        uint64  `json:"admitted"`
-	Queued          uint64  `json:"queued"`
-	Revoked         uint64  `json:"revoked"`
-	Bypassed        uint64  `json:"bypassed"`
-	Syncs           uint64  `json:"syncs"`
-	SyncErrors      uint64  `json:"syncErrors"`
-	LastSyncSeconds float64 `json:"lastSyncSeconds"`
-}
-
 func (a *admin) status() adminStatus {
 	s := a.rm.Stats()
 	out := adminStatus{
@@ -365,16 +354,7 @@ func (a *admin) status() adminStatus {
 	case next != nil:
 		out.NextEvent = eventJSON(next, false, false)
 	}
-	c := a.rm.Counters()
-	out.Counters = adminCounters{
-		Admitted:        c.Admitted,
-		Queued:          c.Queued,
-		Revoked:         c.Revoked,
-		Bypassed:        c.Bypassed,
-		Syncs:           c.Syncs,
-		SyncErrors:      c.SyncErrors,
-		LastSyncSeconds: c.LastSyncSeconds,
-	}
+	out.Counters = a.rm.Counters()
 	return out
 }
 

@@ -25,6 +25,10 @@ const maxCookieLen = 256
 
 const cookieVersion = 1
 
+// strictBase64 gives every cookie one spelling: values that differ only in
+// the unused bits of their last character do not decode.
+var strictBase64 = base64.RawURLEncoding.Strict()
+
 // errBadCookie is returned by decode for every cookie that must be treated
 // as absent: malformed, tampered, foreign, expired key. Callers treat it as
 // ordinary input (a new visitor), never as a server error.
@@ -104,7 +108,7 @@ func (c *codec) decode(v string) (cookieState, error) {
 	buf := decodeBufs.Get().(*decodeBuf)
 	defer decodeBufs.Put(buf)
 	n := copy(buf.src[:], v)
-	m, err := base64.RawURLEncoding.Decode(buf.raw[:], buf.src[:n])
+	m, err := strictBase64.Decode(buf.raw[:], buf.src[:n])
 	if err != nil {
 		return s, errBadCookie
 	}

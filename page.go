@@ -143,9 +143,11 @@ func (rm *Room) pageData(d Decision, lang string) *template.Data {
 		at = rm.now()
 	}
 	data := &template.Data{
-		InWaitingRoom:      true,
-		QueueAll:           s.QueueAll,
-		LastUpdated:        time.UnixMilli(at).UTC().Format("2006-01-02T15:04:05.000Z"),
+		InWaitingRoom: true,
+		QueueAll:      s.QueueAll,
+		// Whole seconds: the exact moment of a sync is nothing a visitor
+		// needs, and nothing to time refreshes by.
+		LastUpdated:        time.UnixMilli(at).UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000Z"),
 		QueueingMethod:     string(s.QueueingMethod),
 		IsFIFOQueue:        s.QueueingMethod == FIFO,
 		IsRandomQueue:      s.QueueingMethod == Random,

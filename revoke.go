@@ -112,19 +112,20 @@ func (rm *Room) revoke(w http.ResponseWriter, c cookieState) {
 // are for metrics; read them with Room.Counters.
 type Counters struct {
 	// Admitted counts visitors let in (first admissions, not requests).
-	Admitted uint64
+	Admitted uint64 `json:"admitted"`
 	// Queued counts visitors who joined the queue (their first waiting
 	// response).
-	Queued uint64
+	Queued uint64 `json:"queued"`
 	// Revoked counts sessions the application ended (Revoke or the
 	// command header).
-	Revoked uint64
+	Revoked uint64 `json:"revoked"`
 	// Bypassed counts requests that a bypass rule let through.
-	Bypassed uint64
+	Bypassed uint64 `json:"bypassed"`
 	// Syncs and SyncErrors count syncs attempted and failed.
-	Syncs, SyncErrors uint64
+	Syncs      uint64 `json:"syncs"`
+	SyncErrors uint64 `json:"syncErrors"`
 	// LastSyncSeconds is how long the latest sync took, in seconds.
-	LastSyncSeconds float64
+	LastSyncSeconds float64 `json:"lastSyncSeconds"`
 }
 
 // Counters returns this instance's running totals. It does no I/O and is

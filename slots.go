@@ -42,8 +42,11 @@ func floorDiv(a, b int64) int64 {
 
 // slotCounted reports whether a count kept under slot still counts at now
 // (Unix ms) for visitors who stay counted for window ms after a check-in.
+// Counts under slots further ahead than any instance's clock may run (one
+// that ran hours ahead and was corrected) do not count: they would hold
+// the room full until real time caught up with them.
 func slotCounted(slot, now, window int64) bool {
-	return (slot+1)*1000*slotSeconds+window > now
+	return (slot+1)*1000*slotSeconds+window > now && slot <= slotOf(now+maxClockLead)
 }
 
 type cellKey struct{ bucket, slot int64 }

@@ -224,8 +224,19 @@ type batch struct {
 // state was lost or the store was unreachable: long enough for every live
 // instance to sync, through its retry backoff, and bring its counts in.
 func (rm *Room) graceAfterGap() int64 {
-	return 2 * rm.instanceTTL()
+	if rm.cfg.SyncInterval <= 0 {
+		return 2 * rm.instanceTTL() // syncs are the caller's: assume a few seconds
+	}
+	return (syncTimeout(rm.cfg.SyncInterval) + maxBackoff(rm.cfg.SyncInterval) + rm.cfg.SyncInterval).Milliseconds()
 }
+
+// syncTimeout bounds one background sync.
+func syncTimeout(interval time.Duration) time.Duration { return max(2*interval, 2*time.Second) }
+
+// maxBackoff is the longest wait between failed background syncs: long
+// enough that instances contending on a slow store let it clear, short
+// enough that every instance is back within graceAfterGap.
+func maxBackoff(interval time.Duration) time.Duration { return max(2*interval, 2*time.Second) }
 
 // instanceTTL is how long, in ms, an instance that stopped syncing keeps its
 // share and grant.
@@ -283,8 +294,9 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 	return nil
 }
 
-// loop syncs every SyncInterval (±10 %, so instances do not sync in step)
-// until Close. A failing store is retried with backoff up to 2 intervals;
+// loop syncs every SyncInterval (up to 10 % sooner, so instances do not
+// sync in step)
+// until Close. A failing store is retried with backoff (maxBackoff);
 // Sync logs the outage once when it begins and once when it ends.
 func (rm *Room) loop() {
 	defer close(rm.loopDone)
@@ -297,7 +309,7 @@ func (rm *Room) loop() {
 			return
 		case <-time.After(wait):
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), max(2*interval, 2*time.Second))
+		ctx, cancel := context.WithTimeout(context.Background(), syncTimeout(interval))
 		err := rm.Sync(ctx)
 		cancel()
 		if err != nil {
@@ -308,8 +320,8 @@ func (rm *Room) loop() {
 		// Back off, but retry within the grace that follows an outage, so
 		// that every instance brings its counts in before anyone admits.
 		wait = interval << min(failures, 10)
-		wait = min(wait, 2*interval)
-		wait = time.Duration(float64(wait) * (0.9 + 0.2*mrand.Float64()))
+		wait = min(wait, maxBackoff(interval))
+		wait = time.Duration(float64(wait) * (0.9 + 0.1*mrand.Float64()))
 	}
 }
 

@@ -198,11 +198,8 @@ func TestJSONResponse(t *testing.T) {
 			for range 10 {
 				require.True(t, admitted(tr.get(&visitor{}, "")))
 			}
-			var waiting []*visitor
 			for range 30 {
-				v := &visitor{}
-				require.True(t, isWaiting(tr.get(v, "")))
-				waiting = append(waiting, v)
+				require.True(t, isWaiting(tr.get(&visitor{}, "")))
 			}
 			tr.clk.Add(45 * time.Second)
 			tr.sync()
@@ -296,16 +293,6 @@ func TestRefreshTooEarlyGetsNoChance(t *testing.T) {
 
 	tr.clk.Add(15 * time.Second)
 	assert.True(t, admitted(tr.get(v, "")), "on time, the visitor gets the slot")
-}
-
-// admitAll sends every visitor in vs one request and returns those let in.
-func (tr *testRoom) admitAll(vs []*visitor) (in []int) {
-	for i, v := range vs {
-		if admitted(tr.get(v, "")) {
-			in = append(in, i)
-		}
-	}
-	return in
 }
 
 // queueInBuckets creates perBucket waiting visitors in each of buckets

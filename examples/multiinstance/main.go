@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, log *slog.Logger) error {
 	ping, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := client.Ping(ping).Err(); err != nil {
-		return fmt.Errorf("Redis at %s: %w", o.redisURL, err)
+		return fmt.Errorf("redis at %s: %w", o.redisURL, err)
 	}
 	room, st, err := newRoom(o, key, client, log.With("instance", o.id))
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,7 +61,7 @@ func binary(t *testing.T) string {
 		}
 		goTool, err := exec.LookPath("go")
 		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+			goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 		}
 		buildBin = filepath.Join(buildDir, "waitingroom")
 		cmd := exec.Command(goTool, "build", "-o", buildBin, "github.com/go-waitingroom/waitingroom/cmd/waitingroom")

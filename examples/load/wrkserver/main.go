@@ -18,8 +18,9 @@
 // it on every request of a client that never stores it (as wrk does not).
 //
 // With -upstream URL the application is a reverse proxy to URL instead of
-// the 12-byte body: -mode bare -upstream URL is a plain reverse proxy, the
-// baseline for the standalone proxy (cmd/waitingroom -upstream).
+// the 12-byte body, set up like cmd/waitingroom's: -mode bare -upstream URL
+// is the same proxy without a room, the baseline for cmd/waitingroom
+// -upstream.
 //
 // # Flags
 //
@@ -30,6 +31,7 @@
 //	-total-active-users N       most visitors active at once (default 100000)
 //	-new-users-per-minute N     most visitors let in per minute (default 100000)
 //	-upstream URL               proxy to URL instead of serving the 12-byte body
+//	-cpuprofile FILE            write a CPU profile of the whole run to FILE (on SIGINT or SIGTERM)
 //
 // The cookie key comes from WAITINGROOM_KEY (hex, 32+ bytes); without it
 // the program makes one up for the process and says so.
@@ -50,6 +52,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -95,8 +98,8 @@ const redisKeyPrefix = "waitingroom:wrkserver:"
 
 // options are the command's flags.
 type options struct {
-	listen, mode, redisURL, name, upstream string
-	total, perMinute                       int
+	listen, mode, redisURL, name, upstream, cpuprofile string
+	total, perMinute                                   int
 }
 
 // parse reads the command line; errors are usage errors.
@@ -115,6 +118,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.total, "total-active-users", 100_000, "most visitors active at once")
 	fs.IntVar(&o.perMinute, "new-users-per-minute", 100_000, "most visitors let in per minute")
 	fs.StringVar(&o.upstream, "upstream", "", "proxy to this URL instead of serving the 12-byte body")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file (on SIGINT or SIGTERM)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -151,7 +155,20 @@ func newApp(upstream string) (http.Handler, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("-upstream %q is not an http(s) URL", upstream)
 	}
-	return httputil.NewSingleHostReverseProxy(u), nil
+	// Built as cmd/waitingroom builds its proxy, so that the two differ
+	// only by the room: X-Forwarded-* headers, the client's Host, and
+	// enough idle connections to the upstream that a busy proxy does not
+	// dial for most requests (the default transport keeps 2).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 512, 512
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.SetXForwarded()
+			pr.Out.Host = pr.In.Host
+		},
+		Transport: tr,
+	}, nil
 }
 
 // newHandler returns the server's handler for o's mode, and a function
@@ -213,6 +230,17 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		return err
 	}
 	defer release()
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	log.Info("wrkserver", "mode", o.mode, "room", o.name, "upstream", o.upstream)
 	return demo.Serve(ctx, o.listen, h, log)
 }

@@ -1,0 +1,39 @@
+// Package faults tests the waiting room through real store failures, in
+// real time, against servers that the tests start themselves on loopback
+// ports of their own: a redis-server child process, a throwaway PostgreSQL
+// cluster and a throwaway MariaDB server. The shared servers on the usual
+// ports are never touched.
+//
+// Every scenario runs three Rooms in this process, as three instances of
+// one room, each with a store client of its own, syncing every 200 ms, and
+// drives cookie-keeping virtual visitors through their handlers. In the
+// middle of the traffic it breaks the store in one way:
+//
+//   - Redis: killed and restarted empty on the same port; paused with
+//     SIGSTOP for 5 s, then SIGCONT; slowed down by a loopback TCP proxy
+//     that adds 200 ms to every round trip; emptied with FLUSHALL.
+//   - PostgreSQL and MariaDB: the server restarted; the room's row
+//     deleted; the row locked by another session for 5 s.
+//
+// and then checks, from the visitors' side, what the design promises
+// through any store failure under the default FailClosed policy: no 5xx,
+// admitted visitors keep passing, the limits hold (admissions per minute,
+// visitors active at once), waiting visitors keep their arrival minute and
+// are let in first-in-first-out, the room admits again within a bounded
+// time once the store is back, each instance logs one line per outage,
+// and no request waits on the store.
+//
+// The tests in bugs_test.go pin down defects these scenarios once ran
+// into, each with the smallest setup that shows it, so that they stay
+// fixed. WAITINGROOM_FAULTS_VERBOSE=1
+// logs every scenario's room logs and timeline of store calls and
+// admissions (they are logged anyway when a scenario fails), and
+// WAITINGROOM_FAULTS_SERVER_LOGS=1 adds redis-server's output.
+//
+// The helpers of this package (the servers, the proxy, the log buffer) are
+// exported for the soak program in package soak below this one.
+//
+// The scenarios run for about 20 s each; go test -short skips them. A
+// missing server binary skips them with a message, or fails them when
+// WAITINGROOM_REQUIRE_SERVICES=1 (see internal/servicetest).
+package faults

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs every native Go fuzz target of the repository, one after the other,
+# for the given number of seconds each (default 60).
+#
+#   scripts/fuzz.sh [seconds]
+#
+# Targets are found in every module (each go.mod outside testdata): a
+# package whose tests define a func Fuzz... is asked for its targets with
+# `go test -list`, and each target runs alone with
+# `go test -run '^$' -fuzz '^Name$' -fuzztime Ns`. The seed corpus of a
+# target is its f.Add calls and the files in the package's
+# testdata/fuzz/Name/. A failure does not stop the others; the script
+# exits non-zero at the end, naming the failing targets. The input that
+# failed is written to the package's testdata/fuzz/Name/: commit it with
+# the fix, as a regression seed.
+#
+# Environment: FUZZ_PARALLEL, the number of fuzzing workers (default: go
+# test's, GOMAXPROCS).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+secs=${1:-60}
+if ! [[ $secs =~ ^[1-9][0-9]*$ ]]; then
+  echo "usage: $0 [seconds per target, default 60]" >&2
+  exit 2
+fi
+export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+parallel=()
+[[ -n ${FUZZ_PARALLEL:-} ]] && parallel=(-parallel "$FUZZ_PARALLEL")
+
+mapfile -t modules < <(find . -name go.mod -not -path '*/testdata/*' -not -path './.git/*' -printf '%h\n' | sort)
+
+targets=() # "module<TAB>package<TAB>Name"
+for mod in "${modules[@]}"; do
+  # Packages of this module whose test files define a fuzz target.
+  while IFS=$'\t' read -r pkg dir files; do
+    [[ -n ${files// /} ]] || continue
+    (cd "$dir" && grep -lqE '^func Fuzz[A-Z0-9_]' $files) || continue
+    if ! names=$(cd "$mod" && go test -list '^Fuzz' "$pkg"); then
+      echo "fuzz.sh: listing the fuzz targets of $pkg failed" >&2
+      exit 1
+    fi
+    while read -r name; do
+      [[ $name == Fuzz* ]] && targets+=("$mod"$'\t'"$pkg"$'\t'"$name")
+    done <<<"$names"
+  done < <(cd "$mod" && go list -f '{{.ImportPath}}{{"\t"}}{{.Dir}}{{"\t"}}{{join .TestGoFiles " "}} {{join .XTestGoFiles " "}}' ./...)
+done
+
+if [[ ${#targets[@]} -eq 0 ]]; then
+  echo "fuzz.sh: no fuzz targets found" >&2
+  exit 1
+fi
+echo "fuzz.sh: ${#targets[@]} targets, ${secs}s each"
+
+failed=()
+for t in "${targets[@]}"; do
+  IFS=$'\t' read -r mod pkg name <<<"$t"
+  printf '\n== %s %s\n' "$pkg" "$name"
+  if ! (cd "$mod" && go test "${parallel[@]}" -run '^$' -fuzz "^${name}\$" -fuzztime "${secs}s" \
+    -timeout "$((secs + 600))s" "$pkg"); then
+    failed+=("$pkg $name")
+  fi
+done
+
+echo
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "fuzz.sh: ${#failed[@]} of ${#targets[@]} targets failed:"
+  printf '  %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "fuzz.sh: all ${#targets[@]} targets passed (${secs}s each)"

@@ -1,0 +1,183 @@
+package sim
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom"
+)
+
+// finish computes the figures of the run from the visitors' records. The
+// Result it returns holds nothing of the run but the records.
+func (r *run) finish() *Result {
+	res := new(Result)
+	*res = r.res
+	res.Method = string(r.method)
+	res.Instances = len(r.rooms)
+	res.TotalActiveUsers, res.NewUsersPerMinute = r.total, r.per
+	res.Visitors = len(r.vs)
+	res.StillWaiting = r.waiting
+	res.NotArrived = len(r.vs) - r.next
+	res.Minutes = r.minutes
+	res.VisitorRecords = r.vs
+	if r.abandoned != nil {
+		res.AbandonedCountedMaxSeconds = float64(r.ghostMax) / 1000
+		res.AbandonedCountedMeanSeconds = r.ghostSum / float64(len(r.abandoned))
+	}
+	res.undercount = r.undercount
+
+	// The write-up's data: arrival minute and wait of everyone let in.
+	res.ArrivalMinutes = make([]int, 0, res.Admitted)
+	res.WaitTimeSeconds = make([]float64, 0, res.Admitted)
+	bucket := make([]int64, 0, res.Admitted)
+	admittedAt := make([]int64, 0, res.Admitted)
+	var sum, sumPolite, sumSpam float64
+	var nPolite, nSpam int
+	for i := range r.vs {
+		v := &r.vs[i]
+		if !v.WasAdmitted {
+			continue
+		}
+		m := int(v.Arrival / time.Minute)
+		w := v.Wait().Seconds()
+		res.ArrivalMinutes = append(res.ArrivalMinutes, m)
+		res.WaitTimeSeconds = append(res.WaitTimeSeconds, w)
+		bucket = append(bucket, int64(m))
+		admittedAt = append(admittedAt, v.Admitted.Milliseconds())
+		sum += w
+		if v.Spammer {
+			sumSpam += w
+			nSpam++
+		} else {
+			sumPolite += w
+			nPolite++
+		}
+	}
+	if len(bucket) >= 2 {
+		tau, ceiling := kendall(bucket, admittedAt)
+		res.KendallTau, res.KendallTauMax = nanToZero(tau), nanToZero(ceiling)
+	}
+	if n := len(bucket); n > 0 {
+		res.MeanWaitSeconds = sum / float64(n)
+	}
+	if nPolite > 0 {
+		res.MeanWaitPoliteSeconds = sumPolite / float64(nPolite)
+	}
+	if nSpam > 0 {
+		res.MeanWaitSpammerSeconds = sumSpam / float64(nSpam)
+	}
+	if nPolite > 0 && nSpam > 0 && res.MeanWaitPoliteSeconds > 0 {
+		res.SpammerWaitRatio = res.MeanWaitSpammerSeconds / res.MeanWaitPoliteSeconds
+	}
+
+	r.cohort(res)
+
+	var admitted, capacity int
+	for _, m := range res.Minutes {
+		res.MaxAdmittedPerMinute = max(res.MaxAdmittedPerMinute, m.Admitted)
+		res.PeakActive = max(res.PeakActive, m.PeakActive)
+		if m.Saturated {
+			res.SaturatedMinutes++
+			admitted += m.Admitted
+			capacity += m.Capacity
+		}
+	}
+	if capacity > 0 {
+		res.Utilization = float64(admitted) / float64(capacity)
+	}
+
+	switch r.method {
+	case waitingroom.FIFO:
+		res.EstimateError = r.estimateError()
+	case waitingroom.Random:
+		res.Calibration = r.calibration()
+	}
+	return res
+}
+
+func nanToZero(f float64) float64 {
+	if math.IsNaN(f) {
+		return 0
+	}
+	return f
+}
+
+// cohort compares, among the visitors waiting at Options.CohortAt who were
+// let in later, the order of arrival with the order of admission.
+func (r *run) cohort(res *Result) {
+	at := r.o.CohortAt
+	res.CohortSeconds = at.Seconds()
+	var arrival, admitted []int64
+	for i := range r.vs {
+		v := &r.vs[i]
+		if v.WasAdmitted && v.Arrival <= at && v.Admitted > at {
+			arrival = append(arrival, v.Arrival.Milliseconds())
+			admitted = append(admitted, v.Admitted.Milliseconds())
+		}
+	}
+	res.CohortSize = len(arrival)
+	res.ChiSquare = chiSquareDeciles(arrival, admitted, 10)
+	res.ChiSquare.Statistic = nanToZero(res.ChiSquare.Statistic)
+	res.ChiSquare.PValue = nanToZero(res.ChiSquare.PValue)
+	if len(arrival) >= 2 {
+		res.CohortTau = nanToZero(KendallTau(arrival, admitted))
+	}
+}
+
+// measured calls f for every visitor whose estimates are judged: arrived
+// within [MeasureFrom, MeasureUntil), let in, shown a known estimate. It
+// passes the estimate and the wait from the response that showed it.
+func (r *run) measured(f func(e Shown, actual time.Duration)) {
+	until := time.Duration(math.MaxInt64)
+	if r.o.MeasureUntil > 0 {
+		until = r.o.MeasureUntil
+	}
+	for i := range r.vs {
+		v := &r.vs[i]
+		if v.Arrival < r.o.MeasureFrom || v.Arrival >= until || !v.WasAdmitted || !v.FirstEstimate.Known {
+			continue
+		}
+		f(v.FirstEstimate, v.Admitted-v.FirstEstimate.At)
+	}
+}
+
+func (r *run) estimateError() *EstimateError {
+	var rel, signed []float64
+	r.measured(func(e Shown, actual time.Duration) {
+		d := (e.Wait - actual).Seconds() / actual.Seconds()
+		signed = append(signed, d)
+		rel = append(rel, math.Abs(d))
+	})
+	ee := &EstimateError{N: len(rel)}
+	if len(rel) == 0 {
+		return ee
+	}
+	slices.Sort(rel)
+	slices.Sort(signed)
+	ee.Median, ee.P90, ee.Bias = quantile(rel, 0.5), quantile(rel, 0.9), quantile(signed, 0.5)
+	return ee
+}
+
+func (r *run) calibration() *Calibration {
+	var n, p25, p50, p75 int
+	r.measured(func(e Shown, actual time.Duration) {
+		n++
+		if actual <= e.P25 {
+			p25++
+		}
+		if actual <= e.P50 {
+			p50++
+		}
+		if actual <= e.P75 {
+			p75++
+		}
+	})
+	c := &Calibration{N: n}
+	if n > 0 {
+		c.WithinP25 = float64(p25) / float64(n)
+		c.WithinP50 = float64(p50) / float64(n)
+		c.WithinP75 = float64(p75) / float64(n)
+	}
+	return c
+}

@@ -1,0 +1,515 @@
+package sim
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	mrand "math/rand/v2"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+)
+
+// simKey encrypts the visitors' cookies. A simulation has nothing to keep
+// secret; every instance of a run needs the same key.
+var simKey = []byte("waitingroom simulation key, 32+ bytes long")
+
+// Run simulates the visitors opts describes against real Rooms and returns
+// what it measured. Every request goes through Room.Handler with the
+// visitor's cookie, as from a browser; the rooms run on a virtual clock in
+// one-millisecond steps and sync with the store every Options.SyncInterval
+// ± 10 % of it, all at the same instants. Run uses one goroutine and never
+// sleeps; it returns ctx's error if ctx ends first, and an error for
+// Options that cannot work (including a Configure that makes
+// waitingroom.New fail). Runs may proceed concurrently as long as they do
+// not share a room: each on its own Options.Store, or with its own
+// Options.Name.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	o, err := opts.normalize()
+	if err != nil {
+		return nil, err
+	}
+	r, err := newRun(o)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	if err := r.loop(ctx); err != nil {
+		return nil, err
+	}
+	return r.finish(), nil
+}
+
+// event is a visitor's request due at a virtual instant.
+type event struct {
+	at  int64  // ms since the start
+	tie uint32 // random order among requests at the same instant
+	v   int32  // visitor
+}
+
+// live is what the simulator tracks of a visitor while they are around.
+type live struct {
+	req       *http.Request // nil before arrival and after leaving
+	expires   int64         // second at whose start the visitor's session stops counting
+	browseEnd int64         // ms; last instant a browsing request is sent
+	waiting   bool          // counted in run.waiting
+}
+
+type run struct {
+	o      Options
+	method waitingroom.QueueingMethod
+	total  int
+	per    int
+	sessMs int64
+
+	rng      *mrand.Rand
+	base     int64 // Unix ms of the start
+	now      int64 // ms since the start: the rooms' clock
+	sec      int64 // the second being simulated
+	ctx      context.Context
+	st       store.Store
+	ownStore bool
+	rooms    []*waitingroom.Room
+	handlers []http.Handler
+	order    []int
+
+	vs       []Visitor
+	lv       []live
+	arrivals []int64 // ms since the start, sorted; index = visitor
+	ties     []uint32
+	next     int // next visitor to arrive
+
+	ring     [][]event // by second
+	ringMask int64
+
+	w    *response
+	reqs requests
+
+	waiting  int   // visitors waiting now
+	active   int   // visitors active now
+	expiries []int // by second: sessions that stop counting at its start
+	expMask  int64
+	done     int // visitors who will send no more requests
+
+	abandoned  []int64 // ms of each giving up, in order
+	ghostSum   float64 // visitor-seconds abandoned visitors still counted
+	ghostMax   int64   // ms
+	undercount int
+
+	lastSync, nextSync int64 // ms
+	stateMinute        int64 // the next minute whose state size is sampled
+
+	cur       Minute
+	curActive int // active at the start of the current minute
+	curEnded  int // sessions ended in the current minute
+	minutes   []Minute
+
+	res Result
+}
+
+func nextPow2(n int64) int64 { return 1 << bits.Len64(uint64(n-1)) }
+
+func newRun(o Options) (*run, error) {
+	r := &run{
+		o:    o,
+		rng:  mrand.New(mrand.NewPCG(o.Seed, 0x5eed)),
+		base: o.Start.UnixMilli(),
+		ctx:  context.Background(),
+		st:   o.Store,
+		w:    newResponse(),
+	}
+	if r.st == nil {
+		r.st, r.ownStore = memstore.New(), true
+	}
+	now := func() time.Time { return time.UnixMilli(r.base + r.now) }
+	var cfg waitingroom.Config
+	for i := range o.Instances {
+		cfg = waitingroom.Config{
+			Name:              o.Name,
+			TotalActiveUsers:  o.TotalActiveUsers,
+			NewUsersPerMinute: o.NewUsersPerMinute,
+			SessionDuration:   o.SessionDuration,
+			RefreshInterval:   o.RefreshInterval,
+			QueueingMethod:    o.Method,
+		}
+		if o.Configure != nil {
+			o.Configure(&cfg)
+		}
+		if len(cfg.Keys) == 0 {
+			cfg.Keys = [][]byte{simKey}
+		}
+		if cfg.Logger == nil {
+			cfg.Logger = o.Logger
+		}
+		cfg.Now = now
+		cfg.Random = mrand.New(mrand.NewPCG(o.Seed, uint64(i)+1)).Float64
+		cfg.SyncInterval = -1
+		rm, err := waitingroom.New(cfg, r.st)
+		if err != nil {
+			r.close()
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		r.rooms = append(r.rooms, rm)
+		r.handlers = append(r.handlers, rm.Handler(app))
+		r.order = append(r.order, i)
+	}
+	// The room's own defaults fill what the Config (after Configure)
+	// leaves unset.
+	r.method = cmp.Or(cfg.QueueingMethod, waitingroom.FIFO)
+	r.total, r.per = cfg.TotalActiveUsers, cfg.NewUsersPerMinute
+	session := cmp.Or(cfg.SessionDuration, waitingroom.DefaultSessionDuration)
+	r.sessMs = session.Milliseconds()
+
+	// Requests are due at most a refresh interval (≤ 5 minutes, jittered
+	// by ≤ 50 %), a browsing step or a spamming step ahead.
+	ahead := max(
+		int64(waitingroom.MaxRefreshInterval/time.Second)*3/2,
+		int64(o.BrowseEvery/time.Second),
+		int64(o.SpamEvery/time.Second),
+	) + int64(max(o.Latency, 0)/time.Second) + 3
+	r.ring = make([][]event, nextPow2(ahead))
+	r.ringMask = int64(len(r.ring) - 1)
+	r.expiries = make([]int, nextPow2(r.sessMs/1000+2))
+	r.expMask = int64(len(r.expiries) - 1)
+
+	r.schedule()
+	return r, nil
+}
+
+func (r *run) close() {
+	for _, rm := range r.rooms {
+		_ = rm.Close()
+	}
+	if r.ownStore {
+		_ = r.st.Close()
+	}
+}
+
+// schedule draws the arrivals and who spams.
+func (r *run) schedule() {
+	o := r.o
+	n := o.Visitors
+	span := float64(o.Arrivals.Milliseconds())
+	arr := make([]int64, n)
+	uniform := func(a []int64) {
+		for i := range a {
+			a[i] = int64((float64(i) + r.rng.Float64()) * span / float64(len(a)))
+		}
+	}
+	switch o.Arrival {
+	case Uniform:
+		uniform(arr)
+	case AllAtOnce:
+		for i := range arr {
+			arr[i] = r.rng.Int64N(1000)
+		}
+	case Spike:
+		k := int(math.Round(o.SpikeShare * float64(n)))
+		burst := max(o.SpikeSpan.Milliseconds(), 1)
+		for i := range k {
+			arr[i] = r.rng.Int64N(burst)
+		}
+		uniform(arr[k:])
+	}
+	slices.Sort(arr)
+	r.arrivals = arr
+	r.ties = make([]uint32, n)
+	r.vs = make([]Visitor, n)
+	r.lv = make([]live, n)
+	for i := range r.vs {
+		r.ties[i] = r.rng.Uint32()
+		if o.Spammers > 0 {
+			r.vs[i].Spammer = r.rng.Float64() < o.Spammers
+		}
+	}
+}
+
+func (r *run) loop(ctx context.Context) error {
+	r.ctx = ctx
+	// The rooms have synced before the first visitor comes: twice, so
+	// that each knows of the others.
+	for _, rm := range r.rooms {
+		if err := rm.Sync(ctx); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+	}
+	if err := r.sync(); err != nil {
+		return err
+	}
+	end := cmp.Or(r.o.Duration, MaxDuration).Milliseconds()
+	n := len(r.vs)
+	for r.sec = 0; r.sec*1000 < end; r.sec++ {
+		if r.o.Duration == 0 && r.done == n {
+			break
+		}
+		if r.sec%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := r.second(); err != nil {
+			return err
+		}
+	}
+	r.closeMinute()
+	r.res.DurationSeconds = float64(r.sec)
+	return nil
+}
+
+// second simulates one virtual second: sessions ending, the due requests
+// in time order and one sync of every instance at a random instant.
+func (r *run) second() error {
+	s := r.sec
+	ended := r.expiries[s&r.expMask]
+	r.expiries[s&r.expMask] = 0
+	r.active -= ended
+	r.curEnded += ended
+	if s%60 == 0 {
+		if s > 0 {
+			r.closeMinute()
+		}
+		r.cur = Minute{Minute: int(s / 60), WaitingAtStart: r.waiting, PeakActive: r.active}
+		r.curActive, r.curEnded = r.active, 0
+	}
+
+	slot := &r.ring[s&r.ringMask]
+	evs := *slot
+	for r.next < len(r.arrivals) && r.arrivals[r.next] < (s+1)*1000 {
+		evs = append(evs, event{at: r.arrivals[r.next], tie: r.ties[r.next], v: int32(r.next)})
+		r.next++
+	}
+	slices.SortFunc(evs, func(a, b event) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.tie, b.tie))
+	})
+	for _, e := range evs {
+		for r.nextSync <= e.at {
+			if err := r.sync(); err != nil {
+				return err
+			}
+		}
+		r.visit(e.v, e.at)
+	}
+	for r.nextSync < (s+1)*1000 {
+		if err := r.sync(); err != nil {
+			return err
+		}
+	}
+	*slot = evs[:0]
+	return nil
+}
+
+// push schedules visitor v's next request at ms at.
+func (r *run) push(v int32, at int64) {
+	if at/1000-r.sec >= int64(len(r.ring)) {
+		r.growRing(at/1000 - r.sec + 1)
+	}
+	slot := &r.ring[(at/1000)&r.ringMask]
+	*slot = append(*slot, event{at: at, tie: r.rng.Uint32(), v: v})
+}
+
+// growRing makes room for requests due up to ahead seconds from now.
+// Options bound how far ahead requests fall, so this is a safety net.
+func (r *run) growRing(ahead int64) {
+	old := r.ring
+	r.ring = make([][]event, nextPow2(ahead+2))
+	r.ringMask = int64(len(r.ring) - 1)
+	for _, evs := range old {
+		for _, e := range evs {
+			slot := &r.ring[(e.at/1000)&r.ringMask]
+			*slot = append(*slot, e)
+		}
+	}
+}
+
+var errDryRun = errors.New("sim: measuring the state, not changing it")
+
+// sync syncs every instance, in random order, at the instant of the next
+// sync, then compares the room's count of waiting visitors with the
+// visitors really waiting. Like the rooms' own background loop, syncs come
+// every SyncInterval ± 10 %.
+func (r *run) sync() error {
+	at := r.nextSync
+	r.now = at
+	r.rng.Shuffle(len(r.order), func(i, j int) { r.order[i], r.order[j] = r.order[j], r.order[i] })
+	for _, i := range r.order {
+		if err := r.rooms[i].Sync(r.ctx); err != nil {
+			return fmt.Errorf("sim: %w", err)
+		}
+	}
+	// After the last sync every instance's counts are merged.
+	counted := r.rooms[r.order[len(r.order)-1]].Stats().Waiting
+	ghosts := counted - r.waiting
+	if ghosts < 0 {
+		r.undercount = max(r.undercount, -ghosts)
+	} else if g := min(ghosts, len(r.abandoned)); g > 0 {
+		// Visitors stop counting in the order they gave up, so the g
+		// still counted are the latest g who gave up.
+		r.ghostMax = max(r.ghostMax, at-r.abandoned[len(r.abandoned)-g])
+		r.ghostSum += float64(g) * float64(at-r.lastSync) / 1000
+	}
+	if m := at / 60_000; m >= r.stateMinute {
+		r.stateMinute = m + 1
+		err := r.st.Update(r.ctx, r.o.Name, func(st *store.State) error {
+			r.res.StateBytes = max(r.res.StateBytes, len(store.MarshalState(st)))
+			return errDryRun
+		})
+		if err != nil && !errors.Is(err, errDryRun) {
+			return fmt.Errorf("sim: %w", err)
+		}
+	}
+	r.lastSync = at
+	r.nextSync = at + int64(float64(r.o.SyncInterval.Milliseconds())*(0.9+0.2*r.rng.Float64()))
+	return nil
+}
+
+// visit sends visitor i's request due at ms at through a room's Handler and
+// acts on the response as a browser (or a client asking for JSON) would.
+func (r *run) visit(i int32, at int64) {
+	r.now = at
+	v, l := &r.vs[i], &r.lv[i]
+	if v.Requests == 0 {
+		l.req = r.reqs.get()
+		v.Arrival = time.Duration(at) * time.Millisecond
+		r.cur.Arrivals++
+	}
+	k := 0
+	if len(r.handlers) > 1 {
+		k = r.rng.IntN(len(r.handlers))
+	}
+	w := r.w
+	w.reset()
+	r.handlers[k].ServeHTTP(w, l.req)
+	v.Requests++
+	r.res.Requests++
+	fresh := takeCookie(w, l.req)
+	switch {
+	case w.status == appStatus:
+		r.admitted(i, at, fresh)
+	case len(w.header["Refresh"]) > 0 && !v.WasAdmitted:
+		r.waited(i, at, fresh)
+	case v.WasAdmitted:
+		// The session ended while the visitor browsed.
+		r.res.SessionsLost++
+		r.leave(i)
+	default:
+		// A closed room.
+		r.res.TurnedAway++
+		r.leave(i)
+	}
+}
+
+func (r *run) admitted(i int32, at int64, fresh bool) {
+	v, l := &r.vs[i], &r.lv[i]
+	if !v.WasAdmitted {
+		v.WasAdmitted = true
+		v.Admitted = time.Duration(at) * time.Millisecond
+		r.cur.Admitted++
+		r.res.Admitted++
+		if l.waiting {
+			l.waiting = false
+			r.waiting--
+		}
+		l.browseEnd = at + max(r.o.Browse.Milliseconds(), 0)
+	}
+	if fresh {
+		// A fresh cookie renews the session: it counts until
+		// SessionDuration after this request.
+		exp := (at + r.sessMs + 999) / 1000
+		if l.expires > r.sec {
+			r.expiries[l.expires&r.expMask]--
+		} else {
+			r.active++
+			r.cur.PeakActive = max(r.cur.PeakActive, r.active)
+		}
+		l.expires = exp
+		r.expiries[exp&r.expMask]++
+	}
+	if next := at + r.o.BrowseEvery.Milliseconds(); next <= l.browseEnd {
+		r.push(i, next+r.latency())
+	} else {
+		r.leave(i)
+	}
+}
+
+func (r *run) waited(i int32, at int64, fresh bool) {
+	v, l := &r.vs[i], &r.lv[i]
+	r.res.WaitingResponses++
+	var pg page
+	ok := false
+	if r.o.FirstEstimateOnly && v.FirstEstimate.Known {
+		// Nothing left to read but when to come back, as a browser would.
+		pg.refresh = refreshHeader(r.w)
+	} else {
+		pg, ok = readPage(r.w)
+	}
+	if ok {
+		e := pg.estimate
+		e.At = time.Duration(at) * time.Millisecond
+		if e.Known && !v.FirstEstimate.Known {
+			v.FirstEstimate = e
+		}
+		if !r.o.FirstEstimateOnly {
+			if n := len(v.Estimates); n == 0 || !v.Estimates[n-1].same(e) {
+				v.Estimates = append(v.Estimates, e)
+			}
+		}
+	}
+	if !l.waiting {
+		l.waiting = true
+		r.waiting++
+	}
+	if fresh && r.o.Abandon > 0 && r.rng.Float64() < r.o.Abandon {
+		v.Abandoned = true
+		l.waiting = false
+		r.waiting--
+		r.abandoned = append(r.abandoned, at)
+		r.res.Abandoned++
+		r.leave(i)
+		return
+	}
+	var wait time.Duration
+	switch {
+	case v.Spammer:
+		wait = r.o.SpamEvery
+	case pg.refresh > 0:
+		wait = pg.refresh
+	default:
+		wait = r.o.RefreshInterval
+	}
+	r.push(i, at+wait.Milliseconds()+r.latency())
+}
+
+// latency draws the delay of a request after the first.
+func (r *run) latency() int64 {
+	if r.o.Latency <= 0 {
+		return 0
+	}
+	return r.rng.Int64N(r.o.Latency.Milliseconds() + 1)
+}
+
+// leave ends visitor i's visit: no more requests.
+func (r *run) leave(i int32) {
+	l := &r.lv[i]
+	if l.waiting {
+		l.waiting = false
+		r.waiting--
+	}
+	r.reqs.put(l.req)
+	l.req = nil
+	r.done++
+}
+
+func (r *run) closeMinute() {
+	m := &r.cur
+	m.Waiting = r.waiting
+	m.Capacity = max(0, min(r.per, r.total-r.curActive+r.curEnded))
+	m.Saturated = m.WaitingAtStart >= m.Capacity && m.Waiting > 0
+	r.minutes = append(r.minutes, *m)
+}
