@@ -9,54 +9,16 @@
 package main
 
 import (
-	"context"
-	"flag"
-	"log/slog"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/examples/internal/demo"
 	"github.com/go-waitingroom/waitingroom/examples/wrgin"
-	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
-func main() {
-	listen := flag.String("listen", "127.0.0.1:8080", "address to serve on")
-	total := flag.Int("total-active-users", 3, "most visitors active at once")
-	perMinute := flag.Int("new-users-per-minute", 3, "most visitors let in per minute")
-	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, *listen, *total, *perMinute, log); err != nil {
-		log.Error("gin: " + err.Error())
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, listen string, total, perMinute int, log *slog.Logger) error {
-	key, err := demo.Key(log)
-	if err != nil {
-		return err
-	}
-	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "demo",
-		TotalActiveUsers:  total,
-		NewUsersPerMinute: perMinute,
-		Keys:              [][]byte{key},
-		Logger:            log,
-	}, memstore.New())
-	if err != nil {
-		return err
-	}
-	defer room.Close()
-	return demo.Serve(ctx, listen, newServer(room), log)
-}
+func main() { demo.Main("gin", newServer) }
 
 // newServer returns the site: /healthz outside the room, everything else
 // behind it.

@@ -7,15 +7,19 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
 // KeyEnv is the environment variable holding the cookie key, in hex.
@@ -96,4 +100,43 @@ func Serve(ctx context.Context, addr string, h http.Handler, log *slog.Logger) e
 		return err
 	}
 	return nil
+}
+
+// Main is the whole main function of an example program: it reads the
+// -listen, -total-active-users and -new-users-per-minute flags, builds a
+// room on the in-memory store with the key from Key, serves
+// newServer(room) until SIGINT or SIGTERM, and exits 1 on an error. name
+// prefixes its log lines.
+func Main(name string, newServer func(room *waitingroom.Room) http.Handler) {
+	listen := flag.String("listen", "127.0.0.1:8080", "address to serve on")
+	total := flag.Int("total-active-users", 3, "most visitors active at once")
+	perMinute := flag.Int("new-users-per-minute", 3, "most visitors let in per minute")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *listen, *total, *perMinute, newServer, log); err != nil {
+		log.Error(name + ": " + err.Error())
+		stop()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, listen string, total, perMinute int, newServer func(*waitingroom.Room) http.Handler, log *slog.Logger) error {
+	key, err := Key(log)
+	if err != nil {
+		return err
+	}
+	room, err := waitingroom.New(waitingroom.Config{
+		Name:              "demo",
+		TotalActiveUsers:  total,
+		NewUsersPerMinute: perMinute,
+		Keys:              [][]byte{key},
+		Logger:            log,
+	}, memstore.New())
+	if err != nil {
+		return err
+	}
+	defer room.Close()
+	return Serve(ctx, listen, newServer(room), log)
 }
