@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/internal/servicetest"
+	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 	"github.com/go-waitingroom/waitingroom/store/redisstore"
@@ -29,26 +29,9 @@ import (
 const adminToken = "test-admin-token-0123456789abcdef"
 
 // adminClock is a virtual clock: tests move it, nothing sleeps.
-type adminClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type adminClock = testclock.Clock
 
-func newAdminClock() *adminClock {
-	return &adminClock{t: time.Date(2026, 5, 27, 15, 54, 0, 0, time.UTC)}
-}
-
-func (c *adminClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *adminClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newAdminClock() *adminClock { return testclock.New(testclock.Start) }
 
 // adminFixture is a room on a virtual clock that syncs only when told, its
 // admin handler and its middleware in front of a trivial application.

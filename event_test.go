@@ -193,9 +193,7 @@ func shuffleRun(t *testing.T, seed uint64, prequeue, after int) (order []int, at
 		arrive(start.Add(time.Duration(i)*10*time.Second + time.Second))
 	}
 	for now := clk.Now(); now.Before(start.Add(20 * time.Minute)); now = now.Add(time.Second) {
-		clk.mu.Lock()
-		clk.t = now
-		clk.mu.Unlock()
+		clk.Set(now)
 		require.NoError(t, tr.Sync(context.Background()))
 		// Requests due in the same second arrive in no particular order.
 		for _, id := range rng.Perm(len(vs)) {

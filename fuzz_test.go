@@ -96,9 +96,7 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 	f.Fuzz(func(t *testing.T, method, path, cookie, accept, acceptLanguage, xff, remote string, mode uint8, ms uint32, sync bool) {
-		clk.mu.Lock()
-		clk.t = start.Add(time.Duration(ms%(6*3600_000)) * time.Millisecond)
-		clk.mu.Unlock()
+		clk.Set(start.Add(time.Duration(ms%(6*3600_000)) * time.Millisecond))
 		rm := rooms[int(mode)%len(rooms)]
 		if sync {
 			require.NoError(t, rm.Sync(context.Background()))

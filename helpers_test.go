@@ -7,40 +7,21 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
 
-// clock is a virtual clock for tests.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// clock is the tests' virtual clock.
+type clock = testclock.Clock
 
-func newClock() *clock {
-	// A minute boundary, so tests can reason in whole minutes.
-	return &clock{t: time.Date(2026, 5, 27, 15, 54, 0, 0, time.UTC)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *clock { return testclock.New(testclock.Start) }
 
 func baseConfig(clk *clock) Config {
 	return Config{

@@ -73,9 +73,7 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 	res := surgeResult{admittedPerMinute: map[int64]int{}, backlog: map[int64]int{}, visitors: vs}
 	ctx := context.Background()
 	for now := start; now.Before(start.Add(s.duration)); now = now.Add(time.Second) {
-		clk.mu.Lock()
-		clk.t = now
-		clk.mu.Unlock()
+		clk.Set(now)
 		if s.step != nil {
 			s.step(now)
 		}

@@ -3,11 +3,11 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,22 +27,7 @@ import (
 )
 
 // clock is a virtual clock: tests move it, nothing sleeps.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+type clock = testclock.Clock
 
 // flakyStore is a store that fails while down is set.
 type flakyStore struct {
@@ -147,7 +132,7 @@ func value(t *testing.T, mfs map[string]*dto.MetricFamily, name string, labels .
 }
 
 func TestCollector(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 5, 27, 15, 54, 0, 0, time.UTC)}
+	clk := testclock.New(testclock.Start)
 	st := &flakyStore{Store: memstore.New()}
 	launch, launchApp := newRoom(t, clk, st, "launch", 10, 4)
 	sale, saleApp := newRoom(t, clk, memstore.New(), "sale", 50, 50)
@@ -239,7 +224,7 @@ func TestCollector(t *testing.T) {
 }
 
 func TestCollectorBeforeFirstSync(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 5, 27, 15, 54, 0, 0, time.UTC)}
+	clk := testclock.New(testclock.Start)
 	rm, _ := newRoom(t, clk, memstore.New(), "launch", 10, 10)
 	reg := prometheus.NewRegistry()
 	require.NoError(t, reg.Register(metrics.NewCollector(rm)))
@@ -258,7 +243,7 @@ func TestCollectorBeforeFirstSync(t *testing.T) {
 }
 
 func TestCollectorDescribesWhatItCollects(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 5, 27, 15, 54, 0, 0, time.UTC)}
+	clk := testclock.New(testclock.Start)
 	rm, _ := newRoom(t, clk, memstore.New(), "launch", 10, 10)
 	require.NoError(t, rm.Update(context.Background(), func(s *waitingroom.Settings) { s.QueueingMethod = waitingroom.Random }))
 	require.NoError(t, rm.Sync(context.Background()))
@@ -270,7 +255,7 @@ func TestCollectorDescribesWhatItCollects(t *testing.T) {
 }
 
 func TestCollectorDuplicateNames(t *testing.T) {
-	clk := &clock{t: time.Date(2026, 5, 27, 15, 54, 0, 0, time.UTC)}
+	clk := testclock.New(testclock.Start)
 	a, _ := newRoom(t, clk, memstore.New(), "launch", 10, 10)
 	b, _ := newRoom(t, clk, memstore.New(), "launch", 10, 10)
 	reg := prometheus.NewRegistry()

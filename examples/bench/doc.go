@@ -5,10 +5,13 @@
 //
 // Every case serves the same application (a 12-byte body) through
 // httptest, reusing one request and making a new ResponseRecorder per
-// operation, so the figures are the middleware's own cost:
+// operation, so the differences are the middleware's own cost. On a busy
+// machine, alternate the cases (ten runs of all of them, rather than ten of
+// each in a row) and compare within the runs:
 //
 //	cd examples
-//	go test -run '^$' -bench . -count 10 ./bench/ | tee bench.txt
+//	go test -c -o /tmp/bench.test ./bench/
+//	for i in $(seq 10); do /tmp/bench.test -test.run '^$' -test.bench .; done | tee bench.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /h bench.txt
 //
 // The /h= part of each name says what stands in front of the application;

@@ -23,7 +23,7 @@ import (
 
 // errNotLoopback is returned for a target, or a connection, that is not on
 // a loopback address.
-var errNotLoopback = errors.New("load: only loopback targets (127.0.0.0/8, ::1, localhost)")
+var errNotLoopback = errors.New("only loopback targets (127.0.0.0/8, ::1, localhost)")
 
 // checkTarget parses raw and accepts it only as an http(s) URL whose host
 // is a loopback IP address or localhost.

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"io"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -31,28 +32,12 @@ func knownDefect(t *testing.T, format string, args ...any) {
 	t.Fatalf("defect back: "+format, args...)
 }
 
-// vclock is a virtual clock safe for concurrent use.
-type vclock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// vclock is the tests' virtual clock.
+type vclock = testclock.Clock
 
+// newVClock returns a clock at the given second of a minute.
 func newVClock(second int) *vclock {
-	return &vclock{t: time.Date(2026, 5, 27, 15, 54, second, 0, time.UTC)}
-}
-
-// Now returns the clock's time.
-func (c *vclock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Add moves the clock on by d.
-func (c *vclock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+	return testclock.New(testclock.Start.Add(time.Duration(second) * time.Second))
 }
 
 // manualRoom returns a room on clk that syncs only when told.

@@ -71,8 +71,9 @@ const (
 	// request path never waits on the store.
 	maxLatency = 50 * time.Millisecond
 	// grantSlack is how long after a store failure begins an instance may
-	// still use the grant it held: until its next sync starts.
-	grantSlack = 2 * syncInterval
+	// still use the grant it held: while a sync is in flight it keeps
+	// using a little of it, until that sync fails at its deadline (2 s).
+	grantSlack = 2*time.Second + 2*syncInterval
 	// maxRecoverySyncs bounds, in sync intervals, the time from the end of
 	// a fault to the next admission: the retry backoff (at most 10
 	// intervals, +10 %), the rebuild's grace after a state loss (3 s, 15

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -106,22 +106,7 @@ func (c *counting) Update(ctx context.Context, room string, fn func(*store.State
 }
 
 // virtualClock is a clock tests and benchmarks move by hand.
-type virtualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *virtualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *virtualClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+type virtualClock = testclock.Clock
 
 // largeStateTime is the instant storetest.LargeState is built around.
 var largeStateTime = time.Unix(1_790_000_000, 0)
@@ -141,7 +126,7 @@ func BenchmarkSync(b *testing.B) {
 					*s = *storetest.LargeState(buckets)
 					return nil
 				}))
-				clk := &virtualClock{t: largeStateTime}
+				clk := testclock.New(largeStateTime)
 				rm, err := waitingroom.New(waitingroom.Config{
 					Name:              name,
 					TotalActiveUsers:  10_000,
@@ -198,7 +183,7 @@ type loadRoom struct {
 
 func newLoadRoom(tb testing.TB, st store.Store) *loadRoom {
 	tb.Helper()
-	lr := &loadRoom{clk: &virtualClock{t: time.Date(2026, 5, 27, 15, 54, 0, 0, time.UTC)}, st: &counting{Store: st}}
+	lr := &loadRoom{clk: testclock.New(testclock.Start), st: &counting{Store: st}}
 	rm, err := waitingroom.New(waitingroom.Config{
 		Name:              randomName("load-"),
 		TotalActiveUsers:  100,

@@ -412,8 +412,8 @@ func (r *outageRun) checkServed(t *testing.T) {
 	assert.Positive(t, passed, "admitted visitors passed while the server was down")
 
 	// A grant held when the server went away may be used until the next
-	// (failing) sync; give that a second.
-	closedFrom := r.stopped.Add(time.Second)
+	// sync fails, at its deadline (2 s) at the latest.
+	closedFrom := r.stopped.Add(2*time.Second + 200*time.Millisecond)
 	var after int
 	for _, v := range r.admissions() {
 		if v.acceptedAt.After(closedFrom) && v.acceptedAt.Before(r.restarted) {
