@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/crypto/hkdf"
@@ -155,4 +156,57 @@ func cookieValue(r *http.Request, name string) (v string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// verified remembers the admitted cookies that opened lately, so that a
+// visitor's every request does not pay for the cipher again: the same
+// cookie value opens to the same state, and every check that depends on
+// the time (session alive, re-issue, future times) still runs on it. Two
+// generations turn over once a minute, when an admitted visitor's cookie
+// is re-issued at the latest; each holds at most max entries. It is safe
+// for concurrent use.
+type verified struct {
+	max int64
+	mu  sync.Mutex // turning over
+	gen atomic.Pointer[verifiedGen]
+}
+
+type verifiedGen struct {
+	minute    int64
+	cur, prev *sync.Map // cookie value → cookieState
+	n         atomic.Int64
+}
+
+func newVerified(max int64) *verified {
+	v := &verified{max: max}
+	v.gen.Store(&verifiedGen{cur: new(sync.Map), prev: new(sync.Map)})
+	return v
+}
+
+// get returns the state of a cookie value that opened lately.
+func (v *verified) get(value string) (cookieState, bool) {
+	g := v.gen.Load()
+	if s, ok := g.cur.Load(value); ok {
+		return s.(cookieState), true
+	}
+	if s, ok := g.prev.Load(value); ok {
+		return s.(cookieState), true
+	}
+	return cookieState{}, false
+}
+
+// put remembers an admitted cookie that opened, at minute (Unix minutes).
+func (v *verified) put(value string, s cookieState, minute int64) {
+	g := v.gen.Load()
+	if minute != g.minute {
+		v.mu.Lock()
+		if g = v.gen.Load(); minute != g.minute {
+			g = &verifiedGen{minute: minute, cur: new(sync.Map), prev: g.cur}
+			v.gen.Store(g)
+		}
+		v.mu.Unlock()
+	}
+	if g.n.Add(1) <= v.max {
+		g.cur.Store(strings.Clone(value), s)
+	}
 }

@@ -144,3 +144,42 @@ func FuzzCookieHeader(f *testing.F) {
 		_, _ = cookieValue(r, "a")
 	})
 }
+
+func TestVerifiedCookies(t *testing.T) {
+	v := newVerified(2)
+	a := cookieState{bucket: 1, acceptedAt: 5, lastCheckIn: 5}
+	_, ok := v.get("a")
+	assert.False(t, ok)
+
+	v.put("a", a, 100)
+	got, ok := v.get("a")
+	require.True(t, ok)
+	assert.Equal(t, a, got)
+
+	v.put("b", a, 100)
+	v.put("c", a, 100) // over the cap: not kept
+	_, ok = v.get("c")
+	assert.False(t, ok, "a generation holds at most max cookies")
+
+	v.put("d", a, 101) // the next minute: a new generation, the old one kept
+	for _, k := range []string{"a", "b", "d"} {
+		_, ok = v.get(k)
+		assert.True(t, ok, k)
+	}
+	v.put("e", a, 102) // two minutes on: the first generation is gone
+	_, ok = v.get("a")
+	assert.False(t, ok)
+	_, ok = v.get("d")
+	assert.True(t, ok)
+}
+
+func TestVerifiedCookiesOnlyAdmitted(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.QueueAll = true })
+	v := &visitor{}
+	tr.get(v, "")
+	_, ok := tr.verified.get(strings.TrimPrefix(v.cookie, tr.cookieName+"="))
+	assert.False(t, ok, "queued cookies are not remembered: they change at every chance")
+	tr.get(&visitor{cookie: tr.cookieName + "=not-a-cookie"}, "")
+	_, ok = tr.verified.get("not-a-cookie")
+	assert.False(t, ok, "what does not open is never remembered")
+}

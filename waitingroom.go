@@ -27,6 +27,7 @@ type Room struct {
 	sameSite   http.SameSite
 	secure     bool
 	codec      *codec
+	verified   *verified // admitted cookies that opened lately
 	tmpl       *template.Template
 	store      store.Store
 	id         string
@@ -97,6 +98,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		hold:       c.QueueHold.Milliseconds(),
 		pending:    newDelta(),
 		mine:       newDelta(),
+		verified:   newVerified(max(1024, 2*int64(c.TotalActiveUsers))),
 		history:    newHistory(),
 		stop:       make(chan struct{}),
 		loopDone:   make(chan struct{}),
@@ -335,9 +337,15 @@ func (rm *Room) readCookie(r *http.Request, now int64) (cookieState, bool) {
 	if !ok {
 		return cookieState{}, false
 	}
-	c, err := rm.codec.decode(raw)
-	if err != nil {
-		return cookieState{}, false
+	c, ok := rm.verified.get(raw)
+	if !ok {
+		var err error
+		if c, err = rm.codec.decode(raw); err != nil {
+			return cookieState{}, false
+		}
+		if c.acceptedAt > 0 {
+			rm.verified.put(raw, c, minuteOf(now))
+		}
 	}
 	// Times from further ahead than any instance's clock may run are not
 	// believed: the visitor is new rather than frozen or let in.
