@@ -2,8 +2,9 @@ package waitingroom
 
 import (
 	"math"
-	"strconv"
 	"time"
+
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // Percentiles of the random-queue estimate shown to visitors.
@@ -86,40 +87,18 @@ func minutes(m float64) time.Duration {
 	return time.Duration(math.Ceil(m)) * time.Minute
 }
 
-// formatWait formats a whole-minute duration for visitors:
-// "less than a minute", "1 minute", "10 minutes", "2 hours 5 minutes".
-func formatWait(d time.Duration) string {
-	m := int64(d / time.Minute)
-	if m <= 0 {
-		return "less than a minute"
-	}
-	h, m := m/60, m%60
-	var s string
-	if h > 0 {
-		s = plural(h, "hour")
-		if m == 0 {
-			return s
-		}
-		s += " "
-	}
-	return s + plural(m, "minute")
-}
+// Formatted is the estimate in English as the waiting page shows it: FIFO
+// "10 minutes", random "5 minutes to 15 minutes", "less than a minute",
+// empty when unknown.
+func (e Estimate) Formatted() string { return e.FormattedIn(DefaultLanguage) }
 
-func plural(n int64, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return strconv.FormatInt(n, 10) + " " + unit + "s"
-}
-
-// Formatted is the estimate as the waiting page shows it: FIFO "10 minutes",
-// random "5 minutes to 15 minutes", empty when unknown.
-func (e Estimate) Formatted() string {
+// FormattedIn is Formatted in the language lang (template.Languages).
+func (e Estimate) FormattedIn(lang string) string {
 	switch {
 	case !e.Known:
 		return ""
 	case e.P75 > 0 && e.P25 != e.P75:
-		return formatWait(e.P25) + " to " + formatWait(e.P75)
+		return template.FormatWaitRange(lang, int(e.P25/time.Minute), int(e.P75/time.Minute))
 	}
-	return formatWait(e.Wait)
+	return template.FormatWait(lang, int(e.Wait/time.Minute))
 }

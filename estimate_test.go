@@ -71,7 +71,7 @@ func TestFormatWait(t *testing.T) {
 		61 * time.Minute:  "1 hour 1 minute",
 		125 * time.Minute: "2 hours 5 minutes",
 	} {
-		assert.Equal(t, want, formatWait(d))
+		assert.Equal(t, want, Estimate{Known: true, Wait: d}.Formatted())
 	}
 	assert.Equal(t, "", Estimate{}.Formatted())
 	assert.Equal(t, "10 minutes", Estimate{Known: true, Wait: 10 * time.Minute}.Formatted())

@@ -165,11 +165,7 @@ func (rm *Room) pageData(d Decision, lang string) *template.Data {
 		data.WaitTime25Percentile = int(e.P25 / time.Minute)
 		data.WaitTime50Percentile = int(e.P50 / time.Minute)
 		data.WaitTime75Percentile = int(e.P75 / time.Minute)
-		if e.P75 > 0 && e.P25 != e.P75 {
-			data.WaitTimeFormatted = template.FormatWaitRange(lang, data.WaitTime25Percentile, data.WaitTime75Percentile)
-		} else {
-			data.WaitTimeFormatted = template.FormatWait(lang, m)
-		}
+		data.WaitTimeFormatted = e.FormattedIn(lang)
 		data.QueueIsFull = e.Full
 	}
 	if ev := d.policy.event; ev != nil {
