@@ -71,7 +71,7 @@ func (p *requests) get() *http.Request {
 		ProtoMajor: 1,
 		ProtoMinor: 1,
 		Host:       "example.com",
-		RequestURI: "/",
+		RequestURI: p.url.Path,
 		RemoteAddr: "192.0.2.1:1234",
 		Header:     http.Header{"Accept": {"application/json"}},
 	}

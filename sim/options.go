@@ -160,6 +160,9 @@ type Options struct {
 	// turned away, and at most MaxDuration.
 	Duration time.Duration
 
+	// Path is the path every visitor requests. Default "/".
+	Path string
+
 	// CohortAt is when the cohort is taken: the visitors waiting at that
 	// instant, whose order of admission after it is compared with their
 	// order of arrival (Result.CohortTau, Result.ChiSquare). Default half

@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	mrand "math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
@@ -124,6 +125,9 @@ func newRun(o Options) (*run, error) {
 		ctx:  context.Background(),
 		st:   o.Store,
 		w:    newResponse(),
+	}
+	if o.Path != "" {
+		r.reqs.url = &url.URL{Path: o.Path}
 	}
 	if r.st == nil {
 		r.st, r.ownStore = memstore.New(), true

@@ -1,0 +1,64 @@
+package sim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+)
+
+// TestPrequeueWithShuffle runs a scheduled event through the simulator:
+// everyone who comes during the pre-queue waits, and at the start they are
+// let in in an order that does not follow their arrival.
+func TestPrequeueWithShuffle(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	opens := start.Add(10 * time.Minute)
+	res, err := Run(context.Background(), Options{
+		Visitors: 1500, Arrivals: 9 * time.Minute, Browse: time.Minute,
+		TotalActiveUsers: 1000, NewUsersPerMinute: 150,
+		Start: start, Duration: 30 * time.Minute, Seed: 5,
+		// The cohort: everyone waiting just before the start.
+		CohortAt: 10*time.Minute - time.Second,
+		Configure: func(c *waitingroom.Config) {
+			c.Events = []waitingroom.Event{{
+				Name: "drop", PrequeueStart: start, Start: opens, End: opens.Add(time.Hour), ShuffleAtStart: true,
+			}}
+		},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1500, res.CohortSize, "everyone waited for the start")
+	assert.LessOrEqual(t, res.MaxAdmittedPerMinute, 150)
+	assert.Equal(t, res.Visitors, res.Admitted+res.Abandoned, "nobody lost: everyone got in")
+	assert.InDelta(t, 0, res.CohortTau, 0.05, "admission order against arrival order")
+	assert.Greater(t, res.ChiSquare.PValue, 0.01, "uniformity is not rejected")
+	t.Logf("cohort %d, tau %+.3f, chi-square %.1f (p %.2f), admitted %d", res.CohortSize, res.CohortTau, res.ChiSquare.Statistic, res.ChiSquare.PValue, res.Admitted)
+}
+
+// TestBypassedPathUnderSurge sends a surge to a bypassed path: every
+// request goes through at once, and none is counted.
+func TestBypassedPathUnderSurge(t *testing.T) {
+	st := memstore.New()
+	res, err := Run(context.Background(), Options{
+		Visitors: 2000, Arrivals: time.Minute, Browse: time.Minute,
+		TotalActiveUsers: 10, NewUsersPerMinute: 10,
+		Duration: 5 * time.Minute, Seed: 7, Store: st, Path: "/static/app.js", Name: "bypass",
+		Configure: func(c *waitingroom.Config) {
+			c.Bypass = []waitingroom.Rule{waitingroom.PathPrefix("/static/")}
+		},
+	})
+	require.NoError(t, err)
+	assert.Zero(t, res.WaitingResponses, "nobody waits for a bypassed path")
+	assert.Positive(t, res.Requests)
+	require.NoError(t, st.Update(context.Background(), "bypass", func(s *store.State) error {
+		assert.Empty(t, s.Active, "bypassed requests are not counted as active")
+		assert.Empty(t, s.Admitted, "bypassed requests are not admissions")
+		assert.Empty(t, s.Waiting)
+		return nil
+	}))
+}
