@@ -110,7 +110,9 @@ func (c *codec) decode(v string) (cookieState, error) {
 	defer decodeBufs.Put(buf)
 	n := copy(buf.src[:], v)
 	m, err := strictBase64.Decode(buf.raw[:], buf.src[:n])
-	if err != nil {
+	// The decoder skips line breaks, so the decoded length is checked
+	// again: a value padded with them decodes short.
+	if err != nil || m < nonceLen+tagLen+1 {
 		return s, errBadCookie
 	}
 	nonce, ct := buf.raw[:nonceLen], buf.raw[nonceLen:m]

@@ -43,17 +43,19 @@ func TestCookieRejects(t *testing.T) {
 	require.NoError(t, err)
 
 	cases := map[string]string{
-		"empty":          "",
-		"truncated":      good[:len(good)-4],
-		"one char short": good[:len(good)-1],
-		"not base64":     strings.Repeat("*", len(good)),
-		"padded base64":  base64.URLEncoding.EncodeToString(raw),
-		"oversized":      strings.Repeat("A", 5000),
-		"other room":     mustCodec(t, "__waitingroom_other", testKey).encode(s),
-		"other name":     mustCodec(t, "session_launch", testKey).encode(s),
-		"other key":      mustCodec(t, "__waitingroom_launch", otherKey).encode(s),
-		"zero checkin":   c.encode(cookieState{bucket: 1}),
-		"negative":       c.encode(cookieState{bucket: 1, lastCheckIn: 5, refresh: -1}),
+		"empty":           "",
+		"truncated":       good[:len(good)-4],
+		"one char short":  good[:len(good)-1],
+		"not base64":      strings.Repeat("*", len(good)),
+		"padded base64":   base64.URLEncoding.EncodeToString(raw),
+		"oversized":       strings.Repeat("A", 5000),
+		"line breaks":     strings.Repeat("\n", 60) + "AAAA",
+		"short in breaks": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" + strings.Repeat("\r\n", 20),
+		"other room":      mustCodec(t, "__waitingroom_other", testKey).encode(s),
+		"other name":      mustCodec(t, "session_launch", testKey).encode(s),
+		"other key":       mustCodec(t, "__waitingroom_launch", otherKey).encode(s),
+		"zero checkin":    c.encode(cookieState{bucket: 1}),
+		"negative":        c.encode(cookieState{bucket: 1, lastCheckIn: 5, refresh: -1}),
 	}
 	for i := range raw {
 		// Flip every byte in turn: nonce, ciphertext and tag.
