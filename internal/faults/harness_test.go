@@ -75,11 +75,12 @@ const (
 	// using a little of it, until that sync fails at its deadline (2 s).
 	grantSlack = 2*time.Second + 2*syncInterval
 	// maxRecoverySyncs bounds, in sync intervals, the time from the end of
-	// a fault to the next admission: the retry backoff (at most 10
-	// intervals, +10 %), the rebuild's grace after a state loss (3 s, 15
-	// intervals), a waiting visitor's refresh (up to 2 s as the Refresh
-	// header rounds up) and a sync.
-	maxRecoverySyncs = 40
+	// a fault to the next admission: the retry backoff (2 s, 10
+	// intervals), the grace that follows a state loss or an outage (the
+	// sync deadline, the backoff and an interval: 4.2 s, 21 intervals), a
+	// waiting visitor's refresh (up to 2 s as the Refresh header rounds
+	// up, 10 intervals), a few syncs, and a margin for a loaded machine.
+	maxRecoverySyncs = 60
 )
 
 // faultKind says what the rooms go through during a fault, and so what a
