@@ -408,32 +408,46 @@ func (rm *Room) estimate(v *view, p *policy, b int64, fresh bool) Estimate {
 // Handler removes before the response leaves) or by calling Revoke with the
 // request's context, in both cases before the response is written.
 func (rm *Room) Handler(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d, err := rm.Check(r)
-		if err != nil {
-			rm.Error(w, r, err)
-			return
-		}
-		if !rm.Respond(w, r, d) {
-			return
-		}
-		if d.Outcome != Admitted {
-			next.ServeHTTP(w, r)
-			return
-		}
-		// One allocation for the ticket's context and the writer that
-		// watches for a revoke.
-		a := &admittedRequest{
-			ctx: ticketCtx{Context: r.Context(), t: d.Ticket},
-			rw:  revokeWriter{ResponseWriter: w, rm: rm, state: d.state},
-		}
-		a.ctx.rw = &a.rw
-		next.ServeHTTP(&a.rw, r.WithContext(&a.ctx))
-		a.rw.commit()
-	})
+	return &handler{rm: rm, next: next}
+}
+
+// handler is the middleware of Handler. Its ServeHTTP is a method rather
+// than a closure so that it is compiled here, where the request copy of
+// WithContext is known to stay on the stack, and not inlined into callers.
+type handler struct {
+	rm   *Room
+	next http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rm := h.rm
+	d, err := rm.Check(r)
+	if err != nil {
+		rm.Error(w, r, err)
+		return
+	}
+	if !rm.Respond(w, r, d) {
+		return
+	}
+	if d.Outcome != Admitted {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	// One allocation for the request carrying the ticket, its context and
+	// the writer that watches for a revoke. WithContext is inlined, so its
+	// own copy of r stays on the stack.
+	a := &admittedRequest{
+		ctx: ticketCtx{Context: r.Context(), t: d.Ticket},
+		rw:  revokeWriter{ResponseWriter: w, rm: rm, state: d.state},
+	}
+	a.ctx.rw = &a.rw
+	a.req = *r.WithContext(&a.ctx)
+	h.next.ServeHTTP(&a.rw, &a.req)
+	a.rw.commit()
 }
 
 type admittedRequest struct {
+	req http.Request
 	ctx ticketCtx
 	rw  revokeWriter
 }
