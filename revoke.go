@@ -90,7 +90,7 @@ func (w *revokeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // next sync and their cookie is cleared.
 func (rm *Room) revoke(w http.ResponseWriter, c cookieState) {
 	rm.mu.Lock()
-	rm.pending.active[slotOf(c.lastCheckIn)]--
+	rm.pending.active[activeKey(c.lastCheckIn)]--
 	rm.mu.Unlock()
 	rm.counters.revoked.Add(1)
 	// Replace any cookie set for this response with an expired one.

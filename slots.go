@@ -8,10 +8,15 @@ import (
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
-// slotSeconds is the length of a check-in slot. Active and waiting
+// slotSeconds is the length of a waiting visitor's check-in slot. Waiting
 // visitors are counted by the slot of their latest check-in, so a count
 // falls away at most one slot after the visitor stopped counting.
 const slotSeconds = 10
+
+// Active visitors are counted by the second of their latest check-in
+// (activeKey), so that a session ends in the room's count at most a second
+// after it ends for the visitor: with 10-second slots, a one-minute session
+// would hold its place about 5 s (8 %) too long.
 
 // anyBucket marks the grant entry that any visitor may take: fresh arrivals
 // in FIFO mode once every waiting visitor is covered, everyone in random
@@ -29,8 +34,9 @@ const trafficWeight = 0.2
 // estimates.
 const outflowMinutes = 5
 
-func slotOf(ms int64) int64   { return floorDiv(ms, 1000*slotSeconds) }
-func minuteOf(ms int64) int64 { return floorDiv(ms, 60_000) }
+func slotOf(ms int64) int64    { return floorDiv(ms, 1000*slotSeconds) }
+func activeKey(ms int64) int64 { return floorDiv(ms, 1000) }
+func minuteOf(ms int64) int64  { return floorDiv(ms, 60_000) }
 
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -49,11 +55,16 @@ func slotCounted(slot, now, window int64) bool {
 	return (slot+1)*1000*slotSeconds+window > now && slot <= slotOf(now+maxClockLead)
 }
 
+// activeCounted is slotCounted for an active count under key (activeKey).
+func activeCounted(key, now, window int64) bool {
+	return (key+1)*1000+window > now && key <= activeKey(now+maxClockLead)
+}
+
 type cellKey struct{ bucket, slot int64 }
 
 // delta is what one instance changed since its last sync.
 type delta struct {
-	active   map[int64]int64   // check-in slot → change
+	active   map[int64]int64   // check-in second (activeKey) → change
 	waiting  map[cellKey]int64 // (bucket, slot) → change
 	admitted map[int64]int64   // minute → admissions
 	attempts int64             // admission attempts (fresh visitors and due check-ins)
@@ -67,7 +78,7 @@ func newDelta() *delta {
 // instance remembers of its contributions is bounded by one session.
 func (d *delta) prune(now, session, waitWindow int64) {
 	for k := range d.active {
-		if d.active[k] == 0 || !slotCounted(k, now, session) {
+		if d.active[k] == 0 || !activeCounted(k, now, session) {
 			delete(d.active, k)
 		}
 	}
@@ -228,13 +239,6 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	now := p.now
 	nowMin := minuteOf(now)
 
-	active := make(map[int64]int64, len(st.Active)+len(d.active))
-	for _, c := range st.Active {
-		active[c.Key] += c.N
-	}
-	for k, v := range d.active {
-		active[k] += v
-	}
 	admitted := make(map[int64]int64, len(st.Admitted)+len(d.admitted))
 	for _, c := range st.Admitted {
 		admitted[c.Key] += c.N
@@ -245,14 +249,13 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 
 	v := &view{at: now, settings: p.settings}
 
-	st.Active = st.Active[:0]
-	for k, n := range active {
-		if n != 0 && slotCounted(k, now, p.session) {
-			st.Active = append(st.Active, store.Count{Key: k, N: n})
-			v.active += n
-		}
+	// Active counts, one per second of a session, are kept sorted too.
+	st.Active = slices.DeleteFunc(mergeCounts(st.Active, d.active), func(c store.Count) bool {
+		return c.N == 0 || !activeCounted(c.Key, now, p.session)
+	})
+	for _, c := range st.Active {
+		v.active += c.N
 	}
-	slices.SortFunc(st.Active, func(a, b store.Count) int { return cmp.Compare(a.Key, b.Key) })
 	v.active = max(v.active, 0)
 
 	st.Admitted = st.Admitted[:0]
@@ -401,30 +404,48 @@ func mergeCells(cs []store.Cell, d map[cellKey]int64) []store.Cell {
 	cmpCell := func(a, b store.Cell) int {
 		return cmp.Or(cmp.Compare(a.Bucket, b.Bucket), cmp.Compare(a.Slot, b.Slot))
 	}
-	if !slices.IsSortedFunc(cs, cmpCell) {
-		slices.SortFunc(cs, cmpCell)
-	}
-	if len(d) == 0 {
-		return cs
-	}
 	add := make([]store.Cell, 0, len(d))
 	for k, n := range d {
 		add = append(add, store.Cell{Bucket: k.bucket, Slot: k.slot, N: n})
 	}
-	slices.SortFunc(add, cmpCell)
-	out := make([]store.Cell, 0, len(cs)+len(add))
+	return mergeSorted(cs, add, cmpCell, func(c *store.Cell, n store.Cell) { c.N += n.N })
+}
+
+// mergeCounts is mergeCells for counts under a single key.
+func mergeCounts(cs []store.Count, d map[int64]int64) []store.Count {
+	add := make([]store.Count, 0, len(d))
+	for k, n := range d {
+		add = append(add, store.Count{Key: k, N: n})
+	}
+	cmpCount := func(a, b store.Count) int { return cmp.Compare(a.Key, b.Key) }
+	return mergeSorted(cs, add, cmpCount, func(c *store.Count, n store.Count) { c.N += n.N })
+}
+
+// mergeSorted returns cs with add merged in, sorted by cmpFn, entries that
+// compare equal combined with sum. cs is sorted first if it is not (a
+// state written elsewhere); add is sorted in place. The result may share
+// cs's memory.
+func mergeSorted[T any](cs, add []T, cmpFn func(a, b T) int, sum func(*T, T)) []T {
+	if !slices.IsSortedFunc(cs, cmpFn) {
+		slices.SortFunc(cs, cmpFn)
+	}
+	if len(add) == 0 {
+		return cs
+	}
+	slices.SortFunc(add, cmpFn)
+	out := make([]T, 0, len(cs)+len(add))
 	i, j := 0, 0
 	for i < len(cs) || j < len(add) {
 		switch {
-		case j == len(add) || (i < len(cs) && cmpCell(cs[i], add[j]) < 0):
+		case j == len(add) || (i < len(cs) && cmpFn(cs[i], add[j]) < 0):
 			out = append(out, cs[i])
 			i++
-		case i == len(cs) || cmpCell(cs[i], add[j]) > 0:
+		case i == len(cs) || cmpFn(cs[i], add[j]) > 0:
 			out = append(out, add[j])
 			j++
 		default:
 			c := cs[i]
-			c.N += add[j].N
+			sum(&c, add[j])
 			out = append(out, c)
 			i++
 			j++

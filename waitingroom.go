@@ -257,8 +257,8 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 			d.Ticket = Ticket{Bucket: time.Unix(c.bucket*60, 0), AcceptedAt: time.UnixMilli(c.acceptedAt)}
 			if now-c.lastCheckIn >= pol.reissue {
 				rm.mu.Lock()
-				rm.pending.active[slotOf(c.lastCheckIn)]--
-				rm.pending.active[slotOf(now)]++
+				rm.pending.active[activeKey(c.lastCheckIn)]--
+				rm.pending.active[activeKey(now)]++
 				rm.mu.Unlock()
 				c.lastCheckIn = now
 				d.cookie = rm.codec.encode(c)
@@ -306,7 +306,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		}
 	}
 	if admit {
-		rm.pending.active[slotOf(now)]++
+		rm.pending.active[activeKey(now)]++
 		rm.pending.admitted[minuteOf(now)]++
 	} else {
 		rm.pending.waiting[cellKey{c.bucket, slotOf(now)}]++

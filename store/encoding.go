@@ -11,8 +11,13 @@ import (
 // encoded by MarshalState.
 var ErrCorrupt = errors.New("waitingroom/store: corrupt state")
 
-// encodingVersion is the first byte of every encoded state.
-const encodingVersion = 1
+// encodingVersion is the first byte of every encoded state. Version 2
+// keys active counts by the second (version 1: by 10-second slot). A state
+// of another version reads as lost, so instances of different versions
+// sharing a room keep admissions paused (the grace after a loss) rather
+// than misread each other's counts: upgrade every instance of a room
+// together.
+const encodingVersion = 2
 
 // maxLen bounds every length read by UnmarshalState, so corrupt input
 // cannot make it allocate without limit.

@@ -30,8 +30,8 @@ type State struct {
 	// ConfigHash identifies the Config that last initialised Settings.
 	ConfigHash uint64
 
-	// Active counts admitted visitors by the check-in slot of their latest
-	// check-in (Key: Unix seconds / slot length).
+	// Active counts admitted visitors by the second of their latest
+	// check-in (Key: Unix seconds).
 	Active []Count
 	// Admitted counts admissions by minute (Key: Unix seconds / 60).
 	Admitted []Count

@@ -269,13 +269,16 @@ func Benchmark(b *testing.B, newStore func(tb testing.TB) store.Store) {
 }
 
 // LargeState returns a realistic state with the given number of queue
-// buckets, six check-in slots each, 30 slots of active counters, 30 minutes
-// of admissions and four instances.
+// buckets, six check-in slots each, five minutes of active counters (one
+// per second: a busy room with the default session), 30 minutes of
+// admissions and four instances.
 func LargeState(buckets int) *store.State {
 	const now = int64(1_790_000_000)
 	s := &store.State{Epoch: 1, Version: 1, Clock: now * 1000, Settings: []byte(`{"method":"fifo","totalActiveUsers":10000,"newUsersPerMinute":2000}`)}
+	for i := range 300 {
+		s.Active = append(s.Active, store.Count{Key: now - 300 + int64(i), N: 30})
+	}
 	for i := range 30 {
-		s.Active = append(s.Active, store.Count{Key: now/10 - 30 + int64(i), N: 300})
 		s.Admitted = append(s.Admitted, store.Count{Key: now/60 - 30 + int64(i), N: 2000})
 	}
 	for bk := range buckets {
