@@ -33,10 +33,14 @@ func TestUnmarshalEmpty(t *testing.T) {
 
 func TestUnmarshalCorrupt(t *testing.T) {
 	good := store.MarshalState(storetest.Sample())
+	// A state of the previous format (active counts by 10-second slot)
+	// must not be read as this one's.
+	previous := append([]byte{1}, good[1:]...)
 	cases := map[string][]byte{
-		"version":  {9, 1, 2},
-		"trailing": append(append([]byte{}, good...), 0),
-		"huge len": {1, 1, 1, 2, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"version":          {9, 1, 2},
+		"previous version": previous,
+		"trailing":         append(append([]byte{}, good...), 0),
+		"huge len":         {good[0], 1, 1, 2, 0xff, 0xff, 0xff, 0xff, 0x0f},
 	}
 	for i := 1; i < len(good); i++ {
 		cases["truncated"+string(rune('a'+i%26))+string(rune('0'+i/26))] = good[:i]
@@ -51,7 +55,7 @@ func TestUnmarshalCorrupt(t *testing.T) {
 
 func FuzzUnmarshalState(f *testing.F) {
 	f.Add(store.MarshalState(storetest.Sample()))
-	f.Add([]byte{1})
+	f.Add([]byte{2})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := store.UnmarshalState(b)
 		if err != nil {
