@@ -27,9 +27,10 @@
 // A visitor's place in the queue is the minute of their first request, kept
 // in an encrypted, authenticated cookie (XChaCha20-Poly1305) together with
 // their admission time, latest check-in and refresh interval. The shared
-// state holds only counters (active visitors and waiting visitors by
-// check-in slot, admissions by minute), so its size does not grow with the
-// number of visitors.
+// state holds only counters (active visitors by the second of their latest
+// check-in, waiting visitors by arrival minute and 10-second check-in slot,
+// admissions by minute), so its size does not grow with the number of
+// visitors.
 //
 // Every SyncInterval each instance (each Room) syncs with the store in one
 // atomic read-modify-write: it merges its counts, returns what is left of
@@ -43,7 +44,9 @@
 // lets every waiting visitor race for the same slots. Both keep the arrival
 // minutes, so switching from FIFO to random and back restores arrival
 // order. A waiting visitor gets a new chance only after their refresh
-// interval, jittered per visitor, so refreshing faster gains nothing.
+// interval, jittered per visitor in whole seconds (what the Refresh header
+// says, so a browser comes back the moment it may), so refreshing faster
+// gains nothing.
 //
 // # Stores
 //
