@@ -149,10 +149,11 @@ type Config struct {
 	RefreshInterval time.Duration
 	// RefreshJitter varies each visitor's interval at random by up to this
 	// fraction either way, so check-ins spread out and nobody can time the
-	// release of slots. The interval drawn is rounded to whole seconds,
-	// what the Refresh header can say, so a browser that obeys it comes
-	// back the moment it is eligible. Default 0.1 (±10 %); at most 0.5;
-	// negative means no jitter.
+	// release of slots. The interval drawn is rounded, up or down at
+	// random, to whole seconds (at least one), what the Refresh header can
+	// say, so a browser that obeys it comes back the moment it is
+	// eligible. Default 0.1 (±10 %); at most 0.5; negative means no
+	// jitter.
 	RefreshJitter float64
 	// QueueHold is how long a waiting visitor keeps their place after their
 	// latest refresh; someone who comes back within it is still in their

@@ -371,10 +371,16 @@ func sessionAlive(p *policy, c cookieState, now int64) bool {
 // refreshIntervalSeconds can say: a browser that obeys them comes back
 // the moment it is eligible, where an interval of 20.3 s, announced as
 // 21, would make every polite visitor 0.5 s late on average, a head start
-// for clients that poll every second.
+// for clients that poll every second. The rounding is random (20.3 s is
+// 21 s three times in ten), so the mean stays RefreshInterval and short
+// intervals keep their jitter.
 func (rm *Room) jitteredRefresh() int64 {
 	f := 1 + rm.cfg.RefreshJitter*(2*rm.cfg.Random()-1)
-	secs := math.Round(rm.cfg.RefreshInterval.Seconds() * f)
+	x := rm.cfg.RefreshInterval.Seconds() * f
+	secs := math.Floor(x)
+	if rm.cfg.Random() < x-secs {
+		secs++
+	}
 	return int64(max(secs, 1)) * 1000
 }
 
