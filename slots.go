@@ -365,13 +365,22 @@ func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, 
 	// it rather than in a burst at its start (a burst favours whoever
 	// checks in first). Otherwise every waiting visitor can be covered at
 	// once and the rest goes to fresh arrivals.
-	target := int64(s.NewUsersPerMinute)
+	//
+	// The release paces this instance's share only. The limits bound what
+	// all instances hold together: grants that others still hold from the
+	// minute before count against this minute's limit, not against its
+	// release, or they would hold up the first seconds of every minute
+	// until the visitors they are reserved for come by.
+	limit := int64(s.NewUsersPerMinute)
+	target := limit
 	if v.waiting >= target-v.admittedThisMinute {
 		into := float64(p.now-minuteOf(p.now)*60_000+p.syncInterval) / 60_000
 		target = min(target, int64(math.Ceil(float64(s.NewUsersPerMinute)*into)))
 	}
-	free := max(0, min(int64(s.TotalActiveUsers)-v.active, target-v.admittedThisMinute))
-	extra := min(max(0, free-others-held), max(0, int64(math.Ceil(float64(free)*share))-held))
+	room := int64(s.TotalActiveUsers) - v.active
+	free := max(0, min(room, limit-v.admittedThisMinute))
+	paced := max(0, min(room, target-v.admittedThisMinute))
+	extra := min(max(0, free-others-held), max(0, int64(math.Ceil(float64(paced)*share))-held))
 	n := held + extra
 	if n == 0 {
 		return grant{}
