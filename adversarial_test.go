@@ -68,7 +68,7 @@ func newHostileRoom(t *testing.T, mutate func(*Config)) *hostileRoom {
 	require.Greater(t, h.nowBucket, h.oldBucket)
 	require.Equal(t, grant{{bucket: h.oldBucket, n: 1}}, tr.grant, "one slot, reserved for the patient's minute")
 	var ok bool
-	h.state, ok = tr.readCookie(h.patient.request(http.MethodGet, ""), tr.now())
+	h.state, ok = tr.readState(h.patient.request(http.MethodGet, ""), tr.now())
 	require.True(t, ok)
 	return h
 }
@@ -369,7 +369,7 @@ func TestReplayedQueuedCookie(t *testing.T) {
 		replay := saved
 		w := tr.get(&replay, "")
 		assert.False(t, admitted(w), "a replayed queued cookie takes no second slot")
-		c, ok := tr.readCookie(replay.request(http.MethodGet, ""), tr.now())
+		c, ok := tr.readState(replay.request(http.MethodGet, ""), tr.now())
 		require.True(t, ok)
 		assert.Zero(t, c.acceptedAt)
 		assert.GreaterOrEqual(t, c.bucket, bucket, "no earlier place than the one it was issued with")
@@ -420,7 +420,7 @@ func TestExpiredSessionGetsALaterBucket(t *testing.T) {
 				lost = !admitted(tr.get(early, ""))
 			}
 			assert.True(t, lost, "an expired session does not re-enter")
-			c, ok := tr.readCookie(early.request(http.MethodGet, ""), tr.now())
+			c, ok := tr.readState(early.request(http.MethodGet, ""), tr.now())
 			require.True(t, ok)
 			assert.Zero(t, c.acceptedAt)
 			now := tr.clk.Now().UnixMilli()

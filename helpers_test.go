@@ -104,3 +104,9 @@ func isWaiting(w *httptest.ResponseRecorder) bool {
 }
 
 func newMemStore() store.Store { return memstore.New() }
+
+// readState is readCookie without the cookie's value.
+func (tr *testRoom) readState(r *http.Request, now int64) (cookieState, bool) {
+	c, _, ok := tr.readCookie(r, now)
+	return c, ok
+}

@@ -93,7 +93,7 @@ func TestQueueHold(t *testing.T) {
 	// Back within QueueHold: same place (arrival minute), counted again.
 	tr.clk.Add(2 * time.Minute)
 	require.True(t, isWaiting(tr.get(v, "")))
-	c, ok := tr.readCookie(v.request(http.MethodGet, ""), tr.now())
+	c, ok := tr.readState(v.request(http.MethodGet, ""), tr.now())
 	require.True(t, ok)
 	assert.Equal(t, bucket, c.bucket)
 	tr.sync()
@@ -102,7 +102,7 @@ func TestQueueHold(t *testing.T) {
 	// Back after QueueHold: a new visitor, at the back.
 	tr.clk.Add(3*time.Minute + time.Second)
 	require.True(t, isWaiting(tr.get(v, "")))
-	c, ok = tr.readCookie(v.request(http.MethodGet, ""), tr.now())
+	c, ok = tr.readState(v.request(http.MethodGet, ""), tr.now())
 	require.True(t, ok)
 	assert.Greater(t, c.bucket, bucket)
 }

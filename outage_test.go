@@ -50,7 +50,7 @@ func TestStoreOutage(t *testing.T) {
 			require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.QueueAll = true }))
 			require.True(t, isWaiting(tr.get(waiting, "")))
 			require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.QueueAll = false }))
-			before, _ := tr.readCookie(waiting.request(http.MethodGet, ""), tr.now())
+			before, _ := tr.readState(waiting.request(http.MethodGet, ""), tr.now())
 
 			st.down.Store(true)
 			for i := range 30 {
@@ -81,7 +81,7 @@ func TestStoreOutage(t *testing.T) {
 			assert.False(t, admitted(tr.get(&visitor{}, "")))
 			tr.clk.Add(time.Duration(tr.graceAfterGap()) * time.Millisecond)
 			tr.sync()
-			after, ok := tr.readCookie(waiting.request(http.MethodGet, ""), tr.now())
+			after, ok := tr.readState(waiting.request(http.MethodGet, ""), tr.now())
 			require.True(t, ok)
 			assert.Equal(t, before.bucket, after.bucket, "the waiting visitor kept their place")
 			assert.True(t, admitted(tr.get(waiting, "")), "after recovery the room admits again")

@@ -36,6 +36,7 @@ type revokeWriter struct {
 	http.ResponseWriter
 	rm        *Room
 	state     cookieState
+	raw       string // the cookie the visitor sent
 	revoked   bool
 	committed bool
 }
@@ -57,7 +58,7 @@ func (w *revokeWriter) commit() {
 		delete(h, CommandHeader)
 	}
 	if w.revoked {
-		w.rm.revoke(w.ResponseWriter, w.state)
+		w.rm.revoke(w.ResponseWriter, w.state, w.raw)
 	}
 }
 
@@ -87,12 +88,22 @@ func (w *revokeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // revoke ends an admitted visitor's session: their active count goes at the
-// next sync and their cookie is cleared.
-func (rm *Room) revoke(w http.ResponseWriter, c cookieState) {
+// next sync, their cookie is cleared, and the cookie they sent (raw) is
+// remembered as revoked until the session would have ended.
+func (rm *Room) revoke(w http.ResponseWriter, c cookieState, raw string) {
 	rm.mu.Lock()
 	rm.pending.active[activeKey(c.lastCheckIn)]--
 	rm.mu.Unlock()
 	rm.counters.revoked.Add(1)
+	if raw != "" {
+		rm.revokedMu.Lock()
+		if rm.revoked == nil {
+			rm.revoked = map[string]int64{}
+		}
+		rm.revoked[raw] = c.lastCheckIn + rm.countWindow(&rm.view.Load().settings)
+		rm.revokedN.Store(int64(len(rm.revoked)))
+		rm.revokedMu.Unlock()
+	}
 	// Replace any cookie set for this response with an expired one.
 	h := w.Header()
 	cookies := h.Values("Set-Cookie")
@@ -141,4 +152,29 @@ func (rm *Room) Counters() Counters {
 		SyncErrors:      c.syncErrors.Load(),
 		LastSyncSeconds: float64(c.syncNanos.Load()) / 1e9,
 	}
+}
+
+// isRevoked reports whether raw is the cookie of a session this instance
+// revoked.
+func (rm *Room) isRevoked(raw string) bool {
+	rm.revokedMu.Lock()
+	_, ok := rm.revoked[raw]
+	rm.revokedMu.Unlock()
+	return ok
+}
+
+// pruneRevoked forgets the revoked cookies whose sessions are over by now
+// (Unix ms): they would not let anyone in any more.
+func (rm *Room) pruneRevoked(now int64) {
+	if rm.revokedN.Load() == 0 {
+		return
+	}
+	rm.revokedMu.Lock()
+	for raw, until := range rm.revoked {
+		if until <= now {
+			delete(rm.revoked, raw)
+		}
+	}
+	rm.revokedN.Store(int64(len(rm.revoked)))
+	rm.revokedMu.Unlock()
 }

@@ -115,3 +115,47 @@ func TestCounters(t *testing.T) {
 	assert.Zero(t, c.SyncErrors)
 	assert.Positive(t, c.LastSyncSeconds)
 }
+
+// TestRevokedCookieReplayed: a client that keeps its cookie after a revoke
+// and sends it again is a new visitor, counted if let in again, never an
+// admitted visitor the room no longer counts. The revoked cookie is
+// forgotten once its session would have ended.
+func TestRevokedCookieReplayed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		revoke http.HandlerFunc
+	}{
+		{"header", func(w http.ResponseWriter, r *http.Request) { w.Header().Set(CommandHeader, "revoke") }},
+		{"function", func(w http.ResponseWriter, r *http.Request) { Revoke(r.Context()) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 2, 2 })
+			plain := tr.app
+			v := &visitor{}
+			require.True(t, admitted(tr.get(v, "")))
+			saved := *v
+			tr.app = tr.Handler(tc.revoke)
+			tr.get(v, "")
+			require.Equal(t, uint64(1), tr.Counters().Revoked)
+			tr.sync()
+			require.Zero(t, tr.Stats().Active)
+
+			// The replay is a new visitor: let in (the minute's second
+			// admission) with a cookie of its own, and counted.
+			tr.app = plain
+			replay := saved
+			require.True(t, admitted(tr.get(&replay, "")))
+			assert.NotEqual(t, saved.cookie, replay.cookie, "the replay is given a cookie of its own")
+			tr.sync()
+			assert.Equal(t, 1, tr.Stats().Active, "let in again, and counted")
+			// Sent once more, the kept cookie is again a new visitor, and
+			// the minute's admissions are spent.
+			again := saved
+			assert.False(t, admitted(tr.get(&again, "")))
+
+			tr.clk.Add(tr.cfg.SessionDuration + time.Minute)
+			tr.sync()
+			assert.Zero(t, tr.revokedN.Load(), "forgotten once the session would have ended")
+		})
+	}
+}

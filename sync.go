@@ -145,6 +145,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 	}
 	rm.unacked = nil
 	rm.mine.prune(p.now, p.session, rm.waitWindow)
+	rm.pruneRevoked(p.now)
 	rm.epoch = epoch
 	rm.mu.Lock()
 	if g != nil {

@@ -55,6 +55,15 @@ type Room struct {
 
 	offset atomic.Int64 // ms to add to Config.Now to follow the shared clock
 
+	// revoked holds the cookies of sessions this instance revoked, until
+	// those sessions would have ended, so that a client that ignores the
+	// cookie's removal is a new visitor when it sends it again, rather
+	// than an admitted visitor the room no longer counts. revokedN is its
+	// length, read without the lock on every admitted request.
+	revokedMu sync.Mutex
+	revoked   map[string]int64 // cookie value → Unix ms it stops mattering
+	revokedN  atomic.Int64
+
 	counters struct {
 		admitted, queued, revoked, bypassed, syncs, syncErrors atomic.Uint64
 		syncNanos                                              atomic.Int64
@@ -184,6 +193,7 @@ type Decision struct {
 
 	cookie string      // new cookie value to set; "" leaves the visitor's alone
 	state  cookieState // the admitted visitor's cookie, for Revoke
+	raw    string      // the cookie value the admitted visitor sent, for Revoke
 	policy policy      // what governed the decision
 	at     int64       // Unix ms the view behind the estimate was taken
 	now    int64       // Unix ms of the decision
@@ -250,7 +260,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 	now := rm.now()
 	pol := rm.policyAt(&v.settings, now)
 	d := Decision{policy: pol, at: v.at, now: now}
-	c, ok := rm.readCookie(r, now)
+	c, raw, ok := rm.readCookie(r, now)
 	if ok && c.acceptedAt > 0 {
 		if sessionAlive(&pol, c, now) {
 			d.Outcome = Admitted
@@ -263,7 +273,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 				c.lastCheckIn = now
 				d.cookie = rm.codec.encode(c)
 			}
-			d.state = c
+			d.state, d.raw = c, raw
 			return d, nil
 		}
 		ok = false // the session is over: back of the queue
@@ -333,16 +343,18 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 	return d, nil
 }
 
-func (rm *Room) readCookie(r *http.Request, now int64) (cookieState, bool) {
-	raw, ok := cookieValue(r, rm.cookieName)
+// readCookie returns the state in r's cookie and the cookie's value; ok is
+// false when the visitor is new.
+func (rm *Room) readCookie(r *http.Request, now int64) (c cookieState, raw string, ok bool) {
+	raw, ok = cookieValue(r, rm.cookieName)
 	if !ok {
-		return cookieState{}, false
+		return cookieState{}, "", false
 	}
-	c, ok := rm.verified.get(raw)
+	c, ok = rm.verified.get(raw)
 	if !ok {
 		var err error
 		if c, err = rm.codec.decode(raw); err != nil {
-			return cookieState{}, false
+			return cookieState{}, "", false
 		}
 		if c.acceptedAt > 0 {
 			rm.verified.put(raw, c, minuteOf(now))
@@ -351,9 +363,12 @@ func (rm *Room) readCookie(r *http.Request, now int64) (cookieState, bool) {
 	// Times from further ahead than any instance's clock may run are not
 	// believed: the visitor is new rather than frozen or let in.
 	if lim := now + maxClockLead; c.lastCheckIn > lim || c.acceptedAt > lim || c.bucket*60_000 > lim {
-		return cookieState{}, false
+		return cookieState{}, "", false
 	}
-	return c, true
+	if c.acceptedAt > 0 && rm.revokedN.Load() > 0 && rm.isRevoked(raw) {
+		return cookieState{}, "", false
+	}
+	return c, raw, true
 }
 
 func sessionAlive(p *policy, c cookieState, now int64) bool {
@@ -453,7 +468,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// own copy of r stays on the stack.
 	a := &admittedRequest{
 		ctx: ticketCtx{Context: r.Context(), t: d.Ticket},
-		rw:  revokeWriter{ResponseWriter: w, rm: rm, state: d.state},
+		rw:  revokeWriter{ResponseWriter: w, rm: rm, state: d.state, raw: d.raw},
 	}
 	a.ctx.rw = &a.rw
 	a.req = *r.WithContext(&a.ctx)
