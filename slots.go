@@ -13,11 +13,6 @@ import (
 // falls away at most one slot after the visitor stopped counting.
 const slotSeconds = 10
 
-// Active visitors are counted by the second of their latest check-in
-// (activeKey), so that a session ends in the room's count at most a second
-// after it ends for the visitor: with 10-second slots, a one-minute session
-// would hold its place about 5 s (8 %) too long.
-
 // anyBucket marks the grant entry that any visitor may take: fresh arrivals
 // in FIFO mode once every waiting visitor is covered, everyone in random
 // mode.
@@ -34,9 +29,14 @@ const trafficWeight = 0.2
 // estimates.
 const outflowMinutes = 5
 
-func slotOf(ms int64) int64    { return floorDiv(ms, 1000*slotSeconds) }
+func slotOf(ms int64) int64   { return floorDiv(ms, 1000*slotSeconds) }
+func minuteOf(ms int64) int64 { return floorDiv(ms, 60_000) }
+
+// activeKey is the key an active visitor is counted under: the second of
+// their latest check-in, so that a session ends in the room's count at most
+// a second after it ends for the visitor (with 10-second slots, a
+// one-minute session held its place about 5 s, 8 %, too long).
 func activeKey(ms int64) int64 { return floorDiv(ms, 1000) }
-func minuteOf(ms int64) int64  { return floorDiv(ms, 60_000) }
 
 func floorDiv(a, b int64) int64 {
 	q := a / b
