@@ -169,6 +169,9 @@ func run(ctx context.Context, o options) (*result, error) {
 	if _, err := checkTarget(o.url); err != nil {
 		return nil, err
 	}
+	// The clock starts before the timer does, so a run stopped by its
+	// duration never reports less than it.
+	start := time.Now()
 	timed, cancelTimed := context.WithTimeout(ctx, o.duration)
 	defer cancelTimed()
 	runCtx, exhausted := context.WithCancel(timed)
@@ -179,7 +182,6 @@ func run(ctx context.Context, o options) (*result, error) {
 
 	all := make([]*stats, o.clients)
 	var wg sync.WaitGroup
-	start := time.Now()
 	for i := range all {
 		st := &stats{status: map[int]int{}}
 		all[i] = st
