@@ -195,7 +195,7 @@ func TestHostileRequests(t *testing.T) {
 			if err != nil {
 				panic(err)
 			}
-			return base64.URLEncoding.EncodeToString(raw)
+			return padded(raw)
 		}))},
 		{"standard base64 alphabet", get(value(func(h *hostileRoom) string {
 			raw, _ := base64.RawURLEncoding.DecodeString(h.patientValue())
@@ -217,10 +217,6 @@ func TestHostileRequests(t *testing.T) {
 		{"the patient's cookie under another name", func(t *testing.T, h *hostileRoom) *http.Request {
 			return hostileRequest(t, http.MethodGet, "/checkout", "__waitingroom_other="+h.patientValue())
 		}},
-		{"garbage first, the patient's cookie second", get(func(h *hostileRoom) string {
-			return h.cookie("garbage") + "; " + patient(h)
-		})},
-		{"forged first, the patient's second, across headers", get(forged("", otherKey, farPast), patient)},
 		{"a thousand duplicates before the patient's", get(func(h *hostileRoom) string {
 			return strings.Repeat(h.cookie("x")+"; ", 1000) + patient(h)
 		})},

@@ -112,11 +112,13 @@ func BenchmarkApplySync(b *testing.B) {
 			enc := store.MarshalState(base)
 			now := base.Clock + 1000
 			p := syncParams{now: now, id: "instance-0", settings: Settings{QueueingMethod: FIFO, TotalActiveUsers: 10000, NewUsersPerMinute: 2000},
-				session: 5 * 60_000, waitWindow: 44_000, dueWindow: 27_000, syncInterval: 1000, instanceTTL: 3000}
+				times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000, syncInterval: 1000, instanceTTL: 3000}
 			p.policy = policy{Settings: p.settings}
 			d := newDelta()
 			for i := range 200 { // a second of check-ins at one instance
 				d.waiting[cellKey{now/60_000 - int64(i%buckets), now / 10_000}]++
+				// and of requests of admitted visitors
+				d.session(sessionDelta{Session: store.Session{ID: uint64(i) * (1 << 64 / 200), Admitted: now/1000 - 100, Seen: now / 1000}})
 			}
 			b.ReportAllocs()
 			for b.Loop() {

@@ -24,7 +24,11 @@ const MinKeyLen = 32
 // is far shorter; anything longer is treated as no cookie at all.
 const maxCookieLen = 256
 
-const cookieVersion = 1
+// cookieVersion is the first byte of a cookie's plaintext. Version 2 adds
+// the visitor's identity; a version 1 cookie (written before identities)
+// still opens, its identity taken from its nonce, so that visitors keep
+// their places and sessions across the upgrade.
+const cookieVersion = 2
 
 // strictBase64 gives every cookie one spelling: values that differ only in
 // the unused bits of their last character do not decode.
@@ -38,6 +42,11 @@ var errBadCookie = errors.New("waitingroom: invalid cookie")
 // cookieState is what the visitor cookie carries. Times are Unix
 // milliseconds; zero means unset.
 type cookieState struct {
+	// id is the visitor's identity: random, drawn at their first request
+	// and kept from the queue into the session. Every copy of a cookie
+	// carries it, so the room counts the holders of copies as one
+	// visitor, with one place and one session.
+	id          uint64
 	bucket      int64 // arrival minute, Unix seconds / 60
 	acceptedAt  int64 // admission time; 0 while queued
 	lastCheckIn int64 // latest counted check-in
@@ -83,6 +92,7 @@ func (c *codec) encode(s cookieState) string {
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	pt := make([]byte, 0, 48)
 	pt = append(pt, cookieVersion)
+	pt = binary.LittleEndian.AppendUint64(pt, s.id)
 	pt = binary.AppendVarint(pt, s.bucket)
 	pt = binary.AppendVarint(pt, s.acceptedAt)
 	pt = binary.AppendVarint(pt, s.lastCheckIn)
@@ -122,10 +132,23 @@ func (c *codec) decode(v string) (cookieState, error) {
 			break
 		}
 	}
-	if err != nil || len(pt) == 0 || pt[0] != cookieVersion {
+	if err != nil || len(pt) == 0 {
 		return s, errBadCookie
 	}
-	pt = pt[1:]
+	switch pt[0] {
+	case cookieVersion:
+		if len(pt) < 9 {
+			return s, errBadCookie
+		}
+		s.id = binary.LittleEndian.Uint64(pt[1:9])
+		pt = pt[9:]
+	case 1:
+		// Before identities: every copy of the cookie has the same nonce.
+		s.id = binary.LittleEndian.Uint64(nonce[:8])
+		pt = pt[1:]
+	default:
+		return s, errBadCookie
+	}
 	for _, f := range []*int64{&s.bucket, &s.acceptedAt, &s.lastCheckIn, &s.refresh} {
 		x, k := binary.Varint(pt)
 		if k <= 0 {
@@ -133,7 +156,7 @@ func (c *codec) decode(v string) (cookieState, error) {
 		}
 		*f, pt = x, pt[k:]
 	}
-	if len(pt) != 0 || s.lastCheckIn <= 0 || s.refresh < 0 || s.acceptedAt < 0 {
+	if len(pt) != 0 || s.lastCheckIn <= 0 || s.refresh < 0 || s.acceptedAt < 0 || s.id == 0 {
 		return cookieState{}, errBadCookie
 	}
 	return s, nil
@@ -142,22 +165,45 @@ func (c *codec) decode(v string) (cookieState, error) {
 // cookieValue returns the value of the first cookie named name in r's
 // Cookie headers without allocating. ok is false when there is none.
 func cookieValue(r *http.Request, name string) (v string, ok bool) {
-	for _, line := range r.Header["Cookie"] {
-		for len(line) > 0 {
-			var part string
-			part, line, _ = strings.Cut(line, ";")
-			part = strings.TrimSpace(part)
-			k, val, found := strings.Cut(part, "=")
-			if !found || k != name {
-				continue
-			}
-			if len(val) > 1 && val[0] == '"' && val[len(val)-1] == '"' {
-				val = val[1 : len(val)-1]
-			}
-			return val, true
-		}
+	for v := range cookieValues(r, name, 1) {
+		return v, true
 	}
 	return "", false
+}
+
+// maxSameName is how many cookies of the room's name a request may
+// carry that the room looks at.
+const maxSameName = 8
+
+// cookieValues yields the values of the cookies named name in r's Cookie
+// headers, in order, at most limit of them, without allocating. A browser
+// sends several under one name when they were set for different domains
+// or paths (a sibling subdomain can set one for the parent domain), so
+// reading only the first would let any of them hide the others.
+func cookieValues(r *http.Request, name string, limit int) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		n := 0
+		for _, line := range r.Header["Cookie"] {
+			for len(line) > 0 {
+				var part string
+				part, line, _ = strings.Cut(line, ";")
+				part = strings.TrimSpace(part)
+				k, val, found := strings.Cut(part, "=")
+				if !found || k != name {
+					continue
+				}
+				if len(val) > 1 && val[0] == '"' && val[len(val)-1] == '"' {
+					val = val[1 : len(val)-1]
+				}
+				if !yield(val) {
+					return
+				}
+				if n++; n >= limit {
+					return
+				}
+			}
+		}
+	}
 }
 
 // verified remembers the admitted cookies that opened lately, so that a
@@ -175,8 +221,17 @@ type verified struct {
 
 type verifiedGen struct {
 	minute    int64
-	cur, prev *sync.Map // cookie value → cookieState
+	cur, prev *sync.Map // cookie value → *verifiedEntry
 	n         atomic.Int64
+}
+
+// verifiedEntry is an admitted cookie that opened, and the second (Unix
+// seconds) at which a request carrying it was last reported as a sign of
+// life of its session, so that a visitor's requests cost the room's lock
+// at most once a second.
+type verifiedEntry struct {
+	state   cookieState
+	touched atomic.Int64
 }
 
 func newVerified(max int64) *verified {
@@ -185,20 +240,21 @@ func newVerified(max int64) *verified {
 	return v
 }
 
-// get returns the state of a cookie value that opened lately.
-func (v *verified) get(value string) (cookieState, bool) {
+// get returns the entry of a cookie value that opened lately.
+func (v *verified) get(value string) (*verifiedEntry, bool) {
 	g := v.gen.Load()
-	if s, ok := g.cur.Load(value); ok {
-		return s.(cookieState), true
+	if e, ok := g.cur.Load(value); ok {
+		return e.(*verifiedEntry), true
 	}
-	if s, ok := g.prev.Load(value); ok {
-		return s.(cookieState), true
+	if e, ok := g.prev.Load(value); ok {
+		return e.(*verifiedEntry), true
 	}
-	return cookieState{}, false
+	return nil, false
 }
 
-// put remembers an admitted cookie that opened, at minute (Unix minutes).
-func (v *verified) put(value string, s cookieState, minute int64) {
+// put remembers an admitted cookie that opened, at minute (Unix minutes),
+// and returns its entry (nil when the generation is full).
+func (v *verified) put(value string, s cookieState, minute int64) *verifiedEntry {
 	g := v.gen.Load()
 	if minute != g.minute {
 		v.mu.Lock()
@@ -208,7 +264,10 @@ func (v *verified) put(value string, s cookieState, minute int64) {
 		}
 		v.mu.Unlock()
 	}
-	if g.n.Add(1) <= v.max {
-		g.cur.Store(strings.Clone(value), s)
+	if g.n.Add(1) > v.max {
+		return nil
 	}
+	e := &verifiedEntry{state: s}
+	g.cur.Store(strings.Clone(value), e)
+	return e
 }

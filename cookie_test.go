@@ -1,7 +1,9 @@
 package waitingroom
 
 import (
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,9 +24,9 @@ func mustCodec(t testing.TB, name string, keys ...[]byte) *codec {
 func TestCookieRoundTrip(t *testing.T) {
 	c := mustCodec(t, "__waitingroom_launch", testKey)
 	for _, s := range []cookieState{
-		{bucket: 29_833_333, lastCheckIn: 1_790_000_000_123, refresh: 19_500},
-		{bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000},
-		{bucket: -5, lastCheckIn: 1},
+		{id: 1, bucket: 29_833_333, lastCheckIn: 1_790_000_000_123, refresh: 19_500},
+		{id: 1<<64 - 1, bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000},
+		{id: 0x0123456789abcdef, bucket: -5, lastCheckIn: 1},
 	} {
 		v := c.encode(s)
 		assert.Less(t, len(v), 120, "cookie stays small")
@@ -36,7 +38,7 @@ func TestCookieRoundTrip(t *testing.T) {
 }
 
 func TestCookieRejects(t *testing.T) {
-	s := cookieState{bucket: 29_833_333, lastCheckIn: 1_790_000_000_123, refresh: 20_000}
+	s := cookieState{id: 5, bucket: 29_833_333, lastCheckIn: 1_790_000_000_123, refresh: 20_000}
 	c := mustCodec(t, "__waitingroom_launch", testKey)
 	good := c.encode(s)
 	raw, err := base64.RawURLEncoding.DecodeString(good)
@@ -47,15 +49,16 @@ func TestCookieRejects(t *testing.T) {
 		"truncated":       good[:len(good)-4],
 		"one char short":  good[:len(good)-1],
 		"not base64":      strings.Repeat("*", len(good)),
-		"padded base64":   base64.URLEncoding.EncodeToString(raw),
+		"padded base64":   padded(raw),
 		"oversized":       strings.Repeat("A", 5000),
 		"line breaks":     strings.Repeat("\n", 60) + "AAAA",
 		"short in breaks": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" + strings.Repeat("\r\n", 20),
 		"other room":      mustCodec(t, "__waitingroom_other", testKey).encode(s),
 		"other name":      mustCodec(t, "session_launch", testKey).encode(s),
 		"other key":       mustCodec(t, "__waitingroom_launch", otherKey).encode(s),
-		"zero checkin":    c.encode(cookieState{bucket: 1}),
-		"negative":        c.encode(cookieState{bucket: 1, lastCheckIn: 5, refresh: -1}),
+		"zero checkin":    c.encode(cookieState{id: 1, bucket: 1}),
+		"negative":        c.encode(cookieState{id: 1, bucket: 1, lastCheckIn: 5, refresh: -1}),
+		"zero identity":   c.encode(cookieState{bucket: 1, lastCheckIn: 5}),
 	}
 	for i := range raw {
 		// Flip every byte in turn: nonce, ciphertext and tag.
@@ -71,8 +74,50 @@ func TestCookieRejects(t *testing.T) {
 	}
 }
 
+// padded encodes raw in base64 with padding. A length that needs none
+// gets a padding quantum anyway, as some encoders write one.
+func padded(raw []byte) string {
+	v := base64.URLEncoding.EncodeToString(raw)
+	if len(raw)%3 == 0 {
+		v += "===="
+	}
+	return v
+}
+
+// encodeV1 writes a cookie as the version before identities did.
+func encodeV1(c *codec, s cookieState) string {
+	nonce := make([]byte, nonceLen)
+	_, _ = rand.Read(nonce)
+	pt := []byte{1}
+	for _, f := range []int64{s.bucket, s.acceptedAt, s.lastCheckIn, s.refresh} {
+		pt = binary.AppendVarint(pt, f)
+	}
+	return base64.RawURLEncoding.EncodeToString(c.aeads[0].Seal(nonce, nonce, pt, c.ad))
+}
+
+// A cookie of the version before identities still opens, so visitors keep
+// their places and sessions across an upgrade; its identity comes from
+// its nonce, the same for every copy of it and different for every
+// cookie.
+func TestCookieOfPreviousVersion(t *testing.T) {
+	c := mustCodec(t, "__waitingroom_launch", testKey)
+	s := cookieState{bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000}
+	v := encodeV1(c, s)
+	got, err := c.decode(v)
+	require.NoError(t, err)
+	assert.NotZero(t, got.id)
+	again, err := c.decode(v)
+	require.NoError(t, err)
+	assert.Equal(t, got, again, "copies of one cookie are one visitor")
+	got.id = 0
+	assert.Equal(t, s, got)
+	other, err := c.decode(encodeV1(c, s))
+	require.NoError(t, err)
+	assert.NotEqual(t, again.id, other.id, "two cookies are two visitors")
+}
+
 func TestCookieKeyRotation(t *testing.T) {
-	s := cookieState{bucket: 7, lastCheckIn: 1000, refresh: 20_000}
+	s := cookieState{id: 99, bucket: 7, lastCheckIn: 1000, refresh: 20_000}
 	old := mustCodec(t, "n", otherKey).encode(s)
 
 	rotated := mustCodec(t, "n", testKey, otherKey) // new key first, old still reads
@@ -156,7 +201,7 @@ func TestVerifiedCookies(t *testing.T) {
 	v.put("a", a, 100)
 	got, ok := v.get("a")
 	require.True(t, ok)
-	assert.Equal(t, a, got)
+	assert.Equal(t, a, got.state)
 
 	v.put("b", a, 100)
 	v.put("c", a, 100) // over the cap: not kept

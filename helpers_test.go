@@ -105,8 +105,9 @@ func isWaiting(w *httptest.ResponseRecorder) bool {
 
 func newMemStore() store.Store { return memstore.New() }
 
-// readState is readCookie without the cookie's value.
+// readState is readCookie under the policy in force.
 func (tr *testRoom) readState(r *http.Request, now int64) (cookieState, bool) {
-	c, _, ok := tr.readCookie(r, now)
+	p := tr.policyAt(&tr.view.Load().settings, now)
+	c, _, ok := tr.readCookie(r, &p, now)
 	return c, ok
 }

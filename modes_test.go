@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -150,17 +151,53 @@ func TestPassthroughCounts(t *testing.T) {
 	assert.Equal(t, 5, st.AdmittedThisMinute)
 }
 
-func TestAdmittedKeepSessionWhenClosingOrQueueingAll(t *testing.T) {
-	for _, change := range []func(*Settings){
-		func(s *Settings) { s.QueueAll = true },
-		func(s *Settings) { s.QueueingMethod = Reject },
+// What the room's switches do to admitted and new visitors, as the
+// product we follow documents them: QueueAll queues new visitors and lets
+// sessions go on; Reject closes the site to everyone but bypass rules,
+// with a page that does not refresh, unless QueueAll (or a pre-queue)
+// holds visitors in a queue, whose page refreshes. Once the switch is
+// undone, the admitted visitor's session goes on.
+func TestSwitchesAndSessions(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		change    func(*Settings)
+		admitted  string // what the admitted visitor gets: app, waiting, closed
+		newcomer  string
+		refreshes bool // the newcomer's page refreshes
+	}{
+		{"queue all", func(s *Settings) { s.QueueAll = true }, "app", "waiting", true},
+		{"reject", func(s *Settings) { s.QueueingMethod = Reject }, "closed", "closed", false},
+		{"reject and queue all", func(s *Settings) { s.QueueingMethod, s.QueueAll = Reject, true }, "waiting", "waiting", true},
 	} {
-		tr := newTestRoom(t, nil)
-		v := &visitor{}
-		require.True(t, admitted(tr.get(v, "")))
-		require.NoError(t, tr.Update(context.Background(), change))
-		assert.True(t, admitted(tr.get(v, "")), "an admitted visitor keeps their session")
-		assert.False(t, admitted(tr.get(&visitor{}, "")), "a new visitor does not get in")
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) { c.Bypass = []Rule{PathPrefix("/static/")} })
+			v := &visitor{}
+			require.True(t, admitted(tr.get(v, "")))
+			require.NoError(t, tr.Update(context.Background(), tc.change))
+			kind := func(w *httptest.ResponseRecorder) string {
+				switch {
+				case admitted(w):
+					return "app"
+				case w.Header().Get("Refresh") != "":
+					return "waiting"
+				}
+				return "closed"
+			}
+			before := v.cookie
+			assert.Equal(t, tc.admitted, kind(tr.get(v, "")), "the admitted visitor")
+			assert.Equal(t, before, v.cookie, "the admitted visitor's cookie is left alone")
+			w := tr.get(&visitor{}, "")
+			assert.Equal(t, tc.newcomer, kind(w), "a new visitor")
+			assert.Equal(t, tc.refreshes, w.Header().Get("Refresh") != "", "the new visitor's page refreshes")
+
+			r := httptest.NewRequest(http.MethodGet, "http://example.com/static/app.js", nil)
+			rec := httptest.NewRecorder()
+			tr.app.ServeHTTP(rec, r)
+			assert.True(t, admitted(rec), "bypass rules still pass")
+
+			require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.QueueingMethod, s.QueueAll = FIFO, false }))
+			assert.True(t, admitted(tr.get(v, "")), "the session goes on once the switch is undone")
+		})
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/go-waitingroom/waitingroom/store"
 )
 
 // CommandHeader is the response header through which the application gives
@@ -36,7 +38,6 @@ type revokeWriter struct {
 	http.ResponseWriter
 	rm        *Room
 	state     cookieState
-	raw       string // the cookie the visitor sent
 	revoked   bool
 	committed bool
 }
@@ -58,7 +59,7 @@ func (w *revokeWriter) commit() {
 		delete(h, CommandHeader)
 	}
 	if w.revoked {
-		w.rm.revoke(w.ResponseWriter, w.state, w.raw)
+		w.rm.revoke(w.ResponseWriter, w.state)
 	}
 }
 
@@ -87,22 +88,22 @@ func (w *revokeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return http.NewResponseController(w.ResponseWriter).Hijack()
 }
 
-// revoke ends an admitted visitor's session: their active count goes at the
-// next sync, their cookie is cleared, and the cookie they sent (raw) is
-// remembered as revoked until the session would have ended.
-func (rm *Room) revoke(w http.ResponseWriter, c cookieState, raw string) {
+// revoke ends an admitted visitor's session: the record of their ID is
+// marked revoked (once, however many requests carrying copies of the
+// cookie revoke it, here or on other instances), so their slot is free
+// at the next sync and every copy of their cookie is a new visitor's from
+// now on here, and from their next sync on other instances. Their cookie
+// is cleared.
+func (rm *Room) revoke(w http.ResponseWriter, c cookieState) {
+	now := rm.now()
+	x := sessionDelta{Session: store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: floorDiv(now, 1000), Revoked: true}}
 	rm.mu.Lock()
-	rm.pending.active[activeKey(c.lastCheckIn)]--
+	rm.pending.session(x)
+	rm.noteLocked(x)
 	rm.mu.Unlock()
-	rm.counters.revoked.Add(1)
-	if raw != "" {
-		rm.revokedMu.Lock()
-		if rm.revoked == nil {
-			rm.revoked = map[string]int64{}
-		}
-		rm.revoked[raw] = c.lastCheckIn + rm.countWindow(&rm.view.Load().settings)
-		rm.revokedN.Store(int64(len(rm.revoked)))
-		rm.revokedMu.Unlock()
+	if _, loaded := rm.revokedIDs.LoadOrStore(c.id, now+rm.countWindow(&rm.view.Load().settings)+rm.hold); !loaded {
+		rm.revokedN.Add(1)
+		rm.counters.revoked.Add(1)
 	}
 	// Replace any cookie set for this response with an expired one.
 	h := w.Header()
@@ -154,27 +155,23 @@ func (rm *Room) Counters() Counters {
 	}
 }
 
-// isRevoked reports whether raw is the cookie of a session this instance
-// revoked.
-func (rm *Room) isRevoked(raw string) bool {
-	rm.revokedMu.Lock()
-	_, ok := rm.revoked[raw]
-	rm.revokedMu.Unlock()
-	return ok
-}
-
-// pruneRevoked forgets the revoked cookies whose sessions are over by now
-// (Unix ms): they would not let anyone in any more.
-func (rm *Room) pruneRevoked(now int64) {
+// learnRevoked adds the revoked sessions of the latest sync to those this
+// instance refuses, and forgets those whose records are gone by now (Unix
+// ms): their cookies would not let anyone in any more.
+func (rm *Room) learnRevoked(ids []uint64, now, keep int64) {
+	for _, id := range ids {
+		if _, loaded := rm.revokedIDs.LoadOrStore(id, now+keep); !loaded {
+			rm.revokedN.Add(1)
+		}
+	}
 	if rm.revokedN.Load() == 0 {
 		return
 	}
-	rm.revokedMu.Lock()
-	for raw, until := range rm.revoked {
-		if until <= now {
-			delete(rm.revoked, raw)
+	rm.revokedIDs.Range(func(k, until any) bool {
+		if until.(int64) <= now {
+			rm.revokedIDs.Delete(k)
+			rm.revokedN.Add(-1)
 		}
-	}
-	rm.revokedN.Store(int64(len(rm.revoked)))
-	rm.revokedMu.Unlock()
+		return true
+	})
 }

@@ -32,12 +32,6 @@ const outflowMinutes = 5
 func slotOf(ms int64) int64   { return floorDiv(ms, 1000*slotSeconds) }
 func minuteOf(ms int64) int64 { return floorDiv(ms, 60_000) }
 
-// activeKey is the key an active visitor is counted under: the second of
-// their latest check-in, so that a session ends in the room's count at most
-// a second after it ends for the visitor (with 10-second slots, a
-// one-minute session held its place about 5 s, 8 %, too long).
-func activeKey(ms int64) int64 { return floorDiv(ms, 1000) }
-
 func floorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && (a < 0) != (b < 0) {
@@ -55,31 +49,89 @@ func slotCounted(slot, now, window int64) bool {
 	return (slot+1)*1000*slotSeconds+window > now && slot <= slotOf(now+maxClockLead)
 }
 
-// activeCounted is slotCounted for an active count under key (activeKey).
-func activeCounted(key, now, window int64) bool {
-	return (key+1)*1000+window > now && key <= activeKey(now+maxClockLead)
+type cellKey struct{ bucket, slot int64 }
+
+// sessionDelta is what an instance reports of one session: a sign of
+// life, an admission or a revoke. Reports merge (mergeSession), so one
+// sent twice, or by two instances, changes nothing more than once.
+type sessionDelta struct {
+	store.Session
+	// admit reports that this instance let the visitor in. The state
+	// counts an admission only for an ID it did not have: the holders of
+	// copies of one waiting cookie, let in by several instances before
+	// they heard of each other, make one admission.
+	admit bool
 }
 
-type cellKey struct{ bucket, slot int64 }
+// mergeSession merges the report b into a: the latest sign of life, the
+// earliest admission and end, revoked if either is.
+func mergeSession(a *store.Session, b store.Session) {
+	if a.Admitted == 0 || (b.Admitted != 0 && b.Admitted < a.Admitted) {
+		a.Admitted = b.Admitted
+	}
+	a.Seen = max(a.Seen, b.Seen)
+	if b.End != 0 && (a.End == 0 || b.End < a.End) {
+		a.End = b.End
+	}
+	a.Revoked = a.Revoked || b.Revoked
+}
+
+// sessionTimes are the lengths, in ms, that decide how long a session
+// record counts and how long it is kept.
+type sessionTimes struct {
+	window int64 // a session lasts this long after its latest request
+	margin int64 // and counts this much longer (reports still on their way)
+	hold   int64 // its waiting cookies stay presentable this long after admission
+}
+
+// alive reports whether the session of x counts as active at now (Unix
+// ms): not revoked, not past its end, and seen within the window and
+// margin.
+func (t sessionTimes) alive(x *store.Session, now int64) bool {
+	if x.Revoked || (x.End != 0 && now >= x.End*1000) {
+		return false
+	}
+	return now < (x.Seen+1)*1000+t.window+t.margin && x.Seen*1000 <= now+maxClockLead
+}
+
+// kept reports whether the record of x must still be kept at now: while
+// any cookie of the visitor, admitted or waiting, could still be
+// presented, so that none of them is taken for a new visitor's.
+func (t sessionTimes) kept(x *store.Session, now int64) bool {
+	if x.Seen*1000 > now+maxClockLead {
+		return false // from a clock that ran hours ahead: not believed
+	}
+	until := max((x.Seen+1)*1000+t.window, x.Admitted*1000+t.hold) + t.margin
+	return now < until
+}
 
 // delta is what one instance changed since its last sync.
 type delta struct {
-	active   map[int64]int64   // check-in second (activeKey) → change
-	waiting  map[cellKey]int64 // (bucket, slot) → change
-	admitted map[int64]int64   // minute → admissions
-	attempts int64             // admission attempts (fresh visitors and due check-ins)
+	sessions map[uint64]sessionDelta // by visitor ID
+	waiting  map[cellKey]int64       // (bucket, slot) → change
+	attempts int64                   // admission attempts (fresh visitors and due check-ins)
 }
 
 func newDelta() *delta {
-	return &delta{active: map[int64]int64{}, waiting: map[cellKey]int64{}, admitted: map[int64]int64{}}
+	return &delta{sessions: map[uint64]sessionDelta{}, waiting: map[cellKey]int64{}}
 }
 
-// prune drops the counts that no longer count at now (Unix ms): what an
-// instance remembers of its contributions is bounded by one session.
-func (d *delta) prune(now, session, waitWindow int64) {
-	for k := range d.active {
-		if d.active[k] == 0 || !activeCounted(k, now, session) {
-			delete(d.active, k)
+// session merges the report x into d.
+func (d *delta) session(x sessionDelta) {
+	if o, ok := d.sessions[x.ID]; ok {
+		mergeSession(&o.Session, x.Session)
+		o.admit = o.admit || x.admit
+		x = o
+	}
+	d.sessions[x.ID] = x
+}
+
+// prune drops what no longer counts at now (Unix ms): what an instance
+// remembers of its contributions is bounded by one session.
+func (d *delta) prune(now int64, t sessionTimes, waitWindow int64) {
+	for k, x := range d.sessions {
+		if !t.kept(&x.Session, now) {
+			delete(d.sessions, k)
 		}
 	}
 	for k := range d.waiting {
@@ -87,24 +139,16 @@ func (d *delta) prune(now, session, waitWindow int64) {
 			delete(d.waiting, k)
 		}
 	}
-	for k := range d.admitted {
-		if k <= minuteOf(now)-historyMinutes {
-			delete(d.admitted, k)
-		}
-	}
 	d.attempts = 0
 }
 
 // add merges o into d.
 func (d *delta) add(o *delta) {
-	for k, v := range o.active {
-		d.active[k] += v
+	for _, x := range o.sessions {
+		d.session(x)
 	}
 	for k, v := range o.waiting {
 		d.waiting[k] += v
-	}
-	for k, v := range o.admitted {
-		d.admitted[k] += v
 	}
 	d.attempts += o.attempts
 }
@@ -195,10 +239,10 @@ type syncParams struct {
 	seq          uint64   // this sync's sequence number
 	settings     Settings // the live settings
 	policy       policy   // the settings in force at now (events applied)
-	session      int64    // ms an active visitor stays counted after a check-in
-	waitWindow   int64    // ms a queued visitor stays counted after a check-in
-	syncInterval int64    // ms
-	instanceTTL  int64    // ms after which a silent instance loses its share
+	times        sessionTimes
+	waitWindow   int64 // ms a queued visitor stays counted after a check-in
+	syncInterval int64 // ms
+	instanceTTL  int64 // ms after which a silent instance loses its share
 	// held is what the instance kept of its grant to use while this sync
 	// is in flight.
 	held int64
@@ -224,6 +268,8 @@ type view struct {
 	settings           Settings
 	settingsVersion    uint64
 	active             int64
+	sessions           []store.Session // sorted by ID
+	revoked            []uint64        // IDs of revoked sessions
 	waiting            int64
 	buckets            []bucketCount // oldest first
 	admittedThisMinute int64
@@ -239,24 +285,36 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	now := p.now
 	nowMin := minuteOf(now)
 
-	admitted := make(map[int64]int64, len(st.Admitted)+len(d.admitted))
+	admitted := make(map[int64]int64, len(st.Admitted)+1)
 	for _, c := range st.Admitted {
 		admitted[c.Key] += c.N
-	}
-	for k, v := range d.admitted {
-		admitted[k] += v
 	}
 
 	v := &view{at: now, settings: p.settings}
 
-	// Active counts, one per second of a session, are kept sorted too.
-	st.Active = slices.DeleteFunc(mergeCounts(st.Active, d.active), func(c store.Count) bool {
-		return c.N == 0 || !activeCounted(c.Key, now, p.session)
-	})
-	for _, c := range st.Active {
-		v.active += c.N
+	// Sessions: one record per visitor, so a report merges into the
+	// record of its ID however many holders of the cookie sent it. An
+	// admission counts when it brings an ID the state did not have.
+	times := p.times
+	if len(st.Instances) <= 1 && (len(st.Instances) == 0 || st.Instances[0].ID == p.id) {
+		// Alone, this instance's reports all arrive before it carves:
+		// nothing is on its way.
+		times.margin = 0
 	}
-	v.active = max(v.active, 0)
+	st.Sessions = mergeSessions(st.Sessions, d.sessions, func(x *store.Session) {
+		admitted[floorDiv(x.Admitted, 60)]++
+	})
+	st.Sessions = slices.DeleteFunc(st.Sessions, func(x store.Session) bool { return !times.kept(&x, now) })
+	for i := range st.Sessions {
+		x := &st.Sessions[i]
+		if times.alive(x, now) {
+			v.active++
+		}
+		if x.Revoked {
+			v.revoked = append(v.revoked, x.ID)
+		}
+	}
+	v.sessions = slices.Clone(st.Sessions)
 
 	st.Admitted = st.Admitted[:0]
 	for k, n := range admitted {
@@ -420,14 +478,46 @@ func mergeCells(cs []store.Cell, d map[cellKey]int64) []store.Cell {
 	return mergeSorted(cs, add, cmpCell, func(c *store.Cell, n store.Cell) { c.N += n.N })
 }
 
-// mergeCounts is mergeCells for counts under a single key.
-func mergeCounts(cs []store.Count, d map[int64]int64) []store.Count {
-	add := make([]store.Count, 0, len(d))
-	for k, n := range d {
-		add = append(add, store.Count{Key: k, N: n})
+// mergeSessions returns the records of ss (sorted by ID) with the reports
+// of d merged in, sorted; admitted is called for every record a report
+// of an admission brings whose ID ss did not have. The result may share
+// ss's memory.
+func mergeSessions(ss []store.Session, d map[uint64]sessionDelta, admitted func(*store.Session)) []store.Session {
+	cmpID := func(a, b store.Session) int { return cmp.Compare(a.ID, b.ID) }
+	if !slices.IsSortedFunc(ss, cmpID) {
+		slices.SortFunc(ss, cmpID)
+		// A state written elsewhere may hold an ID twice: merge them.
+		ss = slices.CompactFunc(ss, func(a, b store.Session) bool { return a.ID == b.ID })
 	}
-	cmpCount := func(a, b store.Count) int { return cmp.Compare(a.Key, b.Key) }
-	return mergeSorted(cs, add, cmpCount, func(c *store.Count, n store.Count) { c.N += n.N })
+	if len(d) == 0 {
+		return ss
+	}
+	add := make([]sessionDelta, 0, len(d))
+	for _, x := range d {
+		add = append(add, x)
+	}
+	slices.SortFunc(add, func(a, b sessionDelta) int { return cmp.Compare(a.ID, b.ID) })
+	out := make([]store.Session, 0, len(ss)+len(add))
+	i := 0
+	for _, x := range add {
+		for i < len(ss) && ss[i].ID < x.ID {
+			out = append(out, ss[i])
+			i++
+		}
+		if i < len(ss) && ss[i].ID == x.ID {
+			y := ss[i]
+			mergeSession(&y, x.Session)
+			out = append(out, y)
+			i++
+			continue
+		}
+		y := x.Session
+		if x.admit {
+			admitted(&y)
+		}
+		out = append(out, y)
+	}
+	return append(out, ss[i:]...)
 }
 
 // mergeSorted returns cs with add merged in, sorted by cmpFn, entries that

@@ -97,8 +97,14 @@ func (rm *Room) Sync(ctx context.Context) error {
 		if rebuilt {
 			// The state this instance knew was lost (or already recreated
 			// by another instance that noticed first): contribute again
-			// what it counted over the last session.
+			// what it counted over the last session, and every session it
+			// knows (merging makes a session reported twice count once).
 			dd.add(rm.mine)
+			rm.mu.Lock()
+			for _, x := range rm.known {
+				dd.session(x)
+			}
+			rm.mu.Unlock()
 		}
 		if rebuilt || recover {
 			// After a loss or an outage, counts of other instances may not
@@ -108,7 +114,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		}
 		p.settings = rm.sharedSettings(st)
 		p.policy = rm.policyAt(&p.settings, now)
-		p.session = rm.countWindow(&p.settings)
+		p.times = rm.sessionTimes(&p.settings)
 		settingsVersion = st.SettingsVersion
 		st.Version++
 		st.Clock = now
@@ -144,10 +150,21 @@ func (rm *Room) Sync(ctx context.Context) error {
 		rm.mine.add(b.d)
 	}
 	rm.unacked = nil
-	rm.mine.prune(p.now, p.session, rm.waitWindow)
-	rm.pruneRevoked(p.now)
+	clear(rm.mine.sessions) // rm.known has them
+	rm.mine.prune(p.now, p.times, rm.waitWindow)
+	rm.learnRevoked(v.revoked, p.now, p.times.window+p.times.hold+p.times.margin)
 	rm.epoch = epoch
 	rm.mu.Lock()
+	for id, x := range rm.known {
+		if !p.times.kept(&x.Session, p.now) {
+			delete(rm.known, id)
+		}
+	}
+	for id, ch := range rm.chances {
+		if ch.next <= p.now && !slotCounted(ch.slot, p.now, rm.waitWindow) {
+			delete(rm.chances, id)
+		}
+	}
 	if g != nil {
 		g.charge(rm.inflight)
 		rm.grant = g
@@ -238,6 +255,19 @@ func syncTimeout(interval time.Duration) time.Duration { return max(2*interval, 
 // enough that instances contending on a slow store let it clear, short
 // enough that every instance is back within graceAfterGap.
 func maxBackoff(interval time.Duration) time.Duration { return max(2*interval, 2*time.Second) }
+
+// sessionTimes are the lengths that decide how long session records count
+// and are kept under settings s. The margin covers the reports of other
+// instances still on their way: a request one of them let in just before
+// the session would have ended reaches the state within a sync interval
+// and its round trip.
+func (rm *Room) sessionTimes(s *Settings) sessionTimes {
+	return sessionTimes{
+		window: rm.countWindow(s),
+		margin: max(rm.cfg.SyncInterval, 0).Milliseconds() + 1000,
+		hold:   rm.hold,
+	}
+}
 
 // instanceTTL is how long, in ms, an instance that stopped syncing keeps its
 // share and grant.

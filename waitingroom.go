@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,7 +9,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	mrand "math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,14 +58,21 @@ type Room struct {
 
 	offset atomic.Int64 // ms to add to Config.Now to follow the shared clock
 
-	// revoked holds the cookies of sessions this instance revoked, until
-	// those sessions would have ended, so that a client that ignores the
-	// cookie's removal is a new visitor when it sends it again, rather
-	// than an admitted visitor the room no longer counts. revokedN is its
-	// length, read without the lock on every admitted request.
-	revokedMu sync.Mutex
-	revoked   map[string]int64 // cookie value → Unix ms it stops mattering
-	revokedN  atomic.Int64
+	// known is what this instance knows of sessions beyond the latest
+	// sync: those it admitted, saw or revoked since, by visitor ID, kept
+	// while the state keeps them. Under mu.
+	known map[uint64]sessionDelta
+	// chances remembers, by visitor ID, the latest chance this instance
+	// gave each waiting visitor, for one waiting interval. Under mu.
+	chances map[uint64]chance
+
+	// revokedIDs holds the IDs of revoked sessions (this instance's and
+	// those of the latest sync) while their records are kept, so that a
+	// copy of a revoked cookie is a new visitor wherever it is sent.
+	// revokedN is its length, read without a lock on every admitted
+	// request.
+	revokedIDs sync.Map // uint64 → Unix ms it stops mattering
+	revokedN   atomic.Int64
 
 	counters struct {
 		admitted, queued, revoked, bypassed, syncs, syncErrors atomic.Uint64
@@ -108,6 +118,8 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		hold:       c.QueueHold.Milliseconds(),
 		pending:    newDelta(),
 		mine:       newDelta(),
+		known:      map[uint64]sessionDelta{},
+		chances:    map[uint64]chance{},
 		verified:   newVerified(max(1024, 2*int64(c.TotalActiveUsers))),
 		history:    newHistory(),
 		stop:       make(chan struct{}),
@@ -172,6 +184,11 @@ func (o Outcome) String() string {
 
 // Ticket is what an admitted visitor holds.
 type Ticket struct {
+	// ID identifies the visitor: random, drawn at their first request and
+	// kept from the queue into the session. Every holder of a copy of the
+	// visitor's cookie has the same ID, and is counted as this one
+	// visitor; a visitor back after their session ended has a new one.
+	ID uint64
 	// Bucket is the minute of the visitor's first request: their place in
 	// the queue.
 	Bucket time.Time
@@ -193,7 +210,6 @@ type Decision struct {
 
 	cookie string      // new cookie value to set; "" leaves the visitor's alone
 	state  cookieState // the admitted visitor's cookie, for Revoke
-	raw    string      // the cookie value the admitted visitor sent, for Revoke
 	policy policy      // what governed the decision
 	at     int64       // Unix ms the view behind the estimate was taken
 	now    int64       // Unix ms of the decision
@@ -260,20 +276,21 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 	now := rm.now()
 	pol := rm.policyAt(&v.settings, now)
 	d := Decision{policy: pol, at: v.at, now: now}
-	c, raw, ok := rm.readCookie(r, now)
+	// Reject closes the site: nobody reaches the application, admitted
+	// visitors included. With QueueAll or a pre-queue as well, visitors
+	// wait on a page that refreshes (and new ones take their places), so
+	// that they are there when the room opens; otherwise the page is the
+	// closed one, which does not refresh.
+	shut := pol.QueueingMethod == Reject
+	closed := pol.QueueAll || pol.prequeue
+	c, e, ok := rm.readCookie(r, &pol, now)
 	if ok && c.acceptedAt > 0 {
-		if sessionAlive(&pol, c, now) {
-			d.Outcome = Admitted
-			d.Ticket = Ticket{Bucket: time.Unix(c.bucket*60, 0), AcceptedAt: time.UnixMilli(c.acceptedAt)}
-			if now-c.lastCheckIn >= pol.reissue {
-				rm.mu.Lock()
-				rm.pending.active[activeKey(c.lastCheckIn)]--
-				rm.pending.active[activeKey(now)]++
-				rm.mu.Unlock()
-				c.lastCheckIn = now
-				d.cookie = rm.codec.encode(c)
+		if rm.sessionAlive(v, &pol, c, now) {
+			if shut {
+				rm.shutOut(&d, v, &pol, c, closed)
+				return d, nil
 			}
-			d.state, d.raw = c, raw
+			rm.admit(&d, c, e, &pol, now)
 			return d, nil
 		}
 		ok = false // the session is over: back of the queue
@@ -282,24 +299,58 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		d.Outcome = Bypassed
 		return d, nil
 	}
-	if pol.QueueingMethod == Reject {
+	if shut && !closed {
 		d.Outcome = Closed
 		return d, nil
 	}
 	fresh := !ok || now-c.lastCheckIn >= rm.hold
 	if !fresh && now < c.lastCheckIn+c.refresh {
 		// Too early: the same page, no new chance.
-		d.Outcome = Waiting
-		d.RefreshAfter = time.Duration(c.lastCheckIn+c.refresh-now) * time.Millisecond
-		d.Estimate = rm.estimate(v, &pol, c.bucket, false)
+		rm.tooEarly(&d, v, &pol, c, c.lastCheckIn+c.refresh)
 		return d, nil
 	}
-	if fresh {
-		c = cookieState{bucket: minuteOf(now)}
-	}
-	closed := pol.QueueAll || pol.prequeue
 
 	rm.mu.Lock()
+	if !fresh {
+		// One place, one admission: a place that became a session is
+		// that session for every holder of a copy of its cookie, and a
+		// place whose session ended or was revoked is spent.
+		if x, found := rm.lookupLocked(v, c.id); found {
+			switch {
+			case !recordAlive(&x, &pol, now):
+				fresh = true
+			case shut:
+				rm.mu.Unlock()
+				rm.tooEarly(&d, v, &pol, c, now+rm.cfg.RefreshInterval.Milliseconds())
+				return d, nil
+			default:
+				t := sessionDelta{Session: store.Session{ID: c.id, Admitted: x.Admitted, Seen: floorDiv(now, 1000)}}
+				rm.noteLocked(t)
+				rm.mu.Unlock()
+				c.acceptedAt, c.lastCheckIn, c.refresh = x.Admitted*1000, now, 0
+				d.Outcome = Admitted
+				d.Ticket = c.ticket()
+				d.state = c
+				d.cookie = rm.codec.encode(c)
+				return d, nil
+			}
+		}
+	}
+	var ch chance
+	if !fresh {
+		// One chance per refresh interval, whichever copy of the cookie
+		// asks: a copy sent again is as early as the latest one.
+		var seen bool
+		if ch, seen = rm.chances[c.id]; seen && now < ch.next {
+			rm.mu.Unlock()
+			rm.tooEarly(&d, v, &pol, c, ch.next)
+			return d, nil
+		} else if !seen {
+			ch = chance{bucket: c.bucket, slot: slotOf(c.lastCheckIn)}
+		}
+	} else {
+		c = cookieState{id: rm.newID(), bucket: minuteOf(now)}
+	}
 	rm.pending.attempts++
 	admit := !closed && pol.QueueingMethod == Passthrough
 	if !closed && !admit {
@@ -310,16 +361,19 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 			}
 		}
 	}
-	if !fresh {
-		if old := slotOf(c.lastCheckIn); slotCounted(old, now, rm.waitWindow) {
-			rm.pending.waiting[cellKey{c.bucket, old}]--
-		}
+	if !fresh && slotCounted(ch.slot, now, rm.waitWindow) {
+		// The visitor is counted where its latest chance left it.
+		rm.pending.waiting[cellKey{ch.bucket, ch.slot}]--
 	}
 	if admit {
-		rm.pending.active[activeKey(now)]++
-		rm.pending.admitted[minuteOf(now)]++
+		x := sessionDelta{Session: store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(&pol, now)}, admit: true}
+		rm.pending.session(x)
+		rm.noteLocked(x)
+		delete(rm.chances, c.id)
 	} else {
+		c.refresh = rm.jitteredRefresh()
 		rm.pending.waiting[cellKey{c.bucket, slotOf(now)}]++
+		rm.chances[c.id] = chance{next: now + c.refresh, bucket: c.bucket, slot: slotOf(now)}
 	}
 	rm.mu.Unlock()
 
@@ -328,13 +382,12 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		rm.counters.admitted.Add(1)
 		c.acceptedAt, c.refresh = now, 0
 		d.Outcome = Admitted
-		d.Ticket = Ticket{Bucket: time.Unix(c.bucket*60, 0), AcceptedAt: time.UnixMilli(now)}
+		d.Ticket = c.ticket()
 		d.state = c
 	} else {
 		if fresh {
 			rm.counters.queued.Add(1)
 		}
-		c.refresh = rm.jitteredRefresh()
 		d.Outcome = Waiting
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
 		d.Estimate = rm.estimate(v, &pol, c.bucket, fresh)
@@ -343,39 +396,198 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 	return d, nil
 }
 
-// readCookie returns the state in r's cookie and the cookie's value; ok is
-// false when the visitor is new.
-func (rm *Room) readCookie(r *http.Request, now int64) (c cookieState, raw string, ok bool) {
-	raw, ok = cookieValue(r, rm.cookieName)
-	if !ok {
-		return cookieState{}, "", false
-	}
-	c, ok = rm.verified.get(raw)
-	if !ok {
-		var err error
-		if c, err = rm.codec.decode(raw); err != nil {
-			return cookieState{}, "", false
-		}
-		if c.acceptedAt > 0 {
-			rm.verified.put(raw, c, minuteOf(now))
-		}
-	}
-	// Times from further ahead than any instance's clock may run are not
-	// believed: the visitor is new rather than frozen or let in.
-	if lim := now + maxClockLead; c.lastCheckIn > lim || c.acceptedAt > lim || c.bucket*60_000 > lim {
-		return cookieState{}, "", false
-	}
-	if c.acceptedAt > 0 && rm.revokedN.Load() > 0 && rm.isRevoked(raw) {
-		return cookieState{}, "", false
-	}
-	return c, raw, true
+// chance is what an instance remembers of a waiting visitor's latest
+// chance: when the next one is due, and where the visitor is counted.
+type chance struct {
+	next         int64 // Unix ms
+	bucket, slot int64
 }
 
-func sessionAlive(p *policy, c cookieState, now int64) bool {
-	if now-c.lastCheckIn >= p.session {
+// admit lets in a visitor whose session is alive: it reports the request
+// as a sign of life of the session (at most once a second for each
+// cookie value) and re-issues the cookie when it is due.
+func (rm *Room) admit(d *Decision, c cookieState, e *verifiedEntry, p *policy, now int64) {
+	d.Outcome = Admitted
+	sec := floorDiv(now, 1000)
+	if e == nil || e.touched.Load() != sec {
+		if e != nil {
+			e.touched.Store(sec)
+		}
+		x := sessionDelta{Session: store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: sec, End: sessionEnd(p, c.acceptedAt)}}
+		rm.mu.Lock()
+		rm.pending.session(x)
+		rm.noteLocked(x)
+		rm.mu.Unlock()
+	}
+	if now-c.lastCheckIn >= p.reissue {
+		c.lastCheckIn = now
+		d.cookie = rm.codec.encode(c)
+	}
+	d.Ticket = c.ticket()
+	d.state = c
+}
+
+// shutOut answers an admitted visitor while the room rejects everyone:
+// the closed page, or the waiting page with QueueAll or a pre-queue. The
+// visitor's cookie is left alone.
+func (rm *Room) shutOut(d *Decision, v *view, p *policy, c cookieState, waiting bool) {
+	if !waiting {
+		d.Outcome = Closed
+		return
+	}
+	rm.tooEarly(d, v, p, c, d.now+rm.cfg.RefreshInterval.Milliseconds())
+}
+
+// tooEarly answers a waiting visitor who gets no new chance before next
+// (Unix ms): the same page, the cookie left alone.
+func (rm *Room) tooEarly(d *Decision, v *view, p *policy, c cookieState, next int64) {
+	d.Outcome = Waiting
+	d.RefreshAfter = time.Duration(max(next-d.now, 1000)) * time.Millisecond
+	d.Estimate = rm.estimate(v, p, c.bucket, false)
+}
+
+// ticket is the Ticket of an admitted cookie.
+func (c *cookieState) ticket() Ticket {
+	return Ticket{ID: c.id, Bucket: time.Unix(c.bucket*60, 0), AcceptedAt: time.UnixMilli(c.acceptedAt)}
+}
+
+// newID draws a visitor identity: random, never 0.
+func (rm *Room) newID() uint64 {
+	for {
+		if id := mrand.Uint64(); id != 0 {
+			return id
+		}
+	}
+}
+
+// sessionEnd is the Unix second at which a session admitted at acceptedAt
+// (Unix ms) ends whatever the visitor does: 0 with session renewal.
+func sessionEnd(p *policy, acceptedAt int64) int64 {
+	if p.renew {
+		return 0
+	}
+	return -floorDiv(-(acceptedAt + p.session), 1000) // rounded up
+}
+
+// noteLocked merges a report into what this instance knows of the
+// sessions. rm.mu must be held.
+func (rm *Room) noteLocked(x sessionDelta) {
+	if o, ok := rm.known[x.ID]; ok {
+		mergeSession(&o.Session, x.Session)
+		o.admit = o.admit || x.admit
+		x = o
+	}
+	rm.known[x.ID] = x
+}
+
+// lookupLocked returns what is known of the session of visitor id: the
+// record of the latest sync merged with this instance's reports since.
+// rm.mu must be held.
+func (rm *Room) lookupLocked(v *view, id uint64) (store.Session, bool) {
+	x, found := v.session(id)
+	if k, ok := rm.known[id]; ok {
+		if !found {
+			x = k.Session
+		} else {
+			mergeSession(&x, k.Session)
+		}
+		found = true
+	}
+	return x, found
+}
+
+// session returns the record of visitor id as of the view's sync.
+func (v *view) session(id uint64) (store.Session, bool) {
+	i, ok := slices.BinarySearchFunc(v.sessions, id, func(x store.Session, id uint64) int { return cmp.Compare(x.ID, id) })
+	if !ok {
+		return store.Session{}, false
+	}
+	return v.sessions[i], true
+}
+
+// recordAlive reports whether the session recorded as x is alive at now
+// (Unix ms) under policy p: the visitor was seen within the session
+// (to the second), and it was neither revoked nor capped.
+func recordAlive(x *store.Session, p *policy, now int64) bool {
+	if x.Revoked || (x.End != 0 && now >= x.End*1000) {
 		return false
 	}
-	return p.renew || now-c.acceptedAt < p.session
+	if !p.renew && now-x.Admitted*1000 >= p.session {
+		return false
+	}
+	return now < (x.Seen+1)*1000+p.session
+}
+
+// readCookie returns the state in the best of r's cookies of the room's
+// name, and its verified entry when it has one; ok is false when the
+// visitor is new. Best is an admitted cookie whose session is alive, then
+// a waiting one whose place is held, the oldest place first: a stale or
+// foreign cookie that a sibling domain set under the same name cannot
+// hide the visitor's own.
+func (rm *Room) readCookie(r *http.Request, p *policy, now int64) (best cookieState, be *verifiedEntry, ok bool) {
+	bestRank := 0
+	for raw := range cookieValues(r, rm.cookieName, maxSameName) {
+		c, e, valid := rm.openCookie(raw, now)
+		if !valid {
+			continue
+		}
+		rank := 1
+		switch {
+		case c.acceptedAt > 0 && (p.renew || now-c.acceptedAt < p.session) && now-c.lastCheckIn < p.session:
+			rank = 3
+		case c.acceptedAt == 0 && now-c.lastCheckIn < rm.hold:
+			rank = 2
+		}
+		if rank > bestRank || (rank == bestRank && rank == 2 && c.bucket < best.bucket) {
+			best, be, bestRank = c, e, rank
+		}
+	}
+	return best, be, bestRank > 0
+}
+
+// openCookie opens one cookie value; valid is false for anything that is
+// not a cookie of this room, or carries times from further ahead than any
+// instance's clock may run (the visitor is new rather than frozen or let
+// in).
+func (rm *Room) openCookie(raw string, now int64) (c cookieState, e *verifiedEntry, valid bool) {
+	if e, valid = rm.verified.get(raw); valid {
+		c = e.state
+	} else {
+		var err error
+		if c, err = rm.codec.decode(raw); err != nil {
+			return cookieState{}, nil, false
+		}
+		if c.acceptedAt > 0 {
+			e = rm.verified.put(raw, c, minuteOf(now))
+		}
+	}
+	if lim := now + maxClockLead; c.lastCheckIn > lim || c.acceptedAt > lim || c.bucket*60_000 > lim {
+		return cookieState{}, nil, false
+	}
+	return c, e, true
+}
+
+// sessionAlive reports whether the admitted visitor of cookie c may pass
+// at now: not revoked, not capped, and seen within the session. The
+// cookie's check-in is renewed only now and then, so when it is older
+// than the session the latest request of any holder of the visitor's
+// cookies decides, as known from the shared state and this instance.
+func (rm *Room) sessionAlive(v *view, p *policy, c cookieState, now int64) bool {
+	if rm.revokedN.Load() > 0 {
+		if _, ok := rm.revokedIDs.Load(c.id); ok {
+			return false
+		}
+	}
+	if !p.renew && now-c.acceptedAt >= p.session {
+		return false
+	}
+	if now-c.lastCheckIn < p.session {
+		return true
+	}
+	rm.mu.Lock()
+	x, found := rm.lookupLocked(v, c.id)
+	rm.mu.Unlock()
+	return found && recordAlive(&x, p, now)
 }
 
 // jitteredRefresh returns a refresh interval in ms, varied at random by up
@@ -468,7 +680,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// own copy of r stays on the stack.
 	a := &admittedRequest{
 		ctx: ticketCtx{Context: r.Context(), t: d.Ticket},
-		rw:  revokeWriter{ResponseWriter: w, rm: rm, state: d.state, raw: d.raw},
+		rw:  revokeWriter{ResponseWriter: w, rm: rm, state: d.state},
 	}
 	a.ctx.rw = &a.rw
 	a.req = *r.WithContext(&a.ctx)

@@ -68,7 +68,7 @@ func TestBypassedPathUnderSurge(t *testing.T) {
 	assert.Zero(t, res.WaitingResponses, "nobody waits for a bypassed path")
 	assert.Positive(t, res.Requests)
 	require.NoError(t, st.Update(context.Background(), "bypass", func(s *store.State) error {
-		assert.Empty(t, s.Active, "bypassed requests are not counted as active")
+		assert.Empty(t, s.Sessions, "bypassed requests are not counted as active")
 		assert.Empty(t, s.Admitted, "bypassed requests are not admissions")
 		assert.Empty(t, s.Waiting)
 		return nil

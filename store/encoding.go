@@ -11,13 +11,14 @@ import (
 // encoded by MarshalState.
 var ErrCorrupt = errors.New("waitingroom/store: corrupt state")
 
-// encodingVersion is the first byte of every encoded state. Version 2
-// keys active counts by the second (version 1: by 10-second slot). A state
+// encodingVersion is the first byte of every encoded state. Version 3
+// keeps a record per session (version 2 counted active visitors by the
+// second of their check-in, version 1 by 10-second slot). A state
 // of another version reads as lost, so instances of different versions
 // sharing a room keep admissions paused (the grace after a loss) rather
 // than misread each other's counts: upgrade every instance of a room
 // together.
-const encodingVersion = 2
+const encodingVersion = 3
 
 // maxLen bounds every length read by UnmarshalState, so corrupt input
 // cannot make it allocate without limit.
@@ -26,7 +27,7 @@ const maxLen = 1 << 24
 // MarshalState encodes s in a compact binary form (varints). Stores that
 // keep bytes (Redis, SQL) use it so that every store shares one format.
 func MarshalState(s *State) []byte {
-	n := 64 + len(s.Settings) + 12*len(s.Active) + 12*len(s.Admitted) + 16*len(s.Waiting) + 48*len(s.Instances)
+	n := 64 + len(s.Settings) + 16*len(s.Sessions) + 12*len(s.Admitted) + 16*len(s.Waiting) + 48*len(s.Instances)
 	b := make([]byte, 0, n)
 	b = append(b, encodingVersion)
 	b = binary.AppendUvarint(b, s.Epoch)
@@ -36,7 +37,7 @@ func MarshalState(s *State) []byte {
 	b = appendBytes(b, s.Settings)
 	b = binary.AppendUvarint(b, s.SettingsVersion)
 	b = binary.AppendUvarint(b, s.ConfigHash)
-	b = appendCounts(b, s.Active)
+	b = appendSessions(b, s.Sessions)
 	b = appendCounts(b, s.Admitted)
 	b = binary.AppendUvarint(b, uint64(len(s.Waiting)))
 	var prevB, prevS int64
@@ -54,6 +55,36 @@ func MarshalState(s *State) []byte {
 		b = binary.AppendVarint(b, in.Grant)
 		b = binary.AppendVarint(b, in.Seen)
 		b = binary.AppendUvarint(b, in.Seq)
+	}
+	return b
+}
+
+// appendSessions writes sessions with their times as deltas from the
+// first one's admission, which keeps most of them to a byte or two.
+func appendSessions(b []byte, ss []Session) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ss)))
+	if len(ss) == 0 {
+		return b
+	}
+	base := ss[0].Admitted
+	b = binary.AppendVarint(b, base)
+	var prev uint64
+	for _, x := range ss {
+		b = binary.AppendUvarint(b, x.ID-prev) // IDs are sorted: wraps only if not
+		prev = x.ID
+		b = binary.AppendVarint(b, x.Admitted-base)
+		b = binary.AppendVarint(b, x.Seen-x.Admitted)
+		flag := byte(0)
+		if x.Revoked {
+			flag |= 1
+		}
+		if x.End != 0 {
+			flag |= 2
+		}
+		b = append(b, flag)
+		if x.End != 0 {
+			b = binary.AppendVarint(b, x.End-x.Admitted)
+		}
 	}
 	return b
 }
@@ -93,7 +124,7 @@ func UnmarshalState(data []byte) (*State, error) {
 	s.Settings = d.bytes()
 	s.SettingsVersion = d.uvarint()
 	s.ConfigHash = d.uvarint()
-	s.Active = d.counts()
+	s.Sessions = d.sessions()
 	s.Admitted = d.counts()
 	if n := d.length(3); n > 0 {
 		s.Waiting = make([]Cell, n)
@@ -181,6 +212,39 @@ func (d *decoder) bytes() []byte {
 	copy(v, d.b[:n])
 	d.b = d.b[n:]
 	return v
+}
+
+func (d *decoder) sessions() []Session {
+	n := d.length(5)
+	if n == 0 {
+		return nil
+	}
+	base := d.varint()
+	ss := make([]Session, n)
+	var prev uint64
+	for i := range ss {
+		x := &ss[i]
+		x.ID = prev + d.uvarint()
+		prev = x.ID
+		x.Admitted = base + d.varint()
+		x.Seen = x.Admitted + d.varint()
+		if len(d.b) == 0 || d.b[0] > 3 {
+			d.fail("session flags")
+			return nil
+		}
+		flag := d.b[0]
+		d.b = d.b[1:]
+		x.Revoked = flag&1 != 0
+		if flag&2 != 0 {
+			// An End that decodes to 0 is no End: the encoder never
+			// writes one, and reading it back must give the same state.
+			if x.End = x.Admitted + d.varint(); x.End == 0 {
+				d.fail("session end")
+				return nil
+			}
+		}
+	}
+	return ss
 }
 
 func (d *decoder) counts() []Count {

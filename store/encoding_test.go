@@ -14,7 +14,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 	for name, s := range map[string]*store.State{
 		"zero":   {},
 		"sample": storetest.Sample(),
-		"negative": {Active: []store.Count{{Key: -5, N: -1}, {Key: -9, N: 3}},
+		"negative": {Sessions: []store.Session{{ID: 3, Admitted: -5, Seen: -9, End: -6}, {ID: 1, Admitted: 0, Seen: 0}},
 			Waiting: []store.Cell{{Bucket: 10, Slot: 2, N: -4}, {Bucket: 3, Slot: 99, N: 1}}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -33,9 +33,9 @@ func TestUnmarshalEmpty(t *testing.T) {
 
 func TestUnmarshalCorrupt(t *testing.T) {
 	good := store.MarshalState(storetest.Sample())
-	// A state of the previous format (active counts by 10-second slot)
-	// must not be read as this one's.
-	previous := append([]byte{1}, good[1:]...)
+	// A state of a previous format (active counts by second or by
+	// 10-second slot) must not be read as this one's.
+	previous := append([]byte{2}, good[1:]...)
 	cases := map[string][]byte{
 		"version":          {9, 1, 2},
 		"previous version": previous,
@@ -55,7 +55,7 @@ func TestUnmarshalCorrupt(t *testing.T) {
 
 func FuzzUnmarshalState(f *testing.F) {
 	f.Add(store.MarshalState(storetest.Sample()))
-	f.Add([]byte{2})
+	f.Add([]byte{3})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := store.UnmarshalState(b)
 		if err != nil {

@@ -30,9 +30,13 @@ type State struct {
 	// ConfigHash identifies the Config that last initialised Settings.
 	ConfigHash uint64
 
-	// Active counts admitted visitors by the second of their latest
-	// check-in (Key: Unix seconds).
-	Active []Count
+	// Sessions has one record per admitted visitor whose session is alive
+	// or whose cookies could still be presented, sorted by ID. Active
+	// visitors are the live sessions among them, so however a cookie is
+	// copied or replayed its holders count once. Their number is bounded
+	// by TotalActiveUsers plus the admissions of the last QueueHold or
+	// session, never by the number of visitors.
+	Sessions []Session
 	// Admitted counts admissions by minute (Key: Unix seconds / 60).
 	Admitted []Count
 	// Waiting counts queued visitors by arrival bucket (Unix seconds / 60)
@@ -46,6 +50,27 @@ type State struct {
 type Count struct {
 	Key int64
 	N   int64
+}
+
+// Session is what the shared state knows of one admitted visitor: the
+// identity their cookies carry, when they were let in and when any holder
+// of those cookies was last seen. Records of the same ID merge by taking
+// the latest Seen, the earliest Admitted and End, and Revoked if either is,
+// so applying one twice changes nothing.
+type Session struct {
+	// ID is the visitor's random identity, fixed from their first request.
+	ID uint64
+	// Admitted is the Unix time, in seconds, of the admission.
+	Admitted int64
+	// Seen is the Unix time, in seconds, of the latest request of any
+	// holder of the visitor's cookies that an instance reported.
+	Seen int64
+	// End is the Unix time, in seconds, at which the session ends whatever
+	// the visitor does (session renewal disabled); 0 for none.
+	End int64
+	// Revoked reports that the application ended the session: it no
+	// longer counts, and its cookies no longer let anyone in.
+	Revoked bool
 }
 
 // Cell counts waiting visitors of one arrival bucket who last checked in

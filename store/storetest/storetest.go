@@ -79,8 +79,12 @@ func Sample() *store.State {
 		Settings:        []byte(`{"method":"fifo"}`),
 		SettingsVersion: 3,
 		ConfigHash:      1 << 63,
-		Active:          []store.Count{{Key: 179_000_000, N: 5}, {Key: 179_000_001, N: 7}},
-		Admitted:        []store.Count{{Key: 29_833_333, N: 200}},
+		Sessions: []store.Session{
+			{ID: 7, Admitted: 1_790_000_000, Seen: 1_790_000_000},
+			{ID: 1 << 40, Admitted: 1_789_999_700, Seen: 1_790_000_001, End: 1_790_000_000},
+			{ID: 1<<64 - 1, Admitted: 1_789_999_990, Seen: 1_789_999_995, Revoked: true},
+		},
+		Admitted: []store.Count{{Key: 29_833_333, N: 200}},
 		Waiting: []store.Cell{
 			{Bucket: 29_833_330, Slot: 179_000_000, N: 12},
 			{Bucket: 29_833_330, Slot: 179_000_003, N: 1},
@@ -269,14 +273,15 @@ func Benchmark(b *testing.B, newStore func(tb testing.TB) store.Store) {
 }
 
 // LargeState returns a realistic state with the given number of queue
-// buckets, six check-in slots each, five minutes of active counters (one
-// per second: a busy room with the default session), 30 minutes of
-// admissions and four instances.
+// buckets, six check-in slots each, 10,000 sessions (a busy room with the
+// default session), 30 minutes of admissions and four instances.
 func LargeState(buckets int) *store.State {
 	const now = int64(1_790_000_000)
 	s := &store.State{Epoch: 1, Version: 1, Clock: now * 1000, Settings: []byte(`{"method":"fifo","totalActiveUsers":10000,"newUsersPerMinute":2000}`)}
-	for i := range 300 {
-		s.Active = append(s.Active, store.Count{Key: now - 300 + int64(i), N: 30})
+	for i := range 10_000 {
+		// IDs spread evenly over the 64-bit space, as random ones are.
+		id := uint64(i)*(1<<64/10_000) + 12345
+		s.Sessions = append(s.Sessions, store.Session{ID: id, Admitted: now - 300 + int64(i%300), Seen: now - int64(i%60)})
 	}
 	for i := range 30 {
 		s.Admitted = append(s.Admitted, store.Count{Key: now/60 - 30 + int64(i), N: 2000})
