@@ -672,7 +672,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if d.Outcome != Admitted {
-		h.next.ServeHTTP(w, r)
+		// Bypassed: the command header is the room's, never the
+		// client's, whatever the application sends.
+		rw := &revokeWriter{ResponseWriter: w, rm: rm, bypassed: true}
+		h.next.ServeHTTP(rw, r)
+		rw.commit()
 		return
 	}
 	// One allocation for the request carrying the ticket, its context and
