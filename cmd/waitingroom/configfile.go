@@ -570,7 +570,7 @@ func (d *fileDecoder) event(n *node, path string) (waitingroom.Event, error) {
 func probe(set func(*waitingroom.Config)) error {
 	c := waitingroom.Config{
 		Name:              "probe",
-		TotalActiveUsers:  1 << 30,
+		TotalActiveUsers:  waitingroom.MaxLimit,
 		NewUsersPerMinute: 1,
 		RefreshInterval:   waitingroom.MinRefreshInterval,
 		QueueHold:         24 * time.Hour,

@@ -199,6 +199,10 @@ func usage(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
 }
 
+// defaultLimit is the default of -total-active-users and
+// -new-users-per-minute.
+const defaultLimit = 200
+
 // Values of -host.
 const (
 	hostOriginal = "original"
@@ -214,8 +218,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.upstream, "upstream", "", "URL of the application to protect")
 	fs.BoolVar(&o.demo, "demo", false, "serve a built-in demo application instead of an upstream")
 	fs.StringVar(&o.name, "name", "default", "room name (letters, digits, - and _)")
-	fs.IntVar(&o.total, "total-active-users", 200, "most visitors active at once")
-	fs.IntVar(&o.perMinute, "new-users-per-minute", 200, "most visitors let in per minute")
+	fs.IntVar(&o.total, "total-active-users", defaultLimit, fmt.Sprintf("most visitors active at once, at most %d; given -new-users-per-minute alone, the default rises to it", waitingroom.MaxLimit))
+	fs.IntVar(&o.perMinute, "new-users-per-minute", defaultLimit, "most visitors let in per minute, at most -total-active-users; given -total-active-users alone, the default falls to it")
 	fs.DurationVar(&o.session, "session-duration", waitingroom.DefaultSessionDuration, "how long an admitted visitor stays active after their latest request")
 	fs.StringVar(&o.method, "queueing-method", "fifo", "fifo, random, passthrough or reject")
 	fs.DurationVar(&o.refresh, "refresh-interval", waitingroom.DefaultRefreshInterval, "how often waiting visitors get a chance")
@@ -330,13 +334,14 @@ func (o *options) check(set map[string]bool) error {
 		}
 		o.template = string(src)
 	}
-	return o.checkRoom()
+	return o.checkRoom(set)
 }
 
 // checkRoom checks the room's settings one by one, so that an error names
 // the flag or the field of the file at fault, and then the two that
-// depend on each other.
-func (o *options) checkRoom() error {
+// depend on each other. set holds the flags given on the command line or
+// in the file.
+func (o *options) checkRoom(set map[string]bool) error {
 	for _, c := range []struct {
 		id  string
 		set func(*waitingroom.Config)
@@ -354,6 +359,16 @@ func (o *options) checkRoom() error {
 		if err := probe(c.set); err != nil {
 			return usage("%s: %s", o.label(c.id), reason(err))
 		}
+	}
+	// A limit given alone keeps the other at its default where that fits,
+	// and otherwise moves it as far as the pair needs: -total-active-users
+	// 100 alone lets in at most 100 a minute, -new-users-per-minute 500
+	// alone lets 500 be active at once.
+	switch {
+	case set["total-active-users"] && !set["new-users-per-minute"]:
+		o.perMinute = min(o.perMinute, o.total)
+	case set["new-users-per-minute"] && !set["total-active-users"]:
+		o.total = max(o.total, o.perMinute)
 	}
 	if o.perMinute > o.total {
 		return usage("%s (%d) must not exceed %s (%d)", o.label("new-users-per-minute"), o.perMinute, o.label("total-active-users"), o.total)
