@@ -91,15 +91,39 @@ type Options struct {
 	// Abandon is the probability, in [0, 1], that a waiting visitor gives
 	// up at each check-in that leaves them waiting (their first request
 	// and every refresh the room counts as a new chance). One who gives up
-	// never comes back. Default 0.
+	// never comes back. Replayers never give up.
+	// Default 0.
 	Abandon float64
 	// Spammers is the share of visitors, in [0, 1], who ignore the
 	// refresh interval and request the page again every SpamEvery while
 	// they wait. Default 0.
 	Spammers float64
-	// SpamEvery is how often spammers send a request, at least 1 second.
-	// Default 1 second.
+	// SpamEvery is how often spammers and replayers send a request, at
+	// least 1 second. Default 1 second.
 	SpamEvery time.Duration
+
+	// Replayers is the share of visitors, in [0, 1], who keep the first
+	// waiting cookie the room gave them and send that same cookie every
+	// SpamEvery, ignoring every cookie the room sets afterwards, until
+	// they are let in; then they browse like anyone with the cookie that
+	// let them in (but see ReplayAfterAdmission). A replayer let in at its
+	// first request never had a waiting cookie and browses like anyone.
+	// Replayers never give up. Spammers + Replayers is at most 1.
+	// Default 0.
+	Replayers float64
+	// ReplayAfterAdmission makes replayers go on replaying their first
+	// waiting cookie once let in, every SpamEvery for ReplayFor after
+	// their first admission, instead of browsing; then they leave. The
+	// admitted cookies the room sets them are left unused, each counted
+	// as an active session until SessionDuration after it was set. Every
+	// replay the room lets through is another admission
+	// (Visitor.Admissions). Default false.
+	ReplayAfterAdmission bool
+	// ReplayFor is how long, after a replayer is first let in, it keeps
+	// replaying with ReplayAfterAdmission. Negative means not at all: it
+	// leaves at its next request. Default the session duration
+	// (SessionDuration, or the room's once Configure has run).
+	ReplayFor time.Duration
 
 	// Latency bounds the random delay, drawn for each request after the
 	// first, between the instant a visitor means to send it (the refresh
@@ -147,10 +171,10 @@ type Options struct {
 	// them empty. Default nil.
 	Configure func(*waitingroom.Config)
 
-	// Seed seeds every random choice of the run: arrivals, spammers,
-	// instance choice, abandonment, ordering within an instant and the
-	// rooms' refresh jitter. Runs with equal Options and Seed give equal
-	// Results. Default 0, a seed like any other.
+	// Seed seeds every random choice of the run: arrivals, who spams or
+	// replays, instance choice, abandonment, ordering within an
+	// instant and the rooms' refresh jitter. Runs with equal Options and
+	// Seed give equal Results. Default 0, a seed like any other.
 	Seed uint64
 	// Start is the virtual time of the run's beginning; it is truncated
 	// to the minute. Default 2026-01-01 00:00 UTC.
@@ -285,6 +309,10 @@ func (o Options) normalize() (Options, error) {
 		return bad("Abandon %v is not in [0, 1]", o.Abandon)
 	case o.Spammers < 0 || o.Spammers > 1:
 		return bad("Spammers %v is not in [0, 1]", o.Spammers)
+	case o.Replayers < 0 || o.Replayers > 1:
+		return bad("Replayers %v is not in [0, 1]", o.Replayers)
+	case o.Spammers+o.Replayers > 1+1e-9:
+		return bad("Spammers + Replayers (%v) is over 1", o.Spammers+o.Replayers)
 	case o.Instances < 0 || o.Instances > 1024:
 		return bad("Instances %d is not in [1, 1024]", o.Instances)
 	case o.SyncInterval < 10*time.Millisecond || o.SyncInterval > 2*time.Second:
