@@ -35,18 +35,23 @@ func (r *run) finish() *Result {
 	admittedAt := make([]int64, 0, res.Admitted)
 	var sum float64
 	var kinds [kindCount]struct {
-		sum      float64
-		n        int
-		max      int
-		extra    int
-		admitted int
+		sum   float64 // waits, seconds: of those let in, and of dishonest ones still waiting
+		n     int     // the visitors in sum
+		max   int     // most admissions
+		extra int     // admissions beyond one each
 	}
+	end := time.Duration(r.sec) * time.Second
 	for i := range r.vs {
 		v := &r.vs[i]
 		k := &kinds[v.Kind]
 		k.max = max(k.max, int(v.Admissions))
 		k.extra += max(int(v.Admissions)-1, 0)
 		if !v.WasAdmitted {
+			if !v.Kind.honest() && r.lv[i].waiting {
+				// Still waiting: it waited at least until the end.
+				k.sum += (end - v.Arrival).Seconds()
+				k.n++
+			}
 			continue
 		}
 		m := int(v.Arrival / time.Minute)
@@ -84,7 +89,9 @@ func (r *run) finish() *Result {
 	res.MeanWaitPoliteSeconds = polite
 	res.MeanWaitSpammerSeconds, res.SpammerWaitRatio = mean(Spammer), ratio(Spammer)
 	res.MeanWaitReplayerSeconds, res.ReplayerWaitRatio = mean(Replayer), ratio(Replayer)
+	res.MeanWaitClonerSeconds, res.ClonerWaitRatio = mean(Cloner), ratio(Cloner)
 	res.ReplayerMaxAdmissions, res.ReplayerExtraAdmissions = kinds[Replayer].max, kinds[Replayer].extra
+	res.ClonerMaxAdmissions, res.ClonerExtraAdmissions = kinds[Cloner].max, kinds[Cloner].extra
 
 	r.cohort(res)
 

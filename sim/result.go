@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// Kind is how a visitor behaves (Options.Spammers, Options.Replayers).
+// Kind is how a visitor behaves (Options.Spammers, Options.Replayers,
+// Options.Cloners).
 type Kind uint8
 
 // Kinds of visitor. The zero value is Polite. Polite visitors and spammers
-// are honest: they send the cookie the room set them last. Replayers are
-// not.
+// are honest: they send the cookie the room set them last. Replayers and
+// cloner groups are not.
 const (
 	// Polite visitors come back when their page asks.
 	Polite Kind = iota
@@ -22,6 +23,8 @@ const (
 	// Replayer visitors send the first waiting cookie the room gave them
 	// again and again.
 	Replayer
+	// Cloner visitors are groups of clients sharing one waiting cookie.
+	Cloner
 )
 
 // String returns the kind's name.
@@ -33,12 +36,14 @@ func (k Kind) String() string {
 		return "spammer"
 	case Replayer:
 		return "replayer"
+	case Cloner:
+		return "cloner"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
 // kindCount is the number of kinds.
-const kindCount = int(Replayer) + 1
+const kindCount = int(Cloner) + 1
 
 // honest reports whether visitors of kind k send the cookie the room set
 // them last.
@@ -67,13 +72,13 @@ func (s Shown) same(o Shown) bool {
 	return s == o
 }
 
-// Visitor is the record of one virtual visitor. Times are since the run's
-// start.
+// Visitor is the record of one virtual visitor (a cloner group is one
+// visitor). Times are since the run's start.
 type Visitor struct {
 	// Arrival is the time of the visitor's first request.
 	Arrival time.Duration
-	// Admitted is when the room first let the visitor in; valid when
-	// WasAdmitted.
+	// Admitted is when the room first let the visitor in (any client of a
+	// cloner group); valid when WasAdmitted.
 	Admitted time.Duration
 	// WasAdmitted reports that the room let the visitor in.
 	WasAdmitted bool
@@ -84,14 +89,15 @@ type Visitor struct {
 	Spammer bool
 	// Kind is how the visitor behaved.
 	Kind Kind
-	// Requests is the number of requests the visitor sent.
+	// Requests is the number of requests the visitor sent (all its
+	// clients', for a cloner group).
 	Requests int32
 	// Admissions is the number of times the room let the visitor in anew:
 	// requests that reached the application from a client that had not
 	// been let in yet, carrying no cookie or a waiting one (a replayer's
 	// old waiting cookie included). A room that gives every visitor one
 	// place lets each in once: 1 when WasAdmitted, else 0. More are
-	// admissions a replayer won beyond its place.
+	// admissions a replayer or a cloner group won beyond its place.
 	Admissions int32
 	// FirstEstimate is the first known estimate the visitor was shown;
 	// zero (not Known) if they never saw one.
@@ -131,8 +137,9 @@ type Minute struct {
 	// in, with a session the room renewed (a request answered with a fresh
 	// cookie) within SessionDuration. A session counts until the end of the
 	// second in which it ends, so the figure is never under the truth.
-	// Every session the room opens counts: each admission a replayer
-	// leaves unused (Options.ReplayAfterAdmission) holds its own.
+	// Every session the room opens counts: each client of a cloner group
+	// let in holds its own, and so does each admission a replayer leaves
+	// unused (Options.ReplayAfterAdmission).
 	PeakActive int `json:"PeakActive"`
 	// Capacity is what the limits allowed in the minute:
 	// min(NewUsersPerMinute, TotalActiveUsers − active at the minute's
@@ -212,10 +219,11 @@ type Result struct {
 	TotalActiveUsers  int    `json:"TotalActiveUsers"`
 	NewUsersPerMinute int    `json:"NewUsersPerMinute"`
 
-	// Visitors counts all visitors; Admitted those let in; Abandoned those
-	// who gave up; StillWaiting those waiting when the run ended;
-	// TurnedAway those who got neither the application nor a waiting page
-	// (a closed room); NotArrived those due after the end of a run cut short by
+	// Visitors counts all visitors (a cloner group is one); Admitted those
+	// let in; Abandoned those who gave up; StillWaiting those waiting when
+	// the run ended; TurnedAway those who got neither the application nor
+	// a waiting page (a closed room; a cloner group when all its clients
+	// were); NotArrived those due after the end of a run cut short by
 	// Options.Duration. They add up to Visitors.
 	// SessionsLost counts visitors let in whose session the room ended
 	// while they browsed (it answered a browsing request with a waiting
@@ -240,7 +248,7 @@ type Result struct {
 	// KendallTau is Kendall's tau-b between arrival minute (the queue
 	// bucket, shared by every visitor of a minute) and admission time over
 	// every honest visitor let in (polite or spammer: the order figures
-	// and the estimates leave out replayers): near 1
+	// and the estimates leave out replayers and cloner groups): near 1
 	// when visitors get in in the order of their arrival minutes, as FIFO
 	// promises. Because arrival minutes tie and admission times do not,
 	// even a perfect order scores only KendallTauMax, about
@@ -262,24 +270,35 @@ type Result struct {
 	ChiSquare ChiSquare `json:"ChiSquare"`
 
 	// MeanWaitSeconds is the mean wait of the visitors let in, of every
-	// kind; Polite, Spammer and Replayer split it by Kind.
-	// SpammerWaitRatio and ReplayerWaitRatio are the spammers' and the
-	// replayers' mean waits over the polite visitors' (1 when their
-	// tricks gain nothing, below when they do); each is 0 without both
-	// kinds.
+	// kind; Polite, Spammer, Replayer and Cloner split it by Kind (a
+	// cloner group waits from its arrival until the first of its clients
+	// is let in). The replayers' and cloner groups' means also count, with
+	// their wait until the run's end, those still waiting then: a trick
+	// that leaves some waiting for good is no gain. SpammerWaitRatio,
+	// ReplayerWaitRatio and ClonerWaitRatio are the spammers', replayers'
+	// and cloner groups' mean waits over the polite visitors' (1 when
+	// their tricks gain nothing, below when they do); each is 0 without
+	// both kinds.
 	MeanWaitSeconds         float64 `json:"MeanWaitSeconds"`
 	MeanWaitPoliteSeconds   float64 `json:"MeanWaitPoliteSeconds"`
 	MeanWaitSpammerSeconds  float64 `json:"MeanWaitSpammerSeconds"`
 	MeanWaitReplayerSeconds float64 `json:"MeanWaitReplayerSeconds"`
+	MeanWaitClonerSeconds   float64 `json:"MeanWaitClonerSeconds"`
 	SpammerWaitRatio        float64 `json:"SpammerWaitRatio"`
 	ReplayerWaitRatio       float64 `json:"ReplayerWaitRatio"`
+	ClonerWaitRatio         float64 `json:"ClonerWaitRatio"`
 
-	// ReplayerMaxAdmissions is the most admissions (Visitor.Admissions)
-	// any one replayer obtained; ReplayerExtraAdmissions the admissions
-	// all of them obtained beyond one each. A room that gives every
-	// visitor one place keeps the maximum at 1 and the extras at 0.
+	// ReplayerMaxAdmissions and ClonerMaxAdmissions are the most
+	// admissions (Visitor.Admissions) any one replayer or cloner group
+	// obtained; ReplayerExtraAdmissions and ClonerExtraAdmissions the
+	// admissions all of them obtained beyond one each. A room that gives
+	// every visitor one place keeps the maxima at 1 and the extras at 0;
+	// a cloner group whose clients each won their own admission counts
+	// CloneSize − 1 extra.
 	ReplayerMaxAdmissions   int `json:"ReplayerMaxAdmissions"`
 	ReplayerExtraAdmissions int `json:"ReplayerExtraAdmissions"`
+	ClonerMaxAdmissions     int `json:"ClonerMaxAdmissions"`
+	ClonerExtraAdmissions   int `json:"ClonerExtraAdmissions"`
 
 	// MaxAdmittedPerMinute is the most admissions in any minute
 	// (Minute.Admissions, at most NewUsersPerMinute); PeakActive the most

@@ -56,12 +56,15 @@ type event struct {
 }
 
 // live is what the simulator tracks of a client while it is around: a
-// cookie jar and its plans. Each visitor has one client, of the same
-// index.
+// cookie jar and its plans. Each visitor has a client of the same index;
+// the other clients of cloner groups follow the visitors'. The visitor's
+// own client also holds what is tracked of the visitor (clients, waiting,
+// lost).
 type live struct {
 	req       *http.Request // nil before arrival and after leaving
 	expires   int64         // second at whose start the client's session stops counting
 	browseEnd int64         // ms; last instant a browsing request is sent
+	clients   int32         // a cloner group's clients around, once it shares its cookie
 	waiting   bool          // the visitor is counted in run.waiting
 	in        bool          // let in: browses with the cookie that let it in
 	pinned    bool          // resends the cookie it holds, whatever the room sets
@@ -87,7 +90,8 @@ type run struct {
 	order    []int
 
 	vs       []Visitor
-	lv       []live
+	lv       []live  // by client
+	owner    []int32 // visitor of each client from len(vs) on
 	arrivals []int64 // ms since the start, sorted; index = visitor
 	ties     []uint32
 	next     int // next visitor to arrive
@@ -236,8 +240,8 @@ func (r *run) schedule() {
 	r.lv = make([]live, n)
 	for i := range r.vs {
 		r.ties[i] = r.rng.Uint32()
-		if o.Spammers > 0 || o.Replayers > 0 {
-			k := kindOf(r.rng.Float64(), o.Spammers, o.Replayers)
+		if o.Spammers > 0 || o.Replayers > 0 || o.Cloners > 0 {
+			k := kindOf(r.rng.Float64(), o.Spammers, o.Replayers, o.Cloners)
 			r.vs[i].Kind, r.vs[i].Spammer = k, k == Spammer
 		}
 	}
@@ -397,9 +401,12 @@ func (r *run) sync() error {
 // acts on the response as a browser (or a client asking for JSON) would.
 func (r *run) visit(c int32, at int64) {
 	r.now = at
-	i := c // the client's visitor
+	i := r.visitorOf(c)
 	v, l := &r.vs[i], &r.lv[c]
 	if l.req == nil {
+		// The visitor's first request: the other clients of a cloner
+		// group have their request, and the group's cookie, from the
+		// start.
 		l.req = r.reqs.get()
 		v.Arrival = time.Duration(at) * time.Millisecond
 		r.cur.Arrivals++
@@ -502,8 +509,9 @@ func (r *run) waited(c, i int32, at int64) {
 	}
 	var pg page
 	ok := false
-	if r.o.FirstEstimateOnly && v.FirstEstimate.Known {
-		// Nothing left to read but when to come back, as a browser would.
+	if c != i || r.o.FirstEstimateOnly && v.FirstEstimate.Known {
+		// Nothing left to read but when to come back, as a browser would:
+		// the estimates are those the visitor's own client was shown.
 		pg.refresh = refreshHeader(r.w)
 	} else {
 		pg, ok = readPage(r.w)
@@ -534,14 +542,43 @@ func (r *run) waited(c, i int32, at int64) {
 	}
 	var wait time.Duration
 	switch {
-	case v.Kind == Spammer, v.Kind == Replayer:
+	case v.Kind == Spammer, v.Kind == Replayer, v.Kind == Cloner && r.o.CloneSpam:
 		wait = r.o.SpamEvery
 	case pg.refresh > 0:
 		wait = pg.refresh
 	default:
 		wait = r.o.RefreshInterval
 	}
+	if v.Kind == Cloner && fresh && c == i && l.clients == 0 && !v.WasAdmitted {
+		r.clone(i, at, wait)
+	}
 	r.again(c, i, at, wait)
+}
+
+// clone copies the waiting cookie the room just gave cloner group i's first
+// client to the group's other clients. The first client comes back a step
+// after at; the j-th of the others j/CloneSize of a step later.
+func (r *run) clone(i int32, at int64, step time.Duration) {
+	k := int64(r.o.CloneSize)
+	cookie := r.lv[i].req.Header["Cookie"][0]
+	r.lv[i].clients = int32(k)
+	for j := int64(1); j < k; j++ {
+		c := int32(len(r.lv))
+		req := r.reqs.get()
+		req.Header["Cookie"] = []string{cookie}
+		r.lv = append(r.lv, live{req: req})
+		r.owner = append(r.owner, i)
+		r.clients++
+		r.push(c, at+step.Milliseconds()*(k+j)/k+r.latency())
+	}
+}
+
+// visitorOf returns the visitor of client c.
+func (r *run) visitorOf(c int32) int32 {
+	if int(c) < len(r.vs) {
+		return c
+	}
+	return r.owner[int(c)-len(r.vs)]
 }
 
 // again schedules client c's next request, wait after ms at, unless its
@@ -572,14 +609,20 @@ func (r *run) unwait(i int32) {
 	}
 }
 
-// leave ends client c's visit: no more requests. A visitor who leaves
-// neither let in nor giving up was turned away.
+// leave ends client c's visit: no more requests. A visitor leaves with
+// their last client; one who leaves neither let in nor giving up was turned
+// away.
 func (r *run) leave(c int32) {
 	l := &r.lv[c]
 	r.reqs.put(l.req)
 	l.req = nil
 	r.clients--
-	i := c
+	i := r.visitorOf(c)
+	if lead := &r.lv[i]; lead.clients > 0 {
+		if lead.clients--; lead.clients > 0 {
+			return
+		}
+	}
 	r.unwait(i)
 	if v := &r.vs[i]; !v.WasAdmitted && !v.Abandoned {
 		r.res.TurnedAway++
