@@ -55,7 +55,7 @@ func cheat(t *testing.T, o Options) *Result {
 	res, err := Run(t.Context(), o)
 	require.NoError(t, err)
 	t.Logf("%s: %d visitors, %d requests, %.0f s; mean wait: polite %.1fs, replayers %.1fs (ratio %.3f), cloner groups %.1fs (ratio %.3f); admissions %d for %d visitors let in: replayers at most %d each, %d extra, cloner groups at most %d each, %d extra; at most %d admitted a minute (limit %d), peak %d active (limit %d); %d still waiting",
-		o.Method, res.Visitors, res.Requests, res.DurationSeconds,
+		t.Name(), res.Visitors, res.Requests, res.DurationSeconds,
 		res.MeanWaitPoliteSeconds, res.MeanWaitReplayerSeconds, res.ReplayerWaitRatio, res.MeanWaitClonerSeconds, res.ClonerWaitRatio,
 		res.Admissions, res.Admitted, res.ReplayerMaxAdmissions, res.ReplayerExtraAdmissions, res.ClonerMaxAdmissions, res.ClonerExtraAdmissions,
 		res.MaxAdmittedPerMinute, res.NewUsersPerMinute, res.PeakActive, res.TotalActiveUsers, res.StillWaiting)
