@@ -62,7 +62,6 @@ type event struct {
 // lost).
 type live struct {
 	req       *http.Request // nil before arrival and after leaving
-	expires   int64         // second at whose start the client's session stops counting
 	browseEnd int64         // ms; last instant a browsing request is sent
 	clients   int32         // a cloner group's clients around, once it shares its cookie
 	waiting   bool          // the visitor is counted in run.waiting
@@ -88,6 +87,13 @@ type run struct {
 	rooms    []*waitingroom.Room
 	handlers []http.Handler
 	order    []int
+	// ticket is the Ticket.ID of the latest request that reached the
+	// application; sessions holds, by Ticket.ID, the second at whose start
+	// each session the room opened stops counting. A visitor's admissions
+	// are the IDs it brought to the application first: the holders of
+	// copies of one cookie share one.
+	ticket   uint64
+	sessions map[uint64]int64
 
 	vs       []Visitor
 	lv       []live  // by client
@@ -171,7 +177,7 @@ func newRun(o Options) (*run, error) {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
 		r.rooms = append(r.rooms, rm)
-		r.handlers = append(r.handlers, rm.Handler(app))
+		r.handlers = append(r.handlers, rm.Handler(http.HandlerFunc(r.app)))
 		r.order = append(r.order, i)
 	}
 	// The room's own defaults fill what the Config (after Configure)
@@ -192,6 +198,7 @@ func newRun(o Options) (*run, error) {
 	r.ring = make([][]event, nextPow2(ahead))
 	r.ringMask = int64(len(r.ring) - 1)
 	r.expiries = make([]int, nextPow2(r.sessMs/1000+2))
+	r.sessions = map[uint64]int64{}
 	r.expMask = int64(len(r.expiries) - 1)
 
 	r.schedule()
@@ -439,16 +446,28 @@ func (r *run) visit(c int32, at int64) {
 	}
 }
 
+// app is the protected application: it answers appStatus and notes the
+// request's ticket.
+func (r *run) app(w http.ResponseWriter, req *http.Request) {
+	t, _ := waitingroom.TicketFromContext(req.Context())
+	r.ticket = t.ID
+	w.WriteHeader(appStatus)
+}
+
 // admitted handles a response from the application to client c of visitor
 // i.
 func (r *run) admitted(c, i int32, at int64) {
 	v, l := &r.vs[i], &r.lv[c]
-	if !l.in {
-		// An admission: the client had not been let in, its request
-		// carried no cookie or a waiting one.
+	if _, seen := r.sessions[r.ticket]; !seen {
+		// An admission: a session the room had not opened before.
+		r.sessions[r.ticket] = 0
 		v.Admissions++
 		r.res.Admissions++
 		r.cur.Admissions++
+	}
+	if !l.in {
+		// The client had not been let in: its request carried no
+		// cookie or a waiting one.
 		if !v.WasAdmitted {
 			v.WasAdmitted = true
 			v.Admitted = time.Duration(at) * time.Millisecond
@@ -460,7 +479,7 @@ func (r *run) admitted(c, i int32, at int64) {
 			// It leaves the admitted cookie unused, a session that
 			// counts until it ends, and replays its waiting cookie.
 			if len(r.w.header["Set-Cookie"]) > 0 {
-				r.renew(nil, at)
+				r.renew(at)
 			}
 			r.again(c, i, at, r.o.SpamEvery)
 			return
@@ -469,7 +488,7 @@ func (r *run) admitted(c, i int32, at int64) {
 		l.browseEnd = at + max(r.o.Browse.Milliseconds(), 0)
 	}
 	if takeCookie(r.w, l.req) {
-		r.renew(l, at)
+		r.renew(at)
 	}
 	if next := at + r.o.BrowseEvery.Milliseconds(); next <= l.browseEnd {
 		r.push(c, next+r.latency())
@@ -478,20 +497,18 @@ func (r *run) admitted(c, i int32, at int64) {
 	}
 }
 
-// renew counts the session of a fresh admitted cookie set at ms at: it
-// counts until SessionDuration after at. l is the client holding it, whose
-// previous session it replaces; nil for a cookie nobody keeps.
-func (r *run) renew(l *live, at int64) {
+// renew counts the session of the latest ticket, whose cookie was set at
+// ms at: it counts until SessionDuration after at, once however many
+// clients hold copies of its cookies.
+func (r *run) renew(at int64) {
 	exp := (at + r.sessMs + 999) / 1000
-	if l != nil && l.expires > r.sec {
-		r.expiries[l.expires&r.expMask]--
+	if old := r.sessions[r.ticket]; old > r.sec {
+		r.expiries[old&r.expMask]--
 	} else {
 		r.active++
 		r.cur.PeakActive = max(r.cur.PeakActive, r.active)
 	}
-	if l != nil {
-		l.expires = exp
-	}
+	r.sessions[r.ticket] = exp
 	r.expiries[exp&r.expMask]++
 }
 
