@@ -396,3 +396,36 @@ func TestIdentitySurvivesStateLoss(t *testing.T) {
 	tr.sync()
 	assert.Equal(t, 3, tr.Stats().Active)
 }
+
+// A cookie whose place lapsed, resent again and again, is one new visitor
+// (its successor), counted once as waiting and given one chance per
+// interval; requests without a cookie cost the instance no memory.
+func TestLapsedCookieIsOneNewVisitor(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+		c.RefreshJitter = -1
+		c.SessionDuration = 10 * time.Minute // the first visitor keeps the one slot
+	})
+	require.True(t, admitted(tr.get(&visitor{}, "")))
+	v := &visitor{}
+	require.True(t, isWaiting(tr.get(v, "")))
+	lapsed := v.cookie
+	tr.clk.Add(tr.cfg.QueueHold + time.Second)
+	tr.sync()
+	for range 50 {
+		require.True(t, isWaiting(tr.send(lapsed)))
+		tr.clk.Add(200 * time.Millisecond)
+	}
+	tr.sync()
+	assert.Equal(t, 1, tr.Stats().Waiting, "fifty copies of one lapsed cookie are one visitor")
+
+	tr.mu.Lock()
+	before := len(tr.chances)
+	tr.mu.Unlock()
+	for range 100 {
+		require.True(t, isWaiting(tr.send("")))
+	}
+	tr.mu.Lock()
+	assert.Equal(t, before, len(tr.chances), "no memory for visitors without a cookie")
+	tr.mu.Unlock()
+}

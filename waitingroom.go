@@ -400,7 +400,13 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		next := max(base+rm.jitteredRefresh(), now+1000)
 		c.refresh = next - now
 		rm.pending.waiting[cellKey{c.bucket, slotOf(now)}]++
-		rm.chances[c.id] = chance{next: next, bucket: c.bucket, slot: slotOf(now)}
+		if ok {
+			// A new visitor's copies (if any) are held back by their own
+			// cookie until its first chance is due, so only a visitor who
+			// came with a cookie is remembered: a flood of requests
+			// without one costs no memory.
+			rm.chances[c.id] = chance{next: next, bucket: c.bucket, slot: slotOf(now)}
+		}
 	}
 	rm.mu.Unlock()
 
