@@ -429,3 +429,33 @@ func TestLapsedCookieIsOneNewVisitor(t *testing.T) {
 	assert.Equal(t, before, len(tr.chances), "no memory for visitors without a cookie")
 	tr.mu.Unlock()
 }
+
+// With renewal disabled and someone waiting, the capped visitor goes to
+// the back of the queue: the waiting visitor gets the freed slot first.
+func TestCappedSessionQueuesBehindTheWaiting(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+		c.DisableSessionRenewal = true
+		c.SessionDuration = 2 * time.Minute
+		c.RefreshJitter = -1
+	})
+	capped := &visitor{}
+	require.True(t, admitted(tr.get(capped, "")))
+	tr.clk.Add(30 * time.Second)
+	waiting := &visitor{}
+	require.True(t, isWaiting(tr.get(waiting, "")))
+	for range 4 { // to 2:10, refreshing at the page's pace
+		tr.clk.Add(20 * time.Second)
+		tr.sync()
+		require.True(t, isWaiting(tr.get(waiting, "")))
+		require.True(t, admitted(tr.get(capped, "")))
+	}
+	tr.clk.Add(10 * time.Second) // 2:00: the cap
+	tr.sync()
+	assert.True(t, isWaiting(tr.get(capped, "")), "the capped visitor queues")
+	tr.clk.Add(10 * time.Second)
+	tr.sync()
+	assert.True(t, admitted(tr.get(waiting, "")), "the visitor who waited gets the slot")
+	tr.sync()
+	assert.Equal(t, 1, tr.Stats().Active)
+}
