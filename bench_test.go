@@ -122,9 +122,9 @@ func BenchmarkApplySync(b *testing.B) {
 				// and of requests of admitted visitors, and admissions
 				x := base.Sessions[i*len(base.Sessions)/200]
 				x.Seen = now / 1000
-				d.session(sessionDelta{Session: x})
+				d.session(x)
 				if i%20 == 0 {
-					d.session(sessionDelta{Session: store.Session{ID: uint64(i)<<32 | 7, Admitted: now / 1000, Seen: now / 1000}, admit: true})
+					d.session(store.Session{ID: uint64(i)<<32 | 7, Admitted: now / 1000, Seen: now / 1000})
 				}
 			}
 			b.ReportAllocs()

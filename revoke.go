@@ -97,7 +97,7 @@ func (w *revokeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // is cleared.
 func (rm *Room) revoke(w http.ResponseWriter, c cookieState) {
 	now := rm.now()
-	x := sessionDelta{Session: store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: floorDiv(now, 1000), Revoked: true}}
+	x := store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: floorDiv(now, 1000), Revoked: true}
 	rm.mu.Lock()
 	rm.pending.session(x)
 	rm.noteLocked(x)

@@ -51,18 +51,6 @@ func slotCounted(slot, now, window int64) bool {
 
 type cellKey struct{ bucket, slot int64 }
 
-// sessionDelta is what an instance reports of one session: a sign of
-// life, an admission or a revoke. Reports merge (mergeSession), so one
-// sent twice, or by two instances, changes nothing more than once.
-type sessionDelta struct {
-	store.Session
-	// admit reports that this instance let the visitor in. The state
-	// counts an admission only for an ID it did not have: the holders of
-	// copies of one waiting cookie, let in by several instances before
-	// they heard of each other, make one admission.
-	admit bool
-}
-
 // mergeSession merges the report b into a: the latest sign of life, the
 // earliest admission and end, revoked if either is.
 func mergeSession(a *store.Session, b store.Session) {
@@ -107,20 +95,19 @@ func (t sessionTimes) kept(x *store.Session, now int64) bool {
 
 // delta is what one instance changed since its last sync.
 type delta struct {
-	sessions map[uint64]sessionDelta // by visitor ID
+	sessions map[uint64]store.Session // by visitor ID
 	waiting  map[cellKey]int64       // (bucket, slot) → change
 	attempts int64                   // admission attempts (fresh visitors and due check-ins)
 }
 
 func newDelta() *delta {
-	return &delta{sessions: map[uint64]sessionDelta{}, waiting: map[cellKey]int64{}}
+	return &delta{sessions: map[uint64]store.Session{}, waiting: map[cellKey]int64{}}
 }
 
 // session merges the report x into d.
-func (d *delta) session(x sessionDelta) {
+func (d *delta) session(x store.Session) {
 	if o, ok := d.sessions[x.ID]; ok {
-		mergeSession(&o.Session, x.Session)
-		o.admit = o.admit || x.admit
+		mergeSession(&o, x)
 		x = o
 	}
 	d.sessions[x.ID] = x
@@ -130,7 +117,7 @@ func (d *delta) session(x sessionDelta) {
 // remembers of its contributions is bounded by one session.
 func (d *delta) prune(now int64, t sessionTimes, waitWindow int64) {
 	for k, x := range d.sessions {
-		if !t.kept(&x.Session, now) {
+		if !t.kept(&x, now) {
 			delete(d.sessions, k)
 		}
 	}
@@ -479,10 +466,15 @@ func mergeCells(cs []store.Cell, d map[cellKey]int64) []store.Cell {
 }
 
 // mergeSessions returns the records of ss (sorted by ID) with the reports
-// of d merged in, sorted; admitted is called for every record a report
-// of an admission brings whose ID ss did not have. The result may share
-// ss's memory.
-func mergeSessions(ss []store.Session, d map[uint64]sessionDelta, admitted func(*store.Session)) []store.Session {
+// of d merged in, sorted; admitted is called for every record whose ID ss
+// did not have. Every record is an admitted visitor's, and the first
+// report of it may come from any instance (a sign of life from another
+// instance can arrive before the admitting one's report), so a new record
+// is the admission, counted once however many instances report it. A
+// record is dropped only once none of its cookies can be presented, so it
+// comes back only with a state rebuilt after a loss, which is meant to
+// count it again. The result may share ss's memory.
+func mergeSessions(ss []store.Session, d map[uint64]store.Session, admitted func(*store.Session)) []store.Session {
 	cmpID := func(a, b store.Session) int { return cmp.Compare(a.ID, b.ID) }
 	if !slices.IsSortedFunc(ss, cmpID) {
 		slices.SortFunc(ss, cmpID)
@@ -494,10 +486,10 @@ func mergeSessions(ss []store.Session, d map[uint64]sessionDelta, admitted func(
 	}
 	// Most reports are signs of life of sessions the state has: they
 	// merge in place, and only new IDs cost a merge of the slices.
-	var add []sessionDelta
+	var add []store.Session
 	for _, x := range d {
 		if i, ok := slices.BinarySearchFunc(ss, x.ID, func(s store.Session, id uint64) int { return cmp.Compare(s.ID, id) }); ok {
-			mergeSession(&ss[i], x.Session)
+			mergeSession(&ss[i], x)
 			continue
 		}
 		add = append(add, x)
@@ -505,7 +497,7 @@ func mergeSessions(ss []store.Session, d map[uint64]sessionDelta, admitted func(
 	if len(add) == 0 {
 		return ss
 	}
-	slices.SortFunc(add, func(a, b sessionDelta) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(add, func(a, b store.Session) int { return cmp.Compare(a.ID, b.ID) })
 	out := make([]store.Session, 0, len(ss)+len(add))
 	i := 0
 	for _, x := range add {
@@ -513,11 +505,8 @@ func mergeSessions(ss []store.Session, d map[uint64]sessionDelta, admitted func(
 			out = append(out, ss[i])
 			i++
 		}
-		y := x.Session
-		if x.admit {
-			admitted(&y)
-		}
-		out = append(out, y)
+		admitted(&x)
+		out = append(out, x)
 	}
 	return append(out, ss[i:]...)
 }

@@ -156,7 +156,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 	rm.epoch = epoch
 	rm.mu.Lock()
 	for id, x := range rm.known {
-		if !p.times.kept(&x.Session, p.now) {
+		if !p.times.kept(&x, p.now) {
 			delete(rm.known, id)
 		}
 	}

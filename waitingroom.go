@@ -62,7 +62,7 @@ type Room struct {
 	// known is what this instance knows of sessions beyond the latest
 	// sync: those it admitted, saw or revoked since, by visitor ID, kept
 	// while the state keeps them. Under mu.
-	known map[uint64]sessionDelta
+	known map[uint64]store.Session
 	// chances remembers, by visitor ID, the latest chance this instance
 	// gave each waiting visitor, for one waiting interval. Under mu.
 	chances map[uint64]chance
@@ -119,7 +119,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		hold:       c.QueueHold.Milliseconds(),
 		pending:    newDelta(),
 		mine:       newDelta(),
-		known:      map[uint64]sessionDelta{},
+		known:      map[uint64]store.Session{},
 		chances:    map[uint64]chance{},
 		verified:   newVerified(max(1024, 2*int64(c.TotalActiveUsers))),
 		history:    newHistory(),
@@ -364,6 +364,13 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 			return d, nil
 		case seen:
 			due = ch.next
+			if slotOf(c.lastCheckIn) > ch.slot {
+				// The visitor had a chance elsewhere since this
+				// instance's (another instance's cookie is newer):
+				// their count is where that chance left it.
+				ch.bucket, ch.slot = c.bucket, slotOf(c.lastCheckIn)
+				due = max(due, c.lastCheckIn+c.refresh)
+			}
 		default:
 			ch = chance{bucket: c.bucket, slot: slotOf(c.lastCheckIn)}
 			due = c.lastCheckIn + c.refresh
@@ -384,7 +391,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		rm.pending.waiting[cellKey{ch.bucket, ch.slot}]--
 	}
 	if admit {
-		x := sessionDelta{Session: store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(&pol, now)}, admit: true}
+		x := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(&pol, now)}
 		rm.pending.session(x)
 		rm.noteLocked(x)
 		delete(rm.chances, c.id)
@@ -438,7 +445,7 @@ func (rm *Room) join(d *Decision, v *view, p *policy, c cookieState, x store.Ses
 		rm.tooEarly(d, v, p, c, d.now+rm.cfg.RefreshInterval.Milliseconds())
 		return
 	}
-	t := sessionDelta{Session: store.Session{ID: c.id, Admitted: x.Admitted, Seen: floorDiv(d.now, 1000)}}
+	t := store.Session{ID: c.id, Admitted: x.Admitted, Seen: floorDiv(d.now, 1000)}
 	rm.pending.session(t)
 	rm.noteLocked(t)
 	rm.mu.Unlock()
@@ -479,7 +486,7 @@ func (rm *Room) admit(d *Decision, c cookieState, e *verifiedEntry, p *policy, n
 		if e != nil {
 			e.touched.Store(sec)
 		}
-		x := sessionDelta{Session: store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: sec, End: sessionEnd(p, c.acceptedAt)}}
+		x := store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: sec, End: sessionEnd(p, c.acceptedAt)}
 		rm.mu.Lock()
 		rm.pending.session(x)
 		rm.noteLocked(x)
@@ -537,10 +544,9 @@ func sessionEnd(p *policy, acceptedAt int64) int64 {
 
 // noteLocked merges a report into what this instance knows of the
 // sessions. rm.mu must be held.
-func (rm *Room) noteLocked(x sessionDelta) {
+func (rm *Room) noteLocked(x store.Session) {
 	if o, ok := rm.known[x.ID]; ok {
-		mergeSession(&o.Session, x.Session)
-		o.admit = o.admit || x.admit
+		mergeSession(&o, x)
 		x = o
 	}
 	rm.known[x.ID] = x
@@ -553,9 +559,9 @@ func (rm *Room) lookupLocked(v *view, id uint64) (store.Session, bool) {
 	x, found := v.session(id)
 	if k, ok := rm.known[id]; ok {
 		if !found {
-			x = k.Session
+			x = k
 		} else {
-			mergeSession(&x, k.Session)
+			mergeSession(&x, k)
 		}
 		found = true
 	}
