@@ -329,11 +329,9 @@ func TestRetiredKey(t *testing.T) {
 }
 
 // A visitor saves their queued cookie, gets in, then replays the saved
-// cookie. The replay is treated as the waiting visitor it describes: it
-// gets no second slot while the room has none free, and no place earlier
-// than the one it was issued with. (The room counts cookies, not people: a
-// copied queued cookie competes for a later free slot like any visitor of
-// its minute; SECURITY.md says so.)
+// cookie. The replay is the visitor it describes, whose place became a
+// session: it joins that session, takes no second slot and no place
+// earlier than the one it was issued with, and counts once.
 func TestReplayedQueuedCookie(t *testing.T) {
 	tr := newTestRoom(t, func(c *Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
@@ -363,15 +361,21 @@ func TestReplayedQueuedCookie(t *testing.T) {
 		tr.clk.Add(20 * time.Second)
 		tr.sync()
 		replay := saved
-		w := tr.get(&replay, "")
-		assert.False(t, admitted(w), "a replayed queued cookie takes no second slot")
+		tr.get(&replay, "")
+		// The replay is the visitor whose place it was: it joins their
+		// session, and takes no second slot.
 		c, ok := tr.readState(replay.request(http.MethodGet, ""), tr.now())
 		require.True(t, ok)
-		assert.Zero(t, c.acceptedAt)
+		own, ok := tr.readState(v.request(http.MethodGet, ""), tr.now())
+		require.True(t, ok)
+		assert.Equal(t, own.id, c.id, "the same visitor")
+		assert.Equal(t, own.acceptedAt, c.acceptedAt, "the same session")
 		assert.GreaterOrEqual(t, c.bucket, bucket, "no earlier place than the one it was issued with")
 		assert.True(t, admitted(tr.get(v, "")), "the admitted visitor keeps their one slot")
 	}
 	assert.Equal(t, admissions, tr.Counters().Admitted)
+	tr.sync()
+	assert.Equal(t, 1, tr.Stats().Active, "counted once")
 }
 
 // An admitted visitor whose session expired comes back with their cookie:

@@ -104,7 +104,9 @@ func BenchmarkSync(b *testing.B) {
 }
 
 // BenchmarkApplySync measures the shared-state algorithm alone (what runs
-// inside the store's transaction) on a queue of 60 and of 1,440 minutes.
+// inside the store's transaction) on a queue of 60 and of 1,440 minutes
+// and 10,000 sessions, with a second of one instance's reports: 200
+// requests of admitted visitors and 10 admissions.
 func BenchmarkApplySync(b *testing.B) {
 	for _, buckets := range []int{60, 1440} {
 		b.Run(fmt.Sprintf("buckets=%d", buckets), func(b *testing.B) {
@@ -117,8 +119,13 @@ func BenchmarkApplySync(b *testing.B) {
 			d := newDelta()
 			for i := range 200 { // a second of check-ins at one instance
 				d.waiting[cellKey{now/60_000 - int64(i%buckets), now / 10_000}]++
-				// and of requests of admitted visitors
-				d.session(sessionDelta{Session: store.Session{ID: uint64(i) * (1 << 64 / 200), Admitted: now/1000 - 100, Seen: now / 1000}})
+				// and of requests of admitted visitors, and admissions
+				x := base.Sessions[i*len(base.Sessions)/200]
+				x.Seen = now / 1000
+				d.session(sessionDelta{Session: x})
+				if i%20 == 0 {
+					d.session(sessionDelta{Session: store.Session{ID: uint64(i)<<32 | 7, Admitted: now / 1000, Seen: now / 1000}, admit: true})
+				}
 			}
 			b.ReportAllocs()
 			for b.Loop() {

@@ -35,8 +35,13 @@ func (r Rule) String() string { return r.desc }
 // around a case-sensitive rule). Only canonical paths match: a path with
 // dot segments, doubled or encoded slashes ("/static/../checkout",
 // "/api%2F..%2Fstatic/x") goes through the room, whatever the application
-// would make of it. End a directory prefix with "/" so that "/static/"
-// does not match "/staticky".
+// would make of it. So does a path that some servers resolve elsewhere:
+// one with any percent-encoding that is not needed (as in "%2e%2e" for
+// ".."), a ';' (a path parameter, which Tomcat and Jetty strip, so that
+// "/static/..;/admin" is "/admin" to them), a '\' (a '/' to IIS and
+// others), or a segment made only of dots and spaces ("...", ".. "). End a
+// directory prefix with "/" so that "/static/" does not match
+// "/staticky".
 func PathPrefix(prefixes ...string) Rule {
 	lower := make([]string, len(prefixes))
 	for i, p := range prefixes {
@@ -66,13 +71,21 @@ func PathPrefixCaseSensitive(prefixes ...string) Rule {
 }
 
 // canonicalPath returns the request's path and whether it is canonical:
-// no dot segments, no empty segments, no escaped slashes. A rule never
-// matches any other path, so it cannot be matched by a path that the
-// application resolves elsewhere.
+// no dot segments, no empty segments, no escaped slashes, no percent-
+// encoding beyond what the path needs (RawPath is set for any other), no
+// path parameters (';'), no backslashes, and no segment made only of dots
+// and spaces. A rule never matches any other path, so it cannot be matched
+// by a path that the application, or a server in front of it, resolves
+// elsewhere.
 func canonicalPath(r *http.Request) (string, bool) {
 	p := r.URL.Path
-	if p == "" || p[0] != '/' || r.URL.RawPath != "" {
+	if p == "" || p[0] != '/' || r.URL.RawPath != "" || strings.ContainsAny(p, `;\`) {
 		return p, false
+	}
+	for seg := range strings.SplitSeq(p[1:], "/") {
+		if seg != "" && strings.Trim(seg, ". ") == "" {
+			return p, false // ".", "..", "...", ".. " and the like
+		}
 	}
 	c := path.Clean(p)
 	if strings.HasSuffix(p, "/") && c != "/" {

@@ -134,3 +134,55 @@ func FuzzClientAddr(f *testing.F) {
 		_ = clientAddr(r, proxies)
 	})
 }
+
+// TestPathPrefixRefusesPathsServersNormalise: paths that some server
+// behind the room resolves to another path (Tomcat and Jetty read "..;" as
+// "..", IIS reads "\" as "/", Windows drops trailing dots and spaces from
+// a segment) are not canonical, so no path rule matches them and they go
+// through the room.
+func TestPathPrefixRefusesPathsServersNormalise(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		target string
+		// path, if set, replaces the parsed URL's Path and clears its
+		// RawPath, as a handler in front of the room that rewrites the
+		// URL may leave it.
+		path string
+		want bool
+	}{
+		{"plain", "/static/app.css", "", true},
+		{"dot dot semicolon", "/static/..;/admin", "", false},
+		{"dot dot semicolon with a parameter", "/static/..;jsessionid=x/admin", "", false},
+		{"dot semicolon", "/static/.;/app.css", "", false},
+		{"path parameter", "/static/app.css;jsessionid=x", "", false},
+		{"parameter on the prefix", "/static;x=1/app.css", "", false},
+		{"encoded semicolon", "/static/..%3b/admin", "", false},
+		{"encoded dots and semicolon", "/static/%2e%2e;/admin", "", false},
+		{"encoded dots", "/static/.%2E/admin", "", false},
+		{"backslashes", `/static\..\admin`, "", false},
+		{"encoded backslashes", "/static/..%5cadmin", "", false},
+		{"backslash in a rewritten path", "/", `/static\..\admin`, false},
+		{"semicolon in a rewritten path", "/", "/static/..;/admin", false},
+		{"three dots", "/static/.../admin", "", false},
+		{"dot dot and a space", "/static/..%20/admin", "", false},
+		{"dot dot, a space and a dot", "/static/..%20./admin", "", false},
+		{"dots inside a name", "/static/app..min.css", "", true},
+		{"a dot file", "/static/.well-known", "", true},
+	} {
+		for kind, rule := range map[string]Rule{
+			"PathPrefix":              PathPrefix("/static"),
+			"PathPrefixCaseSensitive": PathPrefixCaseSensitive("/static"),
+		} {
+			t.Run(tc.name+"/"+kind, func(t *testing.T) {
+				tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.Bypass = []Rule{rule} })
+				r := httptest.NewRequest(http.MethodGet, tc.target, nil)
+				if tc.path != "" {
+					r.URL.Path, r.URL.RawPath = tc.path, ""
+				}
+				d, err := tr.Check(r)
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, d.Outcome == Bypassed, "outcome %v", d.Outcome)
+			})
+		}
+	}
+}

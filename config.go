@@ -106,6 +106,14 @@ const (
 	DefaultLanguage        = "en"
 )
 
+// MaxLimit is the largest value either limit, TotalActiveUsers or
+// NewUsersPerMinute, may take: in a Config, in Settings (Room.Update and
+// the admin API) and in an Event. New, Room.Update and the admin API refuse
+// a larger one with an error wrapping ErrInvalidConfig. It is 2³¹ − 1,
+// about two billion visitors, which leaves the room's arithmetic on
+// visitor counts far from overflowing.
+const MaxLimit = 1<<31 - 1
+
 // Config configures a Room. The zero value of every optional field means
 // its documented default. New copies the Config; changing it afterwards has
 // no effect.
@@ -115,10 +123,10 @@ type Config struct {
 	Name string
 
 	// TotalActiveUsers is the most visitors admitted and active at once.
-	// Required, > 0.
+	// Required, > 0 and ≤ MaxLimit.
 	TotalActiveUsers int
 	// NewUsersPerMinute is the most visitors admitted in any minute.
-	// Required, > 0 and ≤ TotalActiveUsers.
+	// Required, > 0 and ≤ TotalActiveUsers (so ≤ MaxLimit).
 	NewUsersPerMinute int
 
 	// SessionDuration is how long an admitted visitor stays active after
@@ -246,7 +254,9 @@ type Config struct {
 
 // Settings are the parts of the configuration that can change while the
 // room runs (Room.Update). They live in the shared state, so every instance
-// follows a change at its next sync.
+// follows a change at its next sync. Each field takes the values, within
+// the bounds, of the Config field of the same name (the limits at most
+// MaxLimit).
 type Settings struct {
 	QueueingMethod    QueueingMethod `json:"queueingMethod"`
 	TotalActiveUsers  int            `json:"totalActiveUsers"`
@@ -259,6 +269,14 @@ type Settings struct {
 
 // validate checks s and sorts its events.
 func (s *Settings) validate() error {
+	for _, e := range s.Events {
+		switch {
+		case e.TotalActiveUsers > MaxLimit:
+			return invalid("event %q: TotalActiveUsers must be at most MaxLimit (%d), got %d", e.Name, MaxLimit, e.TotalActiveUsers)
+		case e.NewUsersPerMinute > MaxLimit:
+			return invalid("event %q: NewUsersPerMinute must be at most MaxLimit (%d), got %d", e.Name, MaxLimit, e.NewUsersPerMinute)
+		}
+	}
 	if err := validateEvents(s.Events, parseTemplate); err != nil {
 		return err
 	}
@@ -269,6 +287,10 @@ func (s *Settings) validate() error {
 		return invalid("TotalActiveUsers must be > 0, got %d", s.TotalActiveUsers)
 	case s.NewUsersPerMinute <= 0:
 		return invalid("NewUsersPerMinute must be > 0, got %d", s.NewUsersPerMinute)
+	case s.TotalActiveUsers > MaxLimit:
+		return invalid("TotalActiveUsers must be at most MaxLimit (%d), got %d", MaxLimit, s.TotalActiveUsers)
+	case s.NewUsersPerMinute > MaxLimit:
+		return invalid("NewUsersPerMinute must be at most MaxLimit (%d), got %d", MaxLimit, s.NewUsersPerMinute)
 	case s.NewUsersPerMinute > s.TotalActiveUsers:
 		return invalid("NewUsersPerMinute (%d) must not exceed TotalActiveUsers (%d)", s.NewUsersPerMinute, s.TotalActiveUsers)
 	}

@@ -26,11 +26,18 @@
 //
 // A visitor's place in the queue is the minute of their first request, kept
 // in an encrypted, authenticated cookie (XChaCha20-Poly1305) together with
-// their admission time, latest check-in and refresh interval. The shared
-// state holds only counters (active visitors by the second of their latest
-// check-in, waiting visitors by arrival minute and 10-second check-in slot,
-// admissions by minute), so its size does not grow with the number of
-// visitors.
+// their random identity, admission time, latest check-in and refresh
+// interval. The shared state holds one small record per admitted visitor
+// (identity, admission, latest request, revoked), counts of waiting
+// visitors by arrival minute and 10-second check-in slot, and admissions
+// by minute: its size grows with the sessions, not with the queue.
+//
+// One place, one visitor, one count: every copy of a cookie carries the
+// same identity, so a browser's parallel requests, a replayed cookie or one
+// cookie on many machines count as one active visitor, a waiting place
+// yields one admission (copies of it join that session), a revoke
+// subtracts once, and a session lasts SessionDuration from the latest
+// request of any holder. docs/design.md in the repository is the map.
 //
 // Every SyncInterval each instance (each Room) syncs with the store in one
 // atomic read-modify-write: it merges its counts, returns what is left of
@@ -43,10 +50,11 @@
 // arrivals get slots only when every waiting visitor is covered. Random
 // lets every waiting visitor race for the same slots. Both keep the arrival
 // minutes, so switching from FIFO to random and back restores arrival
-// order. A waiting visitor gets a new chance only after their refresh
-// interval, jittered per visitor in whole seconds (what the Refresh header
-// says, so a browser comes back the moment it may), so refreshing faster
-// gains nothing.
+// order. A waiting visitor gets a new chance only when their refresh
+// interval (jittered per visitor) is due, counted from when the previous
+// chance was due, whichever copy of their cookie asks: a browser obeying
+// the page takes as many chances as a client polling every second, so
+// refreshing faster gains nothing.
 //
 // # Stores
 //

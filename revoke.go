@@ -38,6 +38,7 @@ type revokeWriter struct {
 	http.ResponseWriter
 	rm        *Room
 	state     cookieState
+	bypassed  bool // a bypassed request: the header is removed, not obeyed
 	revoked   bool
 	committed bool
 }
@@ -58,7 +59,7 @@ func (w *revokeWriter) commit() {
 		}
 		delete(h, CommandHeader)
 	}
-	if w.revoked {
+	if w.revoked && !w.bypassed {
 		w.rm.revoke(w.ResponseWriter, w.state)
 	}
 }

@@ -148,10 +148,14 @@ func TestRevokedCookieReplayed(t *testing.T) {
 			assert.NotEqual(t, saved.cookie, replay.cookie, "the replay is given a cookie of its own")
 			tr.sync()
 			assert.Equal(t, 1, tr.Stats().Active, "let in again, and counted")
-			// Sent once more, the kept cookie is again a new visitor, and
-			// the minute's admissions are spent.
+			// Sent once more, the kept cookie is the same new visitor
+			// as the first time: let in on that visitor's session, and
+			// counted once.
 			again := saved
-			assert.False(t, admitted(tr.get(&again, "")))
+			assert.True(t, admitted(tr.get(&again, "")))
+			tr.sync()
+			assert.Equal(t, 1, tr.Stats().Active, "one visitor, counted once")
+			assert.Equal(t, uint64(2), tr.Counters().Admitted, "one admission for the two copies")
 
 			tr.clk.Add(tr.cfg.SessionDuration + tr.cfg.QueueHold + time.Minute)
 			tr.sync()

@@ -492,9 +492,18 @@ func mergeSessions(ss []store.Session, d map[uint64]sessionDelta, admitted func(
 	if len(d) == 0 {
 		return ss
 	}
-	add := make([]sessionDelta, 0, len(d))
+	// Most reports are signs of life of sessions the state has: they
+	// merge in place, and only new IDs cost a merge of the slices.
+	var add []sessionDelta
 	for _, x := range d {
+		if i, ok := slices.BinarySearchFunc(ss, x.ID, func(s store.Session, id uint64) int { return cmp.Compare(s.ID, id) }); ok {
+			mergeSession(&ss[i], x.Session)
+			continue
+		}
 		add = append(add, x)
+	}
+	if len(add) == 0 {
+		return ss
 	}
 	slices.SortFunc(add, func(a, b sessionDelta) int { return cmp.Compare(a.ID, b.ID) })
 	out := make([]store.Session, 0, len(ss)+len(add))
@@ -503,13 +512,6 @@ func mergeSessions(ss []store.Session, d map[uint64]sessionDelta, admitted func(
 		for i < len(ss) && ss[i].ID < x.ID {
 			out = append(out, ss[i])
 			i++
-		}
-		if i < len(ss) && ss[i].ID == x.ID {
-			y := ss[i]
-			mergeSession(&y, x.Session)
-			out = append(out, y)
-			i++
-			continue
 		}
 		y := x.Session
 		if x.admit {

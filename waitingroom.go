@@ -40,6 +40,7 @@ type Room struct {
 	session    int64 // SessionDuration in ms
 	hold       int64 // QueueHold in ms
 	waitWindow int64 // ms a waiting visitor counts after a check-in
+	lateness   int64 // ms a waiting visitor may be late and keep their pace
 
 	view      atomic.Pointer[view]
 	history   *history // one sample per historyInterval of syncs, for the admin page
@@ -127,6 +128,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 	}
 	maxRefresh := float64(c.RefreshInterval) * (1 + c.RefreshJitter)
 	rm.waitWindow = 2 * time.Duration(maxRefresh).Milliseconds()
+	rm.lateness = c.RefreshInterval.Milliseconds() / 2
 	if rm.codec, err = newCodec(c.Keys, rm.cookieName); err != nil {
 		return nil, fmt.Errorf("waitingroom: cookie keys: %w", err)
 	}
@@ -293,7 +295,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 			rm.admit(&d, c, e, &pol, now)
 			return d, nil
 		}
-		ok = false // the session is over: back of the queue
+		// The session is over: back of the queue (below, not held).
 	}
 	if rm.cfg.OnStoreError == FailOpen && !rm.healthy.Load() {
 		d.Outcome = Bypassed
@@ -303,53 +305,69 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		d.Outcome = Closed
 		return d, nil
 	}
-	fresh := !ok || now-c.lastCheckIn >= rm.hold
-	if !fresh && now < c.lastCheckIn+c.refresh {
+	held := ok && c.acceptedAt == 0 && now-c.lastCheckIn < rm.hold
+	if held && now < c.lastCheckIn+c.refresh {
 		// Too early: the same page, no new chance.
 		rm.tooEarly(&d, v, &pol, c, c.lastCheckIn+c.refresh)
 		return d, nil
 	}
 
 	rm.mu.Lock()
-	if !fresh {
+	if ok && c.acceptedAt == 0 {
 		// One place, one admission: a place that became a session is
-		// that session for every holder of a copy of its cookie, and a
-		// place whose session ended or was revoked is spent.
+		// that session for every holder of a copy of its cookie (lapsed
+		// or not, while the session lives), and a place whose session
+		// ended or was revoked is spent.
 		if x, found := rm.lookupLocked(v, c.id); found {
-			switch {
-			case !recordAlive(&x, &pol, now):
-				fresh = true
-			case shut:
-				rm.mu.Unlock()
-				rm.tooEarly(&d, v, &pol, c, now+rm.cfg.RefreshInterval.Milliseconds())
-				return d, nil
-			default:
-				t := sessionDelta{Session: store.Session{ID: c.id, Admitted: x.Admitted, Seen: floorDiv(now, 1000)}}
-				rm.noteLocked(t)
-				rm.mu.Unlock()
-				c.acceptedAt, c.lastCheckIn, c.refresh = x.Admitted*1000, now, 0
-				d.Outcome = Admitted
-				d.Ticket = c.ticket()
-				d.state = c
-				d.cookie = rm.codec.encode(c)
+			if recordAlive(&x, &pol, now) {
+				rm.join(&d, v, &pol, c, x)
 				return d, nil
 			}
+			held = false
 		}
 	}
-	var ch chance
+	fresh := !held
+	if fresh && ok {
+		// A cookie whose place lapsed or was spent, or whose session
+		// ended, brings a new place: the same one for every copy of it
+		// (its successor identity), so that resending it is one
+		// visitor, not a new one at every request.
+		id := successor(c.id, c.lastCheckIn)
+		if x, found := rm.lookupLocked(v, id); found {
+			if recordAlive(&x, &pol, now) {
+				c.id = id
+				rm.join(&d, v, &pol, c, x)
+				return d, nil
+			}
+			id = rm.newID() // the successor's place is spent too
+		}
+		c = cookieState{id: id, bucket: minuteOf(now)}
+		if ch, seen := rm.chances[id]; seen {
+			c.bucket, c.lastCheckIn = ch.bucket, now // a place held by an earlier copy
+			fresh = false
+		}
+	} else if fresh {
+		c = cookieState{id: rm.newID(), bucket: minuteOf(now)}
+	}
+	var (
+		ch  chance
+		due int64 // when the chance now taken was due; 0 for a new place
+	)
 	if !fresh {
 		// One chance per refresh interval, whichever copy of the cookie
 		// asks: a copy sent again is as early as the latest one.
 		var seen bool
-		if ch, seen = rm.chances[c.id]; seen && now < ch.next {
+		switch ch, seen = rm.chances[c.id]; {
+		case seen && now < ch.next:
 			rm.mu.Unlock()
 			rm.tooEarly(&d, v, &pol, c, ch.next)
 			return d, nil
-		} else if !seen {
+		case seen:
+			due = ch.next
+		default:
 			ch = chance{bucket: c.bucket, slot: slotOf(c.lastCheckIn)}
+			due = c.lastCheckIn + c.refresh
 		}
-	} else {
-		c = cookieState{id: rm.newID(), bucket: minuteOf(now)}
 	}
 	rm.pending.attempts++
 	admit := !closed && pol.QueueingMethod == Passthrough
@@ -371,9 +389,24 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		rm.noteLocked(x)
 		delete(rm.chances, c.id)
 	} else {
-		c.refresh = rm.jitteredRefresh()
+		// The next chance is due an interval after this one was due, not
+		// after the request came: a visitor a little late (the page's
+		// whole seconds, the network) takes as many chances as one
+		// polling the moment it is due, and gains nothing by polling.
+		base := now
+		if due > 0 && now-due <= rm.lateness {
+			base = due
+		}
+		next := max(base+rm.jitteredRefresh(), now+1000)
+		c.refresh = next - now
 		rm.pending.waiting[cellKey{c.bucket, slotOf(now)}]++
-		rm.chances[c.id] = chance{next: now + c.refresh, bucket: c.bucket, slot: slotOf(now)}
+		if ok {
+			// A new visitor's copies (if any) are held back by their own
+			// cookie until its first chance is due, so only a visitor who
+			// came with a cookie is remembered: a flood of requests
+			// without one costs no memory.
+			rm.chances[c.id] = chance{next: next, bucket: c.bucket, slot: slotOf(now)}
+		}
 	}
 	rm.mu.Unlock()
 
@@ -394,6 +427,39 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 	}
 	d.cookie = rm.codec.encode(c)
 	return d, nil
+}
+
+// join lets the holder of a copy of a waiting cookie into the session its
+// place became (recorded as x): the same visitor, no new admission. The
+// request is a sign of life of the session. rm.mu is held, and released.
+func (rm *Room) join(d *Decision, v *view, p *policy, c cookieState, x store.Session) {
+	if p.QueueingMethod == Reject {
+		rm.mu.Unlock()
+		rm.tooEarly(d, v, p, c, d.now+rm.cfg.RefreshInterval.Milliseconds())
+		return
+	}
+	t := sessionDelta{Session: store.Session{ID: c.id, Admitted: x.Admitted, Seen: floorDiv(d.now, 1000)}}
+	rm.pending.session(t)
+	rm.noteLocked(t)
+	rm.mu.Unlock()
+	c.acceptedAt, c.lastCheckIn, c.refresh = x.Admitted*1000, d.now, 0
+	d.Outcome = Admitted
+	d.Ticket = c.ticket()
+	d.state = c
+	d.cookie = rm.codec.encode(c)
+}
+
+// successor is the identity of the new place that cookie (id, lastCheckIn)
+// brings once its own place lapsed or its session ended: a mix of the two,
+// the same for every copy of the cookie.
+func successor(id uint64, lastCheckIn int64) uint64 {
+	x := id ^ uint64(lastCheckIn)*0x9e3779b97f4a7c15
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return max(x, 1)
 }
 
 // chance is what an instance remembers of a waiting visitor's latest
@@ -672,7 +738,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if d.Outcome != Admitted {
-		h.next.ServeHTTP(w, r)
+		// Bypassed: the command header is the room's, never the
+		// client's, whatever the application sends.
+		rw := &revokeWriter{ResponseWriter: w, rm: rm, bypassed: true}
+		h.next.ServeHTTP(rw, r)
+		rw.commit()
 		return
 	}
 	// One allocation for the request carrying the ticket, its context and

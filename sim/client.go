@@ -44,10 +44,6 @@ func (w *response) reset() {
 // page uses, so a client can tell it got through.
 const appStatus = http.StatusNoContent
 
-var app = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-	w.WriteHeader(appStatus)
-})
-
 // requests hands out reusable requests: a visitor holds one from arrival
 // until they leave, carrying their cookie like a browser's cookie jar.
 type requests struct {

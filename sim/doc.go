@@ -9,7 +9,10 @@
 // schedule (uniformly, all at once, or a spike followed by a stream), come
 // back when the page says, browse for a while once let in and then leave;
 // some give up while waiting, some (spammers) ignore the refresh interval.
-// Several Rooms can share one store, each request reaching one at random.
+// Some cheat with the cookie: replayers resend the first waiting cookie
+// the room gave them, ignoring newer ones, and cloner groups are several
+// clients sharing one waiting cookie, one visitor in the figures. The
+// order and estimate figures judge the honest visitors only. Several Rooms can share one store, each request reaching one at random.
 // The rooms' syncs happen at the same virtual instants, every second ± 10 %
 // like their own background loop.
 //
@@ -26,9 +29,12 @@
 //     (FIFO), and, for the visitors queued together at one instant, between
 //     their arrival and admission orders with a chi-square test of
 //     independence (random);
-//   - fairness: the spammers' mean wait against the polite visitors';
-//   - limits: admissions and peak active visitors minute by minute, and how
-//     fully the room used its limits while demand exceeded them;
+//   - fairness: the mean wait of spammers, replayers and cloner groups
+//     against the polite visitors', and the admissions each replayer or
+//     cloner group obtained (one place is one admission);
+//   - limits: admissions (every one, a cheat's repeated ones included) and
+//     peak active visitors minute by minute, and how fully the room used
+//     its limits while demand exceeded them;
 //   - estimates: the error of FIFO estimates and the calibration of random
 //     ones (the share let in within the shown percentiles);
 //   - abandonment: how long visitors who gave up still counted as waiting.

@@ -28,58 +28,80 @@ func (r *run) finish() *Result {
 	res.undercount = r.undercount
 
 	// The write-up's data: arrival minute and wait of everyone let in.
+	// The order is judged on honest visitors.
 	res.ArrivalMinutes = make([]int, 0, res.Admitted)
 	res.WaitTimeSeconds = make([]float64, 0, res.Admitted)
 	bucket := make([]int64, 0, res.Admitted)
 	admittedAt := make([]int64, 0, res.Admitted)
-	var sum, sumPolite, sumSpam float64
-	var nPolite, nSpam int
+	var sum float64
+	var kinds [kindCount]struct {
+		sum   float64 // waits, seconds: of those let in, and of dishonest ones still waiting
+		n     int     // the visitors in sum
+		max   int     // most admissions
+		extra int     // admissions beyond one each
+	}
+	end := time.Duration(r.sec) * time.Second
 	for i := range r.vs {
 		v := &r.vs[i]
+		k := &kinds[v.Kind]
+		k.max = max(k.max, int(v.Admissions))
+		k.extra += max(int(v.Admissions)-1, 0)
 		if !v.WasAdmitted {
+			if !v.Kind.honest() && r.lv[i].waiting {
+				// Still waiting: it waited at least until the end.
+				k.sum += (end - v.Arrival).Seconds()
+				k.n++
+			}
 			continue
 		}
 		m := int(v.Arrival / time.Minute)
 		w := v.Wait().Seconds()
 		res.ArrivalMinutes = append(res.ArrivalMinutes, m)
 		res.WaitTimeSeconds = append(res.WaitTimeSeconds, w)
-		bucket = append(bucket, int64(m))
-		admittedAt = append(admittedAt, v.Admitted.Milliseconds())
-		sum += w
-		if v.Spammer {
-			sumSpam += w
-			nSpam++
-		} else {
-			sumPolite += w
-			nPolite++
+		if v.Kind.honest() {
+			bucket = append(bucket, int64(m))
+			admittedAt = append(admittedAt, v.Admitted.Milliseconds())
 		}
+		sum += w
+		k.sum += w
+		k.n++
 	}
 	if len(bucket) >= 2 {
 		tau, ceiling := kendall(bucket, admittedAt)
 		res.KendallTau, res.KendallTauMax = nanToZero(tau), nanToZero(ceiling)
 	}
-	if n := len(bucket); n > 0 {
+	if n := len(res.WaitTimeSeconds); n > 0 {
 		res.MeanWaitSeconds = sum / float64(n)
 	}
-	if nPolite > 0 {
-		res.MeanWaitPoliteSeconds = sumPolite / float64(nPolite)
+	mean := func(k Kind) float64 {
+		if kinds[k].n == 0 {
+			return 0
+		}
+		return kinds[k].sum / float64(kinds[k].n)
 	}
-	if nSpam > 0 {
-		res.MeanWaitSpammerSeconds = sumSpam / float64(nSpam)
+	polite := mean(Polite)
+	ratio := func(k Kind) float64 {
+		if polite <= 0 || kinds[k].n == 0 {
+			return 0
+		}
+		return mean(k) / polite
 	}
-	if nPolite > 0 && nSpam > 0 && res.MeanWaitPoliteSeconds > 0 {
-		res.SpammerWaitRatio = res.MeanWaitSpammerSeconds / res.MeanWaitPoliteSeconds
-	}
+	res.MeanWaitPoliteSeconds = polite
+	res.MeanWaitSpammerSeconds, res.SpammerWaitRatio = mean(Spammer), ratio(Spammer)
+	res.MeanWaitReplayerSeconds, res.ReplayerWaitRatio = mean(Replayer), ratio(Replayer)
+	res.MeanWaitClonerSeconds, res.ClonerWaitRatio = mean(Cloner), ratio(Cloner)
+	res.ReplayerMaxAdmissions, res.ReplayerExtraAdmissions = kinds[Replayer].max, kinds[Replayer].extra
+	res.ClonerMaxAdmissions, res.ClonerExtraAdmissions = kinds[Cloner].max, kinds[Cloner].extra
 
 	r.cohort(res)
 
 	var admitted, capacity int
 	for _, m := range res.Minutes {
-		res.MaxAdmittedPerMinute = max(res.MaxAdmittedPerMinute, m.Admitted)
+		res.MaxAdmittedPerMinute = max(res.MaxAdmittedPerMinute, m.Admissions)
 		res.PeakActive = max(res.PeakActive, m.PeakActive)
 		if m.Saturated {
 			res.SaturatedMinutes++
-			admitted += m.Admitted
+			admitted += m.Admissions
 			capacity += m.Capacity
 		}
 	}
@@ -103,15 +125,15 @@ func nanToZero(f float64) float64 {
 	return f
 }
 
-// cohort compares, among the visitors waiting at Options.CohortAt who were
-// let in later, the order of arrival with the order of admission.
+// cohort compares, among the honest visitors waiting at Options.CohortAt
+// who were let in later, the order of arrival with the order of admission.
 func (r *run) cohort(res *Result) {
 	at := r.o.CohortAt
 	res.CohortSeconds = at.Seconds()
 	var arrival, admitted []int64
 	for i := range r.vs {
 		v := &r.vs[i]
-		if v.WasAdmitted && v.Arrival <= at && v.Admitted > at {
+		if v.WasAdmitted && v.Kind.honest() && v.Arrival <= at && v.Admitted > at {
 			arrival = append(arrival, v.Arrival.Milliseconds())
 			admitted = append(admitted, v.Admitted.Milliseconds())
 		}
@@ -125,9 +147,10 @@ func (r *run) cohort(res *Result) {
 	}
 }
 
-// measured calls f for every visitor whose estimates are judged: arrived
-// within [MeasureFrom, MeasureUntil), let in, shown a known estimate. It
-// passes the estimate and the wait from the response that showed it.
+// measured calls f for every visitor whose estimates are judged: honest,
+// arrived within [MeasureFrom, MeasureUntil), let in, shown a known
+// estimate. It passes the estimate and the wait from the response that
+// showed it.
 func (r *run) measured(f func(e Shown, actual time.Duration)) {
 	until := time.Duration(math.MaxInt64)
 	if r.o.MeasureUntil > 0 {
@@ -135,7 +158,7 @@ func (r *run) measured(f func(e Shown, actual time.Duration)) {
 	}
 	for i := range r.vs {
 		v := &r.vs[i]
-		if v.Arrival < r.o.MeasureFrom || v.Arrival >= until || !v.WasAdmitted || !v.FirstEstimate.Known {
+		if !v.Kind.honest() || v.Arrival < r.o.MeasureFrom || v.Arrival >= until || !v.WasAdmitted || !v.FirstEstimate.Known {
 			continue
 		}
 		f(v.FirstEstimate, v.Admitted-v.FirstEstimate.At)

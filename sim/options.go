@@ -49,6 +49,7 @@ const (
 	DefaultBrowse      = time.Minute      // Options.Browse
 	DefaultBrowseEvery = 20 * time.Second // Options.BrowseEvery
 	DefaultSpamEvery   = time.Second      // Options.SpamEvery
+	DefaultCloneSize   = 10               // Options.CloneSize
 	DefaultSpikeShare  = 0.5              // Options.SpikeShare
 	DefaultSpikeSpan   = 10 * time.Second // Options.SpikeSpan
 	DefaultLatency     = time.Second      // Options.Latency
@@ -91,15 +92,65 @@ type Options struct {
 	// Abandon is the probability, in [0, 1], that a waiting visitor gives
 	// up at each check-in that leaves them waiting (their first request
 	// and every refresh the room counts as a new chance). One who gives up
-	// never comes back. Default 0.
+	// never comes back. Replayers and cloner groups never give up.
+	// Default 0.
 	Abandon float64
 	// Spammers is the share of visitors, in [0, 1], who ignore the
 	// refresh interval and request the page again every SpamEvery while
 	// they wait. Default 0.
 	Spammers float64
-	// SpamEvery is how often spammers send a request, at least 1 second.
-	// Default 1 second.
+	// SpamEvery is how often spammers, replayers and spamming cloners
+	// (CloneSpam) send a request, at least 1 second. Default 1 second.
 	SpamEvery time.Duration
+
+	// Replayers is the share of visitors, in [0, 1], who keep the first
+	// waiting cookie the room gave them and send that same cookie every
+	// SpamEvery, ignoring every cookie the room sets afterwards, until
+	// they are let in; then they browse like anyone with the cookie that
+	// let them in (but see ReplayAfterAdmission). A replayer let in at its
+	// first request never had a waiting cookie and browses like anyone.
+	// Replayers never give up. Spammers + Replayers + Cloners is at most
+	// 1. Default 0.
+	Replayers float64
+	// ReplayAfterAdmission makes replayers go on replaying their first
+	// waiting cookie once let in, every SpamEvery for ReplayFor after
+	// their first admission, instead of browsing; then they leave. The
+	// admitted cookies the room sets them are left unused, each counted
+	// as an active session until SessionDuration after it was set. Every
+	// replay the room lets through is another admission
+	// (Visitor.Admissions). Default false.
+	ReplayAfterAdmission bool
+	// Cloners is the share of visitors, in [0, 1], who are cloner groups:
+	// CloneSize clients sharing one cookie. One client of the group
+	// arrives; when the room gives it a waiting cookie, it copies that
+	// cookie to the group's other clients. Each client then keeps the
+	// cookies the room sets it, like a browser, and sends a request when
+	// its page asks (every SpamEvery with CloneSpam) until it is let in;
+	// a client let in browses like anyone. The clients' phases are
+	// staggered: the first comes back a step after its waiting page (the
+	// page's refresh interval, or SpamEvery with CloneSpam), and the j-th
+	// of the others j/CloneSize of a step after it. Once a client of the
+	// group is let in, those still waiting keep trying for ReplayFor, then
+	// leave. A group is one visitor in the Result: it arrives with its
+	// first client, is let in when the first of its clients is, and every
+	// admission of any of its clients counts toward its
+	// Visitor.Admissions. A group let in at its first request never
+	// shares a cookie. Cloner groups never give up waiting. Default 0.
+	Cloners float64
+	// CloneSize is the number of clients in a cloner group, the one who
+	// arrives included: from 2 to 1,000. Default 10.
+	CloneSize int
+	// CloneSpam makes the clients of cloner groups send a request every
+	// SpamEvery while they wait, as spammers do, instead of when their
+	// page asks. Default false.
+	CloneSpam bool
+	// ReplayFor is how long, after a replayer or a cloner group is first
+	// let in, its clients still sending a waiting cookie keep at it:
+	// replayers with ReplayAfterAdmission, and the clients of a group not
+	// let in themselves. Negative means not at all: they leave at their
+	// next request. Default the session duration (SessionDuration, or the
+	// room's once Configure has run).
+	ReplayFor time.Duration
 
 	// Latency bounds the random delay, drawn for each request after the
 	// first, between the instant a visitor means to send it (the refresh
@@ -147,10 +198,10 @@ type Options struct {
 	// them empty. Default nil.
 	Configure func(*waitingroom.Config)
 
-	// Seed seeds every random choice of the run: arrivals, spammers,
-	// instance choice, abandonment, ordering within an instant and the
-	// rooms' refresh jitter. Runs with equal Options and Seed give equal
-	// Results. Default 0, a seed like any other.
+	// Seed seeds every random choice of the run: arrivals, who spams,
+	// replays or clones, instance choice, abandonment, ordering within an
+	// instant and the rooms' refresh jitter. Runs with equal Options and
+	// Seed give equal Results. Default 0, a seed like any other.
 	Seed uint64
 	// Start is the virtual time of the run's beginning; it is truncated
 	// to the minute. Default 2026-01-01 00:00 UTC.
@@ -231,6 +282,9 @@ func (o Options) normalize() (Options, error) {
 	if o.SpamEvery == 0 {
 		o.SpamEvery = DefaultSpamEvery
 	}
+	if o.CloneSize == 0 {
+		o.CloneSize = DefaultCloneSize
+	}
 	if o.Latency == 0 {
 		o.Latency = DefaultLatency
 	}
@@ -285,6 +339,16 @@ func (o Options) normalize() (Options, error) {
 		return bad("Abandon %v is not in [0, 1]", o.Abandon)
 	case o.Spammers < 0 || o.Spammers > 1:
 		return bad("Spammers %v is not in [0, 1]", o.Spammers)
+	case o.Replayers < 0 || o.Replayers > 1:
+		return bad("Replayers %v is not in [0, 1]", o.Replayers)
+	case o.Cloners < 0 || o.Cloners > 1:
+		return bad("Cloners %v is not in [0, 1]", o.Cloners)
+	case o.Spammers+o.Replayers+o.Cloners > 1+1e-9:
+		return bad("Spammers + Replayers + Cloners (%v) is over 1", o.Spammers+o.Replayers+o.Cloners)
+	case o.CloneSize < 2 || o.CloneSize > 1000:
+		return bad("CloneSize %d is not in [2, 1000]", o.CloneSize)
+	case o.Cloners > 0 && o.Visitors*o.CloneSize > 1<<31-1:
+		return bad("Visitors %d in groups of CloneSize %d is too many clients", o.Visitors, o.CloneSize)
 	case o.Instances < 0 || o.Instances > 1024:
 		return bad("Instances %d is not in [1, 1024]", o.Instances)
 	case o.SyncInterval < 10*time.Millisecond || o.SyncInterval > 2*time.Second:

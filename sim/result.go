@@ -2,9 +2,52 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"time"
 )
+
+// Kind is how a visitor behaves (Options.Spammers, Options.Replayers,
+// Options.Cloners).
+type Kind uint8
+
+// Kinds of visitor. The zero value is Polite. Polite visitors and spammers
+// are honest: they send the cookie the room set them last. Replayers and
+// cloner groups are not.
+const (
+	// Polite visitors come back when their page asks.
+	Polite Kind = iota
+	// Spammer visitors send a request every Options.SpamEvery while they
+	// wait.
+	Spammer
+	// Replayer visitors send the first waiting cookie the room gave them
+	// again and again.
+	Replayer
+	// Cloner visitors are groups of clients sharing one waiting cookie.
+	Cloner
+)
+
+// String returns the kind's name.
+func (k Kind) String() string {
+	switch k {
+	case Polite:
+		return "polite"
+	case Spammer:
+		return "spammer"
+	case Replayer:
+		return "replayer"
+	case Cloner:
+		return "cloner"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// kindCount is the number of kinds.
+const kindCount = int(Cloner) + 1
+
+// honest reports whether visitors of kind k send the cookie the room set
+// them last.
+func (k Kind) honest() bool { return k == Polite || k == Spammer }
 
 // Shown is a wait estimate as a visitor read it from a waiting response.
 // The room rounds estimates up to whole minutes.
@@ -29,22 +72,33 @@ func (s Shown) same(o Shown) bool {
 	return s == o
 }
 
-// Visitor is the record of one virtual visitor. Times are since the run's
-// start.
+// Visitor is the record of one virtual visitor (a cloner group is one
+// visitor). Times are since the run's start.
 type Visitor struct {
 	// Arrival is the time of the visitor's first request.
 	Arrival time.Duration
-	// Admitted is when the room first let the visitor in; valid when
-	// WasAdmitted.
+	// Admitted is when the room first let the visitor in (any client of a
+	// cloner group); valid when WasAdmitted.
 	Admitted time.Duration
 	// WasAdmitted reports that the room let the visitor in.
 	WasAdmitted bool
 	// Abandoned reports that the visitor gave up waiting.
 	Abandoned bool
-	// Spammer reports that the visitor ignored the refresh interval.
+	// Spammer reports that the visitor ignored the refresh interval: Kind
+	// is Spammer.
 	Spammer bool
-	// Requests is the number of requests the visitor sent.
+	// Kind is how the visitor behaved.
+	Kind Kind
+	// Requests is the number of requests the visitor sent (all its
+	// clients', for a cloner group).
 	Requests int32
+	// Admissions is the number of times the room let the visitor in anew:
+	// requests that reached the application from a client that had not
+	// been let in yet, carrying no cookie or a waiting one (a replayer's
+	// old waiting cookie included). A room that gives every visitor one
+	// place lets each in once: 1 when WasAdmitted, else 0. More are
+	// admissions a replayer or a cloner group won beyond its place.
+	Admissions int32
 	// FirstEstimate is the first known estimate the visitor was shown;
 	// zero (not Known) if they never saw one.
 	FirstEstimate Shown
@@ -71,6 +125,10 @@ type Minute struct {
 	Arrivals int `json:"Arrivals"`
 	// Admitted is the number of visitors let in during the minute.
 	Admitted int `json:"Admitted"`
+	// Admissions is the number of admissions during the minute: Admitted
+	// and every admission beyond a visitor's first (Visitor.Admissions).
+	// This is what NewUsersPerMinute bounds.
+	Admissions int `json:"Admissions"`
 	// WaitingAtStart and Waiting are the visitors waiting (arrived, not
 	// let in, not given up) at the minute's start and end.
 	WaitingAtStart int `json:"WaitingAtStart"`
@@ -79,6 +137,9 @@ type Minute struct {
 	// in, with a session the room renewed (a request answered with a fresh
 	// cookie) within SessionDuration. A session counts until the end of the
 	// second in which it ends, so the figure is never under the truth.
+	// Every session the room opens counts: each client of a cloner group
+	// let in holds its own, and so does each admission a replayer leaves
+	// unused (Options.ReplayAfterAdmission).
 	PeakActive int `json:"PeakActive"`
 	// Capacity is what the limits allowed in the minute:
 	// min(NewUsersPerMinute, TotalActiveUsers − active at the minute's
@@ -158,11 +219,12 @@ type Result struct {
 	TotalActiveUsers  int    `json:"TotalActiveUsers"`
 	NewUsersPerMinute int    `json:"NewUsersPerMinute"`
 
-	// Visitors counts all visitors; Admitted those let in; Abandoned those
-	// who gave up; StillWaiting those waiting when the run ended;
-	// TurnedAway those who got neither the application nor a waiting page
-	// (a closed room); NotArrived those due after the end of a run cut
-	// short by Options.Duration. They add up to Visitors.
+	// Visitors counts all visitors (a cloner group is one); Admitted those
+	// let in; Abandoned those who gave up; StillWaiting those waiting when
+	// the run ended; TurnedAway those who got neither the application nor
+	// a waiting page (a closed room; a cloner group when all its clients
+	// were); NotArrived those due after the end of a run cut short by
+	// Options.Duration. They add up to Visitors.
 	// SessionsLost counts visitors let in whose session the room ended
 	// while they browsed (it answered a browsing request with a waiting
 	// page); they leave.
@@ -173,6 +235,9 @@ type Result struct {
 	TurnedAway   int `json:"TurnedAway"`
 	NotArrived   int `json:"NotArrived"`
 	SessionsLost int `json:"SessionsLost"`
+	// Admissions is the number of admissions (Visitor.Admissions): Admitted
+	// and every admission a visitor obtained beyond its first.
+	Admissions int `json:"Admissions"`
 	// Requests is the number of requests sent through the rooms' Handler;
 	// WaitingResponses how many got a waiting page.
 	Requests         int64 `json:"Requests"`
@@ -182,19 +247,21 @@ type Result struct {
 
 	// KendallTau is Kendall's tau-b between arrival minute (the queue
 	// bucket, shared by every visitor of a minute) and admission time over
-	// every visitor let in: near 1 when visitors get in in the order of
-	// their arrival minutes, as FIFO promises. Because arrival minutes tie
-	// and admission times do not, even a perfect order scores only
-	// KendallTauMax, about √(1 − 1/minutes of arrivals) for a steady
-	// stream; KendallTau / KendallTauMax is the share of pairs from
-	// different minutes let in in order, less the share let in out of
-	// order.
+	// every honest visitor let in (polite or spammer: the order figures
+	// and the estimates leave out replayers and cloner groups): near 1
+	// when visitors get in in the order of their arrival minutes, as FIFO
+	// promises. Because arrival minutes tie and admission times do not,
+	// even a perfect order scores only KendallTauMax, about
+	// √(1 − 1/minutes of arrivals) for a steady stream; KendallTau /
+	// KendallTauMax is the share of pairs from different minutes let in
+	// in order, less the share let in out of order.
 	KendallTau    float64 `json:"KendallTau"`
 	KendallTauMax float64 `json:"KendallTauMax"`
 	// CohortSeconds is when the cohort was taken; CohortSize the number of
-	// visitors waiting then who were let in later; CohortTau Kendall's tau-b
-	// between their arrival order and their admission order (near 0 when
-	// admission does not depend on arrival, as random queueing promises).
+	// honest visitors waiting then who were let in later; CohortTau
+	// Kendall's tau-b between their arrival order and their admission
+	// order (near 0 when admission does not depend on arrival, as random
+	// queueing promises).
 	CohortSeconds float64 `json:"CohortSeconds"`
 	CohortSize    int     `json:"CohortSize"`
 	CohortTau     float64 `json:"CohortTau"`
@@ -202,30 +269,54 @@ type Result struct {
 	// deciles.
 	ChiSquare ChiSquare `json:"ChiSquare"`
 
-	// MeanWaitSeconds is the mean wait of the visitors let in; Polite and
-	// Spammer split it by behaviour. SpammerWaitRatio is the spammers'
-	// mean wait over the polite visitors' (1 when refreshing faster gains
-	// nothing); 0 without both kinds.
-	MeanWaitSeconds        float64 `json:"MeanWaitSeconds"`
-	MeanWaitPoliteSeconds  float64 `json:"MeanWaitPoliteSeconds"`
-	MeanWaitSpammerSeconds float64 `json:"MeanWaitSpammerSeconds"`
-	SpammerWaitRatio       float64 `json:"SpammerWaitRatio"`
+	// MeanWaitSeconds is the mean wait of the visitors let in, of every
+	// kind; Polite, Spammer, Replayer and Cloner split it by Kind (a
+	// cloner group waits from its arrival until the first of its clients
+	// is let in). The replayers' and cloner groups' means also count, with
+	// their wait until the run's end, those still waiting then: a trick
+	// that leaves some waiting for good is no gain. SpammerWaitRatio,
+	// ReplayerWaitRatio and ClonerWaitRatio are the spammers', replayers'
+	// and cloner groups' mean waits over the polite visitors' (1 when
+	// their tricks gain nothing, below when they do); each is 0 without
+	// both kinds.
+	MeanWaitSeconds         float64 `json:"MeanWaitSeconds"`
+	MeanWaitPoliteSeconds   float64 `json:"MeanWaitPoliteSeconds"`
+	MeanWaitSpammerSeconds  float64 `json:"MeanWaitSpammerSeconds"`
+	MeanWaitReplayerSeconds float64 `json:"MeanWaitReplayerSeconds"`
+	MeanWaitClonerSeconds   float64 `json:"MeanWaitClonerSeconds"`
+	SpammerWaitRatio        float64 `json:"SpammerWaitRatio"`
+	ReplayerWaitRatio       float64 `json:"ReplayerWaitRatio"`
+	ClonerWaitRatio         float64 `json:"ClonerWaitRatio"`
 
-	// MaxAdmittedPerMinute is the most admissions in any minute (at most
-	// NewUsersPerMinute); PeakActive the most visitors active at once (at
-	// most TotalActiveUsers), as Minute defines it.
+	// ReplayerMaxAdmissions and ClonerMaxAdmissions are the most
+	// admissions (Visitor.Admissions) any one replayer or cloner group
+	// obtained; ReplayerExtraAdmissions and ClonerExtraAdmissions the
+	// admissions all of them obtained beyond one each. A room that gives
+	// every visitor one place keeps the maxima at 1 and the extras at 0;
+	// a cloner group whose clients each won their own admission counts
+	// CloneSize − 1 extra.
+	ReplayerMaxAdmissions   int `json:"ReplayerMaxAdmissions"`
+	ReplayerExtraAdmissions int `json:"ReplayerExtraAdmissions"`
+	ClonerMaxAdmissions     int `json:"ClonerMaxAdmissions"`
+	ClonerExtraAdmissions   int `json:"ClonerExtraAdmissions"`
+
+	// MaxAdmittedPerMinute is the most admissions in any minute
+	// (Minute.Admissions, at most NewUsersPerMinute); PeakActive the most
+	// visitors active at once (at most TotalActiveUsers), as Minute
+	// defines it.
 	MaxAdmittedPerMinute int `json:"MaxAdmittedPerMinute"`
 	PeakActive           int `json:"PeakActive"`
-	// Utilization is the admissions over the capacity of the saturated
-	// minutes (Minute.Saturated): how fully the room used its limits while
+	// Utilization is the admissions (Minute.Admissions) over the capacity
+	// of the saturated minutes (Minute.Saturated): how fully the room used its limits while
 	// demand exceeded them. 0 when no minute was saturated.
 	Utilization      float64 `json:"Utilization"`
 	SaturatedMinutes int     `json:"SaturatedMinutes"`
 
 	// EstimateError judges FIFO estimates; Calibration random ones. Each is
-	// set for runs of its queueing method, nil otherwise. Both use the first
-	// known estimate a visitor was shown (at the start of a queue, before
-	// anyone has been let in, the room has none to show).
+	// set for runs of its queueing method, nil otherwise. Both judge honest
+	// visitors only, and use the first known estimate a visitor was shown
+	// (at the start of a queue, before anyone has been let in, the room
+	// has none to show).
 	EstimateError *EstimateError `json:"EstimateError,omitempty"`
 	Calibration   *Calibration   `json:"Calibration,omitempty"`
 

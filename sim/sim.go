@@ -48,19 +48,26 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	return r.finish(), nil
 }
 
-// event is a visitor's request due at a virtual instant.
+// event is a client's request due at a virtual instant.
 type event struct {
 	at  int64  // ms since the start
 	tie uint32 // random order among requests at the same instant
-	v   int32  // visitor
+	v   int32  // client
 }
 
-// live is what the simulator tracks of a visitor while they are around.
+// live is what the simulator tracks of a client while it is around: a
+// cookie jar and its plans. Each visitor has a client of the same index;
+// the other clients of cloner groups follow the visitors'. The visitor's
+// own client also holds what is tracked of the visitor (clients, waiting,
+// lost).
 type live struct {
 	req       *http.Request // nil before arrival and after leaving
-	expires   int64         // second at whose start the visitor's session stops counting
 	browseEnd int64         // ms; last instant a browsing request is sent
-	waiting   bool          // counted in run.waiting
+	clients   int32         // a cloner group's clients around, once it shares its cookie
+	waiting   bool          // the visitor is counted in run.waiting
+	in        bool          // let in: browses with the cookie that let it in
+	pinned    bool          // resends the cookie it holds, whatever the room sets
+	lost      bool          // the visitor's lost session is counted
 }
 
 type run struct {
@@ -80,9 +87,17 @@ type run struct {
 	rooms    []*waitingroom.Room
 	handlers []http.Handler
 	order    []int
+	// ticket is the Ticket.ID of the latest request that reached the
+	// application; sessions holds, by Ticket.ID, the second at whose start
+	// each session the room opened stops counting. A visitor's admissions
+	// are the IDs it brought to the application first: the holders of
+	// copies of one cookie share one.
+	ticket   uint64
+	sessions map[uint64]int64
 
 	vs       []Visitor
-	lv       []live
+	lv       []live  // by client
+	owner    []int32 // visitor of each client from len(vs) on
 	arrivals []int64 // ms since the start, sorted; index = visitor
 	ties     []uint32
 	next     int // next visitor to arrive
@@ -93,11 +108,12 @@ type run struct {
 	w    *response
 	reqs requests
 
-	waiting  int   // visitors waiting now
-	active   int   // visitors active now
-	expiries []int // by second: sessions that stop counting at its start
-	expMask  int64
-	done     int // visitors who will send no more requests
+	waiting   int   // visitors waiting now
+	active    int   // sessions active now
+	expiries  []int // by second: sessions that stop counting at its start
+	expMask   int64
+	clients   int   // clients around: arrived and not left
+	replayFor int64 // ms; Options.ReplayFor, defaulted
 
 	abandoned  []int64 // ms of each giving up, in order
 	ghostSum   float64 // visitor-seconds abandoned visitors still counted
@@ -161,7 +177,7 @@ func newRun(o Options) (*run, error) {
 			return nil, fmt.Errorf("sim: %w", err)
 		}
 		r.rooms = append(r.rooms, rm)
-		r.handlers = append(r.handlers, rm.Handler(app))
+		r.handlers = append(r.handlers, rm.Handler(http.HandlerFunc(r.app)))
 		r.order = append(r.order, i)
 	}
 	// The room's own defaults fill what the Config (after Configure)
@@ -170,6 +186,7 @@ func newRun(o Options) (*run, error) {
 	r.total, r.per = cfg.TotalActiveUsers, cfg.NewUsersPerMinute
 	session := cmp.Or(cfg.SessionDuration, waitingroom.DefaultSessionDuration)
 	r.sessMs = session.Milliseconds()
+	r.replayFor = cmp.Or(o.ReplayFor, session).Milliseconds()
 
 	// Requests are due at most a refresh interval (≤ 5 minutes, jittered
 	// by ≤ 50 %), a browsing step or a spamming step ahead.
@@ -181,6 +198,7 @@ func newRun(o Options) (*run, error) {
 	r.ring = make([][]event, nextPow2(ahead))
 	r.ringMask = int64(len(r.ring) - 1)
 	r.expiries = make([]int, nextPow2(r.sessMs/1000+2))
+	r.sessions = map[uint64]int64{}
 	r.expMask = int64(len(r.expiries) - 1)
 
 	r.schedule()
@@ -196,7 +214,7 @@ func (r *run) close() {
 	}
 }
 
-// schedule draws the arrivals and who spams.
+// schedule draws the arrivals and each visitor's kind.
 func (r *run) schedule() {
 	o := r.o
 	n := o.Visitors
@@ -229,10 +247,23 @@ func (r *run) schedule() {
 	r.lv = make([]live, n)
 	for i := range r.vs {
 		r.ties[i] = r.rng.Uint32()
-		if o.Spammers > 0 {
-			r.vs[i].Spammer = r.rng.Float64() < o.Spammers
+		if o.Spammers > 0 || o.Replayers > 0 || o.Cloners > 0 {
+			k := kindOf(r.rng.Float64(), o.Spammers, o.Replayers, o.Cloners)
+			r.vs[i].Kind, r.vs[i].Spammer = k, k == Spammer
 		}
 	}
+}
+
+// kindOf is the kind of a visitor whose draw in [0, 1) is u, given the
+// shares of each dishonest or impatient kind.
+func kindOf(u float64, shares ...float64) Kind {
+	for k, share := range shares {
+		if u < share {
+			return Kind(k + 1)
+		}
+		u -= share
+	}
+	return Polite
 }
 
 func (r *run) loop(ctx context.Context) error {
@@ -250,7 +281,7 @@ func (r *run) loop(ctx context.Context) error {
 	end := cmp.Or(r.o.Duration, MaxDuration).Milliseconds()
 	n := len(r.vs)
 	for r.sec = 0; r.sec*1000 < end; r.sec++ {
-		if r.o.Duration == 0 && r.done == n {
+		if r.o.Duration == 0 && r.next == n && r.clients == 0 {
 			break
 		}
 		if r.sec%64 == 0 {
@@ -373,15 +404,20 @@ func (r *run) sync() error {
 	return nil
 }
 
-// visit sends visitor i's request due at ms at through a room's Handler and
+// visit sends client c's request due at ms at through a room's Handler and
 // acts on the response as a browser (or a client asking for JSON) would.
-func (r *run) visit(i int32, at int64) {
+func (r *run) visit(c int32, at int64) {
 	r.now = at
-	v, l := &r.vs[i], &r.lv[i]
-	if v.Requests == 0 {
+	i := r.visitorOf(c)
+	v, l := &r.vs[i], &r.lv[c]
+	if l.req == nil {
+		// The visitor's first request: the other clients of a cloner
+		// group have their request, and the group's cookie, from the
+		// start.
 		l.req = r.reqs.get()
 		v.Arrival = time.Duration(at) * time.Millisecond
 		r.cur.Arrivals++
+		r.clients++
 	}
 	k := 0
 	if len(r.handlers) > 1 {
@@ -392,63 +428,107 @@ func (r *run) visit(i int32, at int64) {
 	r.handlers[k].ServeHTTP(w, l.req)
 	v.Requests++
 	r.res.Requests++
-	fresh := takeCookie(w, l.req)
 	switch {
 	case w.status == appStatus:
-		r.admitted(i, at, fresh)
-	case len(w.header["Refresh"]) > 0 && !v.WasAdmitted:
-		r.waited(i, at, fresh)
-	case v.WasAdmitted:
-		// The session ended while the visitor browsed.
-		r.res.SessionsLost++
-		r.leave(i)
+		r.admitted(c, i, at)
+	case len(w.header["Refresh"]) > 0 && !l.in:
+		r.waited(c, i, at)
+	case l.in:
+		// The session ended while the client browsed.
+		if lead := &r.lv[i]; !lead.lost {
+			lead.lost = true
+			r.res.SessionsLost++
+		}
+		r.leave(c)
 	default:
-		// A closed room.
-		r.res.TurnedAway++
-		r.leave(i)
+		// A closed room: the visitor is turned away when it leaves.
+		r.leave(c)
 	}
 }
 
-func (r *run) admitted(i int32, at int64, fresh bool) {
-	v, l := &r.vs[i], &r.lv[i]
-	if !v.WasAdmitted {
-		v.WasAdmitted = true
-		v.Admitted = time.Duration(at) * time.Millisecond
-		r.cur.Admitted++
-		r.res.Admitted++
-		if l.waiting {
-			l.waiting = false
-			r.waiting--
+// app is the protected application: it answers appStatus and notes the
+// request's ticket.
+func (r *run) app(w http.ResponseWriter, req *http.Request) {
+	t, _ := waitingroom.TicketFromContext(req.Context())
+	r.ticket = t.ID
+	w.WriteHeader(appStatus)
+}
+
+// admitted handles a response from the application to client c of visitor
+// i.
+func (r *run) admitted(c, i int32, at int64) {
+	v, l := &r.vs[i], &r.lv[c]
+	if _, seen := r.sessions[r.ticket]; !seen {
+		// An admission: a session the room had not opened before.
+		r.sessions[r.ticket] = 0
+		v.Admissions++
+		r.res.Admissions++
+		r.cur.Admissions++
+	}
+	if !l.in {
+		// The client had not been let in: its request carried no
+		// cookie or a waiting one.
+		if !v.WasAdmitted {
+			v.WasAdmitted = true
+			v.Admitted = time.Duration(at) * time.Millisecond
+			r.cur.Admitted++
+			r.res.Admitted++
+			r.unwait(i)
 		}
+		if l.pinned && r.o.ReplayAfterAdmission {
+			// It leaves the admitted cookie unused, a session that
+			// counts until it ends, and replays its waiting cookie.
+			if len(r.w.header["Set-Cookie"]) > 0 {
+				r.renew(at)
+			}
+			r.again(c, i, at, r.o.SpamEvery)
+			return
+		}
+		l.in, l.pinned = true, false
 		l.browseEnd = at + max(r.o.Browse.Milliseconds(), 0)
 	}
-	if fresh {
-		// A fresh cookie renews the session: it counts until
-		// SessionDuration after this request.
-		exp := (at + r.sessMs + 999) / 1000
-		if l.expires > r.sec {
-			r.expiries[l.expires&r.expMask]--
-		} else {
-			r.active++
-			r.cur.PeakActive = max(r.cur.PeakActive, r.active)
-		}
-		l.expires = exp
-		r.expiries[exp&r.expMask]++
+	if takeCookie(r.w, l.req) {
+		r.renew(at)
 	}
 	if next := at + r.o.BrowseEvery.Milliseconds(); next <= l.browseEnd {
-		r.push(i, next+r.latency())
+		r.push(c, next+r.latency())
 	} else {
-		r.leave(i)
+		r.leave(c)
 	}
 }
 
-func (r *run) waited(i int32, at int64, fresh bool) {
-	v, l := &r.vs[i], &r.lv[i]
+// renew counts the session of the latest ticket, whose cookie was set at
+// ms at: it counts until SessionDuration after at, once however many
+// clients hold copies of its cookies.
+func (r *run) renew(at int64) {
+	exp := (at + r.sessMs + 999) / 1000
+	if old := r.sessions[r.ticket]; old > r.sec {
+		r.expiries[old&r.expMask]--
+	} else {
+		r.active++
+		r.cur.PeakActive = max(r.cur.PeakActive, r.active)
+	}
+	r.sessions[r.ticket] = exp
+	r.expiries[exp&r.expMask]++
+}
+
+// waited handles a waiting page sent to client c of visitor i.
+func (r *run) waited(c, i int32, at int64) {
+	v, l := &r.vs[i], &r.lv[c]
 	r.res.WaitingResponses++
+	var fresh bool
+	if l.pinned {
+		fresh = len(r.w.header["Set-Cookie"]) > 0
+	} else {
+		fresh = takeCookie(r.w, l.req)
+		// A replayer keeps the first waiting cookie.
+		l.pinned = fresh && v.Kind == Replayer
+	}
 	var pg page
 	ok := false
-	if r.o.FirstEstimateOnly && v.FirstEstimate.Known {
-		// Nothing left to read but when to come back, as a browser would.
+	if c != i || r.o.FirstEstimateOnly && v.FirstEstimate.Known {
+		// Nothing left to read but when to come back, as a browser would:
+		// the estimates are those the visitor's own client was shown.
 		pg.refresh = refreshHeader(r.w)
 	} else {
 		pg, ok = readPage(r.w)
@@ -465,29 +545,69 @@ func (r *run) waited(i int32, at int64, fresh bool) {
 			}
 		}
 	}
-	if !l.waiting {
-		l.waiting = true
+	if lead := &r.lv[i]; !v.WasAdmitted && !lead.waiting {
+		lead.waiting = true
 		r.waiting++
 	}
-	if fresh && r.o.Abandon > 0 && r.rng.Float64() < r.o.Abandon {
+	if fresh && v.Kind.honest() && r.o.Abandon > 0 && r.rng.Float64() < r.o.Abandon {
 		v.Abandoned = true
-		l.waiting = false
-		r.waiting--
+		r.unwait(i)
 		r.abandoned = append(r.abandoned, at)
 		r.res.Abandoned++
-		r.leave(i)
+		r.leave(c)
 		return
 	}
 	var wait time.Duration
 	switch {
-	case v.Spammer:
+	case v.Kind == Spammer, v.Kind == Replayer, v.Kind == Cloner && r.o.CloneSpam:
 		wait = r.o.SpamEvery
 	case pg.refresh > 0:
 		wait = pg.refresh
 	default:
 		wait = r.o.RefreshInterval
 	}
-	r.push(i, at+wait.Milliseconds()+r.latency())
+	if v.Kind == Cloner && fresh && c == i && l.clients == 0 && !v.WasAdmitted {
+		r.clone(i, at, wait)
+	}
+	r.again(c, i, at, wait)
+}
+
+// clone copies the waiting cookie the room just gave cloner group i's first
+// client to the group's other clients. The first client comes back a step
+// after at; the j-th of the others j/CloneSize of a step later.
+func (r *run) clone(i int32, at int64, step time.Duration) {
+	k := int64(r.o.CloneSize)
+	cookie := r.lv[i].req.Header["Cookie"][0]
+	r.lv[i].clients = int32(k)
+	for j := int64(1); j < k; j++ {
+		c := int32(len(r.lv))
+		req := r.reqs.get()
+		req.Header["Cookie"] = []string{cookie}
+		r.lv = append(r.lv, live{req: req})
+		r.owner = append(r.owner, i)
+		r.clients++
+		r.push(c, at+step.Milliseconds()*(k+j)/k+r.latency())
+	}
+}
+
+// visitorOf returns the visitor of client c.
+func (r *run) visitorOf(c int32) int32 {
+	if int(c) < len(r.vs) {
+		return c
+	}
+	return r.owner[int(c)-len(r.vs)]
+}
+
+// again schedules client c's next request, wait after ms at, unless its
+// visitor i was let in more than ReplayFor before then: the client, still
+// trying for an admission, leaves.
+func (r *run) again(c, i int32, at int64, wait time.Duration) {
+	next := at + wait.Milliseconds()
+	if v := &r.vs[i]; v.WasAdmitted && next > v.Admitted.Milliseconds()+r.replayFor {
+		r.leave(c)
+		return
+	}
+	r.push(c, next+r.latency())
 }
 
 // latency draws the delay of a request after the first.
@@ -498,16 +618,32 @@ func (r *run) latency() int64 {
 	return r.rng.Int64N(r.o.Latency.Milliseconds() + 1)
 }
 
-// leave ends visitor i's visit: no more requests.
-func (r *run) leave(i int32) {
-	l := &r.lv[i]
-	if l.waiting {
-		l.waiting = false
+// unwait stops counting visitor i as waiting.
+func (r *run) unwait(i int32) {
+	if lead := &r.lv[i]; lead.waiting {
+		lead.waiting = false
 		r.waiting--
 	}
+}
+
+// leave ends client c's visit: no more requests. A visitor leaves with
+// their last client; one who leaves neither let in nor giving up was turned
+// away.
+func (r *run) leave(c int32) {
+	l := &r.lv[c]
 	r.reqs.put(l.req)
 	l.req = nil
-	r.done++
+	r.clients--
+	i := r.visitorOf(c)
+	if lead := &r.lv[i]; lead.clients > 0 {
+		if lead.clients--; lead.clients > 0 {
+			return
+		}
+	}
+	r.unwait(i)
+	if v := &r.vs[i]; !v.WasAdmitted && !v.Abandoned {
+		r.res.TurnedAway++
+	}
 }
 
 func (r *run) closeMinute() {

@@ -220,30 +220,55 @@ func (d *decoder) sessions() []Session {
 		return nil
 	}
 	base := d.varint()
+	if d.err != nil {
+		return nil
+	}
+	// The records are the bulk of a busy room's state: they are read from
+	// a local slice, with d.b written once at the end.
+	b := d.b
+	uv := func() uint64 {
+		v, k := binary.Uvarint(b)
+		if k <= 0 {
+			b = nil
+			return 0
+		}
+		b = b[k:]
+		return v
+	}
+	sv := func() int64 {
+		v, k := binary.Varint(b)
+		if k <= 0 {
+			b = nil
+			return 0
+		}
+		b = b[k:]
+		return v
+	}
 	ss := make([]Session, n)
 	var prev uint64
 	for i := range ss {
 		x := &ss[i]
-		x.ID = prev + d.uvarint()
+		x.ID = prev + uv()
 		prev = x.ID
-		x.Admitted = base + d.varint()
-		x.Seen = x.Admitted + d.varint()
-		if len(d.b) == 0 || d.b[0] > 3 {
-			d.fail("session flags")
+		x.Admitted = base + sv()
+		x.Seen = x.Admitted + sv()
+		if len(b) == 0 || b[0] > 3 {
+			d.fail("session")
 			return nil
 		}
-		flag := d.b[0]
-		d.b = d.b[1:]
+		flag := b[0]
+		b = b[1:]
 		x.Revoked = flag&1 != 0
 		if flag&2 != 0 {
 			// An End that decodes to 0 is no End: the encoder never
 			// writes one, and reading it back must give the same state.
-			if x.End = x.Admitted + d.varint(); x.End == 0 {
+			if x.End = x.Admitted + sv(); x.End == 0 || b == nil {
 				d.fail("session end")
 				return nil
 			}
 		}
 	}
+	d.b = b
 	return ss
 }
 

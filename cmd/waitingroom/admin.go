@@ -3,17 +3,18 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/go-waitingroom/waitingroom"
 )
 
 // serveAdmin serves the room's admin API and status page, and /metrics, on
-// their own address, all behind the bearer token. Serve errors go to errc.
-func serveAdmin(addr, token string, room *waitingroom.Room, errc chan<- error) (*http.Server, string, error) {
+// their own address, all behind the bearer token, with the connection
+// limits of the public address. Serve errors go to errc.
+func serveAdmin(addr, token string, room *waitingroom.Room, limits connLimits, log *slog.Logger, errc chan<- error) (*http.Server, string, error) {
 	auth, err := waitingroom.BearerToken(token)
 	if err != nil {
 		return nil, "", err
@@ -29,7 +30,7 @@ func serveAdmin(addr, token string, room *waitingroom.Room, errc chan<- error) (
 	if err != nil {
 		return nil, "", err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := limits.server(mux, log)
 	go func() {
 		if err := srv.Serve(ln); err != http.ErrServerClosed {
 			errc <- err

@@ -227,6 +227,11 @@ func (d *fileDecoder) settings(root *node) ([]fileValue, error) {
 		"https":              byFlag("https", setter(boolean, func(o *options) *bool { return &o.https })),
 		"host":               byFlag("host", setter(str, func(o *options) *string { return &o.host })),
 		"template":           byFlag("template", setter(d.path, func(o *options) *string { return &o.templatePath })),
+		"readHeaderTimeout":  byFlag("read-header-timeout", setter(duration, func(o *options) *time.Duration { return &o.limits.readHeader })),
+		"idleTimeout":        byFlag("idle-timeout", setter(duration, func(o *options) *time.Duration { return &o.limits.idle })),
+		"bodyTimeout":        byFlag("body-timeout", setter(duration, func(o *options) *time.Duration { return &o.limits.body })),
+		"readTimeout":        byFlag("read-timeout", setter(duration, func(o *options) *time.Duration { return &o.limits.read })),
+		"maxHeaderBytes":     byFlag("max-header-bytes", setter(integer, func(o *options) *int { return &o.limits.maxHeaderBytes })),
 		"language":           fileOnly(setter(str, func(o *options) *string { return &o.language })),
 		"negotiateLanguage":  fileOnly(setter(boolean, func(o *options) *bool { return &o.negotiateLanguage })),
 		"cookieDomain":       fileOnly(setter(str, func(o *options) *string { return &o.cookieDomain })),
@@ -570,7 +575,7 @@ func (d *fileDecoder) event(n *node, path string) (waitingroom.Event, error) {
 func probe(set func(*waitingroom.Config)) error {
 	c := waitingroom.Config{
 		Name:              "probe",
-		TotalActiveUsers:  1 << 30,
+		TotalActiveUsers:  waitingroom.MaxLimit,
 		NewUsersPerMinute: 1,
 		RefreshInterval:   waitingroom.MinRefreshInterval,
 		QueueHold:         24 * time.Hour,

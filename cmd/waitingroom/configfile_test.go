@@ -62,6 +62,7 @@ func TestExampleConfig(t *testing.T) {
 	assert.Equal(t, time.Second, o.syncInterval)
 	assert.Equal(t, "/healthz", o.healthPath)
 	assert.Empty(t, o.adminListen)
+	assert.Equal(t, connLimits{readHeader: 10 * time.Second, idle: 2 * time.Minute, body: time.Minute, maxHeaderBytes: 65536}, o.limits)
 	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}, o.trustedProxies)
 	require.Len(t, o.bypass, 6)
 	assert.Equal(t, `path prefix ["/static/" "/favicon.ico" "/robots.txt"]`, o.bypass[0].String())
@@ -296,7 +297,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{name: "deep nesting", file: "room.json", content: strings.Repeat("[", 40) + strings.Repeat("]", 40), want: "room.json:1:34: values nest more than 32 deep"},
 
 		// Fields.
-		{name: "unknown field", file: "room.yaml", content: "demo: true\ncolour: blue\n", want: "room.yaml:2:1: colour: unknown field; known fields are adminListen, bypass, "},
+		{name: "unknown field", file: "room.yaml", content: "demo: true\ncolour: blue\n", want: "room.yaml:2:1: colour: unknown field; known fields are adminListen, bodyTimeout, bypass, "},
 		{name: "misspelt field", file: "room.yaml", content: "demo: true\ntotal_active_users: 3\n", want: "room.yaml:2:1: total_active_users: unknown field; did you mean totalActiveUsers?"},
 		{name: "flag name as field", file: "room.json", content: `{"demo": true, "new-users-per-minute": 3}`, want: "room.json:1:16: new-users-per-minute: unknown field; did you mean newUsersPerMinute?"},
 		{name: "set twice", file: "room.yaml", content: "demo: true\nname: a\nname: b\n", want: "room.yaml:3:1: name: set twice (first at line 2)"},

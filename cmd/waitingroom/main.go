@@ -49,6 +49,27 @@
 // them (at most one line a second). -template replaces the waiting page
 // with a Mustache file.
 //
+// # Connections
+//
+// Both addresses (-listen and -admin-listen) bound what a client's
+// connection can hold the proxy for, so that clients that connect and
+// stall cannot use up its file descriptors:
+//
+//	-read-header-timeout  10s   a request's line and headers must arrive within it (> 0)
+//	-idle-timeout         2m    a keep-alive connection waits this long for its next request (> 0)
+//	-body-timeout         1m    a request body may pause this long before the connection is closed (0: none)
+//	-read-timeout         0     a whole request, body included, must arrive within it (0: none)
+//	-max-header-bytes     65536 larger request headers get 431
+//
+// -body-timeout, not -read-timeout, is what bounds bodies by default: it
+// closes the connection of a client that stops sending, whether or not the
+// body is forwarded (a waiting visitor's is not), and never cuts off an
+// upload that keeps moving, however large. -read-timeout cuts off any
+// request that takes longer to arrive, so set it only if the application
+// takes no large uploads over slow links. The config file takes them as
+// readHeaderTimeout, idleTimeout, bodyTimeout, readTimeout and
+// maxHeaderBytes.
+//
 // # Stores
 //
 // -store (default $WAITINGROOM_STORE, else memory) selects where the room's
@@ -162,6 +183,7 @@ type options struct {
 	store                               storeSpec
 	storeOpts                           storeOptions
 	templatePath                        string
+	limits                              connLimits
 
 	// Settings only the config file gives.
 	language                 string
@@ -199,6 +221,10 @@ func usage(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
 }
 
+// defaultLimit is the default of -total-active-users and
+// -new-users-per-minute.
+const defaultLimit = 200
+
 // Values of -host.
 const (
 	hostOriginal = "original"
@@ -214,8 +240,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.upstream, "upstream", "", "URL of the application to protect")
 	fs.BoolVar(&o.demo, "demo", false, "serve a built-in demo application instead of an upstream")
 	fs.StringVar(&o.name, "name", "default", "room name (letters, digits, - and _)")
-	fs.IntVar(&o.total, "total-active-users", 200, "most visitors active at once")
-	fs.IntVar(&o.perMinute, "new-users-per-minute", 200, "most visitors let in per minute")
+	fs.IntVar(&o.total, "total-active-users", defaultLimit, fmt.Sprintf("most visitors active at once, at most %d; given -new-users-per-minute alone, the default rises to it", waitingroom.MaxLimit))
+	fs.IntVar(&o.perMinute, "new-users-per-minute", defaultLimit, "most visitors let in per minute, at most -total-active-users; given -total-active-users alone, the default falls to it")
 	fs.DurationVar(&o.session, "session-duration", waitingroom.DefaultSessionDuration, "how long an admitted visitor stays active after their latest request")
 	fs.StringVar(&o.method, "queueing-method", "fifo", "fifo, random, passthrough or reject")
 	fs.DurationVar(&o.refresh, "refresh-interval", waitingroom.DefaultRefreshInterval, "how often waiting visitors get a chance")
@@ -232,6 +258,11 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.https, "https", false, "visitors reach the site over HTTPS, even if TLS ends before this proxy: Secure, SameSite=None cookie; X-Forwarded-Proto: https")
 	fs.StringVar(&o.host, "host", hostOriginal, "Host header sent upstream: original (the client's) or upstream (the upstream URL's)")
 	fs.StringVar(&o.templatePath, "template", "", "Mustache file of the waiting page (default: the built-in page)")
+	fs.DurationVar(&o.limits.readHeader, "read-header-timeout", defaultReadHeaderTimeout, "the longest a client may take to send a request's headers; > 0")
+	fs.DurationVar(&o.limits.idle, "idle-timeout", defaultIdleTimeout, "how long a keep-alive connection stays open waiting for its next request; > 0")
+	fs.DurationVar(&o.limits.body, "body-timeout", defaultBodyTimeout, "the longest a request body may stall before the connection is closed (0: none); an upload that keeps moving is never cut off")
+	fs.DurationVar(&o.limits.read, "read-timeout", 0, "the longest a whole request, body included, may take to arrive (0: none); it cuts off uploads that take longer")
+	fs.IntVar(&o.limits.maxHeaderBytes, "max-header-bytes", defaultMaxHeaderBytes, "the most bytes of a request's line and headers, > 0; larger get 431")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -286,6 +317,9 @@ func (o *options) check(set map[string]bool) error {
 	if o.syncInterval <= 0 {
 		return usage("%s must be > 0, got %v", o.label("sync-interval"), o.syncInterval)
 	}
+	if err := o.checkLimits(); err != nil {
+		return err
+	}
 	if o.adminToken == "" {
 		o.adminToken = os.Getenv("WAITINGROOM_ADMIN_TOKEN")
 	}
@@ -330,13 +364,40 @@ func (o *options) check(set map[string]bool) error {
 		}
 		o.template = string(src)
 	}
-	return o.checkRoom()
+	return o.checkRoom(set)
+}
+
+// checkLimits checks the connection limits.
+func (o *options) checkLimits() error {
+	for _, c := range []struct {
+		id string
+		d  time.Duration
+		// why 0 is refused; "" if 0 means none
+		why string
+	}{
+		{"read-header-timeout", o.limits.readHeader, "a client that never finishes its headers would hold its connection for ever"},
+		{"idle-timeout", o.limits.idle, "an idle keep-alive connection would stay open for ever"},
+		{"body-timeout", o.limits.body, ""},
+		{"read-timeout", o.limits.read, ""},
+	} {
+		switch {
+		case c.why != "" && c.d <= 0:
+			return usage("%s must be > 0, got %v: %s", o.label(c.id), c.d, c.why)
+		case c.d < 0:
+			return usage("%s must be ≥ 0 (0 for none), got %v", o.label(c.id), c.d)
+		}
+	}
+	if o.limits.maxHeaderBytes <= 0 {
+		return usage("%s must be > 0, got %d", o.label("max-header-bytes"), o.limits.maxHeaderBytes)
+	}
+	return nil
 }
 
 // checkRoom checks the room's settings one by one, so that an error names
 // the flag or the field of the file at fault, and then the two that
-// depend on each other.
-func (o *options) checkRoom() error {
+// depend on each other. set holds the flags given on the command line or
+// in the file.
+func (o *options) checkRoom(set map[string]bool) error {
 	for _, c := range []struct {
 		id  string
 		set func(*waitingroom.Config)
@@ -354,6 +415,16 @@ func (o *options) checkRoom() error {
 		if err := probe(c.set); err != nil {
 			return usage("%s: %s", o.label(c.id), reason(err))
 		}
+	}
+	// A limit given alone keeps the other at its default where that fits,
+	// and otherwise moves it as far as the pair needs: -total-active-users
+	// 100 alone lets in at most 100 a minute, -new-users-per-minute 500
+	// alone lets 500 be active at once.
+	switch {
+	case set["total-active-users"] && !set["new-users-per-minute"]:
+		o.perMinute = min(o.perMinute, o.total)
+	case set["new-users-per-minute"] && !set["total-active-users"]:
+		o.total = max(o.total, o.perMinute)
 	}
 	if o.perMinute > o.total {
 		return usage("%s (%d) must not exceed %s (%d)", o.label("new-users-per-minute"), o.perMinute, o.label("total-active-users"), o.total)
@@ -484,11 +555,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 		fmt.Fprintln(stderr, "waitingroom:", err)
 		return 1
 	}
-	srv := &http.Server{
-		Handler:           routes(o.healthPath, dem, room.Handler(app)),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := o.limits.server(routes(o.healthPath, dem, room.Handler(app)), log)
 	log.Info("waitingroom: serving", "addr", "http://"+ln.Addr().String(), "demo", o.demo, "upstream", o.upstream,
 		"store", o.store.redacted, "total_active_users", o.total, "new_users_per_minute", o.perMinute, "config", o.configPath)
 	if ready != nil {
@@ -497,7 +564,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	if o.adminListen != "" {
-		adminSrv, addr, err := serveAdmin(o.adminListen, o.adminToken, room, errc)
+		adminSrv, addr, err := serveAdmin(o.adminListen, o.adminToken, room, o.limits, log, errc)
 		if err != nil {
 			fmt.Fprintln(stderr, "waitingroom: admin:", err)
 			_ = srv.Close()

@@ -7,12 +7,15 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom"
 )
 
 const hexKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
@@ -170,4 +173,70 @@ func TestAdminAddress(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, metrics, "# TYPE waitingroom_admitted_total counter\nwaitingroom_admitted_total{room=\"default\"} 1\n")
 	assert.Contains(t, metrics, `waitingroom_instances{room="default"} 1`)
+}
+
+// TestLimitFlags: a limit given alone, on the command line or in the
+// config file, keeps the other at its default (200) where that fits and
+// moves it just as far as new-users-per-minute ≤ total-active-users needs
+// otherwise; any pair up to waitingroom.MaxLimit that the room accepts is
+// accepted; two limits given that do not fit together, and limits beyond
+// MaxLimit, are refused with the setting named.
+func TestLimitFlags(t *testing.T) {
+	noEnv(t)
+	maxLimit := strconv.Itoa(waitingroom.MaxLimit)
+	over := strconv.Itoa(waitingroom.MaxLimit + 1)
+	for _, tc := range []struct {
+		name             string
+		args             []string
+		file             string // a YAML config file, if any
+		total, perMinute int
+		err              string // the error; $FILE stands for the file's path
+	}{
+		{"neither", nil, "", 200, 200, ""},
+		{"both", []string{"-total-active-users", "500", "-new-users-per-minute", "100"}, "", 500, 100, ""},
+		{"total alone, below the default rate", []string{"-total-active-users", "100"}, "", 100, 100, ""},
+		{"total alone, above the default rate", []string{"-total-active-users", "1000"}, "", 1000, 200, ""},
+		{"total of one", []string{"-total-active-users", "1"}, "", 1, 1, ""},
+		{"rate alone, below the default total", []string{"-new-users-per-minute", "50"}, "", 200, 50, ""},
+		{"rate alone, above the default total", []string{"-new-users-per-minute", "500"}, "", 500, 500, ""},
+		{"large pair", []string{"-total-active-users", "2000000000", "-new-users-per-minute", "2000000000"}, "", 2000000000, 2000000000, ""},
+		{"both at MaxLimit", []string{"-total-active-users", maxLimit, "-new-users-per-minute", maxLimit}, "", waitingroom.MaxLimit, waitingroom.MaxLimit, ""},
+		{"large rate alone", []string{"-new-users-per-minute", "2000000000"}, "", 2000000000, 2000000000, ""},
+		{"total alone in the file", nil, "totalActiveUsers: 100\n", 100, 100, ""},
+		{"rate alone in the file", nil, "newUsersPerMinute: 1000\n", 1000, 1000, ""},
+		{"total in the file, rate by flag", []string{"-new-users-per-minute", "50"}, "totalActiveUsers: 100\n", 100, 50, ""},
+		{"rate in the file, total by flag", []string{"-total-active-users", "1000"}, "newUsersPerMinute: 500\n", 1000, 500, ""},
+		{"large pair in the file", nil, "totalActiveUsers: " + maxLimit + "\nnewUsersPerMinute: " + maxLimit + "\n", waitingroom.MaxLimit, waitingroom.MaxLimit, ""},
+
+		{"rate above total", []string{"-total-active-users", "1", "-new-users-per-minute", "2"}, "", 0, 0, "-new-users-per-minute (2) must not exceed -total-active-users (1)"},
+		{"rate above total, both in the file", nil, "totalActiveUsers: 10\nnewUsersPerMinute: 20\n", 0, 0, "$FILE:2:20: newUsersPerMinute (20) must not exceed $FILE:1:19: totalActiveUsers (10)"},
+		{"rate by flag above the file's total", []string{"-new-users-per-minute", "20"}, "totalActiveUsers: 10\n", 0, 0, "-new-users-per-minute (20) must not exceed $FILE:1:19: totalActiveUsers (10)"},
+		{"total zero", []string{"-total-active-users", "0"}, "", 0, 0, "-total-active-users: TotalActiveUsers must be > 0, got 0"},
+		{"rate negative", []string{"-new-users-per-minute", "-1"}, "", 0, 0, "-new-users-per-minute: NewUsersPerMinute must be > 0, got -1"},
+		{"total above MaxLimit", []string{"-total-active-users", over}, "", 0, 0, "-total-active-users: TotalActiveUsers must be at most MaxLimit"},
+		{"rate above MaxLimit", []string{"-new-users-per-minute", over}, "", 0, 0, "-new-users-per-minute: NewUsersPerMinute must be at most MaxLimit"},
+		{"total near MaxInt64", []string{"-total-active-users", "9223372036854775807", "-new-users-per-minute", "1"}, "", 0, 0, "-total-active-users: TotalActiveUsers must be at most MaxLimit"},
+		{"file total above MaxLimit", nil, "totalActiveUsers: " + over + "\n", 0, 0, "$FILE:1:19: totalActiveUsers: " + over + " is out of range"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"-demo"}, tc.args...)
+			var file string
+			if tc.file != "" {
+				file = writeFile(t, "room.yaml", tc.file)
+				args = append(args, "-config", file)
+			}
+			o, err := parse(args, io.Discard)
+			if tc.err != "" {
+				require.ErrorIs(t, err, errUsage)
+				assert.ErrorContains(t, err, strings.ReplaceAll(tc.err, "$FILE", file))
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.total, o.total, "total-active-users")
+			assert.Equal(t, tc.perMinute, o.perMinute, "new-users-per-minute")
+			room, err := waitingroom.New(withoutSync(o.roomConfig([][]byte{make([]byte, 32)}, nil)), nopStore{})
+			require.NoError(t, err, "the room takes the limits")
+			require.NoError(t, room.Close())
+		})
+	}
 }

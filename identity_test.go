@@ -1,0 +1,431 @@
+package waitingroom
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+)
+
+// idRoom is a test room whose application records the Ticket.ID of every
+// request that reaches it.
+type idRoom struct {
+	*testRoom
+	mu   sync.Mutex
+	ids  map[uint64]int // Ticket.ID → requests that reached the application
+	last uint64         // the Ticket.ID of the latest request that did
+}
+
+func newIDRoom(t *testing.T, mutate func(*Config)) *idRoom {
+	return newIDRoomOn(t, newTestRoom(t, mutate))
+}
+
+func newIDRoomOn(t *testing.T, tr *testRoom) *idRoom {
+	ir := &idRoom{testRoom: tr, ids: map[uint64]int{}}
+	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tk, ok := TicketFromContext(r.Context())
+		if !ok {
+			panic("no ticket")
+		}
+		ir.mu.Lock()
+		ir.ids[tk.ID]++
+		ir.last = tk.ID
+		ir.mu.Unlock()
+		_, _ = io.WriteString(w, "app")
+	}))
+	return ir
+}
+
+func (ir *idRoom) admissions() int {
+	ir.mu.Lock()
+	defer ir.mu.Unlock()
+	return len(ir.ids)
+}
+
+// send sends one request with cookie (a "name=value" pair, or "") and
+// returns the response; the cookie it sets, if any, is in the recorder.
+func (tr *testRoom) send(cookie string) *httptest.ResponseRecorder {
+	v := &visitor{cookie: cookie}
+	w := httptest.NewRecorder()
+	tr.app.ServeHTTP(w, v.request(http.MethodGet, ""))
+	return w
+}
+
+// parallel sends n concurrent requests carrying cookie and returns the
+// responses.
+func (tr *testRoom) parallel(n int, cookie string) []*httptest.ResponseRecorder {
+	ws := make([]*httptest.ResponseRecorder, n)
+	var wg sync.WaitGroup
+	for i := range ws {
+		wg.Go(func() { ws[i] = tr.send(cookie) })
+	}
+	wg.Wait()
+	return ws
+}
+
+// Parallel requests, replays and copies of one admitted cookie count as
+// one active visitor: a browser's six parallel requests past the cookie's
+// re-issue point, 300 replays of one old cookie, one cookie on 200
+// clients. Others still get in.
+func TestOneCookieCountsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		use  func(tr *testRoom, cookie string)
+	}{
+		{"six parallel requests, five browsers", func(tr *testRoom, cookie string) {
+			tr.parallel(6, cookie)
+		}},
+		{"300 replays of the first cookie", func(tr *testRoom, cookie string) {
+			for range 300 {
+				tr.send(cookie)
+			}
+		}},
+		{"one cookie on 200 clients", func(tr *testRoom, cookie string) {
+			tr.parallel(200, cookie)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 5, 5 })
+			first := &visitor{}
+			require.True(t, admitted(tr.get(first, "")))
+			tr.sync()
+			// Past the re-issue point, every request renews the cookie.
+			tr.clk.Add(2 * time.Minute)
+			tc.use(tr, first.cookie)
+			tr.sync()
+			assert.Equal(t, 1, tr.Stats().Active)
+			tr.clk.Add(time.Minute)
+			tc.use(tr, first.cookie)
+			tr.sync()
+			assert.Equal(t, 1, tr.Stats().Active)
+			for i := range 4 {
+				assert.True(t, admitted(tr.get(&visitor{}, "")), "visitor %d of the limit of 5 gets in", i+2)
+			}
+			tr.sync()
+			assert.Equal(t, 5, tr.Stats().Active)
+		})
+	}
+}
+
+// A waiting place yields one admission, whoever holds a copy of its
+// cookie: a client resending its first waiting cookie every 200 ms, and
+// 100 clones of one early cookie, each make one visitor, no more, while
+// their place is held. The copies let in after the first share its
+// session.
+func TestOnePlaceOneAdmission(t *testing.T) {
+	for _, method := range []QueueingMethod{FIFO, Random} {
+		t.Run(string(method), func(t *testing.T) {
+			ir := newIDRoom(t, func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = 100, 5
+				c.QueueingMethod = method
+				c.SessionDuration = 10 * time.Minute
+			})
+			for range 5 {
+				require.True(t, admitted(ir.get(&visitor{}, "")))
+			}
+			ir.clk.Add(time.Second)
+			replayer, cloned := &visitor{}, &visitor{}
+			require.True(t, isWaiting(ir.get(replayer, "")))
+			require.True(t, isWaiting(ir.get(cloned, "")))
+			first, clone := replayer.cookie, cloned.cookie
+			ir.clk.Add(time.Minute)
+			polite := make([]*visitor, 20)
+			for i := range polite {
+				polite[i] = &visitor{}
+				require.True(t, isWaiting(ir.get(polite[i], "")))
+			}
+			before := ir.admissions()
+			next := make([]time.Time, len(polite))
+			got := map[string]map[uint64]bool{"replayer": {}, "clones": {}, "polite": {}}
+			send := func(who, cookie string) {
+				if w := ir.send(cookie); admitted(w) {
+					got[who][ir.last] = true
+				}
+			}
+			for step := range 239 * 5 { // to the end of minute 4, every 200 ms
+				now := ir.clk.Now()
+				if step%5 == 0 {
+					ir.sync()
+				}
+				send("replayer", first)
+				for range 100 / 20 {
+					send("clones", clone)
+				}
+				for i, v := range polite {
+					if !now.Before(next[i]) {
+						w := ir.get(v, "")
+						if admitted(w) {
+							got["polite"][ir.last] = true
+						}
+						next[i] = now.Add(refreshOf(w))
+					}
+				}
+				ir.clk.Add(200 * time.Millisecond)
+			}
+			total := ir.admissions() - before
+			// Four minutes of five a minute, released over each minute: a
+			// slot released in a minute's last seconds may find nobody due
+			// before the run ends.
+			assert.InDelta(t, 20, total, 2, "four minutes of five a minute")
+			assert.Len(t, got["replayer"], 1, "the replayer: one place, one admission")
+			assert.Len(t, got["clones"], 1, "the clones: one place, one admission")
+			assert.Len(t, got["polite"], total-2, "every other admission is a polite visitor's")
+		})
+	}
+}
+
+// refreshOf is how long a waiting page asks the visitor to wait; a long
+// time for a response that is not a waiting page.
+func refreshOf(w *httptest.ResponseRecorder) time.Duration {
+	if !isWaiting(w) {
+		return time.Hour
+	}
+	d, err := time.ParseDuration(w.Header().Get("Refresh") + "s")
+	if err != nil || d <= 0 {
+		return time.Second
+	}
+	return d
+}
+
+// Fifty concurrent revokes of one session subtract it once.
+func TestConcurrentRevokesSubtractOnce(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 5, 5 })
+	vs := make([]*visitor, 5)
+	for i := range vs {
+		vs[i] = &visitor{}
+		require.True(t, admitted(tr.get(vs[i], "")))
+	}
+	tr.sync()
+	require.Equal(t, 5, tr.Stats().Active)
+	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(CommandHeader, "revoke")
+	}))
+	tr.parallel(50, vs[0].cookie)
+	tr.sync()
+	assert.Equal(t, 4, tr.Stats().Active)
+	assert.Equal(t, uint64(1), tr.Counters().Revoked)
+	// The freed slot is one slot: one new visitor, not fifty.
+	tr.app = newIDRoomOn(t, tr).app
+	n := 0
+	for range 10 {
+		if admitted(tr.get(&visitor{}, "")) {
+			n++
+		}
+	}
+	assert.Equal(t, 0, n, "the minute's five admissions are used")
+	tr.clk.Add(time.Minute)
+	tr.sync()
+	for range 10 {
+		if admitted(tr.get(&visitor{}, "")) {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, "one slot freed, one visitor let in")
+}
+
+// A visitor whose requests are never further apart than SessionDuration
+// keeps their session, though the cookie is renewed only now and then.
+func TestSessionsLastFromTheLatestRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		session time.Duration
+		at      []time.Duration // request times after admission
+		stillIn bool
+	}{
+		{"5 min: 0, 59 s, 5:01", 5 * time.Minute, []time.Duration{59 * time.Second, 5*time.Minute + time.Second}, true},
+		{"5 min: 0, 59 s, 5:58", 5 * time.Minute, []time.Duration{59 * time.Second, 5*time.Minute + 58*time.Second}, true},
+		{"5 min: 0, 59 s, 6:00", 5 * time.Minute, []time.Duration{59 * time.Second, 6 * time.Minute}, false},
+		{"1 min: 0, 11 s, 61 s", time.Minute, []time.Duration{11 * time.Second, 61 * time.Second}, true},
+		{"1 min: 0, 11 s, 71 s", time.Minute, []time.Duration{11 * time.Second, 71*time.Second + 999*time.Millisecond}, true},
+		{"1 min: 0, 11 s, 72 s", time.Minute, []time.Duration{11 * time.Second, 72 * time.Second}, false},
+	} {
+		for _, instances := range []int{1, 2} {
+			t.Run(tc.name+"/"+string(rune('0'+instances)), func(t *testing.T) {
+				clk, st := newClock(), memstore.New()
+				mutate := func(c *Config) {
+					c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+					c.SessionDuration = tc.session
+				}
+				rooms := []*testRoom{newTestRoomOn(t, clk, st, mutate)}
+				if instances == 2 {
+					rooms = append(rooms, newTestRoomOn(t, clk, st, mutate))
+				}
+				start := clk.Now()
+				v := &visitor{}
+				require.True(t, admitted(rooms[0].get(v, "")))
+				var w *httptest.ResponseRecorder
+				admissions := func() (n uint64) {
+					for _, tr := range rooms {
+						n += tr.Counters().Admitted
+					}
+					return n
+				}
+				for i, at := range tc.at {
+					for clk.Now().Before(start.Add(at)) {
+						step := min(time.Second, start.Add(at).Sub(clk.Now()))
+						clk.Add(step)
+						for _, tr := range rooms {
+							tr.sync()
+						}
+					}
+					// Alternate instances: the other learns of the
+					// request at its next sync.
+					w = rooms[i%len(rooms)].get(v, "")
+				}
+				// Still in: let in on the first admission. Otherwise a new
+				// visitor, let in anew (nobody else is there) or not.
+				assert.Equal(t, tc.stillIn, admitted(w) && admissions() == 1)
+			})
+		}
+	}
+}
+
+// With renewal disabled the capped session stops counting when it ends:
+// the visitor, let in again with nobody waiting, counts once.
+func TestCappedSessionCountsOnce(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 5, 5
+		c.DisableSessionRenewal = true
+		c.SessionDuration = 2 * time.Minute
+	})
+	v := &visitor{}
+	require.True(t, admitted(tr.get(v, "")))
+	for range 6 {
+		tr.clk.Add(30 * time.Second)
+		tr.sync()
+		tr.get(v, "")
+		tr.sync()
+		assert.Equal(t, 1, tr.Stats().Active)
+	}
+	assert.True(t, admitted(tr.get(v, "")), "nobody waits: a new session")
+	tr.sync()
+	assert.Equal(t, 1, tr.Stats().Active)
+}
+
+// A revoked cookie sent to another instance is refused once that instance
+// has synced after the revoke.
+func TestRevokedCookieOnAnotherInstance(t *testing.T) {
+	clk, st := newClock(), memstore.New()
+	mutate := func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 2, 2 }
+	a, b := newTestRoomOn(t, clk, st, mutate), newTestRoomOn(t, clk, st, mutate)
+	a.sync()
+	v := &visitor{}
+	require.True(t, admitted(a.get(v, "")))
+	saved := v.cookie
+	a.app = a.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(CommandHeader, "revoke")
+	}))
+	a.get(v, "")
+	a.sync()
+	b.sync()
+	w := b.send(saved)
+	assert.False(t, admitted(w) && w.Result().Cookies() == nil, "not let in on the old session")
+	b.sync()
+	a.sync()
+	assert.LessOrEqual(t, a.Stats().Active, 1, "counted as a new visitor if let in")
+}
+
+// A bypassed response's command header is removed, not obeyed.
+func TestBypassedCommandHeader(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.Bypass = []Rule{PathPrefix("/static/")} })
+	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(CommandHeader, "revoke")
+	}))
+	w := httptest.NewRecorder()
+	tr.app.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://example.com/static/a.css", nil))
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Empty(t, w.Header().Values(CommandHeader))
+	assert.Zero(t, tr.Counters().Revoked)
+}
+
+// Several cookies of the room's name (one a sibling subdomain set for the
+// parent domain, say): junk, forged or stale ones do not hide the
+// visitor's own.
+func TestCookieAmongOthers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before func(tr *testRoom, stale string) string
+	}{
+		{"garbage", func(tr *testRoom, _ string) string { return tr.cookieName + "=garbage" }},
+		{"forged", func(tr *testRoom, _ string) string {
+			return tr.cookieName + "=" + mustCodec(t, tr.cookieName, otherKey).encode(cookieState{id: 1, bucket: 1, acceptedAt: 1, lastCheckIn: 1})
+		}},
+		{"a stale session's", func(_ *testRoom, stale string) string { return stale }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 })
+			old := &visitor{}
+			require.True(t, admitted(tr.get(old, "")))
+			tr.clk.Add(6 * time.Minute)
+			tr.sync()
+			v := &visitor{}
+			require.True(t, admitted(tr.get(v, "")))
+			r := v.request(http.MethodGet, "")
+			r.Header.Set("Cookie", tc.before(tr, old.cookie)+"; "+v.cookie)
+			w := httptest.NewRecorder()
+			tr.app.ServeHTTP(w, r)
+			assert.True(t, admitted(w))
+		})
+	}
+}
+
+// Updating settings on one instance does not disturb another's sessions.
+func TestIdentitySurvivesStateLoss(t *testing.T) {
+	w := &wipeable{Store: memstore.New()}
+	tr := newTestRoomOn(t, newClock(), w, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 3, 3 })
+	vs := make([]*visitor, 3)
+	for i := range vs {
+		vs[i] = &visitor{}
+		require.True(t, admitted(tr.get(vs[i], "")))
+	}
+	tr.sync()
+	w.wipe()
+	require.NoError(t, tr.Sync(context.Background()))
+	assert.Equal(t, 3, tr.Stats().Active, "this instance's sessions are contributed again")
+	for _, v := range vs {
+		assert.True(t, admitted(tr.get(v, "")))
+	}
+	tr.sync()
+	assert.Equal(t, 3, tr.Stats().Active)
+}
+
+// A cookie whose place lapsed, resent again and again, is one new visitor
+// (its successor), counted once as waiting and given one chance per
+// interval; requests without a cookie cost the instance no memory.
+func TestLapsedCookieIsOneNewVisitor(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+		c.RefreshJitter = -1
+		c.SessionDuration = 10 * time.Minute // the first visitor keeps the one slot
+	})
+	require.True(t, admitted(tr.get(&visitor{}, "")))
+	v := &visitor{}
+	require.True(t, isWaiting(tr.get(v, "")))
+	lapsed := v.cookie
+	tr.clk.Add(tr.cfg.QueueHold + time.Second)
+	tr.sync()
+	for range 50 {
+		require.True(t, isWaiting(tr.send(lapsed)))
+		tr.clk.Add(200 * time.Millisecond)
+	}
+	tr.sync()
+	assert.Equal(t, 1, tr.Stats().Waiting, "fifty copies of one lapsed cookie are one visitor")
+
+	tr.mu.Lock()
+	before := len(tr.chances)
+	tr.mu.Unlock()
+	for range 100 {
+		require.True(t, isWaiting(tr.send("")))
+	}
+	tr.mu.Lock()
+	assert.Equal(t, before, len(tr.chances), "no memory for visitors without a cookie")
+	tr.mu.Unlock()
+}
