@@ -796,13 +796,13 @@ func TestAttackWaitingCountedOnceAcrossInstances(t *testing.T) {
 // Attack: a place's holder let into its session with the waiting cookie,
 // over and over. A client that keeps resending its first waiting cookie
 // (a replayer, or a copy of the cookie that is not updated) is let into
-// the session its place became, as it should be; but those requests are
-// signs of life of the session only to the instance that served them (it
-// notes them for itself), and never reach the shared state. Once
-// SessionDuration has passed since the admission, the room stops counting
-// the visitor, while the instance keeps letting it in: TotalActiveUsers
-// is exceeded by one for every such client, for as long as they go on.
-// Here, with a limit of one, the replayer and a newcomer are both in.
+// the session its place became. Those requests must be signs of life of
+// the session in the shared state: when they were noted only by the
+// instance that served them (aaca848), the room stopped counting the
+// visitor SessionDuration after its admission while the instance kept
+// letting it in, and TotalActiveUsers was exceeded by one for every such
+// client for as long as it went on. Here, with a limit of one, the
+// replayer and a newcomer were both in.
 func TestAttackReplayedWaitingCookieUncounted(t *testing.T) {
 	for _, instances := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d instances", instances), func(t *testing.T) {

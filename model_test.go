@@ -303,7 +303,7 @@ type model struct {
 	codec *codec
 	name  string // the cookie's name
 
-	session, minRefresh, maxRefresh, waitWindow, margin int64 // ms
+	session, minRefresh, maxRefresh, lateness, waitWindow, margin int64 // ms
 
 	mu      sync.Mutex // guards records
 	records []appRecord
@@ -314,10 +314,10 @@ type model struct {
 	gate *burstGate
 
 	ids        map[uint64]*mID
-	firstByM   map[int64]int       // distinct IDs first seen, by minute
-	chances    map[uint64]int64    // latest chance by identity
-	chanceAt   map[chanceKey]int64 // latest chance by identity and instance
-	copied     map[uint64]bool     // identities whose cookie was copied or replayed
+	firstByM   map[int64]int         // distinct IDs first seen, by minute
+	chances    map[uint64]int64      // latest chance by identity
+	chanceAt   map[chanceKey][]int64 // latest chances by identity and instance
+	copied     map[uint64]bool       // identities whose cookie was copied or replayed
 	clients    []*mClient
 	groups     []*mGroup
 	episodes   []*mEpisode
@@ -354,7 +354,7 @@ func newModel(t *testing.T, tc modelCase, seed uint64) *model {
 		ids:      map[uint64]*mID{},
 		firstByM: map[int64]int{},
 		chances:  map[uint64]int64{},
-		chanceAt: map[chanceKey]int64{},
+		chanceAt: map[chanceKey][]int64{},
 		copied:   map[uint64]bool{},
 		bursts:   map[int]int{},
 		failures: map[string]int{},
@@ -380,6 +380,7 @@ func newModel(t *testing.T, tc modelCase, seed uint64) *model {
 	m.maxRefresh = int64(math.Ceil(modelRefresh.Seconds()*(1+jit))) * 1000
 	m.minRefresh = max(int64(math.Floor(modelRefresh.Seconds()*(1-jit))), 1) * 1000
 	m.waitWindow = m.rooms[0].waitWindow
+	m.lateness = m.rooms[0].lateness
 	if tc.instances > 1 {
 		m.margin = 1000 // reports on their way: SyncInterval (none here) and a second
 	}
@@ -722,14 +723,21 @@ func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
 			m.copied[r.state.id] = true
 		}
 		// One chance per refresh interval per instance, whichever copy
-		// of the cookie asks: the shortest interval drawn is the
-		// RefreshInterval less its jitter, rounded down to the second.
+		// of the cookie asks. The shortest interval drawn is the
+		// RefreshInterval less its jitter, rounded down to the second,
+		// and a chance taken late (by up to the room's lateness) is due
+		// an interval after it was due: n chances on one instance span
+		// at least n-1 shortest intervals, less the lateness.
 		key := chanceKey{r.state.id, r.inst}
-		if at, ok := m.chanceAt[key]; ok && now-at < m.minRefresh {
-			m.fail("a place got two chances within a refresh interval on one instance", "%s on instance %d at %s and %s",
-				m.hexID(r.state.id), r.inst, m.rel(at), m.rel(now))
+		past := m.chanceAt[key]
+		for j, at := range slices.Backward(past) {
+			if k := int64(len(past) - j); now-at < k*m.minRefresh-m.lateness {
+				m.fail("a place got more than one chance per refresh interval on one instance", "%s on instance %d: %d chances from %s to %s",
+					m.hexID(r.state.id), r.inst, k+1, m.rel(at), m.rel(now))
+				break
+			}
 		}
-		m.chanceAt[key] = now
+		m.chanceAt[key] = append(past[max(0, len(past)-9):], now)
 		if m.methodAt(now) == Random {
 			if honest {
 				m.tally.honestChances[minuteOf(now)]++
@@ -929,7 +937,10 @@ func (m *model) revokeBurst(c *mClient) {
 	}
 	rs := m.burst(c, k, func(i int) string { return kinds[i] })
 	m.gate = nil
-	m.noteChances(rs, false, false, false) // requests turned away, if any, are new visitors
+	// Requests turned away (a session that had ended) are copies of one
+	// cookie sent at once: a new place, counted by each instance that
+	// gave it its first chance.
+	m.noteChances(rs, false, false, k > 1)
 	c.revoked = true
 	m.absorb()
 	m.leave(c, m.now())
@@ -985,9 +996,9 @@ func (m *model) actCopy(c *mClient) {
 		c.gone = true
 		return
 	}
-	// A waiting cookie whose place is about to lapse would make its holder
-	// a new visitor: the member stops.
-	if st, err := m.codec.decode(cookie); err == nil && st.acceptedAt == 0 && now >= st.lastCheckIn+modelHold.Milliseconds()-1000 {
+	// A waiting cookie whose place is about to lapse before it became a
+	// session would make its holder a new visitor: the member stops.
+	if st, err := m.codec.decode(cookie); err == nil && g.id == 0 && st.acceptedAt == 0 && now >= st.lastCheckIn+modelHold.Milliseconds()-1000 {
 		c.gone = true
 		return
 	}
@@ -1010,9 +1021,11 @@ func (m *model) endGroups() {
 		switch {
 		case g.id != 0 && !m.surelyAlive(g.id, now):
 			g.ended = true
-		case g.kind == kReplayer && g.seed != "":
-			// Its cookie's place lapses QueueHold after its check-in,
-			// even once the place became a session: then it is new.
+		case g.id == 0 && g.kind == kReplayer && g.seed != "":
+			// Its cookie's place lapses QueueHold after its check-in:
+			// then it is a new visitor (a place at the back of the
+			// queue). Once the place became a session, the cookie joins
+			// it while it lives.
 			if st, err := m.codec.decode(g.seed); err == nil && st.acceptedAt == 0 && now >= st.lastCheckIn+modelHold.Milliseconds()-1000 {
 				g.ended = true
 			}
@@ -1132,7 +1145,7 @@ func (m *model) waitingCount(now int64) (distinct, bound int) {
 		switch {
 		case m.copied[id]:
 			for i := range m.rooms {
-				if at, ok := m.chanceAt[chanceKey{id, i}]; ok && slotCounted(slotOf(at), now, m.waitWindow) {
+				if past := m.chanceAt[chanceKey{id, i}]; len(past) > 0 && slotCounted(slotOf(past[len(past)-1]), now, m.waitWindow) {
 					bound++
 				}
 			}
