@@ -1,0 +1,1341 @@
+package waitingroom
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+)
+
+// The model test: seeded random crowds of clients, honest and not, drive
+// one or four instances of a room on one store, on a virtual clock, and
+// what the clients observe is checked against a small reference model of
+// the room's promises:
+//
+//   - limits: the distinct visitors (Ticket.ID) whose latest request that
+//     reached the application is within SessionDuration, and that were
+//     not revoked, are never more than TotalActiveUsers; the distinct
+//     visitors first seen by the application in any minute are never
+//     more than NewUsersPerMinute; every instance's Stats agree, and the
+//     instance that synced last counts exactly the visitors the model
+//     counts (to the second of their latest request, with the margin of
+//     reports on their way when instances share the room).
+//   - one place, one visitor: a replayer (resending its first cookie), a
+//     group of clients holding copies of one waiting cookie (cloners) or
+//     of one admitted cookie (sharers) obtains one Ticket.ID while its
+//     place and then its session live; a place gets one chance per
+//     refresh interval per instance, whichever copy asks; a waiting
+//     visitor counts once as waiting (a copied cookie, once on each
+//     instance that gave it a chance); a revoke, however many requests
+//     carry it at once, ends one session and no other.
+//   - sessions: an honest browser whose requests are never SessionDuration
+//     apart is never sent back to the queue, short of its own revoke, the
+//     cap of DisableSessionRenewal, or the Reject method.
+//   - order: in FIFO, a replayer or cloner group is let in only when every
+//     honest browser of an older arrival minute who kept refreshing is let
+//     in too, within a bound (fifoSlack); in random mode, their admissions
+//     per chance are not above the honest browsers' (pooled over seeds).
+//
+// Each second the clock moves, every instance syncs once in a random
+// order, and clients act at quarter seconds. Honest browsers load pages of
+// one to six parallel requests (goroutines through the handler, the
+// responses' cookies kept in the order they arrive), some in two tabs
+// sharing one cookie jar, and obey the waiting page's Refresh; every
+// client picks an instance at random for each request.
+
+// modelCase is one configuration of the model test.
+type modelCase struct {
+	name             string
+	instances        int
+	method           QueueingMethod
+	renew            bool
+	session          time.Duration
+	total, perMinute int
+	minutes          int
+	honest           int
+	replayers        int
+	cloners          [][2]int // groups: sizes drawn in [min, max]
+	sharers          [][2]int
+	revokers         int
+	switches         bool // FIFO ↔ random, and Reject for a minute
+	seeds            []uint64
+}
+
+const (
+	modelRefresh = 10 * time.Second
+	modelHold    = 3 * time.Minute
+	modelTick    = 250 * time.Millisecond
+)
+
+func TestModel(t *testing.T) {
+	seeds := []uint64{1, 2, 3}
+	scale := 1.0
+	if testing.Short() {
+		seeds, scale = seeds[:1], 0.6
+	}
+	cases := []modelCase{
+		{
+			name: "one instance, fifo, renewal", instances: 1, method: FIFO, renew: true,
+			session: time.Minute, total: 20, perMinute: 6, minutes: 12,
+			honest: 50, replayers: 4, cloners: [][2]int{{5, 200}}, sharers: [][2]int{{5, 40}}, revokers: 6,
+		},
+		{
+			name: "one instance, random, no renewal, switches", instances: 1, method: Random, renew: false,
+			session: 2 * time.Minute, total: 20, perMinute: 6, minutes: 12,
+			honest: 50, replayers: 4, cloners: [][2]int{{5, 60}, {5, 20}}, sharers: [][2]int{{5, 40}}, revokers: 6,
+			switches: true,
+		},
+		{
+			name: "four instances, fifo, renewal, switches", instances: 4, method: FIFO, renew: true,
+			session: time.Minute, total: 20, perMinute: 6, minutes: 12,
+			honest: 50, replayers: 4, cloners: [][2]int{{5, 200}}, sharers: [][2]int{{5, 40}}, revokers: 6,
+			switches: true,
+		},
+		{
+			name: "four instances, random, renewal", instances: 4, method: Random, renew: true,
+			session: 2 * time.Minute, total: 20, perMinute: 6, minutes: 12,
+			honest: 50, replayers: 4, cloners: [][2]int{{5, 60}, {5, 20}}, sharers: [][2]int{{5, 200}}, revokers: 6,
+		},
+		{
+			name: "four instances, fifo, no renewal", instances: 4, method: FIFO, renew: false,
+			session: time.Minute, total: 20, perMinute: 6, minutes: 10,
+			honest: 45, replayers: 4, cloners: [][2]int{{5, 40}}, sharers: [][2]int{{5, 40}}, revokers: 6,
+		},
+	}
+	for _, tc := range cases {
+		tc.seeds = seeds
+		tc.minutes = int(math.Round(float64(tc.minutes) * scale))
+		tc.honest = int(math.Round(float64(tc.honest) * scale))
+		t.Run(tc.name, func(t *testing.T) {
+			var pooled randomPool
+			for _, seed := range tc.seeds {
+				t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+					m := newModel(t, tc, seed)
+					m.run()
+					m.check()
+					pooled.add(m.tally)
+				})
+			}
+			pooled.check(t, tc)
+		})
+	}
+}
+
+// mKind is a client's behaviour.
+type mKind int
+
+const (
+	kHonest   mKind = iota // a browser: keeps the newest cookie, obeys Refresh
+	kRevoker               // an honest browser whose application ends its session
+	kReplayer              // resends its first cookie every 1–3 s, forever
+	kCloner                // holds a copy of a group's waiting cookie
+	kSharer                // holds a copy of a group's admitted cookie
+)
+
+func (k mKind) String() string {
+	return [...]string{"honest", "revoker", "replayer", "cloner", "sharer"}[k]
+}
+
+const (
+	phaseNew = iota
+	phaseWaiting
+	phaseIn
+)
+
+// mClient is one simulated client.
+type mClient struct {
+	i     int
+	kind  mKind
+	group *mGroup // replayers, cloners, sharers; an honest sharer origin
+	keep  bool    // keeps the cookies the room sets
+	fixed string  // the cookie a client that does not keep resends
+	jar   string  // the cookie it sends (keepers)
+	gone  bool
+	next  [2]int64 // per tab, Unix ms; 0: the tab is idle
+	tabs  int
+	leave int64 // Unix ms at which a member of a group stops, or 0
+
+	// What an honest browser believes and did.
+	phase     int
+	lastApp   int64  // its latest request that reached the application
+	sessionID uint64 // the Ticket.ID of its session
+	acc       int64  // its session's AcceptedAt, Unix ms
+	browse    int64  // Unix ms it leaves, once let in
+	loads     int    // page loads since let in
+	revokeAt  int    // revokers: the page load that revokes
+	revoked   bool
+	ep        *mEpisode // its current wait
+}
+
+// mEpisode is one wait of an honest browser: its place, from its first
+// waiting page to its admission or its leaving.
+type mEpisode struct {
+	client      int
+	bucket      int64 // arrival minute
+	start, end  int64 // Unix ms; end 0 while waiting
+	admitted    bool
+	interrupted bool // a Reject closed the site meanwhile
+}
+
+// mGroup is the clients holding copies of one cookie: a replayer alone, a
+// cloner group, a sharer group and its origin.
+type mGroup struct {
+	name    string
+	kind    mKind
+	origin  *mClient
+	members []*mClient
+	seed    string // the copied cookie
+	id      uint64 // the first Ticket.ID it obtained
+	firstAt int64  // when the application first saw it
+	ended   bool   // its place or first session may be over: it stops
+}
+
+// mID is what the model knows of one visitor identity, from the
+// application's point of view.
+type mID struct {
+	first, lastApp int64 // Unix ms
+	// acc is the earliest AcceptedAt of its tickets; acc0 that of the
+	// first request the application saw (the admission itself). Holders
+	// let into the session with a waiting cookie get the second of the
+	// admission, so the two differ by less than a second.
+	acc, acc0 int64
+	bucket    int64
+	revoked   bool
+	kinds     uint8 // 1<<kind of the clients that used it
+}
+
+type appRecord struct {
+	id      uint64
+	inst    int
+	client  int
+	at, acc int64
+	bucket  int64
+	revoke  bool
+}
+
+type mResp struct {
+	outcome  Outcome
+	inst     int
+	set      string // cookie value set
+	cleared  bool
+	refresh  int64 // ms, from the Refresh header
+	state    cookieState
+	hasState bool
+}
+
+// randomTally counts chances and admissions in random mode, by minute.
+type randomTally struct {
+	honestChances, honestIn, groupChances map[int64]int
+	groupIn                               int
+}
+
+func newRandomTally() randomTally {
+	return randomTally{honestChances: map[int64]int{}, honestIn: map[int64]int{}, groupChances: map[int64]int{}}
+}
+
+// randomPool pools the tallies of several runs.
+type randomPool struct {
+	honestChances, honestIn, groupChances, groupIn int
+	expected, variance                             float64
+}
+
+// add pools a run's tally: what the replayers and cloners would have got
+// at the honest browsers' rate per chance of the same minute (the run's
+// rate where honest browsers had no chance that minute).
+func (p *randomPool) add(r randomTally) {
+	hc, hi := 0, 0
+	for mi, n := range r.honestChances {
+		hc += n
+		hi += r.honestIn[mi]
+	}
+	p.honestChances += hc
+	p.honestIn += hi
+	p.groupIn += r.groupIn
+	for mi, n := range r.groupChances {
+		p.groupChances += n
+		q := float64(hi) / max(float64(hc), 1)
+		if c := r.honestChances[mi]; c > 0 {
+			q = float64(r.honestIn[mi]) / float64(c)
+		}
+		p.expected += float64(n) * q
+		p.variance += float64(n) * q * (1 - q)
+	}
+}
+
+// check: replayers and cloners are let in per chance taken no more often
+// than honest browsers taking their chances in the same minutes, within
+// three standard deviations and two admissions.
+func (p randomPool) check(t *testing.T, tc modelCase) {
+	if p.groupChances == 0 {
+		return
+	}
+	bound := p.expected + 3*math.Sqrt(p.variance) + 2
+	t.Logf("random mode: honest browsers let in at %d of %d chances; replayers and cloners at %d of %d, %.1f expected at the honest browsers' rate (bound %.1f)",
+		p.honestIn, p.honestChances, p.groupIn, p.groupChances, p.expected, bound)
+	assert.LessOrEqual(t, float64(p.groupIn), bound, "%s: replayers' and cloners' admissions per chance above the honest browsers'", tc.name)
+}
+
+// model is one run.
+type model struct {
+	t     *testing.T
+	tc    modelCase
+	seed  uint64
+	rng   *mrand.Rand
+	clk   *clock
+	start int64 // Unix ms
+	end   int64
+	rooms []*Room
+	hs    []http.Handler
+	codec *codec
+	name  string // the cookie's name
+
+	session, minRefresh, maxRefresh, lateness, waitWindow, margin int64 // ms
+
+	mu      sync.Mutex // guards records
+	records []appRecord
+	seen    int // records absorbed
+	// gate, during a burst of revokes, holds the application's revokes
+	// until every request of the burst has passed the room: all of them
+	// revoke the session at once.
+	gate *burstGate
+
+	ids        map[uint64]*mID
+	firstByM   map[int64]int         // distinct IDs first seen, by minute
+	chances    map[uint64]int64      // latest chance by identity
+	chanceAt   map[chanceKey][]int64 // latest chances by identity and instance
+	copied     map[uint64]bool       // identities whose cookie was copied or replayed
+	clients    []*mClient
+	groups     []*mGroup
+	episodes   []*mEpisode
+	methods    []methodAt
+	bursts     map[int]int // revoke bursts by size
+	tally      randomTally
+	failures   map[string]int
+	lastSync   int
+	maxDelay   int64 // FIFO: longest wait of an older honest browser after a group got in
+	afterBurst bool  // a burst of revokes since the latest sync
+	fifoGroups int   // FIFO: groups let in while FIFO was steady
+	fifoPairs  int   // FIFO: older honest browsers still waiting when such a group got in
+	nearGaps   int   // honest requests after a gap within 5 s of SessionDuration
+	requests   int
+	maxActive  int
+}
+
+type chanceKey struct {
+	id   uint64
+	inst int
+}
+
+type methodAt struct {
+	at     int64
+	method QueueingMethod
+}
+
+func newModel(t *testing.T, tc modelCase, seed uint64) *model {
+	clk := newClock()
+	m := &model{
+		t: t, tc: tc, seed: seed, clk: clk,
+		rng:      mrand.New(mrand.NewPCG(seed, 0x5eed)),
+		start:    clk.Now().UnixMilli(),
+		ids:      map[uint64]*mID{},
+		firstByM: map[int64]int{},
+		chances:  map[uint64]int64{},
+		chanceAt: map[chanceKey][]int64{},
+		copied:   map[uint64]bool{},
+		bursts:   map[int]int{},
+		failures: map[string]int{},
+		tally:    newRandomTally(),
+	}
+	m.end = m.start + int64(tc.minutes)*60_000
+	var rmu sync.Mutex
+	jitter := mrand.New(mrand.NewPCG(seed, 0x7177))
+	random := func() float64 { rmu.Lock(); defer rmu.Unlock(); return jitter.Float64() }
+	m.rooms = instances(t, clk, memstore.New(), tc.instances, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.perMinute
+		c.QueueingMethod = tc.method
+		c.SessionDuration = tc.session
+		c.DisableSessionRenewal = !tc.renew
+		c.RefreshInterval = modelRefresh
+		c.QueueHold = modelHold
+		c.Random = random
+	})
+	m.codec = m.rooms[0].codec
+	m.name = m.rooms[0].cookieName
+	m.session = tc.session.Milliseconds()
+	jit := m.rooms[0].cfg.RefreshJitter
+	m.maxRefresh = int64(math.Ceil(modelRefresh.Seconds()*(1+jit))) * 1000
+	m.minRefresh = max(int64(math.Floor(modelRefresh.Seconds()*(1-jit))), 1) * 1000
+	m.waitWindow = m.rooms[0].waitWindow
+	m.lateness = m.rooms[0].lateness
+	if tc.instances > 1 {
+		m.margin = 1000 // reports on their way: SyncInterval (none here) and a second
+	}
+	m.methods = []methodAt{{m.start - 1, tc.method}}
+	for i, rm := range m.rooms {
+		m.hs = append(m.hs, rm.Handler(m.app(i)))
+	}
+	m.populate()
+	return m
+}
+
+// app is the application behind instance inst: it records every request
+// that reaches it, and revokes the session when the request asks it to.
+func (m *model) app(inst int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tk, ok := TicketFromContext(r.Context())
+		if !ok || tk.ID == 0 {
+			m.t.Errorf("seed %d: a request reached the application without a ticket", m.seed)
+		}
+		rec := appRecord{id: tk.ID, inst: inst, at: m.clk.Now().UnixMilli(), acc: tk.AcceptedAt.UnixMilli(), bucket: tk.Bucket.Unix() / 60}
+		rec.client, _ = strconv.Atoi(r.Header.Get("X-Client"))
+		if g := m.gate; g != nil && r.Header.Get("X-Revoke") != "" {
+			g.arrive()
+			<-g.all
+		}
+		switch r.Header.Get("X-Revoke") {
+		case "header":
+			w.Header().Set(CommandHeader, "revoke")
+			rec.revoke = true
+		case "func":
+			rec.revoke = Revoke(r.Context())
+			if !rec.revoke {
+				m.t.Errorf("seed %d: Revoke refused", m.seed)
+			}
+		}
+		m.mu.Lock()
+		m.records = append(m.records, rec)
+		m.mu.Unlock()
+		_, _ = io.WriteString(w, "app")
+	})
+}
+
+// ms returns a random duration in [lo, hi] ms, in whole ticks.
+func (m *model) ms(lo, hi int64) int64 {
+	tick := modelTick.Milliseconds()
+	return (lo + m.rng.Int64N(hi-lo+1)) / tick * tick
+}
+
+func (m *model) populate() {
+	tc := m.tc
+	span := m.end - m.start
+	add := func(kind mKind, at int64) *mClient {
+		c := &mClient{i: len(m.clients), kind: kind, tabs: 1, keep: kind != kReplayer}
+		c.next[0] = at
+		m.clients = append(m.clients, c)
+		return c
+	}
+	for range tc.honest {
+		c := add(kHonest, m.start+m.ms(0, span*55/100))
+		if m.rng.Float64() < 0.3 {
+			c.tabs = 2
+		}
+	}
+	for range tc.revokers {
+		c := add(kRevoker, m.start+m.ms(0, span*55/100))
+		c.revokeAt = 1 + m.rng.IntN(3)
+	}
+	for i := range tc.replayers {
+		c := add(kReplayer, m.start+m.ms(20_000, span*40/100))
+		g := &mGroup{name: fmt.Sprintf("replayer %d", i), kind: kReplayer, origin: c, members: []*mClient{c}}
+		c.group = g
+		m.groups = append(m.groups, g)
+	}
+	for i, sz := range tc.cloners {
+		// The origin takes a place; its copies start once it has one.
+		c := add(kCloner, m.start+m.ms(20_000, span*30/100))
+		g := &mGroup{name: fmt.Sprintf("cloner group %d", i), kind: kCloner, origin: c}
+		g.members = make([]*mClient, sz[0]+m.rng.IntN(sz[1]-sz[0]+1))
+		c.group = g
+		m.groups = append(m.groups, g)
+	}
+	for i, sz := range tc.sharers {
+		// The origin is an honest browser; its admitted cookie is copied.
+		c := add(kHonest, m.start+m.ms(0, span*30/100))
+		g := &mGroup{name: fmt.Sprintf("sharer group %d", i), kind: kSharer, origin: c}
+		g.members = make([]*mClient, sz[0]+m.rng.IntN(sz[1]-sz[0]+1))
+		c.group = g
+		m.groups = append(m.groups, g)
+	}
+}
+
+// fail records a broken promise; the first few of each kind are reported
+// in full, then counted.
+func (m *model) fail(kind, format string, args ...any) {
+	m.t.Helper()
+	m.failures[kind]++
+	if m.failures[kind] <= 3 {
+		m.t.Errorf("seed %d, at %s: %s: %s", m.seed, m.rel(m.now()), kind, fmt.Sprintf(format, args...))
+	}
+}
+
+func (m *model) now() int64 { return m.clk.Now().UnixMilli() }
+
+// rel formats a Unix ms time as the run's time.
+func (m *model) rel(ms int64) string {
+	return (time.Duration(ms-m.start) * time.Millisecond).String()
+}
+
+func (m *model) methodAt(at int64) QueueingMethod {
+	q := m.methods[0].method
+	for _, x := range m.methods {
+		if x.at <= at {
+			q = x.method
+		}
+	}
+	return q
+}
+
+// steady reports whether method was in force all through [from, to].
+func (m *model) steady(method QueueingMethod, from, to int64) bool {
+	if m.methodAt(from) != method {
+		return false
+	}
+	for _, x := range m.methods {
+		if x.at > from && x.at <= to && x.method != method {
+			return false
+		}
+	}
+	return true
+}
+
+// switchMethod changes the queueing method through a random instance.
+func (m *model) switchMethod(q QueueingMethod) {
+	rm := m.rooms[m.rng.IntN(len(m.rooms))]
+	require.NoError(m.t, rm.Update(context.Background(), func(s *Settings) { s.QueueingMethod = q }))
+	m.methods = append(m.methods, methodAt{m.now(), q})
+}
+
+func (m *model) run() {
+	ctx := context.Background()
+	rejectUntil := int64(0)
+	prev := m.tc.method
+	for sec := m.start; sec < m.end; sec += 1000 {
+		m.clk.Set(time.UnixMilli(sec))
+		// Method switches, at the start of some minutes.
+		if rejectUntil > 0 && sec >= rejectUntil {
+			m.switchMethod(prev)
+			rejectUntil = -1 // once per run
+		} else if m.tc.switches && (sec-m.start)%60_000 == 0 && sec-m.start >= 120_000 && m.end-sec > 120_000 {
+			switch r := m.rng.Float64(); {
+			case rejectUntil == 0 && r < 0.15:
+				prev = m.methodAt(sec)
+				m.switchMethod(Reject)
+				rejectUntil = sec + 60_000
+			case rejectUntil <= 0 && r < 0.5:
+				q := FIFO
+				if m.methodAt(sec) == FIFO {
+					q = Random
+				}
+				m.switchMethod(q)
+			}
+		}
+		for _, i := range m.rng.Perm(len(m.rooms)) {
+			require.NoError(m.t, m.rooms[i].Sync(ctx))
+			m.lastSync = i
+		}
+		m.checkSynced()
+		for tick := sec; tick < sec+1000; tick += modelTick.Milliseconds() {
+			m.clk.Set(time.UnixMilli(tick))
+			m.endGroups()
+			for _, i := range m.rng.Perm(len(m.clients)) {
+				c := m.clients[i]
+				for tab := range c.tabs {
+					if !c.gone && c.next[tab] != 0 && c.next[tab] <= tick {
+						m.act(c, tab)
+						m.absorb()
+					}
+				}
+			}
+			m.checkLive()
+		}
+	}
+	m.clk.Set(time.UnixMilli(m.end))
+}
+
+// act lets client c act in tab.
+func (m *model) act(c *mClient, tab int) {
+	switch c.kind {
+	case kHonest, kRevoker:
+		m.actHonest(c, tab)
+	case kReplayer:
+		m.actReplayer(c)
+	case kCloner:
+		if c == c.group.origin && c.group.seed == "" {
+			m.actOrigin(c)
+		} else {
+			m.actCopy(c)
+		}
+	case kSharer:
+		m.actCopy(c)
+	}
+}
+
+func (m *model) pick() int { return m.rng.IntN(len(m.rooms)) }
+
+// send sends one request from client c with cookie to instance inst.
+func (m *model) send(c *mClient, inst int, cookie, revoke string) mResp {
+	r := &http.Request{
+		Method: http.MethodGet, URL: &url.URL{Path: "/"}, Host: "example.com",
+		Header: http.Header{}, RemoteAddr: "192.0.2.1:4711",
+	}
+	if cookie != "" {
+		r.Header.Set("Cookie", m.name+"="+cookie)
+	}
+	r.Header.Set("X-Client", strconv.Itoa(c.i))
+	if revoke != "" {
+		r.Header.Set("X-Revoke", revoke)
+	}
+	w := httptest.NewRecorder()
+	m.hs[inst].ServeHTTP(w, r)
+	resp := mResp{inst: inst}
+	switch {
+	case w.Code == http.StatusOK && w.Body.String() == "app":
+		resp.outcome = Admitted
+	case w.Header().Get("Refresh") != "":
+		resp.outcome = Waiting
+		secs, err := strconv.Atoi(w.Header().Get("Refresh"))
+		if err != nil || secs < 1 {
+			m.t.Errorf("seed %d: Refresh header %q", m.seed, w.Header().Get("Refresh"))
+			secs = 1
+		}
+		resp.refresh = int64(secs) * 1000
+	default:
+		resp.outcome = Closed
+	}
+	if w.Code >= 500 {
+		m.t.Errorf("seed %d: status %d", m.seed, w.Code)
+	}
+	for _, ck := range w.Result().Cookies() {
+		if ck.MaxAge < 0 {
+			resp.cleared, resp.set = true, ""
+		} else {
+			resp.set, resp.cleared = ck.Value, false
+		}
+	}
+	if resp.set != "" {
+		if st, err := m.codec.decode(resp.set); err == nil {
+			resp.state, resp.hasState = st, true
+		} else {
+			m.t.Errorf("seed %d: the room set a cookie it cannot read", m.seed)
+		}
+	}
+	return resp
+}
+
+// burstGate opens once n requests have arrived.
+type burstGate struct {
+	mu  sync.Mutex
+	n   int
+	all chan struct{}
+}
+
+func newBurstGate(n int) *burstGate { return &burstGate{n: n, all: make(chan struct{})} }
+
+func (g *burstGate) arrive() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n--; g.n == 0 {
+		close(g.all)
+	}
+}
+
+// burst sends k requests from c at once, each to a random instance, all
+// with the cookie c holds now; the responses' cookies go into c's jar in
+// the order they arrive. It returns the responses in the order sent.
+func (m *model) burst(c *mClient, k int, revoke func(int) string) []mResp {
+	m.requests += k
+	cookie := c.jar
+	insts := make([]int, k)
+	revokes := make([]string, k)
+	for i := range insts {
+		insts[i] = m.pick()
+		if revoke != nil {
+			revokes[i] = revoke(i)
+		}
+	}
+	out := make([]mResp, k)
+	if k == 1 {
+		out[0] = m.send(c, insts[0], cookie, revokes[0])
+		m.keepCookie(c, out[0])
+		return out
+	}
+	var (
+		wg  sync.WaitGroup
+		jar sync.Mutex
+	)
+	for i := range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := m.send(c, insts[i], cookie, revokes[i])
+			if m.gate != nil && r.outcome != Admitted {
+				m.gate.arrive() // turned away before the application
+			}
+			jar.Lock()
+			m.keepCookie(c, r)
+			jar.Unlock()
+			out[i] = r
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (m *model) keepCookie(c *mClient, r mResp) {
+	if !c.keep {
+		return
+	}
+	switch {
+	case r.cleared:
+		c.jar = ""
+	case r.set != "":
+		c.jar = r.set
+	}
+}
+
+// noteChances records the chances among responses: a new waiting cookie
+// checked in now. honest and group say whose chances they are for the
+// random-mode tally (an honest browser waiting, a replayer or cloner group
+// without an identity yet); copies, that the cookie is a replayed or
+// copied one.
+func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
+	now := m.now()
+	for _, r := range rs {
+		if !r.hasState || r.state.acceptedAt != 0 || r.state.lastCheckIn != now {
+			continue
+		}
+		m.chances[r.state.id] = now
+		if copies {
+			m.copied[r.state.id] = true
+		}
+		// One chance per refresh interval per instance, whichever copy
+		// of the cookie asks. The shortest interval drawn is the
+		// RefreshInterval less its jitter, rounded down to the second,
+		// and a chance taken late (by up to the room's lateness) is due
+		// an interval after it was due: n chances on one instance span
+		// at least n-1 shortest intervals, less the lateness.
+		key := chanceKey{r.state.id, r.inst}
+		past := m.chanceAt[key]
+		for j, at := range slices.Backward(past) {
+			if k := int64(len(past) - j); now-at < k*m.minRefresh-m.lateness {
+				m.fail("a place got more than one chance per refresh interval on one instance", "%s on instance %d: %d chances from %s to %s",
+					m.hexID(r.state.id), r.inst, k+1, m.rel(at), m.rel(now))
+				break
+			}
+		}
+		m.chanceAt[key] = append(past[max(0, len(past)-9):], now)
+		if m.methodAt(now) == Random {
+			if honest {
+				m.tally.honestChances[minuteOf(now)]++
+			}
+			if group {
+				m.tally.groupChances[minuteOf(now)]++
+			}
+		}
+	}
+}
+
+// surelyAlive reports whether the model holds the session of identity id
+// alive for certain at now: its latest request reached the application less than
+// SessionDuration ago (less lag on several instances, where other
+// instances hear of requests at their next sync), it was not revoked, and
+// it is within its cap without renewal.
+func (m *model) surelyAlive(id uint64, now int64) bool {
+	x := m.ids[id]
+	if x == nil {
+		return false
+	}
+	lag := int64(0)
+	if m.tc.instances > 1 {
+		lag = 3000
+	}
+	if x.revoked || now >= x.lastApp+m.session-lag {
+		return false
+	}
+	return m.tc.renew || now < x.acc/1000*1000+m.session-lag
+}
+
+// gap is the time until an admitted browser's next page: mostly shorter
+// than the session, sometimes close to it, sometimes longer.
+func (m *model) gap() int64 {
+	switch u := m.rng.Float64(); {
+	case u < 0.2:
+		return m.ms(1000, 10_000)
+	case u < 0.85:
+		return m.ms(m.session/2, m.session-250)
+	default:
+		return m.ms(m.session, m.session*3/2)
+	}
+}
+
+func (m *model) actHonest(c *mClient, tab int) {
+	now := m.now()
+	lastApp, acc := c.lastApp, c.acc // before this page
+	if c.phase == phaseIn && c.kind == kRevoker && c.loads >= c.revokeAt {
+		m.revokeBurst(c)
+		return
+	}
+	if c.phase == phaseIn && now >= c.browse {
+		c.gone = true
+		return
+	}
+	k := 1
+	if c.phase == phaseIn {
+		k = 1 + m.rng.IntN(6)
+		c.loads++
+	}
+	// A page: the document and its resources at once while the browser
+	// is sure of its session; otherwise the document first.
+	sure := c.phase == phaseIn && now-lastApp < m.session-2000 &&
+		(m.tc.renew || now < acc/1000*1000+m.session-2000)
+	var rs []mResp
+	if sure || k == 1 {
+		rs = m.burst(c, k, nil)
+	} else {
+		rs = m.burst(c, 1, nil)
+		if rs[0].outcome == Admitted {
+			rs = append(rs, m.burst(c, k-1, nil)...)
+		}
+	}
+	m.noteChances(rs, c.phase != phaseIn, false, false)
+	m.absorb()
+	in, out := 0, 0
+	var last mResp
+	for _, r := range rs {
+		if r.outcome == Admitted {
+			in++
+		} else {
+			out++
+			last = r
+		}
+	}
+	rejecting := m.methodAt(now) == Reject
+	if c.phase == phaseIn && !rejecting && now-lastApp >= m.session-5000 && now-lastApp < m.session {
+		m.nearGaps++
+	}
+	if c.phase == phaseIn && out > 0 && !rejecting {
+		// Sent back: only after a gap of SessionDuration, a revoke or
+		// the cap.
+		capped := !m.tc.renew && now >= acc/1000*1000+m.session
+		if now-lastApp < m.session && !capped && !c.revoked {
+			m.fail("an honest browser was sent back while its session lived",
+				"client %d (%s, %d tabs), %d of %d requests not let in (outcome %v on instance %d); its latest request let in at %s (gap %v), admitted at %s, session %s",
+				c.i, c.kind, c.tabs, out, len(rs), last.outcome, last.inst, m.rel(lastApp),
+				time.Duration(now-lastApp)*time.Millisecond, m.rel(acc), m.hexID(c.sessionID))
+		}
+	}
+	switch {
+	case in > 0 && out == 0:
+		if c.phase != phaseIn {
+			m.letIn(c, now)
+		}
+		c.next[tab] = now + m.gap()
+	case rejecting:
+		// The site is closed: the browser tries again later, keeping
+		// whatever it holds.
+		if c.ep != nil {
+			c.ep.interrupted = true
+		}
+		c.next[tab] = now + modelRefresh.Milliseconds()
+	case last.outcome == Waiting:
+		if c.phase != phaseWaiting || (last.hasState && c.ep != nil && last.state.bucket != c.ep.bucket && last.state.lastCheckIn == now) {
+			m.startWaiting(c, last, now)
+		}
+		if m.rng.Float64() < 0.01 {
+			m.leave(c, now) // gives up
+			return
+		}
+		c.next[tab] = now + last.refresh
+	default:
+		c.next[tab] = now + modelRefresh.Milliseconds()
+	}
+}
+
+func (m *model) hexID(id uint64) string { return strconv.FormatUint(id, 16) }
+
+// startWaiting opens a new wait for c.
+func (m *model) startWaiting(c *mClient, r mResp, now int64) {
+	if c.ep != nil && c.ep.end == 0 {
+		c.ep.end = now
+	}
+	c.phase = phaseWaiting
+	c.ep = nil
+	if r.hasState {
+		c.ep = &mEpisode{client: c.i, bucket: r.state.bucket, start: now}
+		m.episodes = append(m.episodes, c.ep)
+	}
+	if c.tabs == 2 && c.next[1] == 0 {
+		c.next[1] = now + m.ms(1000, 10_000)
+	}
+}
+
+// letIn records that c was let in; a sharer origin's cookie is copied.
+func (m *model) letIn(c *mClient, now int64) {
+	c.phase = phaseIn
+	c.loads = 0
+	c.browse = now + m.ms(60_000, 6*60_000)
+	if c.ep != nil {
+		c.ep.end, c.ep.admitted = now, true
+	}
+	if m.methodAt(now) == Random {
+		m.tally.honestIn[minuteOf(now)]++
+		m.tally.honestChances[minuteOf(now)]++
+	}
+	if c.tabs == 2 {
+		c.next[1] = now + m.ms(1000, m.session/2)
+	}
+	if g := c.group; g != nil && g.kind == kSharer && g.seed == "" && c.jar != "" {
+		g.seed = c.jar
+		g.id = c.sessionID
+		g.firstAt = now
+		for i := range g.members {
+			mc := &mClient{i: len(m.clients), kind: kSharer, group: g, tabs: 1, keep: m.rng.IntN(2) == 0, jar: g.seed, fixed: g.seed}
+			mc.next[0] = now + m.ms(1000, modelRefresh.Milliseconds())
+			mc.leave = now + m.ms(60_000, 5*60_000)
+			g.members[i] = mc
+			m.clients = append(m.clients, mc)
+		}
+	}
+}
+
+func (m *model) leave(c *mClient, now int64) {
+	c.gone = true
+	if c.ep != nil && c.ep.end == 0 {
+		c.ep.end = now
+	}
+}
+
+// revokeBurst: the application ends c's session, from one request or from
+// 20 to 50 at once (all of them in the application before any revokes).
+func (m *model) revokeBurst(c *mClient) {
+	k := 1
+	if m.rng.IntN(2) == 0 {
+		k = 20 + m.rng.IntN(31)
+	}
+	m.bursts[k]++
+	m.afterBurst = m.afterBurst || k > 1
+	kinds := make([]string, k)
+	for i := range kinds {
+		kinds[i] = []string{"header", "func"}[m.rng.IntN(2)]
+	}
+	if k > 1 {
+		m.gate = newBurstGate(k)
+	}
+	rs := m.burst(c, k, func(i int) string { return kinds[i] })
+	m.gate = nil
+	// Requests turned away (a session that had ended) are copies of one
+	// cookie sent at once: a new place, counted by each instance that
+	// gave it its first chance.
+	m.noteChances(rs, false, false, k > 1)
+	c.revoked = true
+	m.absorb()
+	m.leave(c, m.now())
+}
+
+func (m *model) actReplayer(c *mClient) {
+	now := m.now()
+	g := c.group
+	m.requests++
+	r := m.send(c, m.pick(), c.fixed, "")
+	if c.fixed == "" {
+		c.fixed = r.set
+		g.seed = r.set
+	}
+	m.noteChances([]mResp{r}, false, g.id == 0, true)
+	m.absorb()
+	c.next[0] = now + m.ms(1000, 3000)
+}
+
+// actOrigin: a cloner group's origin takes a place, and its cookie is
+// copied to the group.
+func (m *model) actOrigin(c *mClient) {
+	now := m.now()
+	g := c.group
+	m.requests++
+	r := m.send(c, m.pick(), "", "")
+	m.noteChances([]mResp{r}, false, true, true)
+	m.absorb()
+	g.seed = r.set
+	c.jar, c.fixed = r.set, r.set
+	c.next[0] = now + m.ms(1000, modelRefresh.Milliseconds())
+	c.leave = now + m.ms(60_000, 6*60_000)
+	for i := range g.members {
+		mc := &mClient{i: len(m.clients), kind: kCloner, group: g, tabs: 1, keep: m.rng.IntN(2) == 0, jar: g.seed, fixed: g.seed}
+		mc.next[0] = now + m.ms(1000, modelRefresh.Milliseconds())
+		mc.leave = now + m.ms(60_000, 6*60_000)
+		g.members[i] = mc
+		m.clients = append(m.clients, mc)
+	}
+	g.members = append(g.members, c)
+}
+
+// actCopy: a member of a cloner or sharer group sends its copy, at the
+// refresh interval or faster, to a random instance.
+func (m *model) actCopy(c *mClient) {
+	now := m.now()
+	g := c.group
+	cookie := c.fixed
+	if c.keep {
+		cookie = c.jar
+	}
+	if now >= c.leave || cookie == "" {
+		c.gone = true
+		return
+	}
+	// A waiting cookie whose place is about to lapse before it became a
+	// session would make its holder a new visitor: the member stops.
+	if st, err := m.codec.decode(cookie); err == nil && g.id == 0 && st.acceptedAt == 0 && now >= st.lastCheckIn+modelHold.Milliseconds()-1000 {
+		c.gone = true
+		return
+	}
+	m.requests++
+	r := m.send(c, m.pick(), cookie, "")
+	m.keepCookie(c, r)
+	m.noteChances([]mResp{r}, false, g.kind == kCloner && g.id == 0, true)
+	m.absorb()
+	c.next[0] = now + m.ms(1000, modelRefresh.Milliseconds())
+}
+
+// endGroups stops the groups whose place or first session may be over:
+// from then on their clients would be new visitors, which nothing bounds.
+func (m *model) endGroups() {
+	now := m.now()
+	for _, g := range m.groups {
+		if g.ended {
+			continue
+		}
+		switch {
+		case g.id != 0 && !m.surelyAlive(g.id, now):
+			g.ended = true
+		case g.id == 0 && g.kind == kReplayer && g.seed != "":
+			// Its cookie's place lapses QueueHold after its check-in:
+			// then it is a new visitor (a place at the back of the
+			// queue). Once the place became a session, the cookie joins
+			// it while it lives.
+			if st, err := m.codec.decode(g.seed); err == nil && st.acceptedAt == 0 && now >= st.lastCheckIn+modelHold.Milliseconds()-1000 {
+				g.ended = true
+			}
+		}
+		if g.ended {
+			for _, c := range g.members { // a sharer origin is not a member
+				if c != nil {
+					c.gone = true
+				}
+			}
+		}
+	}
+}
+
+// absorb takes in what the application saw since the last call.
+func (m *model) absorb() {
+	m.mu.Lock()
+	recs := m.records[m.seen:]
+	m.seen = len(m.records)
+	m.mu.Unlock()
+	for _, rec := range recs {
+		x := m.ids[rec.id]
+		if x == nil {
+			x = &mID{first: rec.at, lastApp: rec.at, acc: rec.acc, acc0: rec.acc, bucket: rec.bucket}
+			m.ids[rec.id] = x
+			m.firstByM[minuteOf(rec.at)]++
+		}
+		x.lastApp = max(x.lastApp, rec.at)
+		x.acc = min(x.acc, rec.acc)
+		if rec.revoke {
+			x.revoked = true
+		}
+		c := m.clients[rec.client]
+		x.kinds |= 1 << c.kind
+		c.lastApp = max(c.lastApp, rec.at)
+		c.sessionID, c.acc = rec.id, x.acc
+		g := c.group
+		if g == nil || (g.kind == kSharer && c == g.origin) {
+			continue
+		}
+		switch {
+		case g.ended:
+			m.fail("a group acted after it ended", "%s (client %d)", g.name, c.i)
+		case g.id == 0:
+			g.id, g.firstAt = rec.id, rec.at
+			if g.kind != kSharer && m.methodAt(rec.at) == Random {
+				m.tally.groupIn++
+				m.tally.groupChances[minuteOf(rec.at)]++
+			}
+		case rec.id != g.id:
+			x := m.ids[g.id]
+			m.fail("a place or session yielded a second visitor", "%s (%d clients): client %d (%s) obtained %s on instance %d while the group's first, %s (admitted at %s, latest request at %s, revoked %v), lives",
+				g.name, len(g.members), c.i, c.kind, m.hexID(rec.id), rec.inst, m.hexID(g.id), m.rel(x.first), m.rel(x.lastApp), x.revoked)
+		}
+	}
+}
+
+// live is the number of distinct visitors the model holds active: latest
+// request let in less than SessionDuration ago, not revoked, not capped.
+func (m *model) live(now int64) int {
+	n := 0
+	for _, x := range m.ids {
+		if !x.revoked && now-x.lastApp < m.session && (m.tc.renew || now < x.acc/1000*1000+m.session) {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *model) checkLive() {
+	now := m.now()
+	n := m.live(now)
+	m.maxActive = max(m.maxActive, n)
+	if n > m.tc.total {
+		m.fail("active visitors above TotalActiveUsers", "%d distinct visitors active, limit %d", n, m.tc.total)
+	}
+}
+
+// roomCount is the number of session records the shared state counts at
+// now, as the model has them: seen within the session, to the second,
+// plus the margin; not revoked; within the cap, which is the second of
+// admission plus the session (lower bound: a holder let in with a waiting
+// cookie reports that), or the admission plus the session rounded up to
+// the second (upper bound).
+func (m *model) roomCount(now int64) (lo, hi int) {
+	for _, x := range m.ids {
+		if x.revoked || now >= (x.lastApp/1000+1)*1000+m.session+m.margin {
+			continue
+		}
+		if m.tc.renew {
+			lo++
+			hi++
+			continue
+		}
+		if now < (x.acc/1000)*1000+m.session {
+			lo++
+		}
+		if now < ((x.acc0+m.session+999)/1000)*1000 {
+			hi++
+		}
+	}
+	return lo, hi
+}
+
+// waitingCount is the number of distinct visitors the model holds
+// waiting: their latest chance is still counted, and they were not let in.
+// bound is what several instances may count: as many times as instances
+// gave a copied or replayed cookie a chance (each counts the chance it
+// gave, as each may give one per interval), until each's count lapses,
+// and every other visitor once.
+func (m *model) waitingCount(now int64) (distinct, bound int) {
+	for id, at := range m.chances {
+		counted := slotCounted(slotOf(at), now, m.waitWindow)
+		if m.ids[id] == nil && counted {
+			distinct++
+		}
+		switch {
+		case m.copied[id]:
+			for i := range m.rooms {
+				if past := m.chanceAt[chanceKey{id, i}]; len(past) > 0 && slotCounted(slotOf(past[len(past)-1]), now, m.waitWindow) {
+					bound++
+				}
+			}
+		case m.ids[id] == nil && counted:
+			bound++
+		}
+	}
+	return distinct, bound
+}
+
+// checkSynced runs after every instance synced once.
+func (m *model) checkSynced() {
+	now := m.now()
+	for i, rm := range m.rooms {
+		s := rm.Stats()
+		if s.Active > m.tc.total {
+			m.fail("Stats().Active above TotalActiveUsers", "instance %d: %d, limit %d", i, s.Active, m.tc.total)
+		}
+		for _, c := range s.AdmittedByMinute {
+			if c.Admitted > m.tc.perMinute {
+				m.fail("Stats().AdmittedByMinute above NewUsersPerMinute", "instance %d: minute %s: %d, limit %d", i, m.rel(c.Minute.UnixMilli()), c.Admitted, m.tc.perMinute)
+			}
+		}
+	}
+	// The instance that synced last has every report.
+	s := m.rooms[m.lastSync].Stats()
+	lo, hi := m.roomCount(now)
+	if s.Active < lo || s.Active > hi {
+		m.fail("the room's active count is not the model's", "instance %d (synced last) counts %d active, the model %d to %d (%d revoked identities known)%s", m.lastSync, s.Active, lo, hi, m.revokedN(), m.explainActive(now))
+	}
+	// A revoke ends the session it was made for, and no other.
+	v := m.rooms[m.lastSync].view.Load()
+	for _, x := range v.sessions {
+		if y := m.ids[x.ID]; x.Revoked && (y == nil || !y.revoked) {
+			m.fail("a revoke ended a session the application did not revoke", "identity %s (known to the model: %v)", m.hexID(x.ID), y != nil)
+		}
+	}
+	if m.afterBurst {
+		// Once every instance synced after a burst of revokes of one
+		// session, every other session the model holds alive is counted.
+		// (Identities that replayers or cloners used are left out here:
+		// the room's count of them is checked above.)
+		m.afterBurst = false
+		times := sessionTimes{window: m.session, margin: m.margin}
+		for id, x := range m.ids {
+			if x.revoked || x.kinds&(1<<kReplayer|1<<kCloner) != 0 || now >= (x.lastApp/1000+1)*1000+m.session+m.margin ||
+				(!m.tc.renew && now >= (x.acc/1000)*1000+m.session) {
+				continue
+			}
+			if rec, ok := v.session(id); !ok || !times.alive(&rec, now) {
+				m.fail("a revoke subtracted more than once", "after a burst of revokes, the session of %s (latest request let in at %s) is not counted (record %v: %+v)", m.hexID(id), m.rel(x.lastApp), ok, rec)
+			}
+		}
+	}
+	w, bound := m.waitingCount(now)
+	if m.tc.instances == 1 {
+		bound = w
+	}
+	if s.Waiting > bound {
+		m.fail("a waiting visitor counted more than once", "instance %d (synced last) counts %d waiting; the model has %d distinct waiting visitors, %d with a copied cookie's chances on several instances",
+			m.lastSync, s.Waiting, w, bound)
+	}
+	if m.tc.instances == 1 && s.Waiting < w {
+		m.fail("waiting visitors not counted", "the room counts %d waiting, the model %d", s.Waiting, w)
+	}
+}
+
+// explainActive lists a few identities that the model and the room's
+// latest view do not agree on, with the kinds of clients that used them.
+func (m *model) explainActive(now int64) string {
+	if m.failures["the room's active count is not the model's"] >= 3 {
+		return ""
+	}
+	v := m.rooms[m.lastSync].view.Load()
+	times := sessionTimes{window: m.session, margin: m.margin}
+	out := ""
+	n := 0
+	for id, x := range m.ids {
+		modelAlive := !x.revoked && now < (x.lastApp/1000+1)*1000+m.session+m.margin &&
+			(m.tc.renew || now < ((x.acc0+m.session+999)/1000)*1000)
+		rec, ok := v.session(id)
+		roomAlive := ok && times.alive(&rec, now)
+		if modelAlive == roomAlive || n >= 3 {
+			continue
+		}
+		n++
+		var kinds []string
+		for k := kHonest; k <= kSharer; k++ {
+			if x.kinds&(1<<k) != 0 {
+				kinds = append(kinds, k.String())
+			}
+		}
+		out += fmt.Sprintf("; %s: model alive %v (let in at %s, latest request let in at %s, used by %v), room alive %v (record %v: admitted %s, seen %s)",
+			m.hexID(id), modelAlive, m.rel(x.first), m.rel(x.lastApp), kinds, roomAlive, ok, m.rel(rec.Admitted*1000), m.rel(rec.Seen*1000))
+	}
+	return out
+}
+
+func (m *model) revokedN() int {
+	n := 0
+	for _, x := range m.ids {
+		if x.revoked {
+			n++
+		}
+	}
+	return n
+}
+
+// fifoSlack is how long after a replayer or cloner group got in, in FIFO,
+// an honest browser of an older arrival minute who kept refreshing may
+// still be waiting: its next chance (a refresh interval), one more in case
+// the instance it reached had nothing left of its share, and the release
+// of a minute's admissions over the minute when the minute turns.
+func (m *model) fifoSlack() int64 { return 2*m.maxRefresh + 60_000 }
+
+// check runs at the end of a run.
+func (m *model) check() {
+	t := m.t
+	minutes := make([]int64, 0, len(m.firstByM))
+	for minute := range m.firstByM {
+		minutes = append(minutes, minute)
+	}
+	slices.Sort(minutes)
+	for _, minute := range minutes {
+		if n := m.firstByM[minute]; n > m.tc.perMinute {
+			m.fail("admissions above NewUsersPerMinute", "minute %s: %d distinct visitors first seen by the application, limit %d", m.rel(minute*60_000), n, m.tc.perMinute)
+		}
+	}
+	var admitted uint64
+	for _, rm := range m.rooms {
+		admitted += rm.Counters().Admitted
+	}
+	if m.tc.instances == 1 {
+		assert.Equal(t, uint64(len(m.ids)), admitted, "seed %d: the instance's admissions are the distinct visitors the application saw", m.seed)
+	} else {
+		assert.GreaterOrEqual(t, admitted, uint64(len(m.ids)), "seed %d: admissions", m.seed)
+	}
+	// FIFO: no replayer or cloner group gets in while an honest browser
+	// of an older minute, refreshing, waits on for longer than fifoSlack.
+	slack := m.fifoSlack()
+	for _, g := range m.groups {
+		if g.id == 0 || g.kind == kSharer {
+			continue
+		}
+		tA := g.firstAt
+		bG := m.ids[g.id].bucket
+		if tA+slack > m.end || !m.steady(FIFO, tA-m.maxRefresh-5000, tA+slack) {
+			continue
+		}
+		m.fifoGroups++
+		for _, e := range m.episodes {
+			if e.bucket >= bG || e.start > tA || (e.end != 0 && e.end <= tA) || e.interrupted {
+				continue
+			}
+			m.fifoPairs++
+			if e.admitted {
+				m.maxDelay = max(m.maxDelay, e.end-tA)
+			}
+			if (e.admitted || e.end == 0) && (e.end == 0 || e.end > tA+slack) {
+				m.fail("FIFO: a replayer or cloner group got in before an older honest browser", "%s (minute %s) got in at %s; honest client %d (minute %s, waiting since %s) %s",
+					g.name, m.rel(bG*60_000), m.rel(tA), e.client, m.rel(e.bucket*60_000), m.rel(e.start), m.episodeEnd(e))
+			}
+		}
+	}
+	groups := map[mKind][2]int{}
+	for _, g := range m.groups {
+		x := groups[g.kind]
+		x[0]++
+		if g.id != 0 {
+			x[1]++
+		}
+		groups[g.kind] = x
+	}
+	t.Logf("%d requests, %d visitors let in, %d waits; most active %d (limit %d); groups (all, let in): replayers %v, cloners %v, sharers %v; revoke bursts by size %v; honest pages after a gap within 5 s of the session %d; FIFO: %d groups let in, %d older browsers waiting then, let in at most %v later",
+		m.requests, len(m.ids), len(m.episodes), m.maxActive, m.tc.total, groups[kReplayer], groups[kCloner], groups[kSharer], m.bursts,
+		m.nearGaps, m.fifoGroups, m.fifoPairs, time.Duration(m.maxDelay)*time.Millisecond)
+	kinds := make([]string, 0, len(m.failures))
+	for k := range m.failures {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		t.Errorf("seed %d: %s: %d times", m.seed, k, m.failures[k])
+	}
+	require.Positive(t, len(m.ids), "nobody was let in")
+}
+
+func (m *model) episodeEnd(e *mEpisode) string {
+	if e.end == 0 {
+		return "was still waiting at the end"
+	}
+	return "got in at " + m.rel(e.end)
+}
