@@ -171,13 +171,19 @@ func TestOnePlaceOneAdmission(t *testing.T) {
 				ir.clk.Add(200 * time.Millisecond)
 			}
 			total := ir.admissions() - before
-			// Four minutes of five a minute, released over each minute: a
-			// slot released in a minute's last seconds may find nobody due
-			// before the run ends.
-			assert.InDelta(t, 20, total, 2, "four minutes of five a minute")
-			assert.Len(t, got["replayer"], 1, "the replayer: one place, one admission")
-			assert.Len(t, got["clones"], 1, "the clones: one place, one admission")
-			assert.Len(t, got["polite"], total-2, "every other admission is a polite visitor's")
+			// Four minutes of five a minute, never more; released over each
+			// minute, a slot released in a minute's last seconds may find
+			// nobody due before the minute ends.
+			assert.LessOrEqual(t, total, 20, "four minutes of five a minute")
+			assert.GreaterOrEqual(t, total, 15, "most of the minutes' slots are used")
+			assert.LessOrEqual(t, len(got["replayer"]), 1, "the replayer: one place, one admission at most")
+			assert.LessOrEqual(t, len(got["clones"]), 1, "the clones: one place, one admission at most")
+			if method == FIFO {
+				// Their places are older than every polite visitor's.
+				assert.Len(t, got["replayer"], 1)
+				assert.Len(t, got["clones"], 1)
+			}
+			assert.Len(t, got["polite"], total-len(got["replayer"])-len(got["clones"]), "every other admission is a polite visitor's")
 		})
 	}
 }
