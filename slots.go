@@ -96,8 +96,8 @@ func (t sessionTimes) kept(x *store.Session, now int64) bool {
 // delta is what one instance changed since its last sync.
 type delta struct {
 	sessions map[uint64]store.Session // by visitor ID
-	waiting  map[cellKey]int64       // (bucket, slot) → change
-	attempts int64                   // admission attempts (fresh visitors and due check-ins)
+	waiting  map[cellKey]int64        // (bucket, slot) → change
+	attempts int64                    // admission attempts (fresh visitors and due check-ins)
 }
 
 func newDelta() *delta {
