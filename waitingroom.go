@@ -343,7 +343,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		}
 		c = cookieState{id: id, bucket: minuteOf(now)}
 		if ch, seen := rm.chances[id]; seen {
-			c.bucket, c.lastCheckIn = ch.bucket, now // a place held by an earlier copy
+			c.bucket = ch.bucket // a place held by an earlier copy
 			fresh = false
 		}
 	} else if fresh {
