@@ -1,11 +1,12 @@
 // Package store defines the shared state of a waiting room and the Store
 // interface that keeps it.
 //
-// A room's shared state holds counters, never per-visitor records: active
-// visitors by check-in slot, waiting visitors by arrival bucket and check-in
-// slot, admissions by minute, one record per running instance and the live
-// settings. Its size grows with minutes of queue and of session, not with the
-// number of visitors.
+// A room's shared state holds one small record per admitted visitor (their
+// identity, admission, latest request, and whether the session was
+// revoked), counts of waiting visitors by arrival bucket and check-in slot,
+// admissions by minute, one record per running instance and the live
+// settings. Its size grows with the sessions and the minutes of queue, not
+// with the number of waiting visitors.
 //
 // The algorithm that reads and changes the state lives in package
 // waitingroom, once. A Store offers exactly one primitive: an atomic
