@@ -339,7 +339,9 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 				rm.join(&d, v, &pol, c, x)
 				return d, nil
 			}
-			id = rm.newID() // the successor's place is spent too
+			// The successor's place is spent too: a new visitor like
+			// one without a cookie (not remembered).
+			id, ok = rm.newID(), false
 		}
 		c = cookieState{id: id, bucket: minuteOf(now)}
 		if ch, seen := rm.chances[id]; seen {
@@ -410,8 +412,8 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		if ok {
 			// A new visitor's copies (if any) are held back by their own
 			// cookie until its first chance is due, so only a visitor who
-			// came with a cookie is remembered: a flood of requests
-			// without one costs no memory.
+			// came with a cookie that brought a place is remembered: a
+			// flood of requests without one costs no memory.
 			rm.chances[c.id] = chance{next: next, bucket: c.bucket, slot: slotOf(now)}
 		}
 	}
