@@ -219,12 +219,7 @@ func TestLimitFlags(t *testing.T) {
 		{"file total above MaxLimit", nil, "totalActiveUsers: " + over + "\n", 0, 0, "$FILE:1:19: totalActiveUsers: " + over + " is out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-demo"}, tc.args...)
-			var file string
-			if tc.file != "" {
-				file = writeFile(t, "room.yaml", tc.file)
-				args = append(args, "-config", file)
-			}
+			args, file := demoArgs(t, tc.args, tc.file)
 			o, err := parse(args, io.Discard)
 			if tc.err != "" {
 				require.ErrorIs(t, err, errUsage)
@@ -239,4 +234,17 @@ func TestLimitFlags(t *testing.T) {
 			require.NoError(t, room.Close())
 		})
 	}
+}
+
+// demoArgs returns the flags args after -demo and, when file is not
+// empty, -config with a file holding it, whose path it returns too.
+func demoArgs(t *testing.T, args []string, file string) ([]string, string) {
+	t.Helper()
+	args = append([]string{"-demo"}, args...)
+	var path string
+	if file != "" {
+		path = writeFile(t, "room.yaml", file)
+		args = append(args, "-config", path)
+	}
+	return args, path
 }

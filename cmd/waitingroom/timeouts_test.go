@@ -293,12 +293,7 @@ func TestConnectionLimitSettings(t *testing.T) {
 		{name: "header bytes not a number", file: "maxHeaderBytes: 64k\n", err: "$FILE:1:17: maxHeaderBytes: want a whole number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-demo"}, tc.args...)
-			var file string
-			if tc.file != "" {
-				file = writeFile(t, "room.yaml", tc.file)
-				args = append(args, "-config", file)
-			}
+			args, file := demoArgs(t, tc.args, tc.file)
 			o, err := parse(args, io.Discard)
 			if tc.err != "" {
 				require.ErrorIs(t, err, errUsage)
