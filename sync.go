@@ -101,9 +101,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 			// knows (merging makes a session reported twice count once).
 			dd.add(rm.mine)
 			rm.mu.Lock()
-			for _, x := range rm.known {
-				dd.session(x)
-			}
+			rm.known.each(dd.session)
 			rm.mu.Unlock()
 		}
 		if rebuilt || recover {
@@ -147,24 +145,22 @@ func (rm *Room) Sync(ctx context.Context) error {
 		rm.log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", rm.epoch, "epoch", epoch)
 	}
 	for _, b := range batches {
-		rm.mine.add(b.d)
+		// The sessions are in rm.known already.
+		for k, n := range b.d.waiting {
+			rm.mine.waiting[k] += n
+		}
 	}
 	rm.unacked = nil
-	clear(rm.mine.sessions) // rm.known has them
-	rm.mine.prune(p.now, p.times, rm.waitWindow)
+	rm.mine.prune(p.now, rm.waitWindow)
 	rm.learnRevoked(v.revoked, p.now, p.times.window+p.times.hold+p.times.margin)
 	rm.epoch = epoch
 	rm.mu.Lock()
-	for id, x := range rm.known {
-		if !p.times.kept(&x, p.now) {
-			delete(rm.known, id)
-		}
-	}
-	for id, ch := range rm.chances {
-		if ch.next <= p.now && !slotCounted(ch.slot, p.now, rm.waitWindow) {
-			delete(rm.chances, id)
-		}
-	}
+	// What the instance remembers of visitors goes by turning over, in
+	// periods as long as it must be kept: a session until none of its
+	// cookies can be presented, a chance while the count it left counts
+	// (a waiting window after the end of its check-in slot).
+	rm.known.turn(p.now, p.times.window+p.times.hold+p.times.margin)
+	rm.chances.turn(p.now, rm.waitWindow+1000*slotSeconds)
 	if g != nil {
 		g.charge(rm.inflight)
 		rm.grant = g

@@ -60,12 +60,13 @@ type Room struct {
 	offset atomic.Int64 // ms to add to Config.Now to follow the shared clock
 
 	// known is what this instance knows of sessions beyond the latest
-	// sync: those it admitted, saw or revoked since, by visitor ID, kept
-	// while the state keeps them. Under mu.
-	known map[uint64]store.Session
+	// sync: those it admitted, saw or revoked, by visitor ID, kept at
+	// least as long as the state keeps them (for a rebuild after a loss).
+	// Under mu.
+	known generations[store.Session]
 	// chances remembers, by visitor ID, the latest chance this instance
-	// gave each waiting visitor, for one waiting interval. Under mu.
-	chances map[uint64]chance
+	// gave each waiting visitor, for at least one waiting window. Under mu.
+	chances generations[chance]
 
 	// revokedIDs holds the IDs of revoked sessions (this instance's and
 	// those of the latest sync) while their records are kept, so that a
@@ -119,8 +120,8 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		hold:       c.QueueHold.Milliseconds(),
 		pending:    newDelta(),
 		mine:       newDelta(),
-		known:      map[uint64]store.Session{},
-		chances:    map[uint64]chance{},
+		known:      newGenerations[store.Session](),
+		chances:    newGenerations[chance](),
 		verified:   newVerified(max(1024, 2*int64(c.TotalActiveUsers))),
 		history:    newHistory(),
 		stop:       make(chan struct{}),
@@ -344,7 +345,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 			id, ok = rm.newID(), false
 		}
 		c = cookieState{id: id, bucket: minuteOf(now)}
-		if ch, seen := rm.chances[id]; seen {
+		if ch, seen := rm.chances.get(id); seen {
 			c.bucket = ch.bucket // a place held by an earlier copy
 			fresh = false
 		}
@@ -359,7 +360,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		// One chance per refresh interval, whichever copy of the cookie
 		// asks: a copy sent again is as early as the latest one.
 		var seen bool
-		switch ch, seen = rm.chances[c.id]; {
+		switch ch, seen = rm.chances.get(c.id); {
 		case seen && now < ch.next:
 			rm.mu.Unlock()
 			rm.tooEarly(&d, v, &pol, c, ch.next)
@@ -396,7 +397,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		x := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(&pol, now)}
 		rm.pending.session(x)
 		rm.noteLocked(x)
-		delete(rm.chances, c.id)
+		rm.chances.del(c.id)
 	} else {
 		// The next chance is due an interval after this one was due, not
 		// after the request came: a visitor a little late (the page's
@@ -414,7 +415,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 			// cookie until its first chance is due, so only a visitor who
 			// came with a cookie that brought a place is remembered: a
 			// flood of requests without one costs no memory.
-			rm.chances[c.id] = chance{next: next, bucket: c.bucket, slot: slotOf(now)}
+			rm.chances.set(c.id, chance{next: next, bucket: c.bucket, slot: slotOf(now)})
 		}
 	}
 	rm.mu.Unlock()
@@ -547,11 +548,11 @@ func sessionEnd(p *policy, acceptedAt int64) int64 {
 // noteLocked merges a report into what this instance knows of the
 // sessions. rm.mu must be held.
 func (rm *Room) noteLocked(x store.Session) {
-	if o, ok := rm.known[x.ID]; ok {
+	if o, ok := rm.known.get(x.ID); ok {
 		mergeSession(&o, x)
 		x = o
 	}
-	rm.known[x.ID] = x
+	rm.known.set(x.ID, x)
 }
 
 // lookupLocked returns what is known of the session of visitor id: the
@@ -559,7 +560,7 @@ func (rm *Room) noteLocked(x store.Session) {
 // rm.mu must be held.
 func (rm *Room) lookupLocked(v *view, id uint64) (store.Session, bool) {
 	x, found := v.session(id)
-	if k, ok := rm.known[id]; ok {
+	if k, ok := rm.known.get(id); ok {
 		if !found {
 			x = k
 		} else {
