@@ -13,7 +13,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-waitingroom/waitingroom/template"
+	"github.com/go-waitingroom/waitingroom/page"
 )
 
 // ErrInvalidConfig is wrapped by every error New returns for a Config that
@@ -209,11 +209,11 @@ type Config struct {
 	// commercial product unchanged.
 	JSONKey string
 	// Language is the language of the default page's texts and of the
-	// formatted waits, a BCP 47 tag among template.Languages(). Default
+	// formatted waits, a BCP 47 tag among page.Languages(). Default
 	// "en".
 	Language string
 	// NegotiateLanguage lets each visitor's Accept-Language choose the
-	// page's language among template.Languages(), Language being the
+	// page's language among page.Languages(), Language being the
 	// fallback. Default false.
 	NegotiateLanguage bool
 
@@ -392,8 +392,8 @@ func (c Config) normalize() (Config, error) {
 	if c.Language == "" {
 		c.Language = DefaultLanguage
 	}
-	if !template.Supported(c.Language) {
-		return c, invalid("Language %q is not one of %v", c.Language, template.Languages())
+	if !page.Supported(c.Language) {
+		return c, invalid("Language %q is not one of %v", c.Language, page.Languages())
 	}
 	if c.SyncInterval == 0 {
 		c.SyncInterval = DefaultSyncInterval

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/go-waitingroom/waitingroom/template"
+	"github.com/go-waitingroom/waitingroom/page"
 )
 
 // Percentiles of the random-queue estimate shown to visitors.
@@ -92,13 +92,13 @@ func minutes(m float64) time.Duration {
 // empty when unknown.
 func (e Estimate) Formatted() string { return e.FormattedIn(DefaultLanguage) }
 
-// FormattedIn is Formatted in the language lang (template.Languages).
+// FormattedIn is Formatted in the language lang (page.Languages).
 func (e Estimate) FormattedIn(lang string) string {
 	switch {
 	case !e.Known:
 		return ""
 	case e.P75 > 0 && e.P25 != e.P75:
-		return template.FormatWaitRange(lang, int(e.P25/time.Minute), int(e.P75/time.Minute))
+		return page.FormatWaitRange(lang, int(e.P25/time.Minute), int(e.P75/time.Minute))
 	}
-	return template.FormatWait(lang, int(e.Wait/time.Minute))
+	return page.FormatWait(lang, int(e.Wait/time.Minute))
 }

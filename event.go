@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-waitingroom/waitingroom/template"
+	"github.com/go-waitingroom/waitingroom/page"
 )
 
 // Event is a scheduled period with its own rules: a ticket sale, a
@@ -110,7 +110,7 @@ type policy struct {
 	session  int64 // ms
 	renew    bool
 	reissue  int64 // ms between re-issues of an admitted visitor's cookie
-	tmpl     *template.Template
+	tmpl     *page.Template
 	event    *Event // the event in force (pre-queue included), or nil
 	prequeue bool
 	// lottery merges the arrival minutes [lottery[0], lottery[1]) of an
@@ -183,11 +183,11 @@ func (rm *Room) countWindow(s *Settings) int64 {
 // eventTemplate returns the parsed template for src, parsing it once. Event
 // templates were validated when they were set; one that fails here (set by
 // an instance with a different version) falls back to the room's page.
-func (rm *Room) eventTemplate(src string) *template.Template {
+func (rm *Room) eventTemplate(src string) *page.Template {
 	if t, ok := rm.templates.Load(src); ok {
-		return t.(*template.Template)
+		return t.(*page.Template)
 	}
-	t, err := template.Parse(src)
+	t, err := page.Parse(src)
 	if err != nil {
 		rm.log.Error("waitingroom: an event template does not parse; using the room's page", "err", err)
 		t = rm.tmpl
@@ -197,6 +197,6 @@ func (rm *Room) eventTemplate(src string) *template.Template {
 }
 
 func parseTemplate(src string) error {
-	_, err := template.Parse(src)
+	_, err := page.Parse(src)
 	return err
 }

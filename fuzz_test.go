@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/page"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
-	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // fuzzRooms are rooms in each mode a request can meet, all named "launch"
@@ -124,7 +124,7 @@ func FuzzCheck(f *testing.F) {
 		r := newRequest()
 		d, err := rm.Check(r)
 		require.NoError(t, err)
-		require.Contains(t, []Outcome{Admitted, Waiting, Closed, Bypassed}, d.Outcome)
+		require.Contains(t, []Outcome{Admitted, Waiting, Rejected, Bypassed}, d.Outcome)
 		if d.Outcome == Waiting {
 			require.Positive(t, d.RefreshAfter)
 		}
@@ -185,7 +185,7 @@ func FuzzTemplateData(f *testing.F) {
 		}
 		defer rm.Close()
 		bit := func(i int) bool { return flags&(1<<i) != 0 }
-		d := &template.Data{
+		d := &page.Data{
 			InWaitingRoom: bit(0), WaitTimeKnown: bit(1), QueueIsFull: bit(2), QueueAll: bit(3),
 			IsFIFOQueue: bit(4), IsRandomQueue: bit(5), IsPassthroughQueue: bit(6), IsRejectQueue: bit(7),
 			IsEventActive: bit(8), IsEventPrequeueing: bit(9), ShuffleAtEventStart: bit(10),
@@ -196,9 +196,9 @@ func FuzzTemplateData(f *testing.F) {
 			TimeUntilEventStartFormatted: startFormatted, TimeUntilEventEndFormatted: endFormatted,
 		}
 
-		page, err := rm.render(rm.tmpl, d, lang, false)
+		out, err := rm.render(rm.tmpl, d, lang, false)
 		require.NoError(t, err)
-		parts := strings.SplitN(string(page), escapedSep, len(strs)+1)
+		parts := strings.SplitN(string(out), escapedSep, len(strs)+1)
 		require.Len(t, parts, len(strs)+1, "the head renders whatever follows it")
 		for i, v := range strs {
 			require.NotContains(t, parts[i], "<", "value %d unescaped", i)
@@ -209,7 +209,7 @@ func FuzzTemplateData(f *testing.F) {
 		}
 		again, err := rm.render(rm.tmpl, d, lang, false)
 		require.NoError(t, err)
-		require.Equal(t, page, again, "the cached page is the page")
+		require.Equal(t, out, again, "the cached page is the page")
 
 		// The default page with the same values carries no markup of theirs:
 		// it has as many markup characters as with harmless values (as empty
@@ -222,15 +222,15 @@ func FuzzTemplateData(f *testing.F) {
 			}
 		}
 		var hostile, harmless strings.Builder
-		require.NoError(t, template.Default().Render(&hostile, d, lang))
-		require.NoError(t, template.Default().Render(&harmless, &safe, lang))
+		require.NoError(t, page.Default().Render(&hostile, d, lang))
+		require.NoError(t, page.Default().Render(&harmless, &safe, lang))
 		for _, c := range []string{"<", ">", `"`, "'"} {
 			require.Equal(t, strings.Count(harmless.String(), c), strings.Count(hostile.String(), c), "%q in the default page", c)
 		}
 
 		body, err := rm.render(rm.tmpl, d, lang, true)
 		require.NoError(t, err)
-		var got map[string]template.Data
+		var got map[string]page.Data
 		require.NoError(t, json.Unmarshal(body, &got), "%s", body)
 		want := *d
 		for _, s := range []*string{&want.WaitTimeFormatted, &want.LastUpdated, &want.QueueingMethod,

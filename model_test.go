@@ -614,7 +614,7 @@ func (m *model) send(c *mClient, inst int, cookie, revoke string) mResp {
 		}
 		resp.refresh = int64(secs) * 1000
 	default:
-		resp.outcome = Closed
+		resp.outcome = Rejected
 	}
 	if w.Code >= 500 {
 		m.t.Errorf("seed %d: status %d", m.seed, w.Code)

@@ -121,7 +121,7 @@ func TestModes(t *testing.T) {
 		{"queue all", func(c *Config) { c.QueueAll = true }, Waiting, true, true, "not admitting"},
 		{"suspended", func(c *Config) { c.Suspended = true; c.QueueAll = true }, Bypassed, false, false, ""},
 		{"passthrough", func(c *Config) { c.QueueingMethod = Passthrough }, Admitted, true, false, ""},
-		{"reject", func(c *Config) { c.QueueingMethod = Reject }, Closed, false, false, ""},
+		{"reject", func(c *Config) { c.QueueingMethod = Reject }, Rejected, false, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTestRoom(t, tc.mutate)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-waitingroom/waitingroom/template"
+	"github.com/go-waitingroom/waitingroom/page"
 )
 
 // pageCacheSize bounds the pages kept per sync: FIFO visitors see a page
@@ -25,14 +25,14 @@ type pageCache struct {
 }
 
 type pageKey struct {
-	data template.Data
+	data page.Data
 	json bool
-	tmpl *template.Template
+	tmpl *page.Template
 	lang string
 }
 
 // render returns the page for data, as JSON or HTML.
-func (rm *Room) render(tmpl *template.Template, data *template.Data, lang string, asJSON bool) ([]byte, error) {
+func (rm *Room) render(tmpl *page.Template, data *page.Data, lang string, asJSON bool) ([]byte, error) {
 	key := pageKey{data: *data, json: asJSON, tmpl: tmpl, lang: lang}
 	c := &rm.pages
 	c.mu.Lock()
@@ -47,7 +47,7 @@ func (rm *Room) render(tmpl *template.Template, data *template.Data, lang string
 	var buf bytes.Buffer
 	var err error
 	if asJSON {
-		err = template.WriteJSON(&buf, rm.cfg.JSONKey, data)
+		err = page.WriteJSON(&buf, rm.cfg.JSONKey, data)
 	} else {
 		err = tmpl.Render(&buf, data, lang)
 	}
@@ -107,12 +107,12 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 			h.Set("Retry-After", secs)
 		}
 	}
-	asJSON := template.WantsJSON(r.Header.Get("Accept"))
+	asJSON := page.WantsJSON(r.Header.Get("Accept"))
 	tmpl := d.policy.tmpl
 	if tmpl == nil {
 		tmpl = rm.tmpl
 	}
-	page, err := rm.render(tmpl, data, lang, asJSON)
+	out, err := rm.render(tmpl, data, lang, asJSON)
 	if err != nil {
 		rm.log.Error("waitingroom: rendering the waiting page failed", "err", err)
 		rm.cfg.ErrorHandler(w, r, err)
@@ -123,26 +123,26 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 	} else {
 		h.Set("Content-Type", "text/html; charset=utf-8")
 	}
-	h.Set("Content-Length", strconv.Itoa(len(page)))
+	h.Set("Content-Length", strconv.Itoa(len(out)))
 	w.WriteHeader(status)
-	_, _ = w.Write(page)
+	_, _ = w.Write(out)
 	return false
 }
 
-// Error writes the response for an error from Check (a closed room) with
+// RespondError writes the response for an error from Check (a closed room) with
 // Config.ErrorHandler, for adapters built on Check and Respond.
-func (rm *Room) Error(w http.ResponseWriter, r *http.Request, err error) {
+func (rm *Room) RespondError(w http.ResponseWriter, r *http.Request, err error) {
 	rm.cfg.ErrorHandler(w, r, err)
 }
 
 // pageData is what the waiting page of decision d shows.
-func (rm *Room) pageData(d Decision, lang string) *template.Data {
+func (rm *Room) pageData(d Decision, lang string) *page.Data {
 	s, e := d.policy.Settings, d.Estimate
 	at := d.at
 	if at == 0 {
 		at = rm.now()
 	}
-	data := &template.Data{
+	data := &page.Data{
 		InWaitingRoom: true,
 		QueueAll:      s.QueueAll,
 		// Whole seconds: the exact moment of a sync is nothing a visitor
@@ -179,10 +179,10 @@ func (rm *Room) pageData(d Decision, lang string) *template.Data {
 		data.IsEventActive = !d.policy.prequeue
 		data.ShuffleAtEventStart = ev.ShuffleAtStart
 		data.TimeUntilEventEnd = untilEnd
-		data.TimeUntilEventEndFormatted = template.FormatWait(lang, untilEnd)
+		data.TimeUntilEventEndFormatted = page.FormatWait(lang, untilEnd)
 		if d.policy.prequeue {
 			data.TimeUntilEventStart = untilStart
-			data.TimeUntilEventStartFormatted = template.FormatWait(lang, untilStart)
+			data.TimeUntilEventStartFormatted = page.FormatWait(lang, untilStart)
 		}
 	}
 	return data
@@ -202,5 +202,5 @@ func (rm *Room) language(r *http.Request) string {
 	if !rm.cfg.NegotiateLanguage {
 		return rm.cfg.Language
 	}
-	return template.Negotiate(r.Header.Get("Accept-Language"), rm.cfg.Language)
+	return page.Negotiate(r.Header.Get("Accept-Language"), rm.cfg.Language)
 }

@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/page"
 	"github.com/go-waitingroom/waitingroom/store"
-	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // ErrClosed is returned by Check, Sync and Update after Room.Close.
@@ -32,7 +32,7 @@ type Room struct {
 	secure     bool
 	codec      *codec
 	verified   *verified // admitted cookies that opened lately
-	tmpl       *template.Template
+	tmpl       *page.Template
 	store      store.Store
 	id         string
 	log        *slog.Logger
@@ -45,7 +45,7 @@ type Room struct {
 	view      atomic.Pointer[view]
 	history   *history // one sample per historyInterval of syncs, for the admin page
 	pages     pageCache
-	templates sync.Map // event template source → *template.Template
+	templates sync.Map // event template source → *page.Template
 
 	// mu guards the grant and the pending counts. It is held for a few
 	// map updates, never across I/O.
@@ -134,8 +134,8 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		return nil, fmt.Errorf("waitingroom: cookie keys: %w", err)
 	}
 	if c.Template == "" {
-		rm.tmpl = template.Default()
-	} else if rm.tmpl, err = template.Parse(c.Template); err != nil {
+		rm.tmpl = page.Default()
+	} else if rm.tmpl, err = page.Parse(c.Template); err != nil {
 		return nil, fmt.Errorf("waitingroom: %w: Template: %w", ErrInvalidConfig, err)
 	}
 	rm.view.Store(&view{settings: c.settings()})
@@ -162,9 +162,9 @@ const (
 	Admitted Outcome = iota + 1
 	// Waiting: the visitor waits; the response is the waiting page.
 	Waiting
-	// Closed: the room rejects new visitors (QueueingMethod Reject); the
+	// Rejected: the room turns visitors away (QueueingMethod Reject); the
 	// response is the closed page, which does not refresh.
-	Closed
+	Rejected
 	// Bypassed: the room is suspended (or the store is down under
 	// FailOpen); the request goes to the application uncounted.
 	Bypassed
@@ -177,8 +177,8 @@ func (o Outcome) String() string {
 		return "admitted"
 	case Waiting:
 		return "waiting"
-	case Closed:
-		return "closed"
+	case Rejected:
+		return "rejected"
 	case Bypassed:
 		return "bypassed"
 	}
@@ -303,7 +303,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		return d, nil
 	}
 	if shut && !closed {
-		d.Outcome = Closed
+		d.Outcome = Rejected
 		return d, nil
 	}
 	held := ok && c.acceptedAt == 0 && now-c.lastCheckIn < rm.hold
@@ -508,7 +508,7 @@ func (rm *Room) admit(d *Decision, c cookieState, e *verifiedEntry, p *policy, n
 // visitor's cookie is left alone.
 func (rm *Room) shutOut(d *Decision, v *view, p *policy, c cookieState, waiting bool) {
 	if !waiting {
-		d.Outcome = Closed
+		d.Outcome = Rejected
 		return
 	}
 	rm.tooEarly(d, v, p, c, d.now+rm.cfg.RefreshInterval.Milliseconds())
@@ -740,7 +740,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := h.rm
 	d, err := rm.Check(r)
 	if err != nil {
-		rm.Error(w, r, err)
+		rm.RespondError(w, r, err)
 		return
 	}
 	if !rm.Respond(w, r, d) {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-waitingroom/waitingroom/template"
+	"github.com/go-waitingroom/waitingroom/page"
 )
 
 // response is a minimal http.ResponseWriter, reset and reused for every
@@ -94,8 +94,8 @@ func takeCookie(w *response, r *http.Request) bool {
 	return true
 }
 
-// page is what a client reads from a waiting response.
-type page struct {
+// pageView is what a client reads from a waiting response.
+type pageView struct {
 	refresh  time.Duration // Refresh header, else refreshIntervalSeconds
 	estimate Shown         // At is left to the caller
 }
@@ -105,12 +105,12 @@ type page struct {
 // ({"waitingRoom":{"waitTimeKnown":true,"waitTime":10,...}}), and the
 // Refresh header, which a browser obeys, wins over refreshIntervalSeconds.
 // It reports false for a body that is not such JSON.
-func readPage(w *response) (page, bool) {
-	var d template.Data
+func readPage(w *response) (pageView, bool) {
+	var d page.Data
 	if !decodePage(w.body, &d) {
-		return page{}, false
+		return pageView{}, false
 	}
-	pg := page{refresh: time.Duration(d.RefreshIntervalSeconds) * time.Second}
+	pg := pageView{refresh: time.Duration(d.RefreshIntervalSeconds) * time.Second}
 	if d.WaitTimeKnown {
 		pg.estimate = Shown{
 			Known: true,

@@ -524,7 +524,7 @@ func (r *run) waited(c, i int32, at int64) {
 		// A replayer keeps the first waiting cookie.
 		l.pinned = fresh && v.Kind == Replayer
 	}
-	var pg page
+	var pg pageView
 	ok := false
 	if c != i || r.o.FirstEstimateOnly && v.FirstEstimate.Known {
 		// Nothing left to read but when to come back, as a browser would:

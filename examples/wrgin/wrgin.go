@@ -40,7 +40,7 @@ func Middleware(room *waitingroom.Room) gin.HandlerFunc {
 		d, err := room.Check(c.Request)
 		if err != nil {
 			_ = c.Error(err)
-			room.Error(c.Writer, c.Request, err)
+			room.RespondError(c.Writer, c.Request, err)
 			c.Abort()
 			return
 		}
