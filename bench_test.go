@@ -115,7 +115,7 @@ func BenchmarkApplySync(b *testing.B) {
 			now := base.Clock + 1000
 			p := syncParams{now: now, id: "instance-0", settings: Settings{QueueingMethod: FIFO, TotalActiveUsers: 10000, NewUsersPerMinute: 2000},
 				times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000, syncInterval: 1000, instanceTTL: 3000}
-			p.policy = policy{Settings: p.settings}
+			p.policy = policy{Settings: p.settings, method: &fifoMethod}
 			d := newDelta()
 			for i := range 200 { // a second of check-ins at one instance
 				d.waiting[cellKey{now/60_000 - int64(i%buckets), now / 10_000}]++

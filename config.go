@@ -21,32 +21,6 @@ import (
 // AdminHandler for an unusable authenticator.
 var ErrInvalidConfig = errors.New("invalid config")
 
-// QueueingMethod selects how waiting visitors are let in.
-type QueueingMethod string
-
-// Queueing methods. The zero value means FIFO.
-const (
-	// FIFO lets visitors in in order of arrival, minute by minute.
-	FIFO QueueingMethod = "fifo"
-	// Random lets every waiting visitor race for each free slot, whatever
-	// their arrival time. Arrival buckets are still kept, so switching back
-	// to FIFO restores arrival order.
-	Random QueueingMethod = "random"
-	// Passthrough lets everyone in at once but still counts them.
-	Passthrough QueueingMethod = "passthrough"
-	// Reject shows new visitors a static "closed" page with no refresh.
-	// Admitted visitors keep their session.
-	Reject QueueingMethod = "reject"
-)
-
-func (m QueueingMethod) valid() bool {
-	switch m {
-	case FIFO, Random, Passthrough, Reject:
-		return true
-	}
-	return false
-}
-
 // CookieSameSite is the SameSite attribute of the visitor cookie.
 type CookieSameSite int
 

@@ -111,7 +111,8 @@ type policy struct {
 	renew    bool
 	reissue  int64 // ms between re-issues of an admitted visitor's cookie
 	tmpl     *page.Template
-	event    *Event // the event in force (pre-queue included), or nil
+	method   *method // what QueueingMethod does
+	event    *Event  // the event in force (pre-queue included), or nil
 	prequeue bool
 	// lottery merges the arrival minutes [lottery[0], lottery[1]) of an
 	// event's pre-queue into one bucket once it starts (ShuffleAtStart).
@@ -165,6 +166,9 @@ func (rm *Room) policyAt(s *Settings, now int64) policy {
 		break
 	}
 	p.reissue = min(time.Minute.Milliseconds(), p.session/5)
+	if p.method = p.QueueingMethod.spec(); p.method == nil {
+		p.method = &fifoMethod // settings from a newer version
+	}
 	return p
 }
 

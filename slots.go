@@ -446,7 +446,7 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 // which is never taken back; a nil grant leaves the holding as it is.
 func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, held int64) grant {
 	s := p.policy
-	if s.Suspended || s.QueueAll || s.prequeue || s.QueueingMethod == Reject || s.QueueingMethod == Passthrough {
+	if s.Suspended || s.QueueAll || s.prequeue || s.method.layout == nil {
 		return nil
 	}
 	// While more visitors wait than the minute has slots left, New Users
@@ -474,25 +474,7 @@ func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, 
 	if n == 0 {
 		return grant{}
 	}
-	if s.QueueingMethod == Random {
-		return grant{{bucket: anyBucket, n: n}}
-	}
-	// FIFO: reserve for the oldest buckets first; fresh arrivals get what
-	// is left once every waiting visitor is covered. Every instance
-	// reserves for the whole of an older bucket, not for its traffic share
-	// of it: whichever instance an older visitor reaches, no newer visitor
-	// gets in before them. What goes unused returns at the next sync.
-	g := grant{}
-	for _, b := range buckets {
-		if r := min(n, b.due); r > 0 {
-			g = append(g, grantEntry{bucket: b.bucket, n: r})
-			n -= r
-		}
-	}
-	if n > 0 {
-		g = append(g, grantEntry{bucket: anyBucket, n: n})
-	}
-	return g
+	return s.method.layout(n, buckets)
 }
 
 // mergeCells returns the cells of cs (sorted by bucket and slot) with the

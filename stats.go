@@ -80,7 +80,7 @@ func (rm *Room) Stats() Stats {
 	for _, c := range v.admitted {
 		s.AdmittedByMinute = append(s.AdmittedByMinute, MinuteCount{Minute: time.Unix(c.Key*60, 0), Admitted: int(c.N)})
 	}
-	if pol.QueueingMethod == Passthrough || pol.Suspended {
+	if pol.method.passes || pol.Suspended {
 		s.Estimate = Estimate{Known: true} // nobody waits
 	}
 	for _, b := range v.buckets {

@@ -284,7 +284,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 	// wait on a page that refreshes (and new ones take their places), so
 	// that they are there when the room opens; otherwise the page is the
 	// closed one, which does not refresh.
-	shut := pol.QueueingMethod == Reject
+	shut := pol.method.rejects
 	closed := pol.QueueAll || pol.prequeue
 	c, e, ok := rm.readCookie(r, &pol, now)
 	if ok && c.acceptedAt > 0 {
@@ -380,7 +380,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		}
 	}
 	rm.pending.attempts++
-	admit := !closed && pol.QueueingMethod == Passthrough
+	admit := !closed && pol.method.passes
 	if !closed && !admit {
 		var from int64
 		if from, admit = rm.grant.take(pol.bucket(c.bucket), fresh); admit {
@@ -443,7 +443,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 // place became (recorded as x): the same visitor, no new admission. The
 // request is a sign of life of the session. rm.mu is held, and released.
 func (rm *Room) join(d *Decision, v *view, p *policy, c cookieState, x store.Session) {
-	if p.QueueingMethod == Reject {
+	if p.method.rejects {
 		rm.mu.Unlock()
 		rm.tooEarly(d, v, p, c, d.now+rm.cfg.RefreshInterval.Milliseconds())
 		return
@@ -689,29 +689,10 @@ func (rm *Room) jitteredRefresh() int64 {
 // estimate is the wait of a visitor of bucket b as of view v under policy
 // p; a fresh visitor is behind everyone already waiting.
 func (rm *Room) estimate(v *view, p *policy, b int64, fresh bool) Estimate {
-	if p.QueueAll || p.prequeue || p.QueueingMethod == Reject {
+	if p.QueueAll || p.prequeue || p.method.estimate == nil {
 		return Estimate{}
 	}
-	b = p.bucket(b)
-	if p.QueueingMethod == Random {
-		return randomEstimate(v.perMinute, float64(v.waiting))
-	}
-	// FIFO: everyone in older buckets is ahead, and on average half of the
-	// visitor's own bucket.
-	ahead := v.waiting
-	for _, bc := range v.buckets {
-		if fresh {
-			break
-		}
-		if bc.bucket >= b {
-			ahead = bc.before
-			if bc.bucket == b {
-				ahead += bc.waiting / 2
-			}
-			break
-		}
-	}
-	return fifoEstimate(float64(ahead), v.perMinute)
+	return p.method.estimate(v, p.bucket(b), fresh)
 }
 
 // Handler returns the middleware: admitted and bypassed requests go to

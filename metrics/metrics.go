@@ -104,9 +104,7 @@ var (
 		waitingroom.StatusQueueing, waitingroom.StatusNotQueueing,
 		waitingroom.StatusEventPrequeueing, waitingroom.StatusSuspended,
 	}
-	methods = []waitingroom.QueueingMethod{
-		waitingroom.FIFO, waitingroom.Random, waitingroom.Passthrough, waitingroom.Reject,
-	}
+	methods = waitingroom.QueueingMethods()
 )
 
 type collector struct {

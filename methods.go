@@ -1,0 +1,123 @@
+package waitingroom
+
+import "slices"
+
+// QueueingMethod selects how waiting visitors are let in.
+type QueueingMethod string
+
+// Queueing methods. The zero value means FIFO.
+const (
+	// FIFO lets visitors in in order of arrival, minute by minute.
+	FIFO QueueingMethod = "fifo"
+	// Random lets every waiting visitor race for each free slot, whatever
+	// their arrival time. Arrival buckets are still kept, so switching back
+	// to FIFO restores arrival order.
+	Random QueueingMethod = "random"
+	// Passthrough lets everyone in at once but still counts them.
+	Passthrough QueueingMethod = "passthrough"
+	// Reject closes the site: new visitors get a static "closed" page with
+	// no refresh, and admitted visitors do not reach the application
+	// either (with QueueAll or a pre-queue as well, everyone waits on a
+	// page that refreshes).
+	Reject QueueingMethod = "reject"
+)
+
+// QueueingMethods returns every queueing method, in a fixed order: FIFO,
+// Random, Passthrough, Reject. It returns a new slice on every call.
+func QueueingMethods() []QueueingMethod {
+	return slices.Clone(allMethods[:])
+}
+
+var allMethods = [...]QueueingMethod{FIFO, Random, Passthrough, Reject}
+
+// method is what a queueing method does. Every method is defined here and
+// only here: the decision (Check), the grant (carve) and the estimates ask
+// the policy's method rather than test the method's name.
+type method struct {
+	// passes lets every visitor in at once, counted, without a grant.
+	passes bool
+	// rejects closes the site: nobody reaches the application.
+	rejects bool
+	// layout lays n free slots out over the buckets of waiting visitors
+	// (oldest first, with how many of each are due); nil for a method that
+	// grants no slots.
+	layout func(n int64, buckets []bucketCount) grant
+	// estimate is the wait, as of view v, of a visitor competing in bucket
+	// b; a fresh visitor is behind everyone already waiting. nil when
+	// nobody waits for a slot.
+	estimate func(v *view, b int64, fresh bool) Estimate
+}
+
+var (
+	fifoMethod = method{
+		// Reserve for the oldest buckets first; fresh arrivals get what
+		// is left once every waiting visitor is covered. Every instance
+		// reserves for the whole of an older bucket, not for its traffic
+		// share of it: whichever instance an older visitor reaches, no
+		// newer visitor gets in before them. What goes unused returns at
+		// the next sync.
+		layout: func(n int64, buckets []bucketCount) grant {
+			g := grant{}
+			for _, b := range buckets {
+				if r := min(n, b.due); r > 0 {
+					g = append(g, grantEntry{bucket: b.bucket, n: r})
+					n -= r
+				}
+			}
+			if n > 0 {
+				g = append(g, grantEntry{bucket: anyBucket, n: n})
+			}
+			return g
+		},
+		// Everyone in older buckets is ahead, and on average half of the
+		// visitor's own bucket.
+		estimate: func(v *view, b int64, fresh bool) Estimate {
+			ahead := v.waiting
+			for _, bc := range v.buckets {
+				if fresh {
+					break
+				}
+				if bc.bucket >= b {
+					ahead = bc.before
+					if bc.bucket == b {
+						ahead += bc.waiting / 2
+					}
+					break
+				}
+			}
+			return fifoEstimate(float64(ahead), v.perMinute)
+		},
+	}
+	randomMethod = method{
+		// Any waiting visitor may take any slot.
+		layout: func(n int64, _ []bucketCount) grant {
+			return grant{{bucket: anyBucket, n: n}}
+		},
+		estimate: func(v *view, _ int64, _ bool) Estimate {
+			return randomEstimate(v.perMinute, float64(v.waiting))
+		},
+	}
+	passthroughMethod = method{
+		passes: true,
+		// Nobody waits for a slot: the next request passes.
+		estimate: func(*view, int64, bool) Estimate { return Estimate{Known: true} },
+	}
+	rejectMethod = method{rejects: true}
+)
+
+// spec returns what m does, or nil for an unknown method.
+func (m QueueingMethod) spec() *method {
+	switch m {
+	case FIFO:
+		return &fifoMethod
+	case Random:
+		return &randomMethod
+	case Passthrough:
+		return &passthroughMethod
+	case Reject:
+		return &rejectMethod
+	}
+	return nil
+}
+
+func (m QueueingMethod) valid() bool { return m.spec() != nil }
