@@ -129,9 +129,6 @@ func eventsAt(events []Event, t time.Time) (current *Event, prequeue bool, next 
 	return nil, false, nil
 }
 
-// Name returns the room's name, Config.Name. It is safe for concurrent use.
-func (rm *Room) Name() string { return rm.cfg.Name }
-
 // Admin API limits.
 const (
 	// maxSettingsBody is the largest PATCH /settings body, in bytes.

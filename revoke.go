@@ -121,41 +121,6 @@ func (rm *Room) revoke(w http.ResponseWriter, c cookieState) {
 	})
 }
 
-// Counters are running totals of what this instance did since New. They
-// are for metrics; read them with Room.Counters.
-type Counters struct {
-	// Admitted counts visitors let in (first admissions, not requests).
-	Admitted uint64 `json:"admitted"`
-	// Queued counts visitors who joined the queue (their first waiting
-	// response).
-	Queued uint64 `json:"queued"`
-	// Revoked counts sessions the application ended (Revoke or the
-	// command header).
-	Revoked uint64 `json:"revoked"`
-	// Bypassed counts requests that a bypass rule let through.
-	Bypassed uint64 `json:"bypassed"`
-	// Syncs and SyncErrors count syncs attempted and failed.
-	Syncs      uint64 `json:"syncs"`
-	SyncErrors uint64 `json:"syncErrors"`
-	// LastSyncSeconds is how long the latest sync took, in seconds.
-	LastSyncSeconds float64 `json:"lastSyncSeconds"`
-}
-
-// Counters returns this instance's running totals. It does no I/O and is
-// safe for concurrent use.
-func (rm *Room) Counters() Counters {
-	c := &rm.counters
-	return Counters{
-		Admitted:        c.admitted.Load(),
-		Queued:          c.queued.Load(),
-		Revoked:         c.revoked.Load(),
-		Bypassed:        c.bypassed.Load(),
-		Syncs:           c.syncs.Load(),
-		SyncErrors:      c.syncErrors.Load(),
-		LastSyncSeconds: float64(c.syncNanos.Load()) / 1e9,
-	}
-}
-
 // learnRevoked adds the revoked sessions of the latest sync to those this
 // instance refuses, and forgets those whose records are gone by now (Unix
 // ms): their cookies would not let anyone in any more.

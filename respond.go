@@ -204,3 +204,62 @@ func (rm *Room) language(r *http.Request) string {
 	}
 	return page.Negotiate(r.Header.Get("Accept-Language"), rm.cfg.Language)
 }
+
+// Handler returns the middleware: admitted and bypassed requests go to
+// next, with the ticket in their context (TicketFromContext); everyone else
+// gets the waiting page, as HTML or, for clients that ask for JSON only,
+// as JSON. The method value is the middleware: chi's r.Use(room.Handler)
+// works as it is.
+//
+// The application ends an admitted visitor's session, freeing their slot
+// at once, with the response header "Waiting-Room-Command: revoke" (which
+// Handler removes before the response leaves) or by calling Revoke with the
+// request's context, in both cases before the response is written.
+func (rm *Room) Handler(next http.Handler) http.Handler {
+	return &handler{rm: rm, next: next}
+}
+
+// handler is the middleware of Handler. Its ServeHTTP is a method rather
+// than a closure so that it is compiled here, where the request copy of
+// WithContext is known to stay on the stack, and not inlined into callers.
+type handler struct {
+	rm   *Room
+	next http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rm := h.rm
+	d, err := rm.Check(r)
+	if err != nil {
+		rm.RespondError(w, r, err)
+		return
+	}
+	if !rm.Respond(w, r, d) {
+		return
+	}
+	if d.Outcome != Admitted {
+		// Bypassed: the command header is the room's, never the
+		// client's, whatever the application sends.
+		rw := &revokeWriter{ResponseWriter: w, rm: rm, bypassed: true}
+		h.next.ServeHTTP(rw, r)
+		rw.commit()
+		return
+	}
+	// One allocation for the request carrying the ticket, its context and
+	// the writer that watches for a revoke. WithContext is inlined, so its
+	// own copy of r stays on the stack.
+	a := &admittedRequest{
+		ctx: ticketCtx{Context: r.Context(), t: d.Ticket},
+		rw:  revokeWriter{ResponseWriter: w, rm: rm, state: d.state},
+	}
+	a.ctx.rw = &a.rw
+	a.req = *r.WithContext(&a.ctx)
+	h.next.ServeHTTP(&a.rw, &a.req)
+	a.rw.commit()
+}
+
+type admittedRequest struct {
+	req http.Request
+	ctx ticketCtx
+	rw  revokeWriter
+}

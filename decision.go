@@ -1,0 +1,118 @@
+package waitingroom
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Outcome is what a Decision lets a request do.
+type Outcome int
+
+// String returns the outcome's name.
+func (o Outcome) String() string {
+	switch o {
+	case Admitted:
+		return "admitted"
+	case Waiting:
+		return "waiting"
+	case Rejected:
+		return "rejected"
+	case Bypassed:
+		return "bypassed"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Ticket is what an admitted visitor holds.
+type Ticket struct {
+	// ID identifies the visitor: random, drawn at their first request and
+	// kept from the queue into the session. Every holder of a copy of the
+	// visitor's cookie has the same ID, and is counted as this one
+	// visitor; a visitor back after their session ended has a new one.
+	ID uint64
+	// Bucket is the minute of the visitor's first request: their place in
+	// the queue.
+	Bucket time.Time
+	// AcceptedAt is when the visitor was let in.
+	AcceptedAt time.Time
+}
+
+// Decision is the room's verdict on one request, made by Check without
+// writing anything. Pass it to Respond to write its effect.
+type Decision struct {
+	Outcome Outcome
+	// Ticket is set when Outcome is Admitted.
+	Ticket Ticket
+	// Estimate is the visitor's wait estimate when Outcome is Waiting.
+	Estimate Estimate
+	// RefreshAfter is how long a waiting visitor must wait before the next
+	// request that gets a chance.
+	RefreshAfter time.Duration
+
+	cookie string      // new cookie value to set; "" leaves the visitor's alone
+	state  cookieState // the admitted visitor's cookie, for Revoke
+	policy policy      // what governed the decision
+	at     int64       // Unix ms the view behind the estimate was taken
+	now    int64       // Unix ms of the decision
+}
+
+// Pass reports whether the request may go on to the application.
+func (d Decision) Pass() bool { return d.Outcome == Admitted || d.Outcome == Bypassed }
+
+type ticketKey struct{}
+
+// ticketCtx carries a ticket inline: one allocation, where
+// context.WithValue would take two (the context and the boxed ticket).
+// Within Handler it also carries the writer that Revoke uses.
+type ticketCtx struct {
+	context.Context
+	t  Ticket
+	rw *revokeWriter
+}
+
+func (c *ticketCtx) Value(key any) any {
+	if _, ok := key.(ticketKey); ok {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// Context returns parent carrying the decision's ticket when the visitor is
+// admitted, for TicketFromContext; otherwise parent itself. Revoke does not
+// work in such a context: use Handler, or the response header
+// Waiting-Room-Command: revoke with Handler.
+func (d Decision) Context(parent context.Context) context.Context {
+	if d.Outcome != Admitted {
+		return parent
+	}
+	return &ticketCtx{Context: parent, t: d.Ticket}
+}
+
+// TicketFromContext returns the ticket of the admitted visitor whose
+// request ctx belongs to. ok is false outside Room.Handler or for requests
+// that were not admitted (bypassed ones included).
+func TicketFromContext(ctx context.Context) (Ticket, bool) {
+	if c, ok := ctx.Value(ticketKey{}).(*ticketCtx); ok {
+		return c.t, true
+	}
+	return Ticket{}, false
+}
+
+// ticket is the Ticket of an admitted cookie.
+func (c *cookieState) ticket() Ticket {
+	return Ticket{ID: c.id, Bucket: time.Unix(c.bucket*60, 0), AcceptedAt: time.UnixMilli(c.acceptedAt)}
+}
+
+const (
+	// Admitted: the visitor has a slot; the request goes to the application.
+	Admitted Outcome = iota + 1
+	// Waiting: the visitor waits; the response is the waiting page.
+	Waiting
+	// Rejected: the room turns visitors away (QueueingMethod Reject); the
+	// response is the closed page, which does not refresh.
+	Rejected
+	// Bypassed: the room is suspended (or the store is down under
+	// FailOpen); the request goes to the application uncounted.
+	Bypassed
+)

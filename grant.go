@@ -1,0 +1,143 @@
+package waitingroom
+
+import (
+	"cmp"
+	"math"
+	"slices"
+)
+
+// grantEntry is a number of admissions reserved for visitors of bucket (or
+// of any bucket).
+type grantEntry struct {
+	bucket int64
+	n      int64
+}
+
+// grant is what an instance may admit until its next sync, sorted by
+// bucket, oldest first. It is used under Room.mu.
+type grant []grantEntry
+
+func (g grant) total() int64 {
+	var n int64
+	for _, e := range g {
+		n += e.n
+	}
+	return n
+}
+
+// take consumes one admission for a visitor of bucket b; fresh visitors
+// (no place in the queue yet) may only take the anyBucket entry. A queued
+// visitor takes from their own bucket first, then from the newest entries
+// down to their own: an older visitor may take a newer visitor's slot,
+// never the other way round.
+// It reports the bucket of the entry it took from.
+func (g grant) take(b int64, fresh bool) (int64, bool) {
+	if !fresh {
+		if i, ok := slices.BinarySearchFunc(g, b, func(e grantEntry, b int64) int { return cmp.Compare(e.bucket, b) }); ok && g[i].n > 0 {
+			g[i].n--
+			return g[i].bucket, true
+		}
+	}
+	for i := len(g) - 1; i >= 0 && g[i].bucket >= b; i-- {
+		if fresh && g[i].bucket != anyBucket {
+			break
+		}
+		if g[i].n > 0 {
+			g[i].n--
+			return g[i].bucket, true
+		}
+	}
+	return 0, false
+}
+
+// keep returns what of g to keep using while a sync is in flight: up to n
+// admissions, from the newest entries (fresh arrivals first). g itself is
+// left as it was.
+func (g grant) keep(n int64) grant {
+	var k grant
+	for i := len(g) - 1; i >= 0 && n > 0; i-- {
+		if m := min(n, g[i].n); m > 0 {
+			k = append(k, grantEntry{bucket: g[i].bucket, n: m})
+			n -= m
+		}
+	}
+	slices.Reverse(k)
+	return k
+}
+
+// charge takes from g the admissions made from entries of the given
+// buckets while g was being carved: from the same entry where it can, else
+// from the newest ones.
+func (g grant) charge(used map[int64]int64) {
+	var rest int64
+	for b, n := range used {
+		if i, ok := slices.BinarySearchFunc(g, b, func(e grantEntry, b int64) int { return cmp.Compare(e.bucket, b) }); ok {
+			k := min(n, g[i].n)
+			g[i].n -= k
+			n -= k
+		}
+		rest += n
+	}
+	for i := len(g) - 1; i >= 0 && rest > 0; i-- {
+		k := min(rest, g[i].n)
+		g[i].n -= k
+		rest -= k
+	}
+}
+
+// carve sizes this instance's grant: its share of the free slots, never
+// more than what the other instances' grants leave, and lays it out over
+// the buckets. The grant includes what the instance still holds (held),
+// which is never taken back; a nil grant leaves the holding as it is.
+func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, held int64) grant {
+	s := p.policy
+	if s.Suspended || s.QueueAll || s.prequeue || s.method.layout == nil {
+		return nil
+	}
+	// While more visitors wait than the minute has slots left, New Users
+	// Per Minute is released over the minute, so slots come free all along
+	// it rather than in a burst at its start (a burst favours whoever
+	// checks in first). Otherwise every waiting visitor can be covered at
+	// once and the rest goes to fresh arrivals.
+	//
+	// The release paces this instance's share only. The limits bound what
+	// all instances hold together: grants that others still hold from the
+	// minute before count against this minute's limit, not against its
+	// release, or they would hold up the first seconds of every minute
+	// until the visitors they are reserved for come by.
+	limit := int64(s.NewUsersPerMinute)
+	target := limit
+	if v.waiting >= target-v.admittedThisMinute {
+		into := float64(p.now-minuteOf(p.now)*60_000+p.syncInterval) / 60_000
+		target = min(target, int64(math.Ceil(float64(s.NewUsersPerMinute)*into)))
+	}
+	room := int64(s.TotalActiveUsers) - v.active
+	free := max(0, min(room, limit-v.admittedThisMinute))
+	paced := max(0, min(room, target-v.admittedThisMinute))
+	extra := min(max(0, free-others-held), max(0, int64(math.Ceil(float64(paced)*share))-held))
+	n := held + extra
+	if n == 0 {
+		return grant{}
+	}
+	return s.method.layout(n, buckets)
+}
+
+// reserveBuckets maps the waiting buckets through the policy (an event's
+// shuffled pre-queue counts as one bucket) and merges those that map to
+// the same one. It returns the input when nothing maps.
+func reserveBuckets(bs []bucketCount, p *policy) []bucketCount {
+	if p.lottery[1] == 0 {
+		return bs
+	}
+	out := make([]bucketCount, 0, len(bs))
+	for _, b := range bs {
+		b.bucket = p.bucket(b.bucket)
+		if n := len(out); n > 0 && out[n-1].bucket == b.bucket {
+			out[n-1].waiting += b.waiting
+			out[n-1].due += b.due
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}

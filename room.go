@@ -1,0 +1,163 @@
+package waitingroom
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// Name returns the room's name, Config.Name. It is safe for concurrent use.
+func (rm *Room) Name() string { return rm.cfg.Name }
+
+// ErrClosed is returned by Check, Sync and Update after Room.Close.
+var ErrClosed = errors.New("waitingroom: room is closed")
+
+// Room is a virtual waiting room. Create it with New; it is safe for
+// concurrent use by any number of goroutines.
+type Room struct {
+	cfg        Config
+	cookieName string
+	sameSite   http.SameSite
+	secure     bool
+	codec      *codec
+	verified   *verified // admitted cookies that opened lately
+	tmpl       *page.Template
+	store      store.Store
+	id         string
+	log        *slog.Logger
+	configHash uint64
+	session    int64 // SessionDuration in ms
+	hold       int64 // QueueHold in ms
+	waitWindow int64 // ms a waiting visitor counts after a check-in
+	lateness   int64 // ms a waiting visitor may be late and keep their pace
+
+	view      atomic.Pointer[view]
+	history   *history // one sample per historyInterval of syncs, for the admin page
+	pages     pageCache
+	templates sync.Map // event template source → *page.Template
+
+	// mu guards the grant and the pending counts. It is held for a few
+	// map updates, never across I/O.
+	mu      sync.Mutex
+	grant   grant
+	pending *delta
+	// inflight counts, by grant entry, the admissions taken while a sync
+	// is in flight; they are charged to the grant the sync brings. nil
+	// when no sync is in flight.
+	inflight map[int64]int64
+
+	offset atomic.Int64 // ms to add to Config.Now to follow the shared clock
+
+	// known is what this instance knows of sessions beyond the latest
+	// sync: those it admitted, saw or revoked, by visitor ID, kept at
+	// least as long as the state keeps them (for a rebuild after a loss).
+	// Under mu.
+	known generations[store.Session]
+	// chances remembers, by visitor ID, the latest chance this instance
+	// gave each waiting visitor, for at least one waiting window. Under mu.
+	chances generations[chance]
+
+	// revokedIDs holds the IDs of revoked sessions (this instance's and
+	// those of the latest sync) while their records are kept, so that a
+	// copy of a revoked cookie is a new visitor wherever it is sent.
+	// revokedN is its length, read without a lock on every admitted
+	// request.
+	revokedIDs sync.Map // uint64 → Unix ms it stops mattering
+	revokedN   atomic.Int64
+
+	counters struct {
+		admitted, queued, revoked, bypassed, syncs, syncErrors atomic.Uint64
+		syncNanos                                              atomic.Int64
+	}
+
+	syncMu   sync.Mutex // serializes syncs
+	epoch    uint64     // the state epoch of the latest sync; under syncMu
+	mine     *delta     // this instance's counts over the last session; under syncMu
+	seq      uint64     // the latest sync's sequence number; under syncMu
+	unacked  []batch    // counts of syncs not known to have been applied; under syncMu
+	outage   bool       // the latest sync failed; under syncMu
+	healthy  atomic.Bool
+	closed   atomic.Bool
+	stop     chan struct{}
+	loopDone chan struct{}
+}
+
+// New validates cfg and returns a Room keeping its shared state in st.
+// It returns an error wrapping ErrInvalidConfig for a Config that cannot
+// work, and never fails later for that reason. Unless cfg.SyncInterval is
+// negative, New starts the background sync (the first one at once); call
+// Close to stop it. New does no store I/O itself.
+func New(cfg Config, st store.Store) (*Room, error) {
+	if st == nil {
+		return nil, invalid("store is nil")
+	}
+	c, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	c.Keys = append([][]byte(nil), c.Keys...)
+	rm := &Room{
+		cfg:        c,
+		cookieName: c.CookieName + "_" + c.Name,
+		sameSite:   c.sameSite(),
+		secure:     c.secure(),
+		store:      st,
+		id:         randomID(),
+		log:        c.Logger.With("room", c.Name),
+		configHash: func() uint64 { s := c.settings(); return s.hash() }(),
+		session:    c.SessionDuration.Milliseconds(),
+		hold:       c.QueueHold.Milliseconds(),
+		pending:    newDelta(),
+		mine:       newDelta(),
+		known:      newGenerations[store.Session](),
+		chances:    newGenerations[chance](),
+		verified:   newVerified(max(1024, 2*int64(c.TotalActiveUsers))),
+		history:    newHistory(),
+		stop:       make(chan struct{}),
+		loopDone:   make(chan struct{}),
+	}
+	maxRefresh := float64(c.RefreshInterval) * (1 + c.RefreshJitter)
+	rm.waitWindow = 2 * time.Duration(maxRefresh).Milliseconds()
+	rm.lateness = c.RefreshInterval.Milliseconds() / 2
+	if rm.codec, err = newCodec(c.Keys, rm.cookieName); err != nil {
+		return nil, fmt.Errorf("waitingroom: cookie keys: %w", err)
+	}
+	if c.Template == "" {
+		rm.tmpl = page.Default()
+	} else if rm.tmpl, err = page.Parse(c.Template); err != nil {
+		return nil, fmt.Errorf("waitingroom: %w: Template: %w", ErrInvalidConfig, err)
+	}
+	rm.view.Store(&view{settings: c.settings()})
+	rm.healthy.Store(true)
+	if c.SyncInterval > 0 {
+		go rm.loop()
+	} else {
+		close(rm.loopDone)
+	}
+	return rm, nil
+}
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// newID draws a visitor identity: random, never 0.
+func (rm *Room) newID() uint64 {
+	for {
+		if id := mrand.Uint64(); id != 0 {
+			return id
+		}
+	}
+}
