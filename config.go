@@ -17,8 +17,8 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by every error New returns for a Config that
-// cannot work, by Room.Update for invalid Settings, and by BearerToken and
-// AdminHandler for an unusable authenticator.
+// cannot work, by Room.Update and Settings.Validate for invalid Settings,
+// and by the admin package for an unusable authenticator or token.
 var ErrInvalidConfig = errors.New("invalid config")
 
 // CookieSameSite is the SameSite attribute of the visitor cookie.
@@ -240,6 +240,11 @@ type Settings struct {
 	// Events are the scheduled events, sorted by start; no two overlap.
 	Events []Event `json:"events,omitempty"`
 }
+
+// Validate reports whether Room.Update would accept s: nil, or an error
+// wrapping ErrInvalidConfig that says what is wrong. It sorts s.Events by
+// start, in place.
+func (s *Settings) Validate() error { return s.validate() }
 
 // validate checks s and sorts its events.
 func (s *Settings) validate() error {

@@ -37,6 +37,9 @@ type Stats struct {
 	// Synced is the time of the latest successful sync; zero before the
 	// first one.
 	Synced time.Time
+	// Now is the room's clock when the snapshot was taken: Config.Now,
+	// aligned to the clock the instances share.
+	Now time.Time
 }
 
 // MinuteCount is a number of admissions in one minute.
@@ -70,6 +73,7 @@ func (rm *Room) Stats() Stats {
 	if v.at != 0 {
 		s.Synced = time.UnixMilli(v.at)
 	}
+	s.Now = time.UnixMilli(now)
 	// Callers get their own copies of what the view shares.
 	s.Settings.Events = slices.Clone(s.Settings.Events)
 	s.InForce.Events = s.Settings.Events
@@ -122,4 +126,45 @@ func (rm *Room) Counters() Counters {
 		SyncErrors:      c.syncErrors.Load(),
 		LastSyncSeconds: float64(c.syncNanos.Load()) / 1e9,
 	}
+}
+
+// RoomStatus is the state of a room as the admin API and the metrics report
+// it.
+type RoomStatus string
+
+// Room statuses.
+const (
+	// StatusNotQueueing: a visitor arriving now would be let straight in.
+	StatusNotQueueing RoomStatus = "not_queueing"
+	// StatusQueueing: a visitor arriving now would not be let straight in.
+	// Visitors are waiting, the room is full (TotalActiveUsers or
+	// NewUsersPerMinute reached), QueueAll is set, or the queueing method
+	// is Reject (new visitors are turned away).
+	StatusQueueing RoomStatus = "queueing"
+	// StatusEventPrequeueing: the pre-queue of a scheduled event is open
+	// (Event.PrequeueStart); every new visitor waits for its start.
+	StatusEventPrequeueing RoomStatus = "event_prequeueing"
+	// StatusSuspended: the room is suspended (Settings.Suspended); every
+	// request goes straight to the application.
+	StatusSuspended RoomStatus = "suspended"
+)
+
+// Status returns the room's status as of the snapshot s: the scheduled
+// event in force, if any, applies (its pre-queue, its limits, its
+// queueing method).
+func (s Stats) Status() RoomStatus {
+	set := s.InForce
+	switch {
+	case set.Suspended:
+		return StatusSuspended
+	case s.Prequeueing && set.QueueingMethod != Reject:
+		return StatusEventPrequeueing
+	case set.QueueAll, set.QueueingMethod == Reject:
+		return StatusQueueing
+	case set.QueueingMethod == Passthrough:
+		return StatusNotQueueing
+	case s.Waiting > 0, s.Active >= set.TotalActiveUsers, s.AdmittedThisMinute >= set.NewUsersPerMinute:
+		return StatusQueueing
+	}
+	return StatusNotQueueing
 }

@@ -9,22 +9,23 @@ import (
 	"strings"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/admin"
 )
 
 // serveAdmin serves the room's admin API and status page, and /metrics, on
 // their own address, all behind the bearer token, with the connection
 // limits of the public address. Serve errors go to errc.
 func serveAdmin(addr, token string, room *waitingroom.Room, limits connLimits, log *slog.Logger, errc chan<- error) (*http.Server, string, error) {
-	auth, err := waitingroom.BearerToken(token)
+	auth, err := admin.BearerToken(token)
 	if err != nil {
 		return nil, "", err
 	}
-	admin, err := room.AdminHandler(auth)
+	ah, err := admin.Handler(room, auth)
 	if err != nil {
 		return nil, "", err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/", admin)
+	mux.Handle("/", ah)
 	mux.Handle("/metrics", metricsHandler(auth, room))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -43,7 +44,7 @@ func serveAdmin(addr, token string, room *waitingroom.Room, limits connLimits, l
 // (version 0.0.4). It carries the figures of the metrics module's
 // collector that a scrape of one process needs; a Go service embedding the
 // room registers that collector instead.
-func metricsHandler(auth waitingroom.Authenticator, room *waitingroom.Room) http.Handler {
+func metricsHandler(auth admin.Authenticator, room *waitingroom.Room) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !auth(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="waitingroom"`)

@@ -1,4 +1,4 @@
-package waitingroom_test
+package admin_test
 
 import (
 	"context"

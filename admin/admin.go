@@ -1,6 +1,14 @@
-package waitingroom
+// Package admin serves a room's admin API and status page, for operators:
+// the figures of the whole room as JSON, the last hour's history, and the
+// live settings, which PATCH /settings changes for every instance. It is
+// built on the Room's public surface (Stats, History, Counters, Update), so
+// it runs beside any room, on any mux, behind an Authenticator that it
+// refuses to do without.
+package admin
 
 import (
+	"github.com/go-waitingroom/waitingroom"
+
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
@@ -18,11 +26,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
-// Authenticator decides whether a request to the admin API (Room.AdminHandler)
+// Authenticator decides whether a request to the admin API (Handler)
 // comes from an operator. It is called first for every admin request;
 // false answers 401 and nothing else happens. It must be safe for
 // concurrent use. BearerToken returns one; any other scheme (an SSO
@@ -36,17 +43,17 @@ const MinBearerTokenLen = 16
 // exactly one "Authorization: Bearer <token>" header with this token (the
 // scheme is case-insensitive, as HTTP says). The comparison takes the same
 // time whatever the presented token is, its length included. It returns an
-// error wrapping ErrInvalidConfig for a token shorter than
+// error wrapping waitingroom.ErrInvalidConfig for a token shorter than
 // MinBearerTokenLen bytes or one containing spaces, control or non-ASCII
 // characters, which a header cannot carry reliably. Use a long random
 // token, the same on every instance; there is no default.
 func BearerToken(token string) (Authenticator, error) {
 	if len(token) < MinBearerTokenLen {
-		return nil, fmt.Errorf("waitingroom: %w: the bearer token is %d bytes; it must be at least %d", ErrInvalidConfig, len(token), MinBearerTokenLen)
+		return nil, fmt.Errorf("waitingroom: %w: the bearer token is %d bytes; it must be at least %d", waitingroom.ErrInvalidConfig, len(token), MinBearerTokenLen)
 	}
 	for i := 0; i < len(token); i++ {
 		if c := token[i]; c <= ' ' || c > '~' {
-			return nil, fmt.Errorf("waitingroom: %w: the bearer token must be printable ASCII without spaces", ErrInvalidConfig)
+			return nil, fmt.Errorf("waitingroom: %w: the bearer token must be printable ASCII without spaces", waitingroom.ErrInvalidConfig)
 		}
 	}
 	want := sha256.Sum256([]byte(token))
@@ -64,52 +71,11 @@ func BearerToken(token string) (Authenticator, error) {
 	}, nil
 }
 
-// RoomStatus is the state of a room as the admin API and the metrics report
-// it.
-type RoomStatus string
-
-// Room statuses.
-const (
-	// StatusNotQueueing: a visitor arriving now would be let straight in.
-	StatusNotQueueing RoomStatus = "not_queueing"
-	// StatusQueueing: a visitor arriving now would not be let straight in.
-	// Visitors are waiting, the room is full (TotalActiveUsers or
-	// NewUsersPerMinute reached), QueueAll is set, or the queueing method
-	// is Reject (new visitors are turned away).
-	StatusQueueing RoomStatus = "queueing"
-	// StatusEventPrequeueing: the pre-queue of a scheduled event is open
-	// (Event.PrequeueStart); every new visitor waits for its start.
-	StatusEventPrequeueing RoomStatus = "event_prequeueing"
-	// StatusSuspended: the room is suspended (Settings.Suspended); every
-	// request goes straight to the application.
-	StatusSuspended RoomStatus = "suspended"
-)
-
-// Status returns the room's status as of the snapshot s: the scheduled
-// event in force, if any, applies (its pre-queue, its limits, its
-// queueing method).
-func (s Stats) Status() RoomStatus {
-	set := s.InForce
-	switch {
-	case set.Suspended:
-		return StatusSuspended
-	case s.Prequeueing && set.QueueingMethod != Reject:
-		return StatusEventPrequeueing
-	case set.QueueAll, set.QueueingMethod == Reject:
-		return StatusQueueing
-	case set.QueueingMethod == Passthrough:
-		return StatusNotQueueing
-	case s.Waiting > 0, s.Active >= set.TotalActiveUsers, s.AdmittedThisMinute >= set.NewUsersPerMinute:
-		return StatusQueueing
-	}
-	return StatusNotQueueing
-}
-
 // eventsAt returns the event in force at t (its pre-queue included) and
 // whether it is in its pre-queue, else the next event to open after t.
 // events are sorted and do not overlap (Settings.validate). A zero t finds
 // nothing.
-func eventsAt(events []Event, t time.Time) (current *Event, prequeue bool, next *Event) {
+func eventsAt(events []waitingroom.Event, t time.Time) (current *waitingroom.Event, prequeue bool, next *waitingroom.Event) {
 	if t.IsZero() {
 		return nil, false, nil
 	}
@@ -131,28 +97,28 @@ func eventsAt(events []Event, t time.Time) (current *Event, prequeue bool, next 
 
 // Admin API limits.
 const (
+	// historyInterval and historyWindow are the spacing and the reach of
+	// Room.History, which GET /history reports.
+	historyInterval = 10 * time.Second
+	historyWindow   = time.Hour
 	// maxSettingsBody is the largest PATCH /settings body, in bytes.
 	maxSettingsBody = 64 << 10
-	// historyInterval is the spacing of the history samples.
-	historyInterval = 10 * time.Second
-	// historyWindow is how far back the history goes.
-	historyWindow = time.Hour
 )
 
-//go:embed admin/status.html
+//go:embed status.html
 var adminPageSource string
 
 var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 
-// AdminHandler returns the room's admin API and status page, for operators.
+// Handler returns the room's admin API and status page, for operators.
 // It refuses to be built without an Authenticator: auth nil returns an
-// error wrapping ErrInvalidConfig. Mount it anywhere, for example:
+// error wrapping waitingroom.ErrInvalidConfig. Mount it anywhere, for example:
 //
-//	auth, err := waitingroom.BearerToken(os.Getenv("ADMIN_TOKEN"))
+//	auth, err := admin.BearerToken(os.Getenv("ADMIN_TOKEN"))
 //	...
-//	admin, err := room.AdminHandler(auth)
+//	h, err := admin.Handler(room, auth)
 //	...
-//	mux.Handle("/admin/", http.StripPrefix("/admin", admin))
+//	mux.Handle("/admin/", http.StripPrefix("/admin", h))
 //
 // Paths, relative to the mount point:
 //
@@ -166,7 +132,7 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 //	                 this instance's counters
 //	GET   /history   the last hour as JSON: a sample of active and waiting
 //	                 visitors every 10 seconds, admissions by minute
-//	GET   /settings  the live Settings as JSON
+//	GET   /settings  the live waitingroom.Settings as JSON
 //	PATCH /settings  change them: a JSON object (Content-Type
 //	                 application/json, at most 64 KiB) with any of
 //	                 queueingMethod, totalActiveUsers, newUsersPerMinute,
@@ -186,17 +152,17 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 // authenticates the browser (an SSO proxy adding the header, or an
 // Authenticator that accepts your session cookie).
 //
-// The history is kept by the room, in memory (under 20 KB), one sample per
-// 10 s of syncs. The handler is safe for concurrent use.
-func (rm *Room) AdminHandler(auth Authenticator) (http.Handler, error) {
+// The history is the room's (Room.History), in memory (under 20 KB), one
+// sample per 10 s of syncs. The handler is safe for concurrent use.
+func Handler(rm *waitingroom.Room, auth Authenticator) (http.Handler, error) {
 	if auth == nil {
-		return nil, fmt.Errorf("waitingroom: %w: AdminHandler needs an Authenticator (see BearerToken)", ErrInvalidConfig)
+		return nil, fmt.Errorf("waitingroom: %w: admin.Handler needs an Authenticator (see BearerToken)", waitingroom.ErrInvalidConfig)
 	}
 	return &admin{rm: rm, auth: auth, cop: http.NewCrossOriginProtection()}, nil
 }
 
 type admin struct {
-	rm   *Room
+	rm   *waitingroom.Room
 	auth Authenticator
 	cop  *http.CrossOriginProtection
 }
@@ -250,19 +216,19 @@ func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // adminStatus is the body of GET /status.
 type adminStatus struct {
-	Room               string        `json:"room"`
-	Status             RoomStatus    `json:"status"`
-	Active             int           `json:"active"`
-	Waiting            int           `json:"waiting"`
-	AdmittedThisMinute int           `json:"admittedThisMinute"`
-	OutflowPerMinute   float64       `json:"outflowPerMinute"`
-	EstimatedWait      adminEstimate `json:"estimatedWait"`
-	Queue              []adminBucket `json:"queue"`
-	Settings           Settings      `json:"settings"`
-	Instances          int           `json:"instances"`
-	LastSync           *time.Time    `json:"lastSync"`
-	NextEvent          *adminEvent   `json:"nextEvent"`
-	Counters           Counters      `json:"counters"`
+	Room               string                 `json:"room"`
+	Status             waitingroom.RoomStatus `json:"status"`
+	Active             int                    `json:"active"`
+	Waiting            int                    `json:"waiting"`
+	AdmittedThisMinute int                    `json:"admittedThisMinute"`
+	OutflowPerMinute   float64                `json:"outflowPerMinute"`
+	EstimatedWait      adminEstimate          `json:"estimatedWait"`
+	Queue              []adminBucket          `json:"queue"`
+	Settings           waitingroom.Settings   `json:"settings"`
+	Instances          int                    `json:"instances"`
+	LastSync           *time.Time             `json:"lastSync"`
+	NextEvent          *adminEvent            `json:"nextEvent"`
+	Counters           waitingroom.Counters   `json:"counters"`
 }
 
 // adminEstimate is the wait of a visitor arriving now, in whole seconds
@@ -294,13 +260,13 @@ type adminEvent struct {
 	InProgress  bool `json:"inProgress"`
 	Prequeueing bool `json:"prequeueing"`
 	// ShuffleAtStart and the overrides; zero values inherit the room's.
-	ShuffleAtStart    bool           `json:"shuffleAtStart"`
-	TotalActiveUsers  int            `json:"totalActiveUsers,omitempty"`
-	NewUsersPerMinute int            `json:"newUsersPerMinute,omitempty"`
-	QueueingMethod    QueueingMethod `json:"queueingMethod,omitempty"`
+	ShuffleAtStart    bool                       `json:"shuffleAtStart"`
+	TotalActiveUsers  int                        `json:"totalActiveUsers,omitempty"`
+	NewUsersPerMinute int                        `json:"newUsersPerMinute,omitempty"`
+	QueueingMethod    waitingroom.QueueingMethod `json:"queueingMethod,omitempty"`
 }
 
-func eventJSON(e *Event, inProgress, prequeueing bool) *adminEvent {
+func eventJSON(e *waitingroom.Event, inProgress, prequeueing bool) *adminEvent {
 	out := &adminEvent{
 		Name:              e.Name,
 		Start:             e.Start.UTC(),
@@ -333,7 +299,7 @@ func (a *admin) status() adminStatus {
 		Waiting:            s.Waiting,
 		AdmittedThisMinute: s.AdmittedThisMinute,
 		OutflowPerMinute:   math.Round(finite(s.OutflowPerMinute)*100) / 100,
-		EstimatedWait:      estimateJSON(s.Estimate, s.Settings.QueueingMethod == Random),
+		EstimatedWait:      estimateJSON(s.Estimate, s.Settings.QueueingMethod == waitingroom.Random),
 		Queue:              make([]adminBucket, 0, len(s.Buckets)),
 		Settings:           s.Settings,
 		Instances:          s.Instances,
@@ -355,7 +321,7 @@ func (a *admin) status() adminStatus {
 	return out
 }
 
-func estimateJSON(e Estimate, random bool) adminEstimate {
+func estimateJSON(e waitingroom.Estimate, random bool) adminEstimate {
 	out := adminEstimate{Known: e.Known, Full: e.Full, Formatted: e.Formatted()}
 	if !e.Known {
 		return out
@@ -397,30 +363,26 @@ type minuteAdmissions struct {
 }
 
 func (a *admin) history() adminHistory {
-	now := time.UnixMilli(a.rm.now())
+	st := a.rm.Stats()
 	out := adminHistory{
-		Now:               now.UTC(),
+		Now:               st.Now.UTC(),
 		IntervalSeconds:   int(historyInterval / time.Second),
 		WindowSeconds:     int(historyWindow / time.Second),
 		Samples:           []historySample{},
 		AdmittedPerMinute: []minuteAdmissions{},
 	}
-	from := now.Add(-historyWindow).UnixMilli()
-	for _, s := range a.rm.history.samples() {
-		if s.at < from {
-			continue
-		}
+	for _, s := range a.rm.History() {
 		out.Samples = append(out.Samples, historySample{
-			T:                  time.UnixMilli(s.at).UTC(),
-			Active:             s.active,
-			Waiting:            s.waiting,
-			AdmittedThisMinute: s.admittedThisMinute,
-			OutflowPerMinute:   math.Round(s.outflowPerMinute*100) / 100,
+			T:                  s.At.UTC(),
+			Active:             s.Active,
+			Waiting:            s.Waiting,
+			AdmittedThisMinute: s.AdmittedThisMinute,
+			OutflowPerMinute:   math.Round(s.OutflowPerMinute*100) / 100,
 		})
 	}
-	fromMin := minuteOf(from)
-	for _, c := range a.rm.Stats().AdmittedByMinute {
-		if c.Minute.Unix()/60 >= fromMin && c.Admitted > 0 {
+	from := st.Now.Add(-historyWindow).Truncate(time.Minute)
+	for _, c := range st.AdmittedByMinute {
+		if !c.Minute.Before(from) && c.Admitted > 0 {
 			out.AdmittedPerMinute = append(out.AdmittedPerMinute, minuteAdmissions{Minute: c.Minute.UTC(), Admitted: int64(c.Admitted)})
 		}
 	}
@@ -475,15 +437,15 @@ func (a *admin) page(w http.ResponseWriter) {
 // settingsPatch is a decoded PATCH /settings body: nil fields are left as
 // they are.
 type settingsPatch struct {
-	queueingMethod    *QueueingMethod
+	queueingMethod    *waitingroom.QueueingMethod
 	totalActiveUsers  *int
 	newUsersPerMinute *int
 	queueAll          *bool
 	suspended         *bool
-	events            *[]Event // replaces all events when set
+	events            *[]waitingroom.Event // replaces all events when set
 }
 
-func (p *settingsPatch) apply(s *Settings) {
+func (p *settingsPatch) apply(s *waitingroom.Settings) {
 	if p.events != nil {
 		s.Events = slices.Clone(*p.events)
 	}
@@ -553,7 +515,7 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 			if json.Unmarshal(raw, &m) != nil {
 				return nil, fmt.Errorf("waitingroom: setting %q must be a string", key)
 			}
-			if qm := QueueingMethod(m); !qm.valid() {
+			if qm := waitingroom.QueueingMethod(m); !slices.Contains(waitingroom.QueueingMethods(), qm) {
 				return nil, unprocessable("setting %q must be \"fifo\", \"random\", \"passthrough\" or \"reject\", got %q", key, m)
 			} else {
 				p.queueingMethod = &qm
@@ -586,7 +548,7 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 			// list as it should be (GET /settings gives the current one).
 			dec := json.NewDecoder(bytes.NewReader(raw))
 			dec.DisallowUnknownFields()
-			var evs []Event
+			var evs []waitingroom.Event
 			if err := dec.Decode(&evs); err != nil {
 				return nil, fmt.Errorf("waitingroom: setting %q must be a list of events: %w", key, err)
 			}
@@ -648,17 +610,17 @@ func (a *admin) patchSettings(w http.ResponseWriter, r *http.Request) {
 	next := a.rm.Stats().Settings
 	next.Events = slices.Clone(next.Events) // validate sorts them
 	p.apply(&next)
-	if err := next.validate(); err != nil {
+	if err := next.Validate(); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
-	var got Settings
-	err = a.rm.Update(r.Context(), func(s *Settings) {
+	var got waitingroom.Settings
+	err = a.rm.Update(r.Context(), func(s *waitingroom.Settings) {
 		p.apply(s)
 		got = *s
 	})
 	switch {
-	case errors.Is(err, ErrInvalidConfig):
+	case errors.Is(err, waitingroom.ErrInvalidConfig):
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, err.Error())
@@ -697,71 +659,4 @@ func finite(f float64) float64 {
 		return 0
 	}
 	return f
-}
-
-// sample is one history point: the room's figures at one sync.
-type sample struct {
-	at                 int64 // Unix ms of the sync
-	active, waiting    int
-	admittedThisMinute int
-	outflowPerMinute   float64
-}
-
-// history is a ring of samples, at most one per historyInterval of the
-// room's clock (the latest sync in it), over historyWindow. It is safe for
-// concurrent use.
-type history struct {
-	mu    sync.Mutex
-	ring  []sample
-	start int // index of the oldest sample
-	n     int
-}
-
-func newHistory() *history {
-	return &history{ring: make([]sample, int(historyWindow/historyInterval)+1)}
-}
-
-func (h *history) last() *sample { return &h.ring[(h.start+h.n-1)%len(h.ring)] }
-
-// observe records s unless it is no newer than the latest sample. A sample
-// in the same interval as the latest replaces it. A clock that went back
-// more than the window starts the history anew.
-func (h *history) observe(s sample) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	iv := historyInterval.Milliseconds()
-	if h.n > 0 {
-		last := h.last()
-		switch {
-		case s.at < last.at-historyWindow.Milliseconds():
-			h.start, h.n = 0, 0
-		case s.at <= last.at:
-			return
-		case floorDiv(s.at, iv) == floorDiv(last.at, iv):
-			*last = s
-			return
-		}
-	}
-	if h.n == len(h.ring) {
-		h.start = (h.start + 1) % len(h.ring)
-		h.n--
-	}
-	h.ring[(h.start+h.n)%len(h.ring)] = s
-	h.n++
-	// Drop what fell out of the window.
-	for h.n > 0 && h.ring[h.start].at < s.at-historyWindow.Milliseconds() {
-		h.start = (h.start + 1) % len(h.ring)
-		h.n--
-	}
-}
-
-// samples returns the samples, oldest first.
-func (h *history) samples() []sample {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]sample, h.n)
-	for i := range out {
-		out[i] = h.ring[(h.start+i)%len(h.ring)]
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package waitingroom_test
+package admin_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/admin"
 	"github.com/go-waitingroom/waitingroom/internal/servicetest"
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
@@ -60,9 +61,9 @@ func newAdminFixture(t testing.TB, clk *adminClock, st store.Store, mutate func(
 	rm, err := waitingroom.New(cfg, st)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rm.Close() })
-	auth, err := waitingroom.BearerToken(adminToken)
+	auth, err := admin.BearerToken(adminToken)
 	require.NoError(t, err)
-	h, err := rm.AdminHandler(auth)
+	h, err := admin.Handler(rm, auth)
 	require.NoError(t, err)
 	f := &adminFixture{t: t, clk: clk, room: rm, admin: h}
 	f.app = rm.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -145,7 +146,7 @@ func errorMessage(t testing.TB, w *httptest.ResponseRecorder) string {
 
 func TestAdminHandlerRefusesNilAuthenticator(t *testing.T) {
 	f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
-	h, err := f.room.AdminHandler(nil)
+	h, err := admin.Handler(f.room, nil)
 	require.ErrorIs(t, err, waitingroom.ErrInvalidConfig)
 	assert.Nil(t, h)
 	assert.Contains(t, err.Error(), "Authenticator")
@@ -165,7 +166,7 @@ func TestAdminBearerTokenRefusesWeakTokens(t *testing.T) {
 		{"base64", "dGhpcyBpcyBhIHRva2Vu+/==", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			auth, err := waitingroom.BearerToken(tc.token)
+			auth, err := admin.BearerToken(tc.token)
 			if tc.ok {
 				require.NoError(t, err)
 				require.NotNil(t, auth)
