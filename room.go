@@ -161,3 +161,78 @@ func (rm *Room) newID() uint64 {
 		}
 	}
 }
+
+// policyAt returns the policy of settings s at now (Unix ms).
+func (rm *Room) policyAt(s *Settings, now int64) policy {
+	p := policy{
+		Settings: *s,
+		session:  rm.session,
+		renew:    !rm.cfg.DisableSessionRenewal,
+		tmpl:     rm.tmpl,
+	}
+	for i := range s.Events {
+		e := &s.Events[i]
+		if now < e.opens().UnixMilli() || now >= e.End.UnixMilli() {
+			continue
+		}
+		p.event = e
+		p.prequeue = now < e.Start.UnixMilli()
+		if e.ShuffleAtStart && !p.prequeue {
+			p.lottery = [2]int64{e.PrequeueStart.Unix() / 60, e.Start.Unix() / 60}
+		}
+		if e.TotalActiveUsers > 0 {
+			p.TotalActiveUsers, p.NewUsersPerMinute = e.TotalActiveUsers, e.NewUsersPerMinute
+		}
+		if e.SessionDuration > 0 {
+			p.session = e.SessionDuration.Milliseconds()
+		}
+		if e.DisableSessionRenewal != nil {
+			p.renew = !*e.DisableSessionRenewal
+		}
+		if e.QueueingMethod != "" {
+			p.QueueingMethod = e.QueueingMethod
+		}
+		if e.Template != "" {
+			p.tmpl = rm.eventTemplate(e.Template)
+		}
+		break
+	}
+	p.reissue = min(time.Minute.Milliseconds(), p.session/5)
+	if p.method = p.QueueingMethod.spec(); p.method == nil {
+		p.method = &fifoMethod // settings from a newer version
+	}
+	return p
+}
+
+// countWindow is how long, in ms, an active visitor's count is kept: the
+// longest session any event of s grants, so that a visitor admitted
+// during an event is never dropped from the count while their cookie still
+// says they are in.
+func (rm *Room) countWindow(s *Settings) int64 {
+	w := rm.session
+	for _, e := range s.Events {
+		w = max(w, e.SessionDuration.Milliseconds())
+	}
+	return w
+}
+
+// eventTemplate returns the parsed template for src, parsing it once. Event
+// templates were validated when they were set; one that fails here (set by
+// an instance with a different version) falls back to the room's page.
+func (rm *Room) eventTemplate(src string) *page.Template {
+	if t, ok := rm.templates.Load(src); ok {
+		return t.(*page.Template)
+	}
+	t, err := page.Parse(src)
+	if err != nil {
+		rm.log.Error("waitingroom: an event template does not parse; using the room's page", "err", err)
+		t = rm.tmpl
+	}
+	rm.templates.Store(src, t)
+	return t
+}
+
+func parseTemplate(src string) error {
+	_, err := page.Parse(src)
+	return err
+}
