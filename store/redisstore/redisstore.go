@@ -28,8 +28,11 @@
 // even while a command waits for a stalled server. Create the client with
 // ContextTimeoutEnabled: true all the same: without it go-redis does not
 // apply the context's deadline to the connection, and the command left
-// behind holds its connection until the client's own ReadTimeout. The room
-// never waits on the store while serving requests either way.
+// behind holds its connection until the client's own ReadTimeout. A write
+// left behind may still be applied, as may a write whose reply a deadline
+// cut off on any client: the waiting room numbers its syncs, so that one
+// applied although it was reported failed counts once. The room never waits
+// on the store while serving requests either way.
 //
 //	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 //
