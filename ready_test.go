@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -288,6 +290,21 @@ func TestReadyWaitsForFirstSync(t *testing.T) {
 		assert.Equal(t, uint64(1), rm.Counters().Syncs, "Ready does not sync by itself")
 		assert.NotContains(t, logs.String(), "level=ERROR")
 	})
+}
+
+// TestReadyMeansAdmitting: once Ready returns nil, the room has the grant
+// of its first sync, so the first visitor of an empty room gets in.
+func TestReadyMeansAdmitting(t *testing.T) {
+	for i := range 50 {
+		var logs logBuffer
+		rm, err := New(readyConfig(&logs), memstore.New())
+		require.NoError(t, err)
+		require.NoError(t, rm.Ready(context.Background()))
+		d, err := rm.Check(httptest.NewRequest(http.MethodGet, "/", nil))
+		require.NoError(t, rm.Close())
+		require.NoError(t, err)
+		require.Equal(t, Admitted, d.Outcome, "room %d: the first visitor after Ready", i)
+	}
 }
 
 func TestReadyAfterClose(t *testing.T) {

@@ -159,7 +159,6 @@ func (rm *Room) Sync(ctx context.Context) error {
 		rm.ready.set(err)
 		return err
 	}
-	rm.ready.set(nil)
 	if rm.outage {
 		rm.outage = false
 		rm.healthy.Store(true)
@@ -201,6 +200,8 @@ func (rm *Room) Sync(ctx context.Context) error {
 	rm.view.Store(v)
 	rm.history.observe(sample{at: v.at, active: int(v.active), waiting: int(v.waiting),
 		admittedThisMinute: int(v.admittedThisMinute), outflowPerMinute: v.perMinute})
+	// Last: whoever Ready lets go finds the grant and the view in place.
+	rm.ready.set(nil)
 	return nil
 }
 
