@@ -3,7 +3,7 @@ package waitingroom
 import (
 	"bytes"
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -24,7 +24,7 @@ type flaky struct {
 	down atomic.Bool
 }
 
-var errDown = errors.New("connection refused")
+var errDown = fmt.Errorf("connection refused: %w", store.ErrUnavailable)
 
 func (f *flaky) Update(ctx context.Context, room string, fn func(*store.State) error) error {
 	if f.down.Load() {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"time"
@@ -20,6 +21,13 @@ import (
 // grants of all instances never add up to more than the free slots. Calls
 // are serialized. On error nothing is lost: the counts are kept for the
 // next sync.
+//
+// A failed sync's error wraps the store's, which says what is wrong (see
+// Ready); one whose ctx's deadline passed wraps store.ErrUnavailable. The
+// room logs the first failure of an outage, at level ERROR, as a
+// misconfiguration (store.ErrNoSchema, store.ErrAuth) or an outage, and
+// the recovery. A sync whose ctx is cancelled is no failure of the store:
+// it is neither logged as one nor counted in Counters.SyncErrors.
 func (rm *Room) Sync(ctx context.Context) error {
 	if rm.closed.Load() {
 		return ErrClosed
@@ -121,19 +129,35 @@ func (rm *Room) Sync(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		rm.counters.syncErrors.Add(1)
 		rm.mu.Lock()
 		// The counts stay in rm.unacked, to go out again with the next
 		// sync. Without a sync the store may soon give this instance's
 		// share to others: nobody new is let in until it answers again.
 		rm.grant, rm.inflight = nil, nil
 		rm.mu.Unlock()
-		if !rm.outage {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// The caller gave up (Close does, to stop the loop): that
+			// says nothing about the store.
+			rm.log.Debug("waitingroom: sync cancelled", "err", err)
+			return fmt.Errorf("waitingroom: sync: %w", err)
+		}
+		rm.counters.syncErrors.Add(1)
+		f := failureOf(err)
+		if f == failOther && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The store did not say, but it did not answer in time.
+			err, f = fmt.Errorf("%w: %w", store.ErrUnavailable, err), failUnavailable
+		}
+		prev, _, _ := rm.ready.get()
+		// One line when an outage begins, and one more if it turns out
+		// to be (another) misconfiguration.
+		if !rm.outage || f.misconfigured() && f != failureOf(prev) {
 			rm.outage = true
 			rm.healthy.Store(false)
-			rm.log.Error("waitingroom: store unreachable; "+policyEffect(rm.cfg.OnStoreError), "err", err)
+			rm.log.Error(f.message()+"; "+policyEffect(rm.cfg.OnStoreError), "cause", f.String(), "err", err)
 		}
-		return fmt.Errorf("waitingroom: sync: %w", err)
+		err = fmt.Errorf("waitingroom: sync: %w", err)
+		rm.ready.set(err)
+		return err
 	}
 	if rm.outage {
 		rm.outage = false
@@ -176,6 +200,8 @@ func (rm *Room) Sync(ctx context.Context) error {
 	rm.view.Store(v)
 	rm.history.observe(sample{at: v.at, active: int(v.active), waiting: int(v.waiting),
 		admittedThisMinute: int(v.admittedThisMinute), outflowPerMinute: v.perMinute})
+	// Last: whoever Ready lets go finds the grant and the view in place.
+	rm.ready.set(nil)
 	return nil
 }
 
@@ -324,9 +350,19 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 // loop syncs every SyncInterval (up to 10 % sooner, so instances do not
 // sync in step)
 // until Close. A failing store is retried with backoff (maxBackoff);
-// Sync logs the outage once when it begins and once when it ends.
+// Sync logs the outage once when it begins and once when it ends. Close
+// cancels the sync in flight.
 func (rm *Room) loop() {
 	defer close(rm.loopDone)
+	base, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		select {
+		case <-rm.stop:
+			stop()
+		case <-base.Done():
+		}
+	}()
 	interval := rm.cfg.SyncInterval
 	wait := time.Duration(0)
 	failures := 0
@@ -336,7 +372,7 @@ func (rm *Room) loop() {
 			return
 		case <-time.After(wait):
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), syncTimeout(interval))
+		ctx, cancel := context.WithTimeout(base, syncTimeout(interval))
 		err := rm.Sync(ctx)
 		cancel()
 		if err != nil {
@@ -359,9 +395,12 @@ func policyEffect(p StoreErrorPolicy) string {
 	return "fail-closed: admitted visitors pass, everyone else waits until it is back"
 }
 
-// Close stops the background sync and makes Check, Sync and Update return
-// ErrClosed. It does not close the store, which the caller owns. Close is
-// idempotent and returns once the background loop has stopped.
+// Close stops the background sync and makes Check, Sync, Update and Ready
+// return ErrClosed. It cancels the context of the sync in flight, if any,
+// and returns once the background loop has stopped: at once with a Store
+// that honours its context's cancellation, as the stores of this module do.
+// It logs no error for the sync it cancels. It does not close the store,
+// which the caller owns. Close is idempotent.
 func (rm *Room) Close() error {
 	if rm.closed.CompareAndSwap(false, true) {
 		close(rm.stop)

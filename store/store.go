@@ -14,6 +14,15 @@
 // process memory; redisstore and sqlstore keep it in a server shared by many
 // processes. Package storetest is the conformance suite every Store passes.
 //
+// # Errors
+//
+// When an adapter can tell why the store failed, it wraps the driver's error
+// with one of ErrNoSchema, ErrAuth or ErrUnavailable and says in the message
+// what to do, so that errors.Is tells a misconfiguration from an outage
+// while the driver's error stays in the chain. ErrNoSchema and ErrAuth do not
+// go away by retrying: someone has to create the table or fix the
+// credentials. ErrUnavailable may end by itself.
+//
 // This package depends on the standard library only.
 package store
 
@@ -24,6 +33,27 @@ import (
 
 // ErrClosed is returned by Store methods called after Close.
 var ErrClosed = errors.New("waitingroom/store: store is closed")
+
+// Errors that say why a store could not do its work. Stores wrap the error of
+// their driver with one of them, together with that error (errors.Is finds
+// both), and name the fix in the message. An error that wraps none of them
+// was not classified.
+var (
+	// ErrNoSchema means that the table (or keys) the store keeps its state
+	// in do not exist: a misconfiguration, not an outage. For sqlstore,
+	// create the table with (*sqlstore.Store).CreateSchema or the statement
+	// that sqlstore.Schema returns.
+	ErrNoSchema = errors.New("waitingroom/store: no schema")
+	// ErrAuth means that the server refused the credentials, or that the
+	// user lacks a permission the store needs: a misconfiguration, not an
+	// outage. Check the user, password and grants (Redis: the ACL).
+	ErrAuth = errors.New("waitingroom/store: access denied")
+	// ErrUnavailable means that the server could not be reached or did not
+	// answer in time (connection refused or reset, a timeout, a deadline
+	// that passed): an outage, which may end by itself. A context cancelled
+	// by the caller is not one.
+	ErrUnavailable = errors.New("waitingroom/store: unavailable")
+)
 
 // Store keeps the shared state of waiting rooms.
 //
@@ -47,7 +77,9 @@ type Store interface {
 	// Errors: if fn returns an error, nothing is written and Update returns
 	// fn's error unchanged. Any other error means the store could not be
 	// reached or the write could not be committed; the state is then as it
-	// was before the call. Update honours ctx's deadline and cancellation.
+	// was before the call. Such errors wrap ErrNoSchema, ErrAuth or
+	// ErrUnavailable when the store can tell which it is. Update honours
+	// ctx's deadline and cancellation.
 	Update(ctx context.Context, room string, fn func(*State) error) error
 
 	// Close releases the store's resources. Clients passed in by the caller

@@ -538,13 +538,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- stri
 		return 2
 	}
 	defer room.Close()
-	// The background sync has started; this one makes a store that cannot
-	// be reached (or a missing table) fail the start-up, and gives the
-	// room its first grant before the first visitor.
-	if err := room.Sync(startCtx); err != nil {
+	// The background sync has started: its first sync makes a store that
+	// cannot be reached, refuses the credentials or lacks its table fail
+	// the start-up, and gives the room its first grant before the first
+	// visitor.
+	if err := room.Ready(startCtx); err != nil {
 		fmt.Fprintf(stderr, "waitingroom: store %s: first sync failed: %v\n", o.store.redacted, err)
-		if o.store.sql() && !o.storeOpts.createSchema {
-			fmt.Fprintf(stderr, "waitingroom: if the table %q does not exist, create it (-create-schema, or the statement of sqlstore.Schema)\n", o.storeOpts.table)
+		if hint := storeHint(o.store, o.storeOpts, err); hint != "" {
+			fmt.Fprintln(stderr, "waitingroom:", hint)
 		}
 		return 1
 	}

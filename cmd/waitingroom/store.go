@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -263,4 +264,21 @@ func openStore(ctx context.Context, spec storeSpec, o storeOptions) (store.Store
 		}
 	}
 	return s, closeAll, nil
+}
+
+// storeHint says what to do about err, a failed first sync, in the terms of
+// this command's flags, or returns "" when the store did not say what is
+// wrong. The store's own error names the library's fix.
+func storeHint(spec storeSpec, o storeOptions, err error) string {
+	switch {
+	case errors.Is(err, store.ErrNoSchema) && spec.sql():
+		table := cmp.Or(o.table, sqlstore.DefaultTable)
+		return fmt.Sprintf("the table %q does not exist: run once with -create-schema (createSchema: true in a config file), "+
+			"or create it with:\n%s;", table, sqlstore.Schema(spec.dialect(), table))
+	case errors.Is(err, store.ErrAuth):
+		return "the store refused the credentials or a permission: check the user and password of -store (or WAITINGROOM_STORE) and the user's grants"
+	case errors.Is(err, store.ErrUnavailable):
+		return "the store cannot be reached: check that it runs and listens at the address of -store (or WAITINGROOM_STORE)"
+	}
+	return ""
 }

@@ -151,16 +151,103 @@ func TestStoreUsageErrors(t *testing.T) {
 	}
 }
 
-func TestStoreUnreachableFailsStart(t *testing.T) {
+// TestStoreFailsStart: a store that cannot be reached, refuses the
+// credentials or lacks its table makes the proxy exit with status 1 at
+// start-up, with the store's error and what to do in the proxy's terms.
+func TestStoreFailsStart(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close()) // nothing listens there now
-	var stderr bytes.Buffer
-	code := run(context.Background(), []string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0",
-		"-store", "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"}, &stderr, nil)
-	assert.Equal(t, 1, code)
-	assert.Contains(t, stderr.String(), "first sync failed")
+	for _, tc := range []struct {
+		name string
+		// args returns the store's arguments, or skips.
+		args func(t *testing.T) []string
+		want []string
+	}{
+		{
+			name: "redis, closed port",
+			args: func(t *testing.T) []string {
+				return []string{"-store", "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"}
+			},
+			want: []string{"waitingroom/store: unavailable", "connection refused", "the store cannot be reached"},
+		},
+		{
+			name: "redis, unknown user",
+			args: func(t *testing.T) []string {
+				u, err := url.Parse(servicetest.URL("WAITINGROOM_REDIS_URL", "redis://127.0.0.1:6379/0"))
+				require.NoError(t, err)
+				pingRedis(t, u.String())
+				u.User = url.UserPassword(randomName("nobody_"), "secret")
+				return []string{"-store", u.String()}
+			},
+			want: []string{"waitingroom/store: access denied", "WRONGPASS", "the store refused the credentials"},
+		},
+		{
+			name: "sqlite, missing table",
+			args: func(t *testing.T) []string {
+				return []string{"-store", "sqlite://" + filepath.Join(t.TempDir(), "bare.db"), "-create-schema=false", "-store-table", "rooms"}
+			},
+			want: []string{"waitingroom/store: no schema", `the table "rooms" does not exist: run once with -create-schema`, `CREATE TABLE IF NOT EXISTS "rooms"`},
+		},
+		{
+			name: "postgres, missing table",
+			args: func(t *testing.T) []string {
+				u := servicetest.URL("WAITINGROOM_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+				pingSQL(t, "PostgreSQL", "pgx", u)
+				return []string{"-store", u, "-store-table", randomName("wrcmd_")}
+			},
+			want: []string{"waitingroom/store: no schema", "SQLSTATE 42P01", "run once with -create-schema", "CREATE TABLE IF NOT EXISTS"},
+		},
+		{
+			name: "mysql, wrong password",
+			args: func(t *testing.T) []string {
+				dsn := servicetest.URL("WAITINGROOM_MYSQL_URL", "root@tcp(127.0.0.1:3306)/test")
+				pingSQL(t, "MariaDB", "mysql", dsn)
+				cfg, err := mysql.ParseDSN(dsn)
+				require.NoError(t, err)
+				u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, "not-the-password"), Host: cfg.Addr, Path: "/" + cfg.DBName}
+				return []string{"-store", u.String()}
+			},
+			want: []string{"waitingroom/store: access denied", "Error 1045", "the store refused the credentials"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			args := append([]string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0"}, tc.args(t)...)
+			code := run(context.Background(), args, &stderr, nil)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, stderr.String(), "first sync failed")
+			for _, w := range tc.want {
+				assert.Contains(t, stderr.String(), w)
+			}
+			assert.NotContains(t, stderr.String(), "not-the-password", "the password stays out of the output")
+		})
+	}
+}
+
+// pingRedis skips the test (fails it in CI) when Redis is unreachable.
+func pingRedis(t *testing.T, u string) {
+	opts, err := redis.ParseURL(u)
+	require.NoError(t, err)
+	c := redis.NewClient(opts)
+	defer c.Close()
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		servicetest.Unavailable(t, "Redis", err)
+	}
+}
+
+// pingSQL skips the test (fails it in CI) when the database is
+// unreachable.
+func pingSQL(t *testing.T, service, driver, dsn string) {
+	db, err := sql.Open(driver, dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		servicetest.Unavailable(t, service, err)
+	}
 }
 
 func TestSQLiteSchema(t *testing.T) {

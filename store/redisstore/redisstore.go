@@ -24,11 +24,15 @@
 //
 // # Deadlines
 //
-// Create the client with ContextTimeoutEnabled: true. Without it go-redis
-// does not apply the context's deadline to the connection and a stalled
-// server holds Update until the client's own ReadTimeout, so a room notices
-// an outage late; the room itself never waits on the store while serving
-// requests either way.
+// Update returns as soon as its context is done, deadline or cancellation,
+// even while a command waits for a stalled server. Create the client with
+// ContextTimeoutEnabled: true all the same: without it go-redis does not
+// apply the context's deadline to the connection, and the command left
+// behind holds its connection until the client's own ReadTimeout. A write
+// left behind may still be applied, as may a write whose reply a deadline
+// cut off on any client: the waiting room numbers its syncs, so that one
+// applied although it was reported failed counts once. The room never waits
+// on the store while serving requests either way.
 //
 //	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 //
@@ -36,6 +40,24 @@
 // a tag, or whose state does not decode, is presented to fn as a zero State
 // and is replaced by fn's result. Every write sets the key's expiry again
 // (Options.TTL), so a room in use never expires.
+//
+// # Errors
+//
+// Errors of Update that the store can classify wrap a sentinel of package
+// store besides the client's error, and name the fix:
+//
+//   - store.ErrAuth: the server refused the credentials (NOAUTH, WRONGPASS)
+//     or the user's ACL forbids a command the store runs (NOPERM). The user
+//     needs GET, EVAL and EVALSHA, and for the script GETRANGE and SET, on
+//     the keys under KeyPrefix: "+get +eval +evalsha +getrange +set ~prefix*".
+//   - store.ErrUnavailable: the server could not be reached or did not
+//     answer in time (connection refused or lost, a timeout, ctx's
+//     deadline), or cannot serve for now (LOADING, READONLY, MASTERDOWN,
+//     CLUSTERDOWN, TRYAGAIN, too many clients).
+//
+// Redis needs no schema: keys are created by the first write, so
+// store.ErrNoSchema never comes from this store. A context cancelled by the
+// caller is not classified.
 package redisstore
 
 import (
@@ -140,7 +162,9 @@ func New(client redis.UniversalClient, opts Options) *Store {
 // package documentation): fn may be called more than once, each time with a
 // freshly read state, and is retried until the write commits or ctx is
 // done. If fn returns an error, nothing is written and that error is
-// returned unchanged. After Close, Update returns store.ErrClosed.
+// returned unchanged. After Close, Update returns store.ErrClosed. Other
+// errors wrap store.ErrAuth or store.ErrUnavailable when the store can tell
+// what is wrong (see the package documentation).
 func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) error) error {
 	key := s.prefix + room
 	backoff := minBackoff
@@ -149,7 +173,7 @@ func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) e
 			return store.ErrClosed
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("waitingroom/redisstore: update %q: %w", key, err)
+			return fmt.Errorf("waitingroom/redisstore: update %q: %w", key, s.classify(err))
 		}
 		ok, err := s.try(ctx, key, fn)
 		if err != nil || ok {
@@ -159,7 +183,7 @@ func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) e
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("waitingroom/redisstore: update %q: %w", key, ctx.Err())
+			return fmt.Errorf("waitingroom/redisstore: update %q: %w", key, s.classify(ctx.Err()))
 		case <-t.C:
 		}
 		backoff = min(2*backoff, maxBackoff)
@@ -169,9 +193,9 @@ func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) e
 // try makes one attempt at updating key. It reports whether the write
 // committed; false with a nil error means another write won the race.
 func (s *Store) try(ctx context.Context, key string, fn func(*store.State) error) (bool, error) {
-	val, err := s.client.Get(ctx, key).Bytes()
+	val, err := await(ctx, func() ([]byte, error) { return s.client.Get(ctx, key).Bytes() })
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return false, fmt.Errorf("waitingroom/redisstore: read %q: %w", key, err)
+		return false, fmt.Errorf("waitingroom/redisstore: read %q: %w", key, s.classify(err))
 	}
 	tag := val[:min(len(val), tagLen)]
 	st := &store.State{}
@@ -186,11 +210,39 @@ func (s *Store) try(ctx context.Context, key string, fn func(*store.State) error
 	enc := store.MarshalState(st)
 	next := binary.LittleEndian.AppendUint64(make([]byte, 0, tagLen+len(enc)), rand.Uint64())
 	next = append(next, enc...)
-	n, err := casScript.Run(ctx, s.client, []string{key}, tag, next, s.ttlMS).Int()
+	n, err := await(ctx, func() (int, error) { return casScript.Run(ctx, s.client, []string{key}, tag, next, s.ttlMS).Int() })
 	if err != nil {
-		return false, fmt.Errorf("waitingroom/redisstore: write %q: %w", key, err)
+		return false, fmt.Errorf("waitingroom/redisstore: write %q: %w", key, s.classify(err))
 	}
 	return n == 1, nil
+}
+
+// await returns the result of f, a call of one command, or ctx's error as
+// soon as ctx is done. go-redis applies ctx's deadline to the connection
+// (with ContextTimeoutEnabled) but not its cancellation: without this, an
+// Update cancelled while a stalled server holds a command would wait until
+// the deadline or the client's ReadTimeout. An abandoned command finishes or
+// times out in the background, and its connection goes back to the pool.
+func await[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	if ctx.Done() == nil {
+		return f()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // Close implements store.Store. It does not close the client given to New.

@@ -69,6 +69,25 @@
 // method) or by error text, so no driver is imported. With a ctx that has no
 // deadline, a database that stays locked makes Update wait for ever: give
 // Update a deadline.
+//
+// # Errors
+//
+// Errors of Update and CreateSchema that the store can classify, in the same
+// way, wrap a sentinel of package store besides the driver's error, and name
+// the fix:
+//
+//   - store.ErrNoSchema: the table does not exist (PostgreSQL SQLSTATE 42P01,
+//     MySQL error 1146, SQLite "no such table"). Create it with CreateSchema
+//     or the statement of Schema.
+//   - store.ErrAuth: the database refused the user, the password or a
+//     privilege (SQLSTATE 28000, 28P01, 42501; MySQL 1044, 1045, 1142, 1143;
+//     SQLite SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH).
+//   - store.ErrUnavailable: the database could not be reached or did not
+//     answer in time (connection refused or lost, ctx's deadline, SQLSTATE
+//     class 08, 53300, 57P01-57P03; MySQL 1040, 1053; SQLite
+//     SQLITE_CANTOPEN).
+//
+// A context cancelled by the caller is not classified.
 package sqlstore
 
 import (
@@ -300,14 +319,15 @@ func buildQueries(d Dialect, table string) queries {
 
 // CreateSchema runs Schema(dialect, table) on the database: it creates the
 // table if it does not exist and leaves an existing one untouched (no
-// migration). It is safe to call from many processes at once.
+// migration). It is safe to call from many processes at once. Its errors
+// are classified as Update's are.
 func (s *Store) CreateSchema(ctx context.Context) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
 	if s.dialect != Postgres {
 		if _, err := s.db.ExecContext(ctx, s.q.schema); err != nil {
-			return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, err)
+			return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, s.classify(err))
 		}
 		return nil
 	}
@@ -317,17 +337,17 @@ func (s *Store) CreateSchema(ctx context.Context) error {
 	// lets one process create it while the others wait.
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, err)
+		return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, s.classify(err))
 	}
 	defer func() { _ = tx.Rollback() }()
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "waitingroom/sqlstore:"+s.table); err != nil {
-		return fmt.Errorf("waitingroom/sqlstore: create table %s: lock: %w", s.table, err)
+		return fmt.Errorf("waitingroom/sqlstore: create table %s: lock: %w", s.table, s.classify(err))
 	}
 	if _, err := tx.ExecContext(ctx, s.q.schema); err != nil {
-		return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, err)
+		return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, s.classify(err))
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, err)
+		return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, s.classify(err))
 	}
 	return nil
 }
@@ -362,6 +382,9 @@ func (e *fnError) Error() string { return e.err.Error() }
 //
 // On MySQL, room names longer than MaxRoomLenMySQL bytes are rejected; on
 // PostgreSQL, room names must be valid UTF-8 without NUL bytes.
+//
+// Other errors wrap store.ErrNoSchema, store.ErrAuth or store.ErrUnavailable
+// when the store can tell what is wrong (see the package documentation).
 //
 // Update is safe for concurrent use.
 func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) error) error {
@@ -401,22 +424,22 @@ func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) e
 			continue
 		}
 		if cerr := ctx.Err(); cerr != nil {
-			if errors.Is(err, cerr) {
-				return fmt.Errorf("waitingroom/sqlstore: update room %q: %w", room, err)
+			if !errors.Is(err, cerr) {
+				err = fmt.Errorf("%w: %w", cerr, err)
 			}
-			return fmt.Errorf("waitingroom/sqlstore: update room %q: %w: %w", room, cerr, err)
+			return fmt.Errorf("waitingroom/sqlstore: update room %q: %w", room, s.classify(err))
 		}
 		if s.closed.Load() {
 			return store.ErrClosed
 		}
 		if !s.dialect.retryable(err) {
-			return fmt.Errorf("waitingroom/sqlstore: update room %q: %w", room, err)
+			return fmt.Errorf("waitingroom/sqlstore: update room %q: %w", room, s.classify(err))
 		}
 		if berr := s.backoff(ctx, retries); berr != nil {
 			if berr == store.ErrClosed {
 				return berr
 			}
-			return fmt.Errorf("waitingroom/sqlstore: update room %q: %w while retrying after: %w", room, berr, err)
+			return fmt.Errorf("waitingroom/sqlstore: update room %q: %w", room, s.classify(fmt.Errorf("%w while retrying after: %w", berr, err)))
 		}
 		retries++
 	}

@@ -1,0 +1,131 @@
+package waitingroom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// Ready reports whether the room works with its store: it returns nil once
+// the latest sync succeeded, and that sync's error otherwise. The error
+// says what is wrong: it wraps store.ErrNoSchema (the store's table or keys
+// do not exist) or store.ErrAuth (credentials or permissions refused), a
+// misconfiguration that lasts until someone fixes it; or
+// store.ErrUnavailable (the store cannot be reached or does not answer in
+// time), an outage that may pass. Test them with errors.Is.
+//
+// Ready does no I/O of its own while the background sync runs: it returns
+// the outcome of the latest sync at once, or, before the first sync has
+// finished (New starts it at once), waits for it until ctx is done. With a
+// negative SyncInterval, Ready runs a sync itself when none has finished
+// yet. A sync cancelled by its caller does not count.
+//
+// Call it after New to make a misconfigured or unreachable store fail the
+// start-up, or from a readiness probe. Ready is safe for concurrent use.
+// After Close it returns ErrClosed.
+func (rm *Room) Ready(ctx context.Context) error {
+	if rm.closed.Load() {
+		return ErrClosed
+	}
+	err, done, known := rm.ready.get()
+	switch {
+	case done:
+		return err
+	case rm.cfg.SyncInterval < 0:
+		return rm.Sync(ctx)
+	}
+	select {
+	case <-known:
+		err, _, _ = rm.ready.get()
+		return err
+	case <-rm.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("waitingroom: ready: no answer from the store yet: %w: %w", store.ErrUnavailable, ctx.Err())
+		}
+		return fmt.Errorf("waitingroom: ready: no answer from the store yet: %w", ctx.Err())
+	}
+}
+
+// readiness is what Ready reads: the outcome of the latest sync that was
+// not cancelled by its caller. Its zero value is ready to use.
+type readiness struct {
+	mu    sync.Mutex
+	known chan struct{} // closed once a sync has finished; made on first use
+	done  bool          // a sync has finished
+	err   error         // the latest sync's error; nil after a success
+}
+
+// set records the outcome of a sync.
+func (r *readiness) set(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.err = err
+	if !r.done {
+		r.done = true
+		close(r.ch())
+	}
+}
+
+// get returns the latest outcome, whether there is one, and a channel
+// closed once there is.
+func (r *readiness) get() (err error, done bool, known <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err, r.done, r.ch()
+}
+
+func (r *readiness) ch() chan struct{} {
+	if r.known == nil {
+		r.known = make(chan struct{})
+	}
+	return r.known
+}
+
+// failure is the kind of a failed sync, as the room logs it.
+type failure int
+
+const (
+	failOther       failure = iota // an error the store did not classify
+	failUnavailable                // store.ErrUnavailable
+	failNoSchema                   // store.ErrNoSchema
+	failAuth                       // store.ErrAuth
+)
+
+func failureOf(err error) failure {
+	switch {
+	case errors.Is(err, store.ErrNoSchema):
+		return failNoSchema
+	case errors.Is(err, store.ErrAuth):
+		return failAuth
+	case errors.Is(err, store.ErrUnavailable):
+		return failUnavailable
+	}
+	return failOther
+}
+
+// misconfigured reports whether f lasts until someone fixes the store's
+// configuration.
+func (f failure) misconfigured() bool { return f == failNoSchema || f == failAuth }
+
+// message is the start of the line the room logs when a sync fails so.
+func (f failure) message() string {
+	switch f {
+	case failNoSchema:
+		return "waitingroom: store misconfigured: its table or keys do not exist (not an outage: it lasts until they are created)"
+	case failAuth:
+		return "waitingroom: store misconfigured: it refused the credentials or a permission (not an outage: it lasts until they are fixed)"
+	case failUnavailable:
+		return "waitingroom: store unreachable"
+	}
+	return "waitingroom: store failed"
+}
+
+// String names f in the room's log ("cause").
+func (f failure) String() string {
+	return [...]string{"other", "unavailable", "no_schema", "auth"}[f]
+}
