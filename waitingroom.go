@@ -469,6 +469,9 @@ func successor(id uint64, lastCheckIn int64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
+	if x >= store.MinLegacyID {
+		x ^= 1 << 63 // never a legacy record's
+	}
 	return max(x, 1)
 }
 
@@ -527,10 +530,10 @@ func (c *cookieState) ticket() Ticket {
 	return Ticket{ID: c.id, Bucket: time.Unix(c.bucket*60, 0), AcceptedAt: time.UnixMilli(c.acceptedAt)}
 }
 
-// newID draws a visitor identity: random, never 0.
+// newID draws a visitor identity: random, never 0 nor a legacy record's.
 func (rm *Room) newID() uint64 {
 	for {
-		if id := mrand.Uint64(); id != 0 {
+		if id := mrand.Uint64(); id != 0 && id < store.MinLegacyID {
 			return id
 		}
 	}
