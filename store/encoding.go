@@ -20,8 +20,8 @@ var ErrCorrupt = errors.New("waitingroom/store: corrupt state")
 // writes either: a State carries the version it was read in (Encoding),
 // and package waitingroom sets it to the newest version that every live
 // instance reads (each instance's ID says which; see docs/design.md,
-// "Syncing"). Once every instance of the previous release is gone, the
-// state is written in the current version again.
+// "Rolling upgrades"). Once every instance of the previous release is
+// gone, the state is written in the current version again.
 const (
 	// EncodingVersion is the current encoding: a record per admitted
 	// session.

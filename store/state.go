@@ -99,8 +99,8 @@ type Instance struct {
 	// ID is the instance's random identifier, fixed for its lifetime.
 	// Stores keep it as opaque bytes. Package waitingroom appends to it
 	// the newest formats the instance reads (see docs/design.md,
-	// "Syncing"): an ID without them is an instance of the release that
-	// wrote PreviousEncoding.
+	// "Rolling upgrades"): an ID without them is an instance of the
+	// release that wrote PreviousEncoding.
 	ID string
 	// Traffic is the instance's recent rate of admission attempts
 	// (an exponentially weighted average, attempts per sync).
