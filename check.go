@@ -43,7 +43,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 				rm.shutOut(&d, v, &pol, c, closed)
 				return d, nil
 			}
-			rm.admit(&d, c, e, &pol, now)
+			rm.admit(&d, v, c, e, &pol, now)
 			return d, nil
 		}
 		// The session is over: back of the queue (below, not held).
@@ -145,8 +145,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 	}
 	if admit {
 		x := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(&pol, now)}
-		rm.pending.session(x)
-		rm.noteLocked(x)
+		rm.admittedLocked(v, x)
 		rm.chances.del(c.id)
 	} else {
 		// The next chance is due an interval after this one was due, not
@@ -185,7 +184,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
 		d.Estimate = rm.estimate(v, &pol, c.bucket, fresh)
 	}
-	d.cookie = rm.codec.encode(c)
+	d.cookie = rm.encodeCookie(v, c)
 	return d, nil
 }
 
@@ -199,14 +198,13 @@ func (rm *Room) join(d *Decision, v *view, p *policy, c cookieState, x store.Ses
 		return
 	}
 	t := store.Session{ID: c.id, Admitted: x.Admitted, Seen: floorDiv(d.now, 1000)}
-	rm.pending.session(t)
-	rm.noteLocked(t)
+	rm.joinedLocked(v, t)
 	rm.mu.Unlock()
 	c.acceptedAt, c.lastCheckIn, c.refresh = x.Admitted*1000, d.now, 0
 	d.Outcome = Admitted
 	d.Ticket = c.ticket()
 	d.state = c
-	d.cookie = rm.codec.encode(c)
+	d.cookie = rm.encodeCookie(v, c)
 }
 
 // successor is the identity of the new place that cookie (id, lastCheckIn)
@@ -219,6 +217,9 @@ func successor(id uint64, lastCheckIn int64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
+	if x >= store.MinLegacyID {
+		x ^= 1 << 63 // never a legacy record's
+	}
 	return max(x, 1)
 }
 
@@ -232,7 +233,7 @@ type chance struct {
 // admit lets in a visitor whose session is alive: it reports the request
 // as a sign of life of the session (at most once a second for each
 // cookie value) and re-issues the cookie when it is due.
-func (rm *Room) admit(d *Decision, c cookieState, e *verifiedEntry, p *policy, now int64) {
+func (rm *Room) admit(d *Decision, v *view, c cookieState, e *verifiedEntry, p *policy, now int64) {
 	d.Outcome = Admitted
 	sec := floorDiv(now, 1000)
 	if e == nil || e.touched.Load() != sec {
@@ -241,13 +242,13 @@ func (rm *Room) admit(d *Decision, c cookieState, e *verifiedEntry, p *policy, n
 		}
 		x := store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: sec, End: sessionEnd(p, c.acceptedAt)}
 		rm.mu.Lock()
-		rm.pending.session(x)
-		rm.noteLocked(x)
+		rm.seenLocked(v, x, &c)
 		rm.mu.Unlock()
 	}
 	if now-c.lastCheckIn >= p.reissue {
+		rm.reissued(v, c.lastCheckIn, now)
 		c.lastCheckIn = now
-		d.cookie = rm.codec.encode(c)
+		d.cookie = rm.encodeCookie(v, c)
 	}
 	d.Ticket = c.ticket()
 	d.state = c

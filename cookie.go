@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/crypto/hkdf"
+
+	"github.com/go-waitingroom/waitingroom/store"
 )
 
 // MinKeyLen is the minimum length, in bytes, of every key in Config.Keys.
@@ -25,9 +27,13 @@ const MinKeyLen = 32
 const maxCookieLen = 256
 
 // cookieVersion is the first byte of a cookie's plaintext. Version 2 adds
-// the visitor's identity; a version 1 cookie (written before identities)
-// still opens, its identity taken from its nonce, so that visitors keep
-// their places and sessions across the upgrade.
+// the visitor's identity; a version 1 cookie (the previous release's, the
+// same fields without it) still opens, its identity taken from the first
+// 8 bytes of its nonce, so that visitors keep their places and sessions
+// across the upgrade. While an instance of the previous release shares
+// the room, cookies are written in version 1 (compat.go), with the
+// visitor's identity in those nonce bytes: that release opens them, and
+// this one reads the same identity back.
 const cookieVersion = 2
 
 // strictBase64 gives every cookie one spelling: values that differ only in
@@ -51,6 +57,10 @@ type cookieState struct {
 	acceptedAt  int64 // admission time; 0 while queued
 	lastCheckIn int64 // latest counted check-in
 	refresh     int64 // refresh interval given at lastCheckIn, milliseconds
+	// legacy reports that the cookie opened is of version 1: admitted,
+	// its holder was counted by the second of lastCheckIn (compat.go).
+	// Set by decode; encode ignores it.
+	legacy bool
 }
 
 // codec encrypts and authenticates visitor cookies with XChaCha20-Poly1305.
@@ -85,7 +95,7 @@ const (
 	tagLen   = chacha20poly1305.Overhead
 )
 
-// encode returns the cookie value for s.
+// encode returns the cookie value for s, in the current version.
 func (c *codec) encode(s cookieState) string {
 	var buf [nonceLen + 64]byte
 	b := buf[:nonceLen]
@@ -93,6 +103,27 @@ func (c *codec) encode(s cookieState) string {
 	pt := make([]byte, 0, 48)
 	pt = append(pt, cookieVersion)
 	pt = binary.LittleEndian.AppendUint64(pt, s.id)
+	return c.seal(b, pt, s)
+}
+
+// encodeV1 returns the cookie value for s in version 1, which the
+// previous release opens: the identity is not in the plaintext, which
+// that release would refuse, but in the first 8 bytes of the nonce, where
+// decode takes it from; the other 16 bytes are random, which keeps every
+// nonce unique.
+func (c *codec) encodeV1(s cookieState) string {
+	var buf [nonceLen + 64]byte
+	b := buf[:nonceLen]
+	binary.LittleEndian.PutUint64(b, s.id)
+	_, _ = rand.Read(b[8:]) // never fails (crypto/rand)
+	pt := make([]byte, 0, 48)
+	pt = append(pt, 1)
+	return c.seal(b, pt, s)
+}
+
+// seal appends the fields of s to the plaintext pt, seals it after the
+// nonce b and returns the cookie value.
+func (c *codec) seal(b, pt []byte, s cookieState) string {
 	pt = binary.AppendVarint(pt, s.bucket)
 	pt = binary.AppendVarint(pt, s.acceptedAt)
 	pt = binary.AppendVarint(pt, s.lastCheckIn)
@@ -145,6 +176,7 @@ func (c *codec) decode(v string) (cookieState, error) {
 	case 1:
 		// Before identities: every copy of the cookie has the same nonce.
 		s.id = binary.LittleEndian.Uint64(nonce[:8])
+		s.legacy = true
 		pt = pt[1:]
 	default:
 		return s, errBadCookie
@@ -156,7 +188,10 @@ func (c *codec) decode(v string) (cookieState, error) {
 		}
 		*f, pt = x, pt[k:]
 	}
-	if len(pt) != 0 || s.lastCheckIn <= 0 || s.refresh < 0 || s.acceptedAt < 0 || s.id == 0 {
+	// Identities from store.MinLegacyID up are the shared state's legacy
+	// records', never a visitor's: a cookie of version 1 whose nonce
+	// happens to start with one is not taken (one in 2³²).
+	if len(pt) != 0 || s.lastCheckIn <= 0 || s.refresh < 0 || s.acceptedAt < 0 || s.id == 0 || s.id >= store.MinLegacyID {
 		return cookieState{}, errBadCookie
 	}
 	return s, nil

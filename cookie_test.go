@@ -1,9 +1,7 @@
 package waitingroom
 
 import (
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/binary"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store"
 )
 
 var otherKey = []byte("ffffffffffffffffffffffffffffffffffff")
@@ -25,15 +25,19 @@ func TestCookieRoundTrip(t *testing.T) {
 	c := mustCodec(t, "__waitingroom_launch", testKey)
 	for _, s := range []cookieState{
 		{id: 1, bucket: 29_833_333, lastCheckIn: 1_790_000_000_123, refresh: 19_500},
-		{id: 1<<64 - 1, bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000},
+		{id: store.MinLegacyID - 1, bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000},
 		{id: 0x0123456789abcdef, bucket: -5, lastCheckIn: 1},
 	} {
-		v := c.encode(s)
-		assert.Less(t, len(v), 120, "cookie stays small")
-		got, err := c.decode(v)
-		require.NoError(t, err)
-		assert.Equal(t, s, got)
-		assert.NotEqual(t, v, c.encode(s), "every encoding uses a fresh nonce")
+		for version, encode := range map[int]func(cookieState) string{2: c.encode, 1: c.encodeV1} {
+			v := encode(s)
+			assert.Less(t, len(v), 120, "cookie stays small")
+			got, err := c.decode(v)
+			require.NoError(t, err)
+			want := s
+			want.legacy = version == 1
+			assert.Equal(t, want, got, "version %d", version)
+			assert.NotEqual(t, v, encode(s), "every encoding uses a fresh nonce")
+		}
 	}
 }
 
@@ -59,6 +63,11 @@ func TestCookieRejects(t *testing.T) {
 		"zero checkin":    c.encode(cookieState{id: 1, bucket: 1}),
 		"negative":        c.encode(cookieState{id: 1, bucket: 1, lastCheckIn: 5, refresh: -1}),
 		"zero identity":   c.encode(cookieState{bucket: 1, lastCheckIn: 5}),
+		// From store.MinLegacyID up, identities are the shared state's
+		// legacy records'.
+		"legacy identity":    c.encode(cookieState{id: store.MinLegacyID, bucket: 1, lastCheckIn: 5}),
+		"legacy identity v1": c.encodeV1(cookieState{id: 1<<64 - 1, bucket: 1, lastCheckIn: 5}),
+		"zero identity v1":   c.encodeV1(cookieState{bucket: 1, lastCheckIn: 5}),
 	}
 	for i := range raw {
 		// Flip every byte in turn: nonce, ciphertext and tag.
@@ -84,36 +93,46 @@ func padded(raw []byte) string {
 	return v
 }
 
-// encodeV1 writes a cookie as the version before identities did.
-func encodeV1(c *codec, s cookieState) string {
-	nonce := make([]byte, nonceLen)
-	_, _ = rand.Read(nonce)
-	pt := []byte{1}
-	for _, f := range []int64{s.bucket, s.acceptedAt, s.lastCheckIn, s.refresh} {
-		pt = binary.AppendVarint(pt, f)
-	}
-	return base64.RawURLEncoding.EncodeToString(c.aeads[0].Seal(nonce, nonce, pt, c.ad))
-}
-
-// A cookie of the version before identities still opens, so visitors keep
-// their places and sessions across an upgrade; its identity comes from
-// its nonce, the same for every copy of it and different for every
-// cookie.
+// A cookie of the version before identities, as the previous release
+// writes it, still opens, so visitors keep their places and sessions
+// across an upgrade; its identity comes from its nonce, the same for
+// every copy of it and different for every cookie.
 func TestCookieOfPreviousVersion(t *testing.T) {
 	c := mustCodec(t, "__waitingroom_launch", testKey)
-	s := cookieState{bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000}
-	v := encodeV1(c, s)
+	s := prevCookie{bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000}
+	v := prevEncodeCookie(c, s)
 	got, err := c.decode(v)
 	require.NoError(t, err)
 	assert.NotZero(t, got.id)
+	assert.True(t, got.legacy)
 	again, err := c.decode(v)
 	require.NoError(t, err)
 	assert.Equal(t, got, again, "copies of one cookie are one visitor")
-	got.id = 0
-	assert.Equal(t, s, got)
-	other, err := c.decode(encodeV1(c, s))
+	assert.Equal(t, cookieState{id: got.id, bucket: s.bucket, acceptedAt: s.acceptedAt, lastCheckIn: s.lastCheckIn, legacy: true}, got)
+	other, err := c.decode(prevEncodeCookie(c, s))
 	require.NoError(t, err)
 	assert.NotEqual(t, again.id, other.id, "two cookies are two visitors")
+}
+
+// A cookie that this release writes in version 1, while instances of the
+// previous release share the room, opens there with every field, and
+// here with its identity.
+func TestCookieVersion1ForPreviousRelease(t *testing.T) {
+	c := mustCodec(t, "__waitingroom_launch", testKey)
+	for _, s := range []cookieState{
+		{id: 0x0123456789abcdef, bucket: 29_833_333, lastCheckIn: 1_790_000_000_123, refresh: 19_000},
+		{id: 42, bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000},
+	} {
+		v := c.encodeV1(s)
+		prev, err := prevDecodeCookie(c, v)
+		require.NoError(t, err, "the previous release opens it")
+		assert.Equal(t, prevCookie{bucket: s.bucket, acceptedAt: s.acceptedAt, lastCheckIn: s.lastCheckIn, refresh: s.refresh}, prev)
+		got, err := c.decode(v)
+		require.NoError(t, err)
+		assert.Equal(t, s.id, got.id, "the identity is kept")
+		_, err = prevDecodeCookie(c, c.encode(s))
+		assert.Error(t, err, "the previous release does not open version 2")
+	}
 }
 
 func TestCookieKeyRotation(t *testing.T) {
@@ -165,6 +184,8 @@ func TestCookieValue(t *testing.T) {
 func FuzzCookieDecode(f *testing.F) {
 	c := mustCodec(f, "__waitingroom_launch", testKey)
 	f.Add(c.encode(cookieState{bucket: 1, lastCheckIn: 2, refresh: 3}))
+	f.Add(c.encode(cookieState{id: 7, bucket: 1, lastCheckIn: 2, refresh: 3}))
+	f.Add(c.encodeV1(cookieState{id: 7, bucket: 1, lastCheckIn: 2, refresh: 3}))
 	f.Add("")
 	f.Add(strings.Repeat("A", 300))
 	f.Add("!!!!")
@@ -174,8 +195,13 @@ func FuzzCookieDecode(f *testing.F) {
 			assert.Equal(t, cookieState{}, s)
 			return
 		}
-		// Only a cookie this codec wrote opens, and it re-encodes.
-		again, err := c.decode(c.encode(s))
+		// Only a cookie this codec wrote opens, and it re-encodes, in
+		// the version it was read in.
+		encode := c.encode
+		if s.legacy {
+			encode = c.encodeV1
+		}
+		again, err := c.decode(encode(s))
 		require.NoError(t, err)
 		assert.Equal(t, s, again)
 	})

@@ -99,8 +99,7 @@ func (rm *Room) revoke(w http.ResponseWriter, c cookieState) {
 	now := rm.now()
 	x := store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: floorDiv(now, 1000), Revoked: true}
 	rm.mu.Lock()
-	rm.pending.session(x)
-	rm.noteLocked(x)
+	rm.revokedLocked(rm.view.Load(), x, &c)
 	rm.mu.Unlock()
 	if _, loaded := rm.revokedIDs.LoadOrStore(c.id, now+rm.countWindow(&rm.view.Load().settings)+rm.hold); !loaded {
 		rm.revokedN.Add(1)

@@ -113,7 +113,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		sameSite:   c.sameSite(),
 		secure:     c.secure(),
 		store:      st,
-		id:         randomID(),
+		id:         instanceID(),
 		log:        c.Logger.With("room", c.Name),
 		configHash: func() uint64 { s := c.settings(); return s.hash() }(),
 		session:    c.SessionDuration.Milliseconds(),
@@ -154,10 +154,10 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// newID draws a visitor identity: random, never 0.
+// newID draws a visitor identity: random, never 0 nor a legacy record's.
 func (rm *Room) newID() uint64 {
 	for {
-		if id := mrand.Uint64(); id != 0 {
+		if id := mrand.Uint64(); id != 0 && id < store.MinLegacyID {
 			return id
 		}
 	}

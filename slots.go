@@ -98,6 +98,7 @@ type delta struct {
 	sessions map[uint64]store.Session // by visitor ID
 	waiting  map[cellKey]int64        // (bucket, slot) → change
 	attempts int64                    // admission attempts (fresh visitors and due check-ins)
+	legacy   legacyDelta              // counts of the previous release's formats (compat.go)
 }
 
 func newDelta() *delta {
@@ -134,6 +135,7 @@ func (d *delta) add(o *delta) {
 		d.waiting[k] += v
 	}
 	d.attempts += o.attempts
+	d.legacy.add(&o.legacy)
 }
 
 // syncParams is everything a sync needs besides the state and the delta.
@@ -180,6 +182,9 @@ type view struct {
 	perMinute          float64       // recent admissions per minute
 	admitted           []store.Count // admissions by minute, oldest first
 	instances          int
+	// current reports that every live instance reads this release's
+	// formats: they are written (compat.go). False until the first sync.
+	current bool
 }
 
 // applySync merges d into st, drops what expired, settles this instance's
@@ -205,8 +210,11 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 		// nothing is on its way.
 		times.margin = 0
 	}
+	applyLegacy(st, d, admitted)
 	st.Sessions = mergeSessions(st.Sessions, d.sessions, func(x *store.Session) {
-		admitted[floorDiv(x.Admitted, 60)]++
+		if !d.legacy.converts(x.ID) { // admitted when counted by second
+			admitted[floorDiv(x.Admitted, 60)]++
+		}
 	})
 	st.Sessions = slices.DeleteFunc(st.Sessions, func(x store.Session) bool { return !times.kept(&x, now) })
 	for i := range st.Sessions {
@@ -278,6 +286,7 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 		st.Instances = append(st.Instances, store.Instance{ID: p.id})
 		self = len(st.Instances) - 1
 	}
+	v.current = writeFormats(st)
 	me := &st.Instances[self]
 	me.Traffic = (1-trafficWeight)*me.Traffic + trafficWeight*float64(d.attempts)
 	me.Seen = now
