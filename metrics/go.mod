@@ -2,10 +2,8 @@ module github.com/go-waitingroom/waitingroom/metrics
 
 go 1.26.8
 
-replace github.com/go-waitingroom/waitingroom => ../
-
 require (
-	github.com/go-waitingroom/waitingroom v0.0.0
+	github.com/go-waitingroom/waitingroom v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.74.0
