@@ -5,6 +5,8 @@ go 1.26.8
 require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/go-waitingroom/waitingroom v0.0.0-00010101000000-000000000000
+	github.com/go-waitingroom/waitingroom/store/redisstore v0.0.0-00010101000000-000000000000
+	github.com/go-waitingroom/waitingroom/store/sqlstore v0.0.0-00010101000000-000000000000
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
