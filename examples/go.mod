@@ -10,6 +10,7 @@ require (
 	github.com/go-chi/httprate v0.16.1
 	github.com/go-waitingroom/waitingroom v0.0.0-00010101000000-000000000000
 	github.com/go-waitingroom/waitingroom/store/redisstore v0.0.0-00010101000000-000000000000
+	github.com/go-waitingroom/waitingroom/wrgin v0.0.0-00010101000000-000000000000
 	github.com/gorilla/securecookie v1.1.2
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/redis/go-redis/v9 v9.23.0
