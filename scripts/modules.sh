@@ -1,8 +1,9 @@
 # Sourced by the other scripts, from the repository's root: sets the array
 # modules to the directories of the repository's Go modules, as go.work
-# lists them (".", "./metrics", ...; "." first), and exports GOWORK so
-# that every go command of the script runs in the workspace, whatever the
-# caller's environment.
+# lists them (".", "./metrics", ...; "." first), the associative array
+# module_dir from each module's path to its directory, and exports GOWORK
+# so that every go command of the script runs in the workspace, whatever
+# the caller's environment.
 #
 # It fails (returns 1, with a message) when go.work and the tree disagree:
 # a go.mod outside testdata that go.work does not use, or a directory go.work
@@ -36,3 +37,52 @@ if [[ ${#modules[@]} -eq 0 || ${modules[0]} != . ]]; then
   echo "modules.sh: no module list" >&2
   return 1 2>/dev/null || exit 1
 fi
+
+declare -A module_dir=()
+for _dir in "${modules[@]}"; do
+  module_dir[$(awk '$1 == "module" { print $2; exit }' "$_dir/go.mod")]=$_dir
+done
+unset _dir
+
+# module_requirements DIR prints "path version" for each requirement of
+# the module in DIR on another module of the repository.
+module_requirements() {
+  awk '/^require \($/ { block = 1; next }
+    block && /^\)/ { block = 0; next }
+    block && NF >= 2 { print $1, $2; next }
+    /^require [^(]/ { print $2, $3 }' "$1/go.mod" |
+    while read -r path version; do
+      [[ -n ${module_dir[$path]:-} ]] && echo "$path $version"
+    done
+  return 0
+}
+
+# sync_work_replaces rewrites the replace directives of go.work so that
+# each version at which a module of the repository requires another maps
+# to that module's directory, and nothing else: the go command reads the
+# go.mod of every version a module requires, even in a workspace, and the
+# versions the modules name are published only once tagged.
+sync_work_replaces() {
+  local have want path version dir edits=()
+  # Every replace of a module of the repository, at its version.
+  have=$(awk '/^replace \($/ { block = 1; next }
+    block && /^\)/ { block = 0; next }
+    block && $3 == "=>" { print $1, $2; next }
+    /^replace [^(]/ && $4 == "=>" { print $2, $3 }' "$GOWORK" |
+    while read -r path version; do
+      [[ -n ${module_dir[$path]:-} ]] && echo "$path $version"
+    done | sort -u)
+  want=$(for dir in "${modules[@]}"; do module_requirements "$dir"; done | sort -u)
+  [[ $have != "$want" ]] || return 0
+  while read -r path version; do
+    [[ -n $path ]] && edits+=("-dropreplace=$path@$version")
+  done <<<"$have"
+  while read -r path version; do
+    [[ -n $path ]] || continue
+    dir=${module_dir[$path]}
+    [[ $dir == . ]] && dir=./
+    edits+=("-replace=$path@$version=$dir")
+  done <<<"$want"
+  go work edit "${edits[@]}"
+  echo "go.work: the replace directives now map $(wc -l <<<"$want") required module version(s) to their directories" >&2
+}

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Static checks over every module of the repository (each one go.work
 # lists, checked against the go.mod files of the tree: the library, its
-# stores, the proxy, metrics, ...): gofmt -l, go vet, staticcheck and
-# govulncheck, in the workspace. It prints every finding and exits non-zero
-# if there is any.
+# stores, the proxy, metrics, ...): gofmt -l, go mod tidy -diff, go vet,
+# staticcheck and govulncheck, in the workspace. It prints every finding
+# and exits non-zero if there is any.
 #
 #   scripts/static.sh
 #
@@ -60,6 +60,9 @@ if [[ ${#unformatted[@]} -gt 0 ]]; then
   printf '%s: not gofmt-ed\n' "${unformatted[@]}"
   fail "gofmt: ${unformatted[*]}"
 fi
+
+step "go mod tidy -diff (every module)"
+bash scripts/tidy.sh -diff || fail "go.mod or go.sum not tidy: run scripts/tidy.sh"
 
 for mod in "${modules[@]}"; do
   step "go vet ($mod)"
