@@ -77,12 +77,18 @@ sync_work_replaces() {
   while read -r path version; do
     [[ -n $path ]] && edits+=("-dropreplace=$path@$version")
   done <<<"$have"
-  while read -r path version; do
-    [[ -n $path ]] || continue
-    dir=${module_dir[$path]}
-    [[ $dir == . ]] && dir=./
-    edits+=("-replace=$path@$version=$dir")
-  done <<<"$want"
-  go work edit "${edits[@]}"
-  echo "go.work: the replace directives now map $(wc -l <<<"$want") required module version(s) to their directories" >&2
+  [[ ${#edits[@]} -eq 0 ]] || go work edit "${edits[@]}"
+  if [[ -n $want ]]; then
+    {
+      printf '\nreplace (\n'
+      while read -r path version; do
+        dir=${module_dir[$path]}
+        [[ $dir == . ]] && dir=./
+        printf '\t%s %s => %s\n' "$path" "$version" "$dir"
+      done <<<"$want"
+      printf ')\n'
+    } >>"$GOWORK"
+  fi
+  go work edit -fmt
+  echo "go.work: the replace directives now map $(grep -c . <<<"$want") required module version(s) to their directories" >&2
 }
