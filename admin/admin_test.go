@@ -2,8 +2,6 @@ package admin_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -14,17 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/admin"
-	"github.com/go-waitingroom/waitingroom/internal/servicetest"
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
-	"github.com/go-waitingroom/waitingroom/store/redisstore"
 )
 
 const adminToken = "test-admin-token-0123456789abcdef"
@@ -631,14 +626,13 @@ func TestAdminStatusPageUnknownWait(t *testing.T) {
 
 // TestAdminChangeReachesOtherInstances changes the settings through one
 // instance's admin API and sees another instance, on the same store, follow
-// at its next sync.
+// at its next sync. The integration module runs it on every real store.
 func TestAdminChangeReachesOtherInstances(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		store func(t *testing.T) store.Store
 	}{
 		{"memstore", func(*testing.T) store.Store { return memstore.New() }},
-		{"redisstore", adminRedisStore},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := tc.store(t)
@@ -682,34 +676,6 @@ func TestAdminChangeReachesOtherInstances(t *testing.T) {
 			assert.Equal(t, "suspended", a.getJSON("/status")["status"])
 		})
 	}
-}
-
-// adminRedisStore returns a redisstore on the Redis at
-// WAITINGROOM_REDIS_URL (default 127.0.0.1:6379) under a key prefix of the
-// test's own, removed at cleanup; it skips (fails in CI) without Redis.
-func adminRedisStore(t *testing.T) store.Store {
-	opts, err := redis.ParseURL(servicetest.URL("WAITINGROOM_REDIS_URL", "redis://127.0.0.1:6379/0"))
-	require.NoError(t, err)
-	client := redis.NewClient(opts)
-	if err := client.Ping(context.Background()).Err(); err != nil {
-		_ = client.Close()
-		servicetest.Unavailable(t, "Redis", err)
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	prefix := "wrtest:" + hex.EncodeToString(b[:]) + ":"
-	st := redisstore.New(client, redisstore.Options{KeyPrefix: prefix})
-	t.Cleanup(func() {
-		_ = st.Close()
-		ctx := context.Background()
-		iter := client.Scan(ctx, 0, prefix+"*", 100).Iterator()
-		for iter.Next(ctx) {
-			assert.NoError(t, client.Del(ctx, iter.Val()).Err())
-		}
-		assert.NoError(t, iter.Err())
-		_ = client.Close()
-	})
-	return st
 }
 
 func TestAdminScheduledEvent(t *testing.T) {

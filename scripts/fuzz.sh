@@ -11,7 +11,7 @@
 # deadline (golang/go#75804, fixed in Go 1.27), seen here on a busy
 # machine; an execution count has no deadline to race, so CI uses one.
 #
-# Targets are found in every module (each go.mod outside testdata): a
+# Targets are found in every module (each one go.work lists): a
 # package whose tests define a func Fuzz... is asked for its targets with
 # `go test -list`, and each target runs alone with
 # `go test -run '^$' -fuzz '^Name$' -fuzztime N[s|x]`. The seed corpus of a
@@ -41,7 +41,7 @@ export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 parallel=()
 [[ -n ${FUZZ_PARALLEL:-} ]] && parallel=(-parallel "$FUZZ_PARALLEL")
 
-mapfile -t modules < <(find . -name go.mod -not -path '*/testdata/*' -not -path './.git/*' -printf '%h\n' | sort)
+source scripts/modules.sh || exit 1
 
 targets=() # "module<TAB>package<TAB>Name"
 for mod in "${modules[@]}"; do

@@ -12,7 +12,7 @@
 # one process only and the sum is the number of active sessions: it never
 # exceeds TOTAL. (Clients that hop between processes are counted by every
 # process they visit; /active?format=json lists the sessions so they can be
-# merged, as internal/multiproc does.) Everything stops after DURATION
+# merged, as integration/multiproc does.) Everything stops after DURATION
 # seconds, or at Ctrl-C.
 #
 # Settings (environment):

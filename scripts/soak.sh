@@ -19,7 +19,7 @@
 #   PROCS       3
 #   TOTAL       300     -total-active-users
 #   PER_MINUTE  300     -new-users-per-minute
-#   SOAK_ARGS           more flags for the soak program (go run ./internal/faults/soak -h)
+#   SOAK_ARGS           more flags for the soak program (go run ./integration/faults/soak -h)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +41,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 echo "soak.sh: building cmd/waitingroom and the soak program"
 go build -o "$dir/waitingroom" ./cmd/waitingroom
-go build -o "$dir/soak" ./internal/faults/soak
+go build -o "$dir/soak" ./integration/faults/soak
 
 # The whole run is bounded: the soak program stops after MINUTES, and this
 # bound catches a hang on the way out.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Static checks over every module of the repository (each go.mod outside
-# testdata: the library, metrics, examples, ...): gofmt -l, go vet,
-# staticcheck and govulncheck. It prints every finding and exits non-zero
-# if there is any.
+# Static checks over every module of the repository (each one go.work
+# lists, checked against the go.mod files of the tree: the library, its
+# stores, the proxy, metrics, ...): gofmt -l, go mod tidy -diff, go vet,
+# staticcheck and govulncheck, in the workspace. It prints every finding
+# and exits non-zero if there is any.
 #
 #   scripts/static.sh
 #
@@ -45,13 +46,13 @@ install() {
   dir="$tools/$name-${pkg##*@}"
   if [[ ! -x $dir/$name ]]; then
     echo "installing $pkg" >&2
-    GOBIN="$dir" go install "$pkg" >&2 || return 1
+    GOBIN="$dir" GOWORK=off go install "$pkg" >&2 || return 1
   fi
   echo "$dir/$name"
 }
 
 mkdir -p "$cache"
-mapfile -t modules < <(find . -name go.mod -not -path '*/testdata/*' -not -path './.git/*' -printf '%h\n' | sort)
+source scripts/modules.sh || exit 1
 
 step "gofmt -l"
 mapfile -t unformatted < <(find . -name '*.go' -not -path '*/testdata/*' -not -path './.git/*' -print0 | xargs -0 gofmt -l)
@@ -59,6 +60,9 @@ if [[ ${#unformatted[@]} -gt 0 ]]; then
   printf '%s: not gofmt-ed\n' "${unformatted[@]}"
   fail "gofmt: ${unformatted[*]}"
 fi
+
+step "go mod tidy -diff (every module)"
+bash scripts/tidy.sh -diff || fail "go.mod or go.sum not tidy: run scripts/tidy.sh"
 
 for mod in "${modules[@]}"; do
   step "go vet ($mod)"
@@ -78,7 +82,7 @@ fi
 vulndb() {
   local version=$VULNDB_VERSION info dir src indexdb
   if [[ $version == latest ]]; then
-    if ! version=$(cd "$cache" && go list -m -f '{{.Version}}' golang.org/x/vulndb@latest 2>/dev/null); then
+    if ! version=$(cd "$cache" && GOWORK=off go list -m -f '{{.Version}}' golang.org/x/vulndb@latest 2>/dev/null); then
       echo "cannot resolve golang.org/x/vulndb@latest; using $VULNDB_TOOL_VERSION" >&2
       version=$VULNDB_TOOL_VERSION
     fi
@@ -86,7 +90,7 @@ vulndb() {
   dir="$cache/vulndb-$version"
   if [[ ! -f $dir/index/db.json ]]; then
     echo "building the vulnerability database from golang.org/x/vulndb@$version" >&2
-    src=$(cd "$cache" && go mod download -json "golang.org/x/vulndb@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || return 1
+    src=$(cd "$cache" && GOWORK=off go mod download -json "golang.org/x/vulndb@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p') || return 1
     [[ -d $src/data/osv ]] || { echo "no data/osv in golang.org/x/vulndb@$version" >&2; return 1; }
     indexdb=$(install indexdb "golang.org/x/vulndb/cmd/indexdb@$VULNDB_TOOL_VERSION") || return 1
     rm -rf "$dir.tmp" && "$indexdb" -vulns "$src/data/osv" -out "$dir.tmp" >&2 && mv "$dir.tmp" "$dir" || return 1

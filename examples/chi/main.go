@@ -15,7 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/go-waitingroom/waitingroom"
-	"github.com/go-waitingroom/waitingroom/examples/internal/demo"
+	"github.com/go-waitingroom/waitingroom/internal/demo"
 )
 
 func main() { demo.Main("chi", newServer) }

@@ -14,7 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/go-waitingroom/waitingroom"
-	"github.com/go-waitingroom/waitingroom/examples/internal/demo"
+	"github.com/go-waitingroom/waitingroom/internal/demo"
 )
 
 func main() { demo.Main("echo", newServer) }

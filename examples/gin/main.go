@@ -14,8 +14,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/go-waitingroom/waitingroom"
-	"github.com/go-waitingroom/waitingroom/examples/internal/demo"
-	"github.com/go-waitingroom/waitingroom/examples/wrgin"
+	"github.com/go-waitingroom/waitingroom/internal/demo"
+	"github.com/go-waitingroom/waitingroom/wrgin"
 )
 
 func main() { demo.Main("gin", newServer) }

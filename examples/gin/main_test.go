@@ -6,7 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/go-waitingroom/waitingroom/examples/internal/spectest"
+	"github.com/go-waitingroom/waitingroom/internal/spectest"
 )
 
 func TestMain(m *testing.M) {

@@ -14,7 +14,7 @@ import (
 	"net/http"
 
 	"github.com/go-waitingroom/waitingroom"
-	"github.com/go-waitingroom/waitingroom/examples/internal/demo"
+	"github.com/go-waitingroom/waitingroom/internal/demo"
 )
 
 func main() { demo.Main("nethttp", newServer) }

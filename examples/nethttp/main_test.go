@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/go-waitingroom/waitingroom/examples/internal/spectest"
+	"github.com/go-waitingroom/waitingroom/internal/spectest"
 )
 
 func TestSpec(t *testing.T) {

@@ -59,7 +59,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-waitingroom/waitingroom"
-	"github.com/go-waitingroom/waitingroom/examples/internal/demo"
+	"github.com/go-waitingroom/waitingroom/internal/demo"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 	"github.com/go-waitingroom/waitingroom/store/redisstore"

@@ -1,4 +1,4 @@
-package waitingroom
+package integration
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/internal/servicetest"
+	"github.com/go-waitingroom/waitingroom/sim"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/redisstore"
 	"github.com/go-waitingroom/waitingroom/store/sqlstore"
@@ -82,37 +84,60 @@ func sqlSurgeStore(t *testing.T, driver, dsn string, d sqlstore.Dialect, name st
 	return st
 }
 
-// TestSurgeOnRealStores runs four instances with their own grants on each
-// real store, under one virtual clock, through a surge: the limits hold
-// exactly, admissions reach the limits while demand exceeds them, and FIFO
-// order holds across the instances.
+// TestSurgeOnRealStores runs four instances on each real store, under one
+// virtual clock (the simulator, package sim), through a surge: the limits
+// hold exactly, admissions reach the limits while demand exceeds them, and
+// FIFO order holds across the instances.
 func TestSurgeOnRealStores(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a surge against every real store takes a while")
 	}
 	for name, open := range realStores(t) {
 		t.Run(name, func(t *testing.T) {
-			clk := newClock()
-			rooms := instances(t, clk, open(t), 4, func(c *Config) {
-				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 60
-				c.SessionDuration = time.Minute
+			res, err := sim.Run(context.Background(), sim.Options{
+				Visitors: 600, Arrivals: 2 * time.Minute, Browse: time.Minute,
+				Duration: 12 * time.Minute, Abandon: 0.01, Seed: 21,
+				Instances: 4, Store: open(t),
+				TotalActiveUsers: 1000, NewUsersPerMinute: 60, SessionDuration: time.Minute,
 			})
-			res := surge{visitors: 600, arrivals: 2 * time.Minute, browse: time.Minute,
-				duration: 12 * time.Minute, abandon: 0.01, seed: 21}.run(t, clk, rooms)
-			got, minutes := 0, 0
-			for m, n := range res.admittedPerMinute {
-				require.LessOrEqual(t, n, 60, "minute %d", m)
-				if res.backlog[m] >= 60 {
-					got += n
-					minutes++
-				}
-			}
-			require.Positive(t, minutes)
-			util := float64(got) / float64(minutes*60)
-			assert.GreaterOrEqual(t, util, 0.95, "utilization while demand exceeds the limits")
-			assert.Zero(t, res.inversions, "FIFO order across instances")
-			assert.LessOrEqual(t, res.maxActive, 1000)
-			t.Logf("%s: utilization %.3f over %d saturated minutes; inversions %d", name, util, minutes, res.inversions)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, res.MaxAdmittedPerMinute, 60)
+			assert.LessOrEqual(t, res.PeakActive, 1000)
+			require.Positive(t, res.SaturatedMinutes)
+			assert.GreaterOrEqual(t, res.Utilization, 0.95, "utilization while demand exceeds the limits")
+			n := inversions(res.VisitorRecords, 2*waitingroom.DefaultRefreshInterval)
+			assert.Zero(t, n, "FIFO order across instances")
+			t.Logf("%s: utilization %.3f over %d saturated minutes; %d admitted; inversions %d",
+				name, res.Utilization, res.SaturatedMinutes, res.Admitted, n)
 		})
 	}
+}
+
+// inversions counts the pairs of arrival minutes (the minute of a visitor's
+// first request) in which a visitor of the older minute was let in more
+// than slack after one of the newer minute.
+func inversions(vs []sim.Visitor, slack time.Duration) int {
+	latest := map[time.Duration]time.Duration{}
+	earliest := map[time.Duration]time.Duration{}
+	for _, v := range vs {
+		if !v.WasAdmitted {
+			continue
+		}
+		m := v.Arrival.Truncate(time.Minute)
+		if l, ok := latest[m]; !ok || v.Admitted > l {
+			latest[m] = v.Admitted
+		}
+		if e, ok := earliest[m]; !ok || v.Admitted < e {
+			earliest[m] = v.Admitted
+		}
+	}
+	n := 0
+	for m1, l := range latest {
+		for m2, e := range earliest {
+			if m1 < m2 && l-e > slack {
+				n++
+			}
+		}
+	}
+	return n
 }

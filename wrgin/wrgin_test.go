@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
-	"github.com/go-waitingroom/waitingroom/examples/internal/demo"
-	"github.com/go-waitingroom/waitingroom/examples/internal/spectest"
-	"github.com/go-waitingroom/waitingroom/examples/wrgin"
+	"github.com/go-waitingroom/waitingroom/internal/demo"
+	"github.com/go-waitingroom/waitingroom/internal/spectest"
+	"github.com/go-waitingroom/waitingroom/wrgin"
 )
 
 func TestMain(m *testing.M) {

@@ -27,7 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
-	"github.com/go-waitingroom/waitingroom/examples/internal/demo"
+	"github.com/go-waitingroom/waitingroom/internal/demo"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
