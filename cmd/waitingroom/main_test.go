@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,18 +44,58 @@ func TestUsageErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			code := run(context.Background(), tc.args, &stderr, nil)
+			code := run(context.Background(), tc.args, io.Discard, &stderr, nil)
 			assert.Equal(t, 2, code)
 			assert.Contains(t, stderr.String(), tc.want)
 		})
 	}
 }
 
-func TestDecodeKey(t *testing.T) {
-	for _, s := range []string{hexKey, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"} {
-		b, err := decodeKey(s)
-		require.NoError(t, err, s)
-		assert.Len(t, b, 32)
+// TestHelp: -h, -help and --help print the usage, every flag with its
+// default, to stdout and exit with 0, whatever else is on the command
+// line; a bad flag exits with 2, says so on stderr and prints nothing on
+// stdout.
+func TestHelp(t *testing.T) {
+	noEnv(t)
+	var flags []string
+	newFlagSet(&options{}).VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
+	require.Len(t, flags, 28)
+
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"-h", []string{"-h"}, 0, ""},
+		{"-help", []string{"-help"}, 0, ""},
+		{"--help", []string{"--help"}, 0, ""},
+		{"after other flags", []string{"-demo", "-name", "x", "-h"}, 0, ""},
+		{"with a config file that does not exist", []string{"-config", "/nonexistent.yaml", "-h"}, 0, ""},
+		{"unknown flag", []string{"-bogus"}, 2, "waitingroom: flag provided but not defined: -bogus\nRun waitingroom -h for the flags.\n"},
+		{"bad value", []string{"-demo", "-total-active-users", "many"}, 2, "waitingroom: invalid value \"many\" for flag -total-active-users: parse error\nRun waitingroom -h for the flags.\n"},
+		{"not a flag problem", []string{"-demo", "-upstream", "http://x"}, 2, "exactly one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			assert.Equal(t, tc.code, run(t.Context(), tc.args, &stdout, &stderr, nil))
+			if tc.code != 0 {
+				assert.Empty(t, stdout.String())
+				assert.Contains(t, stderr.String(), tc.stderr)
+				if tc.name == "not a flag problem" {
+					assert.NotContains(t, stderr.String(), "-h for the flags")
+				}
+				return
+			}
+			assert.Empty(t, stderr.String())
+			out := stdout.String()
+			assert.True(t, strings.HasPrefix(out, "Usage:\n  waitingroom -upstream URL"), out)
+			for _, name := range flags {
+				listed := regexp.MustCompile(`(?m)^  -` + name + `( |$)`).MatchString(out)
+				assert.True(t, listed, "the usage lists -%s", name)
+			}
+			assert.Contains(t, out, `(default "127.0.0.1:8080")`)
+		})
 	}
 }
 
@@ -65,7 +107,9 @@ func start(t *testing.T, args ...string) string {
 	ready := make(chan string, 1)
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
-	go func() { done <- run(ctx, append([]string{"-listen", "127.0.0.1:0"}, args...), &stderr, ready) }()
+	go func() {
+		done <- run(ctx, append([]string{"-listen", "127.0.0.1:0"}, args...), io.Discard, &stderr, ready)
+	}()
 	select {
 	case addr := <-ready:
 		t.Cleanup(func() {
@@ -132,7 +176,7 @@ func TestProxiesUpstream(t *testing.T) {
 func TestAdminAddress(t *testing.T) {
 	t.Setenv("WAITINGROOM_ADMIN_TOKEN", "")
 	var stderr bytes.Buffer
-	assert.Equal(t, 2, run(context.Background(), []string{"-demo", "-key", hexKey, "-admin-listen", "127.0.0.1:0"}, &stderr, nil))
+	assert.Equal(t, 2, run(context.Background(), []string{"-demo", "-key", hexKey, "-admin-listen", "127.0.0.1:0"}, io.Discard, &stderr, nil))
 	assert.Contains(t, stderr.String(), "never runs without authentication")
 
 	const token = "0123456789abcdef-admin"
@@ -140,7 +184,7 @@ func TestAdminAddress(t *testing.T) {
 	ready := make(chan string, 2)
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-admin-token", token}, &bytes.Buffer{}, ready)
+		done <- run(ctx, []string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-admin-token", token}, io.Discard, &bytes.Buffer{}, ready)
 	}()
 	base, admin := "http://"+<-ready, "http://"+<-ready
 	defer func() { cancel(); assert.Equal(t, 0, <-done) }()

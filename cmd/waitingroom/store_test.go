@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -144,7 +145,7 @@ func TestStoreUsageErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("WAITINGROOM_STORE", tc.env)
 			var stderr bytes.Buffer
-			code := run(context.Background(), tc.args, &stderr, nil)
+			code := run(context.Background(), tc.args, io.Discard, &stderr, nil)
 			assert.Equal(t, 2, code, stderr.String())
 			assert.Contains(t, stderr.String(), tc.want)
 		})
@@ -158,7 +159,7 @@ func TestStoreUnreachableFailsStart(t *testing.T) {
 	require.NoError(t, ln.Close()) // nothing listens there now
 	var stderr bytes.Buffer
 	code := run(context.Background(), []string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0",
-		"-store", "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"}, &stderr, nil)
+		"-store", "redis://127.0.0.1:" + strconv.Itoa(port) + "/0"}, io.Discard, &stderr, nil)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr.String(), "first sync failed")
 }
@@ -168,7 +169,7 @@ func TestSQLiteSchema(t *testing.T) {
 	t.Run("missing table without -create-schema", func(t *testing.T) {
 		var stderr bytes.Buffer
 		code := run(context.Background(), []string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0",
-			"-store", "sqlite://" + filepath.Join(dir, "bare.db"), "-create-schema=false"}, &stderr, nil)
+			"-store", "sqlite://" + filepath.Join(dir, "bare.db"), "-create-schema=false"}, io.Discard, &stderr, nil)
 		assert.Equal(t, 1, code)
 		assert.Contains(t, stderr.String(), "first sync failed")
 		assert.Contains(t, stderr.String(), "-create-schema")
@@ -426,7 +427,7 @@ func TestCreateSchemaConcurrently(t *testing.T) {
 	for range n {
 		go func() {
 			var stderr bytes.Buffer
-			code := run(ctx, args, &stderr, ready)
+			code := run(ctx, args, io.Discard, &stderr, ready)
 			results <- result{code, stderr.String()}
 		}()
 	}
