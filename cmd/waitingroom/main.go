@@ -117,10 +117,13 @@
 //
 // -admin-listen (default off) serves, on its own address, the room's admin
 // API and status page (Room.AdminHandler: GET /, /status, /history,
-// /settings; PATCH /settings) and /metrics in the Prometheus text format,
-// all behind the bearer token of -admin-token or WAITINGROOM_ADMIN_TOKEN
-// (at least 16 bytes; the command refuses -admin-listen without one).
-// Keep that address off the public network.
+// /settings; PATCH /settings) and /metrics for Prometheus, all behind the
+// bearer token of -admin-token or WAITINGROOM_ADMIN_TOKEN (at least 16
+// bytes; the command refuses -admin-listen without one). Keep that address
+// off the public network. /metrics carries the room's series exactly as
+// the metrics module (github.com/go-waitingroom/waitingroom/metrics) gives
+// them to a program embedding a room, and the Go runtime's (go_*) and the
+// process's (process_*) series.
 //
 // # Stopping
 //

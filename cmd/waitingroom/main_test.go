@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -180,6 +182,7 @@ func TestAdminAddress(t *testing.T) {
 	assert.Contains(t, stderr.String(), "never runs without authentication")
 
 	const token = "0123456789abcdef-admin"
+	started := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 2)
 	done := make(chan int, 1)
@@ -213,10 +216,39 @@ func TestAdminAddress(t *testing.T) {
 	resp, status := do("/status", token)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, status, `"room":"default"`)
-	resp, metrics := do("/metrics", token)
+	resp, exposition := do("/metrics", token)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Contains(t, metrics, "# TYPE waitingroom_admitted_total counter\nwaitingroom_admitted_total{room=\"default\"} 1\n")
-	assert.Contains(t, metrics, `waitingroom_instances{room="default"} 1`)
+	assert.Contains(t, exposition, "# TYPE waitingroom_admitted_total counter\nwaitingroom_admitted_total{room=\"default\"} 1\n")
+	assert.Contains(t, exposition, `waitingroom_instances{room="default"} 1`)
+	assert.Contains(t, exposition, "\ngo_goroutines ")
+	assert.Contains(t, exposition, "\nprocess_open_fds ")
+
+	// The series the README's alert uses (time() -
+	// waitingroom_last_sync_timestamp_seconds > 30): the latest sync, in
+	// Unix seconds, between the start and now.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(exposition))
+	require.NoError(t, err)
+	sample := func(name string) (float64, bool) {
+		mf := mfs[name]
+		if mf == nil {
+			return 0, false
+		}
+		require.Len(t, mf.GetMetric(), 1, name)
+		return mf.GetMetric()[0].GetGauge().GetValue(), true
+	}
+	synced, ok := sample("waitingroom_last_sync_timestamp_seconds")
+	require.True(t, ok, "waitingroom_last_sync_timestamp_seconds")
+	assert.GreaterOrEqual(t, synced, float64(started.UnixNano())/1e9)
+	assert.LessOrEqual(t, synced, float64(time.Now().UnixNano())/1e9)
+	// The estimate as the metrics module gives it: absent while unknown
+	// (nothing waits here, nothing flowed before the first admission),
+	// never a made-up value.
+	known, ok := sample("waitingroom_estimate_known")
+	require.True(t, ok)
+	wait, present := sample("waitingroom_estimated_wait_seconds")
+	assert.Equal(t, known == 1, present, "estimated_wait_seconds is there exactly when the estimate is known")
+	assert.GreaterOrEqual(t, wait, 0.0)
 }
 
 // TestLimitFlags: a limit given alone, on the command line or in the
