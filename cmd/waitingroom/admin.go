@@ -69,12 +69,12 @@ func metricsHandler(auth waitingroom.Authenticator, room *waitingroom.Room, log 
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
 		if !auth(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="waitingroom"`)
 			http.Error(w, "authentication required", http.StatusUnauthorized)
 			return
 		}
-		w.Header().Set("Cache-Control", "no-store")
 		h.ServeHTTP(w, r)
 	})
 }
