@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"io"
+	"math"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -225,7 +226,7 @@ func TestAdminAddress(t *testing.T) {
 
 	// The series the README's alert uses (time() -
 	// waitingroom_last_sync_timestamp_seconds > 30): the latest sync, in
-	// Unix seconds, between the start and now.
+	// Unix seconds, between the start and now, to the millisecond.
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := parser.TextToMetricFamilies(strings.NewReader(exposition))
 	require.NoError(t, err)
@@ -239,8 +240,9 @@ func TestAdminAddress(t *testing.T) {
 	}
 	synced, ok := sample("waitingroom_last_sync_timestamp_seconds")
 	require.True(t, ok, "waitingroom_last_sync_timestamp_seconds")
-	assert.GreaterOrEqual(t, synced, float64(started.UnixNano())/1e9)
-	assert.LessOrEqual(t, synced, float64(time.Now().UnixNano())/1e9)
+	syncedMs := int64(math.Round(synced * 1000)) // the room keeps the time of a sync in milliseconds
+	assert.GreaterOrEqual(t, syncedMs, started.UnixMilli())
+	assert.LessOrEqual(t, syncedMs, time.Now().UnixMilli())
 	// The estimate as the metrics module gives it: absent while unknown
 	// (nothing waits here, nothing flowed before the first admission),
 	// never a made-up value.
