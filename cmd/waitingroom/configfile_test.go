@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/netip"
@@ -394,7 +395,7 @@ func TestConfigFileErrors(t *testing.T) {
 			path := filepath.Join(dir, tc.file)
 			require.NoError(t, os.WriteFile(path, []byte(tc.content), 0o600))
 			var stderr bytes.Buffer
-			code := run(context.Background(), append([]string{"-config", path, "-key", hexKey}, tc.args...), &stderr, nil)
+			code := run(context.Background(), append([]string{"-config", path, "-key", hexKey}, tc.args...), io.Discard, &stderr, nil)
 			assert.Equal(t, 2, code)
 			assert.True(t, strings.HasPrefix(stderr.String(), "waitingroom: "), stderr.String())
 			assert.Contains(t, stderr.String(), path, "the message names the file")
@@ -439,7 +440,7 @@ func TestFlagErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			assert.Equal(t, 2, run(context.Background(), append(tc.args, "-key", hexKey), &stderr, nil))
+			assert.Equal(t, 2, run(context.Background(), append(tc.args, "-key", hexKey), io.Discard, &stderr, nil))
 			assert.Contains(t, stderr.String(), "waitingroom: "+tc.want)
 		})
 	}

@@ -9,14 +9,18 @@
 //
 //	go run ./cmd/waitingroom -demo -total-active-users 3 -new-users-per-minute 3
 //
+// waitingroom -h (or -help, --help) prints every flag with its default to
+// standard output and exits with status 0; README.md in this directory is
+// the manual.
+//
 // # Secrets
 //
 // The cookie keys come from -key, WAITINGROOM_KEYS or WAITINGROOM_KEY,
 // never from the config file: each is a comma-separated list of keys (hex
-// or base64, at least 32 bytes each). The first key encrypts and every key
-// decrypts, so keys rotate by putting a new key first and dropping the old
-// one once the sessions it sealed have ended. Every instance of a room
-// needs the same keys. Without any, -demo generates a key for this process
+// or base64, at least 32 bytes each, read by waitingroom.ParseKeys). The
+// first key encrypts and every key decrypts, so keys rotate by putting a
+// new key first and dropping the old one once the sessions it sealed have
+// ended. Every instance of a room needs the same keys. Without any, -demo generates a key for this process
 // only. The admin token comes from -admin-token or WAITINGROOM_ADMIN_TOKEN.
 //
 // # Config file
@@ -113,10 +117,13 @@
 //
 // -admin-listen (default off) serves, on its own address, the room's admin
 // API and status page (Room.AdminHandler: GET /, /status, /history,
-// /settings; PATCH /settings) and /metrics in the Prometheus text format,
-// all behind the bearer token of -admin-token or WAITINGROOM_ADMIN_TOKEN
-// (at least 16 bytes; the command refuses -admin-listen without one).
-// Keep that address off the public network.
+// /settings; PATCH /settings) and /metrics for Prometheus, all behind the
+// bearer token of -admin-token or WAITINGROOM_ADMIN_TOKEN (at least 16
+// bytes; the command refuses -admin-listen without one). Keep that address
+// off the public network. /metrics carries the room's series exactly as
+// the metrics module (github.com/go-waitingroom/waitingroom/metrics) gives
+// them to a program embedding a room, and the Go runtime's (go_*) and the
+// process's (process_*) series.
 //
 // # Stopping
 //
@@ -157,7 +164,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	redis.SetLogger(redisLog{slog.New(slog.NewTextHandler(os.Stderr, nil))})
-	os.Exit(run(ctx, os.Args[1:], os.Stderr, nil))
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil))
 }
 
 // redisLog sends go-redis's own messages (one per failed dial, many a
@@ -231,10 +238,12 @@ const (
 	hostUpstream = "upstream"
 )
 
-func parse(args []string, stderr io.Writer) (*options, error) {
+// newFlagSet returns the command's flags, which set o. The flag set
+// prints nothing itself: parse and writeUsage do.
+func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("waitingroom", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o := &options{from: map[string]string{}}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&o.configPath, "config", "", "JSON or YAML file of settings (.json, .yaml, .yml); flags given on the command line override it")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve on")
 	fs.StringVar(&o.upstream, "upstream", "", "URL of the application to protect")
@@ -263,8 +272,49 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.limits.body, "body-timeout", defaultBodyTimeout, "the longest a request body may stall before the connection is closed (0: none); an upload that keeps moving is never cut off")
 	fs.DurationVar(&o.limits.read, "read-timeout", 0, "the longest a whole request, body included, may take to arrive (0: none); it cuts off uploads that take longer")
 	fs.IntVar(&o.limits.maxHeaderBytes, "max-header-bytes", defaultMaxHeaderBytes, "the most bytes of a request's line and headers, > 0; larger get 431")
+	return fs
+}
+
+// usageHeader comes before the flags in the usage text.
+const usageHeader = `Usage:
+  waitingroom -upstream URL [flags]   put a waiting room in front of URL
+  waitingroom -demo [flags]           the same, in front of a built-in demo application
+  waitingroom -config FILE [flags]    with the settings in a JSON or YAML file
+
+The cookie keys come from -key, $WAITINGROOM_KEYS or $WAITINGROOM_KEY
+(hex or base64, 32+ random bytes each, the same on every instance).
+
+Flags:
+`
+
+// writeUsage writes the usage text of -h: how to run the command and
+// every flag with its default.
+func writeUsage(w io.Writer) {
+	fs := newFlagSet(&options{})
+	fs.SetOutput(w)
+	_, _ = io.WriteString(w, usageHeader)
+	fs.PrintDefaults()
+}
+
+// flagError is an error in the flags themselves (an unknown flag, a value
+// that does not parse), after which the usage is worth a look. It is a
+// usage error.
+type flagError struct{ err error }
+
+func (e flagError) Error() string   { return errUsage.Error() + ": " + e.err.Error() }
+func (e flagError) Unwrap() []error { return []error{errUsage, e.err} }
+
+// parse reads the flags of args and the config file they name. With -h,
+// -help or --help it writes the usage to help and returns flag.ErrHelp.
+func parse(args []string, help io.Writer) (*options, error) {
+	o := &options{from: map[string]string{}}
+	fs := newFlagSet(o)
 	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
+		if errors.Is(err, flag.ErrHelp) {
+			writeUsage(help)
+			return nil, flag.ErrHelp
+		}
+		return nil, flagError{err}
 	}
 	if fs.NArg() > 0 {
 		return nil, usage("unexpected arguments %q", fs.Args())
@@ -470,21 +520,27 @@ func (o *options) roomConfig(keys [][]byte, log *slog.Logger) waitingroom.Config
 	}
 }
 
-// run runs the command until ctx is done. ready, if not nil, receives the
-// address served once listening (for tests). It returns the exit status.
-func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- string) int {
+// run runs the command until ctx is done. The usage of -h goes to stdout,
+// everything else to stderr. ready, if not nil, receives the address
+// served once listening (for tests). It returns the exit status: 0 after
+// -h or a clean stop, 1 when serving fails, 2 for a usage error.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	o, err := parse(args, stderr)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "waitingroom:", strings.TrimPrefix(err.Error(), "usage: "))
+	o, err := parse(args, stdout)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintln(stderr, "waitingroom:", strings.TrimPrefix(err.Error(), "usage: "))
+		if errors.As(err, new(flagError)) {
+			fmt.Fprintln(stderr, "Run waitingroom -h for the flags.")
 		}
 		return 2
 	}
 	keys, err := cookieKeys(o.key)
 	switch {
 	case err != nil:
-		fmt.Fprintln(stderr, "waitingroom:", err)
+		fmt.Fprintln(stderr, err)
 		return 2
 	case keys == nil && o.demo:
 		keys = [][]byte{make([]byte, 32)}

@@ -3,15 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"io"
+	"math"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -42,18 +47,58 @@ func TestUsageErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			code := run(context.Background(), tc.args, &stderr, nil)
+			code := run(context.Background(), tc.args, io.Discard, &stderr, nil)
 			assert.Equal(t, 2, code)
 			assert.Contains(t, stderr.String(), tc.want)
 		})
 	}
 }
 
-func TestDecodeKey(t *testing.T) {
-	for _, s := range []string{hexKey, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"} {
-		b, err := decodeKey(s)
-		require.NoError(t, err, s)
-		assert.Len(t, b, 32)
+// TestHelp: -h, -help and --help print the usage, every flag with its
+// default, to stdout and exit with 0, whatever else is on the command
+// line; a bad flag exits with 2, says so on stderr and prints nothing on
+// stdout.
+func TestHelp(t *testing.T) {
+	noEnv(t)
+	var flags []string
+	newFlagSet(&options{}).VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
+	require.Len(t, flags, 28)
+
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"-h", []string{"-h"}, 0, ""},
+		{"-help", []string{"-help"}, 0, ""},
+		{"--help", []string{"--help"}, 0, ""},
+		{"after other flags", []string{"-demo", "-name", "x", "-h"}, 0, ""},
+		{"with a config file that does not exist", []string{"-config", "/nonexistent.yaml", "-h"}, 0, ""},
+		{"unknown flag", []string{"-bogus"}, 2, "waitingroom: flag provided but not defined: -bogus\nRun waitingroom -h for the flags.\n"},
+		{"bad value", []string{"-demo", "-total-active-users", "many"}, 2, "waitingroom: invalid value \"many\" for flag -total-active-users: parse error\nRun waitingroom -h for the flags.\n"},
+		{"not a flag problem", []string{"-demo", "-upstream", "http://x"}, 2, "exactly one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			assert.Equal(t, tc.code, run(t.Context(), tc.args, &stdout, &stderr, nil))
+			if tc.code != 0 {
+				assert.Empty(t, stdout.String())
+				assert.Contains(t, stderr.String(), tc.stderr)
+				if tc.name == "not a flag problem" {
+					assert.NotContains(t, stderr.String(), "-h for the flags")
+				}
+				return
+			}
+			assert.Empty(t, stderr.String())
+			out := stdout.String()
+			assert.True(t, strings.HasPrefix(out, "Usage:\n  waitingroom -upstream URL"), out)
+			for _, name := range flags {
+				listed := regexp.MustCompile(`(?m)^  -` + name + `( |$)`).MatchString(out)
+				assert.True(t, listed, "the usage lists -%s", name)
+			}
+			assert.Contains(t, out, `(default "127.0.0.1:8080")`)
+		})
 	}
 }
 
@@ -65,7 +110,9 @@ func start(t *testing.T, args ...string) string {
 	ready := make(chan string, 1)
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
-	go func() { done <- run(ctx, append([]string{"-listen", "127.0.0.1:0"}, args...), &stderr, ready) }()
+	go func() {
+		done <- run(ctx, append([]string{"-listen", "127.0.0.1:0"}, args...), io.Discard, &stderr, ready)
+	}()
 	select {
 	case addr := <-ready:
 		t.Cleanup(func() {
@@ -132,15 +179,16 @@ func TestProxiesUpstream(t *testing.T) {
 func TestAdminAddress(t *testing.T) {
 	t.Setenv("WAITINGROOM_ADMIN_TOKEN", "")
 	var stderr bytes.Buffer
-	assert.Equal(t, 2, run(context.Background(), []string{"-demo", "-key", hexKey, "-admin-listen", "127.0.0.1:0"}, &stderr, nil))
+	assert.Equal(t, 2, run(context.Background(), []string{"-demo", "-key", hexKey, "-admin-listen", "127.0.0.1:0"}, io.Discard, &stderr, nil))
 	assert.Contains(t, stderr.String(), "never runs without authentication")
 
 	const token = "0123456789abcdef-admin"
+	started := time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 2)
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-admin-token", token}, &bytes.Buffer{}, ready)
+		done <- run(ctx, []string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-admin-token", token}, io.Discard, &bytes.Buffer{}, ready)
 	}()
 	base, admin := "http://"+<-ready, "http://"+<-ready
 	defer func() { cancel(); assert.Equal(t, 0, <-done) }()
@@ -169,10 +217,40 @@ func TestAdminAddress(t *testing.T) {
 	resp, status := do("/status", token)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, status, `"room":"default"`)
-	resp, metrics := do("/metrics", token)
+	resp, exposition := do("/metrics", token)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Contains(t, metrics, "# TYPE waitingroom_admitted_total counter\nwaitingroom_admitted_total{room=\"default\"} 1\n")
-	assert.Contains(t, metrics, `waitingroom_instances{room="default"} 1`)
+	assert.Contains(t, exposition, "# TYPE waitingroom_admitted_total counter\nwaitingroom_admitted_total{room=\"default\"} 1\n")
+	assert.Contains(t, exposition, `waitingroom_instances{room="default"} 1`)
+	assert.Contains(t, exposition, "\ngo_goroutines ")
+	assert.Contains(t, exposition, "\nprocess_open_fds ")
+
+	// The series the README's alert uses (time() -
+	// waitingroom_last_sync_timestamp_seconds > 30): the latest sync, in
+	// Unix seconds, between the start and now, to the millisecond.
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(exposition))
+	require.NoError(t, err)
+	sample := func(name string) (float64, bool) {
+		mf := mfs[name]
+		if mf == nil {
+			return 0, false
+		}
+		require.Len(t, mf.GetMetric(), 1, name)
+		return mf.GetMetric()[0].GetGauge().GetValue(), true
+	}
+	synced, ok := sample("waitingroom_last_sync_timestamp_seconds")
+	require.True(t, ok, "waitingroom_last_sync_timestamp_seconds")
+	syncedMs := int64(math.Round(synced * 1000)) // the room keeps the time of a sync in milliseconds
+	assert.GreaterOrEqual(t, syncedMs, started.UnixMilli())
+	assert.LessOrEqual(t, syncedMs, time.Now().UnixMilli())
+	// The estimate as the metrics module gives it: absent while unknown
+	// (nothing waits here, nothing flowed before the first admission),
+	// never a made-up value.
+	known, ok := sample("waitingroom_estimate_known")
+	require.True(t, ok)
+	wait, present := sample("waitingroom_estimated_wait_seconds")
+	assert.Equal(t, known == 1, present, "estimated_wait_seconds is there exactly when the estimate is known")
+	assert.GreaterOrEqual(t, wait, 0.0)
 }
 
 // TestLimitFlags: a limit given alone, on the command line or in the

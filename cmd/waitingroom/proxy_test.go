@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -285,7 +286,7 @@ func TestUnreachableUpstream(t *testing.T) {
 	ready, done := make(chan string, 1), make(chan int, 1)
 	var stderr syncBuffer
 	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-upstream", "http://" + addr, "-key", hexKey}, &stderr, ready)
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-upstream", "http://" + addr, "-key", hexKey}, io.Discard, &stderr, ready)
 	}()
 	base := "http://" + <-ready
 	defer func() { cancel(); assert.Equal(t, 0, <-done) }()
@@ -351,7 +352,7 @@ func TestGracefulShutdown(t *testing.T) {
 	defer cancel()
 	ready, done := make(chan string, 1), make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-upstream", up.URL, "-key", hexKey}, io.Discard, ready)
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-upstream", up.URL, "-key", hexKey}, io.Discard, io.Discard, ready)
 	}()
 	addr := <-ready
 
@@ -452,10 +453,10 @@ func TestCookieKeys(t *testing.T) {
 		{name: "-key before the environment", flag: hexKey, keys: "x,y", key: "z", want: 1},
 		{name: "WAITINGROOM_KEY", key: hexKey, want: 1},
 		{name: "WAITINGROOM_KEYS", keys: other + "," + hexKey, want: 2},
-		{name: "both variables", keys: hexKey, key: hexKey, wantErr: "both WAITINGROOM_KEYS and WAITINGROOM_KEY are set"},
-		{name: "bad second key", keys: hexKey + ",!!" + hexKey, wantErr: "WAITINGROOM_KEYS: key 2 of 2: the key is neither hex nor base64", notWantErr: hexKey},
-		{name: "empty key", flag: hexKey + ",", wantErr: "-key: key 2 of 2: empty"},
-		{name: "short key", key: short, wantErr: "WAITINGROOM_KEY: 16 bytes; a key must be at least 32", notWantErr: short},
+		{name: "both variables", keys: hexKey, key: hexKey, wantErr: "waitingroom: both WAITINGROOM_KEYS and WAITINGROOM_KEY are set"},
+		{name: "bad second key", keys: hexKey + ",!!" + hexKey, wantErr: "waitingroom: key 2 of 2: neither hex nor base64 (from WAITINGROOM_KEYS)", notWantErr: hexKey},
+		{name: "empty key", flag: hexKey + ",", wantErr: "waitingroom: key 2 of 2: empty (from -key)"},
+		{name: "short key", key: short, wantErr: "waitingroom: key: 16 bytes; a key must be at least 32 (MinKeyLen) (from WAITINGROOM_KEY)", notWantErr: short},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("WAITINGROOM_KEYS", tc.keys)
@@ -476,7 +477,8 @@ func TestCookieKeys(t *testing.T) {
 	t.Run("order", func(t *testing.T) {
 		keys, err := cookieKeys(other + "," + hexKey)
 		require.NoError(t, err)
-		want, _ := decodeKey(other)
+		want, err := waitingroom.ParseKey(other)
+		require.NoError(t, err)
 		assert.Equal(t, want, keys[0], "the first key encrypts")
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -144,7 +145,7 @@ func TestStoreUsageErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("WAITINGROOM_STORE", tc.env)
 			var stderr bytes.Buffer
-			code := run(context.Background(), tc.args, &stderr, nil)
+			code := run(context.Background(), tc.args, io.Discard, &stderr, nil)
 			assert.Equal(t, 2, code, stderr.String())
 			assert.Contains(t, stderr.String(), tc.want)
 		})
@@ -215,7 +216,7 @@ func TestStoreFailsStart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
 			args := append([]string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0"}, tc.args(t)...)
-			code := run(context.Background(), args, &stderr, nil)
+			code := run(context.Background(), args, io.Discard, &stderr, nil)
 			assert.Equal(t, 1, code)
 			assert.Contains(t, stderr.String(), "first sync failed")
 			for _, w := range tc.want {
@@ -255,7 +256,7 @@ func TestSQLiteSchema(t *testing.T) {
 	t.Run("missing table without -create-schema", func(t *testing.T) {
 		var stderr bytes.Buffer
 		code := run(context.Background(), []string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0",
-			"-store", "sqlite://" + filepath.Join(dir, "bare.db"), "-create-schema=false"}, &stderr, nil)
+			"-store", "sqlite://" + filepath.Join(dir, "bare.db"), "-create-schema=false"}, io.Discard, &stderr, nil)
 		assert.Equal(t, 1, code)
 		assert.Contains(t, stderr.String(), "first sync failed")
 		assert.Contains(t, stderr.String(), "-create-schema")
@@ -513,7 +514,7 @@ func TestCreateSchemaConcurrently(t *testing.T) {
 	for range n {
 		go func() {
 			var stderr bytes.Buffer
-			code := run(ctx, args, &stderr, ready)
+			code := run(ctx, args, io.Discard, &stderr, ready)
 			results <- result{code, stderr.String()}
 		}()
 	}

@@ -299,7 +299,7 @@ func TestConnectionLimitSettings(t *testing.T) {
 				require.ErrorIs(t, err, errUsage)
 				assert.ErrorContains(t, err, strings.ReplaceAll(tc.err, "$FILE", file))
 				var stderr bytes.Buffer
-				assert.Equal(t, 2, run(t.Context(), append(args, "-key", hexKey), &stderr, nil))
+				assert.Equal(t, 2, run(t.Context(), append(args, "-key", hexKey), io.Discard, &stderr, nil))
 				return
 			}
 			require.NoError(t, err)
@@ -343,7 +343,7 @@ func TestAdminConnectionTimeouts(t *testing.T) {
 			args := append([]string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0",
 				"-admin-token", "0123456789abcdef-admin"}, tc.args...)
 			var stderr syncBuffer
-			go func() { done <- run(ctx, args, &stderr, ready) }()
+			go func() { done <- run(ctx, args, io.Discard, &stderr, ready) }()
 			var admin string
 			for range 2 { // the public address, then the admin one
 				select {
