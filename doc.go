@@ -8,18 +8,25 @@
 // page that refreshes itself until a slot is theirs, first-in-first-out or
 // by random draw, with an honest estimate of the wait.
 //
-// Quick start:
+// Quick start (the package's Example is the complete program):
 //
+//	key, err := waitingroom.ParseKey(os.Getenv("WAITINGROOM_KEY")) // openssl rand -hex 32; the same on every instance
+//	if err != nil {
+//		log.Fatal(err)
+//	}
 //	room, err := waitingroom.New(waitingroom.Config{
 //		Name:              "launch",
 //		TotalActiveUsers:  200,
 //		NewUsersPerMinute: 200,
-//		Keys:              [][]byte{secret}, // 32+ random bytes, the same on every instance
+//		Keys:              [][]byte{key},
 //	}, memstore.New())
 //	if err != nil {
 //		log.Fatal(err)
 //	}
 //	defer room.Close()
+//	if err := room.Ready(ctx); err != nil { // a store that is down or misconfigured fails the start
+//		log.Fatal(err)
+//	}
 //	http.ListenAndServe(":8080", room.Handler(app))
 //
 // # How it works

@@ -13,7 +13,10 @@ import (
 // The admin API and status page, mounted under /admin/ beside the
 // application, behind a bearer token from the environment.
 func ExampleHandler() {
-	key := []byte(os.Getenv("WAITINGROOM_KEY")) // at least 32 bytes
+	key, err := waitingroom.ParseKey(os.Getenv("WAITINGROOM_KEY"))
+	if err != nil {
+		log.Fatal(err)
+	}
 	room, err := waitingroom.New(waitingroom.Config{
 		Keys:              [][]byte{key},
 		TotalActiveUsers:  500,
