@@ -684,15 +684,15 @@ func TestAdminChangeReachesOtherInstances(t *testing.T) {
 }
 
 // adminRedisStore returns a redisstore on the Redis at
-// WAITINGROOM_REDIS_URL (default 127.0.0.1:6379) under a key prefix of the
+// WAITINGROOM_REDIS_URL (servicetest.Redis) under a key prefix of the
 // test's own, removed at cleanup; it skips (fails in CI) without Redis.
 func adminRedisStore(t *testing.T) store.Store {
-	opts, err := redis.ParseURL(servicetest.URL("WAITINGROOM_REDIS_URL", "redis://127.0.0.1:6379/0"))
+	opts, err := redis.ParseURL(servicetest.Redis.URL())
 	require.NoError(t, err)
 	client := redis.NewClient(opts)
 	if err := client.Ping(context.Background()).Err(); err != nil {
 		_ = client.Close()
-		servicetest.Unavailable(t, "Redis", err)
+		servicetest.Unavailable(t, servicetest.Redis, err)
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])

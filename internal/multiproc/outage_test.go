@@ -44,7 +44,7 @@ func newRedisServer(t *testing.T) *redisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		servicetest.Unavailable(t, "redis-server (the binary, to run a server of the test's own)", err)
+		servicetest.Unavailable(t, servicetest.Program("redis-server", "to run a server of the test's own"), err)
 	}
 	s := &redisServer{t: t, bin: bin, dir: t.TempDir(), out: &syncBuffer{}}
 	t.Cleanup(func() {
