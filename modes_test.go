@@ -67,7 +67,7 @@ func TestExpiredSessionQueuesAtTheBack(t *testing.T) {
 	// come back with their old cookie and must not jump the queue: their
 	// old admission does not make them older than the patient visitor.
 	w := tr.get(early, "")
-	assert.False(t, admitted(w))
+	assert.True(t, isWaiting(w))
 	tr.clk.Add(time.Second)
 	d, err := tr.Check(early.request(http.MethodGet, ""))
 	require.NoError(t, err)
