@@ -410,14 +410,14 @@ func TestExpiredSessionGetsALaterBucket(t *testing.T) {
 				for _, v := range queue {
 					tr.get(v, "")
 				}
-				if !renewal && !admitted(tr.get(early, "")) {
+				if !renewal && isWaiting(tr.get(early, "")) {
 					lost = true
 					break
 				}
 			}
 			if renewal {
 				tr.clk.Add(time.Second)
-				lost = !admitted(tr.get(early, ""))
+				lost = isWaiting(tr.get(early, ""))
 			}
 			assert.True(t, lost, "an expired session does not re-enter")
 			c, ok := tr.readState(early.request(http.MethodGet, ""), tr.now())

@@ -658,7 +658,7 @@ func TestAttackRevokedCookieOnOtherInstance(t *testing.T) {
 			a.sync() // the revoking instance first, then the others
 			for i := range a.rooms {
 				w := a.send(i, saved, "")
-				assert.False(t, admitted(w), "instance %d: the revoked cookie is a new visitor's, and the minute's admission is spent", i)
+				assert.True(t, isWaiting(w), "instance %d: the revoked cookie is a new visitor's, and the minute's admission is spent", i)
 			}
 			a.advance(time.Second)
 			for i, rm := range a.rooms {
@@ -833,7 +833,7 @@ func TestAttackReplayedWaitingCookieUncounted(t *testing.T) {
 				assert.Equal(t, 1, rm.Stats().Active, "instance %d: the replayer is active", i)
 			}
 			newcomer := &visitor{}
-			assert.False(t, admitted(a.get(0, newcomer)), "a newcomer is let in on top of the replayer (limit 1)")
+			assert.True(t, isWaiting(a.get(0, newcomer)), "a newcomer waits: the replayer holds the one place (limit 1)")
 		})
 	}
 }

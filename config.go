@@ -301,6 +301,12 @@ func (c Config) normalize() (Config, error) {
 		c.QueueingMethod = FIFO
 	}
 	c.Events = slices.Clone(c.Events)
+	for i := range c.Events {
+		if p := c.Events[i].DisableSessionRenewal; p != nil {
+			v := *p // the caller's pointer stays theirs
+			c.Events[i].DisableSessionRenewal = &v
+		}
+	}
 	st := c.settings()
 	if err := st.validate(); err != nil {
 		return c, err
@@ -365,6 +371,11 @@ func (c Config) normalize() (Config, error) {
 			return c, invalid("Keys[%d] is %d bytes; keys must be at least %d", i, len(k), MinKeyLen)
 		}
 	}
+	keys := make([][]byte, len(c.Keys))
+	for i, k := range c.Keys {
+		keys[i] = slices.Clone(k)
+	}
+	c.Keys = keys
 	if c.JSONKey == "" {
 		c.JSONKey = DefaultJSONKey
 	}

@@ -214,6 +214,9 @@ func shuffleRun(t *testing.T, seed uint64, prequeue, after int) (order []int, at
 			}
 			v.next = now.Add(d.RefreshAfter).Add(time.Second - 1).Truncate(time.Second)
 		}
+		if len(order) == len(vs) {
+			break // everyone is in: the rest would change nothing
+		}
 	}
 	return order, at
 }

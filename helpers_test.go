@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
@@ -99,8 +101,49 @@ func admitted(w *httptest.ResponseRecorder) bool {
 	return w.Code == http.StatusOK && w.Body.String() == "app"
 }
 
+// isWaiting reports whether w is the waiting page: a room page (isRoomPage)
+// with a Refresh header of a positive number of seconds, which neither the
+// closed page nor the error page has.
 func isWaiting(w *httptest.ResponseRecorder) bool {
-	return !admitted(w) && strings.Contains(w.Header().Get("Cache-Control"), "no-store")
+	secs, err := strconv.Atoi(w.Header().Get("Refresh"))
+	return isRoomPage(w) && err == nil && secs > 0
+}
+
+// isClosedPage reports whether w is the page QueueingMethod Reject shows
+// new visitors: a room page without a Refresh header.
+func isClosedPage(w *httptest.ResponseRecorder) bool {
+	_, refresh := w.Header()["Refresh"]
+	return isRoomPage(w) && !refresh
+}
+
+// isRoomPage reports whether w is a page the room rendered (Respond): not
+// the application's response, one of the statuses QueueingStatusCode
+// allows, Cache-Control no-store, and the HTML or JSON content type of the
+// page. The default error page (503, text/plain) is none of these.
+func isRoomPage(w *httptest.ResponseRecorder) bool {
+	if admitted(w) || w.Body.Len() == 0 {
+		return false
+	}
+	switch w.Code {
+	case http.StatusOK, http.StatusAccepted, http.StatusTooManyRequests:
+	default:
+		return false
+	}
+	switch w.Header().Get("Content-Type") {
+	case "text/html; charset=utf-8", "application/json":
+	default:
+		return false
+	}
+	return w.Header().Get("Cache-Control") == "no-store"
+}
+
+// isErrorPage reports whether w is the default ErrorHandler's response: a
+// 503 with a plain-text body, no Refresh header and no room page.
+func isErrorPage(w *httptest.ResponseRecorder) bool {
+	_, refresh := w.Header()["Refresh"]
+	return w.Code == http.StatusServiceUnavailable && !refresh &&
+		strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") &&
+		w.Header().Get("Cache-Control") == "no-store"
 }
 
 func newMemStore() store.Store { return memstore.New() }
@@ -110,4 +153,34 @@ func (tr *testRoom) readState(r *http.Request, now int64) (cookieState, bool) {
 	p := tr.policyAt(&tr.view.Load().settings, now)
 	c, _, ok := tr.readCookie(r, &p, now)
 	return c, ok
+}
+
+// TestPageHelpers holds the helpers above to telling the room's responses
+// apart: each recognises its own page and none of the others.
+func TestPageHelpers(t *testing.T) {
+	page := func(mutate func(*Config), accept string) *httptest.ResponseRecorder {
+		return newTestRoom(t, mutate).get(&visitor{}, accept)
+	}
+	closedRoom := newTestRoom(t, nil)
+	require.NoError(t, closedRoom.Close())
+	for _, tc := range []struct {
+		name                          string
+		w                             *httptest.ResponseRecorder
+		app, waiting, closed, errPage bool
+	}{
+		{"application", page(nil, ""), true, false, false, false},
+		{"waiting page", page(func(c *Config) { c.QueueAll = true }, ""), false, true, false, false},
+		{"waiting page, JSON", page(func(c *Config) { c.QueueAll = true }, "application/json"), false, true, false, false},
+		{"waiting page, 429", page(func(c *Config) { c.QueueAll, c.QueueingStatusCode = true, http.StatusTooManyRequests }, ""), false, true, false, false},
+		{"closed page", page(func(c *Config) { c.QueueingMethod = Reject }, ""), false, false, true, false},
+		{"closed page, JSON", page(func(c *Config) { c.QueueingMethod = Reject }, "application/json"), false, false, true, false},
+		{"error page", closedRoom.get(&visitor{}, ""), false, false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.app, admitted(tc.w), "admitted")
+			assert.Equal(t, tc.waiting, isWaiting(tc.w), "isWaiting")
+			assert.Equal(t, tc.closed, isClosedPage(tc.w), "isClosedPage")
+			assert.Equal(t, tc.errPage, isErrorPage(tc.w), "isErrorPage")
+		})
+	}
 }

@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -66,7 +67,7 @@ func TestExpiredSessionQueuesAtTheBack(t *testing.T) {
 	// come back with their old cookie and must not jump the queue: their
 	// old admission does not make them older than the patient visitor.
 	w := tr.get(early, "")
-	assert.False(t, admitted(w))
+	assert.True(t, isWaiting(w))
 	tr.clk.Add(time.Second)
 	d, err := tr.Check(early.request(http.MethodGet, ""))
 	require.NoError(t, err)
@@ -178,10 +179,12 @@ func TestSwitchesAndSessions(t *testing.T) {
 				switch {
 				case admitted(w):
 					return "app"
-				case w.Header().Get("Refresh") != "":
+				case isWaiting(w):
 					return "waiting"
+				case isClosedPage(w):
+					return "closed"
 				}
-				return "closed"
+				return fmt.Sprintf("neither: %d %q", w.Code, w.Body.String())
 			}
 			before := v.cookie
 			assert.Equal(t, tc.admitted, kind(tr.get(v, "")), "the admitted visitor")
@@ -248,7 +251,7 @@ func TestClosedRoom(t *testing.T) {
 	_, err := tr.Check((&visitor{}).request(http.MethodGet, ""))
 	assert.ErrorIs(t, err, ErrClosed)
 	w := tr.get(&visitor{}, "")
-	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.True(t, isErrorPage(w), "%d %v", w.Code, w.Header())
 	assert.NotContains(t, w.Body.String(), "closed", "no internals in the body")
 	assert.ErrorIs(t, tr.Sync(context.Background()), ErrClosed)
 	assert.ErrorIs(t, tr.Update(context.Background(), func(*Settings) {}), ErrClosed)

@@ -198,10 +198,17 @@ func TestSurgeLimitsExact(t *testing.T) {
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
 			})
-			res := surge{
+			// 400 arrivals a minute for 5 minutes against 100 admissions:
+			// a queue for some 20 minutes. With -short, half the crowd at
+			// the same rate: a queue for some 10 minutes.
+			sg := surge{
 				visitors: 2000, arrivals: 5 * time.Minute, browse: 90 * time.Second,
 				duration: 25 * time.Minute, abandon: 0.01, seed: 7,
-			}.run(t, clk, rooms)
+			}
+			if testing.Short() {
+				sg.visitors, sg.arrivals, sg.duration = 1000, 150*time.Second, 14*time.Minute
+			}
+			res := sg.run(t, clk, rooms)
 
 			total := 0
 			for m, n := range res.admittedPerMinute {

@@ -1,9 +1,14 @@
 package waitingroom
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -62,16 +67,256 @@ func TestNewValidation(t *testing.T) {
 		_, err := New(baseConfig(newClock()), nil)
 		assert.ErrorIs(t, err, ErrInvalidConfig)
 	})
-	t.Run("caller's config untouched", func(t *testing.T) {
-		cfg := baseConfig(newClock())
-		cfg.Keys = [][]byte{append([]byte(nil), testKey...)}
-		before := cfg
-		rm, err := New(cfg, memstore.New())
-		require.NoError(t, err)
-		defer rm.Close()
-		assert.Equal(t, before.SessionDuration, cfg.SessionDuration)
-		assert.Empty(t, cfg.CookieName)
-	})
+}
+
+// TestNewLeavesCallersConfigAlone holds New to copying its Config: nothing
+// the caller's Config reaches (key bytes, events and what they point to,
+// bypass rules, trusted proxies) is changed by New, and nothing the caller
+// changes there afterwards changes the room.
+func TestNewLeavesCallersConfigAlone(t *testing.T) {
+	clk := newClock()
+	day := clk.Now().Truncate(24 * time.Hour).Add(48 * time.Hour)
+	yes, no := true, false
+	methods := []string{http.MethodHead}
+	cfg := baseConfig(clk)
+	cfg.Keys = [][]byte{[]byte(strings.Repeat("k", 32)), append([]byte(nil), testKey...)}
+	// Out of order: validation sorts events, which must not sort the
+	// caller's slice.
+	cfg.Events = []Event{
+		{Name: "later", Start: day.Add(3 * time.Hour), End: day.Add(4 * time.Hour), DisableSessionRenewal: &no},
+		{Name: "sooner", Start: day.Add(time.Hour), End: day.Add(2 * time.Hour), DisableSessionRenewal: &yes,
+			TotalActiveUsers: 5, NewUsersPerMinute: 5, Template: "<p>{{waitTime}}</p>"},
+	}
+	cfg.Bypass = []Rule{PathPrefix("/static/"), Methods(methods...)}
+	cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+	cfg.Random = func() float64 { return 0.5 }
+	cfg.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusTeapot) }
+	want := deepCopy(cfg)
+
+	rm, err := New(cfg, memstore.New())
+	require.NoError(t, err)
+	defer rm.Close()
+	for _, d := range deepDiff("Config", want, cfg) {
+		t.Errorf("New changed the caller's %s", d)
+	}
+
+	// Everything the room holds now, then the caller scribbles over all
+	// the memory their Config reaches.
+	require.NoError(t, rm.Sync(context.Background()))
+	v := &visitor{}
+	r := v.request(http.MethodGet, "")
+	d, err := rm.Check(r)
+	require.NoError(t, err)
+	require.Equal(t, Admitted, d.Outcome)
+	w := httptest.NewRecorder()
+	require.True(t, rm.Respond(w, r, d))
+	v.cookie = w.Result().Cookies()[0].String()
+	roomCfg, roomSettings := deepCopy(rm.cfg), deepCopy(rm.view.Load().settings)
+	scribble(reflect.ValueOf(&cfg).Elem())
+	methods[0] = http.MethodPost
+	require.NotEmpty(t, deepDiff("Config", want, cfg), "the scribbling changed nothing")
+
+	for _, d := range deepDiff("room's Config", roomCfg, rm.cfg) {
+		t.Errorf("changing the caller's Config after New changed the %s", d)
+	}
+	for _, d := range deepDiff("room's Settings", roomSettings, rm.view.Load().settings) {
+		t.Errorf("changing the caller's Config after New changed the %s", d)
+	}
+	d, err = rm.Check(v.request(http.MethodGet, ""))
+	require.NoError(t, err)
+	assert.Equal(t, Admitted, d.Outcome, "the cookie issued before still opens: the room's keys are its own")
+}
+
+// deepCopy returns a copy of v that shares no memory its owner can change
+// with v: slices, maps and pointers to plain values are copied, all the
+// way down. Functions, and pointers to anything else (a *slog.Logger), are
+// kept: they are the same thing in the copy.
+func deepCopy[T any](v T) T {
+	return deepCopyValue(reflect.ValueOf(&v).Elem()).Interface().(T)
+}
+
+func deepCopyValue(v reflect.Value) reflect.Value {
+	out := reflect.New(v.Type()).Elem()
+	switch v.Kind() {
+	case reflect.Slice:
+		if v.IsNil() {
+			return out
+		}
+		out.Set(reflect.MakeSlice(v.Type(), v.Len(), v.Len()))
+		for i := range v.Len() {
+			out.Index(i).Set(deepCopyValue(v.Index(i)))
+		}
+	case reflect.Map:
+		if v.IsNil() {
+			return out
+		}
+		out.Set(reflect.MakeMapWithSize(v.Type(), v.Len()))
+		for it := v.MapRange(); it.Next(); {
+			out.SetMapIndex(it.Key(), deepCopyValue(it.Value()))
+		}
+	case reflect.Pointer:
+		if v.IsNil() || !plain(v.Type().Elem().Kind()) {
+			out.Set(v)
+			return out
+		}
+		p := reflect.New(v.Type().Elem())
+		p.Elem().Set(v.Elem())
+		out.Set(p)
+	case reflect.Struct:
+		out.Set(v) // unexported fields by value
+		for i := range v.NumField() {
+			if out.Field(i).CanSet() {
+				out.Field(i).Set(deepCopyValue(v.Field(i)))
+			}
+		}
+	default:
+		out.Set(v)
+	}
+	return out
+}
+
+func plain(k reflect.Kind) bool {
+	switch k {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64, reflect.String:
+		return true
+	}
+	return false
+}
+
+// deepDiff lists where a and b differ, each as the path of the value and
+// the two values: slices, maps and pointers to plain values by content,
+// functions and other pointers by identity, unexported fields included.
+func deepDiff[T any](name string, a, b T) []string {
+	var diffs []string
+	walkDiff(name, reflect.ValueOf(&a).Elem(), reflect.ValueOf(&b).Elem(), &diffs)
+	return diffs
+}
+
+func walkDiff(path string, a, b reflect.Value, diffs *[]string) {
+	differ := func(x, y any) { *diffs = append(*diffs, fmt.Sprintf("%s: %v, then %v", path, x, y)) }
+	switch a.Kind() {
+	case reflect.Slice:
+		if a.Len() != b.Len() || a.IsNil() != b.IsNil() {
+			differ(a.Len(), b.Len())
+			return
+		}
+		if a.Type().Elem().Kind() == reflect.Uint8 {
+			if !bytes.Equal(a.Bytes(), b.Bytes()) {
+				differ(fmt.Sprintf("%q", a.Bytes()), fmt.Sprintf("%q", b.Bytes()))
+			}
+			return
+		}
+		for i := range a.Len() {
+			walkDiff(fmt.Sprintf("%s[%d]", path, i), a.Index(i), b.Index(i), diffs)
+		}
+	case reflect.Map:
+		if a.Len() != b.Len() {
+			differ(a.Len(), b.Len())
+			return
+		}
+		for it := a.MapRange(); it.Next(); {
+			bv := b.MapIndex(it.Key())
+			if !bv.IsValid() {
+				differ(it.Key(), "missing")
+				continue
+			}
+			walkDiff(fmt.Sprintf("%s[%v]", path, it.Key()), it.Value(), bv, diffs)
+		}
+	case reflect.Pointer:
+		if a.IsNil() || b.IsNil() || !plain(a.Type().Elem().Kind()) {
+			if a.Pointer() != b.Pointer() {
+				differ(a.Pointer(), b.Pointer())
+			}
+			return
+		}
+		walkDiff("*"+path, a.Elem(), b.Elem(), diffs)
+	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		if a.Pointer() != b.Pointer() {
+			differ(a.Pointer(), b.Pointer())
+		}
+	case reflect.Struct:
+		for i := range a.NumField() {
+			walkDiff(path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i), diffs)
+		}
+	case reflect.Interface:
+		if a.IsNil() != b.IsNil() {
+			differ(a.IsNil(), b.IsNil())
+		} else if !a.IsNil() {
+			walkDiff(path, a.Elem(), b.Elem(), diffs)
+		}
+	case reflect.Bool:
+		if a.Bool() != b.Bool() {
+			differ(a.Bool(), b.Bool())
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if a.Int() != b.Int() {
+			differ(a.Int(), b.Int())
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if a.Uint() != b.Uint() {
+			differ(a.Uint(), b.Uint())
+		}
+	case reflect.Float32, reflect.Float64:
+		if a.Float() != b.Float() {
+			differ(a.Float(), b.Float())
+		}
+	case reflect.String:
+		if a.String() != b.String() {
+			differ(a.String(), b.String())
+		}
+	case reflect.Array:
+		for i := range a.Len() {
+			walkDiff(fmt.Sprintf("%s[%d]", path, i), a.Index(i), b.Index(i), diffs)
+		}
+	default:
+		panic("walkDiff: unhandled kind " + a.Kind().String() + " at " + path)
+	}
+}
+
+// scribble changes every value v reaches through slices, maps and
+// pointers to plain values, as a caller reusing their Config's memory
+// would: bytes flipped, strings and numbers changed, booleans negated,
+// times moved, networks and rules replaced. v must be settable.
+func scribble(v reflect.Value) {
+	switch x := v.Addr().Interface().(type) {
+	case *time.Time:
+		*x = x.Add(time.Hour)
+		return
+	case *netip.Prefix:
+		*x = netip.MustParsePrefix("192.0.2.0/24")
+		return
+	case *Rule:
+		*x = Methods("SCRIBBLED")
+		return
+	}
+	switch v.Kind() {
+	case reflect.Slice:
+		for i := range v.Len() {
+			scribble(v.Index(i))
+		}
+	case reflect.Pointer:
+		if !v.IsNil() && plain(v.Type().Elem().Kind()) {
+			scribble(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Field(i).CanSet() {
+				scribble(v.Field(i))
+			}
+		}
+	case reflect.Bool:
+		v.SetBool(!v.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(v.Int() + 1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(v.Uint() ^ 0xff)
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(v.Float() + 1)
+	case reflect.String:
+		v.SetString(v.String() + "!")
+	}
 }
 
 func TestDefaults(t *testing.T) {

@@ -35,12 +35,12 @@ func randomSuffix() string {
 func realStores(t *testing.T) map[string]func(t *testing.T) store.Store {
 	return map[string]func(t *testing.T) store.Store{
 		"redis": func(t *testing.T) store.Store {
-			opts, err := redis.ParseURL(servicetest.URL("WAITINGROOM_REDIS_URL", "redis://127.0.0.1:6379/0"))
+			opts, err := redis.ParseURL(servicetest.Redis.URL())
 			require.NoError(t, err)
 			client := redis.NewClient(opts)
 			if err := client.Ping(context.Background()).Err(); err != nil {
 				_ = client.Close()
-				servicetest.Unavailable(t, "Redis", err)
+				servicetest.Unavailable(t, servicetest.Redis, err)
 			}
 			prefix := "wrsurge:" + randomSuffix() + ":"
 			t.Cleanup(func() {
@@ -53,24 +53,24 @@ func realStores(t *testing.T) map[string]func(t *testing.T) store.Store {
 			return redisstore.New(client, redisstore.Options{KeyPrefix: prefix})
 		},
 		"postgres": func(t *testing.T) store.Store {
-			return sqlSurgeStore(t, "pgx", servicetest.URL("WAITINGROOM_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), sqlstore.Postgres, "PostgreSQL")
+			return sqlSurgeStore(t, "pgx", servicetest.PostgreSQL.URL(), sqlstore.Postgres, servicetest.PostgreSQL)
 		},
 		"mariadb": func(t *testing.T) store.Store {
-			return sqlSurgeStore(t, "mysql", servicetest.URL("WAITINGROOM_MYSQL_URL", "root@tcp(127.0.0.1:3306)/test"), sqlstore.MySQL, "MariaDB")
+			return sqlSurgeStore(t, "mysql", servicetest.MariaDB.URL(), sqlstore.MySQL, servicetest.MariaDB)
 		},
 		"sqlite": func(t *testing.T) store.Store {
 			dsn := "file:" + filepath.Join(t.TempDir(), "rooms.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)"
-			return sqlSurgeStore(t, "sqlite", dsn, sqlstore.SQLite, "SQLite")
+			return sqlSurgeStore(t, "sqlite", dsn, sqlstore.SQLite, servicetest.Service{Name: "SQLite"})
 		},
 	}
 }
 
-func sqlSurgeStore(t *testing.T, driver, dsn string, d sqlstore.Dialect, name string) store.Store {
+func sqlSurgeStore(t *testing.T, driver, dsn string, d sqlstore.Dialect, s servicetest.Service) store.Store {
 	db, err := sql.Open(driver, dsn)
 	require.NoError(t, err)
 	if err := db.PingContext(context.Background()); err != nil {
 		_ = db.Close()
-		servicetest.Unavailable(t, name, err)
+		servicetest.Unavailable(t, s, err)
 	}
 	table := "wrsurge_" + randomSuffix()
 	st, err := sqlstore.New(db, d, sqlstore.Options{Table: table})

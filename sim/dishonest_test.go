@@ -110,7 +110,7 @@ func fair(t *testing.T, o Options, res *Result, mean func(*Result) float64) {
 // refresh interval.
 func TestReplayers(t *testing.T) {
 	t.Parallel()
-	per := pick(200, 60)
+	per := pick(200, 30)
 	for _, tc := range []struct {
 		name   string
 		method waitingroom.QueueingMethod
@@ -146,7 +146,7 @@ func TestReplayers(t *testing.T) {
 // of five.
 func TestCloners(t *testing.T) {
 	t.Parallel()
-	per := pick(200, 60)
+	per := pick(200, 30)
 	for _, tc := range []struct {
 		name   string
 		method waitingroom.QueueingMethod

@@ -91,7 +91,7 @@ func TestStandingQueue(t *testing.T) {
 	for _, method := range []waitingroom.QueueingMethod{waitingroom.FIFO, waitingroom.Random} {
 		t.Run(string(method), func(t *testing.T) {
 			t.Parallel()
-			o := standingQueue(method, pick(100, 50), 10, pick(40, 30))
+			o := standingQueue(method, pick(100, 30), 10, pick(40, 30))
 			res := simulate(t, o)
 			t.Logf("%d visitors, %d requests; Kendall tau %.4f (ceiling %.4f); cohort of %d: tau %.4f, chi-square %.1f (dof %d) p=%.3f; utilization %.3f over %d minutes",
 				res.Visitors, res.Requests, res.KendallTau, res.KendallTauMax, res.CohortSize, res.CohortTau,
@@ -312,7 +312,8 @@ func TestLimits(t *testing.T) {
 }
 
 // TestExperiment runs the write-up's experiment, 10,000 visitors joining
-// over 30 minutes and browsing for a minute, and reports its figures.
+// over 30 minutes and browsing for a minute, and holds the figures the
+// README gives for it (at full size; small runs only report them).
 func TestExperiment(t *testing.T) {
 	t.Parallel()
 	for _, method := range []waitingroom.QueueingMethod{waitingroom.FIFO, waitingroom.Random} {
@@ -339,6 +340,21 @@ func TestExperiment(t *testing.T) {
 			require.Len(t, res.ArrivalMinutes, res.Admitted)
 			require.Len(t, res.WaitTimeSeconds, res.Admitted)
 			assert.Equal(t, 29, res.ArrivalMinutes[len(res.ArrivalMinutes)-1])
+			if small() {
+				return
+			}
+			// The figures the README gives for the experiment.
+			assert.GreaterOrEqual(t, res.Utilization, 0.95, "utilization while demand exceeds the limits")
+			switch method {
+			case waitingroom.FIFO:
+				assert.GreaterOrEqual(t, res.KendallTau, 0.98*res.KendallTauMax, "FIFO order")
+				require.NotNil(t, res.EstimateError)
+				assert.InDelta(t, 0.25, res.EstimateError.Median, 0.05, "median relative error of the first FIFO estimate, about 25 %%")
+			case waitingroom.Random:
+				assert.LessOrEqual(t, math.Abs(res.CohortTau), 0.05, "admission order of visitors queued together against their arrival order")
+				require.NotNil(t, res.Calibration)
+				assert.InDelta(t, 0.35, res.Calibration.WithinP50, 0.05, "share let in within the shown P50, about 35 %% as the queue grows")
+			}
 		})
 	}
 }

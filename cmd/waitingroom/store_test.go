@@ -176,7 +176,7 @@ func TestStoreFailsStart(t *testing.T) {
 		{
 			name: "redis, unknown user",
 			args: func(t *testing.T) []string {
-				u, err := url.Parse(servicetest.URL("WAITINGROOM_REDIS_URL", "redis://127.0.0.1:6379/0"))
+				u, err := url.Parse(servicetest.Redis.URL())
 				require.NoError(t, err)
 				pingRedis(t, u.String())
 				u.User = url.UserPassword(randomName("nobody_"), "secret")
@@ -194,8 +194,8 @@ func TestStoreFailsStart(t *testing.T) {
 		{
 			name: "postgres, missing table",
 			args: func(t *testing.T) []string {
-				u := servicetest.URL("WAITINGROOM_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-				pingSQL(t, "PostgreSQL", "pgx", u)
+				u := servicetest.PostgreSQL.URL()
+				pingSQL(t, servicetest.PostgreSQL, "pgx", u)
 				return []string{"-store", u, "-store-table", randomName("wrcmd_")}
 			},
 			want: []string{"waitingroom/store: no schema", "SQLSTATE 42P01", "run once with -create-schema", "CREATE TABLE IF NOT EXISTS"},
@@ -203,8 +203,8 @@ func TestStoreFailsStart(t *testing.T) {
 		{
 			name: "mysql, wrong password",
 			args: func(t *testing.T) []string {
-				dsn := servicetest.URL("WAITINGROOM_MYSQL_URL", "root@tcp(127.0.0.1:3306)/test")
-				pingSQL(t, "MariaDB", "mysql", dsn)
+				dsn := servicetest.MariaDB.URL()
+				pingSQL(t, servicetest.MariaDB, "mysql", dsn)
 				cfg, err := mysql.ParseDSN(dsn)
 				require.NoError(t, err)
 				u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, "not-the-password"), Host: cfg.Addr, Path: "/" + cfg.DBName}
@@ -234,13 +234,13 @@ func pingRedis(t *testing.T, u string) {
 	c := redis.NewClient(opts)
 	defer c.Close()
 	if err := c.Ping(context.Background()).Err(); err != nil {
-		servicetest.Unavailable(t, "Redis", err)
+		servicetest.Unavailable(t, servicetest.Redis, err)
 	}
 }
 
 // pingSQL skips the test (fails it in CI) when the database is
 // unreachable.
-func pingSQL(t *testing.T, service, driver, dsn string) {
+func pingSQL(t *testing.T, service servicetest.Service, driver, dsn string) {
 	db, err := sql.Open(driver, dsn)
 	require.NoError(t, err)
 	defer db.Close()
@@ -390,7 +390,7 @@ func randomName(prefix string) string {
 // sqlShared creates a table of its own in a server database and drops it at
 // cleanup; the first proxy runs with -create-schema, the second with the
 // default (false), so it relies on the table being there.
-func sqlShared(t *testing.T, service, driver, dsn, storeURL string) (a, b []string) {
+func sqlShared(t *testing.T, service servicetest.Service, driver, dsn, storeURL string) (a, b []string) {
 	db, err := sql.Open(driver, dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
@@ -412,13 +412,13 @@ var sharedStores = []sharedStore{
 		return s, s
 	}},
 	{"redis", func(t *testing.T) (a, b []string) {
-		u := servicetest.URL("WAITINGROOM_REDIS_URL", "redis://127.0.0.1:6379/0")
+		u := servicetest.Redis.URL()
 		opts, err := redis.ParseURL(u)
 		require.NoError(t, err)
 		c := redis.NewClient(opts)
 		t.Cleanup(func() { _ = c.Close() })
 		if err := c.Ping(context.Background()).Err(); err != nil {
-			servicetest.Unavailable(t, "Redis", err)
+			servicetest.Unavailable(t, servicetest.Redis, err)
 		}
 		prefix := randomName("wrcmd:") + ":"
 		t.Cleanup(func() {
@@ -431,18 +431,18 @@ var sharedStores = []sharedStore{
 		return s, s
 	}},
 	{"postgres", func(t *testing.T) (a, b []string) {
-		u := servicetest.URL("WAITINGROOM_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-		return sqlShared(t, "PostgreSQL", "pgx", u, u)
+		u := servicetest.PostgreSQL.URL()
+		return sqlShared(t, servicetest.PostgreSQL, "pgx", u, u)
 	}},
 	{"mysql", func(t *testing.T) (a, b []string) {
-		dsn := servicetest.URL("WAITINGROOM_MYSQL_URL", "root@tcp(127.0.0.1:3306)/test")
+		dsn := servicetest.MariaDB.URL()
 		cfg, err := mysql.ParseDSN(dsn)
 		require.NoError(t, err)
 		u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName}
 		if cfg.Passwd == "" {
 			u.User = url.User(cfg.User)
 		}
-		return sqlShared(t, "MariaDB", "mysql", dsn, u.String())
+		return sqlShared(t, servicetest.MariaDB, "mysql", dsn, u.String())
 	}},
 }
 
@@ -500,8 +500,8 @@ func TestCreateSchemaConcurrently(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: needs PostgreSQL")
 	}
-	u := servicetest.URL("WAITINGROOM_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-	args, _ := sqlShared(t, "PostgreSQL", "pgx", u, u)
+	u := servicetest.PostgreSQL.URL()
+	args, _ := sqlShared(t, servicetest.PostgreSQL, "pgx", u, u)
 	args = append(args, "-demo", "-key", hexKey, "-listen", "127.0.0.1:0")
 	const n = 6
 	ctx, cancel := context.WithCancel(context.Background())

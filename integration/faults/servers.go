@@ -164,7 +164,7 @@ func lookBinary(tb testing.TB, service string, dirs []string, names ...string) s
 			}
 		}
 	}
-	servicetest.Unavailable(tb, service+" (the binary, to run a server of the test's own)", firstErr)
+	servicetest.Unavailable(tb, servicetest.Program(strings.Join(names, " or "), "to run a "+service+" server of the test's own"), firstErr)
 	return ""
 }
 
@@ -294,7 +294,7 @@ func StartPostgres(tb testing.TB) *PostgresServer {
 	initdb := lookBinary(tb, "PostgreSQL", postgresBinDirs(), "initdb")
 	s := &PostgresServer{tb: tb, bin: filepath.Dir(initdb), out: &Buffer{}}
 	if !isExecutable(filepath.Join(s.bin, "postgres")) {
-		servicetest.Unavailable(tb, "PostgreSQL (the postgres binary beside initdb)", errors.New(filepath.Join(s.bin, "postgres")+" not found"))
+		servicetest.Unavailable(tb, servicetest.Program("postgres", "beside initdb, to run a PostgreSQL server of the test's own"), errors.New(filepath.Join(s.bin, "postgres")+" not found"))
 	}
 	s.dir = tb.TempDir()
 	if os.Geteuid() == 0 {
@@ -302,7 +302,7 @@ func StartPostgres(tb testing.TB) *PostgresServer {
 		// directory of its own that it can reach.
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			servicetest.Unavailable(tb, "PostgreSQL (a postgres user to run it as, since the test runs as root)", err)
+			servicetest.Unavailable(tb, servicetest.Service{Name: "a postgres user to run PostgreSQL as (the test runs as root)"}, err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)

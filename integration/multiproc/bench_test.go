@@ -48,7 +48,7 @@ var backends = []backend{
 		c := redis.NewClient(opts)
 		tb.Cleanup(func() { _ = c.Close() })
 		if err := c.Ping(context.Background()).Err(); err != nil {
-			servicetest.Unavailable(tb, "Redis", err)
+			servicetest.Unavailable(tb, servicetest.Redis, err)
 		}
 		prefix := randomName("wrbench:") + ":"
 		tb.Cleanup(func() {
@@ -60,14 +60,14 @@ var backends = []backend{
 		return closing(tb, redisstore.New(c, redisstore.Options{KeyPrefix: prefix}))
 	}},
 	{"postgres", func(tb testing.TB) store.Store {
-		return openSQL(tb, "PostgreSQL", "pgx", postgresURL(), sqlstore.Postgres)
+		return openSQL(tb, servicetest.PostgreSQL, "pgx", postgresURL(), sqlstore.Postgres)
 	}},
 	{"mariadb", func(tb testing.TB) store.Store {
-		return openSQL(tb, "MariaDB", "mysql", servicetest.URL("WAITINGROOM_MYSQL_URL", "root@tcp(127.0.0.1:3306)/test"), sqlstore.MySQL)
+		return openSQL(tb, servicetest.MariaDB, "mysql", servicetest.MariaDB.URL(), sqlstore.MySQL)
 	}},
 	{"sqlite", func(tb testing.TB) store.Store {
 		dsn := "file:" + filepath.Join(tb.TempDir(), "bench.db") + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)"
-		return openSQL(tb, "SQLite", "sqlite", dsn, sqlstore.SQLite)
+		return openSQL(tb, servicetest.Service{Name: "SQLite"}, "sqlite", dsn, sqlstore.SQLite)
 	}},
 }
 
@@ -77,7 +77,7 @@ func closing(tb testing.TB, s store.Store) store.Store {
 }
 
 // openSQL opens a sqlstore on a table of its own, dropped at cleanup.
-func openSQL(tb testing.TB, service, driver, dsn string, d sqlstore.Dialect) store.Store {
+func openSQL(tb testing.TB, service servicetest.Service, driver, dsn string, d sqlstore.Dialect) store.Store {
 	db, err := sql.Open(driver, dsn)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = db.Close() })

@@ -38,12 +38,12 @@ const (
 
 // redisURL is the Redis the multi-process test shares.
 func redisURL() string {
-	return servicetest.URL("WAITINGROOM_REDIS_URL", "redis://127.0.0.1:6379/0")
+	return servicetest.Redis.URL()
 }
 
 // postgresURL is the PostgreSQL database the multi-process test shares.
 func postgresURL() string {
-	return servicetest.URL("WAITINGROOM_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	return servicetest.PostgreSQL.URL()
 }
 
 // TestRedis runs three proxy processes on one Redis.
@@ -59,7 +59,7 @@ func TestRedis(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		servicetest.Unavailable(t, "Redis", err)
+		servicetest.Unavailable(t, servicetest.Redis, err)
 	}
 	prefix := randomName("wrmulti:") + ":"
 	t.Cleanup(func() {
@@ -85,7 +85,7 @@ func TestPostgres(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := db.PingContext(ctx); err != nil {
-		servicetest.Unavailable(t, "PostgreSQL", err)
+		servicetest.Unavailable(t, servicetest.PostgreSQL, err)
 	}
 	table := randomName("wrmulti_")
 	s, err := sqlstore.New(db, sqlstore.Postgres, sqlstore.Options{Table: table})

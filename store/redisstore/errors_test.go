@@ -207,7 +207,7 @@ func startRedis(t *testing.T, args ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		servicetest.Unavailable(t, "redis-server", err)
+		servicetest.Unavailable(t, servicetest.Program("redis-server", "to run a server of the test's own"), err)
 	}
 	addr := closedPort(t)
 	_, port, _ := net.SplitHostPort(addr)

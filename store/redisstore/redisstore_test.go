@@ -30,12 +30,12 @@ type server struct {
 // Every key under the test's prefix is deleted at cleanup.
 func setup(tb testing.TB) *server {
 	tb.Helper()
-	opts, err := redis.ParseURL(servicetest.URL("WAITINGROOM_REDIS_URL", "redis://127.0.0.1:6379/0"))
+	opts, err := redis.ParseURL(servicetest.Redis.URL())
 	require.NoError(tb, err)
 	admin := redis.NewClient(opts)
 	if err := admin.Ping(context.Background()).Err(); err != nil {
 		_ = admin.Close()
-		servicetest.Unavailable(tb, "Redis", err)
+		servicetest.Unavailable(tb, servicetest.Redis, err)
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])

@@ -28,7 +28,7 @@ import (
 // backend is one database the tests run against.
 type backend struct {
 	name    string
-	service string
+	service servicetest.Service
 	dialect sqlstore.Dialect
 	driver  string
 	// dsn returns the data source name for one test.
@@ -37,19 +37,19 @@ type backend struct {
 
 var backends = []backend{
 	{
-		name: "postgres", service: "PostgreSQL", dialect: sqlstore.Postgres, driver: "pgx",
+		name: "postgres", service: servicetest.PostgreSQL, dialect: sqlstore.Postgres, driver: "pgx",
 		dsn: func(testing.TB) string {
-			return servicetest.URL("WAITINGROOM_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+			return servicetest.PostgreSQL.URL()
 		},
 	},
 	{
-		name: "mysql", service: "MariaDB", dialect: sqlstore.MySQL, driver: "mysql",
+		name: "mysql", service: servicetest.MariaDB, dialect: sqlstore.MySQL, driver: "mysql",
 		dsn: func(testing.TB) string {
-			return servicetest.URL("WAITINGROOM_MYSQL_URL", "root@tcp(127.0.0.1:3306)/test")
+			return servicetest.MariaDB.URL()
 		},
 	},
 	{
-		name: "sqlite", service: "SQLite", dialect: sqlstore.SQLite, driver: "sqlite",
+		name: "sqlite", service: servicetest.Service{Name: "SQLite"}, dialect: sqlstore.SQLite, driver: "sqlite",
 		dsn: func(tb testing.TB) string {
 			// One file per test, shared by every client of the test. The
 			// busy timeout makes writers wait for the lock inside SQLite.
