@@ -300,13 +300,7 @@ func (c Config) normalize() (Config, error) {
 	if c.QueueingMethod == "" {
 		c.QueueingMethod = FIFO
 	}
-	c.Events = slices.Clone(c.Events)
-	for i := range c.Events {
-		if p := c.Events[i].DisableSessionRenewal; p != nil {
-			v := *p // the caller's pointer stays theirs
-			c.Events[i].DisableSessionRenewal = &v
-		}
-	}
+	c.Events = cloneEvents(c.Events) // the caller's slice and pointers stay theirs
 	st := c.settings()
 	if err := st.validate(); err != nil {
 		return c, err
@@ -457,4 +451,17 @@ func (c *Config) secure() bool {
 func defaultErrorHandler(w http.ResponseWriter, _ *http.Request, _ error) {
 	w.Header().Set("Cache-Control", "no-store")
 	http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+}
+
+// cloneEvents returns a copy of events that shares no memory with it: the
+// slice and each DisableSessionRenewal.
+func cloneEvents(events []Event) []Event {
+	events = slices.Clone(events)
+	for i := range events {
+		if p := events[i].DisableSessionRenewal; p != nil {
+			v := *p
+			events[i].DisableSessionRenewal = &v
+		}
+	}
+	return events
 }

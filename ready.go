@@ -30,7 +30,7 @@ func (rm *Room) Ready(ctx context.Context) error {
 	if rm.closed.Load() {
 		return ErrClosed
 	}
-	err, done, known := rm.ready.get()
+	done, known, err := rm.ready.get()
 	switch {
 	case done:
 		return err
@@ -39,7 +39,7 @@ func (rm *Room) Ready(ctx context.Context) error {
 	}
 	select {
 	case <-known:
-		err, _, _ = rm.ready.get()
+		_, _, err = rm.ready.get()
 		return err
 	case <-rm.stop:
 		return ErrClosed
@@ -71,12 +71,12 @@ func (r *readiness) set(err error) {
 	}
 }
 
-// get returns the latest outcome, whether there is one, and a channel
-// closed once there is.
-func (r *readiness) get() (err error, done bool, known <-chan struct{}) {
+// get returns whether there is an outcome yet, a channel closed once
+// there is, and the latest outcome.
+func (r *readiness) get() (done bool, known <-chan struct{}, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.err, r.done, r.ch()
+	return r.done, r.ch(), r.err
 }
 
 func (r *readiness) ch() chan struct{} {

@@ -1,7 +1,6 @@
 package waitingroom
 
 import (
-	"slices"
 	"time"
 )
 
@@ -75,11 +74,10 @@ func (rm *Room) Stats() Stats {
 	}
 	s.Now = time.UnixMilli(now)
 	// Callers get their own copies of what the view shares.
-	s.Settings.Events = slices.Clone(s.Settings.Events)
+	s.Settings.Events = cloneEvents(s.Settings.Events)
 	s.InForce.Events = s.Settings.Events
 	if pol.event != nil {
-		e := *pol.event
-		s.Event = &e
+		s.Event = &cloneEvents([]Event{*pol.event})[0]
 	}
 	for _, c := range v.admitted {
 		s.AdmittedByMinute = append(s.AdmittedByMinute, MinuteCount{Minute: time.Unix(c.Key*60, 0), Admitted: int(c.N)})

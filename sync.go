@@ -147,7 +147,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 			// The store did not say, but it did not answer in time.
 			err, f = fmt.Errorf("%w: %w", store.ErrUnavailable, err), failUnavailable
 		}
-		prev, _, _ := rm.ready.get()
+		_, _, prev := rm.ready.get()
 		// One line when an outage begins, and one more if it turns out
 		// to be (another) misconfiguration.
 		if !rm.outage || f.misconfigured() && f != failureOf(prev) {

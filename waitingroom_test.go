@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -664,4 +665,24 @@ func TestMethodSwitchPreservesOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestStatsSharesNothing: what Stats returns is the caller's to change;
+// writing through it, pointers included, leaves the room as it was.
+func TestStatsSharesNothing(t *testing.T) {
+	on := true
+	start := testclock.Start
+	tr := newTestRoom(t, func(c *Config) {
+		c.Events = []Event{{Name: "drop", Start: start, End: start.Add(time.Hour), DisableSessionRenewal: &on}}
+	})
+	s := tr.Stats()
+	require.Len(t, s.Settings.Events, 1)
+	require.NotNil(t, s.Event)
+	*s.Settings.Events[0].DisableSessionRenewal = false
+	*s.Event.DisableSessionRenewal = false
+	s.Settings.Events[0].Name = "changed"
+	again := tr.Stats()
+	assert.True(t, *again.Settings.Events[0].DisableSessionRenewal)
+	assert.True(t, *again.Event.DisableSessionRenewal)
+	assert.Equal(t, "drop", again.Settings.Events[0].Name)
 }
