@@ -15,20 +15,28 @@ import (
 // sync. A missing, malformed, tampered, foreign or expired cookie is
 // ordinary input: the visitor is new. The only error is ErrClosed.
 func (rm *Room) Check(r *http.Request) (Decision, error) {
+	var d Decision
+	err := rm.check(r, &d)
+	return d, err
+}
+
+// check is Check deciding into d, which is zero: a Decision is large, and
+// Handler keeps its own from being copied.
+func (rm *Room) check(r *http.Request, d *Decision) error {
 	if rm.closed.Load() {
-		return Decision{}, ErrClosed
+		return ErrClosed
 	}
 	v := rm.view.Load()
-	if v.settings.Suspended {
-		return Decision{Outcome: Bypassed, policy: policy{Settings: v.settings}}, nil
-	}
-	if rm.bypassed(r) {
-		rm.counters.bypassed.Add(1)
-		return Decision{Outcome: Bypassed, policy: policy{Settings: v.settings}}, nil
+	if v.settings.Suspended || rm.bypassed(r) {
+		if !v.settings.Suspended {
+			rm.counters.bypassed.Add(1)
+		}
+		d.Outcome = Bypassed
+		return nil
 	}
 	now := rm.now()
-	pol := rm.policyAt(&v.settings, now)
-	d := Decision{policy: pol, at: v.at, now: now}
+	pol := rm.policyOf(v, now)
+	d.policy, d.at, d.now = pol, v.at, now
 	// Reject closes the site: nobody reaches the application, admitted
 	// visitors included. With QueueAll or a pre-queue as well, visitors
 	// wait on a page that refreshes (and new ones take their places), so
@@ -36,31 +44,31 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 	// closed one, which does not refresh.
 	shut := pol.method.rejects
 	closed := pol.QueueAll || pol.prequeue
-	c, e, ok := rm.readCookie(r, &pol, now)
+	c, e, ok := rm.readCookie(r, pol, now)
 	if ok && c.acceptedAt > 0 {
-		if rm.sessionAlive(v, &pol, c, now) {
+		if rm.sessionAlive(v, pol, c, now) {
 			if shut {
-				rm.shutOut(&d, v, &pol, c, closed)
-				return d, nil
+				rm.shutOut(d, v, pol, c, closed)
+				return nil
 			}
-			rm.admit(&d, c, e, &pol, now)
-			return d, nil
+			rm.admit(d, c, e, pol, now)
+			return nil
 		}
 		// The session is over: back of the queue (below, not held).
 	}
 	if rm.cfg.OnStoreError == FailOpen && !rm.healthy.Load() {
 		d.Outcome = Bypassed
-		return d, nil
+		return nil
 	}
 	if shut && !closed {
 		d.Outcome = Rejected
-		return d, nil
+		return nil
 	}
 	held := ok && c.acceptedAt == 0 && now-c.lastCheckIn < rm.hold
 	if held && now < c.lastCheckIn+c.refresh {
 		// Too early: the same page, no new chance.
-		rm.tooEarly(&d, v, &pol, c, c.lastCheckIn+c.refresh)
-		return d, nil
+		rm.tooEarly(d, v, pol, c, c.lastCheckIn+c.refresh)
+		return nil
 	}
 
 	rm.mu.Lock()
@@ -70,9 +78,9 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		// or not, while the session lives), and a place whose session
 		// ended or was revoked is spent.
 		if x, found := rm.lookupLocked(v, c.id); found {
-			if recordAlive(&x, &pol, now) {
-				rm.join(&d, v, &pol, c, x)
-				return d, nil
+			if recordAlive(&x, pol, now) {
+				rm.join(d, v, pol, c, x)
+				return nil
 			}
 			held = false
 		}
@@ -85,10 +93,10 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		// visitor, not a new one at every request.
 		id := successor(c.id, c.lastCheckIn)
 		if x, found := rm.lookupLocked(v, id); found {
-			if recordAlive(&x, &pol, now) {
+			if recordAlive(&x, pol, now) {
 				c.id = id
-				rm.join(&d, v, &pol, c, x)
-				return d, nil
+				rm.join(d, v, pol, c, x)
+				return nil
 			}
 			// The successor's place is spent too: a new visitor like
 			// one without a cookie (not remembered).
@@ -113,8 +121,8 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		switch ch, seen = rm.chances.get(c.id); {
 		case seen && now < ch.next:
 			rm.mu.Unlock()
-			rm.tooEarly(&d, v, &pol, c, ch.next)
-			return d, nil
+			rm.tooEarly(d, v, pol, c, ch.next)
+			return nil
 		case seen:
 			due = ch.next
 			if slotOf(c.lastCheckIn) > ch.slot {
@@ -144,7 +152,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		rm.pending.waiting[cellKey{ch.bucket, ch.slot}]--
 	}
 	if admit {
-		x := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(&pol, now)}
+		x := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(pol, now)}
 		rm.pending.session(x)
 		rm.noteLocked(x)
 		rm.chances.del(c.id)
@@ -183,10 +191,10 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		}
 		d.Outcome = Waiting
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
-		d.Estimate = rm.estimate(v, &pol, c.bucket, fresh)
+		d.Estimate = rm.estimate(v, pol, c.bucket, fresh)
 	}
 	d.cookie = rm.codec.encode(c)
-	return d, nil
+	return nil
 }
 
 // join lets the holder of a copy of a waiting cookie into the session its
@@ -249,7 +257,11 @@ func (rm *Room) admit(d *Decision, c cookieState, e *verifiedEntry, p *policy, n
 		c.lastCheckIn = now
 		d.cookie = rm.codec.encode(c)
 	}
-	d.Ticket = c.ticket()
+	if e != nil {
+		d.Ticket = e.ticket
+	} else {
+		d.Ticket = c.ticket()
+	}
 	d.state = c
 }
 

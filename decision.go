@@ -52,9 +52,21 @@ type Decision struct {
 
 	cookie string      // new cookie value to set; "" leaves the visitor's alone
 	state  cookieState // the admitted visitor's cookie, for Revoke
-	policy policy      // what governed the decision
+	policy *policy     // what governed the decision (shared, read-only); nil when bypassed
 	at     int64       // Unix ms the view behind the estimate was taken
 	now    int64       // Unix ms of the decision
+}
+
+// noPolicy is the policy of a Decision that carries none.
+var noPolicy policy
+
+// policyOrZero returns the policy that governed d, or a zero one for a
+// Decision that Check did not make.
+func (d *Decision) policyOrZero() *policy {
+	if d.policy == nil {
+		return &noPolicy
+	}
+	return d.policy
 }
 
 // Pass reports whether the request may go on to the application.

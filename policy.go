@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"math"
 	"time"
 
 	"github.com/go-waitingroom/waitingroom/page"
@@ -31,6 +32,45 @@ func (p *policy) bucket(b int64) int64 {
 		return p.lottery[0]
 	}
 	return b
+}
+
+// policySpan is the policy of a view's settings over a span of time in
+// which none of their events opens, starts or ends: [from, until), Unix ms.
+type policySpan struct {
+	v           *view
+	from, until int64
+	p           policy
+}
+
+// policyOf returns the policy in force at now (Unix ms) under view v. It is
+// worked out once for each view and each span between its events'
+// boundaries, and shared: callers must not change it.
+func (rm *Room) policyOf(v *view, now int64) *policy {
+	if s := rm.policy.Load(); s != nil && s.v == v && now >= s.from && now < s.until {
+		return &s.p
+	}
+	s := &policySpan{v: v, p: rm.policyAt(&v.settings, now)}
+	s.from, s.until = eventSpan(v.settings.Events, now)
+	rm.policy.Store(s)
+	return &s.p
+}
+
+// eventSpan returns the span [from, until) of Unix ms around now in which
+// none of events opens, starts or ends, so that policyAt gives the same
+// policy at every instant of it.
+func eventSpan(events []Event, now int64) (from, until int64) {
+	from, until = math.MinInt64, math.MaxInt64
+	for i := range events {
+		e := &events[i]
+		for _, t := range [...]int64{e.opens().UnixMilli(), e.Start.UnixMilli(), e.End.UnixMilli()} {
+			if t <= now {
+				from = max(from, t)
+			} else {
+				until = min(until, t)
+			}
+		}
+	}
+	return from, until
 }
 
 // policyAt returns the policy of settings s at now (Unix ms).

@@ -108,7 +108,7 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 		}
 	}
 	asJSON := page.WantsJSON(r.Header.Get("Accept"))
-	tmpl := d.policy.tmpl
+	tmpl := d.policyOrZero().tmpl
 	if tmpl == nil {
 		tmpl = rm.tmpl
 	}
@@ -137,7 +137,8 @@ func (rm *Room) RespondError(w http.ResponseWriter, r *http.Request, err error) 
 
 // pageData is what the waiting page of decision d shows.
 func (rm *Room) pageData(d Decision, lang string) *page.Data {
-	s, e := d.policy.Settings, d.Estimate
+	p := d.policyOrZero()
+	s, e := p.Settings, d.Estimate
 	at := d.at
 	if at == 0 {
 		at = rm.now()
@@ -168,19 +169,19 @@ func (rm *Room) pageData(d Decision, lang string) *page.Data {
 		data.WaitTimeFormatted = e.FormattedIn(lang)
 		data.QueueIsFull = e.Full
 	}
-	if ev := d.policy.event; ev != nil {
+	if ev := p.event; ev != nil {
 		now := d.now
 		if now == 0 {
 			now = rm.now()
 		}
 		untilStart := ceilMinutes(ev.Start.UnixMilli() - now)
 		untilEnd := ceilMinutes(ev.End.UnixMilli() - now)
-		data.IsEventPrequeueing = d.policy.prequeue
-		data.IsEventActive = !d.policy.prequeue
+		data.IsEventPrequeueing = p.prequeue
+		data.IsEventActive = !p.prequeue
 		data.ShuffleAtEventStart = ev.ShuffleAtStart
 		data.TimeUntilEventEnd = untilEnd
 		data.TimeUntilEventEndFormatted = page.FormatWait(lang, untilEnd)
-		if d.policy.prequeue {
+		if p.prequeue {
 			data.TimeUntilEventStart = untilStart
 			data.TimeUntilEventStartFormatted = page.FormatWait(lang, untilStart)
 		}
@@ -229,12 +230,13 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := h.rm
-	d, err := rm.Check(r)
-	if err != nil {
+	var d Decision
+	if err := rm.check(r, &d); err != nil {
 		rm.RespondError(w, r, err)
 		return
 	}
-	if !rm.Respond(w, r, d) {
+	// An admitted visitor's cookie is mostly left alone: nothing to write.
+	if (d.Outcome != Admitted || d.cookie != "") && !rm.Respond(w, r, d) {
 		return
 	}
 	if d.Outcome != Admitted {

@@ -46,6 +46,10 @@ type Room struct {
 	pages     pageCache
 	templates sync.Map // event template source → *page.Template
 
+	// policy is the policy in force lately, for the view it was worked
+	// out for (policyOf).
+	policy atomic.Pointer[policySpan]
+
 	// mu guards the grant and the pending counts. It is held for a few
 	// map updates, never across I/O.
 	mu      sync.Mutex
