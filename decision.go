@@ -76,11 +76,13 @@ type ticketKey struct{}
 
 // ticketCtx carries a ticket inline: one allocation, where
 // context.WithValue would take two (the context and the boxed ticket).
-// Within Handler it also carries the writer that Revoke uses.
+// Within Handler it also holds the writer that Revoke uses; elsewhere that
+// writer is the zero value.
 type ticketCtx struct {
 	context.Context
-	t  Ticket
-	rw *revokeWriter
+	id                 uint64
+	bucket, acceptedAt int64 // as in the cookie
+	rw                 revokeWriter
 }
 
 func (c *ticketCtx) Value(key any) any {
@@ -88,6 +90,12 @@ func (c *ticketCtx) Value(key any) any {
 		return c
 	}
 	return c.Context.Value(key)
+}
+
+// ticket is the Ticket c carries.
+func (c *ticketCtx) ticket() Ticket {
+	s := cookieState{id: c.id, bucket: c.bucket, acceptedAt: c.acceptedAt}
+	return s.ticket()
 }
 
 // Context returns parent carrying the decision's ticket when the visitor is
@@ -98,7 +106,7 @@ func (d Decision) Context(parent context.Context) context.Context {
 	if d.Outcome != Admitted {
 		return parent
 	}
-	return &ticketCtx{Context: parent, t: d.Ticket}
+	return &ticketCtx{Context: parent, id: d.state.id, bucket: d.state.bucket, acceptedAt: d.state.acceptedAt}
 }
 
 // TicketFromContext returns the ticket of the admitted visitor whose
@@ -106,7 +114,7 @@ func (d Decision) Context(parent context.Context) context.Context {
 // that were not admitted (bypassed ones included).
 func TicketFromContext(ctx context.Context) (Ticket, bool) {
 	if c, ok := ctx.Value(ticketKey{}).(*ticketCtx); ok {
-		return c.t, true
+		return c.ticket(), true
 	}
 	return Ticket{}, false
 }
