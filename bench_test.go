@@ -39,27 +39,36 @@ func benchConfig() Config {
 	}
 }
 
-// crowd is a set of visitors, each a request carrying their cookie, served
-// in turn. Like browsers, they keep the cookie a response sets.
+// crowd is a set of visitors served in turn, each with their Cookie
+// header, who keep the cookie a response sets, as browsers do. They share
+// one request, given the next visitor's Cookie header each time: a server
+// hands the room a request it has just read, in the processor's cache,
+// whoever sent it.
 type crowd struct {
-	reqs []*http.Request
-	i    int
+	r       *http.Request
+	cookies [][]string // each visitor's Cookie header
+	i       int        // the visitor of the latest request
 }
 
-// next returns the next visitor's request.
+func newCrowd() *crowd {
+	return &crowd{r: httptest.NewRequest(http.MethodGet, "http://example.com/", nil), i: -1}
+}
+
+// next returns the request of the next visitor.
 func (c *crowd) next() *http.Request {
-	r := c.reqs[c.i]
-	if c.i++; c.i == len(c.reqs) {
+	if c.i++; c.i == len(c.cookies) {
 		c.i = 0
 	}
-	return r
+	c.r.Header["Cookie"] = c.cookies[c.i]
+	return c.r
 }
 
-// keep gives r the cookie the response w set, if any, as a browser would.
-func keep(r *http.Request, w *httptest.ResponseRecorder) {
+// keep gives the visitor of the latest request the cookie that the
+// response w set, if any.
+func (c *crowd) keep(w *httptest.ResponseRecorder) {
 	if sc := w.HeaderMap["Set-Cookie"]; len(sc) > 0 {
 		nv, _, _ := strings.Cut(sc[len(sc)-1], ";")
-		r.Header["Cookie"] = []string{nv}
+		c.cookies[c.i][0] = nv
 	}
 }
 
@@ -85,16 +94,17 @@ func admittedCrowd(b *testing.B, cfg Config, st store.Store, n int) *crowd {
 	}
 	defer rm.Close()
 	h := rm.Handler(bareHandler())
-	c := &crowd{}
+	c := newCrowd()
 	for range n {
-		r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
+		c.cookies = append(c.cookies, nil)
+		r := c.next()
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		if w.Body.String() != string(body12) {
-			b.Fatalf("visitor %d was not let in: %d", len(c.reqs), w.Code)
+			b.Fatalf("visitor %d was not let in: %d", c.i, w.Code)
 		}
-		keep(r, w)
-		c.reqs = append(c.reqs, r)
+		c.cookies[c.i] = []string{""}
+		c.keep(w)
 		clk.Add(reissue / time.Duration(n))
 	}
 	if err := rm.Sync(context.Background()); err != nil {
@@ -119,14 +129,13 @@ func admittedRoom(b *testing.B) (*Room, *crowd) {
 		b.Fatal(err)
 	}
 	h := rm.Handler(bareHandler())
-	for range c.reqs {
-		r := c.next()
+	for range c.cookies {
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, c.next())
 		if w.Body.String() != string(body12) {
 			b.Fatalf("an admitted visitor was refused: %d", w.Code)
 		}
-		keep(r, w)
+		c.keep(w)
 	}
 	return rm, c
 }
@@ -136,10 +145,9 @@ func admittedRoom(b *testing.B) (*Room, *crowd) {
 func serveCrowd(b *testing.B, h http.Handler, c *crowd) {
 	b.ReportAllocs()
 	for b.Loop() {
-		r := c.next()
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		keep(r, w)
+		h.ServeHTTP(w, c.next())
+		c.keep(w)
 	}
 }
 
@@ -171,21 +179,20 @@ func BenchmarkAdmitted(b *testing.B) {
 		rm, c := admittedRoom(b)
 		b.ReportAllocs()
 		for b.Loop() {
-			r := c.next()
-			d, _ := rm.Check(r)
+			d, _ := rm.Check(c.next())
 			if d.Outcome != Admitted {
 				b.Fatal(d.Outcome)
 			}
 			if d.cookie != "" {
-				r.Header["Cookie"] = []string{rm.cookieName + "=" + d.cookie}
+				c.cookies[c.i][0] = rm.cookieName + "=" + d.cookie
 			}
 		}
 	})
 }
 
 // benchRoom returns a room on the real clock (no background sync) and a
-// request carrying a cookie that got the given outcome.
-func benchRoom(b *testing.B, mutate func(*Config), accept string) (*Room, *http.Request) {
+// visitor whose first request, asking for accept, got a cookie.
+func benchRoom(b *testing.B, mutate func(*Config), accept string) (*Room, *crowd) {
 	b.Helper()
 	cfg := benchConfig()
 	cfg.SyncInterval = -1
@@ -200,14 +207,16 @@ func benchRoom(b *testing.B, mutate func(*Config), accept string) (*Room, *http.
 	if err := rm.Sync(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
+	c := newCrowd()
 	if accept != "" {
-		r.Header.Set("Accept", accept)
+		c.r.Header.Set("Accept", accept)
 	}
+	c.cookies = [][]string{nil}
 	w := httptest.NewRecorder()
-	rm.Handler(bareHandler()).ServeHTTP(w, r)
-	keep(r, w)
-	return rm, r
+	rm.Handler(bareHandler()).ServeHTTP(w, c.next())
+	c.cookies[0] = []string{""}
+	c.keep(w)
+	return rm, c
 }
 
 // BenchmarkWaiting measures a waiting visitor refreshing before their
@@ -216,8 +225,8 @@ func benchRoom(b *testing.B, mutate func(*Config), accept string) (*Room, *http.
 func BenchmarkWaiting(b *testing.B) {
 	for _, tc := range []struct{ name, accept string }{{"html", ""}, {"json", "application/json"}} {
 		b.Run(tc.name, func(b *testing.B) {
-			rm, r := benchRoom(b, func(c *Config) { c.QueueAll = true }, tc.accept)
-			serveCrowd(b, rm.Handler(bareHandler()), &crowd{reqs: []*http.Request{r}})
+			rm, c := benchRoom(b, func(c *Config) { c.QueueAll = true }, tc.accept)
+			serveCrowd(b, rm.Handler(bareHandler()), c)
 		})
 	}
 }
