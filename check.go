@@ -17,11 +17,15 @@ import (
 func (rm *Room) Check(r *http.Request) (Decision, error) {
 	var d Decision
 	err := rm.check(r, &d)
+	if d.Outcome == Admitted {
+		d.Ticket = d.state.ticket()
+	}
 	return d, err
 }
 
-// check is Check deciding into d, which is zero: a Decision is large, and
-// Handler keeps its own from being copied.
+// check is Check deciding into d, which is zero, all but the Ticket: a
+// Decision is large, and Handler keeps its own from being copied and has
+// no use for the Ticket (its context makes one when asked).
 func (rm *Room) check(r *http.Request, d *Decision) error {
 	if rm.closed.Load() {
 		return ErrClosed
@@ -183,7 +187,6 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		rm.counters.admitted.Add(1)
 		c.acceptedAt, c.refresh = now, 0
 		d.Outcome = Admitted
-		d.Ticket = c.ticket()
 		d.state = c
 	} else {
 		if fresh {
@@ -212,7 +215,6 @@ func (rm *Room) join(d *Decision, v *view, p *policy, c cookieState, x store.Ses
 	rm.mu.Unlock()
 	c.acceptedAt, c.lastCheckIn, c.refresh = x.Admitted*1000, d.now, 0
 	d.Outcome = Admitted
-	d.Ticket = c.ticket()
 	d.state = c
 	d.cookie = rm.codec.encode(c)
 }
@@ -256,11 +258,6 @@ func (rm *Room) admit(d *Decision, c cookieState, e *verifiedEntry, p *policy, n
 	if now-c.lastCheckIn >= p.reissue {
 		c.lastCheckIn = now
 		d.cookie = rm.codec.encode(c)
-	}
-	if e != nil {
-		d.Ticket = e.ticket
-	} else {
-		d.Ticket = c.ticket()
 	}
 	d.state = c
 }

@@ -16,15 +16,19 @@ func TestVerifiedGrows(t *testing.T) {
 	v := newVerified(10_000)
 	entries := map[string]*verifiedEntry{}
 	for i := range 5000 {
-		k := fmt.Sprintf("cookie-%d", i) // short: hashed whole
-		if i%2 == 1 {
-			k = fmt.Sprintf("cookie-%090d", i) // as long as a cookie: hashed by its end
+		var k string
+		switch i % 3 {
+		case 0:
+			k = fmt.Sprintf("cookie-%d", i) // short: hashed whole
+		case 1:
+			k = fmt.Sprintf("cookie-%090d", i) // as long as a cookie: hashed by its end, kept inline
+		case 2:
+			k = fmt.Sprintf("cookie-%0200d", i) // longer than an entry holds inline
 		}
 		s := cookieState{id: uint64(i + 1), bucket: 1, acceptedAt: int64(i) * 1000, lastCheckIn: 5}
 		e := v.put(k, s, 100)
 		require.NotNil(t, e)
 		assert.Equal(t, s, e.state)
-		assert.Equal(t, s.ticket(), e.ticket)
 		entries[k] = e
 	}
 	for k, want := range entries {
@@ -32,9 +36,10 @@ func TestVerifiedGrows(t *testing.T) {
 		require.True(t, ok, k)
 		assert.Same(t, want, got, "the entry remembered, not a copy")
 	}
-	again := v.put("cookie-8", cookieState{id: 99}, 100)
-	assert.Same(t, entries["cookie-8"], again, "a cookie remembered twice has one entry")
-	for _, k := range []string{"", "cookie-", "cookie-5000", fmt.Sprintf("cookie-%090d", 8), fmt.Sprintf("cookie-%091d", 7), fmt.Sprintf("Cookie-%090d", 7)} {
+	again := v.put("cookie-9", cookieState{id: 99}, 100)
+	assert.Same(t, entries["cookie-9"], again, "a cookie remembered twice has one entry")
+	for _, k := range []string{"", "cookie-", "cookie-5001", fmt.Sprintf("cookie-%090d", 9), fmt.Sprintf("cookie-%091d", 7), fmt.Sprintf("Cookie-%090d", 7),
+		fmt.Sprintf("cookie-%0200d", 5)[:200], fmt.Sprintf("cookie-%0199d", 5), fmt.Sprintf("cookie-%0200d", 3)} {
 		_, ok := v.get(k)
 		assert.False(t, ok, k)
 	}
@@ -43,6 +48,10 @@ func TestVerifiedGrows(t *testing.T) {
 	e, ok := v.get("cookie-42")
 	require.True(t, ok, "the previous minute's cookies are kept")
 	assert.Same(t, entries["cookie-42"], e)
+	long := fmt.Sprintf("cookie-%0200d", 44)
+	e, ok = v.get(long)
+	require.True(t, ok)
+	assert.Same(t, entries[long], e)
 	v.put("late", cookieState{}, 100) // a request that read the clock before the minute turned
 	_, ok = v.get("cookie-42")
 	assert.True(t, ok, "a request a minute late does not turn the generations back")
