@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,4 +58,40 @@ func TestTicketInContext(t *testing.T) {
 	assert.NotEqual(t, first.ID, d.Ticket.ID, "the session is over: the cookie is a new visitor's")
 	waiting := Decision{Outcome: Waiting}
 	assert.Equal(t, context.Background(), waiting.Context(context.Background()), "no ticket for a visitor who is not admitted")
+}
+
+// TestSetCookieHeader: the header Respond writes to set the cookie is,
+// byte for byte, what http.SetCookie writes for the same cookie, whatever
+// the cookie's attributes and value.
+func TestSetCookieHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Config)
+	}{
+		{"defaults", nil},
+		{"https", func(c *Config) { c.HTTPS = true }},
+		{"strict, domain, path", func(c *Config) {
+			c.CookieSameSite, c.CookieDomain, c.CookiePath = SameSiteStrict, "example.com", "/shop"
+		}},
+		{"none, always secure", func(c *Config) { c.CookieSameSite, c.CookieSecure = SameSiteNone, SecureAlways }},
+		{"never secure", func(c *Config) { c.HTTPS, c.CookieSecure, c.CookieSameSite = true, SecureNever, SameSiteLax }},
+		{"name", func(c *Config) { c.CookieName = "wr!#$%&'*+.^_`|~-" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, tc.mutate)
+			for range 50 {
+				d, err := tr.Check(httptest.NewRequest(http.MethodGet, "/", nil))
+				require.NoError(t, err)
+				require.NotEmpty(t, d.cookie)
+				got := httptest.NewRecorder()
+				tr.Respond(got, httptest.NewRequest(http.MethodGet, "/", nil), d)
+				want := httptest.NewRecorder()
+				http.SetCookie(want, &http.Cookie{
+					Name: tr.cookieName, Value: d.cookie, Path: tr.cfg.CookiePath, Domain: tr.cfg.CookieDomain,
+					HttpOnly: true, Secure: tr.secure, SameSite: tr.sameSite, Partitioned: tr.sameSite == http.SameSiteNoneMode,
+				})
+				require.Equal(t, want.Header()["Set-Cookie"], got.Header()["Set-Cookie"])
+			}
+		})
+	}
 }

@@ -49,6 +49,9 @@ type Room struct {
 	// policy is the policy in force lately, for the view it was worked
 	// out for (policyOf).
 	policy atomic.Pointer[policySpan]
+	// cookieAttrs is what follows the value in the header that sets the
+	// cookie (setCookieAttrs).
+	cookieAttrs string
 
 	// mu guards the grant and the pending counts. It is held for a few
 	// map updates, never across I/O.
@@ -133,6 +136,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		stop:       make(chan struct{}),
 		loopDone:   make(chan struct{}),
 	}
+	rm.cookieAttrs = rm.setCookieAttrs()
 	maxRefresh := float64(c.RefreshInterval) * (1 + c.RefreshJitter)
 	rm.waitWindow = 2 * time.Duration(maxRefresh).Milliseconds()
 	rm.lateness = c.RefreshInterval.Milliseconds() / 2
