@@ -3,11 +3,14 @@ package waitingroom
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 	"github.com/go-waitingroom/waitingroom/store/storetest"
@@ -19,47 +22,216 @@ func bareHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(body12) })
 }
 
-// benchRoom returns a room on a frozen clock (so admitted cookies need no
-// re-issue) and a request carrying a cookie that got the given outcome.
-func benchRoom(b *testing.B, mutate func(*Config), accept string) (*Room, *http.Request) {
-	b.Helper()
-	clk := newClock()
-	tr := newTestRoomOn(b, clk, memstore.New(), mutate)
-	v := &visitor{}
-	tr.get(v, accept)
-	return tr.Room, v.request(http.MethodGet, accept)
-}
+// benchVisitors is how many admitted visitors the benchmarks of the
+// admitted path cycle through.
+const benchVisitors = 1000
 
-func serve(b *testing.B, h http.Handler, r *http.Request) {
-	b.ReportAllocs()
-	for b.Loop() {
-		h.ServeHTTP(httptest.NewRecorder(), r)
+// benchConfig is the configuration of the benchmarks' rooms: the real
+// clock and the background sync (every second, the default), with room for
+// the crowd.
+func benchConfig() Config {
+	return Config{
+		Name:              "bench",
+		TotalActiveUsers:  10 * benchVisitors,
+		NewUsersPerMinute: 10 * benchVisitors,
+		Keys:              [][]byte{testKey},
+		Logger:            slog.New(slog.DiscardHandler),
 	}
 }
 
-// BenchmarkAdmitted compares a request with a valid admitted cookie through
-// the room with the same request to the bare handler.
+// crowd is a set of visitors served in turn, each with their cookie, who
+// keep the cookie a response sets, as browsers do. They share one request,
+// whose Cookie header is the next visitor's each time, copied afresh as a
+// server reads it from the connection: a server hands the room a request
+// it has just read, in the processor's cache, whoever sent it. The copy is
+// one allocation in every case, bare included, unless noCopy is set.
+type crowd struct {
+	r       *http.Request
+	header  []string // the request's Cookie header
+	cookies []string // each visitor's cookie, "name=value"
+	i       int      // the visitor of the latest request
+	noCopy  bool     // the Cookie header is the visitor's own string
+}
+
+func newCrowd() *crowd {
+	c := &crowd{r: httptest.NewRequest(http.MethodGet, "http://example.com/", nil), header: []string{""}, i: -1}
+	c.r.Header["Cookie"] = c.header
+	return c
+}
+
+// next returns the request of the next visitor.
+func (c *crowd) next() *http.Request {
+	if c.i++; c.i == len(c.cookies) {
+		c.i = 0
+	}
+	if c.header[0] = c.cookies[c.i]; !c.noCopy {
+		c.header[0] = strings.Clone(c.header[0])
+	}
+	return c.r
+}
+
+// keep gives the visitor of the latest request the cookie that the
+// response w set, if any.
+func (c *crowd) keep(w *httptest.ResponseRecorder) {
+	if sc := w.HeaderMap["Set-Cookie"]; len(sc) > 0 {
+		nv, _, _ := strings.Cut(sc[len(sc)-1], ";")
+		c.cookies[c.i] = nv
+	}
+}
+
+// admittedCrowd returns n visitors let into the room of cfg (in st) by
+// another instance of it (same name, keys and store) whose clock ran over
+// the re-issue interval just before now, one admission every interval/n,
+// and that reported them in a sync. So their cookies' check-ins are spread
+// evenly over the interval, as those of a crowd that has been browsing for
+// a while are: on the real clock, from the first request on, n/interval of
+// them come due for re-issue every second, and each op pays its share of
+// that work.
+func admittedCrowd(b *testing.B, cfg Config, st store.Store, n int) *crowd {
+	b.Helper()
+	reissue := min(time.Minute, cfg.SessionDuration/5)
+	if cfg.SessionDuration == 0 {
+		reissue = min(time.Minute, DefaultSessionDuration/5)
+	}
+	clk := testclock.New(time.Now().Add(-reissue))
+	cfg.Now, cfg.SyncInterval, cfg.QueueingMethod = clk.Now, -1, Passthrough
+	rm, err := New(cfg, st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rm.Close()
+	h := rm.Handler(bareHandler())
+	c := newCrowd()
+	for range n {
+		c.cookies = append(c.cookies, "")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, c.next())
+		if w.Body.String() != string(body12) {
+			b.Fatalf("visitor %d was not let in: %d", c.i, w.Code)
+		}
+		c.keep(w)
+		clk.Add(reissue / time.Duration(n))
+	}
+	if err := rm.Sync(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+// admittedRoom returns a room on the real clock with its background sync
+// running, and a crowd of benchVisitors it admitted, each served once
+// already (their cookies opened, their sessions seen).
+func admittedRoom(b *testing.B) (*Room, *crowd) {
+	b.Helper()
+	st := memstore.New()
+	c := admittedCrowd(b, benchConfig(), st, benchVisitors)
+	rm, err := New(benchConfig(), st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rm.Close() })
+	if err := rm.Sync(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	h := rm.Handler(bareHandler())
+	for range c.cookies {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, c.next())
+		if w.Body.String() != string(body12) {
+			b.Fatalf("an admitted visitor was refused: %d", w.Code)
+		}
+		c.keep(w)
+	}
+	return rm, c
+}
+
+// serveCrowd serves the crowd's requests through h in turn, keeping the
+// cookies it sets.
+func serveCrowd(b *testing.B, h http.Handler, c *crowd) {
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, c.next())
+		c.keep(w)
+	}
+}
+
+// BenchmarkAdmitted measures the admitted path on the real clock: a crowd
+// of benchVisitors admitted visitors, each request from the next of them,
+// through the room's Handler (h=room) or Check alone (h=check), next to the
+// same requests to the bare handler (h=bare). The room syncs with the
+// in-memory store every second in the background, as in production.
+//
+// What a request costs besides its own work is paid in proportion: each
+// visitor's first request in a second is reported as a sign of life
+// (benchVisitors a second), cookies are re-issued one minute after their
+// check-in and the browser-like visitors keep the new one, which the room
+// opens once at its next request (the crowd's check-ins are spread over the
+// minute, so benchVisitors/60 a second from the first op on), and the
+// room's memory of opened cookies turns over at each minute. A run shorter
+// than a minute sees the re-issues at their steady rate; the turnover of
+// the memory, once a minute, costs a new map.
 func BenchmarkAdmitted(b *testing.B) {
-	rm, r := benchRoom(b, nil, "")
-	b.Run("bare", func(b *testing.B) { serve(b, bareHandler(), r) })
-	b.Run("room", func(b *testing.B) { serve(b, rm.Handler(bareHandler()), r) })
-	b.Run("check", func(b *testing.B) {
+	b.Run("h=bare", func(b *testing.B) {
+		_, c := admittedRoom(b)
+		serveCrowd(b, bareHandler(), c)
+	})
+	b.Run("h=room", func(b *testing.B) {
+		rm, c := admittedRoom(b)
+		serveCrowd(b, rm.Handler(bareHandler()), c)
+	})
+	b.Run("h=check", func(b *testing.B) {
+		rm, c := admittedRoom(b)
+		c.noCopy = true // no allocation but the room's: the cookie is read from memory
 		b.ReportAllocs()
 		for b.Loop() {
-			if d, _ := rm.Check(r); d.Outcome != Admitted {
+			d, _ := rm.Check(c.next())
+			if d.Outcome != Admitted {
 				b.Fatal(d.Outcome)
+			}
+			if d.cookie != "" {
+				c.cookies[c.i] = rm.cookieName + "=" + d.cookie
 			}
 		}
 	})
 }
 
+// benchRoom returns a room on the real clock (no background sync) and a
+// visitor whose first request, asking for accept, got a cookie.
+func benchRoom(b *testing.B, mutate func(*Config), accept string) (*Room, *crowd) {
+	b.Helper()
+	cfg := benchConfig()
+	cfg.SyncInterval = -1
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	rm, err := New(cfg, memstore.New())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = rm.Close() })
+	if err := rm.Sync(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	c := newCrowd()
+	if accept != "" {
+		c.r.Header.Set("Accept", accept)
+	}
+	c.cookies = []string{""}
+	w := httptest.NewRecorder()
+	rm.Handler(bareHandler()).ServeHTTP(w, c.next())
+	c.keep(w)
+	return rm, c
+}
+
 // BenchmarkWaiting measures a waiting visitor refreshing before their
-// interval: the page again, no new chance.
+// interval: the page again, no new chance. The visitor keeps the cookie of
+// a chance that comes due (every RefreshInterval, on the real clock).
 func BenchmarkWaiting(b *testing.B) {
 	for _, tc := range []struct{ name, accept string }{{"html", ""}, {"json", "application/json"}} {
 		b.Run(tc.name, func(b *testing.B) {
-			rm, r := benchRoom(b, func(c *Config) { c.QueueAll = true }, tc.accept)
-			serve(b, rm.Handler(bareHandler()), r)
+			rm, c := benchRoom(b, func(c *Config) { c.QueueAll = true }, tc.accept)
+			serveCrowd(b, rm.Handler(bareHandler()), c)
 		})
 	}
 }
@@ -78,7 +250,10 @@ func BenchmarkNewVisitor(b *testing.B) {
 			rm, _ := benchRoom(b, tc.mutate, "")
 			h := rm.Handler(bareHandler())
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
-			serve(b, h, r)
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ServeHTTP(httptest.NewRecorder(), r)
+			}
 		})
 	}
 }

@@ -15,20 +15,32 @@ import (
 // sync. A missing, malformed, tampered, foreign or expired cookie is
 // ordinary input: the visitor is new. The only error is ErrClosed.
 func (rm *Room) Check(r *http.Request) (Decision, error) {
+	var d Decision
+	err := rm.check(r, &d)
+	if d.Outcome == Admitted {
+		d.Ticket = d.state.ticket()
+	}
+	return d, err
+}
+
+// check is Check deciding into d, which is zero, all but the Ticket: a
+// Decision is large, and Handler keeps its own from being copied and has
+// no use for the Ticket (its context makes one when asked).
+func (rm *Room) check(r *http.Request, d *Decision) error {
 	if rm.closed.Load() {
-		return Decision{}, ErrClosed
+		return ErrClosed
 	}
 	v := rm.view.Load()
-	if v.settings.Suspended {
-		return Decision{Outcome: Bypassed, policy: policy{Settings: v.settings}}, nil
-	}
-	if rm.bypassed(r) {
-		rm.counters.bypassed.Add(1)
-		return Decision{Outcome: Bypassed, policy: policy{Settings: v.settings}}, nil
+	if v.settings.Suspended || rm.bypassed(r) {
+		if !v.settings.Suspended {
+			rm.counters.bypassed.Add(1)
+		}
+		d.Outcome = Bypassed
+		return nil
 	}
 	now := rm.now()
-	pol := rm.policyAt(&v.settings, now)
-	d := Decision{policy: pol, at: v.at, now: now}
+	pol := rm.policyOf(v, now)
+	d.policy, d.at, d.now = pol, v.at, now
 	// Reject closes the site: nobody reaches the application, admitted
 	// visitors included. With QueueAll or a pre-queue as well, visitors
 	// wait on a page that refreshes (and new ones take their places), so
@@ -36,31 +48,31 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 	// closed one, which does not refresh.
 	shut := pol.method.rejects
 	closed := pol.QueueAll || pol.prequeue
-	c, e, ok := rm.readCookie(r, &pol, now)
+	c, e, ok := rm.readCookie(r, pol, now)
 	if ok && c.acceptedAt > 0 {
-		if rm.sessionAlive(v, &pol, c, now) {
+		if rm.sessionAlive(v, pol, c, now) {
 			if shut {
-				rm.shutOut(&d, v, &pol, c, closed)
-				return d, nil
+				rm.shutOut(d, v, pol, c, closed)
+				return nil
 			}
-			rm.admit(&d, v, c, e, &pol, now)
-			return d, nil
+			rm.admit(d, v, c, e, pol, now)
+			return nil
 		}
 		// The session is over: back of the queue (below, not held).
 	}
 	if rm.cfg.OnStoreError == FailOpen && !rm.healthy.Load() {
 		d.Outcome = Bypassed
-		return d, nil
+		return nil
 	}
 	if shut && !closed {
 		d.Outcome = Rejected
-		return d, nil
+		return nil
 	}
 	held := ok && c.acceptedAt == 0 && now-c.lastCheckIn < rm.hold
 	if held && now < c.lastCheckIn+c.refresh {
 		// Too early: the same page, no new chance.
-		rm.tooEarly(&d, v, &pol, c, c.lastCheckIn+c.refresh)
-		return d, nil
+		rm.tooEarly(d, v, pol, c, c.lastCheckIn+c.refresh)
+		return nil
 	}
 
 	rm.mu.Lock()
@@ -70,9 +82,9 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		// or not, while the session lives), and a place whose session
 		// ended or was revoked is spent.
 		if x, found := rm.lookupLocked(v, c.id); found {
-			if recordAlive(&x, &pol, now) {
-				rm.join(&d, v, &pol, c, x)
-				return d, nil
+			if recordAlive(&x, pol, now) {
+				rm.join(d, v, pol, c, x)
+				return nil
 			}
 			held = false
 		}
@@ -85,10 +97,10 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		// visitor, not a new one at every request.
 		id := successor(c.id, c.lastCheckIn)
 		if x, found := rm.lookupLocked(v, id); found {
-			if recordAlive(&x, &pol, now) {
+			if recordAlive(&x, pol, now) {
 				c.id = id
-				rm.join(&d, v, &pol, c, x)
-				return d, nil
+				rm.join(d, v, pol, c, x)
+				return nil
 			}
 			// The successor's place is spent too: a new visitor like
 			// one without a cookie (not remembered).
@@ -113,8 +125,8 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		switch ch, seen = rm.chances.get(c.id); {
 		case seen && now < ch.next:
 			rm.mu.Unlock()
-			rm.tooEarly(&d, v, &pol, c, ch.next)
-			return d, nil
+			rm.tooEarly(d, v, pol, c, ch.next)
+			return nil
 		case seen:
 			due = ch.next
 			if slotOf(c.lastCheckIn) > ch.slot {
@@ -144,7 +156,7 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		rm.pending.waiting[cellKey{ch.bucket, ch.slot}]--
 	}
 	if admit {
-		x := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(&pol, now)}
+		x := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(pol, now)}
 		rm.admittedLocked(v, x)
 		rm.chances.del(c.id)
 	} else {
@@ -174,7 +186,6 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		rm.counters.admitted.Add(1)
 		c.acceptedAt, c.refresh = now, 0
 		d.Outcome = Admitted
-		d.Ticket = c.ticket()
 		d.state = c
 	} else {
 		if fresh {
@@ -182,10 +193,10 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 		}
 		d.Outcome = Waiting
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
-		d.Estimate = rm.estimate(v, &pol, c.bucket, fresh)
+		d.Estimate = rm.estimate(v, pol, c.bucket, fresh)
 	}
 	d.cookie = rm.encodeCookie(v, c)
-	return d, nil
+	return nil
 }
 
 // join lets the holder of a copy of a waiting cookie into the session its
@@ -202,7 +213,6 @@ func (rm *Room) join(d *Decision, v *view, p *policy, c cookieState, x store.Ses
 	rm.mu.Unlock()
 	c.acceptedAt, c.lastCheckIn, c.refresh = x.Admitted*1000, d.now, 0
 	d.Outcome = Admitted
-	d.Ticket = c.ticket()
 	d.state = c
 	d.cookie = rm.encodeCookie(v, c)
 }
@@ -250,7 +260,6 @@ func (rm *Room) admit(d *Decision, v *view, c cookieState, e *verifiedEntry, p *
 		c.lastCheckIn = now
 		d.cookie = rm.encodeCookie(v, c)
 	}
-	d.Ticket = c.ticket()
 	d.state = c
 }
 

@@ -261,14 +261,14 @@ func (rm *Room) seenLocked(v *view, x store.Session, c *cookieState) {
 	rm.noteLocked(x)
 }
 
-// revokedLocked accounts for the revoke x of the session of cookie c: the
-// record marked revoked, or the visitor's count taken from the second of
-// the cookie's check-in.
-func (rm *Room) revokedLocked(v *view, x store.Session, c *cookieState) {
+// revokedLocked accounts for the revoke x of a session whose cookie was
+// last checked in at Unix second checkInSec: the record marked revoked, or
+// the visitor's count taken from that second.
+func (rm *Room) revokedLocked(v *view, x store.Session, checkInSec int64) {
 	if v.current {
 		rm.pending.session(x)
 	} else {
-		rm.pending.legacy.count(floorDiv(c.lastCheckIn, 1000), -1)
+		rm.pending.legacy.count(checkInSec, -1)
 	}
 	rm.noteLocked(x)
 }

@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/crypto/hkdf"
@@ -217,16 +217,24 @@ const maxSameName = 8
 // reading only the first would let any of them hide the others.
 func cookieValues(r *http.Request, name string, limit int) func(yield func(string) bool) {
 	return func(yield func(string) bool) {
+		if strings.IndexByte(name, '=') >= 0 {
+			return // no cookie has such a name
+		}
 		n := 0
 		for _, line := range r.Header["Cookie"] {
 			for len(line) > 0 {
 				var part string
-				part, line, _ = strings.Cut(line, ";")
-				part = strings.TrimSpace(part)
-				k, val, found := strings.Cut(part, "=")
-				if !found || k != name {
+				if i := strings.IndexByte(line, ';'); i >= 0 {
+					part, line = line[:i], line[i+1:]
+				} else {
+					part, line = line, ""
+				}
+				part = trimSpace(part)
+				// The part's name (up to its first '=') is name.
+				if len(part) <= len(name) || part[len(name)] != '=' || part[:len(name)] != name {
 					continue
 				}
+				val := part[len(name)+1:]
 				if len(val) > 1 && val[0] == '"' && val[len(val)-1] == '"' {
 					val = val[1 : len(val)-1]
 				}
@@ -241,68 +249,12 @@ func cookieValues(r *http.Request, name string, limit int) func(yield func(strin
 	}
 }
 
-// verified remembers the admitted cookies that opened lately, so that a
-// visitor's every request does not pay for the cipher again: the same
-// cookie value opens to the same state, and every check that depends on
-// the time (session alive, re-issue, future times) still runs on it. Two
-// generations turn over once a minute, when an admitted visitor's cookie
-// is re-issued at the latest; each holds at most max entries. It is safe
-// for concurrent use.
-type verified struct {
-	max int64
-	mu  sync.Mutex // turning over
-	gen atomic.Pointer[verifiedGen]
-}
-
-type verifiedGen struct {
-	minute    int64
-	cur, prev *sync.Map // cookie value → *verifiedEntry
-	n         atomic.Int64
-}
-
-// verifiedEntry is an admitted cookie that opened, and the second (Unix
-// seconds) at which a request carrying it was last reported as a sign of
-// life of its session, so that a visitor's requests cost the room's lock
-// at most once a second.
-type verifiedEntry struct {
-	state   cookieState
-	touched atomic.Int64
-}
-
-func newVerified(max int64) *verified {
-	v := &verified{max: max}
-	v.gen.Store(&verifiedGen{cur: new(sync.Map), prev: new(sync.Map)})
-	return v
-}
-
-// get returns the entry of a cookie value that opened lately.
-func (v *verified) get(value string) (*verifiedEntry, bool) {
-	g := v.gen.Load()
-	if e, ok := g.cur.Load(value); ok {
-		return e.(*verifiedEntry), true
+// trimSpace is strings.TrimSpace, with a shortcut for the parts of a
+// Cookie header that need no trimming: those that begin and end with an
+// ASCII character that is not a space.
+func trimSpace(s string) string {
+	if len(s) > 0 && s[0] > ' ' && s[0] < utf8.RuneSelf && s[len(s)-1] > ' ' && s[len(s)-1] < utf8.RuneSelf {
+		return s
 	}
-	if e, ok := g.prev.Load(value); ok {
-		return e.(*verifiedEntry), true
-	}
-	return nil, false
-}
-
-// put remembers an admitted cookie that opened, at minute (Unix minutes),
-// and returns its entry (nil when the generation is full).
-func (v *verified) put(value string, s cookieState, minute int64) *verifiedEntry {
-	g := v.gen.Load()
-	if minute != g.minute {
-		v.mu.Lock()
-		if g = v.gen.Load(); minute != g.minute {
-			g = &verifiedGen{minute: minute, cur: new(sync.Map), prev: g.cur}
-			v.gen.Store(g)
-		}
-		v.mu.Unlock()
-	}
-	if g.n.Add(1) > v.max {
-		return nil
-	}
-	e := &verifiedEntry{state: s}
-	g.cur.Store(strings.Clone(value), e)
-	return e
+	return strings.TrimSpace(s)
 }

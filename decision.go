@@ -52,9 +52,21 @@ type Decision struct {
 
 	cookie string      // new cookie value to set; "" leaves the visitor's alone
 	state  cookieState // the admitted visitor's cookie, for Revoke
-	policy policy      // what governed the decision
+	policy *policy     // what governed the decision (shared, read-only); nil when bypassed
 	at     int64       // Unix ms the view behind the estimate was taken
 	now    int64       // Unix ms of the decision
+}
+
+// noPolicy is the policy of a Decision that carries none.
+var noPolicy policy
+
+// policyOrZero returns the policy that governed d, or a zero one for a
+// Decision that Check did not make.
+func (d *Decision) policyOrZero() *policy {
+	if d.policy == nil {
+		return &noPolicy
+	}
+	return d.policy
 }
 
 // Pass reports whether the request may go on to the application.
@@ -64,11 +76,15 @@ type ticketKey struct{}
 
 // ticketCtx carries a ticket inline: one allocation, where
 // context.WithValue would take two (the context and the boxed ticket).
-// Within Handler it also carries the writer that Revoke uses.
+// Within Handler it also holds the writer that Revoke uses; elsewhere that
+// writer is the zero value.
 type ticketCtx struct {
 	context.Context
-	t  Ticket
-	rw *revokeWriter
+	id         uint64
+	acceptedAt int64 // as in the cookie
+	bucket     int32 // as in the cookie: minutes fit until the year 6000
+	checkedIn  int32 // seconds from the admission's to the latest check-in's, for a revoke counted by second
+	rw         revokeWriter
 }
 
 func (c *ticketCtx) Value(key any) any {
@@ -76,6 +92,12 @@ func (c *ticketCtx) Value(key any) any {
 		return c
 	}
 	return c.Context.Value(key)
+}
+
+// ticket is the Ticket c carries.
+func (c *ticketCtx) ticket() Ticket {
+	s := cookieState{id: c.id, bucket: int64(c.bucket), acceptedAt: c.acceptedAt}
+	return s.ticket()
 }
 
 // Context returns parent carrying the decision's ticket when the visitor is
@@ -86,7 +108,7 @@ func (d Decision) Context(parent context.Context) context.Context {
 	if d.Outcome != Admitted {
 		return parent
 	}
-	return &ticketCtx{Context: parent, t: d.Ticket}
+	return &ticketCtx{Context: parent, id: d.state.id, acceptedAt: d.state.acceptedAt, bucket: int32(d.state.bucket), checkedIn: d.state.checkedIn()}
 }
 
 // TicketFromContext returns the ticket of the admitted visitor whose
@@ -94,7 +116,7 @@ func (d Decision) Context(parent context.Context) context.Context {
 // that were not admitted (bypassed ones included).
 func TicketFromContext(ctx context.Context) (Ticket, bool) {
 	if c, ok := ctx.Value(ticketKey{}).(*ticketCtx); ok {
-		return c.t, true
+		return c.ticket(), true
 	}
 	return Ticket{}, false
 }
@@ -116,3 +138,9 @@ const (
 	// FailOpen); the request goes to the application uncounted.
 	Bypassed
 )
+
+// checkedIn is the second of c's latest check-in counted from that of its
+// admission.
+func (c *cookieState) checkedIn() int32 {
+	return int32(floorDiv(c.lastCheckIn, 1000) - floorDiv(c.acceptedAt, 1000))
+}

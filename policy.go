@@ -1,6 +1,8 @@
 package waitingroom
 
 import (
+	"math"
+
 	"github.com/go-waitingroom/waitingroom/page"
 )
 
@@ -29,4 +31,22 @@ func (p *policy) bucket(b int64) int64 {
 		return p.lottery[0]
 	}
 	return b
+}
+
+// eventSpan returns the span [from, until) of Unix ms around now in which
+// none of events opens, starts or ends, so that policyAt gives the same
+// policy at every instant of it.
+func eventSpan(events []Event, now int64) (from, until int64) {
+	from, until = math.MinInt64, math.MaxInt64
+	for i := range events {
+		e := &events[i]
+		for _, t := range [...]int64{e.opens().UnixMilli(), e.Start.UnixMilli(), e.End.UnixMilli()} {
+			if t <= now {
+				from = max(from, t)
+			} else {
+				until = min(until, t)
+			}
+		}
+	}
+	return from, until
 }

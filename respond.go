@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,18 +76,7 @@ func (rm *Room) render(tmpl *page.Template, data *page.Data, lang string, asJSON
 // lists application/json and not text/html, HTML otherwise.
 func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool {
 	if d.cookie != "" {
-		http.SetCookie(w, &http.Cookie{
-			Name:     rm.cookieName,
-			Value:    d.cookie,
-			Path:     rm.cfg.CookiePath,
-			Domain:   rm.cfg.CookieDomain,
-			HttpOnly: true,
-			Secure:   rm.secure,
-			SameSite: rm.sameSite,
-			// A cross-site iframe keeps its cookie where browsers block
-			// third-party cookies: partitioned by the embedding site.
-			Partitioned: rm.sameSite == http.SameSiteNoneMode,
-		})
+		w.Header().Add("Set-Cookie", rm.cookieName+"="+d.cookie+rm.cookieAttrs)
 	}
 	if d.Pass() {
 		return true
@@ -108,7 +98,7 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 		}
 	}
 	asJSON := page.WantsJSON(r.Header.Get("Accept"))
-	tmpl := d.policy.tmpl
+	tmpl := d.policyOrZero().tmpl
 	if tmpl == nil {
 		tmpl = rm.tmpl
 	}
@@ -129,6 +119,27 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 	return false
 }
 
+// setCookieAttrs returns what follows the value in the header that sets
+// the room's cookie, as http.SetCookie writes it. The cookie's name and
+// value need no quoting or escaping (a value is base64url), so Respond
+// writes the header as name=value followed by these, for a fraction of
+// what http.SetCookie costs.
+func (rm *Room) setCookieAttrs() string {
+	c := http.Cookie{
+		Name:     rm.cookieName,
+		Value:    "v",
+		Path:     rm.cfg.CookiePath,
+		Domain:   rm.cfg.CookieDomain,
+		HttpOnly: true,
+		Secure:   rm.secure,
+		SameSite: rm.sameSite,
+		// A cross-site iframe keeps its cookie where browsers block
+		// third-party cookies: partitioned by the embedding site.
+		Partitioned: rm.sameSite == http.SameSiteNoneMode,
+	}
+	return strings.TrimPrefix(c.String(), rm.cookieName+"=v")
+}
+
 // RespondError writes the response for an error from Check (a closed room) with
 // Config.ErrorHandler, for adapters built on Check and Respond.
 func (rm *Room) RespondError(w http.ResponseWriter, r *http.Request, err error) {
@@ -137,7 +148,8 @@ func (rm *Room) RespondError(w http.ResponseWriter, r *http.Request, err error) 
 
 // pageData is what the waiting page of decision d shows.
 func (rm *Room) pageData(d Decision, lang string) *page.Data {
-	s, e := d.policy.Settings, d.Estimate
+	p := d.policyOrZero()
+	s, e := p.Settings, d.Estimate
 	at := d.at
 	if at == 0 {
 		at = rm.now()
@@ -168,19 +180,19 @@ func (rm *Room) pageData(d Decision, lang string) *page.Data {
 		data.WaitTimeFormatted = e.FormattedIn(lang)
 		data.QueueIsFull = e.Full
 	}
-	if ev := d.policy.event; ev != nil {
+	if ev := p.event; ev != nil {
 		now := d.now
 		if now == 0 {
 			now = rm.now()
 		}
 		untilStart := ceilMinutes(ev.Start.UnixMilli() - now)
 		untilEnd := ceilMinutes(ev.End.UnixMilli() - now)
-		data.IsEventPrequeueing = d.policy.prequeue
-		data.IsEventActive = !d.policy.prequeue
+		data.IsEventPrequeueing = p.prequeue
+		data.IsEventActive = !p.prequeue
 		data.ShuffleAtEventStart = ev.ShuffleAtStart
 		data.TimeUntilEventEnd = untilEnd
 		data.TimeUntilEventEndFormatted = page.FormatWait(lang, untilEnd)
-		if d.policy.prequeue {
+		if p.prequeue {
 			data.TimeUntilEventStart = untilStart
 			data.TimeUntilEventStartFormatted = page.FormatWait(lang, untilStart)
 		}
@@ -229,18 +241,19 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := h.rm
-	d, err := rm.Check(r)
-	if err != nil {
+	var d Decision
+	if err := rm.check(r, &d); err != nil {
 		rm.RespondError(w, r, err)
 		return
 	}
-	if !rm.Respond(w, r, d) {
+	// An admitted visitor's cookie is mostly left alone: nothing to write.
+	if (d.Outcome != Admitted || d.cookie != "") && !rm.Respond(w, r, d) {
 		return
 	}
 	if d.Outcome != Admitted {
 		// Bypassed: the command header is the room's, never the
 		// client's, whatever the application sends.
-		rw := &revokeWriter{ResponseWriter: w, rm: rm, bypassed: true}
+		rw := &revokeWriter{ResponseWriter: w, rm: rm}
 		h.next.ServeHTTP(rw, r)
 		rw.commit()
 		return
@@ -248,18 +261,20 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// One allocation for the request carrying the ticket, its context and
 	// the writer that watches for a revoke. WithContext is inlined, so its
 	// own copy of r stays on the stack.
-	a := &admittedRequest{
-		ctx: ticketCtx{Context: r.Context(), t: d.Ticket},
-		rw:  revokeWriter{ResponseWriter: w, rm: rm, state: d.state},
-	}
-	a.ctx.rw = &a.rw
-	a.req = *r.WithContext(&a.ctx)
-	h.next.ServeHTTP(&a.rw, &a.req)
-	a.rw.commit()
+	a := &admittedRequest{tc: ticketCtx{
+		Context: r.Context(),
+		id:      d.state.id, acceptedAt: d.state.acceptedAt, bucket: int32(d.state.bucket), checkedIn: d.state.checkedIn(),
+		rw: revokeWriter{ResponseWriter: w, rm: rm},
+	}}
+	a.tc.rw.tc = &a.tc
+	a.req = *r.WithContext(&a.tc)
+	h.next.ServeHTTP(&a.tc.rw, &a.req)
+	a.tc.rw.commit()
 }
 
+// admittedRequest is what Handler allocates for an admitted request, 384
+// bytes (a size class of the allocator) in one piece.
 type admittedRequest struct {
 	req http.Request
-	ctx ticketCtx
-	rw  revokeWriter
+	tc  ticketCtx
 }

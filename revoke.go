@@ -23,7 +23,7 @@ const CommandHeader = "Waiting-Room-Command"
 // not admitted, or once the response has been written).
 func Revoke(ctx context.Context) bool {
 	c, ok := ctx.Value(ticketKey{}).(*ticketCtx)
-	if !ok || c.rw == nil || c.rw.committed {
+	if !ok || c.rw.ResponseWriter == nil || c.rw.committed {
 		return false
 	}
 	c.rw.revoked = true
@@ -37,8 +37,7 @@ func Revoke(ctx context.Context) bool {
 type revokeWriter struct {
 	http.ResponseWriter
 	rm        *Room
-	state     cookieState
-	bypassed  bool // a bypassed request: the header is removed, not obeyed
+	tc        *ticketCtx // the admitted visitor's; nil for a bypassed request, whose header is removed, not obeyed
 	revoked   bool
 	committed bool
 }
@@ -59,8 +58,8 @@ func (w *revokeWriter) commit() {
 		}
 		delete(h, CommandHeader)
 	}
-	if w.revoked && !w.bypassed {
-		w.rm.revoke(w.ResponseWriter, w.state)
+	if w.revoked && w.tc != nil {
+		w.rm.revoke(w.ResponseWriter, w.tc.id, w.tc.acceptedAt, floorDiv(w.tc.acceptedAt, 1000)+int64(w.tc.checkedIn))
 	}
 }
 
@@ -95,13 +94,13 @@ func (w *revokeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // at the next sync and every copy of their cookie is a new visitor's from
 // now on here, and from their next sync on other instances. Their cookie
 // is cleared.
-func (rm *Room) revoke(w http.ResponseWriter, c cookieState) {
+func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec int64) {
 	now := rm.now()
-	x := store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: floorDiv(now, 1000), Revoked: true}
+	x := store.Session{ID: id, Admitted: floorDiv(acceptedAt, 1000), Seen: floorDiv(now, 1000), Revoked: true}
 	rm.mu.Lock()
-	rm.revokedLocked(rm.view.Load(), x, &c)
+	rm.revokedLocked(rm.view.Load(), x, checkInSec)
 	rm.mu.Unlock()
-	if _, loaded := rm.revokedIDs.LoadOrStore(c.id, now+rm.countWindow(&rm.view.Load().settings)+rm.hold); !loaded {
+	if _, loaded := rm.revokedIDs.LoadOrStore(id, now+rm.countWindow(&rm.view.Load().settings)+rm.hold); !loaded {
 		rm.revokedN.Add(1)
 		rm.counters.revoked.Add(1)
 	}

@@ -46,6 +46,13 @@ type Room struct {
 	pages     pageCache
 	templates sync.Map // event template source → *page.Template
 
+	// policy is the policy in force lately, for the view it was worked
+	// out for (policyOf).
+	policy atomic.Pointer[policySpan]
+	// cookieAttrs is what follows the value in the header that sets the
+	// cookie (setCookieAttrs).
+	cookieAttrs string
+
 	// mu guards the grant and the pending counts. It is held for a few
 	// map updates, never across I/O.
 	mu      sync.Mutex
@@ -107,6 +114,9 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		return nil, err
 	}
 	c.Keys = append([][]byte(nil), c.Keys...)
+	if cfg.Now == nil {
+		c.Now = new(wallClock).Now
+	}
 	rm := &Room{
 		cfg:        c,
 		cookieName: c.CookieName + "_" + c.Name,
@@ -127,6 +137,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		stop:       make(chan struct{}),
 		loopDone:   make(chan struct{}),
 	}
+	rm.cookieAttrs = rm.setCookieAttrs()
 	maxRefresh := float64(c.RefreshInterval) * (1 + c.RefreshJitter)
 	rm.waitWindow = 2 * time.Duration(maxRefresh).Milliseconds()
 	rm.lateness = c.RefreshInterval.Milliseconds() / 2
@@ -236,4 +247,25 @@ func (rm *Room) eventTemplate(src string) *page.Template {
 func parseTemplate(src string) error {
 	_, err := page.Parse(src)
 	return err
+}
+
+// policySpan is the policy of a view's settings over a span of time in
+// which none of their events opens, starts or ends: [from, until), Unix ms.
+type policySpan struct {
+	v           *view
+	from, until int64
+	p           policy
+}
+
+// policyOf returns the policy in force at now (Unix ms) under view v. It is
+// worked out once for each view and each span between its events'
+// boundaries, and shared: callers must not change it.
+func (rm *Room) policyOf(v *view, now int64) *policy {
+	if s := rm.policy.Load(); s != nil && s.v == v && now >= s.from && now < s.until {
+		return &s.p
+	}
+	s := &policySpan{v: v, p: rm.policyAt(&v.settings, now)}
+	s.from, s.until = eventSpan(v.settings.Events, now)
+	rm.policy.Store(s)
+	return &s.p
 }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/gorilla/securecookie"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -22,30 +25,34 @@ var body = []byte("hello world\n")
 // app is the application every case serves.
 var app = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) })
 
-// frozen is the rooms' clock: it never moves, so an admitted cookie is
-// never due for re-issue and a waiting visitor is always early.
-var frozen = time.Date(2026, 5, 27, 15, 54, 0, 0, time.UTC)
-
 // key is the rooms' cookie key. Benchmarks only.
 var key = []byte("bench key: 32 bytes or more, never use this one")
 
-// newRoom returns a room on the frozen clock with the in-memory store and a
-// first sync done (so it holds a grant), changed by mutate.
-func newRoom(b *testing.B, mutate func(*waitingroom.Config)) *waitingroom.Room {
-	b.Helper()
-	cfg := waitingroom.Config{
+// visitors is how many visitors the admitted cases cycle through.
+const visitors = 1000
+
+// config is the rooms' configuration: the real clock, the in-memory store
+// and, unless a case says otherwise, the background sync every second (the
+// default), with room for the crowd.
+func config() waitingroom.Config {
+	return waitingroom.Config{
 		Name:              "bench",
-		TotalActiveUsers:  10,
-		NewUsersPerMinute: 10,
+		TotalActiveUsers:  10 * visitors,
+		NewUsersPerMinute: 10 * visitors,
 		Keys:              [][]byte{key},
-		SyncInterval:      -1,
-		Now:               func() time.Time { return frozen },
 		Logger:            slog.New(slog.DiscardHandler),
 	}
+}
+
+// newRoom returns a room of config changed by mutate, on st, with a first
+// sync done (so it holds a grant).
+func newRoom(b *testing.B, st store.Store, mutate func(*waitingroom.Config)) *waitingroom.Room {
+	b.Helper()
+	cfg := config()
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	rm, err := waitingroom.New(cfg, memstore.New())
+	rm, err := waitingroom.New(cfg, st)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,30 +63,101 @@ func newRoom(b *testing.B, mutate func(*waitingroom.Config)) *waitingroom.Room {
 	return rm
 }
 
-// request returns a GET of / asking for accept ("" for a browser's
-// default) and carrying cookie ("" for none).
-func request(accept, cookie string) *http.Request {
-	r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
-	if accept != "" {
-		r.Header.Set("Accept", accept)
-	}
-	if cookie != "" {
-		r.Header.Set("Cookie", cookie)
-	}
-	return r
+// crowd is a set of visitors served in turn, each with their cookie, who
+// keep the cookie a response sets, as browsers do. They share one request,
+// whose Cookie header is the next visitor's each time, copied afresh as a
+// server reads it from the connection: a server hands the middleware a
+// request it has just read, in the processor's cache, whoever sent it. The
+// copy is one allocation in every case, bare included.
+type crowd struct {
+	r       *http.Request
+	header  []string // the request's Cookie header
+	cookies []string // each visitor's cookie, "name=value"
+	i       int      // the visitor of the latest request
+	forget  bool     // visitors who never keep a cookie: always new
 }
 
-// visit makes a first request through h and returns the cookie it was
-// given, as a Cookie header value, and whether the application answered.
-func visit(b *testing.B, h http.Handler, accept string) (cookie string, served bool) {
-	b.Helper()
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, request(accept, ""))
-	cs := w.Result().Cookies()
-	if len(cs) != 1 {
-		b.Fatalf("first request: got %d cookies, want 1", len(cs))
+// newCrowd returns a crowd of n visitors without cookies, asking for
+// accept ("" for a browser's default).
+func newCrowd(accept string, n int) *crowd {
+	c := &crowd{r: httptest.NewRequest(http.MethodGet, "http://example.com/", nil), header: []string{""}, cookies: make([]string, n), i: -1}
+	if accept != "" {
+		c.r.Header.Set("Accept", accept)
 	}
-	return cs[0].Name + "=" + cs[0].Value, w.Body.String() == string(body)
+	c.r.Header["Cookie"] = c.header
+	return c
+}
+
+// next returns the request of the next visitor.
+func (c *crowd) next() *http.Request {
+	if c.i++; c.i == len(c.cookies) {
+		c.i = 0
+	}
+	c.header[0] = strings.Clone(c.cookies[c.i])
+	return c.r
+}
+
+// keep gives the visitor of the latest request the cookie that the
+// response w set, if any.
+func (c *crowd) keep(w *httptest.ResponseRecorder) {
+	if sc := w.HeaderMap["Set-Cookie"]; len(sc) > 0 && !c.forget {
+		nv, _, _ := strings.Cut(sc[len(sc)-1], ";")
+		c.cookies[c.i] = nv
+	}
+}
+
+// serve sends the next visitor's request through h, keeping the cookie it
+// sets, and reports whether the application answered.
+func (c *crowd) serve(h http.Handler) bool {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, c.next())
+	c.keep(w)
+	return w.Code == http.StatusOK && w.Body.String() == string(body)
+}
+
+// clock is a clock moved by hand, for the room that lets the crowd in.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// admitted returns a crowd of visitors let into the room named in config
+// (in st) by another instance of it, on a clock that ran over the minute
+// before now: their check-ins are spread evenly over the minute after which
+// a cookie is re-issued, as those of visitors who have been browsing for a
+// while are. On the real clock, from the first request on, visitors/60 of
+// them come due for re-issue every second.
+func admitted(b *testing.B, st store.Store) *crowd {
+	b.Helper()
+	clk := &clock{t: time.Now().Add(-time.Minute)}
+	rm := newRoom(b, st, func(c *waitingroom.Config) {
+		c.Now, c.SyncInterval, c.QueueingMethod = clk.Now, -1, waitingroom.Passthrough
+	})
+	defer rm.Close()
+	h := rm.Handler(app)
+	c := newCrowd("", visitors)
+	for range visitors {
+		if !c.serve(h) {
+			b.Fatal("a visitor was not let in")
+		}
+		clk.add(time.Minute / visitors)
+	}
+	if err := rm.Sync(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
 
 // session is what the securecookie cases keep in their cookie: four
@@ -114,7 +192,7 @@ func withSecureCookie(sc *securecookie.SecureCookie, reissue bool, next http.Han
 			return
 		}
 		if reissue {
-			s.LastCheckIn = frozen.UnixMilli()
+			s.LastCheckIn = time.Now().UnixMilli()
 			v, err := sc.Encode(sessionCookie, s)
 			if err != nil {
 				http.Error(w, "session", http.StatusInternalServerError)
@@ -126,15 +204,21 @@ func withSecureCookie(sc *securecookie.SecureCookie, reissue bool, next http.Han
 	})
 }
 
-// secureCookieRequest returns a request carrying a session cookie of sc.
-func secureCookieRequest(b *testing.B, sc *securecookie.SecureCookie) *http.Request {
+// secureCookieCrowd returns a crowd of visitors carrying a session cookie
+// of sc each.
+func secureCookieCrowd(b *testing.B, sc *securecookie.SecureCookie) *crowd {
 	b.Helper()
-	now := frozen.UnixMilli()
-	v, err := sc.Encode(sessionCookie, session{Bucket: frozen.Unix() / 60, AcceptedAt: now, LastCheckIn: now, Refresh: 0})
-	if err != nil {
-		b.Fatal(err)
+	c := newCrowd("", visitors)
+	now := time.Now()
+	for i := range visitors {
+		at := now.Add(-time.Duration(i) * time.Minute / visitors).UnixMilli()
+		v, err := sc.Encode(sessionCookie, session{Bucket: at / 60_000, AcceptedAt: at, LastCheckIn: at})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.cookies[i] = sessionCookie + "=" + v
 	}
-	return request("", sessionCookie+"="+v)
+	return c
 }
 
 // withRateLimit is go-chi/httprate limiting by client IP, with a limit no
@@ -147,81 +231,99 @@ func withRateLimit(next http.Handler) http.Handler {
 	return httprate.LimitBy(1<<40, time.Minute, byIP)(next)
 }
 
-// BenchmarkRequest measures one request through each case. The admitted
-// cases (bare, room, securecookie-*, httprate) all reach the application;
-// the others show what the room does for everyone else:
+// BenchmarkRequest measures one request through each case, on the real
+// clock. The admitted cases (bare, room, securecookie-*, httprate) all reach
+// the application and cycle through a crowd of visitors; the others show
+// what the room does for everyone else:
 //
 //   - h=bare: the application alone.
-//   - h=room: a visitor with a valid admitted cookie (no store I/O, no
-//     re-issue).
+//   - h=room: visitors with valid admitted cookies, the room syncing in
+//     the background every second. Every cost of the admitted path is
+//     paid in proportion: a sign of life of each visitor every second, the
+//     re-issue of visitors/60 cookies a second (they were let in over the
+//     minute before the run; the visitors keep the new cookie, which the
+//     room opens at their next request), the turnover of the room's memory
+//     of opened cookies every minute.
 //   - h=securecookie-{json,gob}: a session cookie of four int64 fields,
 //     decoded, encoded again and set, with either serializer.
-//   - h=securecookie-{json,gob}-decode: the same cookie, only decoded (the
-//     room's admitted path does not re-issue either).
+//   - h=securecookie-{json,gob}-decode: the same cookie, only decoded.
 //   - h=httprate: a per-IP rate limit that never trips.
 //   - h=room-queued-{html,json}: a waiting visitor back before their
-//     refresh interval: the waiting page, as HTML or JSON.
+//     refresh interval: the waiting page, as HTML or JSON (a chance when
+//     one comes due, every 20 seconds).
 //   - h=room-new-{admitted,queued}: a first request, which gets a cookie
-//     and is let in (Passthrough) or queued (QueueAll).
+//     and is let in (Passthrough) or queued (QueueAll); no background sync,
+//     so that the millions of visitors stay out of the shared state.
 func BenchmarkRequest(b *testing.B) {
 	type benchCase struct {
 		name    string
-		h       http.Handler
-		r       *http.Request
+		setup   func(b *testing.B) (http.Handler, *crowd)
 		reaches bool // the request reaches the application
 	}
-	var cases []benchCase
-	add := func(name string, h http.Handler, r *http.Request) {
-		cases = append(cases, benchCase{name, h, r, true})
+	cases := []benchCase{
+		// The same crowd in every admitted case: their Cookie headers are
+		// as long as the room's.
+		{"bare", func(b *testing.B) (http.Handler, *crowd) { return app, admitted(b, memstore.New()) }, true},
+		{"room", func(b *testing.B) (http.Handler, *crowd) {
+			st := memstore.New()
+			c := admitted(b, st)
+			return newRoom(b, st, nil).Handler(app), c
+		}, true},
 	}
-	addQueued := func(name string, h http.Handler, r *http.Request) {
-		cases = append(cases, benchCase{name, h, r, false})
-	}
-
-	add("bare", app, request("", ""))
-
-	rm := newRoom(b, nil)
-	h := rm.Handler(app)
-	cookie, served := visit(b, h, "")
-	if !served {
-		b.Fatal("room: the first visitor was not let in")
-	}
-	add("room", h, request("", cookie))
-
 	for _, s := range []struct {
 		name string
 		ser  securecookie.Serializer
 	}{{"json", securecookie.JSONEncoder{}}, {"gob", securecookie.GobEncoder{}}} {
-		sc := newSecureCookie(s.ser)
-		add("securecookie-"+s.name, withSecureCookie(sc, true, app), secureCookieRequest(b, sc))
-		add("securecookie-"+s.name+"-decode", withSecureCookie(sc, false, app), secureCookieRequest(b, sc))
+		for _, reissue := range []bool{true, false} {
+			name := "securecookie-" + s.name
+			if !reissue {
+				name += "-decode"
+			}
+			cases = append(cases, benchCase{name, func(b *testing.B) (http.Handler, *crowd) {
+				sc := newSecureCookie(s.ser)
+				return withSecureCookie(sc, reissue, app), secureCookieCrowd(b, sc)
+			}, true})
+		}
 	}
-
-	add("httprate", withRateLimit(app), request("", ""))
-
+	cases = append(cases, benchCase{"httprate", func(b *testing.B) (http.Handler, *crowd) { return withRateLimit(app), admitted(b, memstore.New()) }, true})
 	for _, q := range []struct{ name, accept string }{{"html", ""}, {"json", "application/json"}} {
-		h := newRoom(b, func(c *waitingroom.Config) { c.QueueAll = true }).Handler(app)
-		cookie, served := visit(b, h, q.accept)
-		if served {
-			b.Fatal("room-queued: the visitor was let in")
-		}
-		addQueued("room-queued-"+q.name, h, request(q.accept, cookie))
+		cases = append(cases, benchCase{"room-queued-" + q.name, func(b *testing.B) (http.Handler, *crowd) {
+			h := newRoom(b, memstore.New(), func(c *waitingroom.Config) { c.QueueAll = true }).Handler(app)
+			c := newCrowd(q.accept, 1)
+			if c.serve(h) {
+				b.Fatal("room-queued: the visitor was let in")
+			}
+			return h, c
+		}, false})
 	}
-
-	add("room-new-admitted", newRoom(b, func(c *waitingroom.Config) { c.QueueingMethod = waitingroom.Passthrough }).Handler(app), request("", ""))
-	addQueued("room-new-queued", newRoom(b, func(c *waitingroom.Config) { c.QueueAll = true }).Handler(app), request("", ""))
-
-	for _, c := range cases {
-		// Every case must do what its name says before it is timed.
-		w := httptest.NewRecorder()
-		c.h.ServeHTTP(w, c.r)
-		if got := w.Body.String() == string(body); got != c.reaches || w.Code != http.StatusOK {
-			b.Fatalf("%s: status %d, application answered: %v, want %v", c.name, w.Code, got, c.reaches)
+	fresh := func(mutate func(*waitingroom.Config)) func(b *testing.B) (http.Handler, *crowd) {
+		return func(b *testing.B) (http.Handler, *crowd) {
+			h := newRoom(b, memstore.New(), func(c *waitingroom.Config) { c.SyncInterval = -1; mutate(c) }).Handler(app)
+			c := newCrowd("", 1)
+			c.forget = true
+			return h, c
 		}
-		b.Run("h="+c.name, func(b *testing.B) {
+	}
+	cases = append(cases,
+		benchCase{"room-new-admitted", fresh(func(c *waitingroom.Config) { c.QueueingMethod = waitingroom.Passthrough }), true},
+		benchCase{"room-new-queued", fresh(func(c *waitingroom.Config) { c.QueueAll = true }), false},
+	)
+
+	for _, tc := range cases {
+		b.Run("h="+tc.name, func(b *testing.B) {
+			h, c := tc.setup(b)
+			// Every case must do what its name says before it is timed,
+			// for each of its visitors (which also opens their cookies).
+			for range c.cookies {
+				if got := c.serve(h); got != tc.reaches {
+					b.Fatalf("application answered: %v, want %v", got, tc.reaches)
+				}
+			}
 			b.ReportAllocs()
 			for b.Loop() {
-				c.h.ServeHTTP(httptest.NewRecorder(), c.r)
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, c.next())
+				c.keep(w)
 			}
 		})
 	}

@@ -1,0 +1,97 @@
+package waitingroom
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTicketInContext: the ticket an admitted request carries in its
+// context, through Handler or Decision.Context, is the Decision's, for a
+// cookie opened afresh and for one the room remembers; only Handler's
+// context lets the application revoke.
+func TestTicketInContext(t *testing.T) {
+	tr := newTestRoom(t, nil)
+	v := &visitor{}
+	var (
+		inHandler Ticket
+		revoked   bool
+	)
+	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ok bool
+		inHandler, ok = TicketFromContext(r.Context())
+		require.True(t, ok)
+		if r.URL.Query().Has("revoke") {
+			revoked = Revoke(r.Context())
+		}
+		_, _ = w.Write([]byte("app"))
+	}))
+	require.True(t, admitted(tr.get(v, "")))
+	first := inHandler
+	for range 2 { // opened, then remembered
+		d, err := tr.Check(v.request(http.MethodGet, ""))
+		require.NoError(t, err)
+		require.Equal(t, Admitted, d.Outcome)
+		assert.Equal(t, first, d.Ticket)
+		require.True(t, admitted(tr.get(v, "")))
+		assert.Equal(t, d.Ticket, inHandler)
+
+		ctx := d.Context(context.Background())
+		got, ok := TicketFromContext(ctx)
+		require.True(t, ok)
+		assert.Equal(t, d.Ticket, got)
+		assert.False(t, Revoke(ctx), "outside Handler, Revoke does nothing")
+	}
+
+	w := tr.get(&visitor{cookie: v.cookie}, "")
+	require.True(t, admitted(w))
+	r := v.request(http.MethodGet, "")
+	r.URL.RawQuery = "revoke"
+	tr.app.ServeHTTP(w, r)
+	assert.True(t, revoked, "Revoke works in Handler's context")
+	d, err := tr.Check(v.request(http.MethodGet, ""))
+	require.NoError(t, err)
+	assert.NotEqual(t, first.ID, d.Ticket.ID, "the session is over: the cookie is a new visitor's")
+	waiting := Decision{Outcome: Waiting}
+	assert.Equal(t, context.Background(), waiting.Context(context.Background()), "no ticket for a visitor who is not admitted")
+}
+
+// TestSetCookieHeader: the header Respond writes to set the cookie is,
+// byte for byte, what http.SetCookie writes for the same cookie, whatever
+// the cookie's attributes and value.
+func TestSetCookieHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Config)
+	}{
+		{"defaults", nil},
+		{"https", func(c *Config) { c.HTTPS = true }},
+		{"strict, domain, path", func(c *Config) {
+			c.CookieSameSite, c.CookieDomain, c.CookiePath = SameSiteStrict, "example.com", "/shop"
+		}},
+		{"none, always secure", func(c *Config) { c.CookieSameSite, c.CookieSecure = SameSiteNone, SecureAlways }},
+		{"never secure", func(c *Config) { c.HTTPS, c.CookieSecure, c.CookieSameSite = true, SecureNever, SameSiteLax }},
+		{"name", func(c *Config) { c.CookieName = "wr!#$%&'*+.^_`|~-" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, tc.mutate)
+			for range 50 {
+				d, err := tr.Check(httptest.NewRequest(http.MethodGet, "/", nil))
+				require.NoError(t, err)
+				require.NotEmpty(t, d.cookie)
+				got := httptest.NewRecorder()
+				tr.Respond(got, httptest.NewRequest(http.MethodGet, "/", nil), d)
+				want := httptest.NewRecorder()
+				http.SetCookie(want, &http.Cookie{
+					Name: tr.cookieName, Value: d.cookie, Path: tr.cfg.CookiePath, Domain: tr.cfg.CookieDomain,
+					HttpOnly: true, Secure: tr.secure, SameSite: tr.sameSite, Partitioned: tr.sameSite == http.SameSiteNoneMode,
+				})
+				require.Equal(t, want.Header()["Set-Cookie"], got.Header()["Set-Cookie"])
+			}
+		})
+	}
+}
