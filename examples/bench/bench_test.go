@@ -100,7 +100,7 @@ func (c *crowd) next() *http.Request {
 // keep gives the visitor of the latest request the cookie that the
 // response w set, if any.
 func (c *crowd) keep(w *httptest.ResponseRecorder) {
-	if sc := w.HeaderMap["Set-Cookie"]; len(sc) > 0 && !c.forget {
+	if sc := w.Header()["Set-Cookie"]; len(sc) > 0 && !c.forget {
 		nv, _, _ := strings.Cut(sc[len(sc)-1], ";")
 		c.cookies[c.i] = nv
 	}
