@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,15 +163,17 @@ func serveCrowd(b *testing.B, h http.Handler, c *crowd) {
 // same requests to the bare handler (h=bare). The room syncs with the
 // in-memory store every second in the background, as in production.
 //
-// What a request costs besides its own work is paid in proportion: each
-// visitor's first request in a second is reported as a sign of life
-// (benchVisitors a second), cookies are re-issued one minute after their
-// check-in and the browser-like visitors keep the new one, which the room
-// opens once at its next request (the crowd's check-ins are spread over the
-// minute, so benchVisitors/60 a second from the first op on), and the
-// room's memory of opened cookies turns over at each minute. A run shorter
-// than a minute sees the re-issues at their steady rate; the turnover of
-// the memory, once a minute, costs a new map.
+// The work the room does once a second or once a minute is paid in
+// proportion to the requests, whatever -benchtime: each visitor's first
+// request in a second is reported as a sign of life of their session
+// (benchVisitors a second); a cookie is re-issued a minute after its
+// check-in, the visitor keeps the new one and the room opens it at their
+// next request, and since the crowd's check-ins are spread over the minute
+// before the run, benchVisitors/60 cookies a second are from the first op
+// on; the room's memory of opened cookies turns over at each new minute.
+// At a few hundred thousand requests a second, each visitor sends hundreds
+// a second, so these come to a few nanoseconds a request; what they cost a
+// visitor who sends one request a second is in docs/performance.md.
 func BenchmarkAdmitted(b *testing.B) {
 	b.Run("h=bare", func(b *testing.B) {
 		_, c := admittedRoom(b)
@@ -194,6 +197,112 @@ func BenchmarkAdmitted(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkAdmittedPaired serves the crowd of BenchmarkAdmitted through the
+// room and through the bare handler in turn, 64 requests to each at a time
+// (the order alternating), in one run, and reports the time per request of
+// each (bare-ns/req, room-ns/req) and their ratio (room/bare); ns/op is
+// that of 128 requests. On a machine busy with other work, both then see
+// the same interference, where separate runs see different moments of it.
+// The collector's work falls on whichever is running, so the room's
+// allocation slows the bare handler too: the ratio is, if anything, below
+// that of separate runs.
+func BenchmarkAdmittedPaired(b *testing.B) {
+	const chunk = 64
+	rm, c := admittedRoom(b)
+	room, bare := rm.Handler(bareHandler()), bareHandler()
+	serve := func(h http.Handler) time.Duration {
+		start := time.Now()
+		for range chunk {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, c.next())
+			c.keep(w)
+		}
+		return time.Since(start)
+	}
+	var tb, tr time.Duration
+	odd := false
+	b.ReportAllocs()
+	for b.Loop() {
+		if odd = !odd; odd {
+			tb += serve(bare)
+			tr += serve(room)
+		} else {
+			tr += serve(room)
+			tb += serve(bare)
+		}
+	}
+	n := float64(b.N * chunk)
+	b.ReportMetric(float64(tb)/n, "bare-ns/req")
+	b.ReportMetric(float64(tr)/n, "room-ns/req")
+	b.ReportMetric(float64(tr)/float64(tb), "room/bare")
+}
+
+// BenchmarkAdmittedPace serves the crowd of BenchmarkAdmitted through the
+// room (h=room) or the bare handler (h=bare) on a clock moved by hand:
+// each request moves it by a step, so that every visitor sends a request
+// every benchVisitors steps (every=1ms, 1s or 10s), and the room syncs once
+// a second of that clock instead of in the background. The benchmarks on
+// the real clock run at whatever pace the machine allows, hundreds of
+// requests a second from each visitor; here, at a visitor's pace of one
+// request a second, each request is its visitor's sign of life for that
+// second and one in 60 brings a re-issued cookie. Nothing in it depends on
+// the machine's clock, so instruction counts under callgrind are the same
+// from run to run.
+func BenchmarkAdmittedPace(b *testing.B) {
+	for _, every := range []time.Duration{time.Millisecond, time.Second, 10 * time.Second} {
+		for _, h := range []string{"bare", "room"} {
+			b.Run(fmt.Sprintf("every=%v/h=%s", every, h), func(b *testing.B) {
+				step := every / benchVisitors
+				st := memstore.New()
+				cfg := benchConfig()
+				c := admittedCrowd(b, cfg, st, benchVisitors)
+				var now atomic.Int64
+				now.Store(time.Now().UnixNano())
+				cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
+				cfg.SyncInterval = -1
+				rm, err := New(cfg, st)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = rm.Close() })
+				room := rm.Handler(bareHandler())
+				for range c.cookies {
+					w := httptest.NewRecorder()
+					room.ServeHTTP(w, c.next())
+					c.keep(w)
+				}
+				handler := room
+				if h == "bare" {
+					handler = bareHandler()
+				}
+				perSecond := int(time.Second / step)
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					servePaced(handler, c)
+					now.Add(int64(step))
+					if i++; i%perSecond == 0 {
+						if err := rm.Sync(context.Background()); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// servePaced serves the crowd's next request in BenchmarkAdmittedPace: a
+// function of its own, so that callgrind can count the requests apart from
+// the syncs (--toggle-collect='*waitingroom.servePaced').
+//
+//go:noinline
+func servePaced(h http.Handler, c *crowd) {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, c.next())
+	c.keep(w)
 }
 
 // benchRoom returns a room on the real clock (no background sync) and a

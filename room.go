@@ -114,9 +114,6 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		return nil, err
 	}
 	c.Keys = append([][]byte(nil), c.Keys...)
-	if cfg.Now == nil {
-		c.Now = new(wallClock).Now
-	}
 	rm := &Room{
 		cfg:        c,
 		cookieName: c.CookieName + "_" + c.Name,
