@@ -25,7 +25,11 @@ var ErrClosed = errors.New("waitingroom: room is closed")
 // Room is a virtual waiting room. Create it with New; it is safe for
 // concurrent use by any number of goroutines.
 type Room struct {
-	cfg        Config
+	cfg Config
+	// sysClock is set when Config.Now was left nil: the room then reads
+	// the wall clock through wallMillis, the same time as time.Now at
+	// half its cost on linux/amd64.
+	sysClock   bool
 	cookieName string
 	sameSite   http.SameSite
 	secure     bool
@@ -116,6 +120,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 	c.Keys = append([][]byte(nil), c.Keys...)
 	rm := &Room{
 		cfg:        c,
+		sysClock:   cfg.Now == nil,
 		cookieName: c.CookieName + "_" + c.Name,
 		sameSite:   c.sameSite(),
 		secure:     c.secure(),

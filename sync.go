@@ -83,7 +83,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		// clock keeps its offset from sync to sync, so that all instances
 		// agree on where minutes begin (a minute's admissions are counted
 		// under one key); the offset is at most maxClockLead.
-		local := rm.cfg.Now().UnixMilli()
+		local := rm.localNow()
 		now := min(max(st.Clock, local+rm.offset.Load()), local+maxClockLead)
 		offset = now - local
 		p.now = now
@@ -300,7 +300,16 @@ func (rm *Room) instanceTTL() int64 {
 // now is the room's time in Unix ms: this instance's clock plus the offset
 // that aligns it with the shared clock.
 func (rm *Room) now() int64 {
-	return rm.cfg.Now().UnixMilli() + rm.offset.Load()
+	return rm.localNow() + rm.offset.Load()
+}
+
+// localNow is this instance's clock in Unix ms: Config.Now, or the wall
+// clock read as time.Now reads it when Config.Now was left nil.
+func (rm *Room) localNow() int64 {
+	if rm.sysClock {
+		return wallMillis()
+	}
+	return rm.cfg.Now().UnixMilli()
 }
 
 // Update changes the room's live settings: fn gets the current ones and
