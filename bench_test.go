@@ -183,6 +183,10 @@ func BenchmarkAdmitted(b *testing.B) {
 		rm, c := admittedRoom(b)
 		serveCrowd(b, rm.Handler(bareHandler()), c)
 	})
+	b.Run("h=gate", func(b *testing.B) {
+		rm, c := admittedRoom(b)
+		serveCrowd(b, rm.Gate(bareHandler()), c)
+	})
 	b.Run("h=check", func(b *testing.B) {
 		rm, c := admittedRoom(b)
 		c.noCopy = true // no allocation but the room's: the cookie is read from memory
@@ -200,7 +204,8 @@ func BenchmarkAdmitted(b *testing.B) {
 }
 
 // BenchmarkAdmittedPaired serves the crowd of BenchmarkAdmitted through the
-// room and through the bare handler in turn, 64 requests to each at a time
+// room (its Handler, h=handler, or its Gate, h=gate) and through the bare
+// handler in turn, 64 requests to each at a time
 // (the order alternating), in one run, and reports the time per request of
 // each (bare-ns/req, room-ns/req) and their ratio (room/bare); ns/op is
 // that of 128 requests. On a machine busy with other work, both then see
@@ -209,9 +214,22 @@ func BenchmarkAdmitted(b *testing.B) {
 // allocation slows the bare handler too: the ratio is, if anything, below
 // that of separate runs.
 func BenchmarkAdmittedPaired(b *testing.B) {
+	for _, h := range []string{"handler", "gate"} {
+		b.Run("h="+h, func(b *testing.B) {
+			rm, c := admittedRoom(b)
+			room := rm.Handler(bareHandler())
+			if h == "gate" {
+				room = rm.Gate(bareHandler())
+			}
+			servePaired(b, room, bareHandler(), c)
+		})
+	}
+}
+
+// servePaired is BenchmarkAdmittedPaired's loop: the crowd's requests
+// through room and bare in turn, chunk requests at a time.
+func servePaired(b *testing.B, room, bare http.Handler, c *crowd) {
 	const chunk = 64
-	rm, c := admittedRoom(b)
-	room, bare := rm.Handler(bareHandler()), bareHandler()
 	serve := func(h http.Handler) time.Duration {
 		start := time.Now()
 		for range chunk {
@@ -252,7 +270,7 @@ func BenchmarkAdmittedPaired(b *testing.B) {
 // from run to run.
 func BenchmarkAdmittedPace(b *testing.B) {
 	for _, every := range []time.Duration{time.Millisecond, time.Second, 10 * time.Second} {
-		for _, h := range []string{"bare", "room"} {
+		for _, h := range []string{"bare", "room", "gate"} {
 			b.Run(fmt.Sprintf("every=%v/h=%s", every, h), func(b *testing.B) {
 				step := every / benchVisitors
 				st := memstore.New()
@@ -274,8 +292,11 @@ func BenchmarkAdmittedPace(b *testing.B) {
 					c.keep(w)
 				}
 				handler := room
-				if h == "bare" {
+				switch h {
+				case "bare":
 					handler = bareHandler()
+				case "gate":
+					handler = rm.Gate(bareHandler())
 				}
 				perSecond := int(time.Second / step)
 				b.ReportAllocs()

@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -85,6 +86,13 @@ type ticketCtx struct {
 	bucket     int32 // as in the cookie: minutes fit until the year 6000
 	checkedIn  int32 // seconds from the admission's to the latest check-in's, for a revoke counted by second
 	rw         revokeWriter
+}
+
+// set makes c the ticket of an admitted visitor's cookie state s, with the
+// writer that watches w for a revoke; c's Context is left to the caller.
+func (c *ticketCtx) set(s cookieState, rm *Room, w http.ResponseWriter) {
+	c.id, c.acceptedAt, c.bucket, c.checkedIn = s.id, s.acceptedAt, int32(s.bucket), s.checkedIn()
+	c.rw = revokeWriter{ResponseWriter: w, rm: rm, tc: c}
 }
 
 func (c *ticketCtx) Value(key any) any {

@@ -231,12 +231,26 @@ func (rm *Room) Handler(next http.Handler) http.Handler {
 	return &handler{rm: rm, next: next}
 }
 
-// handler is the middleware of Handler. Its ServeHTTP is a method rather
-// than a closure so that it is compiled here, where the request copy of
-// WithContext is known to stay on the stack, and not inlined into callers.
+// Gate returns the middleware of Handler for an application that does not
+// read the ticket from the request's context, such as a reverse proxy to
+// another server: admitted requests reach next as they came, rather than
+// as a copy carrying a context, which is most of what an admitted request
+// costs Handler (docs/performance.md). TicketFromContext and Revoke find
+// nothing behind Gate; the response header "Waiting-Room-Command: revoke"
+// ends the session as it does behind Handler, and everything else is
+// Handler's.
+func (rm *Room) Gate(next http.Handler) http.Handler {
+	return &handler{rm: rm, next: next, gate: true}
+}
+
+// handler is the middleware of Handler and Gate. Its ServeHTTP is a method
+// rather than a closure so that it is compiled here, where the request
+// copy of WithContext is known to stay on the stack, and not inlined into
+// callers.
 type handler struct {
 	rm   *Room
 	next http.Handler
+	gate bool // Gate: admitted requests go on as they came
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -258,15 +272,21 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rw.commit()
 		return
 	}
+	if h.gate {
+		// One allocation, for the writer that watches for a revoke and
+		// the ticket it revokes; the request goes on as it came.
+		tc := &ticketCtx{}
+		tc.set(d.state, rm, w)
+		h.next.ServeHTTP(&tc.rw, r)
+		tc.rw.commit()
+		return
+	}
 	// One allocation for the request carrying the ticket, its context and
 	// the writer that watches for a revoke. WithContext is inlined, so its
 	// own copy of r stays on the stack.
-	a := &admittedRequest{tc: ticketCtx{
-		Context: r.Context(),
-		id:      d.state.id, acceptedAt: d.state.acceptedAt, bucket: int32(d.state.bucket), checkedIn: d.state.checkedIn(),
-		rw: revokeWriter{ResponseWriter: w, rm: rm},
-	}}
-	a.tc.rw.tc = &a.tc
+	a := &admittedRequest{}
+	a.tc.set(d.state, rm, w)
+	a.tc.Context = r.Context()
 	a.req = *r.WithContext(&a.tc)
 	h.next.ServeHTTP(&a.tc.rw, &a.req)
 	a.tc.rw.commit()

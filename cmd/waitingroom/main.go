@@ -612,7 +612,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		fmt.Fprintln(stderr, "waitingroom:", err)
 		return 1
 	}
-	srv := o.limits.server(routes(o.healthPath, dem, room.Handler(app)), log)
+	// The upstream is another server: it cannot read the ticket from the
+	// request's context, so the proxy spares the request's copy (Gate);
+	// the demo application reads it.
+	gate := room.Gate(app)
+	if o.demo {
+		gate = room.Handler(app)
+	}
+	srv := o.limits.server(routes(o.healthPath, dem, gate), log)
 	log.Info("waitingroom: serving", "addr", "http://"+ln.Addr().String(), "demo", o.demo, "upstream", o.upstream,
 		"store", o.store.redacted, "total_active_users", o.total, "new_users_per_minute", o.perMinute, "config", o.configPath)
 	if ready != nil {
