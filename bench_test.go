@@ -204,8 +204,9 @@ func BenchmarkAdmitted(b *testing.B) {
 }
 
 // BenchmarkAdmittedPaired serves the crowd of BenchmarkAdmitted through the
-// room (its Handler, h=handler, or its Gate, h=gate) and through the bare
-// handler in turn, 64 requests to each at a time
+// room (its Handler, h=handler, or its Gate, h=gate), or through a peer that
+// only puts a value in the request's context (h=withvalue), and through
+// the bare handler in turn, 64 requests to each at a time
 // (the order alternating), in one run, and reports the time per request of
 // each (bare-ns/req, room-ns/req) and their ratio (room/bare); ns/op is
 // that of 128 requests. On a machine busy with other work, both then see
@@ -214,16 +215,30 @@ func BenchmarkAdmitted(b *testing.B) {
 // allocation slows the bare handler too: the ratio is, if anything, below
 // that of separate runs.
 func BenchmarkAdmittedPaired(b *testing.B) {
-	for _, h := range []string{"handler", "gate"} {
+	for _, h := range []string{"handler", "gate", "withvalue"} {
 		b.Run("h="+h, func(b *testing.B) {
 			rm, c := admittedRoom(b)
 			room := rm.Handler(bareHandler())
-			if h == "gate" {
+			switch h {
+			case "gate":
 				room = rm.Gate(bareHandler())
+			case "withvalue":
+				room = withValue(bareHandler())
 			}
 			servePaired(b, room, bareHandler(), c)
 		})
 	}
+}
+
+// withValue is the peer of BenchmarkAdmittedPaired (h=withvalue): the
+// usual middleware that hands the application a value in the request's
+// context, and so copies the request, as Handler does, without deciding
+// anything.
+func withValue(next http.Handler) http.Handler {
+	type key struct{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), key{}, 1)))
+	})
 }
 
 // servePaired is BenchmarkAdmittedPaired's loop: the crowd's requests
