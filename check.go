@@ -158,6 +158,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 	if admit {
 		x := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(pol, now)}
 		rm.admittedLocked(v, x)
+		rm.pending.wait(c.id, observedWait(c.bucket, now, fresh))
 		rm.chances.del(c.id)
 	} else {
 		// The next chance is due an interval after this one was due, not

@@ -14,8 +14,9 @@ import (
 // tells the others which formats it reads, and every instance writes the
 // newest formats that all the live ones read:
 //
-//   - an instance's ID (store.Instance.ID) ends in "+s3c2": it reads
-//     states up to encoding 3 and cookies up to version 2. An ID without
+//   - an instance's ID (store.Instance.ID) ends in "+s4c2": it reads
+//     states up to encoding 4 and cookies up to version 2 ("+s3c2" is
+//     the release before kept history, whose states have no tallies). An ID without
 //     a "+" is the previous release's, which reads encoding 2 and
 //     version 1 only;
 //   - at every sync the instance takes the oldest of what the live
@@ -62,7 +63,7 @@ func instanceID() string {
 	return randomID() + currentFormats.tag()
 }
 
-// tag is how an instance ID says the formats f: "+s3c2".
+// tag is how an instance ID says the formats f: "+s4c2".
 func (f formats) tag() string {
 	return "+s" + strconv.Itoa(f.state) + "c" + strconv.Itoa(f.cookie)
 }
@@ -97,7 +98,9 @@ func readsOf(id string) formats {
 
 // writeFormats sets the encoding st is written in: the current one when
 // every instance in st.Instances (those live, this one among them) reads
-// the current formats, else the previous release's. It reports whether
+// the current formats, store.SessionsEncoding when the oldest of them is
+// the release before kept history (which differs from this one only by
+// the tallies), else the previous release's. It reports whether
 // the current formats are written, cookies included.
 func writeFormats(st *store.State) bool {
 	f := currentFormats
@@ -105,8 +108,14 @@ func writeFormats(st *store.State) bool {
 		r := readsOf(in.ID)
 		f.state, f.cookie = min(f.state, r.state), min(f.cookie, r.cookie)
 	}
-	if f == currentFormats {
+	switch {
+	case f == currentFormats:
 		st.Encoding = 0
+		return true
+	case f.state >= store.SessionsEncoding && f.cookie >= currentFormats.cookie:
+		// The release before kept history: the same formats but for the
+		// tallies of the recent minutes, which are not written (history.go).
+		st.Encoding = store.SessionsEncoding
 		return true
 	}
 	st.Encoding = store.PreviousEncoding

@@ -20,12 +20,17 @@ type Sample struct {
 	// Stats fields of the same names as of that sync.
 	Active, Waiting, AdmittedThisMinute int
 	OutflowPerMinute                    float64
+	// Wait and Session are the waits of the visitors let in and the
+	// lengths of the sessions ended in the minute of the sync, up to the
+	// sync, all instances together (Minute's fields of the same names);
+	// zero when the store keeps no history.
+	Wait, Session Durations
 }
 
 // History returns the room's figures over the last hour, oldest first: at
 // most one Sample per 10 seconds of the room's clock (the latest sync in
 // each), as this instance saw them at its syncs. It is kept in memory
-// (under 20 KB) and starts empty with the Room. It returns a new slice on
+// (about 45 KB) and starts empty with the Room. It returns a new slice on
 // every call and is safe for concurrent use.
 func (rm *Room) History() []Sample {
 	from := rm.now() - historyWindow.Milliseconds()
@@ -35,7 +40,8 @@ func (rm *Room) History() []Sample {
 			continue
 		}
 		out = append(out, Sample{At: time.UnixMilli(s.at), Active: s.active, Waiting: s.waiting,
-			AdmittedThisMinute: s.admittedThisMinute, OutflowPerMinute: s.outflowPerMinute})
+			AdmittedThisMinute: s.admittedThisMinute, OutflowPerMinute: s.outflowPerMinute,
+			Wait: s.wait, Session: s.session})
 	}
 	return out
 }
@@ -46,6 +52,7 @@ type sample struct {
 	active, waiting    int
 	admittedThisMinute int
 	outflowPerMinute   float64
+	wait, session      Durations // of the sync's minute so far
 }
 
 // history is a ring of samples, at most one per historyInterval of the

@@ -46,7 +46,8 @@ type Room struct {
 	lateness   int64 // ms a waiting visitor may be late and keep their pace
 
 	view      atomic.Pointer[view]
-	history   *history // one sample per historyInterval of syncs, for the admin page
+	history   *history     // one sample per historyInterval of syncs, for the admin page
+	kept      *keptHistory // the store's history and what this instance observed (minutes.go)
 	pages     pageCache
 	templates sync.Map // event template source → *page.Template
 
@@ -136,6 +137,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		chances:    newGenerations[chance](),
 		verified:   newVerified(max(1024, 2*int64(c.TotalActiveUsers))),
 		history:    newHistory(),
+		kept:       newKeptHistory(st),
 		stop:       make(chan struct{}),
 		loopDone:   make(chan struct{}),
 	}

@@ -96,6 +96,7 @@ func (t sessionTimes) kept(x *store.Session, now int64) bool {
 // delta is what one instance changed since its last sync.
 type delta struct {
 	sessions map[uint64]store.Session // by visitor ID
+	waits    map[uint64]int64         // the wait, in ms, of each visitor this instance let in; nil until one
 	waiting  map[cellKey]int64        // (bucket, slot) → change
 	attempts int64                    // admission attempts (fresh visitors and due check-ins)
 	legacy   legacyDelta              // counts of the previous release's formats (compat.go)
@@ -112,6 +113,14 @@ func (d *delta) session(x store.Session) {
 		x = o
 	}
 	d.sessions[x.ID] = x
+}
+
+// wait records the wait, in ms, of the visitor id this instance let in.
+func (d *delta) wait(id uint64, w int64) {
+	if d.waits == nil {
+		d.waits = map[uint64]int64{}
+	}
+	d.waits[id] = w
 }
 
 // prune drops the waiting counts that no longer count at now (Unix ms):
@@ -136,6 +145,9 @@ func (d *delta) add(o *delta) {
 	}
 	d.attempts += o.attempts
 	d.legacy.add(&o.legacy)
+	for id, w := range o.waits {
+		d.wait(id, w)
+	}
 }
 
 // syncParams is everything a sync needs besides the state and the delta.
@@ -152,6 +164,9 @@ type syncParams struct {
 	// held is what the instance kept of its grant to use while this sync
 	// is in flight.
 	held int64
+	// history reports that the store keeps the room's history: the state
+	// keeps the tallies of the recent minutes (tally.go).
+	history bool
 	// dueWindow is how long, in ms, after a check-in a waiting visitor
 	// holds a FIFO reservation: one longest refresh interval and a margin.
 	// A visitor who misses a refresh still counts as waiting (waitWindow)
@@ -185,6 +200,11 @@ type view struct {
 	// current reports that every live instance reads this release's
 	// formats: they are written (compat.go). False until the first sync.
 	current bool
+	// tallies are the figures of the minutes not yet written to the kept
+	// history; due those this sync took out to write, observed what it
+	// learnt (tally.go).
+	tallies, due []store.Tally
+	observed     observations
 }
 
 // applySync merges d into st, drops what expired, settles this instance's
@@ -211,12 +231,24 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 		times.margin = 0
 	}
 	applyLegacy(st, d, admitted)
+	var obs observations
 	st.Sessions = mergeSessions(st.Sessions, d.sessions, func(x *store.Session) {
 		if !d.legacy.converts(x.ID) { // admitted when counted by second
 			admitted[floorDiv(x.Admitted, 60)]++
+			if w, ok := d.waits[x.ID]; ok {
+				obs.waits = append(obs.waits, minuteValue{floorDiv(x.Admitted, 60), (w + 500) / 1000})
+			}
 		}
 	})
-	st.Sessions = slices.DeleteFunc(st.Sessions, func(x store.Session) bool { return !times.kept(&x, now) })
+	st.Sessions = slices.DeleteFunc(st.Sessions, func(x store.Session) bool {
+		if times.kept(&x, now) {
+			return false
+		}
+		if x.ID < store.MinLegacyID {
+			obs.sessions = append(obs.sessions, max(x.Seen-x.Admitted, 0))
+		}
+		return true
+	})
 	for i := range st.Sessions {
 		x := &st.Sessions[i]
 		if times.alive(x, now) {
@@ -247,6 +279,9 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	kept := st.Waiting[:0]
 	for _, c := range st.Waiting {
 		if c.N == 0 || !slotCounted(c.Slot, now, p.waitWindow) {
+			if c.Slot <= slotOf(now) {
+				obs.abandoned += c.N // stopped refreshing, not let in
+			}
 			continue
 		}
 		kept = append(kept, c)
@@ -310,6 +345,9 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	if traffic > 0 {
 		share = max(max(me.Traffic, 0)/traffic, fair/2)
 	}
+
+	v.due = tallySync(st, &p, v, &obs, admitted)
+	v.observed = obs
 
 	me.Grant = held
 	if now < st.Grace {

@@ -64,6 +64,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		instanceTTL:  rm.instanceTTL(),
 		held:         held,
 		dueWindow:    rm.waitWindow/2 + dueMargin,
+		history:      rm.kept.store != nil,
 	}
 	var (
 		g       grant
@@ -198,8 +199,11 @@ func (rm *Room) Sync(ctx context.Context) error {
 	}
 	rm.logPhase(old, v)
 	rm.view.Store(v)
+	so := v.minuteSoFar()
 	rm.history.observe(sample{at: v.at, active: int(v.active), waiting: int(v.waiting),
-		admittedThisMinute: int(v.admittedThisMinute), outflowPerMinute: v.perMinute})
+		admittedThisMinute: int(v.admittedThisMinute), outflowPerMinute: v.perMinute,
+		wait: so.Wait, session: so.Session})
+	rm.afterSync(ctx, v)
 	// Last: whoever Ready lets go finds the grant and the view in place.
 	rm.ready.set(nil)
 	return nil

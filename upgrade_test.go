@@ -384,7 +384,7 @@ func TestUpgradeMixedFleet(t *testing.T) {
 	assert.Zero(t, p.Grace, "no grace: nothing was lost")
 	require.Len(t, p.Instances, 2)
 	assert.Equal(t, prevID, p.Instances[0].ID)
-	assert.True(t, strings.HasSuffix(p.Instances[1].ID, "+s3c2"), p.Instances[1].ID)
+	assert.True(t, strings.HasSuffix(p.Instances[1].ID, "+s4c2"), p.Instances[1].ID)
 	n, _ := prevActive(p, ms())
 	assert.Equal(t, int64(3), n)
 	assert.Equal(t, 3, ur.Stats().Active)
@@ -541,21 +541,23 @@ func TestFormatsOfInstance(t *testing.T) {
 		assert.Equal(t, tc.want, readsOf(tc.id), tc.id)
 	}
 	assert.Equal(t, currentFormats, readsOf(instanceID()))
-	assert.Regexp(t, `^[0-9a-f]{16}\+s3c2$`, instanceID())
+	assert.Regexp(t, `^[0-9a-f]{16}\+s4c2$`, instanceID())
 }
 
 func TestWriteFormats(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		ids     []string
-		current bool
+		name     string
+		ids      []string
+		current  bool
+		encoding int
 	}{
-		{"alone", []string{"a+s3c2"}, true},
-		{"all current", []string{"a+s3c2", "b+s3c2"}, true},
-		{"a later release", []string{"a+s3c2", "b+s4c3"}, true},
-		{"the previous release", []string{"a+s3c2", "b"}, false},
-		{"an older cookie", []string{"a+s3c2", "b+s3c1"}, false},
-		{"an older state", []string{"a+s3c2", "b+s2c2"}, false},
+		{"alone", []string{"a+s4c2"}, true, 0},
+		{"all current", []string{"a+s4c2", "b+s4c2"}, true, 0},
+		{"a later release", []string{"a+s4c2", "b+s5c3"}, true, 0},
+		{"the release before kept history", []string{"a+s4c2", "b+s3c2"}, true, store.SessionsEncoding},
+		{"the previous release", []string{"a+s4c2", "b"}, false, store.PreviousEncoding},
+		{"an older cookie", []string{"a+s4c2", "b+s4c1"}, false, store.PreviousEncoding},
+		{"an older state", []string{"a+s4c2", "b+s2c2"}, false, store.PreviousEncoding},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &store.State{Encoding: 7}
@@ -563,11 +565,7 @@ func TestWriteFormats(t *testing.T) {
 				st.Instances = append(st.Instances, store.Instance{ID: id})
 			}
 			assert.Equal(t, tc.current, writeFormats(st))
-			if tc.current {
-				assert.Zero(t, st.Encoding)
-			} else {
-				assert.Equal(t, store.PreviousEncoding, st.Encoding)
-			}
+			assert.Equal(t, tc.encoding, st.Encoding)
 		})
 	}
 }

@@ -23,9 +23,14 @@ var ErrCorrupt = errors.New("waitingroom/store: corrupt state")
 // "Rolling upgrades"). Once every instance of the previous release is
 // gone, the state is written in the current version again.
 const (
-	// EncodingVersion is the current encoding: a record per admitted
-	// session.
-	EncodingVersion = 3
+	// EncodingVersion is the current encoding: SessionsEncoding followed
+	// by the tallies of the recent minutes (State.Tallies, Recorded).
+	EncodingVersion = 4
+	// SessionsEncoding is the encoding of the release before kept
+	// history (version 3): a record per admitted session, no tallies.
+	// This release reads it, and writes it while an instance that reads
+	// no newer one shares the room; State.Tallies are then not written.
+	SessionsEncoding = 3
 	// PreviousEncoding is the previous release's encoding (version 2):
 	// the same layout, with active visitors counted by the second of
 	// their latest check-in where version 3 keeps session records. Read,
@@ -59,17 +64,19 @@ const maxLen = 1 << 24
 // MarshalState encodes s in a compact binary form (varints). Stores that
 // keep bytes (Redis, SQL) use it so that every store shares one format.
 //
-// It writes the encoding s.Encoding names: PreviousEncoding, or the
-// current one for any other value. In PreviousEncoding, the sessions
+// It writes the encoding s.Encoding names: PreviousEncoding,
+// SessionsEncoding (without the tallies), or the current one for any other
+// value. In PreviousEncoding, the sessions
 // that are neither revoked nor ended by s.Clock are counted by the
 // second of their Seen, what that release kept; the rest of the records
 // (revokes, spent places, identities) is not written.
 func MarshalState(s *State) []byte {
 	n := 64 + len(s.Settings) + 16*len(s.Sessions) + 12*len(s.Admitted) + 16*len(s.Waiting) + 48*len(s.Instances)
 	b := make([]byte, 0, n)
-	if s.Encoding == PreviousEncoding {
-		b = append(b, PreviousEncoding)
-	} else {
+	switch s.Encoding {
+	case PreviousEncoding, SessionsEncoding:
+		b = append(b, byte(s.Encoding))
+	default:
 		b = append(b, EncodingVersion)
 	}
 	b = binary.AppendUvarint(b, s.Epoch)
@@ -101,6 +108,9 @@ func MarshalState(s *State) []byte {
 		b = binary.AppendVarint(b, in.Grant)
 		b = binary.AppendVarint(b, in.Seen)
 		b = binary.AppendUvarint(b, in.Seq)
+	}
+	if s.Encoding != PreviousEncoding && s.Encoding != SessionsEncoding {
+		b = appendTallies(b, s.Recorded, s.Tallies)
 	}
 	return b
 }
@@ -227,8 +237,8 @@ func UnmarshalState(data []byte) (*State, error) {
 	}
 	switch data[0] {
 	case EncodingVersion:
-	case PreviousEncoding:
-		s.Encoding = PreviousEncoding
+	case PreviousEncoding, SessionsEncoding:
+		s.Encoding = int(data[0])
 	default:
 		return nil, fmt.Errorf("%w: unknown encoding version %d", ErrCorrupt, data[0])
 	}
@@ -272,6 +282,9 @@ func UnmarshalState(data []byte) (*State, error) {
 			in.Seen = d.varint()
 			in.Seq = d.uvarint()
 		}
+	}
+	if s.Encoding == 0 {
+		s.Recorded, s.Tallies = d.tallies()
 	}
 	if d.err != nil {
 		return nil, d.err

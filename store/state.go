@@ -23,8 +23,8 @@ type State struct {
 	Grace int64
 	// Encoding is the encoding version UnmarshalState read the state in
 	// and MarshalState writes it in: 0 for the current one
-	// (EncodingVersion), PreviousEncoding while an instance of the
-	// previous release shares the room. Package waitingroom sets it at
+	// (EncodingVersion), SessionsEncoding or PreviousEncoding while an
+	// instance of an older release shares the room. Package waitingroom sets it at
 	// every sync; a State written without setting it keeps the version
 	// it was read in.
 	Encoding int
@@ -53,6 +53,15 @@ type State struct {
 	Waiting []Cell
 	// Instances has one record per instance that synced recently.
 	Instances []Instance
+
+	// Tallies are the figures of the recent minutes not yet written to
+	// the room's kept history (HistoryStore), oldest first: a minute or
+	// two, whatever the traffic. Recorded is the latest minute (Unix
+	// seconds / 60) written or being written; later reports about it or
+	// an older one are not recorded. Both are kept in EncodingVersion
+	// only: a state written in an older encoding drops them.
+	Tallies  []Tally
+	Recorded int64
 }
 
 // Count is a counter under an integer key.

@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) store.Store) {
 	t.Run("ConcurrentNoLostUpdate", func(t *testing.T) { testConcurrent(t, newStore) })
 	t.Run("Canceled", func(t *testing.T) { testCanceled(t, newStore) })
 	t.Run("Close", func(t *testing.T) { testClose(t, newStore) })
+	t.Run("History", func(t *testing.T) { testHistory(t, newStore) })
 }
 
 // RoomName returns a random room name with the given prefix.
@@ -94,6 +95,13 @@ func Sample() *store.State {
 			{ID: "a1", Traffic: 12.5, Grant: 9, Seen: 1_790_000_000_123, Seq: 77},
 			{ID: "b2", Traffic: 0, Grant: 0, Seen: 1_790_000_000_456},
 		},
+		Recorded: 29_833_332,
+		Tallies: []store.Tally{{
+			Minute: 29_833_333, Active: 40, Waiting: 1013, Abandoned: 3,
+			TotalActiveUsers: 100, NewUsersPerMinute: 200, Event: "launch",
+			Waits: []store.Count{{Key: 0, N: 5}, {Key: 70, N: 9}}, MaxWait: 72,
+			Sessions: []store.Count{{Key: 600, N: 1}}, MaxSession: 611,
+		}},
 	}
 }
 

@@ -1,0 +1,382 @@
+package waitingroom
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// ErrNoHistory is returned by Room.Minutes when the room's store keeps no
+// history (it does not implement store.HistoryStore).
+var ErrNoHistory = errors.New("waitingroom: the store keeps no history")
+
+// HistoryRetention is how long the room's store keeps its history: 30
+// days of one record a minute (store.HistoryMinutes).
+const HistoryRetention = store.HistoryMinutes * time.Minute
+
+// Minute is one minute of the room's kept history: the figures of all its
+// instances together. Room.Minutes returns them.
+type Minute struct {
+	// Minute is the minute's beginning.
+	Minute time.Time `json:"minute"`
+	// Active and Waiting are the most active and waiting visitors counted
+	// at any sync of the minute.
+	Active  int `json:"active"`
+	Waiting int `json:"waiting"`
+	// Admitted is the number of visitors let in during the minute, as
+	// counted against NewUsersPerMinute.
+	Admitted int `json:"admitted"`
+	// Abandoned is the number of waiting visitors who stopped refreshing
+	// before they were let in, counted in the minute their waiting count
+	// expired: two longest refresh intervals after their latest check-in
+	// (see docs/history.md).
+	Abandoned int `json:"abandoned"`
+	// TotalActiveUsers and NewUsersPerMinute are the limits in force at
+	// the minute's latest sync (a scheduled event's included).
+	TotalActiveUsers  int `json:"totalActiveUsers"`
+	NewUsersPerMinute int `json:"newUsersPerMinute"`
+	// Event is the name of the scheduled event in force (its pre-queue
+	// included), "" for none.
+	Event string `json:"event,omitempty"`
+	// Wait are the waits of the visitors let in during the minute.
+	Wait Durations `json:"wait"`
+	// Session are the lengths of the sessions that ended during the
+	// minute: from the admission to the latest request, counted when the
+	// room forgets the session (see docs/history.md).
+	Session Durations `json:"session"`
+	// Partial reports a minute not written to the kept history yet: the
+	// current minute, or one just over whose figures may still grow.
+	Partial bool `json:"partial,omitempty"`
+
+	waits, sessions []store.Count // histograms, seconds
+}
+
+// Durations summarises observed durations: how many, the median, the 90th
+// percentile and the longest. Percentiles are of durations rounded to 10
+// seconds below 10 minutes, 30 seconds below an hour, 5 minutes below 6
+// hours and 30 minutes above; Max is exact to the second.
+type Durations struct {
+	Count int           `json:"count"`
+	P50   time.Duration `json:"p50"`
+	P90   time.Duration `json:"p90"`
+	Max   time.Duration `json:"max"`
+}
+
+// durationsOf summarises the histogram cs (seconds) whose longest value is
+// maxSec.
+func durationsOf(cs []store.Count, maxSec int64) Durations {
+	var n int64
+	for _, c := range cs {
+		n += max(c.N, 0)
+	}
+	if n == 0 {
+		return Durations{}
+	}
+	rank := func(q float64) time.Duration {
+		// Nearest rank: the smallest value with at least q of them at or
+		// below it.
+		need := int64(q*float64(n) + 0.999999)
+		var seen int64
+		for _, c := range cs {
+			if seen += max(c.N, 0); seen >= need {
+				return time.Duration(min(c.Key, max(maxSec, 0))) * time.Second
+			}
+		}
+		return time.Duration(maxSec) * time.Second
+	}
+	return Durations{Count: int(n), P50: rank(0.5), P90: rank(0.9), Max: time.Duration(maxSec) * time.Second}
+}
+
+func minuteOfTally(t *store.Tally, partial bool) Minute {
+	return Minute{
+		Minute:            time.Unix(t.Minute*60, 0).UTC(),
+		Active:            int(t.Active),
+		Waiting:           int(t.Waiting),
+		Admitted:          int(t.Admitted),
+		Abandoned:         int(max(t.Abandoned, 0)),
+		TotalActiveUsers:  int(t.TotalActiveUsers),
+		NewUsersPerMinute: int(t.NewUsersPerMinute),
+		Event:             t.Event,
+		Wait:              durationsOf(t.Waits, t.MaxWait),
+		Session:           durationsOf(t.Sessions, t.MaxSession),
+		Partial:           partial,
+		waits:             t.Waits,
+		sessions:          t.Sessions,
+	}
+}
+
+// Minutes returns the room's kept history from from to to, oldest first:
+// one Minute for each minute in which any instance synced, all instances
+// together, kept HistoryRetention by the store. The minutes not written
+// yet (the current one and the one just over, Partial) come from this
+// instance's latest sync. It reads the store (one query), so it is for
+// operators, not for visitors' requests; it is safe for concurrent use.
+// It returns ErrNoHistory if the store keeps no history.
+func (rm *Room) Minutes(ctx context.Context, from, to time.Time) ([]Minute, error) {
+	hs := rm.kept.store
+	if hs == nil {
+		return nil, ErrNoHistory
+	}
+	lo, hi := floorDiv(from.Unix(), 60), floorDiv(to.Unix()+59, 60)
+	if hi <= lo {
+		return nil, nil
+	}
+	recs, err := hs.ReadHistory(ctx, rm.cfg.Name, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("waitingroom: history: %w", err)
+	}
+	out := make([]Minute, 0, len(recs)+2)
+	for _, r := range recs {
+		t, err := store.UnmarshalTally(r.Data)
+		if err != nil {
+			continue // a record damaged in the store: a gap
+		}
+		t.Minute = r.Minute
+		out = append(out, minuteOfTally(t, false))
+	}
+	// What this instance wrote but the store may not show yet, then what
+	// is still in the shared state.
+	for _, t := range rm.kept.pending() {
+		if t.Minute >= lo && t.Minute < hi && (len(out) == 0 || t.Minute > out[len(out)-1].Minute.Unix()/60) {
+			out = append(out, minuteOfTally(&t, true))
+		}
+	}
+	for _, t := range rm.view.Load().tallies {
+		if t.Minute >= lo && t.Minute < hi && (len(out) == 0 || t.Minute > out[len(out)-1].Minute.Unix()/60) {
+			out = append(out, minuteOfTally(&t, true))
+		}
+	}
+	return out, nil
+}
+
+// Report sums up the minutes of one scheduled event, from its pre-queue
+// to its end: Reports makes them.
+type Report struct {
+	// Event is the event's name.
+	Event string `json:"event"`
+	// From and To are the beginning of the event's first minute in the
+	// history and the end of its last.
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Minutes is the number of minutes in the history.
+	Minutes int `json:"minutes"`
+	// Admitted and Abandoned are the sums of the minutes'.
+	Admitted  int `json:"admitted"`
+	Abandoned int `json:"abandoned"`
+	// PeakActive and PeakWaiting are the most of any minute.
+	PeakActive  int `json:"peakActive"`
+	PeakWaiting int `json:"peakWaiting"`
+	// PeakAdmitted is the most admissions of any minute, NewUsersPerMinute
+	// the most the limit allowed in any minute.
+	PeakAdmitted      int `json:"peakAdmitted"`
+	NewUsersPerMinute int `json:"newUsersPerMinute"`
+	// Wait and Session are over the whole event (percentiles of all its
+	// minutes' visitors together).
+	Wait    Durations `json:"wait"`
+	Session Durations `json:"session"`
+}
+
+// Reports returns a Report for each scheduled event in ms (minutes oldest
+// first, as Room.Minutes returns them): a run of minutes of the same event,
+// which minutes of another event or of none end. Minutes missing from the
+// history (no instance synced) do not end a run.
+func Reports(ms []Minute) []Report {
+	var out []Report
+	var waits, sessions []store.Count
+	var maxW, maxS int64
+	var cur *Report
+	end := func() {
+		if cur != nil {
+			cur.Wait, cur.Session = durationsOf(waits, maxW), durationsOf(sessions, maxS)
+			out = append(out, *cur)
+			cur, waits, sessions, maxW, maxS = nil, nil, nil, 0, 0
+		}
+	}
+	for i := range ms {
+		m := &ms[i]
+		if cur != nil && m.Event != cur.Event {
+			end()
+		}
+		if m.Event == "" {
+			continue
+		}
+		if cur == nil {
+			cur = &Report{Event: m.Event, From: m.Minute}
+		}
+		cur.To = m.Minute.Add(time.Minute)
+		cur.Minutes++
+		cur.Admitted += m.Admitted
+		cur.Abandoned += m.Abandoned
+		cur.PeakActive = max(cur.PeakActive, m.Active)
+		cur.PeakWaiting = max(cur.PeakWaiting, m.Waiting)
+		cur.PeakAdmitted = max(cur.PeakAdmitted, m.Admitted)
+		cur.NewUsersPerMinute = max(cur.NewUsersPerMinute, m.NewUsersPerMinute)
+		for _, c := range m.waits {
+			waits = addCount(waits, c.Key, c.N)
+		}
+		for _, c := range m.sessions {
+			sessions = addCount(sessions, c.Key, c.N)
+		}
+		maxW, maxS = max(maxW, int64(m.Wait.Max/time.Second)), max(maxS, int64(m.Session.Max/time.Second))
+	}
+	end()
+	return out
+}
+
+// minuteSoFar returns the figures of the minute of v's sync, so far.
+func (v *view) minuteSoFar() Minute {
+	m := minuteOf(v.at)
+	for i := range v.tallies {
+		if v.tallies[i].Minute == m {
+			return minuteOfTally(&v.tallies[i], true)
+		}
+	}
+	return Minute{}
+}
+
+// keptHistory is what an instance keeps for the room's history: the
+// store's history (nil if it keeps none), the records it failed to write
+// (sent again with the next ones), and the running histograms of what its
+// syncs observed, for metrics.
+type keptHistory struct {
+	store store.HistoryStore
+
+	mu        sync.Mutex
+	unwritten []store.Tally
+	failing   bool
+	waits     histogram
+	sessions  histogram
+}
+
+// maxUnwritten bounds the records an instance keeps while the store does
+// not take them: an hour's.
+const maxUnwritten = 60
+
+func newKeptHistory(st store.Store) *keptHistory {
+	k := &keptHistory{waits: newHistogram(waitBounds), sessions: newHistogram(sessionBounds)}
+	k.store, _ = st.(store.HistoryStore)
+	return k
+}
+
+func (k *keptHistory) pending() []store.Tally {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return cloneTallies(k.unwritten)
+}
+
+// afterSync records what a successful sync observed and writes the
+// minutes it took out of the state (with those a previous write failed
+// to store). A failure is logged once, and the records kept for the next
+// time (at most maxUnwritten).
+func (rm *Room) afterSync(ctx context.Context, v *view) {
+	k := rm.kept
+	k.mu.Lock()
+	for _, w := range v.observed.waits {
+		k.waits.observe(float64(w.v))
+	}
+	for _, s := range v.observed.sessions {
+		k.sessions.observe(float64(s))
+	}
+	k.unwritten = append(k.unwritten, v.due...)
+	if n := len(k.unwritten) - maxUnwritten; n > 0 {
+		k.unwritten = slices.Delete(k.unwritten, 0, n)
+	}
+	recs := make([]store.Record, len(k.unwritten))
+	for i := range k.unwritten {
+		recs[i] = store.Record{Minute: k.unwritten[i].Minute, Data: store.MarshalTally(&k.unwritten[i])}
+	}
+	k.mu.Unlock()
+	if k.store == nil || len(recs) == 0 {
+		return
+	}
+	err := k.store.AppendHistory(ctx, rm.cfg.Name, recs)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err != nil {
+		if !k.failing {
+			rm.log.Warn("waitingroom: could not write the room's history; retrying at the next sync", "err", err)
+		}
+		k.failing = true
+		return
+	}
+	if k.failing {
+		rm.log.Info("waitingroom: the room's history is written again")
+	}
+	k.failing = false
+	k.unwritten = slices.Delete(k.unwritten, 0, len(recs))
+}
+
+// The bounds, in seconds, of the histograms of Room.Observed.
+var (
+	waitBounds    = []float64{0, 10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400}
+	sessionBounds = []float64{10, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400}
+)
+
+// Histogram is a running histogram of durations, in the form Prometheus
+// histograms take.
+type Histogram struct {
+	// Bounds are the buckets' upper bounds, in seconds, ascending.
+	Bounds []float64
+	// Counts are the observations at or below each bound (cumulative),
+	// one per bound.
+	Counts []uint64
+	// Count and Sum are the number of observations and their sum, in
+	// seconds.
+	Count uint64
+	Sum   float64
+}
+
+type histogram struct {
+	bounds []float64
+	counts []uint64 // per bucket, not cumulative; one more for +Inf
+	n      uint64
+	sum    float64
+}
+
+func newHistogram(bounds []float64) histogram {
+	return histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
+}
+
+func (h *histogram) observe(v float64) {
+	i, _ := slices.BinarySearch(h.bounds, v)
+	h.counts[i]++
+	h.n++
+	h.sum += v
+}
+
+func (h *histogram) export() Histogram {
+	out := Histogram{Bounds: slices.Clone(h.bounds), Counts: make([]uint64, len(h.bounds)), Count: h.n, Sum: h.sum}
+	var c uint64
+	for i := range h.bounds {
+		c += h.counts[i]
+		out.Counts[i] = c
+	}
+	return out
+}
+
+// Observed are the waits and session lengths this instance's syncs
+// observed since New, for metrics: summed over the instances sharing a
+// room, each is counted once (by the instance whose sync brought the
+// admission to the shared state, or dropped the session from it).
+type Observed struct {
+	// Waits are the waits of admitted visitors: from their arrival (known
+	// to the minute: see docs/history.md) to their admission.
+	Waits Histogram
+	// Sessions are the lengths of ended sessions: from the admission to
+	// the latest request.
+	Sessions Histogram
+}
+
+// Observed returns the histograms of the waits and session lengths this
+// instance observed. It does no I/O and is safe for concurrent use.
+func (rm *Room) Observed() Observed {
+	k := rm.kept
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return Observed{Waits: k.waits.export(), Sessions: k.sessions.export()}
+}

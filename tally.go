@@ -1,0 +1,168 @@
+package waitingroom
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// The figures of the kept history (store.Tally), minute by minute, for
+// the whole room: every instance's sync adds what it learnt to the tally
+// of the minute in the shared state, and the sync that finds a minute
+// over for long enough takes its tally out of the state and writes it to
+// the store's history (Room.Sync, minutes.go). What is observed:
+//
+//   - a wait, when a report brings the state an admission it did not have
+//     (the report carries the visitor's wait, measured by the instance
+//     that let them in: observedWait);
+//   - a session's length, when its record leaves the state (it can no
+//     longer be presented): its latest request minus its admission;
+//   - abandonment, when a waiting count expires: visitors counted in a
+//     check-in slot older than the waiting window who were neither let in
+//     nor moved to a newer slot by a check-in;
+//   - the peaks of active and waiting visitors and the limits and event in
+//     force, at every sync.
+
+// observedWait is the wait, in ms, of a visitor let in at now (Unix ms)
+// whose cookie carries the arrival minute bucket: fresh visitors (no
+// place yet) waited nothing. The cookie knows the arrival to the minute
+// only, so the arrival is taken at the middle of what is left of that
+// minute before now: the wait is off by at most 30 seconds.
+func observedWait(bucket, now int64, fresh bool) int64 {
+	if fresh {
+		return 0
+	}
+	from := bucket * 60_000
+	to := min(from+60_000, now)
+	if to <= from {
+		return 0 // a bucket from the future: a clock put back
+	}
+	return now - (from+to)/2
+}
+
+// roundSeconds rounds a duration in seconds to its histogram bucket: to 10
+// seconds below 10 minutes, 30 seconds below an hour, 5 minutes below 6
+// hours and 30 minutes above, capped at 48 hours. That is at most 304
+// buckets, and p50 and p90 off by half a bucket at most (5 s for waits
+// under 10 minutes).
+func roundSeconds(s int64) int64 {
+	var step int64
+	switch {
+	case s < 0:
+		return 0
+	case s < 600:
+		step = 10
+	case s < 3600:
+		step = 30
+	case s < 6*3600:
+		step = 300
+	default:
+		step = 1800
+	}
+	return min((s+step/2)/step*step, 48*3600)
+}
+
+// observations are what one sync learnt for the tallies.
+type observations struct {
+	waits     []minuteValue // Unix minute of the admission, wait in seconds
+	sessions  []int64       // lengths of the sessions that left the state, seconds
+	abandoned int64
+}
+
+type minuteValue struct{ minute, v int64 }
+
+// tallyAt returns the tally of minute m in st, added in order if missing;
+// nil if m was written already.
+func tallyAt(st *store.State, m int64) *store.Tally {
+	if m <= st.Recorded {
+		return nil
+	}
+	i, found := slices.BinarySearchFunc(st.Tallies, m, func(t store.Tally, m int64) int { return cmp.Compare(t.Minute, m) })
+	if !found {
+		st.Tallies = slices.Insert(st.Tallies, i, store.Tally{Minute: m})
+	}
+	return &st.Tallies[i]
+}
+
+// addCount adds n to the histogram cs under key k, in order.
+func addCount(cs []store.Count, k, n int64) []store.Count {
+	i, found := slices.BinarySearchFunc(cs, k, func(c store.Count, k int64) int { return cmp.Compare(c.Key, k) })
+	if found {
+		cs[i].N += n
+		return cs
+	}
+	return slices.Insert(cs, i, store.Count{Key: k, N: n})
+}
+
+// tallyDelay is how long, in ms, after a minute ends its tally stays in
+// the state before it is written: the reports of every live instance
+// about it (admissions it counted) are in by then.
+func tallyDelay(p *syncParams) int64 { return p.instanceTTL }
+
+// tallySync adds what the sync learnt to st's tallies and takes out those
+// due to be written, with their admissions counted. It runs in applySync,
+// once the formats are chosen: a state written without tallies (an
+// instance of the release before kept history is live) gets none.
+func tallySync(st *store.State, p *syncParams, v *view, o *observations, admitted map[int64]int64) (due []store.Tally) {
+	if !p.history || st.Encoding != 0 {
+		st.Tallies, st.Recorded = nil, 0
+		return nil
+	}
+	now := minuteOf(p.now)
+	// Tallies from a clock far off, or left behind by instances that
+	// could not write them, are not kept forever.
+	st.Tallies = slices.DeleteFunc(st.Tallies, func(t store.Tally) bool {
+		return t.Minute > now+1 || t.Minute < now-historyMinutes || t.Minute <= st.Recorded
+	})
+	for _, w := range o.waits {
+		if t := tallyAt(st, w.minute); t != nil {
+			t.Waits = addCount(t.Waits, roundSeconds(w.v), 1)
+			t.MaxWait = max(t.MaxWait, w.v)
+		}
+	}
+	if t := tallyAt(st, now); t != nil {
+		for _, s := range o.sessions {
+			t.Sessions = addCount(t.Sessions, roundSeconds(s), 1)
+			t.MaxSession = max(t.MaxSession, s)
+		}
+		t.Abandoned += o.abandoned
+		t.Active = max(t.Active, v.active)
+		t.Waiting = max(t.Waiting, v.waiting)
+		t.TotalActiveUsers = int64(p.policy.TotalActiveUsers)
+		t.NewUsersPerMinute = int64(p.policy.NewUsersPerMinute)
+		t.Event = ""
+		if p.policy.event != nil {
+			t.Event = p.policy.event.Name
+		}
+	}
+	n := 0
+	for n < len(st.Tallies) && (st.Tallies[n].Minute+1)*60_000+tallyDelay(p) <= p.now {
+		n++
+	}
+	if n > 0 {
+		due = cloneTallies(st.Tallies[:n])
+		for i := range due {
+			due[i].Admitted = admitted[due[i].Minute]
+			due[i].Abandoned = max(due[i].Abandoned, 0)
+		}
+		st.Recorded = due[n-1].Minute
+		st.Tallies = slices.Delete(st.Tallies, 0, n)
+	}
+	v.tallies = cloneTallies(st.Tallies)
+	for i := range v.tallies {
+		v.tallies[i].Admitted = admitted[v.tallies[i].Minute]
+	}
+	return due
+}
+
+// cloneTallies copies ts deeply: a store may keep the State it was given
+// and the next sync change its histograms in place.
+func cloneTallies(ts []store.Tally) []store.Tally {
+	out := slices.Clone(ts)
+	for i := range out {
+		out[i].Waits = slices.Clone(out[i].Waits)
+		out[i].Sessions = slices.Clone(out[i].Sessions)
+	}
+	return out
+}
