@@ -24,7 +24,7 @@ func (s *Store) classify(err error) error {
 		return fmt.Errorf("%w: Redis refused the credentials; check the client's Username and Password: %w", store.ErrAuth, err)
 	case redis.IsPermissionError(err), redis.HasErrorPrefix(err, "The user executing the script can't run"):
 		// The second is a command of the script that the ACL forbids.
-		return fmt.Errorf("%w: the Redis user lacks a permission; its ACL must allow GET, EVAL, EVALSHA, GETRANGE and SET on the keys %s*: %w", store.ErrAuth, s.prefix, err)
+		return fmt.Errorf("%w: the Redis user lacks a permission; its ACL must allow GET, EVAL, EVALSHA, GETRANGE and SET on the keys %s* (and for the history ZADD, ZREMRANGEBYSCORE, PEXPIRE and ZRANGE): %w", store.ErrAuth, s.prefix, err)
 	case unavailable(err):
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}

@@ -116,9 +116,15 @@ func TestErrorClasses(t *testing.T) {
 			t.Cleanup(func() { _ = s.Close() })
 			ctx, cancel := context.WithTimeout(ctx, cmpOr(tt.timeout, 10*time.Second))
 			defer cancel()
-			err := s.Update(ctx, storetest.RoomName("errors"), setEpoch(1))
+			room := storetest.RoomName("errors")
+			err := s.Update(ctx, room, setEpoch(1))
 			if tt.want == nil {
 				require.NoError(t, err)
+				// The history too.
+				require.NoError(t, s.AppendHistory(ctx, room, []store.Record{{Minute: 1, Data: []byte("x")}}))
+				recs, err := s.ReadHistory(ctx, room, 0, 2)
+				require.NoError(t, err)
+				assert.Len(t, recs, 1)
 				return
 			}
 			require.Error(t, err)
@@ -152,8 +158,9 @@ func TestCancel(t *testing.T) {
 	assert.Less(t, took, time.Second, "Update must return once ctx is cancelled, not at the client's ReadTimeout (3 s)")
 }
 
-// documentedACL is what the package documentation says a Redis user needs.
-const documentedACL = "+get +eval +evalsha +getrange +set"
+// documentedACL is what the package documentation says a Redis user needs,
+// the history included.
+const documentedACL = "+get +eval +evalsha +getrange +set +zadd +zremrangebyscore +pexpire +zrange"
 
 // isTimeout reports a timeout of the connection or of the context (which
 // comes first depends on the scheduler).

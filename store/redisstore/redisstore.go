@@ -36,6 +36,16 @@
 //
 //	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 //
+// # History
+//
+// The room's kept history (store.HistoryStore) is a sorted set under
+// KeyPrefix + room name + "#history": one member a minute, scored by the
+// minute, holding the minute in 8 bytes and its record. AppendHistory runs
+// one script on that key (atomic, and a single key for Cluster); it drops
+// what is older than store.HistoryMinutes and sets the key's expiry to the
+// retention and a day. About 100 bytes a minute: some 5 MB a room for 30
+// days. A release that keeps no history never reads that key.
+//
 // A missing key is a room without state. A value that is too short to hold
 // a tag, or whose state does not decode, is presented to fn as a zero State
 // and is replaced by fn's result. Every write sets the key's expiry again
@@ -49,7 +59,11 @@
 //   - store.ErrAuth: the server refused the credentials (NOAUTH, WRONGPASS)
 //     or the user's ACL forbids a command the store runs (NOPERM). The user
 //     needs GET, EVAL and EVALSHA, and for the script GETRANGE and SET, on
-//     the keys under KeyPrefix: "+get +eval +evalsha +getrange +set ~prefix*".
+//     the keys under KeyPrefix; the history (below) ZADD, ZREMRANGEBYSCORE,
+//     PEXPIRE and ZRANGE: "+get +eval +evalsha +getrange +set +zadd
+//     +zremrangebyscore +pexpire +zrange ~prefix*". A user without the
+//     history's commands keeps the state: the room logs that it cannot
+//     write its history, and goes on.
 //   - store.ErrUnavailable: the server could not be reached or did not
 //     answer in time (connection refused or lost, a timeout, ctx's
 //     deadline), or cannot serve for now (LOADING, READONLY, MASTERDOWN,
