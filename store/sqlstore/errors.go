@@ -146,3 +146,20 @@ func hasSQLState(err error, codes ...string) bool {
 	}
 	return false
 }
+
+// classifyHistory classifies an error of the history table as classify
+// does the state table's, naming the history table and its statement.
+func (s *Store) classifyHistory(err error) error {
+	d := s.dialect
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return err
+	case d.noTable(err):
+		return fmt.Errorf("%w: table %s does not exist; create it with (*sqlstore.Store).CreateSchema, or run the statement of sqlstore.HistorySchema(%s, %q): %w",
+			store.ErrNoSchema, historyTable(s.table), d.goName(), s.table, err)
+	case d.denied(err) && d != SQLite:
+		return fmt.Errorf("%w: the database refused the user or a privilege; check that the user may SELECT, INSERT, UPDATE and DELETE table %s: %w",
+			store.ErrAuth, historyTable(s.table), err)
+	}
+	return s.classify(err)
+}

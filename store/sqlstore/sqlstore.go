@@ -16,13 +16,27 @@
 //	updated_at  when the store last wrote the row (server clock, UTC)
 //
 // Schema returns the exact CREATE TABLE IF NOT EXISTS statement of each
-// dialect. The store never creates or alters the table by itself, New does
+// dialect; HistorySchema that of the history table beside it ("_history"
+// after the table's name: see "History" below). The store never creates or alters the table by itself, New does
 // not touch the database at all: run the statement with your migration tool,
 // or call CreateSchema once at start-up. A row's size grows with minutes of
 // queue and of session (a day of queue is a few tens of kilobytes), never with
 // the number of visitors. The store never deletes rows (there is no expiry,
 // unlike Redis): delete the rows of rooms you retire. Deleting a live room's
 // row resets that room, which the waiting room detects and rebuilds.
+//
+// # History
+//
+// The rooms' kept history (store.HistoryStore) is a second table, named
+// after the first (its first 55 characters) with "_history" (default
+// "waitingroom_state_history"):
+// one row per room and minute (room, minute, data), primary key (room,
+// minute), created by CreateSchema or the statement of HistorySchema.
+// AppendHistory is one transaction, once a minute per room, that writes
+// the minutes and deletes the room's rows older than 30 days; ReadHistory
+// one SELECT. A database without that table keeps working: the room logs
+// that it cannot write its history. An instance of a release without
+// history never touches it.
 //
 // # Locking
 //
@@ -165,6 +179,7 @@ type Store struct {
 	dialect Dialect
 	table   string
 	q       queries
+	hq      historyQueries
 
 	closed    atomic.Bool
 	done      chan struct{}
@@ -209,6 +224,7 @@ func New(db *sql.DB, d Dialect, opts Options) (*Store, error) {
 		dialect: d,
 		table:   table,
 		q:       buildQueries(d, table),
+		hq:      buildHistoryQueries(d, table),
 		done:    make(chan struct{}),
 	}, nil
 }
@@ -317,9 +333,10 @@ func buildQueries(d Dialect, table string) queries {
 	return q
 }
 
-// CreateSchema runs Schema(dialect, table) on the database: it creates the
-// table if it does not exist and leaves an existing one untouched (no
-// migration). It is safe to call from many processes at once. Its errors
+// CreateSchema runs Schema(dialect, table) and HistorySchema(dialect,
+// table) on the database: it creates the tables if they do not exist and
+// leaves existing ones untouched (no migration; a database of a release
+// without history gets its history table). It is safe to call from many processes at once. Its errors
 // are classified as Update's are.
 func (s *Store) CreateSchema(ctx context.Context) error {
 	if s.closed.Load() {
@@ -328,6 +345,9 @@ func (s *Store) CreateSchema(ctx context.Context) error {
 	if s.dialect != Postgres {
 		if _, err := s.db.ExecContext(ctx, s.q.schema); err != nil {
 			return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, s.classify(err))
+		}
+		if _, err := s.db.ExecContext(ctx, s.hq.schema); err != nil {
+			return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", historyTable(s.table), s.classify(err))
 		}
 		return nil
 	}
@@ -345,6 +365,9 @@ func (s *Store) CreateSchema(ctx context.Context) error {
 	}
 	if _, err := tx.ExecContext(ctx, s.q.schema); err != nil {
 		return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, s.classify(err))
+	}
+	if _, err := tx.ExecContext(ctx, s.hq.schema); err != nil {
+		return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", historyTable(s.table), s.classify(err))
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("waitingroom/sqlstore: create table %s: %w", s.table, s.classify(err))

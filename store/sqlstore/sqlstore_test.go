@@ -88,6 +88,8 @@ func setup(tb testing.TB, b backend) *env {
 	tb.Cleanup(func() {
 		_, err := admin.Exec("DROP TABLE IF EXISTS " + e.table)
 		assert.NoError(tb, err)
+		_, err = admin.Exec("DROP TABLE IF EXISTS " + e.table[:min(len(e.table), 55)] + "_history")
+		assert.NoError(tb, err)
 	})
 	return e
 }
@@ -289,7 +291,10 @@ func TestCreateSchema(t *testing.T) {
 
 		// Schema runs as is, and CreateSchema on top of it is a no-op.
 		other := randomTable()
-		t.Cleanup(func() { _, _ = e.admin.Exec("DROP TABLE IF EXISTS " + other) })
+		t.Cleanup(func() {
+			_, _ = e.admin.Exec("DROP TABLE IF EXISTS " + other)
+			_, _ = e.admin.Exec("DROP TABLE IF EXISTS " + other + "_history")
+		})
 		_, err := e.admin.Exec(sqlstore.Schema(e.dialect, other))
 		require.NoError(t, err, "Schema must run as is")
 		def, err := sqlstore.New(e.db(t), e.dialect, sqlstore.Options{Table: other})
