@@ -43,7 +43,7 @@ func observedWait(bucket, now int64, fresh bool) int64 {
 
 // roundSeconds rounds a duration in seconds to its histogram bucket: to 10
 // seconds below 10 minutes, 30 seconds below an hour, 5 minutes below 6
-// hours and 30 minutes above, capped at 48 hours. That is at most 304
+// hours and 30 minutes above, capped at 48 hours. That is at most 305
 // buckets, and p50 and p90 off by half a bucket at most (5 s for waits
 // under 10 minutes).
 func roundSeconds(s int64) int64 {

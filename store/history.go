@@ -92,7 +92,7 @@ type Tally struct {
 
 // maxTallyBuckets bounds the histogram buckets of a Tally read back, so a
 // record stays within MaxRecordBytes: package waitingroom's rounding makes
-// at most 304 distinct durations up to 48 hours.
+// at most 305 distinct durations up to 48 hours.
 const maxTallyBuckets = 310
 
 // MarshalTally encodes t in the compact binary form kept by history
