@@ -18,6 +18,16 @@
 //   - Counters (waitingroom_admitted_total, ..._sync_errors_total, and the
 //     rest) count what this instance did since it started (Room.Counters):
 //     sum their rates across instances.
+//   - Histograms of what visitors went through (Room.Observed):
+//     waitingroom_wait_seconds, the waits of admitted visitors (from their
+//     arrival, known to the minute and taken at its middle, to their
+//     admission), and waitingroom_session_seconds, the lengths of ended
+//     sessions (from the admission to the latest request, counted once
+//     the room forgets the session: a session duration and up to the
+//     queue hold after it). Each is counted once, on one instance (the one
+//     whose sync brought the admission, or dropped the session): sum them
+//     across instances, e.g.
+//     histogram_quantile(0.9, sum by (le) (rate(waitingroom_wait_seconds_bucket[5m]))).
 //
 // Collecting does no I/O: it reads what the rooms already hold.
 package metrics
@@ -35,6 +45,7 @@ type room interface {
 	Name() string
 	Stats() waitingroom.Stats
 	Counters() waitingroom.Counters
+	Observed() waitingroom.Observed
 }
 
 var _ room = (*waitingroom.Room)(nil)
@@ -89,6 +100,10 @@ var (
 		"Syncs of this instance with the store, failed ones included.")
 	syncErrorsDesc = desc("sync_errors_total",
 		"Syncs of this instance with the store that failed.")
+	waitHistDesc = desc("wait_seconds",
+		"Waits of the visitors let in, from their arrival to their admission, in seconds, as this instance's syncs observed them.")
+	sessionHistDesc = desc("session_seconds",
+		"Lengths of the sessions that ended, from the admission to the latest request, in seconds, as this instance's syncs observed them.")
 	syncDurationDesc = desc("last_sync_duration_seconds",
 		"How long this instance's latest sync with the store took.")
 )
@@ -97,6 +112,7 @@ var allDescs = []*prometheus.Desc{
 	activeDesc, waitingDesc, admittedMinuteDesc, outflowDesc, estimateKnownDesc, waitDesc, percentileDesc,
 	instancesDesc, statusDesc, methodDesc, queueAllDesc, totalLimitDesc, rateLimitDesc, lastSyncDesc,
 	admittedDesc, queuedDesc, revokedDesc, bypassedDesc, syncsDesc, syncErrorsDesc, syncDurationDesc,
+	waitHistDesc, sessionHistDesc,
 }
 
 var (
@@ -187,6 +203,18 @@ func collectRoom(ch chan<- prometheus.Metric, r room) {
 	counter(syncsDesc, k.Syncs)
 	counter(syncErrorsDesc, k.SyncErrors)
 	gauge(syncDurationDesc, k.LastSyncSeconds)
+
+	o := r.Observed()
+	histogram(ch, waitHistDesc, o.Waits, r.Name())
+	histogram(ch, sessionHistDesc, o.Sessions, r.Name())
+}
+
+func histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, h waitingroom.Histogram, name string) {
+	buckets := make(map[float64]uint64, len(h.Bounds))
+	for i, b := range h.Bounds {
+		buckets[b] = h.Counts[i]
+	}
+	ch <- prometheus.MustNewConstHistogram(d, h.Count, h.Sum, buckets, name)
 }
 
 func bool01(b bool) float64 {

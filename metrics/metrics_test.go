@@ -213,10 +213,22 @@ func TestCollector(t *testing.T) {
 	assert.True(t, ok)
 	assert.GreaterOrEqual(t, d, 0.0)
 
+	// The four let in at once waited nothing; no session ended yet.
+	waits := histogramOf(t, mfs, "waitingroom_wait_seconds", "launch")
+	assert.Equal(t, uint64(4), waits.GetSampleCount())
+	assert.Zero(t, waits.GetSampleSum())
+	for _, b := range waits.GetBucket() {
+		assert.Equal(t, uint64(4), b.GetCumulativeCount(), "le %v", b.GetUpperBound())
+	}
+	assert.Equal(t, uint64(2), histogramOf(t, mfs, "waitingroom_wait_seconds", "sale").GetSampleCount())
+	assert.Zero(t, histogramOf(t, mfs, "waitingroom_session_seconds", "launch").GetSampleCount())
+
 	for name, typ := range map[string]dto.MetricType{
 		"waitingroom_active_visitors":   dto.MetricType_GAUGE,
 		"waitingroom_admitted_total":    dto.MetricType_COUNTER,
 		"waitingroom_sync_errors_total": dto.MetricType_COUNTER,
+		"waitingroom_wait_seconds":      dto.MetricType_HISTOGRAM,
+		"waitingroom_session_seconds":   dto.MetricType_HISTOGRAM,
 	} {
 		assert.Equal(t, typ, mfs[name].GetType(), name)
 		assert.NotEmpty(t, mfs[name].GetHelp(), name)
@@ -262,4 +274,18 @@ func TestCollectorDuplicateNames(t *testing.T) {
 	require.NoError(t, reg.Register(metrics.NewCollector(a, b)))
 	_, err := reg.Gather()
 	assert.Error(t, err, "two rooms of one name are reported by Gather")
+}
+
+// histogramOf returns the histogram name of room in mfs.
+func histogramOf(t *testing.T, mfs map[string]*dto.MetricFamily, name, room string) *dto.Histogram {
+	t.Helper()
+	for _, m := range mfs[name].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "room" && l.GetValue() == room {
+				return m.GetHistogram()
+			}
+		}
+	}
+	t.Fatalf("%s{room=%q} missing", name, room)
+	return nil
 }
