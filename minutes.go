@@ -23,35 +23,35 @@ const HistoryRetention = store.HistoryMinutes * time.Minute
 // instances together. Room.Minutes returns them.
 type Minute struct {
 	// Minute is the minute's beginning.
-	Minute time.Time `json:"minute"`
+	Minute time.Time
 	// Active and Waiting are the most active and waiting visitors counted
 	// at any sync of the minute.
-	Active  int `json:"active"`
-	Waiting int `json:"waiting"`
+	Active  int
+	Waiting int
 	// Admitted is the number of visitors let in during the minute, as
 	// counted against NewUsersPerMinute.
-	Admitted int `json:"admitted"`
+	Admitted int
 	// Abandoned is the number of waiting visitors who stopped refreshing
 	// before they were let in, counted in the minute their waiting count
 	// expired: two longest refresh intervals after their latest check-in
 	// (see docs/history.md).
-	Abandoned int `json:"abandoned"`
+	Abandoned int
 	// TotalActiveUsers and NewUsersPerMinute are the limits in force at
 	// the minute's latest sync (a scheduled event's included).
-	TotalActiveUsers  int `json:"totalActiveUsers"`
-	NewUsersPerMinute int `json:"newUsersPerMinute"`
+	TotalActiveUsers  int
+	NewUsersPerMinute int
 	// Event is the name of the scheduled event in force (its pre-queue
 	// included), "" for none.
-	Event string `json:"event,omitempty"`
+	Event string
 	// Wait are the waits of the visitors let in during the minute.
-	Wait Durations `json:"wait"`
+	Wait Durations
 	// Session are the lengths of the sessions that ended during the
 	// minute: from the admission to the latest request, counted when the
 	// room forgets the session (see docs/history.md).
-	Session Durations `json:"session"`
+	Session Durations
 	// Partial reports a minute not written to the kept history yet: the
 	// current minute, or one just over whose figures may still grow.
-	Partial bool `json:"partial,omitempty"`
+	Partial bool
 
 	waits, sessions []store.Count // histograms, seconds
 }
@@ -61,10 +61,10 @@ type Minute struct {
 // seconds below 10 minutes, 30 seconds below an hour, 5 minutes below 6
 // hours and 30 minutes above; Max is exact to the second.
 type Durations struct {
-	Count int           `json:"count"`
-	P50   time.Duration `json:"p50"`
-	P90   time.Duration `json:"p90"`
-	Max   time.Duration `json:"max"`
+	Count int
+	P50   time.Duration
+	P90   time.Duration
+	Max   time.Duration
 }
 
 // durationsOf summarises the histogram cs (seconds) whose longest value is
@@ -158,27 +158,27 @@ func (rm *Room) Minutes(ctx context.Context, from, to time.Time) ([]Minute, erro
 // to its end: Reports makes them.
 type Report struct {
 	// Event is the event's name.
-	Event string `json:"event"`
+	Event string
 	// From and To are the beginning of the event's first minute in the
 	// history and the end of its last.
-	From time.Time `json:"from"`
-	To   time.Time `json:"to"`
+	From time.Time
+	To   time.Time
 	// Minutes is the number of minutes in the history.
-	Minutes int `json:"minutes"`
+	Minutes int
 	// Admitted and Abandoned are the sums of the minutes'.
-	Admitted  int `json:"admitted"`
-	Abandoned int `json:"abandoned"`
+	Admitted  int
+	Abandoned int
 	// PeakActive and PeakWaiting are the most of any minute.
-	PeakActive  int `json:"peakActive"`
-	PeakWaiting int `json:"peakWaiting"`
+	PeakActive  int
+	PeakWaiting int
 	// PeakAdmitted is the most admissions of any minute, NewUsersPerMinute
 	// the most the limit allowed in any minute.
-	PeakAdmitted      int `json:"peakAdmitted"`
-	NewUsersPerMinute int `json:"newUsersPerMinute"`
+	PeakAdmitted      int
+	NewUsersPerMinute int
 	// Wait and Session are over the whole event (percentiles of all its
 	// minutes' visitors together).
-	Wait    Durations `json:"wait"`
-	Session Durations `json:"session"`
+	Wait    Durations
+	Session Durations
 }
 
 // Reports returns a Report for each scheduled event in ms (minutes oldest
@@ -379,4 +379,46 @@ func (rm *Room) Observed() Observed {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return Observed{Waits: k.waits.export(), Sessions: k.sessions.export()}
+}
+
+// Coarsen merges ms (oldest first, as Room.Minutes returns them) into one
+// Minute per step, for charts of long ranges: each begins at a multiple of
+// step since the Unix epoch (step is rounded down to whole minutes, at
+// least one). Active, Waiting and the limits are the most of its minutes;
+// Admitted and Abandoned their sums (over step, not per minute); Wait and
+// Session are over all their visitors; Event is the latest minute's;
+// Partial if any minute is. With a step of a minute, ms is returned as it
+// is.
+func Coarsen(ms []Minute, step time.Duration) []Minute {
+	n := max(int64(step/time.Minute), 1)
+	if n == 1 {
+		return ms
+	}
+	var out []Minute
+	var maxW, maxS int64
+	for i := range ms {
+		m := &ms[i]
+		k := floorDiv(m.Minute.Unix()/60, n) * n
+		if len(out) == 0 || out[len(out)-1].Minute.Unix()/60 != k {
+			out = append(out, Minute{Minute: time.Unix(k*60, 0).UTC()})
+			maxW, maxS = 0, 0
+		}
+		c := &out[len(out)-1]
+		c.Active, c.Waiting = max(c.Active, m.Active), max(c.Waiting, m.Waiting)
+		c.TotalActiveUsers = max(c.TotalActiveUsers, m.TotalActiveUsers)
+		c.NewUsersPerMinute = max(c.NewUsersPerMinute, m.NewUsersPerMinute)
+		c.Admitted += m.Admitted
+		c.Abandoned += m.Abandoned
+		c.Event = m.Event
+		c.Partial = c.Partial || m.Partial
+		for _, x := range m.waits {
+			c.waits = addCount(c.waits, x.Key, x.N)
+		}
+		for _, x := range m.sessions {
+			c.sessions = addCount(c.sessions, x.Key, x.N)
+		}
+		maxW, maxS = max(maxW, int64(m.Wait.Max/time.Second)), max(maxS, int64(m.Session.Max/time.Second))
+		c.Wait, c.Session = durationsOf(c.waits, maxW), durationsOf(c.sessions, maxS)
+	}
+	return out
 }

@@ -132,6 +132,14 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 //	                 this instance's counters
 //	GET   /history   the last hour as JSON: a sample of active and waiting
 //	                 visitors every 10 seconds, admissions by minute
+//	GET   /minutes   the kept history (Room.Minutes): from and to (RFC
+//	                 3339; default the last 24 hours, at most 30 days),
+//	                 step (seconds, a multiple of 60; default the finest
+//	                 that gives at most 1,440 points, a minute for CSV),
+//	                 format (json or csv); 404 if the store keeps none
+//	GET   /reports   a report per scheduled event, from its pre-queue to
+//	                 its end (waitingroom.Reports), in from and to
+//	                 (default the last 30 days), format json or csv
 //	GET   /settings  the live waitingroom.Settings as JSON
 //	PATCH /settings  change them: a JSON object (Content-Type
 //	                 application/json, at most 64 KiB) with any of
@@ -200,6 +208,12 @@ func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, http.StatusOK, a.history())
+	case "minutes", "reports":
+		if !get {
+			methodNotAllowed(w, "GET, HEAD")
+			return
+		}
+		a.minutes(w, r, strings.TrimPrefix(r.URL.Path, "/") == "reports")
 	case "settings":
 		switch {
 		case get:
