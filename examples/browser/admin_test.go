@@ -100,6 +100,9 @@ func TestAdminHistory(t *testing.T) {
 	assert.True(t, strings.HasPrefix(rows[0], "minute,active,waiting,admitted"), rows[0])
 	assert.Len(t, rows, 1+120, "a row a minute over two hours")
 
+	t.Logf("reports: %s", js(`fetch('reports', {credentials: 'same-origin'}).then(r => r.text())`))
+	t.Logf("csv: %s", strings.Join(rows[:3], "\n"))
+
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
 	dir := os.Getenv("WAITINGROOM_SCREENSHOTS")
