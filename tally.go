@@ -110,6 +110,13 @@ func tallySync(st *store.State, p *syncParams, v *view, o *observations, admitte
 		return nil
 	}
 	now := minuteOf(p.now)
+	if st.Recorded == 0 {
+		// A new state (a new room, one rebuilt after a loss, or the first
+		// written with tallies): the minutes before this one are not
+		// recorded, so that one already written is not replaced by what
+		// a rebuild brings of it.
+		st.Recorded = now - 1
+	}
 	// Tallies from a clock far off, or left behind by instances that
 	// could not write them, are not kept forever.
 	st.Tallies = slices.DeleteFunc(st.Tallies, func(t store.Tally) bool {

@@ -244,3 +244,33 @@ func refreshSeconds(t testing.TB, w *httptest.ResponseRecorder) int {
 	require.NoError(t, err)
 	return n
 }
+
+// A state lost and rebuilt (a flushed Redis) brings back the sessions of
+// minutes already written: they are not written again, so the kept record
+// stays whole.
+func TestKeptHistoryAfterLoss(t *testing.T) {
+	st := memstore.New()
+	tr := newTestRoomOn(t, newClock(), st, nil)
+	t0 := tr.clk.Now()
+	for range 3 {
+		require.True(t, admitted(tr.get(&visitor{}, "")))
+	}
+	for range 70 {
+		tr.clk.Add(time.Second)
+		tr.sync()
+	}
+	before, err := tr.Minutes(context.Background(), t0, t0.Add(time.Minute))
+	require.NoError(t, err)
+	require.Len(t, before, 1)
+	require.False(t, before[0].Partial)
+	require.Equal(t, 3, before[0].Admitted)
+
+	require.NoError(t, st.Update(context.Background(), "launch", func(s *store.State) error { *s = store.State{}; return nil }))
+	for range 130 {
+		tr.clk.Add(time.Second)
+		tr.sync()
+	}
+	after, err := tr.Minutes(context.Background(), t0, t0.Add(time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+}

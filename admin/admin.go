@@ -160,8 +160,8 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 // authenticates the browser (an SSO proxy adding the header, or an
 // Authenticator that accepts your session cookie).
 //
-// The history is the room's (Room.History), in memory (under 20 KB), one
-// sample per 10 s of syncs. The handler is safe for concurrent use.
+// The history is the room's (Room.History), in memory (about 45 KB), one
+// sample per 10 s of syncs; the kept history (Room.Minutes) is the store's. The handler is safe for concurrent use.
 func Handler(rm *waitingroom.Room, auth Authenticator) (http.Handler, error) {
 	if auth == nil {
 		return nil, fmt.Errorf("waitingroom: %w: admin.Handler needs an Authenticator (see BearerToken)", waitingroom.ErrInvalidConfig)

@@ -14,6 +14,10 @@
 // process memory; redisstore and sqlstore keep it in a server shared by many
 // processes. Package storetest is the conformance suite every Store passes.
 //
+// A store may also keep each room's history, one small record a minute for
+// 30 days, apart from the state: the optional HistoryStore interface, which
+// every store of this module implements.
+//
 // # Errors
 //
 // When an adapter can tell why the store failed, it wraps the driver's error

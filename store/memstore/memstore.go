@@ -2,7 +2,8 @@
 //
 // It is the default store for a single process: nothing to run, nothing
 // persisted. Rooms in different processes never share a memstore; use
-// redisstore or sqlstore for that.
+// redisstore or sqlstore for that. It keeps the rooms' history
+// (store.HistoryStore) in memory too.
 package memstore
 
 import (
