@@ -30,7 +30,7 @@ type Sample struct {
 // History returns the room's figures over the last hour, oldest first: at
 // most one Sample per 10 seconds of the room's clock (the latest sync in
 // each), as this instance saw them at its syncs. It is kept in memory
-// (about 45 KB) and starts empty with the Room. It returns a new slice on
+// (about 40 KB) and starts empty with the Room. It returns a new slice on
 // every call and is safe for concurrent use.
 func (rm *Room) History() []Sample {
 	from := rm.now() - historyWindow.Milliseconds()

@@ -155,12 +155,12 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 // A PATCH from another origin in a browser (http.CrossOriginProtection) is
 // refused with 403.
 //
-// The status page fetches /status and /history itself, with the browser's
-// own credentials: view it in a browser through something that
+// The status page fetches /status, /history, /minutes and /reports itself,
+// with the browser's own credentials: view it in a browser through something that
 // authenticates the browser (an SSO proxy adding the header, or an
 // Authenticator that accepts your session cookie).
 //
-// The history is the room's (Room.History), in memory (about 45 KB), one
+// The history is the room's (Room.History), in memory (about 40 KB), one
 // sample per 10 s of syncs; the kept history (Room.Minutes) is the store's. The handler is safe for concurrent use.
 func Handler(rm *waitingroom.Room, auth Authenticator) (http.Handler, error) {
 	if auth == nil {
