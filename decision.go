@@ -120,8 +120,8 @@ func (d Decision) Context(parent context.Context) context.Context {
 }
 
 // TicketFromContext returns the ticket of the admitted visitor whose
-// request ctx belongs to. ok is false outside Room.Handler or for requests
-// that were not admitted (bypassed ones included).
+// request ctx belongs to. ok is false outside Room.Handler (behind Room.Gate
+// too) or for requests that were not admitted (bypassed ones included).
 func TicketFromContext(ctx context.Context) (Ticket, bool) {
 	if c, ok := ctx.Value(ticketKey{}).(*ticketCtx); ok {
 		return c.ticket(), true
