@@ -19,8 +19,9 @@ const CommandHeader = "Waiting-Room-Command"
 // belongs to, freeing their slot at once: their cookie is cleared and they
 // are a new visitor at their next request. Call it from the application
 // behind Room.Handler before the response is written; it reports whether
-// the session will be ended (false outside Handler, behind Gate included, for requests that were
-// not admitted, or once the response has been written).
+// the session will be ended (false outside Handler, behind Gate included,
+// for requests that were not admitted, or once the response has been
+// written).
 func Revoke(ctx context.Context) bool {
 	c, ok := ctx.Value(ticketKey{}).(*ticketCtx)
 	if !ok || c.rw.ResponseWriter == nil || c.rw.committed {
