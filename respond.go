@@ -224,9 +224,11 @@ func (rm *Room) language(r *http.Request) string {
 // works as it is.
 //
 // The application ends an admitted visitor's session, freeing their slot
-// at once, with the response header "Waiting-Room-Command: revoke" (which
-// Handler removes before the response leaves) or by calling Revoke with the
-// request's context, in both cases before the response is written.
+// at once, with the response header "Waiting-Room-Command: revoke" or the
+// commercial product's "Cf-Waiting-Room-Command: revoke" (Handler removes
+// both before the response leaves, from bypassed responses too) or by
+// calling Revoke with the request's context, in all cases before the
+// response is written.
 func (rm *Room) Handler(next http.Handler) http.Handler {
 	return &handler{rm: rm, next: next}
 }
