@@ -182,6 +182,14 @@ type Config struct {
 	// "waitingRoom"; "cfWaitingRoom" serves clients written for the
 	// commercial product unchanged.
 	JSONKey string
+	// StrictJSONAccept answers JSON only to requests whose one Accept
+	// header is exactly "application/json" (case and surrounding spaces
+	// aside), as the commercial product does; anything else, such as
+	// "application/json, text/plain", gets the page. Default false: JSON
+	// for any Accept header that lists application/json and not text/html
+	// (page.WantsJSON), which is what clients of earlier releases rely on,
+	// and what a browser never sends for a page.
+	StrictJSONAccept bool
 	// Language is the language of the default page's texts and of the
 	// formatted waits, a BCP 47 tag among page.Languages(). Default
 	// "en".

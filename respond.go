@@ -74,7 +74,8 @@ func (rm *Room) render(tmpl *page.Template, data *page.Data, lang string, asJSON
 //
 // Waiting responses carry Cache-Control: no-store and, except the closed
 // page, a Refresh header; they are JSON when the request's Accept header
-// lists application/json and not text/html, HTML otherwise.
+// lists application/json and not text/html (with Config.StrictJSONAccept:
+// when it is exactly application/json), HTML otherwise.
 func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool {
 	if d.cookie != "" {
 		w.Header().Add("Set-Cookie", rm.cookieName+"="+d.cookie+rm.cookieAttrs)
@@ -102,7 +103,7 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 			h.Set("Retry-After", secs)
 		}
 	}
-	asJSON := page.WantsJSON(r.Header.Get("Accept"))
+	asJSON := rm.wantsJSON(r)
 	tmpl := d.policyOrZero().tmpl
 	if tmpl == nil {
 		tmpl = rm.tmpl
@@ -122,6 +123,16 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
 	return false
+}
+
+// wantsJSON reports whether r gets the waiting page as JSON: see
+// Config.StrictJSONAccept.
+func (rm *Room) wantsJSON(r *http.Request) bool {
+	if !rm.cfg.StrictJSONAccept {
+		return page.WantsJSON(r.Header.Get("Accept"))
+	}
+	v := r.Header.Values("Accept")
+	return len(v) == 1 && page.IsExactJSON(v[0])
 }
 
 // setCookieAttrs returns what follows the value in the header that sets
