@@ -181,7 +181,7 @@ func (rm *Room) policyAt(s *Settings, now int64) policy {
 	}
 	for i := range s.Events {
 		e := &s.Events[i]
-		if now < e.opens().UnixMilli() || now >= e.End.UnixMilli() {
+		if e.Suspended || now < e.opens().UnixMilli() || now >= e.End.UnixMilli() {
 			continue
 		}
 		p.event = e

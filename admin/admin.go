@@ -73,14 +73,17 @@ func BearerToken(token string) (Authenticator, error) {
 
 // eventsAt returns the event in force at t (its pre-queue included) and
 // whether it is in its pre-queue, else the next event to open after t.
-// events are sorted and do not overlap (Settings.validate). A zero t finds
-// nothing.
+// Suspended events are passed over: they do not apply. events are sorted
+// and do not overlap (Settings.validate). A zero t finds nothing.
 func eventsAt(events []waitingroom.Event, t time.Time) (current *waitingroom.Event, prequeue bool, next *waitingroom.Event) {
 	if t.IsZero() {
 		return nil, false, nil
 	}
 	for i := range events {
 		e := &events[i]
+		if e.Suspended {
+			continue
+		}
 		opens := e.Start
 		if !e.PrequeueStart.IsZero() {
 			opens = e.PrequeueStart
@@ -251,7 +254,9 @@ type adminEstimate struct {
 // adminEvent is the scheduled event in force (pre-queue included) or, when
 // none is, the next one to open.
 type adminEvent struct {
-	Name          string     `json:"name"`
+	Name string `json:"name"`
+	// Description is the operators' note on the event.
+	Description   string     `json:"description"`
 	PrequeueStart *time.Time `json:"prequeueStart"`
 	Start         time.Time  `json:"start"`
 	End           time.Time  `json:"end"`
@@ -269,6 +274,7 @@ type adminEvent struct {
 func eventJSON(e *waitingroom.Event, inProgress, prequeueing bool) *adminEvent {
 	out := &adminEvent{
 		Name:              e.Name,
+		Description:       e.Description,
 		Start:             e.Start.UTC(),
 		End:               e.End.UTC(),
 		InProgress:        inProgress,

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -689,6 +690,7 @@ func TestAdminScheduledEvent(t *testing.T) {
 	require.NoError(t, f.room.Update(context.Background(), func(s *waitingroom.Settings) {
 		s.Events = []waitingroom.Event{{
 			Name:              "drop",
+			Description:       "Spring drop",
 			PrequeueStart:     at("16:00"),
 			Start:             at("16:10"),
 			End:               at("17:00"),
@@ -699,7 +701,7 @@ func TestAdminScheduledEvent(t *testing.T) {
 	f.sync()
 	event := func(inProgress, prequeueing bool) map[string]any {
 		return map[string]any{
-			"name": "drop", "prequeueStart": "2026-05-27T16:00:00Z", "start": "2026-05-27T16:10:00Z", "end": "2026-05-27T17:00:00Z",
+			"name": "drop", "description": "Spring drop", "prequeueStart": "2026-05-27T16:00:00Z", "start": "2026-05-27T16:10:00Z", "end": "2026-05-27T17:00:00Z",
 			"inProgress": inProgress, "prequeueing": prequeueing, "shuffleAtStart": false,
 			"totalActiveUsers": 20.0, "newUsersPerMinute": 5.0,
 		}
@@ -729,6 +731,61 @@ func TestAdminScheduledEvent(t *testing.T) {
 		assert.Equal(t, step.status, m["status"], clk.Now())
 		assert.Equal(t, step.event, m["nextEvent"], clk.Now())
 	}
+}
+
+// Events posted through the admin API carry a description, which the
+// status page shows, and may be suspended: the room passes over them, on
+// every instance, until they are resumed.
+func TestAdminEventDescriptionAndSuspended(t *testing.T) {
+	clk := newAdminClock() // 15:54
+	st := memstore.New()
+	a := newAdminFixture(t, clk, st, nil)
+	b := newAdminFixture(t, clk, st, nil)
+	events := func(suspended bool) string {
+		return `{"events":[{"name":"maintenance","description":"Database <upgrade>","start":"2026-05-27T15:00:00Z",` +
+			`"end":"2026-05-27T17:00:00Z","queueingMethod":"reject","suspended":` + strconv.FormatBool(suspended) + `},` +
+			`{"name":"drop","description":"Spring drop","start":"2026-05-27T18:00:00Z","end":"2026-05-27T19:00:00Z"}]}`
+	}
+	syncBoth := func() {
+		for range 2 { // the second round shares the grant between the two
+			a.sync()
+			b.sync()
+		}
+	}
+	w := a.do(http.MethodPatch, "/settings", events(true))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	syncBoth()
+	for _, f := range []*adminFixture{a, b} {
+		s := f.settings()
+		require.Len(t, s.Events, 2)
+		assert.True(t, s.Events[0].Suspended)
+		assert.Equal(t, "Database <upgrade>", s.Events[0].Description)
+		m := f.getJSON("/status")
+		assert.Equal(t, "not_queueing", m["status"], "the suspended event does not apply")
+		next, _ := m["nextEvent"].(map[string]any)
+		assert.Equal(t, "drop", next["name"], "the next event that applies")
+		var c string
+		assert.True(t, f.visit(&c), "the suspended event rejects nobody")
+		page := f.do(http.MethodGet, "/", "").Body.String()
+		assert.Contains(t, page, "Next event\n  <b id=\"eventName\">drop</b> · <span id=\"eventDescription\">Spring drop</span>")
+	}
+
+	w = b.do(http.MethodPatch, "/settings", events(false))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	syncBoth()
+	for _, f := range []*adminFixture{a, b} {
+		m := f.getJSON("/status")
+		next, _ := m["nextEvent"].(map[string]any)
+		assert.Equal(t, "maintenance", next["name"])
+		assert.Equal(t, true, next["inProgress"])
+		var c string
+		assert.False(t, f.visit(&c), "resumed, the event closes the site")
+		assert.Contains(t, f.do(http.MethodGet, "/", "").Body.String(), "Database &lt;upgrade&gt;", "escaped")
+	}
+
+	w = a.do(http.MethodPatch, "/settings", `{"events":[{"name":"x","description":"`+strings.Repeat("y", waitingroom.MaxEventDescription+1)+
+		`","start":"2026-05-27T18:00:00Z","end":"2026-05-27T19:00:00Z"}]}`)
+	assert.Equal(t, http.StatusUnprocessableEntity, w.Code, w.Body.String())
 }
 
 func TestStatsStatus(t *testing.T) {
