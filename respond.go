@@ -91,7 +91,12 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 	if rm.cfg.NegotiateLanguage {
 		h.Add("Vary", "Accept-Language")
 	}
-	status := rm.cfg.QueueingStatusCode
+	pol := d.policyOrZero()
+	if pol.method == nil {
+		// Not a decision of Check: the settings in force now.
+		pol = rm.policyOf(rm.view.Load(), rm.now())
+	}
+	status := pol.queueingStatusCode()
 	if d.Outcome == Waiting {
 		// The time left until the next chance, where the page's
 		// refreshIntervalSeconds counts from lastUpdated: a browser
@@ -104,10 +109,7 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 		}
 	}
 	asJSON := rm.wantsJSON(r)
-	tmpl := d.policyOrZero().tmpl
-	if tmpl == nil {
-		tmpl = rm.tmpl
-	}
+	tmpl := pol.tmpl
 	out, err := rm.render(tmpl, data, lang, asJSON, d.at)
 	if err != nil {
 		rm.log.Error("waitingroom: rendering the waiting page failed", "err", err)

@@ -220,16 +220,28 @@ func (rm *Room) sharedSettings(st *store.State) Settings {
 			return s
 		}
 	}
-	if st.ConfigHash != rm.configHash {
+	if st.ConfigHash != rm.configHash && st.ConfigHash != rm.prevHash {
 		s := rm.cfg.settings()
 		writeSettings(st, s)
 		st.ConfigHash = rm.configHash
 		return s
 	}
 	var s Settings
-	if err := json.Unmarshal(st.Settings, &s); err != nil || s.QueueingMethod == "" || s.validate() != nil {
+	if err := json.Unmarshal(st.Settings, &s); err != nil || s.QueueingMethod == "" || s.validateWith(rm.checkTemplate) != nil {
 		s = rm.cfg.settings()
 		writeSettings(st, s)
+		return s
+	}
+	if st.ConfigHash != rm.configHash {
+		// Written from this Config by an instance of the previous
+		// release, which does not know the last four settings (and would
+		// write them off again, were this one to write them, at every
+		// sync until the upgrade is over): they come from the Config.
+		c := rm.cfg.settings()
+		if s.SessionDuration == 0 && !s.DisableSessionRenewal && s.QueueingStatusCode == 0 && s.Template == "" {
+			s.SessionDuration, s.DisableSessionRenewal, s.QueueingStatusCode, s.Template =
+				c.SessionDuration, c.DisableSessionRenewal, c.QueueingStatusCode, c.Template
+		}
 	}
 	return s
 }

@@ -104,8 +104,9 @@ const (
 	// Room.History, which GET /history reports.
 	historyInterval = 10 * time.Second
 	historyWindow   = time.Hour
-	// maxSettingsBody is the largest PATCH /settings body, in bytes.
-	maxSettingsBody = 64 << 10
+	// maxSettingsBody is the largest PATCH /settings body, in bytes: the
+	// size the commercial product allows a template.
+	maxSettingsBody = 1 << 20
 )
 
 //go:embed status.html
@@ -137,12 +138,20 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 //	                 visitors every 10 seconds, admissions by minute
 //	GET   /settings  the live waitingroom.Settings as JSON
 //	PATCH /settings  change them: a JSON object (Content-Type
-//	                 application/json, at most 64 KiB) with any of
+//	                 application/json, at most 1 MiB) with any of
 //	                 queueingMethod, totalActiveUsers, newUsersPerMinute,
 //	                 queueAll, suspended, events (the whole list, which
-//	                 replaces the current one); the answer is the new
-//	                 Settings.
+//	                 replaces the current one), sessionDuration (a
+//	                 duration such as "10m", or nanoseconds; 0 for the
+//	                 default), disableSessionRenewal, queueingStatusCode
+//	                 (200, 202 or 429; 0 for the default) and template
+//	                 (Mustache source; "" for the default page); the
+//	                 answer is the new Settings.
 //	                 Every instance follows at its next sync (Room.Update).
+//	GET   /preview   the waiting page in each state a visitor can see,
+//	POST  /preview   rendered from the live template (GET) or from the
+//	                 template posted ({"template": "..."}, as for PATCH):
+//	                 see Preview. Nothing in the room changes.
 //
 // Every response has Cache-Control: no-store. A request auth refuses gets
 // 401 with WWW-Authenticate: Bearer; a wrong method 405 with Allow; a bad
@@ -443,12 +452,16 @@ func (a *admin) page(w http.ResponseWriter) {
 // settingsPatch is a decoded PATCH /settings body: nil fields are left as
 // they are.
 type settingsPatch struct {
-	queueingMethod    *waitingroom.QueueingMethod
-	totalActiveUsers  *int
-	newUsersPerMinute *int
-	queueAll          *bool
-	suspended         *bool
-	events            *[]waitingroom.Event // replaces all events when set
+	queueingMethod        *waitingroom.QueueingMethod
+	totalActiveUsers      *int
+	newUsersPerMinute     *int
+	queueAll              *bool
+	suspended             *bool
+	events                *[]waitingroom.Event // replaces all events when set
+	sessionDuration       *time.Duration
+	disableSessionRenewal *bool
+	queueingStatusCode    *int
+	template              *string
 }
 
 func (p *settingsPatch) apply(s *waitingroom.Settings) {
@@ -469,6 +482,18 @@ func (p *settingsPatch) apply(s *waitingroom.Settings) {
 	}
 	if p.suspended != nil {
 		s.Suspended = *p.suspended
+	}
+	if p.sessionDuration != nil {
+		s.SessionDuration = *p.sessionDuration
+	}
+	if p.disableSessionRenewal != nil {
+		s.DisableSessionRenewal = *p.disableSessionRenewal
+	}
+	if p.queueingStatusCode != nil {
+		s.QueueingStatusCode = *p.queueingStatusCode
+	}
+	if p.template != nil {
+		s.Template = *p.template
 	}
 }
 
@@ -539,16 +564,37 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 			} else {
 				p.newUsersPerMinute = &n
 			}
-		case "queueAll", "suspended":
+		case "queueAll", "suspended", "disableSessionRenewal":
 			var b bool
 			if json.Unmarshal(raw, &b) != nil {
 				return nil, fmt.Errorf("waitingroom: setting %q must be true or false", key)
 			}
-			if key == "queueAll" {
+			switch key {
+			case "queueAll":
 				p.queueAll = &b
-			} else {
+			case "suspended":
 				p.suspended = &b
+			default:
+				p.disableSessionRenewal = &b
 			}
+		case "queueingStatusCode":
+			var n int
+			if json.Unmarshal(raw, &n) != nil {
+				return nil, fmt.Errorf("waitingroom: setting %q must be an integer", key)
+			}
+			p.queueingStatusCode = &n
+		case "sessionDuration":
+			d, err := decodeDuration(raw)
+			if err != nil {
+				return nil, fmt.Errorf("waitingroom: setting %q must be a duration such as \"10m\" or an integer of nanoseconds", key)
+			}
+			p.sessionDuration = &d
+		case "template":
+			var t string
+			if json.Unmarshal(raw, &t) != nil {
+				return nil, fmt.Errorf("waitingroom: setting %q must be a string", key)
+			}
+			p.template = &t
 		case "events":
 			// The whole list: to add, change or remove an event, send the
 			// list as it should be (GET /settings gives the current one).
@@ -560,7 +606,7 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 			}
 			p.events = &evs
 		default:
-			return nil, fmt.Errorf("waitingroom: unknown setting %q; the settings are queueingMethod, totalActiveUsers, newUsersPerMinute, queueAll, suspended and events", key)
+			return nil, fmt.Errorf("waitingroom: unknown setting %q; the settings are queueingMethod, totalActiveUsers, newUsersPerMinute, queueAll, suspended, events, sessionDuration, disableSessionRenewal, queueingStatusCode and template", key)
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing '}'
@@ -573,6 +619,20 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 		return nil, errors.New("waitingroom: the body must be one JSON object and nothing after it")
 	}
 	return p, nil
+}
+
+// decodeDuration reads a duration written as Go writes one ("10m",
+// "1m30s") or as an integer of nanoseconds, as Settings is encoded.
+func decodeDuration(raw json.RawMessage) (time.Duration, error) {
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return time.ParseDuration(str)
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, err
+	}
+	return time.Duration(n), nil
 }
 
 func syntaxError(err error) error {

@@ -336,6 +336,11 @@ func TestAdminPatchSettings(t *testing.T) {
 		{"white space", " \n{ \"queueAll\" : true }\n ", "", func(s *waitingroom.Settings) { s.QueueAll = true }},
 		{"charset", `{"queueAll":true}`, "application/json; charset=utf-8", func(s *waitingroom.Settings) { s.QueueAll = true }},
 		{"merge patch", `{"queueAll":true}`, "application/merge-patch+json", func(s *waitingroom.Settings) { s.QueueAll = true }},
+		{"session duration", `{"sessionDuration":"10m"}`, "", func(s *waitingroom.Settings) { s.SessionDuration = 10 * time.Minute }},
+		{"session duration in nanoseconds", `{"sessionDuration":120000000000}`, "", func(s *waitingroom.Settings) { s.SessionDuration = 2 * time.Minute }},
+		{"session renewal", `{"disableSessionRenewal":true}`, "", func(s *waitingroom.Settings) { s.DisableSessionRenewal = true }},
+		{"status code", `{"queueingStatusCode":429}`, "", func(s *waitingroom.Settings) { s.QueueingStatusCode = 429 }},
+		{"template", `{"template":"<p>{{waitTime}}</p>"}`, "", func(s *waitingroom.Settings) { s.Template = "<p>{{waitTime}}</p>" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
@@ -360,7 +365,7 @@ func TestAdminPatchSettings(t *testing.T) {
 }
 
 func TestAdminPatchSettingsRefusesBadInput(t *testing.T) {
-	big := `{"queueAll":true}` + strings.Repeat(" ", 64<<10)
+	big := `{"queueAll":true}` + strings.Repeat(" ", 1<<20)
 	for _, tc := range []struct {
 		name    string
 		body    string
@@ -399,8 +404,16 @@ func TestAdminPatchSettingsRefusesBadInput(t *testing.T) {
 		{"no content type", `{"queueAll":true}`, []string{"Content-Type", ""}, false, http.StatusUnsupportedMediaType, "application/json"},
 		{"form", `queueAll=true`, []string{"Content-Type", "application/x-www-form-urlencoded"}, false, http.StatusUnsupportedMediaType, "application/json"},
 		{"text", `{"queueAll":true}`, []string{"Content-Type", "text/plain"}, false, http.StatusUnsupportedMediaType, "application/json"},
-		{"too large", big, nil, false, http.StatusRequestEntityTooLarge, "larger than 65536 bytes"},
-		{"too large, chunked", big, nil, true, http.StatusRequestEntityTooLarge, "larger than 65536 bytes"},
+		{"too large", big, nil, false, http.StatusRequestEntityTooLarge, "larger than 1048576 bytes"},
+		{"too large, chunked", big, nil, true, http.StatusRequestEntityTooLarge, "larger than 1048576 bytes"},
+		{"session as text", `{"sessionDuration":"ten minutes"}`, nil, false, http.StatusBadRequest, `"sessionDuration" must be a duration`},
+		{"session too long", `{"sessionDuration":"2h"}`, nil, false, http.StatusUnprocessableEntity, "SessionDuration must be between"},
+		{"status code", `{"queueingStatusCode":503}`, nil, false, http.StatusUnprocessableEntity, "QueueingStatusCode must be 200, 202 or 429"},
+		{"status code as string", `{"queueingStatusCode":"429"}`, nil, false, http.StatusBadRequest, `"queueingStatusCode" must be an integer`},
+		{"renewal as string", `{"disableSessionRenewal":"yes"}`, nil, false, http.StatusBadRequest, `"disableSessionRenewal" must be true or false`},
+		{"template as number", `{"template":1}`, nil, false, http.StatusBadRequest, `"template" must be a string`},
+		{"template does not parse", `{"template":"{{#open}}"}`, nil, false, http.StatusUnprocessableEntity, "Template"},
+		{"template with a partial", `{"template":"{{> header}}"}`, nil, false, http.StatusUnprocessableEntity, "partials"},
 		{"cross-site browser request", `{"queueAll":true}`, []string{"Sec-Fetch-Site", "cross-site"}, false, http.StatusForbidden, "cross-origin"},
 		{"other origin", `{"queueAll":true}`, []string{"Origin", "https://attacker.test"}, false, http.StatusForbidden, "cross-origin"},
 	} {
@@ -677,6 +690,50 @@ func TestAdminChangeReachesOtherInstances(t *testing.T) {
 			assert.Equal(t, "suspended", a.getJSON("/status")["status"])
 		})
 	}
+}
+
+// The settings the previous admin API could not change (PATCH answered
+// 400) change through it now, on every instance.
+func TestAdminPatchVisitorSettingsAcrossInstances(t *testing.T) {
+	clk, st := newAdminClock(), memstore.New()
+	a := newAdminFixture(t, clk, st, func(c *waitingroom.Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 })
+	b := newAdminFixture(t, clk, st, func(c *waitingroom.Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 })
+	syncBoth := func() {
+		for range 2 {
+			a.sync()
+			b.sync()
+		}
+	}
+	syncBoth()
+	var in string
+	require.True(t, a.visit(&in) || b.visit(&in), "one visitor in")
+	w := a.do(http.MethodPatch, "/settings",
+		`{"sessionDuration":"1m","disableSessionRenewal":true,"queueingStatusCode":202,"template":"<p>wait {{refreshIntervalSeconds}}</p>"}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	clk.Add(time.Second)
+	syncBoth()
+	want := waitingroom.Settings{QueueingMethod: waitingroom.FIFO, TotalActiveUsers: 1, NewUsersPerMinute: 1,
+		SessionDuration: time.Minute, DisableSessionRenewal: true, QueueingStatusCode: 202, Template: "<p>wait {{refreshIntervalSeconds}}</p>"}
+	for _, f := range []*adminFixture{a, b} {
+		assert.Equal(t, want, f.settings())
+		r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
+		rec := httptest.NewRecorder()
+		f.app.ServeHTTP(rec, r)
+		assert.Equal(t, http.StatusAccepted, rec.Code, "the room is full: the new visitor waits, with the new status")
+		assert.Regexp(t, `^<p>wait \d+</p>$`, rec.Body.String(), "on the new page")
+	}
+	// The session is capped at a minute from admission, however active the
+	// visitor is: then they are a new visitor, counted as a new admission.
+	admissions := func() uint64 { return a.room.Counters().Admitted + b.room.Counters().Admitted }
+	before := admissions()
+	clk.Add(30 * time.Second)
+	syncBoth()
+	require.True(t, a.visit(&in))
+	assert.Equal(t, before, admissions(), "within the minute")
+	clk.Add(30 * time.Second)
+	syncBoth()
+	a.visit(&in)
+	assert.Equal(t, before+1, admissions(), "the capped session is over")
 }
 
 func TestAdminScheduledEvent(t *testing.T) {
