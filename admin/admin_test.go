@@ -909,3 +909,98 @@ func TestAdminPatchEvents(t *testing.T) {
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Empty(t, f.room.Stats().Settings.Events, "an empty list removes the events")
 }
+
+// The preview renders the live template, or one posted, in every state a
+// visitor can see, behind the admin API's authentication, and changes
+// nothing.
+func TestAdminPreview(t *testing.T) {
+	clk := newAdminClock()
+	f := newAdminFixture(t, clk, memstore.New(), func(c *waitingroom.Config) {
+		c.Template = "<p>{{#queueAll}}all {{/queueAll}}{{#isRejectQueue}}closed {{/isRejectQueue}}{{waitTimeFormatted}}</p>"
+	})
+	f.sync()
+	before := f.settings()
+	states := func(w *httptest.ResponseRecorder) map[string]map[string]any {
+		t.Helper()
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		require.Equal(t, "application/json", w.Header().Get("Content-Type"))
+		var body struct {
+			Template string           `json:"template"`
+			States   []map[string]any `json:"states"`
+		}
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+		out := map[string]map[string]any{}
+		for _, s := range body.States {
+			out[s["state"].(string)] = s
+		}
+		require.Len(t, out, len(waitingroom.PreviewStates()))
+		return out
+	}
+
+	live := states(f.do(http.MethodGet, "/preview", ""))
+	assert.Equal(t, "<p>12 minutes</p>", live["queueing"]["html"])
+	assert.Equal(t, "<p>all </p>", live["queueAll"]["html"])
+	assert.Equal(t, "<p>closed </p>", live["reject"]["html"])
+	assert.Equal(t, 200.0, live["queueing"]["status"])
+	data := live["eventPrequeue"]["data"].(map[string]any)
+	assert.Equal(t, true, data["isEventPrequeueing"])
+	assert.Equal(t, 15.0, data["timeUntilEventStart"])
+
+	posted := states(f.do(http.MethodPost, "/preview", `{"template":"<i>{{queueingMethod}}</i>"}`))
+	assert.Equal(t, "<i>fifo</i>", posted["unknownWait"]["html"])
+	assert.Equal(t, "<i>reject</i>", posted["reject"]["html"])
+	def := states(f.do(http.MethodPost, "/preview?lang=fr", `{"template":""}`))
+	assert.Contains(t, def["queueing"]["html"], `<html lang="fr"`, "\"\" is the default page")
+	assert.Contains(t, def["queueing"]["html"], "12 minutes")
+
+	// One state's page as HTML, sandboxed.
+	w := f.do(http.MethodGet, "/preview?state=queueAll", "")
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
+	assert.Equal(t, "sandbox allow-scripts", w.Header().Get("Content-Security-Policy"))
+	assert.Equal(t, "<p>all </p>", w.Body.String())
+	w = f.do(http.MethodPost, "/preview?state=reject", `{"template":"<b>{{isRejectQueue}}</b>"}`)
+	assert.Equal(t, "<b>true</b>", w.Body.String())
+
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+		msg                string
+	}{
+		{http.MethodGet, "/preview?state=full", "", http.StatusNotFound, "queueing, queueAll, eventPrequeue, reject, unknownWait"},
+		{http.MethodGet, "/preview?lang=tlh", "", http.StatusBadRequest, "language"},
+		{http.MethodPost, "/preview", `{"template":"{{#open}}"}`, http.StatusUnprocessableEntity, "Template"},
+		{http.MethodPost, "/preview", `{"template":"{{> partial}}"}`, http.StatusUnprocessableEntity, "partials"},
+		{http.MethodPost, "/preview", `{}`, http.StatusBadRequest, "the template to preview"},
+		{http.MethodPost, "/preview", `{"tmpl":"x"}`, http.StatusBadRequest, "unknown field"},
+		{http.MethodPost, "/preview", `[]`, http.StatusBadRequest, "JSON object"},
+		{http.MethodPatch, "/preview", `{}`, http.StatusMethodNotAllowed, "GET, HEAD, POST"},
+	} {
+		w := f.do(tc.method, tc.path, tc.body)
+		assert.Equal(t, tc.code, w.Code, "%s %s %s", tc.method, tc.path, tc.body)
+		assert.Contains(t, w.Body.String(), tc.msg, "%s %s %s", tc.method, tc.path, tc.body)
+	}
+
+	// Same authentication as the rest of the admin API.
+	r := httptest.NewRequest(http.MethodGet, "http://example.com/preview?state=queueing", nil)
+	w = httptest.NewRecorder()
+	f.admin.ServeHTTP(w, r)
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+	r = httptest.NewRequest(http.MethodPost, "http://example.com/preview", strings.NewReader(`{"template":"x"}`))
+	r.Header.Set("Authorization", "Bearer "+adminToken)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Sec-Fetch-Site", "cross-site")
+	w = httptest.NewRecorder()
+	f.admin.ServeHTTP(w, r)
+	assert.Equal(t, http.StatusForbidden, w.Code, "a cross-site POST is refused")
+
+	assert.Equal(t, before, f.settings(), "nothing changed")
+	var c string
+	assert.True(t, f.visit(&c), "the room lets visitors in as before")
+
+	// The status page links to each state.
+	page := f.do(http.MethodGet, "/", "").Body.String()
+	for _, s := range waitingroom.PreviewStates() {
+		assert.Contains(t, page, `data-state="`+string(s)+`" href="preview?state=`+string(s)+`"`)
+	}
+}
