@@ -198,15 +198,18 @@ func (rm *Room) policyAt(s *Settings, now int64) policy {
 		}
 		if e.SessionDuration > 0 {
 			p.session = e.SessionDuration.Milliseconds()
+			p.SessionDuration = e.SessionDuration
 		}
 		if e.DisableSessionRenewal != nil {
 			p.renew = !*e.DisableSessionRenewal
+			p.DisableSessionRenewal = *e.DisableSessionRenewal
 		}
 		if e.QueueingMethod != "" {
 			p.QueueingMethod = e.QueueingMethod
 		}
 		if e.Template != "" {
 			p.tmpl = rm.template(e.Template)
+			p.Template = e.Template
 		}
 		break
 	}
