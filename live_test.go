@@ -2,7 +2,9 @@ package waitingroom
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -193,4 +195,16 @@ func TestInForceShowsEventOverrides(t *testing.T) {
 	assert.Equal(t, 10*time.Minute, s.SessionDuration)
 	assert.False(t, s.DisableSessionRenewal)
 	assert.Equal(t, "<p>event</p>", s.Template)
+}
+
+// A live template is logged by its size, not written out.
+func TestTemplateNotLogged(t *testing.T) {
+	var logs strings.Builder
+	tr := newTestRoom(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	tmpl := "<p>" + strings.Repeat("x", 5000) + "</p>"
+	require.NoError(t, tr.Update(t.Context(), func(s *Settings) { s.Template = tmpl }))
+	assert.Contains(t, logs.String(), "settings updated")
+	assert.Contains(t, logs.String(), "(5007 bytes)")
+	assert.NotContains(t, logs.String(), "xxxx")
+	assert.Equal(t, tmpl, tr.Stats().Settings.Template, "the settings keep it")
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/go-waitingroom/waitingroom/store"
@@ -194,7 +195,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 	v.settingsVersion = settingsVersion
 	old := rm.view.Load()
 	if old.settingsVersion != 0 && old.settingsVersion != v.settingsVersion {
-		rm.log.Info("waitingroom: settings changed", "settings", v.settings)
+		rm.log.Info("waitingroom: settings changed", "settings", loggable(v.settings))
 	}
 	rm.logPhase(old, v)
 	rm.view.Store(v)
@@ -242,6 +243,23 @@ func (rm *Room) sharedSettings(st *store.State) Settings {
 			s.SessionDuration, s.DisableSessionRenewal, s.QueueingStatusCode, s.Template =
 				c.SessionDuration, c.DisableSessionRenewal, c.QueueingStatusCode, c.Template
 		}
+	}
+	return s
+}
+
+// loggable is s for a log line: templates, the room's and its events',
+// are given by their size rather than written out.
+func loggable(s Settings) Settings {
+	short := func(t string) string {
+		if t == "" {
+			return ""
+		}
+		return fmt.Sprintf("(%d bytes)", len(t))
+	}
+	s.Template = short(s.Template)
+	s.Events = slices.Clone(s.Events)
+	for i := range s.Events {
+		s.Events[i].Template = short(s.Events[i].Template)
 	}
 	return s
 }
@@ -355,7 +373,7 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 			break
 		}
 	}
-	rm.log.Info("waitingroom: settings updated", "settings", s)
+	rm.log.Info("waitingroom: settings updated", "settings", loggable(s))
 	return nil
 }
 
