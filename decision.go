@@ -56,6 +56,7 @@ type Decision struct {
 	policy *policy     // what governed the decision (shared, read-only); nil when bypassed
 	at     int64       // Unix ms the view behind the estimate was taken
 	now    int64       // Unix ms of the decision
+	last   int64       // Unix ms of a waiting visitor's latest attempt that counted
 }
 
 // noPolicy is the policy of a Decision that carries none.

@@ -498,17 +498,37 @@ func TestJSONResponse(t *testing.T) {
 }
 
 func TestAcceptNegotiation(t *testing.T) {
-	tr := newTestRoom(t, func(c *Config) { c.QueueAll = true })
-	for accept, wantJSON := range map[string]bool{
-		"application/json":             true,
-		"application/json, text/plain": true,
-		"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8": false,
-		"text/html, application/json":                                     false,
-		"":                                                                false,
+	for _, tc := range []struct {
+		accept             string
+		wantJSON, orStrict bool // by default; with StrictJSONAccept
+	}{
+		{"application/json", true, true},
+		{" Application/JSON ", true, true},
+		{"application/json, text/plain", true, false},
+		{"application/json;q=1", true, false},
+		{"application/json, text/html", false, false},
+		{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", false, false},
+		{"text/html, application/json", false, false},
+		{"*/*", false, false},
+		{"", false, false},
 	} {
-		w := tr.get(&visitor{}, accept)
-		assert.Equal(t, wantJSON, strings.HasPrefix(w.Header().Get("Content-Type"), "application/json"), accept)
+		for _, strict := range []bool{false, true} {
+			tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.StrictJSONAccept = strict })
+			w := tr.get(&visitor{}, tc.accept)
+			want := tc.wantJSON
+			if strict {
+				want = tc.orStrict
+			}
+			assert.Equal(t, want, strings.HasPrefix(w.Header().Get("Content-Type"), "application/json"), "Accept %q, strict %v", tc.accept, strict)
+		}
 	}
+	// Two Accept headers are not exactly one application/json.
+	tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.StrictJSONAccept = true })
+	r := (&visitor{}).request(http.MethodGet, "application/json")
+	r.Header.Add("Accept", "application/json")
+	w := httptest.NewRecorder()
+	tr.app.ServeHTTP(w, r)
+	assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
 }
 
 func TestRefreshTooEarlyGetsNoChance(t *testing.T) {

@@ -748,6 +748,23 @@ const (
 	acceptSafari  = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 )
 
+func TestIsExactJSON(t *testing.T) {
+	for accept, want := range map[string]bool{
+		"application/json":                true,
+		"APPLICATION/JSON":                true,
+		" \tapplication/json ":            true,
+		"application/json, text/plain":    false,
+		"application/json;q=1":            false,
+		"application/json; charset=utf-8": false,
+		"application/jsonx":               false,
+		"text/html":                       false,
+		"*/*":                             false,
+		"":                                false,
+	} {
+		assert.Equal(t, want, IsExactJSON(accept), "%q", accept)
+	}
+}
+
 func TestWantsJSON(t *testing.T) {
 	tests := []struct {
 		accept string
