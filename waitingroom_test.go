@@ -466,8 +466,8 @@ func TestJSONResponse(t *testing.T) {
 			assert.Equal(t, tr.clk.Now().UTC().Format("2006-01-02T15:04:05.000Z"), lastUpdated)
 			delete(got, "refreshIntervalSeconds")
 			delete(got, "lastUpdated")
-			// 30 ahead at 10 admitted in the first 45 s (13.3 a minute):
-			// 2.25 minutes, shown rounded up.
+			// 30 ahead at 10 admitted in the first 45 s (10 a minute: the
+			// limit's pace, not 13.3): 3 minutes.
 			assert.Equal(t, map[string]any{
 				"inWaitingRoom":                true,
 				"waitTimeKnown":                true,
