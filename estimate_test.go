@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -33,33 +35,97 @@ func TestRandomMinutes(t *testing.T) {
 	assert.True(t, math.IsInf(randomMinutes(0, 0.5), 1))
 }
 
+// flowing is a view of a room admitting perMinute visitors a minute, with
+// limits so high that only the observed rate bounds an estimate, and the
+// policy in force.
+func flowing(perMinute float64) (*view, *policy) {
+	at := testclock.Start.UnixMilli()
+	p := &policy{Settings: Settings{TotalActiveUsers: 1 << 40, NewUsersPerMinute: 1 << 40}, session: 5 * 60_000}
+	return &view{at: at, perMinute: perMinute}, p
+}
+
 func TestFIFOEstimate(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		ahead, per float64
 		want       Estimate
 	}{
-		{"nothing flows", 100, 0, Estimate{}},
+		{"nothing flows, nobody ahead", 0, 0, Estimate{Known: true}},
 		{"nan", math.NaN(), 3, Estimate{}},
 		{"nobody ahead", 0, 10, Estimate{Known: true}},
 		{"exact", 100, 10, Estimate{Known: true, Wait: 10 * time.Minute}},
 		{"rounds up", 101, 10, Estimate{Known: true, Wait: 11 * time.Minute}},
-		{"over a day", 2000, 1, Estimate{Known: true, Wait: 2000 * time.Minute, Full: true}},
-		{"absurd", 1e18, 1e-9, Estimate{Known: true, Wait: 1e6 * time.Minute, Full: true}},
+		{"a day", 1440, 1, Estimate{Known: true, Wait: 1440 * time.Minute}},
+		{"over a day: unknown", 2000, 1, Estimate{Full: true}},
+		{"absurd", 1e18, 1e-9, Estimate{Full: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, fifoEstimate(tc.ahead, tc.per))
+			v, p := flowing(tc.per)
+			assert.Equal(t, tc.want, fifoEstimate(v, p, tc.ahead))
 		})
 	}
 }
 
 func TestRandomEstimate(t *testing.T) {
-	e := randomEstimate(10, 100)
+	v, p := flowing(10)
+	e := randomEstimate(v, p, 100)
 	assert.Equal(t, Estimate{Known: true, Wait: 7 * time.Minute, P25: 3 * time.Minute, P50: 7 * time.Minute, P75: 14 * time.Minute}, e)
 	assert.Equal(t, "3 minutes to 14 minutes", e.Formatted())
-	assert.Equal(t, Estimate{}, randomEstimate(0, 100), "nothing flows: unknown")
-	assert.Equal(t, Estimate{Known: true}, randomEstimate(5, 0))
-	assert.True(t, randomEstimate(1, 1e6).Full)
+	v, p = flowing(5)
+	assert.Equal(t, Estimate{Known: true}, randomEstimate(v, p, 0))
+	v, p = flowing(1)
+	assert.Equal(t, Estimate{Full: true}, randomEstimate(v, p, 1e6), "beyond a day: unknown")
+}
+
+// TestEstimateKnowsWhenSessionsEnd holds that while TotalActiveUsers
+// binds, the estimate waits for the sessions holding the slots to end,
+// whatever the admission rate says.
+func TestEstimateKnowsWhenSessionsEnd(t *testing.T) {
+	at := testclock.Start.UnixMilli() + 15_000 // Unix ms
+	sec := at / 1000
+	p := &policy{Settings: Settings{TotalActiveUsers: 3, NewUsersPerMinute: 3}, session: 5 * 60_000}
+	times := sessionTimes{window: p.session}
+	// room is the view of the room with sessions last seen at the given seconds.
+	room := func(perMinute float64, seen ...int64) *view {
+		v := &view{at: at, perMinute: perMinute}
+		c := newEndCounter(at, times)
+		for i, s := range seen {
+			x := store.Session{ID: uint64(i + 1), Admitted: sec - 15, Seen: s}
+			if times.alive(&x, at) {
+				v.active++
+				c.add(&x)
+			}
+		}
+		v.ends = c.schedule()
+		return v
+	}
+	for _, tc := range []struct {
+		name  string
+		v     *view
+		ahead float64
+		want  Estimate
+	}{
+		// The README's demo: three let in at the start, the fourth waits
+		// for the first session to end, 5 minutes after its last request.
+		{"first slot", room(3, sec-15, sec-15, sec-15), 0, Estimate{Known: true, Wait: 5 * time.Minute}},
+		{"third slot", room(3, sec-15, sec-10, sec-5), 2, Estimate{Known: true, Wait: 5 * time.Minute}},
+		// Beyond the live sessions, slots come round once per session.
+		{"second round", room(3, sec-15, sec-15, sec-15), 3, Estimate{Known: true, Wait: 10 * time.Minute}},
+		{"a slot is free", room(3, sec-15, sec-15), 0, Estimate{Known: true}},
+		// The limit on new visitors binds after a free slot: three this
+		// minute already, the next one in the next minute.
+		{"free slot, minute spent", func() *view { v := room(3, sec-15, sec-15); v.admittedThisMinute = 3; return v }(), 0,
+			Estimate{Known: true, Wait: time.Minute}},
+		// Nobody let in lately and the slot held by a session still in
+		// use: its end is only the earliest it can come.
+		{"renewed, nothing flows", room(0, sec-1, sec-1, sec-1), 0, Estimate{}},
+		// Nobody let in lately, the sessions left alone: they end on time.
+		{"abandoned, nothing flows", room(0, sec-200, sec-200, sec-100), 1, Estimate{Known: true, Wait: 2 * time.Minute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, fifoEstimate(tc.v, p, tc.ahead))
+		})
+	}
 }
 
 func TestFormatWait(t *testing.T) {
@@ -73,7 +139,7 @@ func TestFormatWait(t *testing.T) {
 	} {
 		assert.Equal(t, want, Estimate{Known: true, Wait: d}.Formatted())
 	}
-	assert.Equal(t, "", Estimate{}.Formatted())
+	assert.Equal(t, "unavailable", Estimate{}.Formatted())
 	assert.Equal(t, "10 minutes", Estimate{Known: true, Wait: 10 * time.Minute}.Formatted())
 }
 
@@ -134,5 +200,89 @@ func TestOutflowNeverAboveLimit(t *testing.T) {
 			adm[mm] = min(limit, (ms%60_000)/(60_000/limit)+1)
 			assert.LessOrEqual(t, outflow(adm, m*60_000+ms, limit), float64(limit), "limit %d at %d ms", limit, ms)
 		}
+	}
+}
+
+// TestEstimateWhileSessionsHoldTheSlots replays the README's demo (3
+// active, 3 a minute, 5-minute sessions) and a smaller room: a visitor who
+// waits for a slot held by a session is never told "less than a minute"
+// while that slot frees later, and when nobody renews a session, every
+// estimate is the time left, rounded up to the minute.
+func TestEstimateWhileSessionsHoldTheSlots(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		total, per    int
+		session       time.Duration
+		browseFor     time.Duration // the admitted visitors' requests go on this long
+		wantUnknownBy time.Duration // with renewals, unknown once nothing flowed for this long
+	}{
+		{"readme demo", 3, 3, 5 * time.Minute, 0, 0},
+		{"one slot", 1, 1, 2 * time.Minute, 0, 0},
+		{"readme demo, sessions renewed", 3, 3, 5 * time.Minute, 8 * time.Minute, 6 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.per
+				c.SessionDuration = tc.session
+			})
+			start := tr.clk.Now()
+			in := make([]*visitor, tc.total)
+			for i := range in {
+				in[i] = &visitor{}
+				require.True(t, admitted(tr.get(in[i], "")))
+			}
+			type shown struct {
+				at    time.Duration
+				known bool
+				wait  int
+			}
+			var seen []shown
+			last := &visitor{}
+			var admittedAt time.Duration
+			for elapsed := time.Duration(0); elapsed < 20*time.Minute; elapsed += 20 * time.Second {
+				tr.clk.Set(start.Add(elapsed))
+				if elapsed < tc.browseFor {
+					for _, v := range in {
+						tr.get(v, "")
+					}
+				}
+				tr.sync()
+				w := tr.get(last, "application/json")
+				if admitted(w) {
+					admittedAt = elapsed
+					break
+				}
+				got := jsonBody(t, w)
+				wait, _ := got["waitTime"].(float64)
+				known, _ := got["waitTimeKnown"].(bool)
+				if !known {
+					assert.Equal(t, "unavailable", got["waitTimeFormatted"])
+				}
+				seen = append(seen, shown{elapsed, known, int(wait)})
+			}
+			require.NotZero(t, admittedAt, "let in within 20 minutes")
+			for _, s := range seen {
+				left := admittedAt - s.at
+				if !s.known {
+					require.NotZero(t, tc.wantUnknownBy, "unknown at %v", s.at)
+					assert.GreaterOrEqual(t, s.at, tc.wantUnknownBy-time.Minute, "unknown at %v", s.at)
+					continue
+				}
+				if left > time.Minute {
+					assert.NotZero(t, s.wait, "told less than a minute at %v, let in at %v", s.at, admittedAt)
+				}
+			}
+			t.Logf("let in at %v; shown %v", admittedAt, seen)
+			for _, s := range seen {
+				switch {
+				case tc.wantUnknownBy > 0 && s.at >= tc.wantUnknownBy && s.at < tc.browseFor:
+					assert.False(t, s.known, "at %v the slots' holders renew and nobody got in lately: unknown", s.at)
+				case s.at >= tc.browseFor+time.Minute:
+					// Nobody renews any more: the ends are the ends.
+					assert.True(t, s.known, "at %v", s.at)
+					assert.InDelta(t, (admittedAt - s.at).Minutes(), float64(s.wait), 1, "at %v, let in at %v", s.at, admittedAt)
+				}
+			}
+		})
 	}
 }

@@ -42,10 +42,10 @@ type method struct {
 	// (oldest first, with how many of each are due); nil for a method that
 	// grants no slots.
 	layout func(n int64, buckets []bucketCount) grant
-	// estimate is the wait, as of view v, of a visitor competing in bucket
-	// b; a fresh visitor is behind everyone already waiting. nil when
-	// nobody waits for a slot.
-	estimate func(v *view, b int64, fresh bool) Estimate
+	// estimate is the wait, as of view v under policy p, of a visitor
+	// competing in bucket b; a fresh visitor is behind everyone already
+	// waiting. nil when nobody waits for a slot.
+	estimate func(v *view, p *policy, b int64, fresh bool) Estimate
 }
 
 var (
@@ -71,7 +71,7 @@ var (
 		},
 		// Everyone in older buckets is ahead, and on average half of the
 		// visitor's own bucket.
-		estimate: func(v *view, b int64, fresh bool) Estimate {
+		estimate: func(v *view, p *policy, b int64, fresh bool) Estimate {
 			ahead := v.waiting
 			for _, bc := range v.buckets {
 				if fresh {
@@ -85,7 +85,7 @@ var (
 					break
 				}
 			}
-			return fifoEstimate(float64(ahead), v.perMinute)
+			return fifoEstimate(v, p, float64(ahead))
 		},
 	}
 	randomMethod = method{
@@ -93,14 +93,18 @@ var (
 		layout: func(n int64, _ []bucketCount) grant {
 			return grant{{bucket: anyBucket, n: n}}
 		},
-		estimate: func(v *view, _ int64, _ bool) Estimate {
-			return randomEstimate(v.perMinute, float64(v.waiting))
+		estimate: func(v *view, p *policy, _ int64, fresh bool) Estimate {
+			w := v.waiting
+			if fresh {
+				w++ // the visitor competes too
+			}
+			return randomEstimate(v, p, float64(w))
 		},
 	}
 	passthroughMethod = method{
 		passes: true,
 		// Nobody waits for a slot: the next request passes.
-		estimate: func(*view, int64, bool) Estimate { return Estimate{Known: true} },
+		estimate: func(*view, *policy, int64, bool) Estimate { return Estimate{Known: true} },
 	}
 	rejectMethod = method{rejects: true}
 )

@@ -177,9 +177,13 @@ func (rm *Room) pageData(d Decision, lang string) *page.Data {
 		data.WaitTime25Percentile = int(e.P25 / time.Minute)
 		data.WaitTime50Percentile = int(e.P50 / time.Minute)
 		data.WaitTime75Percentile = int(e.P75 / time.Minute)
-		data.WaitTimeFormatted = e.FormattedIn(lang)
-		data.QueueIsFull = e.Full
 	}
+	// Unknown reads "unavailable", as in the product. Nobody is ever
+	// turned away from the queue, so queueIsFull stays false, even for a
+	// wait too long to estimate.
+	data.WaitTimeFormatted = e.FormattedIn(lang)
+	data.TimeUntilEventStartFormatted = page.FormatUnavailable(lang)
+	data.TimeUntilEventEndFormatted = data.TimeUntilEventStartFormatted
 	if ev := p.event; ev != nil {
 		now := d.now
 		if now == 0 {

@@ -179,9 +179,11 @@ type view struct {
 	waiting            int64
 	buckets            []bucketCount // oldest first
 	admittedThisMinute int64
-	perMinute          float64       // recent admissions per minute
-	admitted           []store.Count // admissions by minute, oldest first
-	instances          int
+	perMinute          float64 // recent admissions per minute
+	// ends is when the live sessions end unless renewed (ends.go).
+	ends      endSchedule
+	admitted  []store.Count // admissions by minute, oldest first
+	instances int
 	// current reports that every live instance reads this release's
 	// formats: they are written (compat.go). False until the first sync.
 	current bool
@@ -217,16 +219,19 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 		}
 	})
 	st.Sessions = slices.DeleteFunc(st.Sessions, func(x store.Session) bool { return !times.kept(&x, now) })
+	ends := newEndCounter(now, times)
 	for i := range st.Sessions {
 		x := &st.Sessions[i]
 		if times.alive(x, now) {
 			v.active++
+			ends.add(x)
 		}
 		if x.Revoked {
 			v.revoked = append(v.revoked, x.ID)
 		}
 	}
 	v.sessions = slices.Clone(st.Sessions)
+	v.ends = ends.schedule()
 
 	st.Admitted = st.Admitted[:0]
 	for k, n := range admitted {

@@ -523,8 +523,8 @@ func TestAdminHistory(t *testing.T) {
 	h = f.getJSON("/history")
 	assert.Equal(t, "2026-05-27T15:54:12Z", h["now"])
 	assert.Equal(t, []any{
-		map[string]any{"t": "2026-05-27T15:54:07Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 8.0},
-		map[string]any{"t": "2026-05-27T15:54:12Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 8.0},
+		map[string]any{"t": "2026-05-27T15:54:07Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 2.0},
+		map[string]any{"t": "2026-05-27T15:54:12Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 2.0},
 	}, h["samples"])
 	assert.Equal(t, []any{map[string]any{"minute": "2026-05-27T15:54:00Z", "admitted": 2.0}}, h["admittedPerMinute"])
 
@@ -585,7 +585,7 @@ func TestAdminStatusPage(t *testing.T) {
 		`<dd id="waiting">2</dd>`,
 		`<span id="admittedThisMinute">3</span>`,
 		`<span id="newUsersPerMinute">3</span>`,
-		`<dd id="outflowPerMinute">6.0</dd>`,
+		`<dd id="outflowPerMinute">3.0</dd>`, // the limit, not 3 in 30 s read as 6 a minute
 		`<dd id="estimatedWait">` + stats.Estimate.Formatted() + `</dd>`,
 		`<dd id="instances">1</dd>`,
 		`<span id="lastSync">2026-05-27T15:54:30Z</span>`,
