@@ -36,7 +36,11 @@ type Estimate struct {
 // fifoEstimate is the wait, as of view v under policy p, of a visitor with
 // ahead visitors in front of them (view.waitAfter).
 func fifoEstimate(v *view, p *policy, ahead float64) Estimate {
-	m, ok := v.waitAfter(p, ahead)
+	byRate := math.NaN()
+	if v.perMinute > 0 {
+		byRate = ahead / v.perMinute
+	}
+	m, ok := v.waitAfter(p, ahead, byRate)
 	if !ok {
 		return Estimate{}
 	}
@@ -68,10 +72,9 @@ func randomAdmissions(waiting, p float64) float64 {
 
 // randomEstimate is the wait range, as of view v under policy p, of one of
 // waiting visitors who all have the same chance at every slot. For each
-// percentile it is the later of two: the minutes the recent admission rate
-// takes to give that chance, and the time the room's limits and its
-// sessions' ends (view.waitAfter) take to free as many slots as that
-// chance needs.
+// percentile it is the time the room takes to let in as many visitors as
+// that chance needs (view.waitAfter), the recent admission rate giving
+// the minutes that chance takes.
 func randomEstimate(v *view, p *policy, waiting float64) Estimate {
 	if waiting <= 0 {
 		return Estimate{Known: true}
@@ -79,12 +82,13 @@ func randomEstimate(v *view, p *policy, waiting float64) Estimate {
 	var e Estimate
 	out := [...]*time.Duration{&e.P25, &e.P50, &e.P75}
 	for i, pct := range randomPercentiles {
-		m, ok := v.waitAfter(p, randomAdmissions(waiting, pct)-1)
+		byRate := math.NaN()
+		if v.perMinute > 0 {
+			byRate = randomMinutes(v.perMinute/waiting, pct)
+		}
+		m, ok := v.waitAfter(p, randomAdmissions(waiting, pct)-1, byRate)
 		if !ok {
 			return Estimate{}
-		}
-		if v.perMinute > 0 {
-			m = max(m, randomMinutes(v.perMinute/waiting, pct))
 		}
 		*out[i] = minutes(m)
 	}

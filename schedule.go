@@ -90,30 +90,37 @@ func (s *endSchedule) end(j int64) (at int64, renewing, ok bool) {
 
 // waitAfter is the wait, in minutes, for the admission that follows ahead
 // other visitors', as of view v under policy p, and whether it is known.
-// It is the latest of three times, each one a bound the wait cannot beat:
+// byRate is the wait, in minutes, the recent admission rate gives (no
+// more than ahead ÷ rate for FIFO), or NaN when nothing was let in lately.
+// The wait is the latest of the bounds that apply:
 //
 //   - the limit on new visitors: NewUsersPerMinute a minute, spread over
 //     the minute, counting those admitted this minute already;
-//   - the slots: a visitor gets in when a slot is free, and the room
-//     knows when each live session ends unless renewed (the state counts
-//     every active visitor by the second of their latest request), so the
-//     k-th slot to free is the k-th session end. Beyond the live sessions,
-//     slots come round again once per session hold: the session duration,
-//     or the active visitors over the observed outflow when that is longer
-//     (visitors who keep browsing hold their slot longer);
-//   - the observed outflow: ahead visitors at the recent admission rate,
-//     which counts the sessions that were renewed rather than ended.
+//   - while TotalActiveUsers binds, the slots: a visitor gets in when a
+//     slot frees, and the room knows when each live session ends unless
+//     renewed (the state counts every active visitor by the second of
+//     their latest request), so the k-th slot to free is the k-th session
+//     end. Beyond the live sessions, slots come round once per session
+//     hold: the session duration, or the active visitors over the
+//     observed outflow when that is longer (visitors who keep browsing
+//     hold their slot longer);
+//   - byRate, when the slots do not bind or the slot waited for is held
+//     by a session seen within the last minute (which may be renewed, so
+//     its end is only the earliest the slot can free). Where the ends are
+//     known, the rate is not used: slots that free in bursts (sessions
+//     that began together) make a rate that is wrong at every moment.
 //
-// The wait is unknown when nothing was let in lately and the slot it
-// waits for is held by a session seen within the last minute: its end is
-// only the earliest it can come.
-func (v *view) waitAfter(p *policy, ahead float64) (float64, bool) {
+// The wait is unknown when the slot waited for is held by a session seen
+// within the last minute and nothing was let in lately.
+func (v *view) waitAfter(p *policy, ahead, byRate float64) (float64, bool) {
 	if math.IsNaN(ahead) || v.at == 0 {
 		return 0, false // a view before the first sync knows nothing
 	}
 	ahead = min(max(ahead, 0), 1e12)
 	k := int64(ahead) + 1 // this visitor's admission, counted from the view's
 	var wait float64      // ms
+	rated := !math.IsNaN(byRate)
+	byRate *= 60_000
 
 	// New Users Per Minute, spread over each minute.
 	if nupm := int64(p.NewUsersPerMinute); nupm > 0 {
@@ -123,32 +130,34 @@ func (v *view) waitAfter(p *policy, ahead float64) (float64, bool) {
 	}
 
 	// Total Active Users: the k-th slot to free, as the sessions end.
-	if tau := int64(p.TotalActiveUsers); tau > 0 && k > tau-v.active {
-		free := tau - v.active // negative while more are active than the limit
-		i := k - 1
-		round, i := i/tau, i%tau
-		at := v.at
-		renewing := false
-		if i >= free {
-			var ok bool
-			at, renewing, ok = v.ends.end(i - free + 1)
-			if !ok { // fewer session records than active visitors: a legacy count
-				at, renewing = v.at+p.session, true
-			}
+	tau := int64(p.TotalActiveUsers)
+	if tau <= 0 || k <= tau-v.active {
+		if rated {
+			wait = max(wait, byRate)
 		}
-		hold := float64(p.session)
-		if v.perMinute > 0 {
-			hold = max(hold, float64(v.active)/v.perMinute*60_000)
+		return wait / 60_000, true
+	}
+	free := tau - v.active // negative while more are active than the limit
+	round, i := (k-1)/tau, (k-1)%tau
+	at := v.at
+	renewing := false
+	if i >= free {
+		var ok bool
+		at, renewing, ok = v.ends.end(i - free + 1)
+		if !ok { // fewer session records than active visitors: a legacy count
+			at, renewing = v.at+p.session, true
 		}
-		if v.perMinute <= 0 && renewing {
+	}
+	hold := float64(p.session)
+	if v.perMinute > 0 {
+		hold = max(hold, float64(v.active)/v.perMinute*60_000)
+	}
+	wait = max(wait, float64(at-v.at)+float64(round)*hold)
+	if renewing {
+		if !rated {
 			return 0, false
 		}
-		wait = max(wait, float64(at-v.at)+float64(round)*hold)
-	}
-
-	// The observed outflow.
-	if v.perMinute > 0 {
-		wait = max(wait, ahead/v.perMinute*60_000)
+		wait = max(wait, byRate)
 	}
 	return wait / 60_000, true
 }
