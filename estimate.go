@@ -31,6 +31,18 @@ type Estimate struct {
 	// estimate: Known is false and the durations zero. Nobody is turned
 	// away for it (the page's queueIsFull stays false).
 	Full bool
+	// Position is, for FIFO queueing, about where the visitor is in line:
+	// 1 + the visitors ahead, who are everyone waiting in an older
+	// arrival minute and half of the visitor's own minute (everyone
+	// waiting, for a visitor who just arrived). It is known from the
+	// counts even when the wait is not. 0 when not known or not FIFO.
+	Position int
+	// ChancePerMinute is, for random queueing, the chance, in [0, 1], that
+	// a visitor who keeps refreshing is let in within the next minute,
+	// as P50 implies (the chance each minute that gives one half by P50):
+	// the page turns it into a chance per refresh. 0 when not known or
+	// not random.
+	ChancePerMinute float64
 }
 
 // fifoEstimate is the wait, as of view v under policy p, of a visitor with
@@ -40,11 +52,17 @@ func fifoEstimate(v *view, p *policy, ahead float64) Estimate {
 	if v.perMinute > 0 {
 		byRate = ahead / v.perMinute
 	}
+	pos := int(min(math.Round(max(ahead, 0)), 1e9)) + 1
 	m, ok := v.waitAfter(p, ahead, byRate)
 	if !ok {
-		return Estimate{}
+		if math.IsNaN(ahead) {
+			return Estimate{}
+		}
+		return Estimate{Position: pos}
 	}
-	return capEstimate(Estimate{Known: true, Wait: minutes(m)})
+	e := capEstimate(Estimate{Known: true, Wait: minutes(m)})
+	e.Position = pos
+	return e
 }
 
 // randomMinutes is the number of minutes n after which a visitor has been
@@ -77,9 +95,10 @@ func randomAdmissions(waiting, p float64) float64 {
 // the minutes that chance takes.
 func randomEstimate(v *view, p *policy, waiting float64) Estimate {
 	if waiting <= 0 {
-		return Estimate{Known: true}
+		return Estimate{Known: true, ChancePerMinute: 1}
 	}
 	var e Estimate
+	var median float64 // minutes, not rounded
 	out := [...]*time.Duration{&e.P25, &e.P50, &e.P75}
 	for i, pct := range randomPercentiles {
 		byRate := math.NaN()
@@ -91,9 +110,17 @@ func randomEstimate(v *view, p *policy, waiting float64) Estimate {
 			return Estimate{}
 		}
 		*out[i] = minutes(m)
+		if pct == 0.5 {
+			median = m
+		}
 	}
 	e.Known, e.Wait = true, e.P50
-	return capEstimate(e)
+	e = capEstimate(e)
+	e.ChancePerMinute = 1
+	if median > 0 {
+		e.ChancePerMinute = 1 - math.Pow(0.5, 1/median)
+	}
+	return e
 }
 
 // capEstimate makes an estimate beyond maxEstimate unknown.

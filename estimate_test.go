@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
+	"github.com/go-waitingroom/waitingroom/page"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -61,7 +62,12 @@ func TestFIFOEstimate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, p := flowing(tc.per)
-			assert.Equal(t, tc.want, fifoEstimate(v, p, tc.ahead))
+			got := fifoEstimate(v, p, tc.ahead)
+			if !math.IsNaN(tc.ahead) {
+				assert.Equal(t, int(min(tc.ahead, 1e9))+1, got.Position, "position in line")
+			}
+			got.Position = 0
+			assert.Equal(t, tc.want, got)
 		})
 	}
 }
@@ -69,12 +75,18 @@ func TestFIFOEstimate(t *testing.T) {
 func TestRandomEstimate(t *testing.T) {
 	v, p := flowing(10)
 	e := randomEstimate(v, p, 100)
+	// 10 of 100 let in a minute: a chance of 10 % a minute.
+	assert.InDelta(t, 0.1, e.ChancePerMinute, 1e-9)
+	e.ChancePerMinute = 0
 	assert.Equal(t, Estimate{Known: true, Wait: 7 * time.Minute, P25: 3 * time.Minute, P50: 7 * time.Minute, P75: 14 * time.Minute}, e)
 	assert.Equal(t, "3 minutes to 14 minutes", e.Formatted())
 	v, p = flowing(5)
-	assert.Equal(t, Estimate{Known: true}, randomEstimate(v, p, 0))
+	assert.Equal(t, Estimate{Known: true, ChancePerMinute: 1}, randomEstimate(v, p, 0))
 	v, p = flowing(1)
-	assert.Equal(t, Estimate{Full: true}, randomEstimate(v, p, 1e6), "beyond a day: unknown")
+	e = randomEstimate(v, p, 1e6)
+	assert.InDelta(t, 1e-6, e.ChancePerMinute, 1e-9)
+	e.ChancePerMinute = 0
+	assert.Equal(t, Estimate{Full: true}, e, "beyond a day: unknown")
 }
 
 // TestEstimateKnowsWhenSessionsEnd holds that while TotalActiveUsers
@@ -123,7 +135,10 @@ func TestEstimateKnowsWhenSessionsEnd(t *testing.T) {
 		{"abandoned, nothing flows", room(0, sec-200, sec-200, sec-100), 1, Estimate{Known: true, Wait: 2 * time.Minute}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, fifoEstimate(tc.v, p, tc.ahead))
+			got := fifoEstimate(tc.v, p, tc.ahead)
+			assert.Equal(t, int(tc.ahead)+1, got.Position, "position in line")
+			got.Position = 0
+			assert.Equal(t, tc.want, got)
 		})
 	}
 }
@@ -284,5 +299,59 @@ func TestEstimateWhileSessionsHoldTheSlots(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlaceInLine holds what the page shows of a visitor's place: FIFO,
+// the position; random, the chance at each refresh, as 1 in n, from the
+// chance a minute the median implies.
+func TestPlaceInLine(t *testing.T) {
+	fifo := &page.Data{IsFIFOQueue: true, RefreshIntervalSeconds: 20}
+	random := &page.Data{IsRandomQueue: true, RefreshIntervalSeconds: 20}
+	for _, tc := range []struct {
+		name          string
+		e             Estimate
+		d             *page.Data
+		position, one int
+	}{
+		{"fifo", Estimate{Known: true, Position: 31}, fifo, 31, 0},
+		{"fifo, wait unknown", Estimate{Position: 31}, fifo, 31, 0},
+		{"fifo, nothing known", Estimate{}, fifo, 0, 0},
+		// 10 % a minute is 1 − 0.9^(1/3) ≈ 3.5 % per 20-second refresh.
+		{"random", Estimate{Known: true, ChancePerMinute: 0.1}, random, 0, 29},
+		{"random, certain", Estimate{Known: true, ChancePerMinute: 1}, random, 0, 1},
+		{"random, slim", Estimate{ChancePerMinute: 1e-12}, random, 0, 1e9},
+		{"random, unknown", Estimate{}, random, 0, 0},
+		{"random, no refresh", Estimate{ChancePerMinute: 0.1}, &page.Data{IsRandomQueue: true}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			position, one := placeInLine(tc.e, tc.d)
+			assert.Equal(t, tc.position, position)
+			assert.Equal(t, tc.one, one)
+		})
+	}
+	// In a room: the FIFO JSON shows the position behind those waiting,
+	// the random one a chance.
+	for _, method := range []QueueingMethod{FIFO, Random} {
+		tr := newTestRoom(t, func(c *Config) {
+			c.TotalActiveUsers, c.NewUsersPerMinute, c.QueueingMethod = 1000, 10, method
+		})
+		for range 10 {
+			require.True(t, admitted(tr.get(&visitor{}, "")))
+		}
+		for range 30 {
+			require.True(t, isWaiting(tr.get(&visitor{}, "")))
+		}
+		tr.clk.Add(30 * time.Second)
+		tr.sync()
+		got := jsonBody(t, tr.get(&visitor{}, "application/json"))
+		if method == FIFO {
+			assert.Equal(t, 31.0, got["positionInLine"])
+			assert.Equal(t, 0.0, got["chancePerRefreshOneIn"])
+			continue
+		}
+		assert.Equal(t, 0.0, got["positionInLine"])
+		assert.Greater(t, got["chancePerRefreshOneIn"], 1.0)
+		assert.Less(t, got["chancePerRefreshOneIn"], 31.0)
 	}
 }

@@ -479,6 +479,8 @@ func TestJSONResponse(t *testing.T) {
 				"waitTime50Percentile":         float64(0),
 				"waitTime75Percentile":         float64(0),
 				"waitTimeFormatted":            "20 minutes",
+				"positionInLine":               float64(31), // behind the 30 waiting
+				"chancePerRefreshOneIn":        float64(0),
 				"queueIsFull":                  false,
 				"queueAll":                     false,
 				"queueingMethod":               "fifo",

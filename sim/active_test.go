@@ -70,6 +70,10 @@ func TestEstimatesWhileActiveBinds(t *testing.T) {
 					t.Logf("FIFO estimate error over %d visitors: median %.3f, p90 %.3f, bias %+.3f", ee.N, ee.Median, ee.P90, ee.Bias)
 					require.Greater(t, ee.N, 50)
 					assert.LessOrEqual(t, ee.Median, 0.20, "median relative error of the first FIFO estimate")
+					pe := res.PositionError
+					require.NotNil(t, pe)
+					t.Logf("FIFO position error over %d visitors: median %.3f, p90 %.3f, bias %+.3f", pe.N, pe.Median, pe.P90, pe.Bias)
+					assert.LessOrEqual(t, pe.Median, 0.10, "median relative error of the position in line")
 				case waitingroom.Random:
 					c := res.Calibration
 					require.NotNil(t, c)
