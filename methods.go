@@ -38,6 +38,9 @@ type method struct {
 	passes bool
 	// rejects closes the site: nobody reaches the application.
 	rejects bool
+	// ordered lets visitors in by arrival bucket, oldest first: a bucket
+	// whose due visitors the free slots cover entirely is not paced.
+	ordered bool
 	// layout lays n free slots out over the buckets of waiting visitors
 	// (oldest first, with how many of each are due); nil for a method that
 	// grants no slots.
@@ -50,6 +53,7 @@ type method struct {
 
 var (
 	fifoMethod = method{
+		ordered: true,
 		// Reserve for the oldest buckets first; fresh arrivals get what
 		// is left once every waiting visitor is covered. Every instance
 		// reserves for the whole of an older bucket, not for its traffic
