@@ -355,3 +355,27 @@ func TestPlaceInLine(t *testing.T) {
 		assert.Less(t, got["chancePerRefreshOneIn"], 31.0)
 	}
 }
+
+// TestWaitBeyondADay holds that a wait longer than a day is unknown
+// ("unavailable"), not a known "25 hours", and that the queue is not
+// called full: nobody is turned away.
+func TestWaitBeyondADay(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 1
+	})
+	require.True(t, admitted(tr.get(&visitor{}, "")))
+	for range 1500 {
+		require.True(t, isWaiting(tr.get(&visitor{}, "")))
+	}
+	tr.clk.Add(30 * time.Second)
+	tr.sync()
+	got := jsonBody(t, tr.get(&visitor{}, "application/json"))
+	assert.Equal(t, false, got["waitTimeKnown"])
+	assert.Equal(t, "unavailable", got["waitTimeFormatted"])
+	assert.Equal(t, 0.0, got["waitTime"])
+	assert.Equal(t, false, got["queueIsFull"], "nobody is turned away")
+	assert.Equal(t, 1501.0, got["positionInLine"], "the place is known all the same")
+	e := tr.Stats().Estimate
+	assert.False(t, e.Known)
+	assert.True(t, e.Full)
+}

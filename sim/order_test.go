@@ -20,8 +20,9 @@ import (
 // sync (the time to come back for a slot held for them).
 func TestFIFOOrderAtMinuteBoundaries(t *testing.T) {
 	t.Parallel()
-	for _, perMinute := range []int{100, 150, 200} {
-		for _, seed := range []uint64{7, 8} {
+	// Small runs keep the case that showed it.
+	for _, perMinute := range pick([]int{100, 150, 200}, []int{150}) {
+		for _, seed := range pick([]uint64{7, 8}, []uint64{7}) {
 			t.Run(fmt.Sprintf("%d a minute, seed %d", perMinute, seed), func(t *testing.T) {
 				t.Parallel()
 				res := simulate(t, Options{
