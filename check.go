@@ -450,5 +450,5 @@ func (rm *Room) estimate(v *view, p *policy, b int64, fresh bool) Estimate {
 	if p.QueueAll || p.prequeue || p.method.estimate == nil {
 		return Estimate{}
 	}
-	return p.method.estimate(v, p.bucket(b), fresh)
+	return p.method.estimate(v, p, p.bucket(b), fresh)
 }

@@ -61,7 +61,7 @@ func TestLocalizedWait(t *testing.T) {
 	tr.clk.Add(45 * time.Second)
 	tr.sync()
 	got := jsonBody(t, tr.get(&visitor{}, "application/json"))
-	assert.Equal(t, "3 Minuten", got["waitTimeFormatted"])
+	assert.Equal(t, "20 Minuten", got["waitTimeFormatted"])
 }
 
 func jsonBody(t *testing.T, w *httptest.ResponseRecorder) map[string]any {

@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"bytes"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -204,9 +205,14 @@ func (rm *Room) pageData(d Decision, lang string) *page.Data {
 		data.WaitTime25Percentile = int(e.P25 / time.Minute)
 		data.WaitTime50Percentile = int(e.P50 / time.Minute)
 		data.WaitTime75Percentile = int(e.P75 / time.Minute)
-		data.WaitTimeFormatted = e.FormattedIn(lang)
-		data.QueueIsFull = e.Full
 	}
+	// Unknown reads "unavailable", as in the product. Nobody is ever
+	// turned away from the queue, so queueIsFull stays false, even for a
+	// wait too long to estimate.
+	data.WaitTimeFormatted = e.FormattedIn(lang)
+	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data)
+	data.TimeUntilEventStartFormatted = page.FormatUnavailable(lang)
+	data.TimeUntilEventEndFormatted = data.TimeUntilEventStartFormatted
 	if ev := p.event; ev != nil {
 		untilStart := ceilMinutes(ev.Start.UnixMilli() - now)
 		untilEnd := ceilMinutes(ev.End.UnixMilli() - now)
@@ -230,6 +236,19 @@ func (rm *Room) pageData(d Decision, lang string) *page.Data {
 // ceilSeconds is ms rounded up to whole seconds, at least one.
 func ceilSeconds(ms int64) int {
 	return int(max(1, (ms+999)/1000))
+}
+
+// placeInLine is what the page shows of a visitor's place: FIFO, the
+// position in line; random, the chance at each refresh as 1 in n.
+func placeInLine(e Estimate, data *page.Data) (position, oneIn int) {
+	switch {
+	case data.IsFIFOQueue:
+		return e.Position, 0
+	case data.IsRandomQueue && e.ChancePerMinute > 0 && data.RefreshIntervalSeconds > 0:
+		c := 1 - math.Pow(1-min(e.ChancePerMinute, 1), float64(data.RefreshIntervalSeconds)/60)
+		return 0, int(min(max(math.Round(1/c), 1), 1e9))
+	}
+	return 0, 0
 }
 
 // ceilMinutes is ms rounded up to whole minutes, never negative.

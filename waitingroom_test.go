@@ -466,18 +466,21 @@ func TestJSONResponse(t *testing.T) {
 			assert.Equal(t, tr.clk.Now().UTC().Format("2006-01-02T15:04:05.000Z"), lastUpdated)
 			delete(got, "refreshIntervalSeconds")
 			delete(got, "lastUpdated")
-			// 30 ahead at 10 admitted in the first 45 s (13.3 a minute):
-			// 2.25 minutes, shown rounded up.
+			// All 10 slots held by sessions of 5 minutes (the default)
+			// and 30 ahead: this visitor gets the slot that comes round
+			// for the fourth time, 5 + 3 × 5 minutes from now.
 			assert.Equal(t, map[string]any{
 				"inWaitingRoom":                true,
 				"waitTimeKnown":                true,
-				"waitTime":                     float64(3),
+				"waitTime":                     float64(20),
 				"waitTimeHours":                float64(0),
-				"waitTimeHourMinutes":          float64(3),
+				"waitTimeHourMinutes":          float64(20),
 				"waitTime25Percentile":         float64(0),
 				"waitTime50Percentile":         float64(0),
 				"waitTime75Percentile":         float64(0),
-				"waitTimeFormatted":            "3 minutes",
+				"waitTimeFormatted":            "20 minutes",
+				"positionInLine":               float64(31), // behind the 30 waiting
+				"chancePerRefreshOneIn":        float64(0),
 				"queueIsFull":                  false,
 				"queueAll":                     false,
 				"queueingMethod":               "fifo",
@@ -489,9 +492,9 @@ func TestJSONResponse(t *testing.T) {
 				"isEventPrequeueing":           false,
 				"shuffleAtEventStart":          false,
 				"timeUntilEventStart":          float64(0),
-				"timeUntilEventStartFormatted": "",
+				"timeUntilEventStartFormatted": "unavailable",
 				"timeUntilEventEnd":            float64(0),
-				"timeUntilEventEndFormatted":   "",
+				"timeUntilEventEndFormatted":   "unavailable",
 			}, got)
 		})
 	}

@@ -442,10 +442,10 @@ func (a *admin) page(w http.ResponseWriter) {
 		LastSync: "never",
 	}
 	switch {
-	case !st.EstimatedWait.Known:
-		d.Wait = "unknown"
 	case st.EstimatedWait.Full:
 		d.Wait = "more than a day"
+	case !st.EstimatedWait.Known:
+		d.Wait = "unknown"
 	}
 	if st.LastSync != nil {
 		d.LastSync = st.LastSync.Format(time.RFC3339)

@@ -537,8 +537,8 @@ func TestAdminHistory(t *testing.T) {
 	h = f.getJSON("/history")
 	assert.Equal(t, "2026-05-27T15:54:12Z", h["now"])
 	assert.Equal(t, []any{
-		map[string]any{"t": "2026-05-27T15:54:07Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 8.0},
-		map[string]any{"t": "2026-05-27T15:54:12Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 8.0},
+		map[string]any{"t": "2026-05-27T15:54:07Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 2.0},
+		map[string]any{"t": "2026-05-27T15:54:12Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 2.0},
 	}, h["samples"])
 	assert.Equal(t, []any{map[string]any{"minute": "2026-05-27T15:54:00Z", "admitted": 2.0}}, h["admittedPerMinute"])
 
@@ -599,7 +599,7 @@ func TestAdminStatusPage(t *testing.T) {
 		`<dd id="waiting">2</dd>`,
 		`<span id="admittedThisMinute">3</span>`,
 		`<span id="newUsersPerMinute">3</span>`,
-		`<dd id="outflowPerMinute">6.0</dd>`,
+		`<dd id="outflowPerMinute">3.0</dd>`, // the limit, not 3 in 30 s read as 6 a minute
 		`<dd id="estimatedWait">` + stats.Estimate.Formatted() + `</dd>`,
 		`<dd id="instances">1</dd>`,
 		`<span id="lastSync">2026-05-27T15:54:30Z</span>`,
@@ -939,8 +939,8 @@ func TestAdminPreview(t *testing.T) {
 
 	live := states(f.do(http.MethodGet, "/preview", ""))
 	assert.Equal(t, "<p>12 minutes</p>", live["queueing"]["html"])
-	assert.Equal(t, "<p>all </p>", live["queueAll"]["html"])
-	assert.Equal(t, "<p>closed </p>", live["reject"]["html"])
+	assert.Equal(t, "<p>all unavailable</p>", live["queueAll"]["html"])
+	assert.Equal(t, "<p>closed unavailable</p>", live["reject"]["html"])
 	assert.Equal(t, 200.0, live["queueing"]["status"])
 	data := live["eventPrequeue"]["data"].(map[string]any)
 	assert.Equal(t, true, data["isEventPrequeueing"])
@@ -958,7 +958,7 @@ func TestAdminPreview(t *testing.T) {
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
 	assert.Equal(t, "sandbox allow-scripts", w.Header().Get("Content-Security-Policy"))
-	assert.Equal(t, "<p>all </p>", w.Body.String())
+	assert.Equal(t, "<p>all unavailable</p>", w.Body.String())
 	w = f.do(http.MethodPost, "/preview?state=reject", `{"template":"<b>{{isRejectQueue}}</b>"}`)
 	assert.Equal(t, "<b>true</b>", w.Body.String())
 

@@ -37,6 +37,11 @@
 //	timeUntilEventEnd             number  minutes until the running event ends (0 when unknown)
 //	timeUntilEventEndFormatted    string  the same for people, e.g. "1 hour"
 //	shuffleAtEventStart           bool    everyone queued before the event starts gets a random place when it starts
+//	positionInLine                number  FIFO: about where the visitor is in line, 1 being next (0 when not known)
+//	chancePerRefreshOneIn         number  random: the chance of getting in at each refresh is about 1 in this (0 when not known)
+//
+// The last two are this package's own: the commercial product shows
+// neither, and templates written for it do not use them.
 //
 // Booleans open sections ({{#queueIsFull}}...{{/queueIsFull}}) and inverted
 // sections ({{^waitTimeKnown}}...{{/waitTimeKnown}}). {{name}} escapes HTML;
@@ -161,6 +166,18 @@ type Data struct {
 	// event starts gets a random place in it when the event starts. The
 	// default page says so during the pre-queue.
 	ShuffleAtEventStart bool `json:"shuffleAtEventStart"`
+
+	// PositionInLine is, for FIFO queueing, about where the visitor is in
+	// line: 1 is next. It counts the visitors waiting in older arrival
+	// minutes and half of the visitor's own minute, so it is accurate to
+	// the visitor's arrival minute. 0 when not known (random queueing,
+	// queueAll, a pre-queue).
+	PositionInLine int `json:"positionInLine"`
+	// ChancePerRefreshOneIn is, for random queueing, the visitor's chance
+	// of getting in at each refresh, as 1 in ChancePerRefreshOneIn (1:
+	// certain). 0 when not known (FIFO queueing, queueAll, a pre-queue,
+	// an unknown wait).
+	ChancePerRefreshOneIn int `json:"chancePerRefreshOneIn"`
 }
 
 // internalPrefix starts the names of the variables through which the default
@@ -200,6 +217,9 @@ func (d *Data) vars() map[string]any {
 		"timeUntilEventEnd":            d.TimeUntilEventEnd,
 		"timeUntilEventEndFormatted":   d.TimeUntilEventEndFormatted,
 		"shuffleAtEventStart":          d.ShuffleAtEventStart,
+
+		"positionInLine":        d.PositionInLine,
+		"chancePerRefreshOneIn": d.ChancePerRefreshOneIn,
 	}
 }
 
