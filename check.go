@@ -71,7 +71,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 	held := ok && c.acceptedAt == 0 && now-c.lastCheckIn < rm.hold
 	if held && now < c.lastCheckIn+c.refresh {
 		// Too early: the same page, no new chance.
-		rm.tooEarly(d, v, pol, c, c.lastCheckIn+c.refresh)
+		rm.tooEarly(d, v, pol, c, c.lastCheckIn, c.lastCheckIn+c.refresh)
 		return nil
 	}
 
@@ -125,7 +125,15 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		switch ch, seen = rm.chances.get(c.id); {
 		case seen && now < ch.next:
 			rm.mu.Unlock()
-			rm.tooEarly(d, v, pol, c, ch.next)
+			// The latest attempt is this cookie's when its interval
+			// leads to the chance due; a copy's (older) says nothing
+			// of it, and the nominal interval stands in for the one
+			// drawn.
+			last := c.lastCheckIn
+			if last+c.refresh != ch.next {
+				last = ch.next - rm.cfg.RefreshInterval.Milliseconds()
+			}
+			rm.tooEarly(d, v, pol, c, last, ch.next)
 			return nil
 		case seen:
 			due = ch.next
@@ -194,6 +202,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		}
 		d.Outcome = Waiting
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
+		d.last = now
 		d.Estimate = rm.estimate(v, pol, c.bucket, fresh)
 	}
 	d.cookie = rm.encodeCookie(v, c)
@@ -206,7 +215,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 func (rm *Room) join(d *Decision, v *view, p *policy, c cookieState, x store.Session) {
 	if p.method.rejects {
 		rm.mu.Unlock()
-		rm.tooEarly(d, v, p, c, d.now+rm.cfg.RefreshInterval.Milliseconds())
+		rm.tooEarly(d, v, p, c, d.now, d.now+rm.cfg.RefreshInterval.Milliseconds())
 		return
 	}
 	t := store.Session{ID: c.id, Admitted: x.Admitted, Seen: floorDiv(d.now, 1000)}
@@ -272,14 +281,17 @@ func (rm *Room) shutOut(d *Decision, v *view, p *policy, c cookieState, waiting 
 		d.Outcome = Rejected
 		return
 	}
-	rm.tooEarly(d, v, p, c, d.now+rm.cfg.RefreshInterval.Milliseconds())
+	rm.tooEarly(d, v, p, c, d.now, d.now+rm.cfg.RefreshInterval.Milliseconds())
 }
 
 // tooEarly answers a waiting visitor who gets no new chance before next
-// (Unix ms): the same page, the cookie left alone.
-func (rm *Room) tooEarly(d *Decision, v *view, p *policy, c cookieState, next int64) {
+// (Unix ms): the same page, the cookie left alone. last (Unix ms) is the
+// visitor's latest attempt that counted, which the page shows as
+// lastUpdated.
+func (rm *Room) tooEarly(d *Decision, v *view, p *policy, c cookieState, last, next int64) {
 	d.Outcome = Waiting
 	d.RefreshAfter = time.Duration(max(next-d.now, 1000)) * time.Millisecond
+	d.last = min(last, d.now)
 	d.Estimate = rm.estimate(v, p, c.bucket, false)
 }
 
@@ -439,5 +451,5 @@ func (rm *Room) estimate(v *view, p *policy, b int64, fresh bool) Estimate {
 	if p.QueueAll || p.prequeue || p.method.estimate == nil {
 		return Estimate{}
 	}
-	return p.method.estimate(v, p.bucket(b), fresh)
+	return p.method.estimate(v, p, p.bucket(b), fresh)
 }

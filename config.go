@@ -105,10 +105,12 @@ type Config struct {
 
 	// SessionDuration is how long an admitted visitor stays active after
 	// their latest request. Default 5 minutes; 1 to 30 minutes.
+	// Changeable with Room.Update.
 	SessionDuration time.Duration
 	// DisableSessionRenewal caps a session at SessionDuration from
 	// admission, however active the visitor is; then they queue again, at
-	// the back. Default false (requests renew the session).
+	// the back. Default false (requests renew the session). Changeable
+	// with Room.Update.
 	DisableSessionRenewal bool
 
 	// QueueingMethod is FIFO (the default), Random, Passthrough or Reject.
@@ -147,6 +149,7 @@ type Config struct {
 
 	// QueueingStatusCode is the status of waiting responses: 200 (the
 	// default), 202 or 429. With 429 a Retry-After header is added.
+	// Changeable with Room.Update.
 	QueueingStatusCode int
 
 	// HTTPS states that the site is served over HTTPS (directly or behind a
@@ -175,13 +178,24 @@ type Config struct {
 	Keys [][]byte
 
 	// Template is a custom Mustache template for the waiting page.
-	// Default: the embedded page of package template. A template that does
-	// not parse makes New fail.
+	// Default: the embedded page of package page. A template that does
+	// not parse makes New fail. Changeable with Room.Update; it travels
+	// in the shared state, read and written at every sync, so keep it
+	// small (inline a few kilobytes, link larger assets from another
+	// host).
 	Template string
 	// JSONKey is the top-level key of JSON waiting responses. Default
 	// "waitingRoom"; "cfWaitingRoom" serves clients written for the
 	// commercial product unchanged.
 	JSONKey string
+	// StrictJSONAccept answers JSON only to requests whose one Accept
+	// header is exactly "application/json" (case and surrounding spaces
+	// aside), as the commercial product does; anything else, such as
+	// "application/json, text/plain", gets the page. Default false: JSON
+	// for any Accept header that lists application/json and not text/html
+	// (page.WantsJSON), which is what clients of earlier releases rely on,
+	// and what a browser never sends for a page.
+	StrictJSONAccept bool
 	// Language is the language of the default page's texts and of the
 	// formatted waits, a BCP 47 tag among page.Languages(). Default
 	// "en".
@@ -227,10 +241,11 @@ type Config struct {
 }
 
 // Settings are the parts of the configuration that can change while the
-// room runs (Room.Update). They live in the shared state, so every instance
-// follows a change at its next sync. Each field takes the values, within
-// the bounds, of the Config field of the same name (the limits at most
-// MaxLimit).
+// room runs (Room.Update): every one a visitor's experience depends on.
+// They live in the shared state, so every instance follows a change at its
+// next sync. Each field takes the values, within the bounds, of the Config
+// field of the same name (the limits at most MaxLimit); for the last four,
+// the zero value means the default, as in a Config.
 type Settings struct {
 	QueueingMethod    QueueingMethod `json:"queueingMethod"`
 	TotalActiveUsers  int            `json:"totalActiveUsers"`
@@ -239,6 +254,19 @@ type Settings struct {
 	Suspended         bool           `json:"suspended"`
 	// Events are the scheduled events, sorted by start; no two overlap.
 	Events []Event `json:"events,omitempty"`
+
+	// SessionDuration, in nanoseconds in JSON: 0 means
+	// DefaultSessionDuration. A change applies to sessions under way:
+	// shortened, a session whose latest request is further back than the
+	// new duration is over.
+	SessionDuration time.Duration `json:"sessionDuration,omitempty"`
+	// DisableSessionRenewal caps sessions under way too.
+	DisableSessionRenewal bool `json:"disableSessionRenewal,omitempty"`
+	// QueueingStatusCode: 0 means 200.
+	QueueingStatusCode int `json:"queueingStatusCode,omitempty"`
+	// Template is the waiting page's Mustache source: "" means the
+	// default page.
+	Template string `json:"template,omitempty"`
 }
 
 // Validate reports whether Room.Update would accept s: nil, or an error
@@ -247,7 +275,11 @@ type Settings struct {
 func (s *Settings) Validate() error { return s.validate() }
 
 // validate checks s and sorts its events.
-func (s *Settings) validate() error {
+func (s *Settings) validate() error { return s.validateWith(parseTemplate) }
+
+// validateWith checks s, with parse checking templates, and sorts its
+// events.
+func (s *Settings) validateWith(parse func(string) error) error {
 	for _, e := range s.Events {
 		switch {
 		case e.TotalActiveUsers > MaxLimit:
@@ -256,8 +288,21 @@ func (s *Settings) validate() error {
 			return invalid("event %q: NewUsersPerMinute must be at most MaxLimit (%d), got %d", e.Name, MaxLimit, e.NewUsersPerMinute)
 		}
 	}
-	if err := validateEvents(s.Events, parseTemplate); err != nil {
+	if err := validateEvents(s.Events, parse); err != nil {
 		return err
+	}
+	switch s.QueueingStatusCode {
+	case 0, http.StatusOK, http.StatusAccepted, http.StatusTooManyRequests:
+	default:
+		return invalid("QueueingStatusCode must be 200, 202 or 429, got %d", s.QueueingStatusCode)
+	}
+	if d := s.SessionDuration; d != 0 && (d < MinSessionDuration || d > MaxSessionDuration) {
+		return invalid("SessionDuration must be between %v and %v, got %v", MinSessionDuration, MaxSessionDuration, d)
+	}
+	if s.Template != "" {
+		if err := parse(s.Template); err != nil {
+			return fmt.Errorf("waitingroom: %w: Template: %w", ErrInvalidConfig, err)
+		}
 	}
 	switch {
 	case !s.QueueingMethod.valid():
@@ -281,6 +326,30 @@ func (s *Settings) hash() uint64 {
 	b, _ := json.Marshal(s)
 	h.Write(b)
 	return h.Sum64() | 1 // never 0, which means "never set"
+}
+
+// previousHash is the hash the previous release computes for the same
+// Config, whose Settings lack the last four fields: s's hash without them.
+func (s *Settings) previousHash() uint64 {
+	p := *s
+	p.SessionDuration, p.DisableSessionRenewal, p.QueueingStatusCode, p.Template = 0, false, 0, ""
+	return p.hash()
+}
+
+// sessionDuration is the session's length in ms.
+func (s *Settings) sessionDuration() int64 {
+	if s.SessionDuration == 0 {
+		return DefaultSessionDuration.Milliseconds()
+	}
+	return s.SessionDuration.Milliseconds()
+}
+
+// queueingStatusCode is the status of waiting responses.
+func (s *Settings) queueingStatusCode() int {
+	if s.QueueingStatusCode == 0 {
+		return http.StatusOK
+	}
+	return s.QueueingStatusCode
 }
 
 func invalid(format string, a ...any) error {
@@ -332,12 +401,8 @@ func (c Config) normalize() (Config, error) {
 	if c.QueueHold < 2*c.RefreshInterval {
 		return c, invalid("QueueHold (%v) must be at least twice RefreshInterval (%v)", c.QueueHold, c.RefreshInterval)
 	}
-	switch c.QueueingStatusCode {
-	case 0:
+	if c.QueueingStatusCode == 0 {
 		c.QueueingStatusCode = http.StatusOK
-	case http.StatusOK, http.StatusAccepted, http.StatusTooManyRequests:
-	default:
-		return c, invalid("QueueingStatusCode must be 200, 202 or 429, got %d", c.QueueingStatusCode)
 	}
 	if c.CookieName == "" {
 		c.CookieName = DefaultCookieName
@@ -412,15 +477,29 @@ func (c Config) normalize() (Config, error) {
 	return c, nil
 }
 
+// settings are the live settings c starts with. Defaults are zero values,
+// so that a Config with none of the settings the previous release did not
+// have hashes as it did there.
 func (c *Config) settings() Settings {
-	return Settings{
-		QueueingMethod:    c.QueueingMethod,
-		TotalActiveUsers:  c.TotalActiveUsers,
-		NewUsersPerMinute: c.NewUsersPerMinute,
-		QueueAll:          c.QueueAll,
-		Suspended:         c.Suspended,
-		Events:            slices.Clone(c.Events),
+	s := Settings{
+		QueueingMethod:        c.QueueingMethod,
+		TotalActiveUsers:      c.TotalActiveUsers,
+		NewUsersPerMinute:     c.NewUsersPerMinute,
+		QueueAll:              c.QueueAll,
+		Suspended:             c.Suspended,
+		Events:                slices.Clone(c.Events),
+		SessionDuration:       c.SessionDuration,
+		DisableSessionRenewal: c.DisableSessionRenewal,
+		QueueingStatusCode:    c.QueueingStatusCode,
+		Template:              c.Template,
 	}
+	if s.SessionDuration == DefaultSessionDuration {
+		s.SessionDuration = 0
+	}
+	if s.QueueingStatusCode == http.StatusOK {
+		s.QueueingStatusCode = 0
+	}
+	return s
 }
 
 func (c *Config) sameSite() http.SameSite {

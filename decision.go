@@ -56,6 +56,7 @@ type Decision struct {
 	policy *policy     // what governed the decision (shared, read-only); nil when bypassed
 	at     int64       // Unix ms the view behind the estimate was taken
 	now    int64       // Unix ms of the decision
+	last   int64       // Unix ms of a waiting visitor's latest attempt that counted
 }
 
 // noPolicy is the policy of a Decision that carries none.
@@ -120,8 +121,8 @@ func (d Decision) Context(parent context.Context) context.Context {
 }
 
 // TicketFromContext returns the ticket of the admitted visitor whose
-// request ctx belongs to. ok is false outside Room.Handler or for requests
-// that were not admitted (bypassed ones included).
+// request ctx belongs to. ok is false outside Room.Handler (behind Room.Gate
+// too) or for requests that were not admitted (bypassed ones included).
 func TicketFromContext(ctx context.Context) (Ticket, bool) {
 	if c, ok := ctx.Value(ticketKey{}).(*ticketCtx); ok {
 		return c.ticket(), true

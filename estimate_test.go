@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/internal/testclock"
+	"github.com/go-waitingroom/waitingroom/page"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -33,33 +36,111 @@ func TestRandomMinutes(t *testing.T) {
 	assert.True(t, math.IsInf(randomMinutes(0, 0.5), 1))
 }
 
+// flowing is a view of a room admitting perMinute visitors a minute, with
+// limits so high that only the observed rate bounds an estimate, and the
+// policy in force.
+func flowing(perMinute float64) (*view, *policy) {
+	at := testclock.Start.UnixMilli()
+	p := &policy{Settings: Settings{TotalActiveUsers: 1 << 40, NewUsersPerMinute: 1 << 40}, session: 5 * 60_000}
+	return &view{at: at, perMinute: perMinute}, p
+}
+
 func TestFIFOEstimate(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		ahead, per float64
 		want       Estimate
 	}{
-		{"nothing flows", 100, 0, Estimate{}},
+		{"nothing flows, nobody ahead", 0, 0, Estimate{Known: true}},
 		{"nan", math.NaN(), 3, Estimate{}},
 		{"nobody ahead", 0, 10, Estimate{Known: true}},
 		{"exact", 100, 10, Estimate{Known: true, Wait: 10 * time.Minute}},
 		{"rounds up", 101, 10, Estimate{Known: true, Wait: 11 * time.Minute}},
-		{"over a day", 2000, 1, Estimate{Known: true, Wait: 2000 * time.Minute, Full: true}},
-		{"absurd", 1e18, 1e-9, Estimate{Known: true, Wait: 1e6 * time.Minute, Full: true}},
+		{"a day", 1440, 1, Estimate{Known: true, Wait: 1440 * time.Minute}},
+		{"over a day: unknown", 2000, 1, Estimate{Full: true}},
+		{"absurd", 1e18, 1e-9, Estimate{Full: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, fifoEstimate(tc.ahead, tc.per))
+			v, p := flowing(tc.per)
+			got := fifoEstimate(v, p, tc.ahead)
+			if !math.IsNaN(tc.ahead) {
+				assert.Equal(t, int(min(tc.ahead, 1e9))+1, got.Position, "position in line")
+			}
+			got.Position = 0
+			assert.Equal(t, tc.want, got)
 		})
 	}
 }
 
 func TestRandomEstimate(t *testing.T) {
-	e := randomEstimate(10, 100)
+	v, p := flowing(10)
+	e := randomEstimate(v, p, 100)
+	// 10 of 100 let in a minute: a chance of 10 % a minute.
+	assert.InDelta(t, 0.1, e.ChancePerMinute, 1e-9)
+	e.ChancePerMinute = 0
 	assert.Equal(t, Estimate{Known: true, Wait: 7 * time.Minute, P25: 3 * time.Minute, P50: 7 * time.Minute, P75: 14 * time.Minute}, e)
 	assert.Equal(t, "3 minutes to 14 minutes", e.Formatted())
-	assert.Equal(t, Estimate{}, randomEstimate(0, 100), "nothing flows: unknown")
-	assert.Equal(t, Estimate{Known: true}, randomEstimate(5, 0))
-	assert.True(t, randomEstimate(1, 1e6).Full)
+	v, p = flowing(5)
+	assert.Equal(t, Estimate{Known: true, ChancePerMinute: 1}, randomEstimate(v, p, 0))
+	v, p = flowing(1)
+	e = randomEstimate(v, p, 1e6)
+	assert.InDelta(t, 1e-6, e.ChancePerMinute, 1e-9)
+	e.ChancePerMinute = 0
+	assert.Equal(t, Estimate{Full: true}, e, "beyond a day: unknown")
+}
+
+// TestEstimateKnowsWhenSessionsEnd holds that while TotalActiveUsers
+// binds, the estimate waits for the sessions holding the slots to end,
+// whatever the admission rate says.
+func TestEstimateKnowsWhenSessionsEnd(t *testing.T) {
+	at := testclock.Start.UnixMilli() + 15_000 // Unix ms
+	sec := at / 1000
+	p := &policy{Settings: Settings{TotalActiveUsers: 3, NewUsersPerMinute: 3}, session: 5 * 60_000}
+	times := sessionTimes{window: p.session}
+	// room is the view of the room with sessions last seen at the given seconds.
+	room := func(perMinute float64, seen ...int64) *view {
+		v := &view{at: at, perMinute: perMinute}
+		c := newEndCounter(at, times)
+		for i, s := range seen {
+			x := store.Session{ID: uint64(i + 1), Admitted: sec - 15, Seen: s}
+			if times.alive(&x, at) {
+				v.active++
+				c.add(&x)
+			}
+		}
+		v.ends = c.schedule()
+		return v
+	}
+	for _, tc := range []struct {
+		name  string
+		v     *view
+		ahead float64
+		want  Estimate
+	}{
+		// The README's demo: three let in at the start, the fourth waits
+		// for the first session to end, 5 minutes after its last request.
+		{"first slot", room(3, sec-15, sec-15, sec-15), 0, Estimate{Known: true, Wait: 5 * time.Minute}},
+		{"third slot", room(3, sec-15, sec-10, sec-5), 2, Estimate{Known: true, Wait: 5 * time.Minute}},
+		// Beyond the live sessions, slots come round once per session.
+		{"second round", room(3, sec-15, sec-15, sec-15), 3, Estimate{Known: true, Wait: 10 * time.Minute}},
+		{"a slot is free", room(3, sec-15, sec-15), 0, Estimate{Known: true}},
+		// The limit on new visitors binds after a free slot: three this
+		// minute already, the next one in the next minute.
+		{"free slot, minute spent", func() *view { v := room(3, sec-15, sec-15); v.admittedThisMinute = 3; return v }(), 0,
+			Estimate{Known: true, Wait: time.Minute}},
+		// Nobody let in lately and the slot held by a session still in
+		// use: its end is only the earliest it can come.
+		{"renewed, nothing flows", room(0, sec-1, sec-1, sec-1), 0, Estimate{}},
+		// Nobody let in lately, the sessions left alone: they end on time.
+		{"abandoned, nothing flows", room(0, sec-200, sec-200, sec-100), 1, Estimate{Known: true, Wait: 2 * time.Minute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := fifoEstimate(tc.v, p, tc.ahead)
+			assert.Equal(t, int(tc.ahead)+1, got.Position, "position in line")
+			got.Position = 0
+			assert.Equal(t, tc.want, got)
+		})
+	}
 }
 
 func TestFormatWait(t *testing.T) {
@@ -73,7 +154,7 @@ func TestFormatWait(t *testing.T) {
 	} {
 		assert.Equal(t, want, Estimate{Known: true, Wait: d}.Formatted())
 	}
-	assert.Equal(t, "", Estimate{}.Formatted())
+	assert.Equal(t, "unavailable", Estimate{}.Formatted())
 	assert.Equal(t, "10 minutes", Estimate{Known: true, Wait: 10 * time.Minute}.Formatted())
 }
 
@@ -96,4 +177,205 @@ func TestMergeCells(t *testing.T) {
 			assert.Equal(t, tc.want, mergeCells(tc.cs, tc.d))
 		})
 	}
+}
+
+// TestOutflowNeverAboveLimit holds that the admission rate the estimates
+// and Stats use never reads above the limit it measures against, however
+// early in a minute it is read: two admitted in the first 15 seconds of a
+// room's life are not 8 a minute against a limit of 2.
+func TestOutflowNeverAboveLimit(t *testing.T) {
+	const m = 29_000_000 // a minute, Unix minutes
+	for _, tc := range []struct {
+		name     string
+		admitted map[int64]int64
+		into     int64 // ms into minute m
+		limit    int64
+		want     float64
+	}{
+		{"two in the first 15 s", map[int64]int64{m: 2}, 15_000, 2, 2},
+		{"one in the first 15 s", map[int64]int64{m: 1}, 15_000, 2, 2},
+		{"one in the first 45 s", map[int64]int64{m: 1}, 45_000, 10, 1 / 0.75},
+		{"full minutes then two early", map[int64]int64{m - 2: 2, m - 1: 2, m: 2}, 5_000, 2, 2},
+		{"steady half the limit", map[int64]int64{m - 3: 5, m - 2: 5, m - 1: 5, m: 2}, 30_000, 10, 17 / 3.5},
+		{"limit lowered live", map[int64]int64{m - 1: 10, m: 10}, 59_000, 2, 2},
+		{"nothing", map[int64]int64{}, 30_000, 5, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := outflow(tc.admitted, m*60_000+tc.into, tc.limit)
+			assert.InDelta(t, tc.want, got, 1e-9)
+			assert.LessOrEqual(t, got, float64(tc.limit))
+		})
+	}
+	// Every moment of a room admitting at its limit from its first second.
+	for limit := int64(1); limit <= 7; limit++ {
+		adm := map[int64]int64{}
+		for ms := int64(0); ms < 6*60_000; ms += 1_000 {
+			mm := m + ms/60_000
+			// admissions spread over the minute, never above the limit
+			adm[mm] = min(limit, (ms%60_000)/(60_000/limit)+1)
+			assert.LessOrEqual(t, outflow(adm, m*60_000+ms, limit), float64(limit), "limit %d at %d ms", limit, ms)
+		}
+	}
+}
+
+// TestEstimateWhileSessionsHoldTheSlots replays the README's demo (3
+// active, 3 a minute, 5-minute sessions) and a smaller room: a visitor who
+// waits for a slot held by a session is never told "less than a minute"
+// while that slot frees later, and when nobody renews a session, every
+// estimate is the time left, rounded up to the minute.
+func TestEstimateWhileSessionsHoldTheSlots(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		total, per    int
+		session       time.Duration
+		browseFor     time.Duration // the admitted visitors' requests go on this long
+		wantUnknownBy time.Duration // with renewals, unknown once nothing flowed for this long
+	}{
+		{"readme demo", 3, 3, 5 * time.Minute, 0, 0},
+		{"one slot", 1, 1, 2 * time.Minute, 0, 0},
+		{"readme demo, sessions renewed", 3, 3, 5 * time.Minute, 8 * time.Minute, 6 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.per
+				c.SessionDuration = tc.session
+			})
+			start := tr.clk.Now()
+			in := make([]*visitor, tc.total)
+			for i := range in {
+				in[i] = &visitor{}
+				require.True(t, admitted(tr.get(in[i], "")))
+			}
+			type shown struct {
+				at    time.Duration
+				known bool
+				wait  int
+			}
+			var seen []shown
+			last := &visitor{}
+			var admittedAt time.Duration
+			for elapsed := time.Duration(0); elapsed < 20*time.Minute; elapsed += 20 * time.Second {
+				tr.clk.Set(start.Add(elapsed))
+				if elapsed < tc.browseFor {
+					for _, v := range in {
+						tr.get(v, "")
+					}
+				}
+				tr.sync()
+				w := tr.get(last, "application/json")
+				if admitted(w) {
+					admittedAt = elapsed
+					break
+				}
+				got := jsonBody(t, w)
+				wait, _ := got["waitTime"].(float64)
+				known, _ := got["waitTimeKnown"].(bool)
+				if !known {
+					assert.Equal(t, "unavailable", got["waitTimeFormatted"])
+				}
+				seen = append(seen, shown{elapsed, known, int(wait)})
+			}
+			require.NotZero(t, admittedAt, "let in within 20 minutes")
+			for _, s := range seen {
+				left := admittedAt - s.at
+				if !s.known {
+					require.NotZero(t, tc.wantUnknownBy, "unknown at %v", s.at)
+					assert.GreaterOrEqual(t, s.at, tc.wantUnknownBy-time.Minute, "unknown at %v", s.at)
+					continue
+				}
+				if left > time.Minute {
+					assert.NotZero(t, s.wait, "told less than a minute at %v, let in at %v", s.at, admittedAt)
+				}
+			}
+			t.Logf("let in at %v; shown %v", admittedAt, seen)
+			for _, s := range seen {
+				switch {
+				case tc.wantUnknownBy > 0 && s.at >= tc.wantUnknownBy && s.at < tc.browseFor:
+					assert.False(t, s.known, "at %v the slots' holders renew and nobody got in lately: unknown", s.at)
+				case s.at >= tc.browseFor+time.Minute:
+					// Nobody renews any more: the ends are the ends.
+					assert.True(t, s.known, "at %v", s.at)
+					assert.InDelta(t, (admittedAt - s.at).Minutes(), float64(s.wait), 1, "at %v, let in at %v", s.at, admittedAt)
+				}
+			}
+		})
+	}
+}
+
+// TestPlaceInLine holds what the page shows of a visitor's place: FIFO,
+// the position; random, the chance at each refresh, as 1 in n, from the
+// chance a minute the median implies.
+func TestPlaceInLine(t *testing.T) {
+	fifo := &page.Data{IsFIFOQueue: true, RefreshIntervalSeconds: 20}
+	random := &page.Data{IsRandomQueue: true, RefreshIntervalSeconds: 20}
+	for _, tc := range []struct {
+		name          string
+		e             Estimate
+		d             *page.Data
+		position, one int
+	}{
+		{"fifo", Estimate{Known: true, Position: 31}, fifo, 31, 0},
+		{"fifo, wait unknown", Estimate{Position: 31}, fifo, 31, 0},
+		{"fifo, nothing known", Estimate{}, fifo, 0, 0},
+		// 10 % a minute is 1 − 0.9^(1/3) ≈ 3.5 % per 20-second refresh.
+		{"random", Estimate{Known: true, ChancePerMinute: 0.1}, random, 0, 29},
+		{"random, certain", Estimate{Known: true, ChancePerMinute: 1}, random, 0, 1},
+		{"random, slim", Estimate{ChancePerMinute: 1e-12}, random, 0, 1e9},
+		{"random, unknown", Estimate{}, random, 0, 0},
+		{"random, no refresh", Estimate{ChancePerMinute: 0.1}, &page.Data{IsRandomQueue: true}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			position, one := placeInLine(tc.e, tc.d)
+			assert.Equal(t, tc.position, position)
+			assert.Equal(t, tc.one, one)
+		})
+	}
+	// In a room: the FIFO JSON shows the position behind those waiting,
+	// the random one a chance.
+	for _, method := range []QueueingMethod{FIFO, Random} {
+		tr := newTestRoom(t, func(c *Config) {
+			c.TotalActiveUsers, c.NewUsersPerMinute, c.QueueingMethod = 1000, 10, method
+		})
+		for range 10 {
+			require.True(t, admitted(tr.get(&visitor{}, "")))
+		}
+		for range 30 {
+			require.True(t, isWaiting(tr.get(&visitor{}, "")))
+		}
+		tr.clk.Add(30 * time.Second)
+		tr.sync()
+		got := jsonBody(t, tr.get(&visitor{}, "application/json"))
+		if method == FIFO {
+			assert.Equal(t, 31.0, got["positionInLine"])
+			assert.Equal(t, 0.0, got["chancePerRefreshOneIn"])
+			continue
+		}
+		assert.Equal(t, 0.0, got["positionInLine"])
+		assert.Greater(t, got["chancePerRefreshOneIn"], 1.0)
+		assert.Less(t, got["chancePerRefreshOneIn"], 31.0)
+	}
+}
+
+// TestWaitBeyondADay holds that a wait longer than a day is unknown
+// ("unavailable"), not a known "25 hours", and that the queue is not
+// called full: nobody is turned away.
+func TestWaitBeyondADay(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 1
+	})
+	require.True(t, admitted(tr.get(&visitor{}, "")))
+	for range 1500 {
+		require.True(t, isWaiting(tr.get(&visitor{}, "")))
+	}
+	tr.clk.Add(30 * time.Second)
+	tr.sync()
+	got := jsonBody(t, tr.get(&visitor{}, "application/json"))
+	assert.Equal(t, false, got["waitTimeKnown"])
+	assert.Equal(t, "unavailable", got["waitTimeFormatted"])
+	assert.Equal(t, 0.0, got["waitTime"])
+	assert.Equal(t, false, got["queueIsFull"], "nobody is turned away")
+	assert.Equal(t, 1501.0, got["positionInLine"], "the place is known all the same")
+	e := tr.Stats().Estimate
+	assert.False(t, e.Known)
+	assert.True(t, e.Full)
 }

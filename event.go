@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Event is a scheduled period with its own rules: a ticket sale, a
@@ -13,6 +14,15 @@ import (
 type Event struct {
 	// Name identifies the event in logs and the admin API. Required.
 	Name string `json:"name"`
+	// Description is free text for operators: the admin API and status
+	// page show it, visitors never see it. Default none; at most
+	// MaxEventDescription bytes of UTF-8.
+	Description string `json:"description,omitempty"`
+	// Suspended keeps the event in the settings without applying it: the
+	// room goes by its own settings through the event's times, as if it
+	// were not there. It still may not overlap another event. Default
+	// false.
+	Suspended bool `json:"suspended,omitempty"`
 	// Start and End bound the event: [Start, End). Both required, on whole
 	// minutes (arrival minutes are the queue's unit).
 	Start time.Time `json:"start"`
@@ -50,11 +60,18 @@ func (e *Event) opens() time.Time {
 	return e.Start
 }
 
+// MaxEventDescription is the longest Event.Description, in bytes.
+const MaxEventDescription = 1024
+
 func (e *Event) validate(parse func(string) error) error {
 	name := strings.TrimSpace(e.Name)
 	switch {
 	case name == "":
 		return invalid("event name is required")
+	case len(e.Description) > MaxEventDescription:
+		return invalid("event %q: Description is %d bytes; at most %d", name, len(e.Description), MaxEventDescription)
+	case !utf8.ValidString(e.Description):
+		return invalid("event %q: Description is not valid UTF-8", name)
 	case e.Start.IsZero() || e.End.IsZero():
 		return invalid("event %q needs Start and End", name)
 	case !e.End.After(e.Start):

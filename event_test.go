@@ -6,6 +6,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +35,9 @@ func TestEventValidation(t *testing.T) {
 		{"method", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), QueueingMethod: "lifo"}}, "QueueingMethod"},
 		{"template", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), Template: "{{#x}}"}}, "Template"},
 		{"overlap", []Event{ok, {Name: "b", Start: t0.Add(30 * time.Minute), End: t0.Add(2 * time.Hour)}}, "overlap"},
+		{"a suspended event overlaps all the same", []Event{ok, {Name: "b", Start: t0.Add(30 * time.Minute), End: t0.Add(2 * time.Hour), Suspended: true}}, "overlap"},
+		{"description too long", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), Description: strings.Repeat("é", MaxEventDescription/2+1)}}, "Description"},
+		{"description not UTF-8", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), Description: "caf\xe9"}}, "UTF-8"},
 		{"prequeue overlaps", []Event{ok, {Name: "b", Start: t0.Add(2 * time.Hour), End: t0.Add(3 * time.Hour), PrequeueStart: t0.Add(50 * time.Minute)}}, "overlap"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,6 +111,38 @@ func TestEventPhases(t *testing.T) {
 	tr.sync()
 	w = tr.get(&visitor{}, "")
 	assert.True(t, admitted(w))
+}
+
+// A suspended event is not applied, on any instance sharing the room, and
+// applies again once resumed; its description travels with it.
+func TestSuspendedEvent(t *testing.T) {
+	clk := newClock()
+	st := newMemStore()
+	start := clk.Now().Add(time.Minute).Truncate(time.Minute)
+	ev := Event{Name: "sale", Description: "Spring sale: 500 pairs", Start: start, End: start.Add(time.Hour), Suspended: true,
+		QueueingMethod: Reject}
+	cfg := func(c *Config) { c.Events = []Event{ev} }
+	a := newTestRoomOn(t, clk, st, cfg)
+	b := newTestRoomOn(t, clk, st, cfg)
+	clk.Set(start.Add(time.Minute))
+	for range 2 { // the second round shares the grant between the two
+		a.sync()
+		b.sync()
+	}
+	for _, tr := range []*testRoom{a, b} {
+		assert.True(t, admitted(tr.get(&visitor{}, "")), "a suspended event does not close the room")
+		assert.Nil(t, tr.Stats().Event)
+		assert.Equal(t, "Spring sale: 500 pairs", tr.Stats().Settings.Events[0].Description)
+	}
+
+	require.NoError(t, a.Update(t.Context(), func(s *Settings) { s.Events[0].Suspended = false }))
+	b.sync()
+	for _, tr := range []*testRoom{a, b} {
+		assert.Equal(t, http.StatusOK, tr.get(&visitor{}, "").Code)
+		assert.False(t, admitted(tr.get(&visitor{}, "")), "resumed, the event rejects everyone")
+		require.NotNil(t, tr.Stats().Event)
+		assert.Equal(t, "Spring sale: 500 pairs", tr.Stats().Event.Description)
+	}
 }
 
 // TestShuffleAtStart runs many seeded pre-queues and checks that the

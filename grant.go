@@ -114,12 +114,34 @@ func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, 
 	room := int64(s.TotalActiveUsers) - v.active
 	free := max(0, min(room, limit-v.admittedThisMinute))
 	paced := max(0, min(room, target-v.admittedThisMinute))
+	// Pacing is for visitors who race for too few slots. In an ordered
+	// queue, the oldest buckets whose due visitors the free slots cover
+	// entirely race for nothing: they keep their slots whatever the pace,
+	// or newer visitors let in early in the minute (while everyone
+	// waiting was covered) would push them behind the pace, after those
+	// newer visitors.
+	if s.method.ordered {
+		paced = max(paced, coveredWhole(buckets, free))
+	}
 	extra := min(max(0, free-others-held), max(0, int64(math.Ceil(float64(paced)*share))-held))
 	n := held + extra
 	if n == 0 {
 		return grant{}
 	}
 	return s.method.layout(n, buckets)
+}
+
+// coveredWhole is the number of due visitors in the oldest buckets that
+// free slots cover entirely, bucket by bucket.
+func coveredWhole(buckets []bucketCount, free int64) int64 {
+	var n int64
+	for _, b := range buckets {
+		if n+b.due > free {
+			break
+		}
+		n += b.due
+	}
+	return n
 }
 
 // reserveBuckets maps the waiting buckets through the policy (an event's

@@ -38,18 +38,22 @@ type method struct {
 	passes bool
 	// rejects closes the site: nobody reaches the application.
 	rejects bool
+	// ordered lets visitors in by arrival bucket, oldest first: a bucket
+	// whose due visitors the free slots cover entirely is not paced.
+	ordered bool
 	// layout lays n free slots out over the buckets of waiting visitors
 	// (oldest first, with how many of each are due); nil for a method that
 	// grants no slots.
 	layout func(n int64, buckets []bucketCount) grant
-	// estimate is the wait, as of view v, of a visitor competing in bucket
-	// b; a fresh visitor is behind everyone already waiting. nil when
-	// nobody waits for a slot.
-	estimate func(v *view, b int64, fresh bool) Estimate
+	// estimate is the wait, as of view v under policy p, of a visitor
+	// competing in bucket b; a fresh visitor is behind everyone already
+	// waiting. nil when nobody waits for a slot.
+	estimate func(v *view, p *policy, b int64, fresh bool) Estimate
 }
 
 var (
 	fifoMethod = method{
+		ordered: true,
 		// Reserve for the oldest buckets first; fresh arrivals get what
 		// is left once every waiting visitor is covered. Every instance
 		// reserves for the whole of an older bucket, not for its traffic
@@ -71,7 +75,7 @@ var (
 		},
 		// Everyone in older buckets is ahead, and on average half of the
 		// visitor's own bucket.
-		estimate: func(v *view, b int64, fresh bool) Estimate {
+		estimate: func(v *view, p *policy, b int64, fresh bool) Estimate {
 			ahead := v.waiting
 			for _, bc := range v.buckets {
 				if fresh {
@@ -85,7 +89,7 @@ var (
 					break
 				}
 			}
-			return fifoEstimate(float64(ahead), v.perMinute)
+			return fifoEstimate(v, p, float64(ahead))
 		},
 	}
 	randomMethod = method{
@@ -93,14 +97,18 @@ var (
 		layout: func(n int64, _ []bucketCount) grant {
 			return grant{{bucket: anyBucket, n: n}}
 		},
-		estimate: func(v *view, _ int64, _ bool) Estimate {
-			return randomEstimate(v.perMinute, float64(v.waiting))
+		estimate: func(v *view, p *policy, _ int64, fresh bool) Estimate {
+			w := v.waiting
+			if fresh {
+				w++ // the visitor competes too
+			}
+			return randomEstimate(v, p, float64(w))
 		},
 	}
 	passthroughMethod = method{
 		passes: true,
 		// Nobody waits for a slot: the next request passes.
-		estimate: func(*view, int64, bool) Estimate { return Estimate{Known: true} },
+		estimate: func(*view, *policy, int64, bool) Estimate { return Estimate{Known: true} },
 	}
 	rejectMethod = method{rejects: true}
 )

@@ -61,7 +61,7 @@ func TestLocalizedWait(t *testing.T) {
 	tr.clk.Add(45 * time.Second)
 	tr.sync()
 	got := jsonBody(t, tr.get(&visitor{}, "application/json"))
-	assert.Equal(t, "3 Minuten", got["waitTimeFormatted"])
+	assert.Equal(t, "20 Minuten", got["waitTimeFormatted"])
 }
 
 func jsonBody(t *testing.T, w *httptest.ResponseRecorder) map[string]any {
@@ -77,11 +77,17 @@ func TestEventPageVariables(t *testing.T) {
 	tr := newTestRoomOn(t, clk, newMemStore(), func(c *Config) {
 		c.Events = []Event{{Name: "drop", PrequeueStart: start.Add(-5 * time.Minute), Start: start, End: start.Add(time.Hour), ShuffleAtStart: true}}
 	})
-	clk.Add(7*time.Minute + 30*time.Second)
+	clk.Add(5*time.Minute - time.Second)
 	tr.sync()
+	tr.Update(t.Context(), func(s *Settings) { s.QueueAll = true })
 	got := jsonBody(t, tr.get(&visitor{}, "application/json"))
+	assert.Equal(t, false, got["isEventActive"], "before the pre-queue")
+	tr.Update(t.Context(), func(s *Settings) { s.QueueAll = false })
+	clk.Add(2*time.Minute + 31*time.Second)
+	tr.sync()
+	got = jsonBody(t, tr.get(&visitor{}, "application/json"))
 	assert.Equal(t, true, got["isEventPrequeueing"])
-	assert.Equal(t, false, got["isEventActive"])
+	assert.Equal(t, true, got["isEventActive"], "the product counts the pre-queue as part of the event")
 	assert.Equal(t, true, got["shuffleAtEventStart"])
 	assert.Equal(t, float64(3), got["timeUntilEventStart"], "2.5 minutes, shown rounded up")
 	assert.Equal(t, "3 minutes", got["timeUntilEventStartFormatted"])
@@ -89,4 +95,54 @@ func TestEventPageVariables(t *testing.T) {
 
 	html := tr.get(&visitor{}, "")
 	assert.Contains(t, html.Body.String(), "3 minutes")
+	assert.NotContains(t, html.Body.String(), "63 minutes", "the default page says when the event ends only once it runs")
+
+	for _, tc := range []struct {
+		at                 time.Time
+		active, prequeuing bool
+	}{
+		{start, true, false},
+		{start.Add(time.Hour - time.Second), true, false},
+		{start.Add(time.Hour), false, false},
+	} {
+		clk.Set(tc.at)
+		tr.sync()
+		tr.Update(t.Context(), func(s *Settings) { s.QueueAll = true }) // a waiting page at every moment
+		got := jsonBody(t, tr.get(&visitor{}, "application/json"))
+		assert.Equal(t, tc.active, got["isEventActive"], "at %v", tc.at.Sub(start))
+		assert.Equal(t, tc.prequeuing, got["isEventPrequeueing"], "at %v", tc.at.Sub(start))
+	}
+}
+
+// lastUpdated is the visitor's latest attempt and refreshIntervalSeconds
+// counts from it: a refresh before the next chance changes neither (it
+// is no attempt), while the Refresh header says how long is left.
+func TestLastUpdatedIsTheLatestAttempt(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.QueueAll = true
+		c.RefreshJitter = -1 // 20 s exactly
+	})
+	tr.clk.Add(300 * time.Millisecond) // not on a whole second
+	tr.sync()
+	v := &visitor{}
+	first := tr.clk.Now()
+	got := jsonBody(t, tr.get(v, "application/json"))
+	stamp := first.UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000Z")
+	assert.Equal(t, stamp, got["lastUpdated"])
+	assert.Equal(t, float64(20), got["refreshIntervalSeconds"])
+
+	tr.clk.Add(12 * time.Second)
+	tr.sync() // a sync in between changes nothing the visitor sees
+	w := tr.get(v, "application/json")
+	got = jsonBody(t, w)
+	assert.Equal(t, stamp, got["lastUpdated"], "an early refresh is no attempt")
+	assert.Equal(t, float64(20), got["refreshIntervalSeconds"], "an early refresh does not shrink the interval")
+	assert.Equal(t, "8", w.Header().Get("Refresh"), "the browser comes back when the chance is due")
+
+	tr.clk.Add(8 * time.Second)
+	w = tr.get(v, "application/json")
+	got = jsonBody(t, w)
+	assert.Equal(t, tr.clk.Now().UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000Z"), got["lastUpdated"], "a chance taken is an attempt")
+	assert.Equal(t, float64(20), got["refreshIntervalSeconds"])
+	assert.Equal(t, "20", w.Header().Get("Refresh"))
 }

@@ -16,12 +16,13 @@ import (
 // per arrival minute and refresh interval, a few dozen variants at most.
 const pageCacheSize = 512
 
-// pageCache keeps rendered waiting pages. Page data changes only with a
-// sync (estimates, lastUpdated) and the refresh interval, so most waiting
-// responses are a copy of bytes rendered once.
+// pageCache keeps rendered waiting pages. Page data changes with a sync
+// (estimates), the refresh interval and the second of the visitor's latest
+// attempt (lastUpdated), so most waiting responses are a copy of bytes
+// rendered once: every early refresh, and the visitors of one second.
 type pageCache struct {
 	mu    sync.Mutex
-	epoch string // LastUpdated of the cached pages
+	epoch int64 // the view of the cached pages (Decision.at)
 	pages map[pageKey][]byte
 }
 
@@ -32,13 +33,14 @@ type pageKey struct {
 	lang string
 }
 
-// render returns the page for data, as JSON or HTML.
-func (rm *Room) render(tmpl *page.Template, data *page.Data, lang string, asJSON bool) ([]byte, error) {
+// render returns the page for data, as JSON or HTML; epoch identifies the
+// view the data comes from: the pages of older views are dropped.
+func (rm *Room) render(tmpl *page.Template, data *page.Data, lang string, asJSON bool, epoch int64) ([]byte, error) {
 	key := pageKey{data: *data, json: asJSON, tmpl: tmpl, lang: lang}
 	c := &rm.pages
 	c.mu.Lock()
-	if c.epoch != data.LastUpdated || c.pages == nil {
-		c.epoch, c.pages = data.LastUpdated, make(map[pageKey][]byte)
+	if c.epoch != epoch || c.pages == nil {
+		c.epoch, c.pages = epoch, make(map[pageKey][]byte)
 	}
 	b, ok := c.pages[key]
 	c.mu.Unlock()
@@ -57,7 +59,7 @@ func (rm *Room) render(tmpl *page.Template, data *page.Data, lang string, asJSON
 	}
 	b = buf.Bytes()
 	c.mu.Lock()
-	if c.epoch == data.LastUpdated && len(c.pages) < pageCacheSize {
+	if c.epoch == epoch && len(c.pages) < pageCacheSize {
 		c.pages[key] = b
 	}
 	c.mu.Unlock()
@@ -73,7 +75,8 @@ func (rm *Room) render(tmpl *page.Template, data *page.Data, lang string, asJSON
 //
 // Waiting responses carry Cache-Control: no-store and, except the closed
 // page, a Refresh header; they are JSON when the request's Accept header
-// lists application/json and not text/html, HTML otherwise.
+// lists application/json and not text/html (with Config.StrictJSONAccept:
+// when it is exactly application/json), HTML otherwise.
 func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool {
 	if d.cookie != "" {
 		w.Header().Add("Set-Cookie", rm.cookieName+"="+d.cookie+rm.cookieAttrs)
@@ -89,20 +92,26 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 	if rm.cfg.NegotiateLanguage {
 		h.Add("Vary", "Accept-Language")
 	}
-	status := rm.cfg.QueueingStatusCode
+	pol := d.policyOrZero()
+	if pol.method == nil {
+		// Not a decision of Check: the settings in force now.
+		pol = rm.policyOf(rm.view.Load(), rm.now())
+	}
+	status := pol.queueingStatusCode()
 	if d.Outcome == Waiting {
-		secs := strconv.Itoa(data.RefreshIntervalSeconds)
+		// The time left until the next chance, where the page's
+		// refreshIntervalSeconds counts from lastUpdated: a browser
+		// follows the header (the first refresh it reads), and comes
+		// back the moment the chance is due after an early refresh too.
+		secs := strconv.Itoa(ceilSeconds(d.RefreshAfter.Milliseconds()))
 		h.Set("Refresh", secs)
 		if status == http.StatusTooManyRequests {
 			h.Set("Retry-After", secs)
 		}
 	}
-	asJSON := page.WantsJSON(r.Header.Get("Accept"))
-	tmpl := d.policyOrZero().tmpl
-	if tmpl == nil {
-		tmpl = rm.tmpl
-	}
-	out, err := rm.render(tmpl, data, lang, asJSON)
+	asJSON := rm.wantsJSON(r)
+	tmpl := pol.tmpl
+	out, err := rm.render(tmpl, data, lang, asJSON, d.at)
 	if err != nil {
 		rm.log.Error("waitingroom: rendering the waiting page failed", "err", err)
 		rm.cfg.ErrorHandler(w, r, err)
@@ -117,6 +126,16 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
 	return false
+}
+
+// wantsJSON reports whether r gets the waiting page as JSON: see
+// Config.StrictJSONAccept.
+func (rm *Room) wantsJSON(r *http.Request) bool {
+	if !rm.cfg.StrictJSONAccept {
+		return page.WantsJSON(r.Header.Get("Accept"))
+	}
+	v := r.Header.Values("Accept")
+	return len(v) == 1 && page.IsExactJSON(v[0])
 }
 
 // setCookieAttrs returns what follows the value in the header that sets
@@ -150,16 +169,23 @@ func (rm *Room) RespondError(w http.ResponseWriter, r *http.Request, err error) 
 func (rm *Room) pageData(d Decision, lang string) *page.Data {
 	p := d.policyOrZero()
 	s, e := p.Settings, d.Estimate
-	at := d.at
-	if at == 0 {
-		at = rm.now()
+	now := d.now
+	if now == 0 {
+		now = rm.now()
+	}
+	// lastUpdated is the visitor's latest attempt to get in, as the
+	// product documents it: the time of this request when it was one, of
+	// the attempt before it when it came too early (which changes
+	// nothing). Whole seconds: the page is the same for a second's
+	// visitors, and cached.
+	last := d.last
+	if last == 0 {
+		last = now
 	}
 	data := &page.Data{
-		InWaitingRoom: true,
-		QueueAll:      s.QueueAll,
-		// Whole seconds: the exact moment of a sync is nothing a visitor
-		// needs, and nothing to time refreshes by.
-		LastUpdated:        time.UnixMilli(at).UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000Z"),
+		InWaitingRoom:      true,
+		QueueAll:           s.QueueAll,
+		LastUpdated:        time.UnixMilli(last).UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000Z"),
 		QueueingMethod:     string(s.QueueingMethod),
 		IsFIFOQueue:        s.QueueingMethod == FIFO,
 		IsRandomQueue:      s.QueueingMethod == Random,
@@ -167,7 +193,9 @@ func (rm *Room) pageData(d Decision, lang string) *page.Data {
 		IsRejectQueue:      s.QueueingMethod == Reject,
 	}
 	if d.Outcome == Waiting {
-		data.RefreshIntervalSeconds = max(1, int(math.Ceil(d.RefreshAfter.Seconds())))
+		// From the latest attempt to the next chance: the visitor's
+		// interval, which an early refresh does not shorten.
+		data.RefreshIntervalSeconds = ceilSeconds(now + d.RefreshAfter.Milliseconds() - last)
 	}
 	if e.Known {
 		m := int(e.Wait / time.Minute)
@@ -177,18 +205,23 @@ func (rm *Room) pageData(d Decision, lang string) *page.Data {
 		data.WaitTime25Percentile = int(e.P25 / time.Minute)
 		data.WaitTime50Percentile = int(e.P50 / time.Minute)
 		data.WaitTime75Percentile = int(e.P75 / time.Minute)
-		data.WaitTimeFormatted = e.FormattedIn(lang)
-		data.QueueIsFull = e.Full
 	}
+	// Unknown reads "unavailable", as in the product. Nobody is ever
+	// turned away from the queue, so queueIsFull stays false, even for a
+	// wait too long to estimate.
+	data.WaitTimeFormatted = e.FormattedIn(lang)
+	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data)
+	data.TimeUntilEventStartFormatted = page.FormatUnavailable(lang)
+	data.TimeUntilEventEndFormatted = data.TimeUntilEventStartFormatted
 	if ev := p.event; ev != nil {
-		now := d.now
-		if now == 0 {
-			now = rm.now()
-		}
 		untilStart := ceilMinutes(ev.Start.UnixMilli() - now)
 		untilEnd := ceilMinutes(ev.End.UnixMilli() - now)
 		data.IsEventPrequeueing = p.prequeue
-		data.IsEventActive = !p.prequeue
+		// Active from the opening of its pre-queue to its end: the
+		// product's JSON reference counts an event active between its
+		// start and end times and during its pre-queue as well, with
+		// isEventPrequeueing meaningful only while it is active.
+		data.IsEventActive = true
 		data.ShuffleAtEventStart = ev.ShuffleAtStart
 		data.TimeUntilEventEnd = untilEnd
 		data.TimeUntilEventEndFormatted = page.FormatWait(lang, untilEnd)
@@ -198,6 +231,24 @@ func (rm *Room) pageData(d Decision, lang string) *page.Data {
 		}
 	}
 	return data
+}
+
+// ceilSeconds is ms rounded up to whole seconds, at least one.
+func ceilSeconds(ms int64) int {
+	return int(max(1, (ms+999)/1000))
+}
+
+// placeInLine is what the page shows of a visitor's place: FIFO, the
+// position in line; random, the chance at each refresh as 1 in n.
+func placeInLine(e Estimate, data *page.Data) (position, oneIn int) {
+	switch {
+	case data.IsFIFOQueue:
+		return e.Position, 0
+	case data.IsRandomQueue && e.ChancePerMinute > 0 && data.RefreshIntervalSeconds > 0:
+		c := 1 - math.Pow(1-min(e.ChancePerMinute, 1), float64(data.RefreshIntervalSeconds)/60)
+		return 0, int(min(max(math.Round(1/c), 1), 1e9))
+	}
+	return 0, 0
 }
 
 // ceilMinutes is ms rounded up to whole minutes, never negative.
@@ -224,9 +275,11 @@ func (rm *Room) language(r *http.Request) string {
 // works as it is.
 //
 // The application ends an admitted visitor's session, freeing their slot
-// at once, with the response header "Waiting-Room-Command: revoke" (which
-// Handler removes before the response leaves) or by calling Revoke with the
-// request's context, in both cases before the response is written.
+// at once, with the response header "Waiting-Room-Command: revoke" or the
+// commercial product's "Cf-Waiting-Room-Command: revoke" (Handler removes
+// both before the response leaves, from bypassed responses too) or by
+// calling Revoke with the request's context, in all cases before the
+// response is written.
 func (rm *Room) Handler(next http.Handler) http.Handler {
 	return &handler{rm: rm, next: next}
 }

@@ -15,12 +15,19 @@ import (
 // it before the response leaves.
 const CommandHeader = "Waiting-Room-Command"
 
+// ProductCommandHeader is the name the commercial product gives the
+// command header (its "origin commands"). Handler takes it as CommandHeader
+// and removes it the same way, so an application written for the product
+// revokes sessions here unchanged.
+const ProductCommandHeader = "Cf-Waiting-Room-Command"
+
 // Revoke ends the session of the admitted visitor whose request ctx
 // belongs to, freeing their slot at once: their cookie is cleared and they
 // are a new visitor at their next request. Call it from the application
 // behind Room.Handler before the response is written; it reports whether
-// the session will be ended (false outside Handler, for requests that were
-// not admitted, or once the response has been written).
+// the session will be ended (false outside Handler, behind Gate included,
+// for requests that were not admitted, or once the response has been
+// written).
 func Revoke(ctx context.Context) bool {
 	c, ok := ctx.Value(ticketKey{}).(*ticketCtx)
 	if !ok || c.rw.ResponseWriter == nil || c.rw.committed {
@@ -50,17 +57,25 @@ func (w *revokeWriter) commit() {
 	}
 	w.committed = true
 	h := w.ResponseWriter.Header()
-	if cmds, ok := h[CommandHeader]; ok {
-		for _, cmd := range cmds {
-			if strings.EqualFold(strings.TrimSpace(cmd), "revoke") {
-				w.revoked = true
-			}
-		}
-		delete(h, CommandHeader)
-	}
+	w.command(h, CommandHeader)
+	w.command(h, ProductCommandHeader)
 	if w.revoked && w.tc != nil {
 		w.rm.revoke(w.ResponseWriter, w.tc.id, w.tc.acceptedAt, floorDiv(w.tc.acceptedAt, 1000)+int64(w.tc.checkedIn))
 	}
+}
+
+// command obeys and removes the command header name (canonical) of h.
+func (w *revokeWriter) command(h http.Header, name string) {
+	cmds, ok := h[name]
+	if !ok {
+		return
+	}
+	for _, cmd := range cmds {
+		if strings.EqualFold(strings.TrimSpace(cmd), "revoke") {
+			w.revoked = true
+		}
+	}
+	delete(h, name)
 }
 
 func (w *revokeWriter) WriteHeader(code int) {

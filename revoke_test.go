@@ -43,6 +43,17 @@ func TestRevoke(t *testing.T) {
 		{"unknown command ignored", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set(CommandHeader, "reboot")
 		}, false},
+		{"the product's header", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(ProductCommandHeader, "revoke")
+			_, _ = io.WriteString(w, "bye")
+		}, true},
+		{"the product's header, any case, with WriteHeader", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("cf-waiting-room-command", "REVOKE")
+			w.WriteHeader(http.StatusAccepted)
+		}, true},
+		{"the product's header, unknown command", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(ProductCommandHeader, "reboot")
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 })
@@ -54,6 +65,7 @@ func TestRevoke(t *testing.T) {
 			tr.app = tr.Handler(tc.app)
 			w := tr.get(v, "")
 			assert.Empty(t, w.Header().Values(CommandHeader), "the command never reaches the client")
+			assert.Empty(t, w.Header().Values(ProductCommandHeader), "nor the product's")
 			tr.sync()
 			if !tc.revoke {
 				assert.Equal(t, 1, tr.Stats().Active)

@@ -40,16 +40,17 @@ type Room struct {
 	id         string
 	log        *slog.Logger
 	configHash uint64
-	session    int64 // SessionDuration in ms
-	hold       int64 // QueueHold in ms
-	waitWindow int64 // ms a waiting visitor counts after a check-in
-	lateness   int64 // ms a waiting visitor may be late and keep their pace
+	prevHash   uint64 // configHash as the previous release computes it
+	hold       int64  // QueueHold in ms
+	waitWindow int64  // ms a waiting visitor counts after a check-in
+	lateness   int64  // ms a waiting visitor may be late and keep their pace
 
 	view      atomic.Pointer[view]
 	history   *history     // one sample per historyInterval of syncs, for the admin page
 	kept      *keptHistory // the store's history and what this instance observed (minutes.go)
 	pages     pageCache
-	templates sync.Map // event template source → *page.Template
+	templates sync.Map     // template source → *page.Template
+	ntemplate atomic.Int64 // entries in templates
 
 	// policy is the policy in force lately, for the view it was worked
 	// out for (policyOf).
@@ -129,7 +130,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		id:         instanceID(),
 		log:        c.Logger.With("room", c.Name),
 		configHash: func() uint64 { s := c.settings(); return s.hash() }(),
-		session:    c.SessionDuration.Milliseconds(),
+		prevHash:   func() uint64 { s := c.settings(); return s.previousHash() }(),
 		hold:       c.QueueHold.Milliseconds(),
 		pending:    newDelta(),
 		mine:       newDelta(),
@@ -152,6 +153,9 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		rm.tmpl = page.Default()
 	} else if rm.tmpl, err = page.Parse(c.Template); err != nil {
 		return nil, fmt.Errorf("waitingroom: %w: Template: %w", ErrInvalidConfig, err)
+	} else {
+		rm.templates.Store(c.Template, rm.tmpl)
+		rm.ntemplate.Store(1)
 	}
 	rm.view.Store(&view{settings: c.settings()})
 	rm.healthy.Store(true)
@@ -182,13 +186,13 @@ func (rm *Room) newID() uint64 {
 func (rm *Room) policyAt(s *Settings, now int64) policy {
 	p := policy{
 		Settings: *s,
-		session:  rm.session,
-		renew:    !rm.cfg.DisableSessionRenewal,
-		tmpl:     rm.tmpl,
+		session:  s.sessionDuration(),
+		renew:    !s.DisableSessionRenewal,
+		tmpl:     rm.template(s.Template),
 	}
 	for i := range s.Events {
 		e := &s.Events[i]
-		if now < e.opens().UnixMilli() || now >= e.End.UnixMilli() {
+		if e.Suspended || now < e.opens().UnixMilli() || now >= e.End.UnixMilli() {
 			continue
 		}
 		p.event = e
@@ -201,15 +205,18 @@ func (rm *Room) policyAt(s *Settings, now int64) policy {
 		}
 		if e.SessionDuration > 0 {
 			p.session = e.SessionDuration.Milliseconds()
+			p.SessionDuration = e.SessionDuration
 		}
 		if e.DisableSessionRenewal != nil {
 			p.renew = !*e.DisableSessionRenewal
+			p.DisableSessionRenewal = *e.DisableSessionRenewal
 		}
 		if e.QueueingMethod != "" {
 			p.QueueingMethod = e.QueueingMethod
 		}
 		if e.Template != "" {
-			p.tmpl = rm.eventTemplate(e.Template)
+			p.tmpl = rm.template(e.Template)
+			p.Template = e.Template
 		}
 		break
 	}
@@ -225,27 +232,54 @@ func (rm *Room) policyAt(s *Settings, now int64) policy {
 // during an event is never dropped from the count while their cookie still
 // says they are in.
 func (rm *Room) countWindow(s *Settings) int64 {
-	w := rm.session
+	w := s.sessionDuration()
 	for _, e := range s.Events {
 		w = max(w, e.SessionDuration.Milliseconds())
 	}
 	return w
 }
 
-// eventTemplate returns the parsed template for src, parsing it once. Event
-// templates were validated when they were set; one that fails here (set by
-// an instance with a different version) falls back to the room's page.
-func (rm *Room) eventTemplate(src string) *page.Template {
+// maxTemplates bounds the parsed templates a room keeps: the room's and
+// its events' of the latest settings, and a few earlier ones.
+const maxTemplates = 32
+
+// template returns the parsed template for src, parsing it once; "" is the
+// default page. Templates were validated when they were set; one that
+// fails here (set by an instance with a different version) falls back to
+// the default page.
+func (rm *Room) template(src string) *page.Template {
+	if src == "" {
+		return page.Default()
+	}
 	if t, ok := rm.templates.Load(src); ok {
 		return t.(*page.Template)
 	}
 	t, err := page.Parse(src)
 	if err != nil {
-		rm.log.Error("waitingroom: an event template does not parse; using the room's page", "err", err)
-		t = rm.tmpl
+		rm.log.Error("waitingroom: a template in the settings does not parse; using the default page", "err", err)
+		t = page.Default()
+	}
+	if rm.ntemplate.Add(1) > maxTemplates {
+		// Settings changed many times: start again with the ones in use,
+		// which the next policies parse again.
+		rm.templates.Clear()
+		rm.ntemplate.Store(1)
 	}
 	rm.templates.Store(src, t)
 	return t
+}
+
+// checkTemplate is parseTemplate for templates of the shared settings,
+// which are checked at every sync: one already parsed is not parsed again.
+func (rm *Room) checkTemplate(src string) error {
+	if _, ok := rm.templates.Load(src); ok {
+		return nil
+	}
+	if err := parseTemplate(src); err != nil {
+		return err
+	}
+	rm.template(src) // parses it again once, and keeps it
+	return nil
 }
 
 func parseTemplate(src string) error {

@@ -194,9 +194,11 @@ type view struct {
 	waiting            int64
 	buckets            []bucketCount // oldest first
 	admittedThisMinute int64
-	perMinute          float64       // recent admissions per minute
-	admitted           []store.Count // admissions by minute, oldest first
-	instances          int
+	perMinute          float64 // recent admissions per minute
+	// ends is when the live sessions end unless renewed (ends.go).
+	ends      endSchedule
+	admitted  []store.Count // admissions by minute, oldest first
+	instances int
 	// current reports that every live instance reads this release's
 	// formats: they are written (compat.go). False until the first sync.
 	current bool
@@ -249,16 +251,19 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 		}
 		return true
 	})
+	ends := newEndCounter(now, times)
 	for i := range st.Sessions {
 		x := &st.Sessions[i]
 		if times.alive(x, now) {
 			v.active++
+			ends.add(x)
 		}
 		if x.Revoked {
 			v.revoked = append(v.revoked, x.ID)
 		}
 	}
 	v.sessions = slices.Clone(st.Sessions)
+	v.ends = ends.schedule()
 
 	st.Admitted = st.Admitted[:0]
 	for k, n := range admitted {
@@ -269,7 +274,7 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	slices.SortFunc(st.Admitted, func(a, b store.Count) int { return cmp.Compare(a.Key, b.Key) })
 	v.admitted = slices.Clone(st.Admitted)
 	v.admittedThisMinute = admitted[nowMin]
-	v.perMinute = outflow(admitted, now)
+	v.perMinute = outflow(admitted, now, int64(p.policy.NewUsersPerMinute))
 
 	// The waiting cells are the bulk of the state (a bucket per minute of
 	// queue, a few check-in slots each). They are kept sorted, so this
@@ -455,8 +460,14 @@ func mergeSorted[T any](cs, add []T, cmpFn func(a, b T) int, sum func(*T, T)) []
 
 // outflow is the recent admission rate per minute: admissions over the last
 // outflowMinutes minutes, counted from the first minute in that window that
-// had any, so a queue that just formed is not diluted by empty minutes.
-func outflow(admitted map[int64]int64, now int64) float64 {
+// had any, so a queue that just formed is not diluted by empty minutes. The
+// minute under way counts as at least the part of it that has passed and
+// at least the time its admissions take at limit a minute: a few
+// admissions early in a minute are not taken for a rate (two admitted in
+// the first 15 seconds are not 8 a minute). So the rate never exceeds
+// limit while every minute kept to it, and it is capped at limit besides
+// (a limit lowered live). A limit ≤ 0 caps nothing.
+func outflow(admitted map[int64]int64, now int64, limit int64) float64 {
 	nowMin := minuteOf(now)
 	var sum int64
 	first := int64(0)
@@ -471,6 +482,13 @@ func outflow(admitted map[int64]int64, now int64) float64 {
 	if sum == 0 {
 		return 0
 	}
-	frac := float64(now-nowMin*60_000) / 60_000
-	return float64(sum) / (float64(nowMin-first) + max(frac, 0.25))
+	part := float64(now-nowMin*60_000) / 60_000
+	if limit > 0 {
+		part = max(part, float64(admitted[nowMin])/float64(limit))
+	}
+	rate := float64(sum) / (float64(nowMin-first) + min(max(part, 0.25), 1))
+	if limit > 0 {
+		rate = min(rate, float64(limit))
+	}
+	return rate
 }

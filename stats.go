@@ -27,7 +27,9 @@ type Stats struct {
 	// AdmittedByMinute are the admissions of the last hour by minute,
 	// oldest first; minutes without admissions are left out.
 	AdmittedByMinute []MinuteCount
-	// OutflowPerMinute is the recent admission rate, visitors per minute.
+	// OutflowPerMinute is the recent admission rate, visitors per minute:
+	// the admissions of the last five minutes from the first that had
+	// any, never above NewUsersPerMinute.
 	OutflowPerMinute float64
 	// Estimate is the wait of a visitor arriving now.
 	Estimate Estimate

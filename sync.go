@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/go-waitingroom/waitingroom/store"
@@ -195,7 +196,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 	v.settingsVersion = settingsVersion
 	old := rm.view.Load()
 	if old.settingsVersion != 0 && old.settingsVersion != v.settingsVersion {
-		rm.log.Info("waitingroom: settings changed", "settings", v.settings)
+		rm.log.Info("waitingroom: settings changed", "settings", loggable(v.settings))
 	}
 	rm.logPhase(old, v)
 	rm.view.Store(v)
@@ -224,16 +225,45 @@ func (rm *Room) sharedSettings(st *store.State) Settings {
 			return s
 		}
 	}
-	if st.ConfigHash != rm.configHash {
+	if st.ConfigHash != rm.configHash && st.ConfigHash != rm.prevHash {
 		s := rm.cfg.settings()
 		writeSettings(st, s)
 		st.ConfigHash = rm.configHash
 		return s
 	}
 	var s Settings
-	if err := json.Unmarshal(st.Settings, &s); err != nil || s.QueueingMethod == "" || s.validate() != nil {
+	if err := json.Unmarshal(st.Settings, &s); err != nil || s.QueueingMethod == "" || s.validateWith(rm.checkTemplate) != nil {
 		s = rm.cfg.settings()
 		writeSettings(st, s)
+		return s
+	}
+	if st.ConfigHash != rm.configHash {
+		// Written from this Config by an instance of the previous
+		// release, which does not know the last four settings (and would
+		// write them off again, were this one to write them, at every
+		// sync until the upgrade is over): they come from the Config.
+		c := rm.cfg.settings()
+		if s.SessionDuration == 0 && !s.DisableSessionRenewal && s.QueueingStatusCode == 0 && s.Template == "" {
+			s.SessionDuration, s.DisableSessionRenewal, s.QueueingStatusCode, s.Template =
+				c.SessionDuration, c.DisableSessionRenewal, c.QueueingStatusCode, c.Template
+		}
+	}
+	return s
+}
+
+// loggable is s for a log line: templates, the room's and its events',
+// are given by their size rather than written out.
+func loggable(s Settings) Settings {
+	short := func(t string) string {
+		if t == "" {
+			return ""
+		}
+		return fmt.Sprintf("(%d bytes)", len(t))
+	}
+	s.Template = short(s.Template)
+	s.Events = slices.Clone(s.Events)
+	for i := range s.Events {
+		s.Events[i].Template = short(s.Events[i].Template)
 	}
 	return s
 }
@@ -356,7 +386,7 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 			break
 		}
 	}
-	rm.log.Info("waitingroom: settings updated", "settings", s)
+	rm.log.Info("waitingroom: settings updated", "settings", loggable(s))
 	return nil
 }
 

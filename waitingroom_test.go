@@ -466,18 +466,21 @@ func TestJSONResponse(t *testing.T) {
 			assert.Equal(t, tr.clk.Now().UTC().Format("2006-01-02T15:04:05.000Z"), lastUpdated)
 			delete(got, "refreshIntervalSeconds")
 			delete(got, "lastUpdated")
-			// 30 ahead at 10 admitted in the first 45 s (13.3 a minute):
-			// 2.25 minutes, shown rounded up.
+			// All 10 slots held by sessions of 5 minutes (the default)
+			// and 30 ahead: this visitor gets the slot that comes round
+			// for the fourth time, 5 + 3 × 5 minutes from now.
 			assert.Equal(t, map[string]any{
 				"inWaitingRoom":                true,
 				"waitTimeKnown":                true,
-				"waitTime":                     float64(3),
+				"waitTime":                     float64(20),
 				"waitTimeHours":                float64(0),
-				"waitTimeHourMinutes":          float64(3),
+				"waitTimeHourMinutes":          float64(20),
 				"waitTime25Percentile":         float64(0),
 				"waitTime50Percentile":         float64(0),
 				"waitTime75Percentile":         float64(0),
-				"waitTimeFormatted":            "3 minutes",
+				"waitTimeFormatted":            "20 minutes",
+				"positionInLine":               float64(31), // behind the 30 waiting
+				"chancePerRefreshOneIn":        float64(0),
 				"queueIsFull":                  false,
 				"queueAll":                     false,
 				"queueingMethod":               "fifo",
@@ -489,26 +492,46 @@ func TestJSONResponse(t *testing.T) {
 				"isEventPrequeueing":           false,
 				"shuffleAtEventStart":          false,
 				"timeUntilEventStart":          float64(0),
-				"timeUntilEventStartFormatted": "",
+				"timeUntilEventStartFormatted": "unavailable",
 				"timeUntilEventEnd":            float64(0),
-				"timeUntilEventEndFormatted":   "",
+				"timeUntilEventEndFormatted":   "unavailable",
 			}, got)
 		})
 	}
 }
 
 func TestAcceptNegotiation(t *testing.T) {
-	tr := newTestRoom(t, func(c *Config) { c.QueueAll = true })
-	for accept, wantJSON := range map[string]bool{
-		"application/json":             true,
-		"application/json, text/plain": true,
-		"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8": false,
-		"text/html, application/json":                                     false,
-		"":                                                                false,
+	for _, tc := range []struct {
+		accept             string
+		wantJSON, orStrict bool // by default; with StrictJSONAccept
+	}{
+		{"application/json", true, true},
+		{" Application/JSON ", true, true},
+		{"application/json, text/plain", true, false},
+		{"application/json;q=1", true, false},
+		{"application/json, text/html", false, false},
+		{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", false, false},
+		{"text/html, application/json", false, false},
+		{"*/*", false, false},
+		{"", false, false},
 	} {
-		w := tr.get(&visitor{}, accept)
-		assert.Equal(t, wantJSON, strings.HasPrefix(w.Header().Get("Content-Type"), "application/json"), accept)
+		for _, strict := range []bool{false, true} {
+			tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.StrictJSONAccept = strict })
+			w := tr.get(&visitor{}, tc.accept)
+			want := tc.wantJSON
+			if strict {
+				want = tc.orStrict
+			}
+			assert.Equal(t, want, strings.HasPrefix(w.Header().Get("Content-Type"), "application/json"), "Accept %q, strict %v", tc.accept, strict)
+		}
 	}
+	// Two Accept headers are not exactly one application/json.
+	tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.StrictJSONAccept = true })
+	r := (&visitor{}).request(http.MethodGet, "application/json")
+	r.Header.Add("Accept", "application/json")
+	w := httptest.NewRecorder()
+	tr.app.ServeHTTP(w, r)
+	assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
 }
 
 func TestRefreshTooEarlyGetsNoChance(t *testing.T) {

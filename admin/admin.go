@@ -8,6 +8,7 @@ package admin
 
 import (
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/page"
 
 	"bytes"
 	"crypto/rand"
@@ -73,14 +74,17 @@ func BearerToken(token string) (Authenticator, error) {
 
 // eventsAt returns the event in force at t (its pre-queue included) and
 // whether it is in its pre-queue, else the next event to open after t.
-// events are sorted and do not overlap (Settings.validate). A zero t finds
-// nothing.
+// Suspended events are passed over: they do not apply. events are sorted
+// and do not overlap (Settings.validate). A zero t finds nothing.
 func eventsAt(events []waitingroom.Event, t time.Time) (current *waitingroom.Event, prequeue bool, next *waitingroom.Event) {
 	if t.IsZero() {
 		return nil, false, nil
 	}
 	for i := range events {
 		e := &events[i]
+		if e.Suspended {
+			continue
+		}
 		opens := e.Start
 		if !e.PrequeueStart.IsZero() {
 			opens = e.PrequeueStart
@@ -101,8 +105,9 @@ const (
 	// Room.History, which GET /history reports.
 	historyInterval = 10 * time.Second
 	historyWindow   = time.Hour
-	// maxSettingsBody is the largest PATCH /settings body, in bytes.
-	maxSettingsBody = 64 << 10
+	// maxSettingsBody is the largest PATCH /settings body, in bytes: the
+	// size the commercial product allows a template.
+	maxSettingsBody = 1 << 20
 )
 
 //go:embed status.html
@@ -142,12 +147,27 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 //	                 (default the last 30 days), format json or csv
 //	GET   /settings  the live waitingroom.Settings as JSON
 //	PATCH /settings  change them: a JSON object (Content-Type
-//	                 application/json, at most 64 KiB) with any of
+//	                 application/json, at most 1 MiB) with any of
 //	                 queueingMethod, totalActiveUsers, newUsersPerMinute,
 //	                 queueAll, suspended, events (the whole list, which
-//	                 replaces the current one); the answer is the new
-//	                 Settings.
+//	                 replaces the current one), sessionDuration (a
+//	                 duration such as "10m", or nanoseconds; 0 for the
+//	                 default), disableSessionRenewal, queueingStatusCode
+//	                 (200, 202 or 429; 0 for the default) and template
+//	                 (Mustache source; "" for the default page); the
+//	                 answer is the new Settings.
 //	                 Every instance follows at its next sync (Room.Update).
+//	GET   /preview   the waiting page in each state a visitor can see
+//	POST  /preview   (waitingroom.Room.Preview: queueing, queueAll,
+//	                 eventPrequeue, reject, unknownWait), rendered from the
+//	                 live template (GET) or from the one posted
+//	                 ({"template": "..."}, "" for the default page; a
+//	                 template that does not parse answers 422): JSON with
+//	                 each state's status, data and HTML, or with
+//	                 ?state=<state> that state's page as HTML, sandboxed
+//	                 (Content-Security-Policy: sandbox allow-scripts);
+//	                 ?lang=<tag> picks the language. Nothing in the room
+//	                 changes.
 //
 // Every response has Cache-Control: no-store. A request auth refuses gets
 // 401 with WWW-Authenticate: Bearer; a wrong method 405 with Allow; a bad
@@ -214,6 +234,15 @@ func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		a.minutes(w, r, strings.TrimPrefix(r.URL.Path, "/") == "reports")
+	case "preview":
+		switch {
+		case get:
+			a.preview(w, r, nil)
+		case r.Method == http.MethodPost:
+			a.postPreview(w, r)
+		default:
+			methodNotAllowed(w, "GET, HEAD, POST")
+		}
 	case "settings":
 		switch {
 		case get:
@@ -265,7 +294,9 @@ type adminEstimate struct {
 // adminEvent is the scheduled event in force (pre-queue included) or, when
 // none is, the next one to open.
 type adminEvent struct {
-	Name          string     `json:"name"`
+	Name string `json:"name"`
+	// Description is the operators' note on the event.
+	Description   string     `json:"description"`
 	PrequeueStart *time.Time `json:"prequeueStart"`
 	Start         time.Time  `json:"start"`
 	End           time.Time  `json:"end"`
@@ -283,6 +314,7 @@ type adminEvent struct {
 func eventJSON(e *waitingroom.Event, inProgress, prequeueing bool) *adminEvent {
 	out := &adminEvent{
 		Name:              e.Name,
+		Description:       e.Description,
 		Start:             e.Start.UTC(),
 		End:               e.End.UTC(),
 		InProgress:        inProgress,
@@ -424,10 +456,10 @@ func (a *admin) page(w http.ResponseWriter) {
 		LastSync: "never",
 	}
 	switch {
-	case !st.EstimatedWait.Known:
-		d.Wait = "unknown"
 	case st.EstimatedWait.Full:
 		d.Wait = "more than a day"
+	case !st.EstimatedWait.Known:
+		d.Wait = "unknown"
 	}
 	if st.LastSync != nil {
 		d.LastSync = st.LastSync.Format(time.RFC3339)
@@ -451,12 +483,16 @@ func (a *admin) page(w http.ResponseWriter) {
 // settingsPatch is a decoded PATCH /settings body: nil fields are left as
 // they are.
 type settingsPatch struct {
-	queueingMethod    *waitingroom.QueueingMethod
-	totalActiveUsers  *int
-	newUsersPerMinute *int
-	queueAll          *bool
-	suspended         *bool
-	events            *[]waitingroom.Event // replaces all events when set
+	queueingMethod        *waitingroom.QueueingMethod
+	totalActiveUsers      *int
+	newUsersPerMinute     *int
+	queueAll              *bool
+	suspended             *bool
+	events                *[]waitingroom.Event // replaces all events when set
+	sessionDuration       *time.Duration
+	disableSessionRenewal *bool
+	queueingStatusCode    *int
+	template              *string
 }
 
 func (p *settingsPatch) apply(s *waitingroom.Settings) {
@@ -477,6 +513,18 @@ func (p *settingsPatch) apply(s *waitingroom.Settings) {
 	}
 	if p.suspended != nil {
 		s.Suspended = *p.suspended
+	}
+	if p.sessionDuration != nil {
+		s.SessionDuration = *p.sessionDuration
+	}
+	if p.disableSessionRenewal != nil {
+		s.DisableSessionRenewal = *p.disableSessionRenewal
+	}
+	if p.queueingStatusCode != nil {
+		s.QueueingStatusCode = *p.queueingStatusCode
+	}
+	if p.template != nil {
+		s.Template = *p.template
 	}
 }
 
@@ -547,16 +595,37 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 			} else {
 				p.newUsersPerMinute = &n
 			}
-		case "queueAll", "suspended":
+		case "queueAll", "suspended", "disableSessionRenewal":
 			var b bool
 			if json.Unmarshal(raw, &b) != nil {
 				return nil, fmt.Errorf("waitingroom: setting %q must be true or false", key)
 			}
-			if key == "queueAll" {
+			switch key {
+			case "queueAll":
 				p.queueAll = &b
-			} else {
+			case "suspended":
 				p.suspended = &b
+			default:
+				p.disableSessionRenewal = &b
 			}
+		case "queueingStatusCode":
+			var n int
+			if json.Unmarshal(raw, &n) != nil {
+				return nil, fmt.Errorf("waitingroom: setting %q must be an integer", key)
+			}
+			p.queueingStatusCode = &n
+		case "sessionDuration":
+			d, err := decodeDuration(raw)
+			if err != nil {
+				return nil, fmt.Errorf("waitingroom: setting %q must be a duration such as \"10m\" or an integer of nanoseconds", key)
+			}
+			p.sessionDuration = &d
+		case "template":
+			var t string
+			if json.Unmarshal(raw, &t) != nil {
+				return nil, fmt.Errorf("waitingroom: setting %q must be a string", key)
+			}
+			p.template = &t
 		case "events":
 			// The whole list: to add, change or remove an event, send the
 			// list as it should be (GET /settings gives the current one).
@@ -568,7 +637,7 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 			}
 			p.events = &evs
 		default:
-			return nil, fmt.Errorf("waitingroom: unknown setting %q; the settings are queueingMethod, totalActiveUsers, newUsersPerMinute, queueAll, suspended and events", key)
+			return nil, fmt.Errorf("waitingroom: unknown setting %q; the settings are queueingMethod, totalActiveUsers, newUsersPerMinute, queueAll, suspended, events, sessionDuration, disableSessionRenewal, queueingStatusCode and template", key)
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing '}'
@@ -581,6 +650,20 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 		return nil, errors.New("waitingroom: the body must be one JSON object and nothing after it")
 	}
 	return p, nil
+}
+
+// decodeDuration reads a duration written as Go writes one ("10m",
+// "1m30s") or as an integer of nanoseconds, as Settings is encoded.
+func decodeDuration(raw json.RawMessage) (time.Duration, error) {
+	var str string
+	if json.Unmarshal(raw, &str) == nil {
+		return time.ParseDuration(str)
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, err
+	}
+	return time.Duration(n), nil
 }
 
 func syntaxError(err error) error {
@@ -641,6 +724,95 @@ func (a *admin) patchSettings(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, got)
 	}
+}
+
+// previewBody is the body of GET and POST /preview.
+type previewBody struct {
+	// Template is "live" (GET) or "posted".
+	Template string                    `json:"template"`
+	Language string                    `json:"language"`
+	States   []waitingroom.PreviewPage `json:"states"`
+}
+
+// preview answers GET /preview and, with the template posted, POST
+// /preview: every state as JSON, or with ?state= that state's page as
+// HTML, in a sandbox (its scripts run in an origin of their own, away from
+// the admin API and its credentials).
+func (a *admin) preview(w http.ResponseWriter, r *http.Request, tmpl *page.Template) {
+	q := r.URL.Query()
+	lang := q.Get("lang")
+	if lang != "" && !page.Supported(lang) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("waitingroom: language %q is not one of %v", lang, page.Languages()))
+		return
+	}
+	pages := a.rm.Preview(tmpl, lang)
+	state := q.Get("state")
+	if state == "" {
+		body := previewBody{Template: "live", Language: lang, States: pages}
+		if tmpl != nil {
+			body.Template = "posted"
+		}
+		writeJSON(w, http.StatusOK, body)
+		return
+	}
+	for _, p := range pages {
+		if string(p.State) != state {
+			continue
+		}
+		if p.Error != "" {
+			writeError(w, http.StatusUnprocessableEntity, "waitingroom: the template fails in state "+state+": "+p.Error)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Content-Security-Policy", "sandbox allow-scripts")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Content-Length", strconv.Itoa(len(p.HTML)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, p.HTML)
+		return
+	}
+	names := make([]string, 0, len(pages))
+	for _, p := range pages {
+		names = append(names, string(p.State))
+	}
+	writeError(w, http.StatusNotFound, fmt.Sprintf("waitingroom: no preview state %q; the states are %s", state, strings.Join(names, ", ")))
+}
+
+// postPreview reads {"template": "..."} ("" for the default page) and
+// answers as preview does with that template.
+func (a *admin) postPreview(w http.ResponseWriter, r *http.Request) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, "waitingroom: the body must be JSON, with Content-Type: application/json")
+		return
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxSettingsBody))
+	dec.DisallowUnknownFields()
+	var body struct {
+		Template *string `json:"template"`
+	}
+	if err := dec.Decode(&body); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("waitingroom: the body is larger than %d bytes", maxSettingsBody))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "waitingroom: the body must be a JSON object {\"template\": \"...\"}: "+err.Error())
+		return
+	}
+	if body.Template == nil {
+		writeError(w, http.StatusBadRequest, "waitingroom: the body must hold the template to preview: {\"template\": \"...\"} (\"\" for the default page)")
+		return
+	}
+	tmpl := page.Default()
+	if *body.Template != "" {
+		if tmpl, err = page.Parse(*body.Template); err != nil {
+			writeError(w, http.StatusUnprocessableEntity, "waitingroom: Template: "+err.Error())
+			return
+		}
+	}
+	a.preview(w, r, tmpl)
 }
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {

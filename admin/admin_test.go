@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -335,6 +336,11 @@ func TestAdminPatchSettings(t *testing.T) {
 		{"white space", " \n{ \"queueAll\" : true }\n ", "", func(s *waitingroom.Settings) { s.QueueAll = true }},
 		{"charset", `{"queueAll":true}`, "application/json; charset=utf-8", func(s *waitingroom.Settings) { s.QueueAll = true }},
 		{"merge patch", `{"queueAll":true}`, "application/merge-patch+json", func(s *waitingroom.Settings) { s.QueueAll = true }},
+		{"session duration", `{"sessionDuration":"10m"}`, "", func(s *waitingroom.Settings) { s.SessionDuration = 10 * time.Minute }},
+		{"session duration in nanoseconds", `{"sessionDuration":120000000000}`, "", func(s *waitingroom.Settings) { s.SessionDuration = 2 * time.Minute }},
+		{"session renewal", `{"disableSessionRenewal":true}`, "", func(s *waitingroom.Settings) { s.DisableSessionRenewal = true }},
+		{"status code", `{"queueingStatusCode":429}`, "", func(s *waitingroom.Settings) { s.QueueingStatusCode = 429 }},
+		{"template", `{"template":"<p>{{waitTime}}</p>"}`, "", func(s *waitingroom.Settings) { s.Template = "<p>{{waitTime}}</p>" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
@@ -359,7 +365,7 @@ func TestAdminPatchSettings(t *testing.T) {
 }
 
 func TestAdminPatchSettingsRefusesBadInput(t *testing.T) {
-	big := `{"queueAll":true}` + strings.Repeat(" ", 64<<10)
+	big := `{"queueAll":true}` + strings.Repeat(" ", 1<<20)
 	for _, tc := range []struct {
 		name    string
 		body    string
@@ -398,8 +404,16 @@ func TestAdminPatchSettingsRefusesBadInput(t *testing.T) {
 		{"no content type", `{"queueAll":true}`, []string{"Content-Type", ""}, false, http.StatusUnsupportedMediaType, "application/json"},
 		{"form", `queueAll=true`, []string{"Content-Type", "application/x-www-form-urlencoded"}, false, http.StatusUnsupportedMediaType, "application/json"},
 		{"text", `{"queueAll":true}`, []string{"Content-Type", "text/plain"}, false, http.StatusUnsupportedMediaType, "application/json"},
-		{"too large", big, nil, false, http.StatusRequestEntityTooLarge, "larger than 65536 bytes"},
-		{"too large, chunked", big, nil, true, http.StatusRequestEntityTooLarge, "larger than 65536 bytes"},
+		{"too large", big, nil, false, http.StatusRequestEntityTooLarge, "larger than 1048576 bytes"},
+		{"too large, chunked", big, nil, true, http.StatusRequestEntityTooLarge, "larger than 1048576 bytes"},
+		{"session as text", `{"sessionDuration":"ten minutes"}`, nil, false, http.StatusBadRequest, `"sessionDuration" must be a duration`},
+		{"session too long", `{"sessionDuration":"2h"}`, nil, false, http.StatusUnprocessableEntity, "SessionDuration must be between"},
+		{"status code", `{"queueingStatusCode":503}`, nil, false, http.StatusUnprocessableEntity, "QueueingStatusCode must be 200, 202 or 429"},
+		{"status code as string", `{"queueingStatusCode":"429"}`, nil, false, http.StatusBadRequest, `"queueingStatusCode" must be an integer`},
+		{"renewal as string", `{"disableSessionRenewal":"yes"}`, nil, false, http.StatusBadRequest, `"disableSessionRenewal" must be true or false`},
+		{"template as number", `{"template":1}`, nil, false, http.StatusBadRequest, `"template" must be a string`},
+		{"template does not parse", `{"template":"{{#open}}"}`, nil, false, http.StatusUnprocessableEntity, "Template"},
+		{"template with a partial", `{"template":"{{> header}}"}`, nil, false, http.StatusUnprocessableEntity, "partials"},
 		{"cross-site browser request", `{"queueAll":true}`, []string{"Sec-Fetch-Site", "cross-site"}, false, http.StatusForbidden, "cross-origin"},
 		{"other origin", `{"queueAll":true}`, []string{"Origin", "https://attacker.test"}, false, http.StatusForbidden, "cross-origin"},
 	} {
@@ -523,8 +537,8 @@ func TestAdminHistory(t *testing.T) {
 	h = f.getJSON("/history")
 	assert.Equal(t, "2026-05-27T15:54:12Z", h["now"])
 	assert.Equal(t, []any{
-		map[string]any{"t": "2026-05-27T15:54:07Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 8.0},
-		map[string]any{"t": "2026-05-27T15:54:12Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 8.0},
+		map[string]any{"t": "2026-05-27T15:54:07Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 2.0},
+		map[string]any{"t": "2026-05-27T15:54:12Z", "active": 2.0, "waiting": 3.0, "admittedThisMinute": 2.0, "outflowPerMinute": 2.0},
 	}, h["samples"])
 	assert.Equal(t, []any{map[string]any{"minute": "2026-05-27T15:54:00Z", "admitted": 2.0}}, h["admittedPerMinute"])
 
@@ -585,7 +599,7 @@ func TestAdminStatusPage(t *testing.T) {
 		`<dd id="waiting">2</dd>`,
 		`<span id="admittedThisMinute">3</span>`,
 		`<span id="newUsersPerMinute">3</span>`,
-		`<dd id="outflowPerMinute">6.0</dd>`,
+		`<dd id="outflowPerMinute">3.0</dd>`, // the limit, not 3 in 30 s read as 6 a minute
 		`<dd id="estimatedWait">` + stats.Estimate.Formatted() + `</dd>`,
 		`<dd id="instances">1</dd>`,
 		`<span id="lastSync">2026-05-27T15:54:30Z</span>`,
@@ -678,6 +692,50 @@ func TestAdminChangeReachesOtherInstances(t *testing.T) {
 	}
 }
 
+// The settings the previous admin API could not change (PATCH answered
+// 400) change through it now, on every instance.
+func TestAdminPatchVisitorSettingsAcrossInstances(t *testing.T) {
+	clk, st := newAdminClock(), memstore.New()
+	a := newAdminFixture(t, clk, st, func(c *waitingroom.Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 })
+	b := newAdminFixture(t, clk, st, func(c *waitingroom.Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 })
+	syncBoth := func() {
+		for range 2 {
+			a.sync()
+			b.sync()
+		}
+	}
+	syncBoth()
+	var in string
+	require.True(t, a.visit(&in) || b.visit(&in), "one visitor in")
+	w := a.do(http.MethodPatch, "/settings",
+		`{"sessionDuration":"1m","disableSessionRenewal":true,"queueingStatusCode":202,"template":"<p>wait {{refreshIntervalSeconds}}</p>"}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	clk.Add(time.Second)
+	syncBoth()
+	want := waitingroom.Settings{QueueingMethod: waitingroom.FIFO, TotalActiveUsers: 1, NewUsersPerMinute: 1,
+		SessionDuration: time.Minute, DisableSessionRenewal: true, QueueingStatusCode: 202, Template: "<p>wait {{refreshIntervalSeconds}}</p>"}
+	for _, f := range []*adminFixture{a, b} {
+		assert.Equal(t, want, f.settings())
+		r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
+		rec := httptest.NewRecorder()
+		f.app.ServeHTTP(rec, r)
+		assert.Equal(t, http.StatusAccepted, rec.Code, "the room is full: the new visitor waits, with the new status")
+		assert.Regexp(t, `^<p>wait \d+</p>$`, rec.Body.String(), "on the new page")
+	}
+	// The session is capped at a minute from admission, however active the
+	// visitor is: then they are a new visitor, counted as a new admission.
+	admissions := func() uint64 { return a.room.Counters().Admitted + b.room.Counters().Admitted }
+	before := admissions()
+	clk.Add(30 * time.Second)
+	syncBoth()
+	require.True(t, a.visit(&in))
+	assert.Equal(t, before, admissions(), "within the minute")
+	clk.Add(30 * time.Second)
+	syncBoth()
+	a.visit(&in)
+	assert.Equal(t, before+1, admissions(), "the capped session is over")
+}
+
 func TestAdminScheduledEvent(t *testing.T) {
 	clk := newAdminClock() // 15:54
 	f := newAdminFixture(t, clk, memstore.New(), nil)
@@ -689,6 +747,7 @@ func TestAdminScheduledEvent(t *testing.T) {
 	require.NoError(t, f.room.Update(context.Background(), func(s *waitingroom.Settings) {
 		s.Events = []waitingroom.Event{{
 			Name:              "drop",
+			Description:       "Spring drop",
 			PrequeueStart:     at("16:00"),
 			Start:             at("16:10"),
 			End:               at("17:00"),
@@ -699,7 +758,7 @@ func TestAdminScheduledEvent(t *testing.T) {
 	f.sync()
 	event := func(inProgress, prequeueing bool) map[string]any {
 		return map[string]any{
-			"name": "drop", "prequeueStart": "2026-05-27T16:00:00Z", "start": "2026-05-27T16:10:00Z", "end": "2026-05-27T17:00:00Z",
+			"name": "drop", "description": "Spring drop", "prequeueStart": "2026-05-27T16:00:00Z", "start": "2026-05-27T16:10:00Z", "end": "2026-05-27T17:00:00Z",
 			"inProgress": inProgress, "prequeueing": prequeueing, "shuffleAtStart": false,
 			"totalActiveUsers": 20.0, "newUsersPerMinute": 5.0,
 		}
@@ -729,6 +788,61 @@ func TestAdminScheduledEvent(t *testing.T) {
 		assert.Equal(t, step.status, m["status"], clk.Now())
 		assert.Equal(t, step.event, m["nextEvent"], clk.Now())
 	}
+}
+
+// Events posted through the admin API carry a description, which the
+// status page shows, and may be suspended: the room passes over them, on
+// every instance, until they are resumed.
+func TestAdminEventDescriptionAndSuspended(t *testing.T) {
+	clk := newAdminClock() // 15:54
+	st := memstore.New()
+	a := newAdminFixture(t, clk, st, nil)
+	b := newAdminFixture(t, clk, st, nil)
+	events := func(suspended bool) string {
+		return `{"events":[{"name":"maintenance","description":"Database <upgrade>","start":"2026-05-27T15:00:00Z",` +
+			`"end":"2026-05-27T17:00:00Z","queueingMethod":"reject","suspended":` + strconv.FormatBool(suspended) + `},` +
+			`{"name":"drop","description":"Spring drop","start":"2026-05-27T18:00:00Z","end":"2026-05-27T19:00:00Z"}]}`
+	}
+	syncBoth := func() {
+		for range 2 { // the second round shares the grant between the two
+			a.sync()
+			b.sync()
+		}
+	}
+	w := a.do(http.MethodPatch, "/settings", events(true))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	syncBoth()
+	for _, f := range []*adminFixture{a, b} {
+		s := f.settings()
+		require.Len(t, s.Events, 2)
+		assert.True(t, s.Events[0].Suspended)
+		assert.Equal(t, "Database <upgrade>", s.Events[0].Description)
+		m := f.getJSON("/status")
+		assert.Equal(t, "not_queueing", m["status"], "the suspended event does not apply")
+		next, _ := m["nextEvent"].(map[string]any)
+		assert.Equal(t, "drop", next["name"], "the next event that applies")
+		var c string
+		assert.True(t, f.visit(&c), "the suspended event rejects nobody")
+		page := f.do(http.MethodGet, "/", "").Body.String()
+		assert.Contains(t, page, "Next event\n  <b id=\"eventName\">drop</b> · <span id=\"eventDescription\">Spring drop</span>")
+	}
+
+	w = b.do(http.MethodPatch, "/settings", events(false))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	syncBoth()
+	for _, f := range []*adminFixture{a, b} {
+		m := f.getJSON("/status")
+		next, _ := m["nextEvent"].(map[string]any)
+		assert.Equal(t, "maintenance", next["name"])
+		assert.Equal(t, true, next["inProgress"])
+		var c string
+		assert.False(t, f.visit(&c), "resumed, the event closes the site")
+		assert.Contains(t, f.do(http.MethodGet, "/", "").Body.String(), "Database &lt;upgrade&gt;", "escaped")
+	}
+
+	w = a.do(http.MethodPatch, "/settings", `{"events":[{"name":"x","description":"`+strings.Repeat("y", waitingroom.MaxEventDescription+1)+
+		`","start":"2026-05-27T18:00:00Z","end":"2026-05-27T19:00:00Z"}]}`)
+	assert.Equal(t, http.StatusUnprocessableEntity, w.Code, w.Body.String())
 }
 
 func TestStatsStatus(t *testing.T) {
@@ -794,4 +908,99 @@ func TestAdminPatchEvents(t *testing.T) {
 	w = f.do(http.MethodPatch, "/settings", `{"events":[]}`)
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Empty(t, f.room.Stats().Settings.Events, "an empty list removes the events")
+}
+
+// The preview renders the live template, or one posted, in every state a
+// visitor can see, behind the admin API's authentication, and changes
+// nothing.
+func TestAdminPreview(t *testing.T) {
+	clk := newAdminClock()
+	f := newAdminFixture(t, clk, memstore.New(), func(c *waitingroom.Config) {
+		c.Template = "<p>{{#queueAll}}all {{/queueAll}}{{#isRejectQueue}}closed {{/isRejectQueue}}{{waitTimeFormatted}}</p>"
+	})
+	f.sync()
+	before := f.settings()
+	states := func(w *httptest.ResponseRecorder) map[string]map[string]any {
+		t.Helper()
+		require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+		require.Equal(t, "application/json", w.Header().Get("Content-Type"))
+		var body struct {
+			Template string           `json:"template"`
+			States   []map[string]any `json:"states"`
+		}
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+		out := map[string]map[string]any{}
+		for _, s := range body.States {
+			out[s["state"].(string)] = s
+		}
+		require.Len(t, out, len(waitingroom.PreviewStates()))
+		return out
+	}
+
+	live := states(f.do(http.MethodGet, "/preview", ""))
+	assert.Equal(t, "<p>12 minutes</p>", live["queueing"]["html"])
+	assert.Equal(t, "<p>all unavailable</p>", live["queueAll"]["html"])
+	assert.Equal(t, "<p>closed unavailable</p>", live["reject"]["html"])
+	assert.Equal(t, 200.0, live["queueing"]["status"])
+	data := live["eventPrequeue"]["data"].(map[string]any)
+	assert.Equal(t, true, data["isEventPrequeueing"])
+	assert.Equal(t, 15.0, data["timeUntilEventStart"])
+
+	posted := states(f.do(http.MethodPost, "/preview", `{"template":"<i>{{queueingMethod}}</i>"}`))
+	assert.Equal(t, "<i>fifo</i>", posted["unknownWait"]["html"])
+	assert.Equal(t, "<i>reject</i>", posted["reject"]["html"])
+	def := states(f.do(http.MethodPost, "/preview?lang=fr", `{"template":""}`))
+	assert.Contains(t, def["queueing"]["html"], `<html lang="fr"`, "\"\" is the default page")
+	assert.Contains(t, def["queueing"]["html"], "12 minutes")
+
+	// One state's page as HTML, sandboxed.
+	w := f.do(http.MethodGet, "/preview?state=queueAll", "")
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
+	assert.Equal(t, "sandbox allow-scripts", w.Header().Get("Content-Security-Policy"))
+	assert.Equal(t, "<p>all unavailable</p>", w.Body.String())
+	w = f.do(http.MethodPost, "/preview?state=reject", `{"template":"<b>{{isRejectQueue}}</b>"}`)
+	assert.Equal(t, "<b>true</b>", w.Body.String())
+
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+		msg                string
+	}{
+		{http.MethodGet, "/preview?state=full", "", http.StatusNotFound, "queueing, queueAll, eventPrequeue, reject, unknownWait"},
+		{http.MethodGet, "/preview?lang=tlh", "", http.StatusBadRequest, "language"},
+		{http.MethodPost, "/preview", `{"template":"{{#open}}"}`, http.StatusUnprocessableEntity, "Template"},
+		{http.MethodPost, "/preview", `{"template":"{{> partial}}"}`, http.StatusUnprocessableEntity, "partials"},
+		{http.MethodPost, "/preview", `{}`, http.StatusBadRequest, "the template to preview"},
+		{http.MethodPost, "/preview", `{"tmpl":"x"}`, http.StatusBadRequest, "unknown field"},
+		{http.MethodPost, "/preview", `[]`, http.StatusBadRequest, "JSON object"},
+		{http.MethodPatch, "/preview", `{}`, http.StatusMethodNotAllowed, "GET, HEAD, POST"},
+	} {
+		w := f.do(tc.method, tc.path, tc.body)
+		assert.Equal(t, tc.code, w.Code, "%s %s %s", tc.method, tc.path, tc.body)
+		assert.Contains(t, w.Body.String(), tc.msg, "%s %s %s", tc.method, tc.path, tc.body)
+	}
+
+	// Same authentication as the rest of the admin API.
+	r := httptest.NewRequest(http.MethodGet, "http://example.com/preview?state=queueing", nil)
+	w = httptest.NewRecorder()
+	f.admin.ServeHTTP(w, r)
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+	r = httptest.NewRequest(http.MethodPost, "http://example.com/preview", strings.NewReader(`{"template":"x"}`))
+	r.Header.Set("Authorization", "Bearer "+adminToken)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Sec-Fetch-Site", "cross-site")
+	w = httptest.NewRecorder()
+	f.admin.ServeHTTP(w, r)
+	assert.Equal(t, http.StatusForbidden, w.Code, "a cross-site POST is refused")
+
+	assert.Equal(t, before, f.settings(), "nothing changed")
+	var c string
+	assert.True(t, f.visit(&c), "the room lets visitors in as before")
+
+	// The status page links to each state.
+	page := f.do(http.MethodGet, "/", "").Body.String()
+	for _, s := range waitingroom.PreviewStates() {
+		assert.Contains(t, page, `data-state="`+string(s)+`" href="preview?state=`+string(s)+`"`)
+	}
 }

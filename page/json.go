@@ -79,6 +79,14 @@ func WantsJSON(accept string) bool {
 	return wantJSON && !wantHTML
 }
 
+// IsExactJSON reports whether an Accept header value is exactly
+// "application/json", ignoring ASCII case and the spaces and tabs around
+// it: the only value for which the commercial product answers JSON. A
+// value with parameters or other media ranges is not.
+func IsExactJSON(accept string) bool {
+	return asciiEqualFold(trimOWS(accept), "application/json")
+}
+
 // qIsZero reports whether the parameters of a media range hold a q
 // parameter of zero ("q=0", "q=0.", "q=0.000"). A malformed q counts as
 // non-zero: the client listed the type.

@@ -30,7 +30,7 @@ var pageStates = []pageState{
 		name:     "fifo",
 		data:     func(lang string) *Data { return localized(fifoData(), lang) },
 		want:     []string{"title", "heading", "intro", "keepOpen"},
-		notWant:  []string{"randomNote", "waitUnknown", "queueFull", "queueAll", "closedText", "eventIntro", "eventShuffle", "eventStartsSoon"},
+		notWant:  []string{"randomNote", "waitUnknown", "queueFull", "queueAll", "closedText", "eventIntro", "eventShuffle", "eventStartsSoon", "positionBefore", "chanceBefore"},
 		sentence: "waitFIFO",
 		value:    func(d *Data) string { return d.WaitTimeFormatted },
 	},
@@ -41,6 +41,26 @@ var pageStates = []pageState{
 		notWant:  []string{"waitUnknown", "queueAll", "closedText", "eventIntro"},
 		sentence: "waitRandom",
 		value:    func(d *Data) string { return d.WaitTimeFormatted },
+	},
+	{
+		name: "fifo, position in line",
+		data: func(lang string) *Data {
+			return with(localized(fifoData(), lang), func(d *Data) { d.PositionInLine = 57 })
+		},
+		want:     []string{"heading", "intro", "waitFIFOBefore", "keepOpen"},
+		notWant:  []string{"randomNote", "chanceBefore", "waitUnknown"},
+		sentence: "position",
+		value:    func(d *Data) string { return strconv.Itoa(d.PositionInLine) },
+	},
+	{
+		name: "random, chance per refresh",
+		data: func(lang string) *Data {
+			return with(localized(randomData(), lang), func(d *Data) { d.ChancePerRefreshOneIn = 12 })
+		},
+		want:     []string{"heading", "intro", "waitRandomBefore", "randomNote", "keepOpen"},
+		notWant:  []string{"positionBefore", "waitUnknown"},
+		sentence: "chance",
+		value:    func(d *Data) string { return strconv.Itoa(d.ChancePerRefreshOneIn) },
 	},
 	{
 		name: "random unknown",

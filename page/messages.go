@@ -44,6 +44,12 @@ type messages struct {
 	WaitRandom string
 	// WaitUnknown says that no estimate is available.
 	WaitUnknown string
+	// Position says about where the visitor is in a FIFO line; {n} is
+	// the position (1 is next).
+	Position string
+	// Chance says the visitor's chance of getting in at each refresh of
+	// a random queue, as 1 in {n}.
+	Chance string
 	// RandomNote explains random admission and that staying keeps the
 	// visitor's chance.
 	RandomNote string
@@ -79,6 +85,8 @@ type messages struct {
 
 	// LessThanMinute is a wait under a minute.
 	LessThanMinute string
+	// Unavailable stands for a wait or a time that is not known.
+	Unavailable string
 	// Minutes is a number of minutes, e.g. "{n} minutes".
 	Minutes plurals
 	// Hours is a number of hours, e.g. "{n} hours".
@@ -119,6 +127,7 @@ type unitForms [numCategories]piece
 // waitFormat is how a language writes a wait.
 type waitFormat struct {
 	lessThanMinute, rangeLessThanMinute string
+	unavailable                         string
 	minutes, hours                      unitForms
 	rangeMinutes, rangeHours            unitForms
 	hoursMinutes                        [3]string // before {h}, between, after {m}
@@ -215,6 +224,8 @@ func compileLang(tag string, m *messages) (*compiledLang, error) {
 		{"lastUpdated", m.LastUpdated, "{time}"},
 		{"eventStarts", m.EventStarts, "{time}"},
 		{"eventEnds", m.EventEnds, "{time}"},
+		{"position", m.Position, "{n}"},
+		{"chance", m.Chance, "{n}"},
 	}
 	for _, s := range split {
 		p, err := splitPlaceholder(s.text, s.placeholder, false)
@@ -260,9 +271,10 @@ func compileWait(m *messages) (waitFormat, error) {
 	if w.rangeLessThanMinute == "" {
 		w.rangeLessThanMinute = w.lessThanMinute
 	}
-	for _, s := range []string{w.lessThanMinute, w.rangeLessThanMinute} {
+	w.unavailable = m.Unavailable
+	for _, s := range []string{w.lessThanMinute, w.rangeLessThanMinute, w.unavailable} {
 		if strings.TrimSpace(s) == "" || strings.ContainsAny(s, "{}") {
-			return w, fmt.Errorf("less than a minute: %q", s)
+			return w, fmt.Errorf("less than a minute or unavailable: %q", s)
 		}
 	}
 	units := []struct {

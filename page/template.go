@@ -23,20 +23,25 @@
 //	waitTimeFormatted             string  the wait for people, e.g. "10 minutes" or "5 minutes to 15 minutes"
 //	queueIsFull                   bool    no more visitors can join the queue at the moment
 //	queueAll                      bool    the site admits no one at the moment; everyone waits
-//	lastUpdated                   string  when the estimate was computed, ISO 8601 UTC (2020-08-03T23:46:00.000Z)
-//	refreshIntervalSeconds        number  how often the page reloads itself
+//	lastUpdated                   string  the visitor's latest attempt to get in, ISO 8601 UTC (2020-08-03T23:46:00.000Z)
+//	refreshIntervalSeconds        number  seconds from lastUpdated to the visitor's next chance
 //	queueingMethod                string  fifo, random, passthrough or reject
 //	isFIFOQueue                   bool    queueingMethod is fifo
 //	isRandomQueue                 bool    queueingMethod is random
 //	isPassthroughQueue            bool    queueingMethod is passthrough
 //	isRejectQueue                 bool    queueingMethod is reject: the site takes no visitors
-//	isEventActive                 bool    a scheduled event is running
+//	isEventActive                 bool    a scheduled event governs the room, its pre-queue included
 //	isEventPrequeueing            bool    a scheduled event has not started; visitors queue for it
 //	timeUntilEventStart           number  minutes until the event starts (0 when none is pending)
 //	timeUntilEventStartFormatted  string  the same for people, e.g. "10 minutes"
 //	timeUntilEventEnd             number  minutes until the running event ends (0 when unknown)
 //	timeUntilEventEndFormatted    string  the same for people, e.g. "1 hour"
 //	shuffleAtEventStart           bool    everyone queued before the event starts gets a random place when it starts
+//	positionInLine                number  FIFO: about where the visitor is in line, 1 being next (0 when not known)
+//	chancePerRefreshOneIn         number  random: the chance of getting in at each refresh is about 1 in this (0 when not known)
+//
+// The last two are this package's own: the commercial product shows
+// neither, and templates written for it do not use them.
 //
 // Booleans open sections ({{#queueIsFull}}...{{/queueIsFull}}) and inverted
 // sections ({{^waitTimeKnown}}...{{/waitTimeKnown}}). {{name}} escapes HTML;
@@ -113,10 +118,15 @@ type Data struct {
 	QueueIsFull bool `json:"queueIsFull"`
 	// QueueAll reports that the site admits no one at the moment.
 	QueueAll bool `json:"queueAll"`
-	// LastUpdated is when the estimate was computed, ISO 8601 in UTC with
-	// milliseconds, e.g. 2020-08-03T23:46:00.000Z.
+	// LastUpdated is the visitor's latest attempt to get in, ISO 8601 in
+	// UTC with milliseconds (the room writes whole seconds), e.g.
+	// 2020-08-03T23:46:00.000Z. A request before the next chance is no
+	// attempt and leaves it as it was.
 	LastUpdated string `json:"lastUpdated"`
-	// RefreshIntervalSeconds is how often the page reloads itself.
+	// RefreshIntervalSeconds is the number of seconds from LastUpdated to
+	// the visitor's next chance: an early refresh does not shorten it.
+	// The page reloads itself after it (the room's Refresh header says
+	// how long is left).
 	RefreshIntervalSeconds int `json:"refreshIntervalSeconds"`
 	// QueueingMethod is fifo, random, passthrough or reject.
 	QueueingMethod string `json:"queueingMethod"`
@@ -130,7 +140,8 @@ type Data struct {
 	// visitors and the page does not reload itself.
 	IsRejectQueue bool `json:"isRejectQueue"`
 
-	// IsEventActive reports that a scheduled event is running.
+	// IsEventActive reports that a scheduled event governs the room: from
+	// the opening of its pre-queue, if it has one, to its end.
 	IsEventActive bool `json:"isEventActive"`
 	// IsEventPrequeueing reports that a scheduled event has not started
 	// yet and visitors queue for it. The default page then says when the
@@ -155,6 +166,18 @@ type Data struct {
 	// event starts gets a random place in it when the event starts. The
 	// default page says so during the pre-queue.
 	ShuffleAtEventStart bool `json:"shuffleAtEventStart"`
+
+	// PositionInLine is, for FIFO queueing, about where the visitor is in
+	// line: 1 is next. It counts the visitors waiting in older arrival
+	// minutes and half of the visitor's own minute, so it is accurate to
+	// the visitor's arrival minute. 0 when not known (random queueing,
+	// queueAll, a pre-queue).
+	PositionInLine int `json:"positionInLine"`
+	// ChancePerRefreshOneIn is, for random queueing, the visitor's chance
+	// of getting in at each refresh, as 1 in ChancePerRefreshOneIn (1:
+	// certain). 0 when not known (FIFO queueing, queueAll, a pre-queue,
+	// an unknown wait).
+	ChancePerRefreshOneIn int `json:"chancePerRefreshOneIn"`
 }
 
 // internalPrefix starts the names of the variables through which the default
@@ -194,6 +217,9 @@ func (d *Data) vars() map[string]any {
 		"timeUntilEventEnd":            d.TimeUntilEventEnd,
 		"timeUntilEventEndFormatted":   d.TimeUntilEventEndFormatted,
 		"shuffleAtEventStart":          d.ShuffleAtEventStart,
+
+		"positionInLine":        d.PositionInLine,
+		"chancePerRefreshOneIn": d.ChancePerRefreshOneIn,
 	}
 }
 

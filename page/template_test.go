@@ -409,6 +409,8 @@ timeUntilEventStartFormatted={{timeUntilEventStartFormatted}}
 timeUntilEventEnd={{timeUntilEventEnd}}
 timeUntilEventEndFormatted={{timeUntilEventEndFormatted}}
 shuffleAtEventStart={{shuffleAtEventStart}}
+positionInLine={{positionInLine}}
+chancePerRefreshOneIn={{chancePerRefreshOneIn}}
 `
 
 func TestCustomTemplateVariables(t *testing.T) {
@@ -449,6 +451,9 @@ func TestCustomTemplateVariables(t *testing.T) {
 				TimeUntilEventEnd:            0,
 				TimeUntilEventEndFormatted:   "",
 				ShuffleAtEventStart:          true,
+
+				PositionInLine:        57,
+				ChancePerRefreshOneIn: 12,
 			},
 			want: `inWaitingRoom=true
 waitTimeKnown=false
@@ -475,6 +480,8 @@ timeUntilEventStartFormatted=42 minutes
 timeUntilEventEnd=0
 timeUntilEventEndFormatted=
 shuffleAtEventStart=true
+positionInLine=57
+chancePerRefreshOneIn=12
 `,
 		},
 		{
@@ -513,6 +520,8 @@ timeUntilEventStartFormatted=
 timeUntilEventEnd=90
 timeUntilEventEndFormatted=1 hour 30 minutes
 shuffleAtEventStart=false
+positionInLine=0
+chancePerRefreshOneIn=0
 `,
 		},
 	}
@@ -539,7 +548,7 @@ func TestVarsMatchJSON(t *testing.T) {
 
 	typ := reflect.TypeOf(*d)
 	val := reflect.ValueOf(*d)
-	require.Equal(t, 25, typ.NumField())
+	require.Equal(t, 27, typ.NumField())
 	assert.Len(t, vars, typ.NumField())
 	for i := 0; i < typ.NumField(); i++ {
 		name := typ.Field(i).Tag.Get("json")
@@ -689,7 +698,7 @@ func TestWriteJSON(t *testing.T) {
 
 			var fields map[string]any
 			require.NoError(t, json.Unmarshal(raw, &fields))
-			assert.Len(t, fields, 25)
+			assert.Len(t, fields, 27)
 			want := map[string]any{
 				"inWaitingRoom":          true,
 				"waitTimeKnown":          true,
@@ -747,6 +756,23 @@ const (
 	acceptFirefox = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/png,image/svg+xml,*/*;q=0.8"
 	acceptSafari  = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 )
+
+func TestIsExactJSON(t *testing.T) {
+	for accept, want := range map[string]bool{
+		"application/json":                true,
+		"APPLICATION/JSON":                true,
+		" \tapplication/json ":            true,
+		"application/json, text/plain":    false,
+		"application/json;q=1":            false,
+		"application/json; charset=utf-8": false,
+		"application/jsonx":               false,
+		"text/html":                       false,
+		"*/*":                             false,
+		"":                                false,
+	} {
+		assert.Equal(t, want, IsExactJSON(accept), "%q", accept)
+	}
+}
 
 func TestWantsJSON(t *testing.T) {
 	tests := []struct {

@@ -28,3 +28,13 @@ func FormatWait(lang string, minutes int) string {
 func FormatWaitRange(lang string, lo, hi int) string {
 	return lookupLang(lang).formatWaitRange(lo, hi)
 }
+
+// FormatUnavailable is what stands for a wait or a time nobody knows, in
+// the language lang (resolved as in Supported): "unavailable" in English,
+// as the commercial product writes waitTimeFormatted when waitTimeKnown is
+// false. It suits Data.WaitTimeFormatted, Data.TimeUntilEventStartFormatted
+// and Data.TimeUntilEventEndFormatted. FormatUnavailable is safe for
+// concurrent use.
+func FormatUnavailable(lang string) string {
+	return lookupLang(lang).wait.unavailable
+}

@@ -119,6 +119,8 @@ func readPage(w *response) (pageView, bool) {
 			P25:   time.Duration(d.WaitTime25Percentile) * time.Minute,
 			P50:   time.Duration(d.WaitTime50Percentile) * time.Minute,
 			P75:   time.Duration(d.WaitTime75Percentile) * time.Minute,
+
+			Position: d.PositionInLine,
 		}
 	}
 	if d := refreshHeader(w); d > 0 {

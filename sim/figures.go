@@ -112,6 +112,7 @@ func (r *run) finish() *Result {
 	switch r.method {
 	case waitingroom.FIFO:
 		res.EstimateError = r.estimateError()
+		res.PositionError = r.positionError()
 	case waitingroom.Random:
 		res.Calibration = r.calibration()
 	}
@@ -180,6 +181,40 @@ func (r *run) estimateError() *EstimateError {
 	slices.Sort(signed)
 	ee.Median, ee.P90, ee.Bias = quantile(rel, 0.5), quantile(rel, 0.9), quantile(signed, 0.5)
 	return ee
+}
+
+// positionError compares the position in line shown with each measured
+// visitor's first known estimate with the true one: 1 + the admissions
+// between that response and the visitor's own.
+func (r *run) positionError() *EstimateError {
+	var admissions []time.Duration
+	for i := range r.vs {
+		if v := &r.vs[i]; v.WasAdmitted {
+			admissions = append(admissions, v.Admitted)
+		}
+	}
+	slices.Sort(admissions)
+	var rel, signed []float64
+	r.measured(func(e Shown, actual time.Duration) {
+		if e.Position <= 0 {
+			return
+		}
+		admitted := e.At + actual
+		from, _ := slices.BinarySearch(admissions, e.At+1)
+		to, _ := slices.BinarySearch(admissions, admitted)
+		truth := float64(to-from) + 1
+		d := (float64(e.Position) - truth) / truth
+		signed = append(signed, d)
+		rel = append(rel, math.Abs(d))
+	})
+	pe := &EstimateError{N: len(rel)}
+	if len(rel) == 0 {
+		return pe
+	}
+	slices.Sort(rel)
+	slices.Sort(signed)
+	pe.Median, pe.P90, pe.Bias = quantile(rel, 0.5), quantile(rel, 0.9), quantile(signed, 0.5)
+	return pe
 }
 
 func (r *run) calibration() *Calibration {

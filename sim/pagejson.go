@@ -223,6 +223,8 @@ func (p *pageParser) member(name []byte, d *page.Data) bool {
 		d.WaitTime75Percentile, ok = p.integer()
 	case "refreshIntervalSeconds":
 		d.RefreshIntervalSeconds, ok = p.integer()
+	case "positionInLine":
+		d.PositionInLine, ok = p.integer()
 	default:
 		ok = p.skipValue()
 	}

@@ -64,6 +64,9 @@ type Shown struct {
 	// P25, P50 and P75 are, for random queueing, the waits within which
 	// the visitor gets in with probability 0.25, 0.5 and 0.75.
 	P25, P50, P75 time.Duration
+	// Position is, for FIFO queueing, the place in line shown with the
+	// estimate (positionInLine; 1 is next), 0 when none was shown.
+	Position int
 }
 
 // same reports whether s and o show the same estimate, whenever shown.
@@ -319,6 +322,11 @@ type Result struct {
 	// has none to show).
 	EstimateError *EstimateError `json:"EstimateError,omitempty"`
 	Calibration   *Calibration   `json:"Calibration,omitempty"`
+	// PositionError judges the FIFO position in line shown with the first
+	// known estimate against the true one: 1 + the visitors let in after
+	// that response and before the visitor. Relative errors are
+	// |shown − true| / true. Set for FIFO runs, nil otherwise.
+	PositionError *EstimateError `json:"PositionError,omitempty"`
 
 	// AbandonedCountedMaxSeconds is how long, at most, visitors who gave
 	// up still counted as waiting in the room's figures after their last

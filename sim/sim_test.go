@@ -105,6 +105,11 @@ func TestStandingQueue(t *testing.T) {
 				t.Logf("FIFO estimate error over %d visitors: median %.3f, p90 %.3f, bias %+.3f", ee.N, ee.Median, ee.P90, ee.Bias)
 				assert.GreaterOrEqual(t, ee.N, o.NewUsersPerMinute*5)
 				assert.LessOrEqual(t, ee.Median, 0.15, "median relative error of the first FIFO estimate")
+				pe := res.PositionError
+				require.NotNil(t, pe)
+				t.Logf("FIFO position error over %d visitors: median %.3f, p90 %.3f, bias %+.3f", pe.N, pe.Median, pe.P90, pe.Bias)
+				assert.GreaterOrEqual(t, pe.N, o.NewUsersPerMinute*5)
+				assert.LessOrEqual(t, pe.Median, 0.10, "median relative error of the position in line")
 				assert.GreaterOrEqual(t, res.KendallTau, 0.98*res.KendallTauMax)
 				// The same tests have the power to see an order.
 				assert.Greater(t, res.CohortTau, 0.5)
@@ -353,7 +358,10 @@ func TestExperiment(t *testing.T) {
 			case waitingroom.Random:
 				assert.LessOrEqual(t, math.Abs(res.CohortTau), 0.05, "admission order of visitors queued together against their arrival order")
 				require.NotNil(t, res.Calibration)
-				assert.InDelta(t, 0.35, res.Calibration.WithinP50, 0.05, "share let in within the shown P50, about 35 %% as the queue grows")
+				// The queue grows all half hour, which would make waits
+				// longer than shown; the estimates, which never count on
+				// more than the limit's pace, run a little long instead.
+				assert.InDelta(t, 0.55, res.Calibration.WithinP50, 0.05, "share let in within the shown P50, about 55 %% as the queue grows")
 			}
 		})
 	}

@@ -164,6 +164,7 @@ func TestDecodePage(t *testing.T) {
 			RefreshIntervalSeconds: rng.IntN(400),
 			QueueingMethod:         "random",
 			IsRandomQueue:          true,
+			PositionInLine:         rng.IntN(5000),
 		}
 		body := pageBody(t, []string{"waitingRoom", "cfWaitingRoom"}[i%2], &d)
 		var got page.Data
@@ -178,6 +179,7 @@ func TestDecodePage(t *testing.T) {
 			assert.Equal(t, want.WaitTime25Percentile, got.WaitTime25Percentile)
 			assert.Equal(t, want.WaitTime50Percentile, got.WaitTime50Percentile)
 			assert.Equal(t, want.WaitTime75Percentile, got.WaitTime75Percentile)
+			assert.Equal(t, want.PositionInLine, got.PositionInLine)
 			assert.Equal(t, want.RefreshIntervalSeconds, got.RefreshIntervalSeconds)
 		}
 	}

@@ -529,6 +529,8 @@ func (d *fileDecoder) event(n *node, path string) (waitingroom.Event, error) {
 	)
 	err := d.fields(n, path, map[string]decodeFunc{
 		"name":              into(&e.Name, d.str),
+		"description":       into(&e.Description, d.str),
+		"suspended":         into(&e.Suspended, d.boolean),
 		"start":             into(&e.Start, d.instant),
 		"end":               into(&e.End, d.instant),
 		"prequeueStart":     into(&e.PrequeueStart, d.instant),

@@ -72,6 +72,8 @@ func TestExampleConfig(t *testing.T) {
 	require.Len(t, o.events, 1)
 	e := o.events[0]
 	assert.Equal(t, "winter sale", e.Name)
+	assert.Equal(t, "2,000 coats at half price", e.Description)
+	assert.False(t, e.Suspended)
 	assert.Equal(t, time.Date(2027, 1, 15, 9, 30, 0, 0, time.UTC), e.PrequeueStart.UTC())
 	assert.Equal(t, time.Date(2027, 1, 15, 10, 0, 0, 0, time.UTC), e.Start.UTC())
 	assert.Equal(t, time.Date(2027, 1, 15, 12, 0, 0, 0, time.UTC), e.End.UTC())

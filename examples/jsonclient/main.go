@@ -71,6 +71,8 @@ type status struct {
 	RefreshIntervalSeconds int    `json:"refreshIntervalSeconds"`
 	IsRandomQueue          bool   `json:"isRandomQueue"`
 	IsRejectQueue          bool   `json:"isRejectQueue"`
+	PositionInLine         int    `json:"positionInLine"`
+	ChancePerRefreshOneIn  int    `json:"chancePerRefreshOneIn"`
 }
 
 // waiter waits in a room on behalf of the program.
@@ -175,11 +177,18 @@ func describe(st status) string {
 	case st.QueueAll:
 		return "the site lets no one in at the moment"
 	case st.QueueIsFull:
-		return "more than a day"
-	case !st.WaitTimeKnown || st.WaitTimeFormatted == "":
+		return "the queue is full: no one new can join"
+	case !st.WaitTimeKnown:
+		if st.PositionInLine > 0 {
+			return fmt.Sprintf("no estimate yet, about number %d in line", st.PositionInLine)
+		}
 		return "no estimate yet"
+	case st.IsRandomQueue && st.ChancePerRefreshOneIn > 0:
+		return fmt.Sprintf("estimated wait %s (random draw, 1 in %d at each try)", st.WaitTimeFormatted, st.ChancePerRefreshOneIn)
 	case st.IsRandomQueue:
 		return "estimated wait " + st.WaitTimeFormatted + " (random draw)"
+	case st.PositionInLine > 0:
+		return fmt.Sprintf("estimated wait %s, about number %d in line", st.WaitTimeFormatted, st.PositionInLine)
 	}
 	return "estimated wait " + st.WaitTimeFormatted
 }

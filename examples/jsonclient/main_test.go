@@ -140,9 +140,12 @@ func TestWait(t *testing.T) {
 					update(t, f, func(s *waitingroom.Settings) { s.TotalActiveUsers, s.NewUsersPerMinute = 2, 2 })
 				}
 			},
+			// The slot is held by a session that ends in 5 minutes (and
+			// a second): the estimate says so, and cannot know that the
+			// limit is about to be raised.
 			wantLines: []string{
-				"waiting: estimated wait less than a minute; next try in 1s",
-				"waiting: estimated wait less than a minute; next try in 1s",
+				"waiting: estimated wait 6 minutes, about number 1 in line; next try in 1s",
+				"waiting: estimated wait 6 minutes, about number 1 in line; next try in 1s",
 				"let in: 200 OK",
 			},
 			wantBody: "Welcome! You were let in at 2026-03-14T12:00:32Z.\n",
@@ -255,9 +258,11 @@ func TestDescribe(t *testing.T) {
 		want string
 	}{
 		{status{InWaitingRoom: true, QueueAll: true}, "the site lets no one in at the moment"},
-		{status{InWaitingRoom: true, WaitTimeKnown: true, QueueIsFull: true, WaitTimeFormatted: "26 hours"}, "more than a day"},
+		{status{InWaitingRoom: true, QueueIsFull: true}, "the queue is full: no one new can join"},
 		{status{InWaitingRoom: true}, "no estimate yet"},
-		{status{InWaitingRoom: true, WaitTimeKnown: true}, "no estimate yet"},
+		{status{InWaitingRoom: true, WaitTimeFormatted: "unavailable", PositionInLine: 31}, "no estimate yet, about number 31 in line"},
+		{status{InWaitingRoom: true, WaitTimeKnown: true, WaitTimeFormatted: "20 minutes", PositionInLine: 31}, "estimated wait 20 minutes, about number 31 in line"},
+		{status{InWaitingRoom: true, WaitTimeKnown: true, WaitTimeFormatted: "3 minutes to 14 minutes", IsRandomQueue: true, ChancePerRefreshOneIn: 29}, "estimated wait 3 minutes to 14 minutes (random draw, 1 in 29 at each try)"},
 		{status{InWaitingRoom: true, WaitTimeKnown: true, WaitTimeFormatted: "10 minutes"}, "estimated wait 10 minutes"},
 		{status{InWaitingRoom: true, WaitTimeKnown: true, WaitTimeFormatted: "5 minutes to 15 minutes", IsRandomQueue: true}, "estimated wait 5 minutes to 15 minutes (random draw)"},
 	}
