@@ -2,8 +2,9 @@
 # Runs the tests of every module of the repository (each one go.work
 # lists: the library, its stores, the proxy, metrics, the gin adapter,
 # the integration tests and the examples). Tests that need Redis,
-# PostgreSQL, MariaDB or Chromium skip with a message when they are not
-# there; set WAITINGROOM_REQUIRE_SERVICES=1 to make that a failure.
+# PostgreSQL, MariaDB, Chromium, nginx or Caddy skip with a message when
+# they are not there; set WAITINGROOM_REQUIRE_SERVICES=1 to make that a
+# failure.
 # Extra arguments go to every `go test` (e.g. -run, -short).
 #
 # The library's module, which requires no other module of the repository,
