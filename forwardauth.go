@@ -17,8 +17,8 @@ const (
 	// TicketHeader is the header of a forward-auth answer that lets a
 	// request through, for the server to copy onto the request it sends
 	// the application: "id=<16 hex digits>; bucket=<RFC 3339>;
-	// accepted=<RFC 3339, ms>" for an admitted visitor (ParseTicket reads
-	// it), "bypassed" for a request a bypass rule or a suspended room let
+	// accepted=<RFC 3339, ms>" for an admitted visitor (Ticket.String;
+	// ParseTicket reads it), "bypassed" for a request a bypass rule or a suspended room let
 	// through. It is on every such answer, so that a server that copies it
 	// overwrites whatever a client sent under that name.
 	TicketHeader = "Waiting-Room-Ticket"
@@ -111,7 +111,7 @@ func (f *forwardAuth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.Add("Set-Cookie", rm.cookieName+"="+d.cookie+rm.cookieAttrs)
 		}
 		if d.Outcome == Admitted {
-			h[TicketHeader] = []string{ticketValue(d.state.ticket())}
+			h[TicketHeader] = []string{d.state.ticket().String()}
 		} else {
 			h[TicketHeader] = bypassedTicket
 		}
@@ -299,8 +299,10 @@ func (w *notPassWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-// ticketValue is TicketHeader's value for t.
-func ticketValue(t Ticket) string {
+// String returns the ticket as TicketHeader carries it: "id=<16 hex
+// digits>; bucket=<RFC 3339>; accepted=<RFC 3339, ms>", in UTC.
+// ParseTicket reads it back.
+func (t Ticket) String() string {
 	b := make([]byte, 0, 96)
 	b = append(b, "id="...)
 	var id [8]byte

@@ -333,7 +333,7 @@ func TestForwardAuthTrust(t *testing.T) {
 // The ticket header reads back as the ticket; anything else is not one.
 func TestParseTicket(t *testing.T) {
 	tk := Ticket{ID: 0x00ab_cdef_0123_4567, Bucket: time.Unix(1_764_615_600, 0).UTC(), AcceptedAt: time.UnixMilli(1_764_615_723_123).UTC()}
-	v := ticketValue(tk)
+	v := tk.String()
 	assert.Equal(t, "id=00abcdef01234567; bucket=2025-12-01T19:00:00Z; accepted=2025-12-01T19:02:03.123Z", v)
 	got, ok := ParseTicket(v)
 	require.True(t, ok)
