@@ -8,6 +8,7 @@
 #   nginx           nginx → application
 #   nginx+auth      nginx with docs/forward-auth.md's configuration → application,
 #                   cmd/waitingroom -forward-auth answering the auth requests
+#   nginx+cache     the same with the page's optional cache of admitted answers
 #   nginx+proxy     nginx → cmd/waitingroom -upstream (a second proxy) → application
 #   caddy           Caddy (built with wrcaddy) → application
 #   caddy+module    the same Caddy with the waitingroom directive → application
@@ -37,7 +38,7 @@ dir=$(mktemp -d)
 pids=""
 cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null || true; done
-	[ -f "$dir/nginx.pid" ] && kill "$(cat "$dir/nginx.pid")" 2>/dev/null || true
+	for f in "$dir"/nginx*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
 	sleep 0.2
 	rm -rf "$dir"
 }
@@ -59,6 +60,7 @@ NGINX_AUTH=127.0.0.1:18184
 NGINX_PROXY=127.0.0.1:18185
 CADDY_BARE=127.0.0.1:18186
 CADDY_MODULE=127.0.0.1:18187
+NGINX_CACHE=127.0.0.1:18188
 
 # wait_port ADDR: until ADDR answers HTTP.
 wait_port() {
@@ -86,12 +88,28 @@ wait_port $ROOM
 wait_port $PROXY
 
 # nginx: the documented configuration, and two plain proxies.
-site=$(awk '/<!-- tested: nginx -->/ { on = 1; getline; next } on && /^```/ { exit } on' docs/forward-auth.md |
-	sed -e "s/127.0.0.1:8081/$ROOM/; s/127.0.0.1:3000/$APP/; s/listen 127.0.0.1:8080;/listen $NGINX_AUTH;/")
-cat >"$dir/nginx.conf" <<EOF
+# snippet NAME: the configuration of docs/forward-auth.md marked NAME.
+snippet() {
+	awk -v m="<!-- tested: $1 -->" '$0 == m { on = 1; getline; next } on && /^```/ { exit } on' docs/forward-auth.md
+}
+site=$(snippet nginx | sed -e "s/127.0.0.1:8081/$ROOM/; s/127.0.0.1:3000/$APP/; s/listen 127.0.0.1:8080;/listen $NGINX_AUTH;/")
+# The same with the optional cache, on an nginx of its own (the upstream
+# blocks have the same names).
+snippet nginx-cache-auth >"$dir/cache-auth"
+cached=$(
+	snippet nginx-cache-http | sed "s|/var/cache/nginx/waitingroom|$dir/cache|"
+	snippet nginx | sed -e "s/127.0.0.1:8081/$ROOM/; s/127.0.0.1:3000/$APP/; s/listen 127.0.0.1:8080;/listen $NGINX_CACHE;/" \
+		-e "\|location = /.waitingroom/auth {|{n;r $dir/cache-auth" -e "}"
+)
+user=""
+[ "$(id -u)" = 0 ] && user="user root;"
+# conf_head NAME: the start of an nginx configuration, up to "http {".
+conf_head() {
+	cat <<EOF
+$user
 daemon on;
 worker_processes 2;
-pid $dir/nginx.pid;
+pid $dir/nginx-$1.pid;
 error_log $dir/nginx-error.log warn;
 events { worker_connections 4096; }
 http {
@@ -101,6 +119,11 @@ http {
     fastcgi_temp_path $dir/fastcgi;
     uwsgi_temp_path $dir/uwsgi;
     scgi_temp_path $dir/scgi;
+EOF
+}
+{
+	conf_head main
+	cat <<EOF
     upstream proxy {
         server $PROXY;
         keepalive 64;
@@ -124,8 +147,16 @@ $site
     }
 }
 EOF
+} >"$dir/nginx.conf"
+{
+	conf_head cache
+	echo "$cached"
+	echo "}"
+} >"$dir/nginx-cache.conf"
 "$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/nginx-error.log"
+"$NGINX" -p "$dir" -c "$dir/nginx-cache.conf" -e "$dir/nginx-error.log"
 wait_port $NGINX_BARE
+wait_port $NGINX_CACHE
 
 cat >"$dir/Caddyfile" <<EOF
 {
@@ -153,7 +184,7 @@ cookie() {
 	curl -si "http://$1/" | sed -n 's/^[Ss]et-[Cc]ookie: \(__waitingroom[^;]*\).*/\1/p' | head -n 1
 }
 
-configs="upstream:$APP nginx:$NGINX_BARE nginx+auth:$NGINX_AUTH nginx+proxy:$NGINX_PROXY caddy:$CADDY_BARE caddy+module:$CADDY_MODULE"
+configs="upstream:$APP nginx:$NGINX_BARE nginx+auth:$NGINX_AUTH nginx+cache:$NGINX_CACHE nginx+proxy:$NGINX_PROXY caddy:$CADDY_BARE caddy+module:$CADDY_MODULE"
 results=$dir/results
 : >"$results"
 for round in $(seq "$ROUNDS"); do
@@ -162,7 +193,7 @@ for round in $(seq "$ROUNDS"); do
 		addr=${c#*:}
 		ck=$(cookie "$addr")
 		case $name in
-		*auth | *proxy | *module)
+		*auth | *cache | *proxy | *module)
 			[ -n "$ck" ] || { echo "$name: no cookie" >&2; exit 1; }
 			;;
 		esac
@@ -190,16 +221,16 @@ function median(a, n,    i, j, t) {
 }
 { r[$2, $1] = $3; l50[$2, $1] = ms($4); l99[$2, $1] = ms($5); rounds = $1 > rounds ? $1 : rounds; bad[$2] += $6 }
 END {
-	split("upstream nginx nginx+auth nginx+proxy caddy caddy+module", names, " ")
+	split("upstream nginx nginx+auth nginx+cache nginx+proxy caddy caddy+module", names, " ")
 	printf "\n%-13s %10s %21s %9s %9s %8s\n", "config", "req/s", "range", "p50 ms", "p99 ms", "non-2xx"
-	for (k = 1; k <= 6; k++) {
+	for (k = 1; k <= 7; k++) {
 		c = names[k]; lo = 1e18; hi = 0
 		for (i = 1; i <= rounds; i++) { a[i] = r[c, i]; b[i] = l50[c, i]; d[i] = l99[c, i]; lo = a[i] < lo ? a[i] : lo; hi = a[i] > hi ? a[i] : hi }
 		printf "%-13s %10.0f %10.0f–%-10.0f %9.2f %9.2f %8d\n", c, median(a, rounds), lo, hi, median(b, rounds), median(d, rounds), bad[c]
 	}
-	split("nginx+auth/nginx nginx+proxy/nginx nginx/upstream caddy+module/caddy caddy/upstream", pairs, " ")
+	split("nginx+auth/nginx nginx+cache/nginx nginx+proxy/nginx nginx/upstream caddy+module/caddy caddy/upstream", pairs, " ")
 	printf "\n%-20s %8s %15s\n", "ratio (per round)", "median", "range"
-	for (k = 1; k <= 5; k++) {
+	for (k = 1; k <= 6; k++) {
 		split(pairs[k], p, "/"); lo = 1e18; hi = 0
 		for (i = 1; i <= rounds; i++) { x[i] = r[p[1], i] / r[p[2], i]; lo = x[i] < lo ? x[i] : lo; hi = x[i] > hi ? x[i] : hi }
 		printf "%-20s %8.2f %7.2f–%-7.2f\n", pairs[k], median(x, rounds), lo, hi

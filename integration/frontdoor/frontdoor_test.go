@@ -225,7 +225,7 @@ func TestNginx(t *testing.T) {
 	program(t, "nginx", "the forward-auth tests")
 	a := newApp(t)
 	addr, admin := room(t, "room", roomArgs(t)...)
-	front := nginx(t, a.addr(), addr)
+	front := nginx(t, false, a.addr(), addr)
 	first, _ := visit(t, front, a, admin)
 
 	// The URL that ends a visit frees the slot and expires the cookie.
@@ -235,6 +235,20 @@ func TestNginx(t *testing.T) {
 	assert.Empty(t, first.cookie(roomCookie), "the cookie is expired")
 	require.Eventually(t, func() bool { return roomStatus(t, admin).Active == 1 }, 5*time.Second, 50*time.Millisecond,
 		"the revoked visitor's slot is free")
+}
+
+// The same with nginx keeping admitted visitors' answers for a second.
+func TestNginxCache(t *testing.T) {
+	program(t, "nginx", "the forward-auth tests")
+	a := newApp(t)
+	addr, admin := room(t, "room", roomArgs(t)...)
+	front := nginx(t, true, a.addr(), addr)
+	first, _ := visit(t, front, a, admin)
+
+	resp, body := first.get(t, "/checkout/done")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Empty(t, first.cookie(roomCookie), "the revoke location is never answered from the cache")
+	require.Eventually(t, func() bool { return roomStatus(t, admin).Active == 1 }, 5*time.Second, 50*time.Millisecond)
 }
 
 func TestCaddy(t *testing.T) {
@@ -263,7 +277,7 @@ func TestNginxThreeRooms(t *testing.T) {
 		r, adm := room(t, "room"+strconv.Itoa(i), args...)
 		rooms, admins = append(rooms, r), append(admins, adm)
 	}
-	front := nginx(t, a.addr(), rooms...)
+	front := nginx(t, false, a.addr(), rooms...)
 
 	deadline := time.Now().Add(8 * time.Second)
 	var wg sync.WaitGroup

@@ -240,8 +240,10 @@ func replace(t testing.TB, s string, pairs ...string) string {
 }
 
 // nginx starts nginx with docs/forward-auth.md's configuration in front of
-// rooms and upstream, returning its address.
-func nginx(t testing.TB, upstream string, rooms ...string) string {
+// rooms and upstream, returning its address. With cache, the
+// configuration keeps the answers for admitted visitors (the optional
+// part of the page).
+func nginx(t testing.TB, cache bool, upstream string, rooms ...string) string {
 	t.Helper()
 	bin := program(t, "nginx", "the forward-auth tests")
 	dir := t.TempDir()
@@ -255,7 +257,18 @@ func nginx(t testing.TB, upstream string, rooms ...string) string {
 		"server "+docRoom+";", strings.Join(servers, "\n    "),
 		docListen, listen,
 		docUpstream, upstream)
-	conf := fmt.Sprintf(`daemon off;
+	if cache {
+		auth := "location = /.waitingroom/auth {\n        internal;\n"
+		site = replace(t, snippet(t, "nginx-cache-http"), "/var/cache/nginx/waitingroom", dir+"/cache") + "\n" +
+			replace(t, site, auth, auth+snippet(t, "nginx-cache-auth"))
+	}
+	user := ""
+	if os.Geteuid() == 0 {
+		// The workers would run as nobody, who cannot reach the
+		// cache in the test's temporary directory.
+		user = "user root;\n"
+	}
+	conf := fmt.Sprintf(user+`daemon off;
 worker_processes 1;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log warn;
