@@ -196,3 +196,58 @@ func TestProvisionErrors(t *testing.T) {
 		})
 	}
 }
+
+// The next handler ends a session with the response header, as behind
+// Room.Handler: the slot is free at once and the header never leaves.
+func TestHandlerRevoke(t *testing.T) {
+	h := &Handler{Name: "caddy-revoke", TotalActiveUsers: 1, NewUsersPerMinute: 1, Keys: []string{hexKey},
+		SyncInterval: caddy.Duration(time.Hour), Bypass: []string{"/static/"}}
+	provision(t, h)
+	revoke := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set(waitingroom.CommandHeader, "revoke")
+		_, err := io.WriteString(w, "bye")
+		return err
+	})
+	c := &client{}
+	require.Equal(t, http.StatusOK, c.get(h, "/").Code)
+	r := httptest.NewRequest(http.MethodGet, "/done", nil)
+	r.Header.Set("Cookie", c.cookie)
+	w := httptest.NewRecorder()
+	require.NoError(t, h.ServeHTTP(w, r, revoke))
+	assert.Equal(t, "bye", w.Body.String())
+	assert.Empty(t, w.Header().Values(waitingroom.CommandHeader))
+	require.NoError(t, h.Room().Sync(context.Background()))
+	assert.Zero(t, h.Room().Stats().Active, "the slot is free")
+
+	// An error of the next handler goes back to Caddy.
+	boom := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return io.ErrUnexpectedEOF })
+	assert.ErrorIs(t, h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/static/x", nil), boom), io.ErrUnexpectedEOF)
+}
+
+// BenchmarkServeHTTP is an admitted visitor's request through the handler
+// (h=room) beside the next handler alone (h=bare).
+func BenchmarkServeHTTP(b *testing.B) {
+	h := &Handler{Name: "caddy-bench", TotalActiveUsers: 1000, NewUsersPerMinute: 1000, Keys: []string{hexKey}}
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	require.NoError(b, h.Provision(ctx))
+	defer h.Cleanup()
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error { return nil })
+	c := &client{}
+	c.get(h, "/")
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("Cookie", c.cookie)
+	w := httptest.NewRecorder()
+	b.Run("h=bare", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = next.ServeHTTP(w, r)
+		}
+	})
+	b.Run("h=room", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = h.ServeHTTP(w, r, next)
+		}
+	})
+}
