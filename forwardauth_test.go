@@ -344,3 +344,56 @@ func TestParseTicket(t *testing.T) {
 		assert.False(t, ok, "%q", bad)
 	}
 }
+
+// Whatever a server or a client puts in the headers, ForwardAuth never
+// panics, lets no one into a full room but through a bypass rule, and
+// never answers a 2xx in page mode.
+func FuzzForwardAuth(f *testing.F) {
+	f.Add("GET", "/static/a.css", "", "shop.example", "", "")
+	f.Add("OPTIONS", "/static/../cart", "status", "", "", "")
+	f.Add("GET", "", "page", "", "https://h/static/x", DefaultCookieName+"_launch=abc")
+	f.Add("P\x00ST", "%zz", "page", "\x01", "http://[::1", "garbage")
+	tr := newTestRoom(f, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+		c.Bypass = []Rule{PathPrefix("/static/")}
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+	})
+	h := tr.ForwardAuth()
+	require.True(f, frontServers[1].through(h, &visitor{}, http.MethodGet, "/").passed)
+	tr.sync()
+	f.Fuzz(func(t *testing.T, method, uri, mode, host, original, cookie string) {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = proxyAddr
+		for k, v := range map[string]string{"X-Forwarded-Method": method, "X-Forwarded-Uri": uri, ForwardAuthHeader: mode,
+			"X-Forwarded-Host": host, "X-Original-Url": original, ForwardCookieHeader: cookie} {
+			if v != "" {
+				r.Header[http.CanonicalHeaderKey(k)] = []string{v}
+			}
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code >= 200 && w.Code < 300 {
+			require.NotEqual(t, "page", mode, "a 2xx in page mode")
+			require.Equal(t, "bypassed", w.Header().Get(TicketHeader), "the room is full: only a bypass rule lets a request through")
+		}
+	})
+}
+
+// ParseTicket never panics, and what it reads, String writes back.
+func FuzzParseTicket(f *testing.F) {
+	f.Add("id=00abcdef01234567; bucket=2025-12-01T19:00:00Z; accepted=2025-12-01T19:02:03.123Z")
+	f.Add("bypassed")
+	f.Add("id=; bucket=; accepted=")
+	f.Add("id=0000000000000001; bucket=9999-12-31T23:00:00-05:00; accepted=0000-01-01T00:30:00+01:00")
+	f.Fuzz(func(t *testing.T, v string) {
+		tk, ok := ParseTicket(v)
+		inRange := func(x time.Time) bool { y := x.UTC().Year(); return y >= 0 && y <= 9999 }
+		if !ok || !inRange(tk.Bucket) || !inRange(tk.AcceptedAt) {
+			return // an offset can move a time out of the years RFC 3339 writes
+		}
+		again, ok := ParseTicket(tk.String())
+		require.True(t, ok, "%q", tk.String())
+		require.Equal(t, tk.ID, again.ID)
+		require.True(t, tk.Bucket.Truncate(time.Second).Equal(again.Bucket), "%v %v", tk.Bucket, again.Bucket)
+	})
+}
