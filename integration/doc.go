@@ -1,9 +1,10 @@
 // Package integration holds the tests that need real servers or real
 // processes: the surge and the admin API against every real store (Redis,
 // PostgreSQL, MariaDB, SQLite) in this package, store failures in
-// integration/faults (and its soak program, integration/faults/soak), and
+// integration/faults (and its soak program, integration/faults/soak),
 // several cmd/waitingroom processes sharing one store in
-// integration/multiproc.
+// integration/multiproc, and the room behind real nginx and Caddy servers
+// (forward-auth) in integration/frontdoor.
 //
 // It is a module of its own, so that the library's module does not
 // require the store drivers, the proxy or their dependencies. The proxy

@@ -210,6 +210,7 @@ func (d *fileDecoder) settings(root *node) ([]fileValue, error) {
 		"listen":             byFlag("listen", setter(str, func(o *options) *string { return &o.listen })),
 		"upstream":           byFlag("upstream", setter(str, func(o *options) *string { return &o.upstream })),
 		"demo":               byFlag("demo", setter(boolean, func(o *options) *bool { return &o.demo })),
+		"forwardAuth":        byFlag("forward-auth", setter(boolean, func(o *options) *bool { return &o.forwardAuth })),
 		"name":               byFlag("name", setter(str, func(o *options) *string { return &o.name })),
 		"totalActiveUsers":   byFlag("total-active-users", setter(integer, func(o *options) *int { return &o.total })),
 		"newUsersPerMinute":  byFlag("new-users-per-minute", setter(integer, func(o *options) *int { return &o.perMinute })),
@@ -237,7 +238,7 @@ func (d *fileDecoder) settings(root *node) ([]fileValue, error) {
 		"cookieDomain":       fileOnly(setter(str, func(o *options) *string { return &o.cookieDomain })),
 		"cookiePath":         fileOnly(setter(str, func(o *options) *string { return &o.cookiePath })),
 		"queueHold":          fileOnly(setter(duration, func(o *options) *time.Duration { return &o.queueHold })),
-		"trustedProxies":     fileOnly(setter(d.networks, func(o *options) *[]netip.Prefix { return &o.trustedProxies })),
+		"trustedProxies":     byFlag("trusted-proxies", setter(d.networks, func(o *options) *[]netip.Prefix { return &o.trustedProxies })),
 		"bypass":             fileOnly(setter(d.rules, func(o *options) *[]waitingroom.Rule { return &o.bypass })),
 		"events":             fileOnly(setter(d.events, func(o *options) *[]waitingroom.Event { return &o.events })),
 	})

@@ -53,6 +53,17 @@
 // them (at most one line a second). -template replaces the waiting page
 // with a Mustache file.
 //
+// # Forward-auth
+//
+// With -forward-auth the command proxies nothing: it answers the auth
+// requests of the server in front of the application (nginx
+// auth_request, Caddy forward_auth, Traefik ForwardAuth, Envoy ext_authz,
+// ingress-nginx auth-url) with Room.ForwardAuth: 200 to let a request
+// through, the waiting page otherwise. The server's address belongs in
+// -trusted-proxies (trustedProxies in a file), whose X-Forwarded-* headers
+// give the original request; docs/forward-auth.md in the repository has
+// each server's configuration.
+//
 // # Connections
 //
 // Both addresses (-listen and -admin-listen) bound what a client's
@@ -180,7 +191,7 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 type options struct {
 	configPath                          string
 	listen, upstream, name, method, key string
-	demo, https                         bool
+	demo, https, forwardAuth            bool
 	host                                string
 	total, perMinute, statusCode        int
 	session, refresh, syncInterval      time.Duration
@@ -248,6 +259,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve on")
 	fs.StringVar(&o.upstream, "upstream", "", "URL of the application to protect")
 	fs.BoolVar(&o.demo, "demo", false, "serve a built-in demo application instead of an upstream")
+	fs.BoolVar(&o.forwardAuth, "forward-auth", false, "answer the auth requests of a server in front of the application (nginx auth_request, Caddy forward_auth, Traefik, Envoy) instead of proxying to an upstream")
+	fs.Var(prefixList{&o.trustedProxies}, "trusted-proxies", "comma-separated `networks` (CIDR) of the proxies in front, whose X-Forwarded-* headers are believed (default none)")
 	fs.StringVar(&o.name, "name", "default", "room name (letters, digits, - and _)")
 	fs.IntVar(&o.total, "total-active-users", defaultLimit, fmt.Sprintf("most visitors active at once, at most %d; given -new-users-per-minute alone, the default rises to it", waitingroom.MaxLimit))
 	fs.IntVar(&o.perMinute, "new-users-per-minute", defaultLimit, "most visitors let in per minute, at most -total-active-users; given -total-active-users alone, the default falls to it")
@@ -279,6 +292,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 const usageHeader = `Usage:
   waitingroom -upstream URL [flags]   put a waiting room in front of URL
   waitingroom -demo [flags]           the same, in front of a built-in demo application
+  waitingroom -forward-auth [flags]   the auth service of nginx, Caddy, Traefik or Envoy in front
   waitingroom -config FILE [flags]    with the settings in a JSON or YAML file
 
 The cookie keys come from -key, $WAITINGROOM_KEYS or $WAITINGROOM_KEY
@@ -345,13 +359,31 @@ func parse(args []string, help io.Writer) (*options, error) {
 // file, and works out what follows from them. set holds the flags given
 // on the command line or in the file.
 func (o *options) check(set map[string]bool) error {
-	if o.demo == (o.upstream != "") {
-		if o.demo {
-			return usage("give exactly one of %s and %s, not both", o.label("upstream"), o.label("demo"))
+	modes := 0
+	for _, on := range []bool{o.demo, o.upstream != "", o.forwardAuth} {
+		if on {
+			modes++
 		}
-		return usage("give exactly one of -upstream URL and -demo (or upstream and demo in a config file)")
 	}
-	if !o.demo {
+	if modes != 1 {
+		if modes > 1 {
+			var given []string
+			for _, m := range []struct {
+				id string
+				on bool
+			}{{"upstream", o.upstream != ""}, {"demo", o.demo}, {"forward-auth", o.forwardAuth}} {
+				if m.on {
+					given = append(given, o.label(m.id))
+				}
+			}
+			if len(given) == 2 {
+				return usage("give exactly one of %s and %s, not both", given[0], given[1])
+			}
+			return usage("give exactly one of %s, not all three", strings.Join(given, ", "))
+		}
+		return usage("give exactly one of -upstream URL, -demo and -forward-auth (or upstream, demo or forwardAuth in a config file)")
+	}
+	if o.upstream != "" {
 		u, err := url.Parse(o.upstream)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return usage("%s %q is not an http(s) URL", o.label("upstream"), o.upstream)
@@ -361,8 +393,8 @@ func (o *options) check(set map[string]bool) error {
 	switch {
 	case o.host != hostOriginal && o.host != hostUpstream:
 		return usage("%s %q: want %s or %s", o.label("host"), o.host, hostOriginal, hostUpstream)
-	case o.demo && set["host"]:
-		return usage("%s applies to an upstream only, not to -demo", o.label("host"))
+	case o.upstream == "" && set["host"]:
+		return usage("%s applies to an upstream only, not to -demo or -forward-auth", o.label("host"))
 	}
 	if o.syncInterval <= 0 {
 		return usage("%s must be > 0, got %v", o.label("sync-interval"), o.syncInterval)
@@ -557,10 +589,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		app http.Handler
 		dem *demo
 	)
-	if o.demo {
+	switch {
+	case o.demo:
 		dem = newDemo(o.session, time.Now)
 		app = dem
-	} else {
+	case o.upstreamURL != nil:
 		p := newProxy(o.upstreamURL, o.host == hostUpstream, o.https, o.trustedProxies, log)
 		defer p.Transport.(*http.Transport).CloseIdleConnections()
 		app = p
@@ -615,12 +648,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	// The upstream is another server: it cannot read the ticket from the
 	// request's context, so the proxy spares the request's copy (Gate);
 	// the demo application reads it.
-	gate := room.Gate(app)
-	if o.demo {
+	var gate http.Handler
+	switch {
+	case o.forwardAuth:
+		gate = room.ForwardAuth()
+		if len(o.trustedProxies) == 0 {
+			log.Warn("waitingroom: -forward-auth without -trusted-proxies: the X-Forwarded-* headers of the server in front are ignored, so bypass rules see the auth request's own path")
+		}
+	case o.demo:
 		gate = room.Handler(app)
+	default:
+		gate = room.Gate(app)
 	}
 	srv := o.limits.server(routes(o.healthPath, dem, gate), log)
-	log.Info("waitingroom: serving", "addr", "http://"+ln.Addr().String(), "demo", o.demo, "upstream", o.upstream,
+	log.Info("waitingroom: serving", "addr", "http://"+ln.Addr().String(), "demo", o.demo, "forward_auth", o.forwardAuth, "upstream", o.upstream,
 		"store", o.store.redacted, "total_active_users", o.total, "new_users_per_minute", o.perMinute, "config", o.configPath)
 	if ready != nil {
 		ready <- ln.Addr().String()
@@ -709,3 +750,33 @@ func (nopStore) Update(context.Context, string, func(*store.State) error) error 
 	return errors.New("nopStore: not a store")
 }
 func (nopStore) Close() error { return nil }
+
+// prefixList is the value of -trusted-proxies: comma-separated networks.
+type prefixList struct{ p *[]netip.Prefix }
+
+func (l prefixList) String() string {
+	if l.p == nil {
+		return ""
+	}
+	s := make([]string, len(*l.p))
+	for i, p := range *l.p {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (l prefixList) Set(v string) error {
+	var out []netip.Prefix
+	for c := range strings.SplitSeq(v, ",") {
+		if c = strings.TrimSpace(c); c == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return fmt.Errorf("want networks such as 10.0.0.0/8,2001:db8::/32, got %q", c)
+		}
+		out = append(out, p)
+	}
+	*l.p = out
+	return nil
+}

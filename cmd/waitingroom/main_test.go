@@ -32,8 +32,11 @@ func TestUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"nothing to serve", nil, "exactly one of -upstream URL and -demo"},
-		{"both", []string{"-demo", "-upstream", "http://x"}, "exactly one"},
+		{"nothing to serve", nil, "exactly one of -upstream URL, -demo and -forward-auth"},
+		{"both", []string{"-demo", "-upstream", "http://x"}, "exactly one of -upstream and -demo, not both"},
+		{"all three", []string{"-demo", "-upstream", "http://x", "-forward-auth"}, "not all three"},
+		{"host without upstream", []string{"-forward-auth", "-host", "upstream", "-key", hexKey}, "applies to an upstream only"},
+		{"bad trusted proxies", []string{"-forward-auth", "-trusted-proxies", "127.0.0.1/32,nope", "-key", hexKey}, `got "nope"`},
 		{"unknown flag", []string{"-demo", "-bogus"}, "bogus"},
 		{"extra argument", []string{"-demo", "extra"}, "unexpected arguments"},
 		{"bad number", []string{"-demo", "-total-active-users", "many"}, "invalid value"},
@@ -62,7 +65,7 @@ func TestHelp(t *testing.T) {
 	noEnv(t)
 	var flags []string
 	newFlagSet(&options{}).VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
-	require.Len(t, flags, 28)
+	require.Len(t, flags, 30)
 
 	for _, tc := range []struct {
 		name   string

@@ -1,0 +1,317 @@
+package frontdoor
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom"
+)
+
+// roomCookie is the name of the rooms' cookie (room name "default").
+const roomCookie = waitingroom.DefaultCookieName + "_default"
+
+// app is the application behind the server: it answers "app <path>",
+// sets a cookie of its own, and records the ticket of every request.
+type app struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	// tickets are the Waiting-Room-Ticket headers it got, by path.
+	tickets map[string][]string
+	// admitted are the IDs of the admitted tickets it got.
+	admitted map[uint64]bool
+}
+
+func newApp(t testing.TB) *app {
+	a := &app{tickets: map[string][]string{}, admitted: map[uint64]bool{}}
+	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tk := r.Header.Get(waitingroom.TicketHeader)
+		a.mu.Lock()
+		a.tickets[r.URL.Path] = append(a.tickets[r.URL.Path], tk)
+		if parsed, ok := waitingroom.ParseTicket(tk); ok {
+			a.admitted[parsed.ID] = true
+		}
+		a.mu.Unlock()
+		http.SetCookie(w, &http.Cookie{Name: "app", Value: "1", Path: "/"})
+		_, _ = io.WriteString(w, "app "+r.URL.Path)
+	}))
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *app) addr() string { return a.srv.Listener.Addr().String() }
+
+// lastTicket is the ticket of the latest request for path.
+func (a *app) lastTicket(path string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ts := a.tickets[path]
+	if len(ts) == 0 {
+		return ""
+	}
+	return ts[len(ts)-1]
+}
+
+func (a *app) admittedIDs() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.admitted)
+}
+
+// browser keeps cookies and asks for HTML, as a browser does.
+type browser struct {
+	base string
+	c    *http.Client
+}
+
+func newBrowser(t testing.TB, addr string) *browser {
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return &browser{base: "http://" + addr, c: &http.Client{Jar: jar, Timeout: 10 * time.Second}}
+}
+
+// get requests path; it returns the response and its body.
+func (b *browser) get(t testing.TB, path string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, b.base+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "text/html")
+	resp, err := b.c.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	return resp, string(body)
+}
+
+// cookie is the browser's value of the cookie name, "" if none.
+func (b *browser) cookie(name string) string {
+	u, _ := url.Parse(b.base)
+	for _, c := range b.c.Jar.Cookies(u) {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// retryAfter is the seconds a waiting answer asks the visitor to wait.
+func retryAfter(t testing.TB, resp *http.Response) time.Duration {
+	s, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After %q", resp.Header.Get("Retry-After"))
+	return time.Duration(s) * time.Second
+}
+
+// requireWaiting checks that resp is the waiting page.
+func requireWaiting(t testing.TB, resp *http.Response, body string) {
+	t.Helper()
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "%s", body)
+	assert.Equal(t, "text/html; charset=utf-8", resp.Header.Get("Content-Type"))
+	assert.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+	assert.NotEmpty(t, resp.Header.Get("Refresh"))
+	assert.Contains(t, body, "<html")
+	assert.NotContains(t, body, "app ")
+}
+
+// roomConfig writes a config file with the tests' bypass rule.
+func roomConfig(t testing.TB) string {
+	path := filepath.Join(t.TempDir(), "room.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("bypass:\n  - pathPrefix: [/static/]\n"), 0o644))
+	return path
+}
+
+// status is the part of the admin API's /status the tests read.
+type status struct {
+	Active             int             `json:"active"`
+	Waiting            int             `json:"waiting"`
+	AdmittedThisMinute int             `json:"admittedThisMinute"`
+	Settings           json.RawMessage `json:"settings"`
+	LastSync           string          `json:"lastSync"`
+}
+
+func roomStatus(t testing.TB, admin string) status {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+admin+"/status", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var s status
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&s))
+	return s
+}
+
+// visit runs the visit every server must get right, with one room of one
+// slot: the first visitor is let in and reaches the application with the
+// ticket, the next one waits on the page with 429 and a cookie, the first
+// passes again, bypass paths pass, and once there is room (the settings
+// raised live) a refresh brings the waiting visitor in.
+func visit(t *testing.T, front string, a *app, admin string) (first, second *browser) {
+	first, second = newBrowser(t, front), newBrowser(t, front)
+
+	resp, body := first.get(t, "/product?id=7")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Equal(t, "app /product", body)
+	require.NotEmpty(t, first.cookie(roomCookie), "the room's cookie reaches the browser on a pass")
+	assert.NotEmpty(t, first.cookie("app"), "the application's own cookie too")
+	tk, ok := waitingroom.ParseTicket(a.lastTicket("/product"))
+	require.True(t, ok, "the application gets the ticket: %q", a.lastTicket("/product"))
+	assert.NotZero(t, tk.ID)
+
+	resp, body = second.get(t, "/cart")
+	requireWaiting(t, resp, body)
+	assert.NotEmpty(t, second.cookie(roomCookie), "the waiting visitor's cookie reaches the browser")
+	wait := retryAfter(t, resp)
+
+	resp, body = first.get(t, "/checkout")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the admitted visitor passes again: %s", body)
+	tk2, ok := waitingroom.ParseTicket(a.lastTicket("/checkout"))
+	require.True(t, ok)
+	assert.Equal(t, tk.ID, tk2.ID)
+
+	resp, body = second.get(t, "/static/app.css")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "bypass paths pass: %s", body)
+	assert.Equal(t, "bypassed", a.lastTicket("/static/app.css"))
+	resp, body = second.get(t, "/static/%2e%2e/cart")
+	assert.NotEqual(t, http.StatusOK, resp.StatusCode, "an encoded dot segment is no bypass path: %s", body)
+
+	// A client's own ticket header never reaches the application.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+front+"/static/forged", nil)
+	req.Header.Set(waitingroom.TicketHeader, "id=0000000000000001; bucket=2026-01-01T00:00:00Z; accepted=2026-01-01T00:00:00.000Z")
+	r, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	r.Body.Close()
+	assert.Equal(t, "bypassed", a.lastTicket("/static/forged"))
+
+	// Room for many: a minute's slots are paced over the minute while
+	// visitors wait, and a limit of 2 would release the second slot at
+	// the minute's end.
+	patchSettings(t, admin, `{"totalActiveUsers": 1000, "newUsersPerMinute": 1000}`)
+	for attempt := 0; ; attempt++ {
+		time.Sleep(wait)
+		resp, body = second.get(t, "/cart")
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		requireWaiting(t, resp, body)
+		require.Less(t, attempt, 4, "the waiting visitor is let in at a refresh once there is room: %+v", roomStatus(t, admin))
+		wait = retryAfter(t, resp)
+	}
+	assert.Equal(t, "app /cart", body)
+	assert.Equal(t, 2, a.admittedIDs())
+	return first, second
+}
+
+// roomArgs are the settings of the rooms of the visit: one slot, short
+// refreshes and syncs so that the test takes seconds.
+func roomArgs(t testing.TB, more ...string) []string {
+	return append([]string{"-config", roomConfig(t), "-total-active-users", "1", "-new-users-per-minute", "1",
+		"-refresh-interval", "1s", "-sync-interval", "100ms"}, more...)
+}
+
+func TestNginx(t *testing.T) {
+	program(t, "nginx", "the forward-auth tests")
+	a := newApp(t)
+	addr, admin := room(t, "room", roomArgs(t)...)
+	front := nginx(t, false, a.addr(), addr)
+	first, _ := visit(t, front, a, admin)
+
+	// The URL that ends a visit frees the slot and expires the cookie.
+	resp, body := first.get(t, "/checkout/done")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Equal(t, "app /checkout/done", body)
+	assert.Empty(t, first.cookie(roomCookie), "the cookie is expired")
+	require.Eventually(t, func() bool { return roomStatus(t, admin).Active == 1 }, 5*time.Second, 50*time.Millisecond,
+		"the revoked visitor's slot is free")
+}
+
+// The same with nginx keeping admitted visitors' answers for a second.
+func TestNginxCache(t *testing.T) {
+	program(t, "nginx", "the forward-auth tests")
+	a := newApp(t)
+	addr, admin := room(t, "room", roomArgs(t)...)
+	front := nginx(t, true, a.addr(), addr)
+	first, _ := visit(t, front, a, admin)
+
+	resp, body := first.get(t, "/checkout/done")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Empty(t, first.cookie(roomCookie), "the revoke location is never answered from the cache")
+	require.Eventually(t, func() bool { return roomStatus(t, admin).Active == 1 }, 5*time.Second, 50*time.Millisecond)
+}
+
+func TestCaddy(t *testing.T) {
+	bin := program(t, "caddy", "the forward-auth tests")
+	a := newApp(t)
+	addr, admin := room(t, "room", roomArgs(t)...)
+	front := caddy(t, bin, replace(t, snippet(t, "caddy"), docRoom, addr, docUpstream, a.addr()))
+	visit(t, front, a, admin)
+}
+
+// Three rooms sharing a store behind one nginx hold the limits exactly:
+// a crowd of visitors refreshing as told gets exactly TotalActiveUsers
+// admitted, and every admitted visitor keeps passing.
+func TestNginxThreeRooms(t *testing.T) {
+	program(t, "nginx", "the forward-auth tests")
+	if testing.Short() {
+		t.Skip("a crowd for several seconds; skipped with -short")
+	}
+	const limit, visitors = 4, 16
+	a := newApp(t)
+	db := "sqlite://" + filepath.Join(t.TempDir(), "room.db")
+	args := []string{"-total-active-users", strconv.Itoa(limit), "-new-users-per-minute", strconv.Itoa(limit),
+		"-refresh-interval", "1s", "-sync-interval", "100ms", "-store", db}
+	var rooms, admins []string
+	for i := range 3 {
+		r, adm := room(t, "room"+strconv.Itoa(i), args...)
+		rooms, admins = append(rooms, r), append(admins, adm)
+	}
+	front := nginx(t, false, a.addr(), rooms...)
+
+	deadline := time.Now().Add(8 * time.Second)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	lost := 0 // admitted visitors sent back to the queue
+	for range visitors {
+		b := newBrowser(t, front)
+		wg.Go(func() {
+			in := false
+			for time.Now().Before(deadline) {
+				resp, body := b.get(t, "/")
+				switch resp.StatusCode {
+				case http.StatusOK:
+					in = true
+					time.Sleep(200 * time.Millisecond)
+				case http.StatusTooManyRequests:
+					if in {
+						mu.Lock()
+						lost++
+						mu.Unlock()
+					}
+					time.Sleep(retryAfter(t, resp))
+				default:
+					t.Errorf("unexpected answer %d: %s", resp.StatusCode, body)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, limit, a.admittedIDs(), "exactly TotalActiveUsers visitors admitted across the three rooms")
+	assert.Zero(t, lost, "no admitted visitor is sent back to the queue")
+	for _, adm := range admins {
+		s := roomStatus(t, adm)
+		assert.LessOrEqual(t, s.Active, limit)
+	}
+}

@@ -1,0 +1,323 @@
+package frontdoor
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/internal/servicetest"
+)
+
+// hexKey is the cookie key every room process of a test shares.
+const hexKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+
+// adminToken is the rooms' admin token.
+const adminToken = "frontdoor-admin-token-0123456789"
+
+// The addresses of docs/forward-auth.md's configurations, which the tests
+// replace with their own.
+const (
+	docListen   = "127.0.0.1:8080"
+	docCaddy    = ":8080"
+	docRoom     = "127.0.0.1:8081"
+	docUpstream = "127.0.0.1:3000"
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildBin  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// roomBinary builds cmd/waitingroom once per test run.
+func roomBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "waitingroom-frontdoor-")
+		if buildErr != nil {
+			return
+		}
+		buildBin = filepath.Join(buildDir, "waitingroom")
+		cmd := exec.Command(goTool(), "build", "-o", buildBin, "github.com/go-waitingroom/waitingroom/cmd/waitingroom")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/waitingroom: %v\n%s", err, out)
+		}
+	})
+	require.NoError(t, buildErr)
+	return buildBin
+}
+
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+}
+
+// program returns the path of name on PATH (or in /usr/sbin, where
+// Debian puts nginx), or stops the test.
+func program(t testing.TB, name, what string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if _, serr := os.Stat("/usr/sbin/" + name); serr == nil {
+			return "/usr/sbin/" + name
+		}
+		servicetest.Unavailable(t, servicetest.Program(name, what), err)
+	}
+	return p
+}
+
+// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+func freePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// proc is a process a test started.
+type proc struct {
+	name   string
+	addr   string // 127.0.0.1:port it serves on
+	cmd    *exec.Cmd
+	out    *syncBuffer
+	exited chan struct{}
+}
+
+// start runs bin with args, waits until ready answers, and stops the
+// process at the end of the test (logging its output if the test failed).
+func start(t testing.TB, name, addr string, ready func() error, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, addr: addr, out: &syncBuffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
+	require.NoError(t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			t.Logf("output of %s:\n%s", p.name, p.out.String())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case <-p.exited:
+			t.Fatalf("%s exited: %v\n%s", name, p.cmd.ProcessState, p.out.String())
+		default:
+		}
+		err := ready()
+		if err == nil {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start: %v\n%s", name, err, p.out.String())
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
+func (p *proc) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// answers returns a ready function: a GET of url gets any HTTP answer.
+func answers(url string) func() error {
+	c := &http.Client{Timeout: time.Second}
+	return func() error {
+		resp, err := c.Get(url)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}
+}
+
+// dials returns a ready function: addr accepts a TCP connection.
+func dials(addr string) func() error {
+	return func() error {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
+// room starts a cmd/waitingroom -forward-auth process with args (and an
+// admin address), returning its address and its admin address.
+func room(t testing.TB, name string, args ...string) (addr, admin string) {
+	t.Helper()
+	bin := roomBinary(t)
+	addr, admin = "127.0.0.1:"+freePort(t), "127.0.0.1:"+freePort(t)
+	args = append([]string{"-forward-auth", "-listen", addr, "-admin-listen", admin, "-admin-token", adminToken,
+		"-trusted-proxies", "127.0.0.1/32", "-key", hexKey}, args...)
+	start(t, name, addr, answers("http://"+addr+"/healthz"), bin, args...)
+	return addr, admin
+}
+
+// snippet returns the configuration of docs/forward-auth.md marked
+// <!-- tested: name -->, as it is there.
+func snippet(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "forward-auth.md"))
+	require.NoError(t, err)
+	doc := string(b)
+	marker := "<!-- tested: " + name + " -->\n```"
+	i := strings.Index(doc, marker)
+	require.GreaterOrEqual(t, i, 0, "docs/forward-auth.md has no %q", marker)
+	rest := doc[i+len(marker):]
+	rest = rest[strings.Index(rest, "\n")+1:]
+	end := strings.Index(rest, "```\n")
+	require.GreaterOrEqual(t, end, 0)
+	return rest[:end]
+}
+
+// replace returns s with each of the pairs' first element replaced by the
+// second, failing the test if one is not in s.
+func replace(t testing.TB, s string, pairs ...string) string {
+	t.Helper()
+	for i := 0; i < len(pairs); i += 2 {
+		require.Contains(t, s, pairs[i])
+		s = strings.ReplaceAll(s, pairs[i], pairs[i+1])
+	}
+	return s
+}
+
+// nginx starts nginx with docs/forward-auth.md's configuration in front of
+// rooms and upstream, returning its address. With cache, the
+// configuration keeps the answers for admitted visitors (the optional
+// part of the page).
+func nginx(t testing.TB, cache bool, upstream string, rooms ...string) string {
+	t.Helper()
+	bin := program(t, "nginx", "the forward-auth tests")
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	listen := "127.0.0.1:" + freePort(t)
+	servers := make([]string, len(rooms))
+	for i, r := range rooms {
+		servers[i] = "server " + r + ";"
+	}
+	site := replace(t, snippet(t, "nginx"),
+		"server "+docRoom+";", strings.Join(servers, "\n    "),
+		docListen, listen,
+		docUpstream, upstream)
+	if cache {
+		auth := "location = /.waitingroom/auth {\n        internal;\n"
+		site = replace(t, snippet(t, "nginx-cache-http"), "/var/cache/nginx/waitingroom", dir+"/cache") + "\n" +
+			replace(t, site, auth, auth+snippet(t, "nginx-cache-auth"))
+	}
+	user := ""
+	if os.Geteuid() == 0 {
+		// The workers would run as nobody, who cannot reach the
+		// cache in the test's temporary directory.
+		user = "user root;\n"
+	}
+	conf := fmt.Sprintf(user+`daemon off;
+worker_processes 1;
+pid %[1]s/nginx.pid;
+error_log %[1]s/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path %[1]s/body;
+    proxy_temp_path %[1]s/proxy;
+    fastcgi_temp_path %[1]s/fastcgi;
+    uwsgi_temp_path %[1]s/uwsgi;
+    scgi_temp_path %[1]s/scgi;
+%[2]s}
+`, dir, site)
+	path := filepath.Join(dir, "nginx.conf")
+	require.NoError(t, os.WriteFile(path, []byte(conf), 0o644))
+	p := start(t, "nginx", listen, dials(listen), bin, "-p", dir, "-c", path, "-e", dir+"/error.log")
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			t.Logf("nginx error.log:\n%s", b)
+		}
+	})
+	return p.addr
+}
+
+// caddy starts Caddy with docs/forward-auth.md's Caddyfile in front of
+// room and upstream, returning its address.
+func caddy(t testing.TB, bin, site string) string {
+	t.Helper()
+	dir := t.TempDir()
+	port := freePort(t)
+	conf := "{\n\tadmin off\n\tauto_https off\n}\n\n" + strings.Replace(site, docCaddy+" {", "http://127.0.0.1:"+port+" {", 1)
+	path := filepath.Join(dir, "Caddyfile")
+	require.NoError(t, os.WriteFile(path, []byte(conf), 0o644))
+	addr := "127.0.0.1:" + port
+	start(t, "caddy", addr, dials(addr), bin, "run", "--config", path, "--adapter", "caddyfile")
+	return addr
+}
+
+// admin changes the room's live settings through its admin API.
+func patchSettings(t testing.TB, admin, body string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPatch, "http://"+admin+"/settings", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+}
