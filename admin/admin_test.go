@@ -602,6 +602,8 @@ func TestAdminStatusPage(t *testing.T) {
 		`<dd id="outflowPerMinute">3.0</dd>`, // the limit, not 3 in 30 s read as 6 a minute
 		`<dd id="estimatedWait">` + stats.Estimate.Formatted() + `</dd>`,
 		`<dd id="instances">1</dd>`,
+		`<span id="challengesIssued">0</span>`,
+		`<span id="challengesParked">0</span>`,
 		`<span id="lastSync">2026-05-27T15:54:30Z</span>`,
 		`id="chart"`,
 		`get('history')`,
