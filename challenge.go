@@ -344,7 +344,7 @@ func (rm *Room) answerOf(r *http.Request) string {
 
 // powHoldRefresh is the refresh, in ms, of a new visitor held for a proof
 // of work (ChallengeEveryone): the page's worker takes a fraction of it.
-const powHoldRefresh = 2000
+const powHoldRefresh = 1000
 
 // What the challenge step lets a chance do.
 type gate int

@@ -151,7 +151,7 @@ func TestChallengeWho(t *testing.T) {
 	v := &visitor{}
 	w := tr.getWith(v, "")
 	require.True(t, isWaiting(w), "held for the challenge though the room is empty")
-	assert.Equal(t, "2", w.Header().Get("Refresh"))
+	assert.Equal(t, "1", w.Header().Get("Refresh"))
 	a := solve(t, readWaiting(t, w).ChallengePuzzle)
 	tr.clk.Add(2 * time.Second)
 	assert.True(t, admitted(tr.getWith(v, a)))
