@@ -61,8 +61,8 @@ type HostedChallenge struct {
 	// VerifyURL replaces the provider's siteverify URL (tests, a proxy).
 	// Default the provider's.
 	VerifyURL string
-	// Client sends the siteverify requests. Default a client with
-	// Timeout.
+	// Client sends the siteverify requests. Default http.DefaultClient;
+	// Timeout bounds each request through its context either way.
 	Client *http.Client
 	// Timeout bounds a verification. Default 5 seconds.
 	Timeout time.Duration

@@ -372,6 +372,7 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 		if err := s.validate(); err != nil {
 			return err
 		}
+		s.Challenge = cloneChallenge(s.Challenge) // the caller's stays theirs
 		writeSettings(st, s)
 		st.Version++
 		version = st.SettingsVersion
