@@ -227,7 +227,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			rm.counters.chalIssued.Add(1)
 		}
 		if chal != nil && c.chal != chalPassed {
-			d.chal, d.chalID = chal, c.id
+			d.chal, d.state.id = chal, c.id
 		}
 		d.Outcome = Waiting
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
@@ -322,7 +322,7 @@ func (rm *Room) tooEarly(d *Decision, v *view, p *policy, c cookieState, last, n
 	d.RefreshAfter = time.Duration(max(next-d.now, 1000)) * time.Millisecond
 	d.last = min(last, d.now)
 	if ch := p.Challenge; ch.on() && v.cookie >= cookieVersion && (c.chal == chalGiven || c.chal == chalFailed) {
-		d.chal, d.chalID = ch, c.id // the same page: still the challenge
+		d.chal, d.state.id = ch, c.id // the same page: still the challenge
 	}
 	d.Estimate = rm.estimate(v, p, c.bucket, false)
 }

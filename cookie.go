@@ -60,14 +60,15 @@ type cookieState struct {
 	acceptedAt  int64 // admission time; 0 while queued
 	lastCheckIn int64 // latest counted check-in
 	refresh     int64 // refresh interval given at lastCheckIn, milliseconds
-	// chal is the state of the visitor's challenge for this place
-	// (chalNone, chalGiven, chalPassed, chalFailed; challenge.go). Cookies
-	// of version 2 and 1 do not carry it: it reads chalNone.
-	chal int64
 	// legacy reports that the cookie opened is of version 1: admitted,
 	// its holder was counted by the second of lastCheckIn (compat.go).
 	// Set by decode; encode ignores it.
 	legacy bool
+	// chal is the state of the visitor's challenge for this place
+	// (chalNone, chalGiven, chalPassed, chalFailed; challenge.go). Cookies
+	// of version 2 and 1 do not carry it: it reads chalNone. A byte, kept
+	// beside legacy, so the state is no larger for it.
+	chal int8
 }
 
 // codec encrypts and authenticates visitor cookies with XChaCha20-Poly1305.
@@ -149,7 +150,7 @@ func (c *codec) seal(b, pt []byte, s cookieState, chal bool) string {
 	pt = binary.AppendVarint(pt, s.lastCheckIn)
 	pt = binary.AppendVarint(pt, s.refresh)
 	if chal {
-		pt = binary.AppendVarint(pt, s.chal)
+		pt = binary.AppendVarint(pt, int64(s.chal))
 	}
 	b = c.aeads[0].Seal(b, b[:nonceLen], pt, c.ad)
 	return base64.RawURLEncoding.EncodeToString(b)
@@ -217,7 +218,7 @@ func (c *codec) decode(v string) (cookieState, error) {
 		if k <= 0 || x < chalNone || x > chalFailed {
 			return cookieState{}, errBadCookie
 		}
-		s.chal, pt = x, pt[k:]
+		s.chal, pt = int8(x), pt[k:]
 	}
 	// Identities from store.MinLegacyID up are the shared state's legacy
 	// records', never a visitor's: a cookie of version 1 whose nonce

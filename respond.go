@@ -369,7 +369,7 @@ func (rm *Room) challengeData(d *Decision, data *page.Data, now int64) {
 		widget = h.widget()
 	} else {
 		data.Challenge = string(ChallengePoW)
-		data.ChallengePuzzle = rm.puzzles.issue(d.chalID, now, d.chal.difficultyAt(rm.view.Load().waiting))
+		data.ChallengePuzzle = rm.puzzles.issue(d.state.id, now, d.chal.difficultyAt(rm.view.Load().waiting))
 	}
 	data.ChallengeWidget = page.ChallengeScript(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", rm.cfg.CookiePath, ceilSeconds(d.RefreshAfter.Milliseconds()))
 }
