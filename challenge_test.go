@@ -360,3 +360,39 @@ func TestCookieChallengeField(t *testing.T) {
 	_, err = c.decode(c.encode(s))
 	assert.ErrorIs(t, err, errBadCookie)
 }
+
+// A parked visitor's page is a waiting page like that of a visitor who has
+// not failed: the same status, headers and JSON fields, the puzzle
+// included; only the values of the moment differ.
+func TestChallengeParkedLooksReal(t *testing.T) {
+	tr := powRoom(t, Challenge{OnFail: ChallengeInfinite})
+	tr.fill(10)
+	parked, fresh := &visitor{}, &visitor{}
+	require.True(t, isWaiting(tr.getWith(parked, "")))
+	tr.clk.Add(6 * time.Second)
+	a := tr.getWith(parked, "") // no answer: parked
+	b := tr.getWith(fresh, "")  // given the challenge now
+	require.Equal(t, uint64(1), tr.Counters().ChallengesParked)
+	assert.Equal(t, b.Code, a.Code)
+	keys := func(h http.Header) []string {
+		var ks []string
+		for k := range h {
+			if k != "Set-Cookie" { // a new visitor's first cookie
+				ks = append(ks, k)
+			}
+		}
+		return ks
+	}
+	assert.ElementsMatch(t, keys(b.Header()), keys(a.Header()))
+	fields := func(w *httptest.ResponseRecorder) []string {
+		var body map[string]map[string]any
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+		var ks []string
+		for k := range body["waitingRoom"] {
+			ks = append(ks, k)
+		}
+		return ks
+	}
+	assert.ElementsMatch(t, fields(b), fields(a))
+	assert.Equal(t, readWaiting(t, b).Challenge, readWaiting(t, a).Challenge)
+}
