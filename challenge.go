@@ -30,7 +30,8 @@ const (
 	// puzzle start with Difficulty zero bits. No third party.
 	ChallengePoW ChallengeKind = "pow"
 	// ChallengeHosted is the challenge of a hosted service (Cloudflare
-	// Turnstile, hCaptcha or reCAPTCHA), verified by Config.HostedChallenge.
+	// Turnstile, hCaptcha or reCAPTCHA), verified by Config.HostedChallenge;
+	// off in a room without one.
 	ChallengeHosted ChallengeKind = "hosted"
 )
 
