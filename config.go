@@ -192,7 +192,7 @@ type Config struct {
 	// HostedChallenge verifies the tokens of a hosted challenge
 	// (Challenge.Kind ChallengeHosted): Turnstile, HCaptcha or ReCAPTCHA.
 	// Its secret stays in the Config, never in the shared state. Default
-	// nil; required when the Challenge or an event's is hosted.
+	// nil: a hosted challenge (set here or live) is then off.
 	HostedChallenge *HostedChallenge
 	// JSONKey is the top-level key of JSON waiting responses. Default
 	// "waitingRoom"; "cfWaitingRoom" serves clients written for the

@@ -132,3 +132,12 @@ func TestHostedChallengeValidate(t *testing.T) {
 		assert.ErrorIs(t, err, ErrInvalidConfig)
 	}
 }
+
+// Without HostedChallenge, a hosted challenge is off: nobody is held.
+func TestHostedChallengeWithoutVerifier(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.Challenge = &Challenge{Kind: ChallengeHosted, Who: ChallengeEveryone, OnFail: ChallengeInfinite}
+	})
+	assert.True(t, admitted(tr.getWith(&visitor{}, "")))
+	assert.Zero(t, tr.Counters().ChallengesIssued)
+}
