@@ -75,6 +75,17 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		return nil
 	}
 
+	// The challenge's answer, checked before the lock (a hosted one asks
+	// its service): only a held place's, which the answer is bound to.
+	chal := pol.Challenge
+	if !chal.on() || v.cookie < cookieVersion || (chal.Kind == ChallengeHosted && rm.cfg.HostedChallenge == nil) {
+		chal = nil // off, or a fleet whose cookies cannot carry it
+	}
+	answered := 0
+	if chal != nil && held && c.chal != chalPassed {
+		answered = rm.checkAnswer(r, chal, c.id, now)
+	}
+
 	rm.mu.Lock()
 	if ok && c.acceptedAt == 0 {
 		// One place, one admission: a place that became a session is
@@ -149,9 +160,13 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			due = c.lastCheckIn + c.refresh
 		}
 	}
+	gate := gatePass
+	if chal != nil {
+		gate = rm.challengeGate(&c, chal, answered)
+	}
 	rm.pending.attempts++
-	admit := !closed && pol.method.passes
-	if !closed && !admit {
+	admit := !closed && pol.method.passes && gate == gatePass
+	if !closed && !admit && gate == gatePass {
 		var from int64
 		if from, admit = rm.grant.take(pol.bucket(c.bucket), fresh); admit {
 			if rm.inflight != nil {
@@ -178,8 +193,15 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			base = due
 		}
 		next := max(base+rm.jitteredRefresh(), now+1000)
+		if gate == gateHold && chal.Kind == ChallengePoW {
+			next = now + powHoldRefresh // back as soon as the page's worker is done
+		}
 		c.refresh = next - now
-		rm.pending.waiting[cellKey{c.bucket, slotOf(now)}]++
+		if gate != gatePark {
+			// A parked visitor is not counted: FIFO would reserve them
+			// slots that nobody takes.
+			rm.pending.waiting[cellKey{c.bucket, slotOf(now)}]++
+		}
 		if ok {
 			// A new visitor's copies (if any) are held back by their own
 			// cookie until its first chance is due, so only a visitor who
@@ -199,6 +221,13 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 	} else {
 		if fresh {
 			rm.counters.queued.Add(1)
+		}
+		if chal != nil && c.chal == chalNone {
+			c.chal = chalGiven // a queued visitor's challenge
+			rm.counters.chalIssued.Add(1)
+		}
+		if chal != nil && c.chal != chalPassed {
+			d.chal, d.state.id = chal, c.id
 		}
 		d.Outcome = Waiting
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
@@ -292,6 +321,9 @@ func (rm *Room) tooEarly(d *Decision, v *view, p *policy, c cookieState, last, n
 	d.Outcome = Waiting
 	d.RefreshAfter = time.Duration(max(next-d.now, 1000)) * time.Millisecond
 	d.last = min(last, d.now)
+	if ch := p.Challenge; ch.on() && v.cookie >= cookieVersion && (c.chal == chalGiven || c.chal == chalFailed) {
+		d.chal, d.state.id = ch, c.id // the same page: still the challenge
+	}
 	d.Estimate = rm.estimate(v, p, c.bucket, false)
 }
 

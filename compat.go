@@ -14,9 +14,11 @@ import (
 // tells the others which formats it reads, and every instance writes the
 // newest formats that all the live ones read:
 //
-//   - an instance's ID (store.Instance.ID) ends in "+s4c2": it reads
-//     states up to encoding 4 and cookies up to version 2 ("+s3c2" is
-//     the release before kept history, whose states have no tallies). An ID without
+//   - an instance's ID (store.Instance.ID) ends in "+s4c3": it reads
+//     states up to encoding 4 and cookies up to version 3 ("+s4c2" is
+//     the release before challenges, whose cookies do not carry one;
+//     "+s3c2" the release before kept history, whose states have no
+//     tallies). An ID without
 //     a "+" is the previous release's, which reads encoding 2 and
 //     version 1 only;
 //   - at every sync the instance takes the oldest of what the live
@@ -63,7 +65,7 @@ func instanceID() string {
 	return randomID() + currentFormats.tag()
 }
 
-// tag is how an instance ID says the formats f: "+s4c2".
+// tag is how an instance ID says the formats f: "+s4c3".
 func (f formats) tag() string {
 	return "+s" + strconv.Itoa(f.state) + "c" + strconv.Itoa(f.cookie)
 }
@@ -98,28 +100,31 @@ func readsOf(id string) formats {
 
 // writeFormats sets the encoding st is written in: the current one when
 // every instance in st.Instances (those live, this one among them) reads
-// the current formats, store.SessionsEncoding when the oldest of them is
-// the release before kept history (which differs from this one only by
-// the tallies), else the previous release's. It reports whether
-// the current formats are written, cookies included.
-func writeFormats(st *store.State) bool {
+// the current state encoding, store.SessionsEncoding when the oldest of
+// them is the release before kept history (which differs from this one
+// only by the tallies), else the previous release's. It reports whether
+// the formats with identities are written (cookies of version 2 or more
+// and sessions by ID), and the cookie version to write: 3 when every
+// instance reads it, 2 while one reads only version 2 (the release
+// before challenges), 1 with the release before identities.
+func writeFormats(st *store.State) (current bool, cookie int) {
 	f := currentFormats
 	for _, in := range st.Instances {
 		r := readsOf(in.ID)
 		f.state, f.cookie = min(f.state, r.state), min(f.cookie, r.cookie)
 	}
-	switch {
-	case f == currentFormats:
+	if f.state < store.SessionsEncoding || f.cookie < 2 {
+		st.Encoding = store.PreviousEncoding
+		return false, 1
+	}
+	if f.state >= currentFormats.state {
 		st.Encoding = 0
-		return true
-	case f.state >= store.SessionsEncoding && f.cookie >= currentFormats.cookie:
+	} else {
 		// The release before kept history: the same formats but for the
 		// tallies of the recent minutes, which are not written (history.go).
 		st.Encoding = store.SessionsEncoding
-		return true
 	}
-	st.Encoding = store.PreviousEncoding
-	return false
+	return true, f.cookie
 }
 
 // legacyDelta is what a delta changes in the counts of the previous
@@ -298,8 +303,11 @@ func (rm *Room) reissued(v *view, from, now int64) {
 // encodeCookie returns the cookie value of c in the version the formats
 // written decide.
 func (rm *Room) encodeCookie(v *view, c cookieState) string {
-	if v.current {
+	switch {
+	case v.cookie >= cookieVersion:
 		return rm.codec.encode(c)
+	case v.current:
+		return rm.codec.encodeV2(c)
 	}
 	return rm.codec.encodeV1(c)
 }

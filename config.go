@@ -184,6 +184,16 @@ type Config struct {
 	// small (inline a few kilobytes, link larger assets from another
 	// host).
 	Template string
+	// Challenge is the challenge step (challenge.go): who must pass a
+	// challenge, what failing does, and the proof of work's difficulty.
+	// Default nil: none. Changeable with Room.Update; overridable per
+	// Event.
+	Challenge *Challenge
+	// HostedChallenge verifies the tokens of a hosted challenge
+	// (Challenge.Kind ChallengeHosted): Turnstile, HCaptcha or ReCAPTCHA.
+	// Its secret stays in the Config, never in the shared state. Default
+	// nil: a hosted challenge (set here or live) is then off.
+	HostedChallenge *HostedChallenge
 	// JSONKey is the top-level key of JSON waiting responses. Default
 	// "waitingRoom"; "cfWaitingRoom" serves clients written for the
 	// commercial product unchanged.
@@ -267,6 +277,8 @@ type Settings struct {
 	// Template is the waiting page's Mustache source: "" means the
 	// default page.
 	Template string `json:"template,omitempty"`
+	// Challenge is the challenge step: nil means none.
+	Challenge *Challenge `json:"challenge,omitempty"`
 }
 
 // Validate reports whether Room.Update would accept s: nil, or an error
@@ -304,6 +316,9 @@ func (s *Settings) validateWith(parse func(string) error) error {
 			return fmt.Errorf("waitingroom: %w: Template: %w", ErrInvalidConfig, err)
 		}
 	}
+	if err := s.Challenge.validate(); err != nil {
+		return err
+	}
 	switch {
 	case !s.QueueingMethod.valid():
 		return invalid("QueueingMethod %q is not fifo, random, passthrough or reject", s.QueueingMethod)
@@ -328,11 +343,20 @@ func (s *Settings) hash() uint64 {
 	return h.Sum64() | 1 // never 0, which means "never set"
 }
 
-// previousHash is the hash the previous release computes for the same
-// Config, whose Settings lack the last four fields: s's hash without them.
+// previousHash is the hash the release before live session settings
+// computes for the same Config, whose Settings lack the last five fields:
+// s's hash without them.
 func (s *Settings) previousHash() uint64 {
 	p := *s
-	p.SessionDuration, p.DisableSessionRenewal, p.QueueingStatusCode, p.Template = 0, false, 0, ""
+	p.SessionDuration, p.DisableSessionRenewal, p.QueueingStatusCode, p.Template, p.Challenge = 0, false, 0, "", nil
+	return p.hash()
+}
+
+// beforeChallengeHash is the hash the release before challenges computes
+// for the same Config, whose Settings lack Challenge.
+func (s *Settings) beforeChallengeHash() uint64 {
+	p := *s
+	p.Challenge = nil
 	return p.hash()
 }
 
@@ -375,6 +399,14 @@ func (c Config) normalize() (Config, error) {
 		return c, err
 	}
 	c.Events = st.Events
+	c.Challenge = st.Challenge
+	if err := c.HostedChallenge.validate(); err != nil {
+		return c, err
+	}
+	if c.HostedChallenge != nil {
+		h := *c.HostedChallenge
+		c.HostedChallenge = &h
+	}
 	if c.SessionDuration == 0 {
 		c.SessionDuration = DefaultSessionDuration
 	}
@@ -492,6 +524,7 @@ func (c *Config) settings() Settings {
 		DisableSessionRenewal: c.DisableSessionRenewal,
 		QueueingStatusCode:    c.QueueingStatusCode,
 		Template:              c.Template,
+		Challenge:             cloneChallenge(c.Challenge),
 	}
 	if s.SessionDuration == DefaultSessionDuration {
 		s.SessionDuration = 0
@@ -541,6 +574,16 @@ func cloneEvents(events []Event) []Event {
 			v := *p
 			events[i].DisableSessionRenewal = &v
 		}
+		events[i].Challenge = cloneChallenge(events[i].Challenge)
 	}
 	return events
+}
+
+// cloneChallenge returns a copy of c that shares no memory with it.
+func cloneChallenge(c *Challenge) *Challenge {
+	if c == nil {
+		return nil
+	}
+	x := *c
+	return &x
 }

@@ -26,15 +26,18 @@ const MinKeyLen = 32
 // is far shorter; anything longer is treated as no cookie at all.
 const maxCookieLen = 256
 
-// cookieVersion is the first byte of a cookie's plaintext. Version 2 adds
-// the visitor's identity; a version 1 cookie (the previous release's, the
-// same fields without it) still opens, its identity taken from the first
-// 8 bytes of its nonce, so that visitors keep their places and sessions
-// across the upgrade. While an instance of the previous release shares
-// the room, cookies are written in version 1 (compat.go), with the
-// visitor's identity in those nonce bytes: that release opens them, and
-// this one reads the same identity back.
-const cookieVersion = 2
+// cookieVersion is the first byte of a cookie's plaintext. Version 3 adds
+// the state of the visitor's challenge after the other fields. Version 2
+// (the release before challenges) has the identity but no challenge; it
+// still opens (no challenge given), and this release writes it while an
+// instance of that release shares the room (compat.go). Version 1 (the
+// release before identities, the same fields without the identity) still
+// opens too, its identity taken from the first 8 bytes of its nonce, so
+// that visitors keep their places and sessions across the upgrade; while
+// an instance of that release shares the room, cookies are written in
+// version 1, with the visitor's identity in those nonce bytes: that
+// release opens them, and this one reads the same identity back.
+const cookieVersion = 3
 
 // strictBase64 gives every cookie one spelling: values that differ only in
 // the unused bits of their last character do not decode.
@@ -61,6 +64,11 @@ type cookieState struct {
 	// its holder was counted by the second of lastCheckIn (compat.go).
 	// Set by decode; encode ignores it.
 	legacy bool
+	// chal is the state of the visitor's challenge for this place
+	// (chalNone, chalGiven, chalPassed, chalFailed; challenge.go). Cookies
+	// of version 2 and 1 do not carry it: it reads chalNone. A byte, kept
+	// beside legacy, so the state is no larger for it.
+	chal int8
 }
 
 // codec encrypts and authenticates visitor cookies with XChaCha20-Poly1305.
@@ -103,7 +111,19 @@ func (c *codec) encode(s cookieState) string {
 	pt := make([]byte, 0, 48)
 	pt = append(pt, cookieVersion)
 	pt = binary.LittleEndian.AppendUint64(pt, s.id)
-	return c.seal(b, pt, s)
+	return c.seal(b, pt, s, true)
+}
+
+// encodeV2 returns the cookie value for s in version 2, which the
+// previous release reads: without the challenge's state.
+func (c *codec) encodeV2(s cookieState) string {
+	var buf [nonceLen + 64]byte
+	b := buf[:nonceLen]
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	pt := make([]byte, 0, 48)
+	pt = append(pt, 2)
+	pt = binary.LittleEndian.AppendUint64(pt, s.id)
+	return c.seal(b, pt, s, false)
 }
 
 // encodeV1 returns the cookie value for s in version 1, which the
@@ -118,16 +138,20 @@ func (c *codec) encodeV1(s cookieState) string {
 	_, _ = rand.Read(b[8:]) // never fails (crypto/rand)
 	pt := make([]byte, 0, 48)
 	pt = append(pt, 1)
-	return c.seal(b, pt, s)
+	return c.seal(b, pt, s, false)
 }
 
-// seal appends the fields of s to the plaintext pt, seals it after the
-// nonce b and returns the cookie value.
-func (c *codec) seal(b, pt []byte, s cookieState) string {
+// seal appends the fields of s to the plaintext pt (the challenge's state
+// too when chal is set), seals it after the nonce b and returns the cookie
+// value.
+func (c *codec) seal(b, pt []byte, s cookieState, chal bool) string {
 	pt = binary.AppendVarint(pt, s.bucket)
 	pt = binary.AppendVarint(pt, s.acceptedAt)
 	pt = binary.AppendVarint(pt, s.lastCheckIn)
 	pt = binary.AppendVarint(pt, s.refresh)
+	if chal {
+		pt = binary.AppendVarint(pt, int64(s.chal))
+	}
 	b = c.aeads[0].Seal(b, b[:nonceLen], pt, c.ad)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
@@ -166,8 +190,9 @@ func (c *codec) decode(v string) (cookieState, error) {
 	if err != nil || len(pt) == 0 {
 		return s, errBadCookie
 	}
-	switch pt[0] {
-	case cookieVersion:
+	version := pt[0]
+	switch version {
+	case cookieVersion, 2:
 		if len(pt) < 9 {
 			return s, errBadCookie
 		}
@@ -187,6 +212,13 @@ func (c *codec) decode(v string) (cookieState, error) {
 			return cookieState{}, errBadCookie
 		}
 		*f, pt = x, pt[k:]
+	}
+	if version == cookieVersion {
+		x, k := binary.Varint(pt)
+		if k <= 0 || x < chalNone || x > chalFailed {
+			return cookieState{}, errBadCookie
+		}
+		s.chal, pt = int8(x), pt[k:]
 	}
 	// Identities from store.MinLegacyID up are the shared state's legacy
 	// records', never a visitor's: a cookie of version 1 whose nonce

@@ -57,6 +57,7 @@ type Decision struct {
 	at     int64       // Unix ms the view behind the estimate was taken
 	now    int64       // Unix ms of the decision
 	last   int64       // Unix ms of a waiting visitor's latest attempt that counted
+	chal   *Challenge  // the challenge the waiting page gives (bound to state.id); nil for none
 }
 
 // noPolicy is the policy of a Decision that carries none.

@@ -49,6 +49,10 @@ type Event struct {
 	QueueingMethod QueueingMethod `json:"queueingMethod,omitempty"`
 	// Template overrides the room's waiting page (Mustache source).
 	Template string `json:"template,omitempty"`
+	// Challenge overrides the room's challenge step (Settings.Challenge)
+	// during the event, its pre-queue included; a Challenge of Kind
+	// ChallengeOff turns it off.
+	Challenge *Challenge `json:"challenge,omitempty"`
 }
 
 // opens is when the event starts to govern the room: its pre-queue, or its
@@ -95,6 +99,9 @@ func (e *Event) validate(parse func(string) error) error {
 		if err := parse(e.Template); err != nil {
 			return fmt.Errorf("waitingroom: %w: event %q: Template: %w", ErrInvalidConfig, name, err)
 		}
+	}
+	if err := e.Challenge.validate(); err != nil {
+		return fmt.Errorf("event %q: %w", name, err)
 	}
 	return nil
 }

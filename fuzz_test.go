@@ -33,6 +33,10 @@ func fuzzRooms(t testing.TB, clk *clock) []*Room {
 		func(c *Config) { c.QueueingMethod = Reject },
 		func(c *Config) { c.QueueingMethod = Passthrough; c.DisableSessionRenewal = true },
 		func(c *Config) { c.Suspended = true },
+		func(c *Config) {
+			c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+			c.Challenge = &Challenge{Kind: ChallengePoW, Who: ChallengeEveryone, OnFail: ChallengeInfinite, Difficulty: 1}
+		},
 	} {
 		cfg := baseConfig(clk)
 		cfg.NegotiateLanguage = true
@@ -118,6 +122,7 @@ func FuzzCheck(f *testing.F) {
 			r.Header.Set("Accept", accept)
 			r.Header.Set("Accept-Language", acceptLanguage)
 			r.Header.Set("X-Forwarded-For", xff)
+			r.Header.Set(ChallengeHeader, xff) // an answer, too
 			return r.WithContext(context.Background())
 		}
 

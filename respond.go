@@ -104,7 +104,11 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 		// follows the header (the first refresh it reads), and comes
 		// back the moment the chance is due after an early refresh too.
 		secs := strconv.Itoa(ceilSeconds(d.RefreshAfter.Milliseconds()))
-		h.Set("Refresh", secs)
+		if d.chal == nil || rm.wantsJSON(r) {
+			// A page with a challenge reloads itself once it is
+			// answered (or, without JavaScript, by its own refresh).
+			h.Set("Refresh", secs)
+		}
 		if status == http.StatusTooManyRequests {
 			h.Set("Retry-After", secs)
 		}
@@ -211,6 +215,9 @@ func (rm *Room) pageData(d Decision, lang string) *page.Data {
 	// wait too long to estimate.
 	data.WaitTimeFormatted = e.FormattedIn(lang)
 	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data)
+	if d.chal != nil && d.Outcome == Waiting {
+		rm.challengeData(&d, data, now)
+	}
 	data.TimeUntilEventStartFormatted = page.FormatUnavailable(lang)
 	data.TimeUntilEventEndFormatted = data.TimeUntilEventStartFormatted
 	if ev := p.event; ev != nil {
@@ -350,4 +357,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type admittedRequest struct {
 	req http.Request
 	tc  ticketCtx
+}
+
+// challengeData adds to data the challenge the waiting page of d gives:
+// a puzzle bound to the visitor and now (Unix ms), or a hosted widget.
+func (rm *Room) challengeData(d *Decision, data *page.Data, now int64) {
+	var widget string
+	if d.chal.Kind == ChallengeHosted {
+		h := rm.cfg.HostedChallenge
+		data.Challenge, data.ChallengeSiteKey = string(h.Provider), h.SiteKey
+		widget = h.widget()
+	} else {
+		data.Challenge = string(ChallengePoW)
+		data.ChallengePuzzle = rm.puzzles.issue(d.state.id, now, d.chal.difficultyAt(rm.view.Load().waiting))
+	}
+	data.ChallengeWidget = page.ChallengeScript(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", rm.cfg.CookiePath, ceilSeconds(d.RefreshAfter.Milliseconds()))
 }

@@ -34,13 +34,15 @@ type Room struct {
 	sameSite   http.SameSite
 	secure     bool
 	codec      *codec
+	puzzles    *puzzles  // the proof of work's (challenge.go)
 	verified   *verified // admitted cookies that opened lately
 	tmpl       *page.Template
 	store      store.Store
 	id         string
 	log        *slog.Logger
 	configHash uint64
-	prevHash   uint64 // configHash as the previous release computes it
+	prevHash   uint64 // configHash as the release before live session settings computes it
+	chalHash   uint64 // configHash as the release before challenges computes it
 	hold       int64  // QueueHold in ms
 	waitWindow int64  // ms a waiting visitor counts after a check-in
 	lateness   int64  // ms a waiting visitor may be late and keep their pace
@@ -90,6 +92,7 @@ type Room struct {
 
 	counters struct {
 		admitted, queued, revoked, bypassed, syncs, syncErrors atomic.Uint64
+		chalIssued, chalPassed, chalFailed, chalParked         atomic.Uint64
 		syncNanos                                              atomic.Int64
 	}
 
@@ -131,6 +134,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		log:        c.Logger.With("room", c.Name),
 		configHash: func() uint64 { s := c.settings(); return s.hash() }(),
 		prevHash:   func() uint64 { s := c.settings(); return s.previousHash() }(),
+		chalHash:   func() uint64 { s := c.settings(); return s.beforeChallengeHash() }(),
 		hold:       c.QueueHold.Milliseconds(),
 		pending:    newDelta(),
 		mine:       newDelta(),
@@ -148,6 +152,9 @@ func New(cfg Config, st store.Store) (*Room, error) {
 	rm.lateness = c.RefreshInterval.Milliseconds() / 2
 	if rm.codec, err = newCodec(c.Keys, rm.cookieName); err != nil {
 		return nil, fmt.Errorf("waitingroom: cookie keys: %w", err)
+	}
+	if rm.puzzles, err = newPuzzles(c.Keys, c.Name); err != nil {
+		return nil, fmt.Errorf("waitingroom: challenge keys: %w", err)
 	}
 	if c.Template == "" {
 		rm.tmpl = page.Default()
@@ -217,6 +224,9 @@ func (rm *Room) policyAt(s *Settings, now int64) policy {
 		if e.Template != "" {
 			p.tmpl = rm.template(e.Template)
 			p.Template = e.Template
+		}
+		if e.Challenge != nil {
+			p.Challenge = e.Challenge
 		}
 		break
 	}

@@ -202,6 +202,8 @@ type view struct {
 	// current reports that every live instance reads this release's
 	// formats: they are written (compat.go). False until the first sync.
 	current bool
+	// cookie is the cookie version written (compat.go).
+	cookie int
 	// tallies are the figures of the minutes not yet written to the kept
 	// history; due those this sync took out to write, observed what it
 	// learnt (tally.go).
@@ -326,7 +328,7 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 		st.Instances = append(st.Instances, store.Instance{ID: p.id})
 		self = len(st.Instances) - 1
 	}
-	v.current = writeFormats(st)
+	v.current, v.cookie = writeFormats(st)
 	me := &st.Instances[self]
 	me.Traffic = (1-trafficWeight)*me.Traffic + trafficWeight*float64(d.attempts)
 	me.Seen = now

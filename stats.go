@@ -111,6 +111,15 @@ type Counters struct {
 	SyncErrors uint64 `json:"syncErrors"`
 	// LastSyncSeconds is how long the latest sync took, in seconds.
 	LastSyncSeconds float64 `json:"lastSyncSeconds"`
+	// ChallengesIssued counts the challenges given (one per place in the
+	// queue), ChallengesPassed the valid answers, ChallengesFailed the
+	// visitors who came back without one (once per place), and
+	// ChallengesParked those of them put in the infinite queue
+	// (Challenge.OnFail ChallengeInfinite).
+	ChallengesIssued uint64 `json:"challengesIssued"`
+	ChallengesPassed uint64 `json:"challengesPassed"`
+	ChallengesFailed uint64 `json:"challengesFailed"`
+	ChallengesParked uint64 `json:"challengesParked"`
 }
 
 // Counters returns this instance's running totals. It does no I/O and is
@@ -125,6 +134,11 @@ func (rm *Room) Counters() Counters {
 		Syncs:           c.syncs.Load(),
 		SyncErrors:      c.syncErrors.Load(),
 		LastSyncSeconds: float64(c.syncNanos.Load()) / 1e9,
+
+		ChallengesIssued: c.chalIssued.Load(),
+		ChallengesPassed: c.chalPassed.Load(),
+		ChallengesFailed: c.chalFailed.Load(),
+		ChallengesParked: c.chalParked.Load(),
 	}
 }
 

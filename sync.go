@@ -225,7 +225,7 @@ func (rm *Room) sharedSettings(st *store.State) Settings {
 			return s
 		}
 	}
-	if st.ConfigHash != rm.configHash && st.ConfigHash != rm.prevHash {
+	if st.ConfigHash != rm.configHash && st.ConfigHash != rm.prevHash && st.ConfigHash != rm.chalHash {
 		s := rm.cfg.settings()
 		writeSettings(st, s)
 		st.ConfigHash = rm.configHash
@@ -246,6 +246,9 @@ func (rm *Room) sharedSettings(st *store.State) Settings {
 		if s.SessionDuration == 0 && !s.DisableSessionRenewal && s.QueueingStatusCode == 0 && s.Template == "" {
 			s.SessionDuration, s.DisableSessionRenewal, s.QueueingStatusCode, s.Template =
 				c.SessionDuration, c.DisableSessionRenewal, c.QueueingStatusCode, c.Template
+		}
+		if s.Challenge == nil {
+			s.Challenge = c.Challenge // nor the challenge
 		}
 	}
 	return s
@@ -369,6 +372,7 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 		if err := s.validate(); err != nil {
 			return err
 		}
+		s.Challenge = cloneChallenge(s.Challenge) // the caller's stays theirs
 		writeSettings(st, s)
 		st.Version++
 		version = st.SettingsVersion

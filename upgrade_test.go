@@ -386,7 +386,7 @@ func TestUpgradeMixedFleet(t *testing.T) {
 	assert.Zero(t, p.Grace, "no grace: nothing was lost")
 	require.Len(t, p.Instances, 2)
 	assert.Equal(t, prevID, p.Instances[0].ID)
-	assert.True(t, strings.HasSuffix(p.Instances[1].ID, "+s4c2"), p.Instances[1].ID)
+	assert.True(t, strings.HasSuffix(p.Instances[1].ID, "+s4c3"), p.Instances[1].ID)
 	n, _ := prevActive(p, ms())
 	assert.Equal(t, int64(3), n)
 	assert.Equal(t, 3, ur.Stats().Active)
@@ -543,7 +543,7 @@ func TestFormatsOfInstance(t *testing.T) {
 		assert.Equal(t, tc.want, readsOf(tc.id), tc.id)
 	}
 	assert.Equal(t, currentFormats, readsOf(instanceID()))
-	assert.Regexp(t, `^[0-9a-f]{16}\+s4c2$`, instanceID())
+	assert.Regexp(t, `^[0-9a-f]{16}\+s4c3$`, instanceID())
 }
 
 func TestWriteFormats(t *testing.T) {
@@ -551,22 +551,26 @@ func TestWriteFormats(t *testing.T) {
 		name     string
 		ids      []string
 		current  bool
+		cookie   int
 		encoding int
 	}{
-		{"alone", []string{"a+s4c2"}, true, 0},
-		{"all current", []string{"a+s4c2", "b+s4c2"}, true, 0},
-		{"a later release", []string{"a+s4c2", "b+s5c3"}, true, 0},
-		{"the release before kept history", []string{"a+s4c2", "b+s3c2"}, true, store.SessionsEncoding},
-		{"the previous release", []string{"a+s4c2", "b"}, false, store.PreviousEncoding},
-		{"an older cookie", []string{"a+s4c2", "b+s4c1"}, false, store.PreviousEncoding},
-		{"an older state", []string{"a+s4c2", "b+s2c2"}, false, store.PreviousEncoding},
+		{"alone", []string{"a+s4c3"}, true, 3, 0},
+		{"all current", []string{"a+s4c3", "b+s4c3"}, true, 3, 0},
+		{"a later release", []string{"a+s4c3", "b+s5c4"}, true, 3, 0},
+		{"the release before challenges", []string{"a+s4c3", "b+s4c2"}, true, 2, 0},
+		{"the release before kept history", []string{"a+s4c3", "b+s3c2"}, true, 2, store.SessionsEncoding},
+		{"the previous release", []string{"a+s4c3", "b"}, false, 1, store.PreviousEncoding},
+		{"an older cookie", []string{"a+s4c3", "b+s4c1"}, false, 1, store.PreviousEncoding},
+		{"an older state", []string{"a+s4c3", "b+s2c2"}, false, 1, store.PreviousEncoding},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &store.State{Encoding: 7}
 			for _, id := range tc.ids {
 				st.Instances = append(st.Instances, store.Instance{ID: id})
 			}
-			assert.Equal(t, tc.current, writeFormats(st))
+			current, cookie := writeFormats(st)
+			assert.Equal(t, tc.current, current)
+			assert.Equal(t, tc.cookie, cookie)
 			assert.Equal(t, tc.encoding, st.Encoding)
 		})
 	}

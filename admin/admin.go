@@ -154,8 +154,10 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 //	                 duration such as "10m", or nanoseconds; 0 for the
 //	                 default), disableSessionRenewal, queueingStatusCode
 //	                 (200, 202 or 429; 0 for the default) and template
-//	                 (Mustache source; "" for the default page); the
-//	                 answer is the new Settings.
+//	                 (Mustache source; "" for the default page) and
+//	                 challenge (a waitingroom.Challenge object, such as
+//	                 {"kind":"pow","onFail":"infinite"}; {} turns it
+//	                 off); the answer is the new Settings.
 //	                 Every instance follows at its next sync (Room.Update).
 //	GET   /preview   the waiting page in each state a visitor can see
 //	POST  /preview   (waitingroom.Room.Preview: queueing, queueAll,
@@ -493,6 +495,7 @@ type settingsPatch struct {
 	disableSessionRenewal *bool
 	queueingStatusCode    *int
 	template              *string
+	challenge             *waitingroom.Challenge // {} turns it off
 }
 
 func (p *settingsPatch) apply(s *waitingroom.Settings) {
@@ -525,6 +528,12 @@ func (p *settingsPatch) apply(s *waitingroom.Settings) {
 	}
 	if p.template != nil {
 		s.Template = *p.template
+	}
+	if p.challenge != nil {
+		s.Challenge = p.challenge
+		if p.challenge.Kind == waitingroom.ChallengeOff {
+			s.Challenge = nil
+		}
 	}
 }
 
@@ -636,8 +645,16 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 				return nil, fmt.Errorf("waitingroom: setting %q must be a list of events: %w", key, err)
 			}
 			p.events = &evs
+		case "challenge":
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.DisallowUnknownFields()
+			var ch waitingroom.Challenge
+			if err := dec.Decode(&ch); err != nil {
+				return nil, fmt.Errorf("waitingroom: setting %q must be a challenge object: %w", key, err)
+			}
+			p.challenge = &ch
 		default:
-			return nil, fmt.Errorf("waitingroom: unknown setting %q; the settings are queueingMethod, totalActiveUsers, newUsersPerMinute, queueAll, suspended, events, sessionDuration, disableSessionRenewal, queueingStatusCode and template", key)
+			return nil, fmt.Errorf("waitingroom: unknown setting %q; the settings are queueingMethod, totalActiveUsers, newUsersPerMinute, queueAll, suspended, events, sessionDuration, disableSessionRenewal, queueingStatusCode, template and challenge", key)
 		}
 	}
 	if _, err := dec.Token(); err != nil { // the closing '}'

@@ -341,6 +341,10 @@ func TestAdminPatchSettings(t *testing.T) {
 		{"session renewal", `{"disableSessionRenewal":true}`, "", func(s *waitingroom.Settings) { s.DisableSessionRenewal = true }},
 		{"status code", `{"queueingStatusCode":429}`, "", func(s *waitingroom.Settings) { s.QueueingStatusCode = 429 }},
 		{"template", `{"template":"<p>{{waitTime}}</p>"}`, "", func(s *waitingroom.Settings) { s.Template = "<p>{{waitTime}}</p>" }},
+		{"challenge", `{"challenge":{"kind":"pow","onFail":"infinite","difficulty":18}}`, "", func(s *waitingroom.Settings) {
+			s.Challenge = &waitingroom.Challenge{Kind: waitingroom.ChallengePoW, OnFail: waitingroom.ChallengeInfinite, Difficulty: 18}
+		}},
+		{"challenge off", `{"challenge":{}}`, "", func(s *waitingroom.Settings) { s.Challenge = nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
@@ -414,6 +418,10 @@ func TestAdminPatchSettingsRefusesBadInput(t *testing.T) {
 		{"template as number", `{"template":1}`, nil, false, http.StatusBadRequest, `"template" must be a string`},
 		{"template does not parse", `{"template":"{{#open}}"}`, nil, false, http.StatusUnprocessableEntity, "Template"},
 		{"template with a partial", `{"template":"{{> header}}"}`, nil, false, http.StatusUnprocessableEntity, "partials"},
+		{"challenge as string", `{"challenge":"pow"}`, nil, false, http.StatusBadRequest, `"challenge" must be a challenge object`},
+		{"challenge unknown field", `{"challenge":{"kind":"pow","level":3}}`, nil, false, http.StatusBadRequest, `"challenge" must be a challenge object`},
+		{"challenge unknown kind", `{"challenge":{"kind":"captcha"}}`, nil, false, http.StatusUnprocessableEntity, "Challenge.Kind"},
+		{"challenge too hard", `{"challenge":{"kind":"pow","difficulty":40}}`, nil, false, http.StatusUnprocessableEntity, "Challenge.Difficulty"},
 		{"cross-site browser request", `{"queueAll":true}`, []string{"Sec-Fetch-Site", "cross-site"}, false, http.StatusForbidden, "cross-origin"},
 		{"other origin", `{"queueAll":true}`, []string{"Origin", "https://attacker.test"}, false, http.StatusForbidden, "cross-origin"},
 	} {
@@ -602,6 +610,8 @@ func TestAdminStatusPage(t *testing.T) {
 		`<dd id="outflowPerMinute">3.0</dd>`, // the limit, not 3 in 30 s read as 6 a minute
 		`<dd id="estimatedWait">` + stats.Estimate.Formatted() + `</dd>`,
 		`<dd id="instances">1</dd>`,
+		`<span id="challengesIssued">0</span>`,
+		`<span id="challengesParked">0</span>`,
 		`<span id="lastSync">2026-05-27T15:54:30Z</span>`,
 		`id="chart"`,
 		`get('history')`,

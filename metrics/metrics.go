@@ -96,6 +96,8 @@ var (
 		"Sessions the application ended through this instance (Revoke or the command header).")
 	bypassedDesc = desc("bypassed_total",
 		"Requests a bypass rule let through this instance.")
+	challengesDesc = desc("challenges_total",
+		"Challenges through this instance by outcome: issued (one per place in the queue), passed, failed (came back without a valid answer), parked (failed into the infinite queue).", "outcome")
 	syncsDesc = desc("syncs_total",
 		"Syncs of this instance with the store, failed ones included.")
 	syncErrorsDesc = desc("sync_errors_total",
@@ -111,7 +113,7 @@ var (
 var allDescs = []*prometheus.Desc{
 	activeDesc, waitingDesc, admittedMinuteDesc, outflowDesc, estimateKnownDesc, waitDesc, percentileDesc,
 	instancesDesc, statusDesc, methodDesc, queueAllDesc, totalLimitDesc, rateLimitDesc, lastSyncDesc,
-	admittedDesc, queuedDesc, revokedDesc, bypassedDesc, syncsDesc, syncErrorsDesc, syncDurationDesc,
+	admittedDesc, queuedDesc, revokedDesc, bypassedDesc, challengesDesc, syncsDesc, syncErrorsDesc, syncDurationDesc,
 	waitHistDesc, sessionHistDesc,
 }
 
@@ -163,8 +165,8 @@ func collectRoom(ch chan<- prometheus.Metric, r room) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{name}, labels...)...)
 	}
-	counter := func(d *prometheus.Desc, v uint64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), name)
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{name}, labels...)...)
 	}
 
 	gauge(activeDesc, float64(s.Active))
@@ -200,6 +202,12 @@ func collectRoom(ch chan<- prometheus.Metric, r room) {
 	counter(queuedDesc, k.Queued)
 	counter(revokedDesc, k.Revoked)
 	counter(bypassedDesc, k.Bypassed)
+	for _, c := range []struct {
+		outcome string
+		n       uint64
+	}{{"issued", k.ChallengesIssued}, {"passed", k.ChallengesPassed}, {"failed", k.ChallengesFailed}, {"parked", k.ChallengesParked}} {
+		counter(challengesDesc, c.n, c.outcome)
+	}
 	counter(syncsDesc, k.Syncs)
 	counter(syncErrorsDesc, k.SyncErrors)
 	gauge(syncDurationDesc, k.LastSyncSeconds)

@@ -186,6 +186,8 @@ func TestCollector(t *testing.T) {
 		{"waitingroom_queued_total", []string{"room", "launch"}, 3},
 		{"waitingroom_revoked_total", []string{"room", "launch"}, 0},
 		{"waitingroom_bypassed_total", []string{"room", "launch"}, 0},
+		{"waitingroom_challenges_total", []string{"room", "launch", "outcome", "issued"}, 0},
+		{"waitingroom_challenges_total", []string{"room", "launch", "outcome", "parked"}, 0},
 		{"waitingroom_syncs_total", []string{"room", "launch"}, 3},
 		{"waitingroom_sync_errors_total", []string{"room", "launch"}, 1},
 

@@ -178,6 +178,26 @@ type Data struct {
 	// certain). 0 when not known (FIFO queueing, queueAll, a pre-queue,
 	// an unknown wait).
 	ChancePerRefreshOneIn int `json:"chancePerRefreshOneIn"`
+
+	// Challenge is the challenge the visitor must pass before their next
+	// chance: "pow" (the built-in proof of work), or a hosted provider's
+	// name ("turnstile", "hcaptcha", "recaptcha"); "" for none (absent
+	// from the JSON).
+	Challenge string `json:"challenge,omitempty"`
+	// ChallengePuzzle is the proof of work to solve: "<seed>.<seconds>.
+	// <difficulty>". The answer is the puzzle, a dot and the decimal
+	// number n for which SHA-256 of the answer starts with difficulty
+	// zero bits (waitingroom.SolvePuzzle); a JSON client sends it in the
+	// Waiting-Room-Challenge header of its next request, when
+	// refreshIntervalSeconds have passed since lastUpdated.
+	ChallengePuzzle string `json:"challengePuzzle,omitempty"`
+	// ChallengeSiteKey is a hosted challenge's public site key.
+	ChallengeSiteKey string `json:"challengeSiteKey,omitempty"`
+	// ChallengeWidget is the markup that answers the challenge in a
+	// browser (ChallengeScript), which templates place with
+	// {{{turnstile}}} (the name the commercial product gives the slot).
+	// Not in the JSON.
+	ChallengeWidget string `json:"-"`
 }
 
 // internalPrefix starts the names of the variables through which the default
@@ -220,6 +240,11 @@ func (d *Data) vars() map[string]any {
 
 		"positionInLine":        d.PositionInLine,
 		"chancePerRefreshOneIn": d.ChancePerRefreshOneIn,
+
+		"challenge":        d.Challenge,
+		"challengePuzzle":  d.ChallengePuzzle,
+		"challengeSiteKey": d.ChallengeSiteKey,
+		"turnstile":        d.ChallengeWidget,
 	}
 }
 

@@ -411,6 +411,10 @@ timeUntilEventEndFormatted={{timeUntilEventEndFormatted}}
 shuffleAtEventStart={{shuffleAtEventStart}}
 positionInLine={{positionInLine}}
 chancePerRefreshOneIn={{chancePerRefreshOneIn}}
+challenge={{challenge}}
+challengePuzzle={{challengePuzzle}}
+challengeSiteKey={{challengeSiteKey}}
+turnstile={{{turnstile}}}
 `
 
 func TestCustomTemplateVariables(t *testing.T) {
@@ -454,6 +458,11 @@ func TestCustomTemplateVariables(t *testing.T) {
 
 				PositionInLine:        57,
 				ChancePerRefreshOneIn: 12,
+
+				Challenge:        "pow",
+				ChallengePuzzle:  "abc.1.16",
+				ChallengeSiteKey: "key",
+				ChallengeWidget:  "<b>solve</b>",
 			},
 			want: `inWaitingRoom=true
 waitTimeKnown=false
@@ -482,6 +491,10 @@ timeUntilEventEndFormatted=
 shuffleAtEventStart=true
 positionInLine=57
 chancePerRefreshOneIn=12
+challenge=pow
+challengePuzzle=abc.1.16
+challengeSiteKey=key
+turnstile=<b>solve</b>
 `,
 		},
 		{
@@ -522,6 +535,10 @@ timeUntilEventEndFormatted=1 hour 30 minutes
 shuffleAtEventStart=false
 positionInLine=0
 chancePerRefreshOneIn=0
+challenge=
+challengePuzzle=
+challengeSiteKey=
+turnstile=
 `,
 		},
 	}
@@ -548,16 +565,19 @@ func TestVarsMatchJSON(t *testing.T) {
 
 	typ := reflect.TypeOf(*d)
 	val := reflect.ValueOf(*d)
-	require.Equal(t, 27, typ.NumField())
+	require.Equal(t, 31, typ.NumField())
 	assert.Len(t, vars, typ.NumField())
 	for i := 0; i < typ.NumField(); i++ {
-		name := typ.Field(i).Tag.Get("json")
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
 		require.NotEmpty(t, name)
+		if name == "-" {
+			name = "turnstile" // ChallengeWidget: the product's slot name, not in the JSON
+		}
 		v, ok := vars[name]
 		if assert.True(t, ok, "variable %s", name) {
 			assert.Equal(t, val.Field(i).Interface(), v, "variable %s", name)
 		}
-		assert.Contains(t, allVariables, "{{"+name+"}}", "allVariables lists %s", name)
+		assert.Contains(t, allVariables, "{{"+name+"}", "allVariables lists %s", name)
 	}
 
 	for _, c := range compiled {

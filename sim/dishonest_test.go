@@ -188,6 +188,7 @@ func TestReplayersAndClonersRecords(t *testing.T) {
 		ReplayAfterAdmission: true,
 		ReplayFor:            time.Minute,
 		Cloners:              0.1,
+		BotsPerMinute:        5,
 		CloneSize:            3,
 		Abandon:              0.02,
 		Method:               waitingroom.Random,

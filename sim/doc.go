@@ -11,7 +11,10 @@
 // some give up while waiting, some (spammers) ignore the refresh interval.
 // Some cheat with the cookie: replayers resend the first waiting cookie
 // the room gave them, ignoring newer ones, and cloner groups are several
-// clients sharing one waiting cookie, one visitor in the figures. The
+// clients sharing one waiting cookie, one visitor in the figures. A bot
+// farm (Options.BotsPerMinute) brings fresh identities that answer the
+// room's challenge or not (Options.BotsSolve); BotFarm compares its
+// share of admissions and its CPU cost with and without a challenge. The
 // order and estimate figures judge the honest visitors only. Several Rooms can share one store, each request reaching one at random.
 // The rooms' syncs happen at the same virtual instants, every second ± 10 %
 // like their own background loop.

@@ -93,6 +93,19 @@ func (r *run) finish() *Result {
 	res.ReplayerMaxAdmissions, res.ReplayerExtraAdmissions = kinds[Replayer].max, kinds[Replayer].extra
 	res.ClonerMaxAdmissions, res.ClonerExtraAdmissions = kinds[Cloner].max, kinds[Cloner].extra
 
+	for i := range r.vs {
+		if v := &r.vs[i]; v.Kind == Bot {
+			res.BotVisitors++
+			res.BotRequests += int(v.Requests)
+			if v.WasAdmitted {
+				res.BotAdmitted++
+			}
+		}
+	}
+	if res.Admitted > 0 {
+		res.BotShare = float64(res.BotAdmitted) / float64(res.Admitted)
+	}
+
 	r.cohort(res)
 
 	var admitted, capacity int

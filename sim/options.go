@@ -152,6 +152,20 @@ type Options struct {
 	// room's once Configure has run).
 	ReplayFor time.Duration
 
+	// BotsPerMinute is the number of bot identities (Kind Bot) arriving
+	// each minute over Arrivals (uniformly), on top of Visitors: each a
+	// fresh cookie that comes back when its page asks. Default 0.
+	BotsPerMinute int
+	// BotsSolve makes bots answer the room's challenge
+	// (Config.Challenge, set with Configure): they solve each proof of
+	// work a page gives them. Otherwise they never answer. Every other
+	// visitor always answers, as a browser running the page's script
+	// does. Default false.
+	BotsSolve bool
+	// BotGiveUp is how long a bot waits before it leaves. Default 30
+	// minutes.
+	BotGiveUp time.Duration
+
 	// Latency bounds the random delay, drawn for each request after the
 	// first, between the instant a visitor means to send it (the refresh
 	// interval, a browsing or spamming step after the previous response)
@@ -288,6 +302,9 @@ func (o Options) normalize() (Options, error) {
 	if o.Latency == 0 {
 		o.Latency = DefaultLatency
 	}
+	if o.BotGiveUp == 0 {
+		o.BotGiveUp = 30 * time.Minute
+	}
 	if o.SyncInterval == 0 {
 		o.SyncInterval = waitingroom.DefaultSyncInterval
 	}
@@ -349,6 +366,10 @@ func (o Options) normalize() (Options, error) {
 		return bad("CloneSize %d is not in [2, 1000]", o.CloneSize)
 	case o.Cloners > 0 && o.Visitors*o.CloneSize > 1<<31-1:
 		return bad("Visitors %d in groups of CloneSize %d is too many clients", o.Visitors, o.CloneSize)
+	case o.BotsPerMinute < 0 || o.BotsPerMinute > 1_000_000:
+		return bad("BotsPerMinute %d is not in [0, 1000000]", o.BotsPerMinute)
+	case o.BotGiveUp < 0:
+		return bad("BotGiveUp %v is negative", o.BotGiveUp)
 	case o.Instances < 0 || o.Instances > 1024:
 		return bad("Instances %d is not in [1, 1024]", o.Instances)
 	case o.SyncInterval < 10*time.Millisecond || o.SyncInterval > 2*time.Second:

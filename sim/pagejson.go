@@ -225,6 +225,8 @@ func (p *pageParser) member(name []byte, d *page.Data) bool {
 		d.RefreshIntervalSeconds, ok = p.integer()
 	case "positionInLine":
 		d.PositionInLine, ok = p.integer()
+	case "challengePuzzle":
+		d.ChallengePuzzle, ok = p.plainString()
 	default:
 		ok = p.skipValue()
 	}
@@ -247,4 +249,25 @@ func (p *pageParser) skipValue() bool {
 		_, ok := p.number()
 		return ok
 	}
+}
+
+// plainString reads a string without escapes (a puzzle: base64url, digits
+// and dots).
+func (p *pageParser) plainString() (string, bool) {
+	if !p.byte('"') {
+		return "", false
+	}
+	start := p.i
+	for p.i < len(p.b) && p.b[p.i] != '"' {
+		if p.b[p.i] == '\\' {
+			return "", false
+		}
+		p.i++
+	}
+	if p.i == len(p.b) {
+		return "", false
+	}
+	s := string(p.b[start:p.i])
+	p.i++
+	return s, true
 }

@@ -25,6 +25,11 @@ const (
 	Replayer
 	// Cloner visitors are groups of clients sharing one waiting cookie.
 	Cloner
+	// Bot visitors are the identities of a bot farm
+	// (Options.BotsPerMinute): each a fresh cookie that comes back when
+	// its page asks, answers the room's challenge only with
+	// Options.BotsSolve, and leaves after Options.BotGiveUp.
+	Bot
 )
 
 // String returns the kind's name.
@@ -38,16 +43,18 @@ func (k Kind) String() string {
 		return "replayer"
 	case Cloner:
 		return "cloner"
+	case Bot:
+		return "bot"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
 
 // kindCount is the number of kinds.
-const kindCount = int(Cloner) + 1
+const kindCount = int(Bot) + 1
 
 // honest reports whether visitors of kind k send the cookie the room set
 // them last.
-func (k Kind) honest() bool { return k == Polite || k == Spammer }
+func (k Kind) honest() bool { return k == Polite || k == Spammer || k == Bot }
 
 // Shown is a wait estimate as a visitor read it from a waiting response.
 // The room rounds estimates up to whole minutes.
@@ -288,8 +295,20 @@ type Result struct {
 	MeanWaitReplayerSeconds float64 `json:"MeanWaitReplayerSeconds"`
 	MeanWaitClonerSeconds   float64 `json:"MeanWaitClonerSeconds"`
 	SpammerWaitRatio        float64 `json:"SpammerWaitRatio"`
-	ReplayerWaitRatio       float64 `json:"ReplayerWaitRatio"`
-	ClonerWaitRatio         float64 `json:"ClonerWaitRatio"`
+
+	// BotVisitors, BotAdmitted and BotRequests are the bot farm's
+	// identities (Options.BotsPerMinute), those of them let in, and
+	// their requests; BotShare is BotAdmitted over Admitted. BotSolves
+	// and HumanSolves count the challenges (proofs of work) bots and
+	// everyone else answered.
+	BotVisitors       int     `json:"BotVisitors"`
+	BotAdmitted       int     `json:"BotAdmitted"`
+	BotRequests       int     `json:"BotRequests"`
+	BotShare          float64 `json:"BotShare"`
+	BotSolves         int     `json:"BotSolves"`
+	HumanSolves       int     `json:"HumanSolves"`
+	ReplayerWaitRatio float64 `json:"ReplayerWaitRatio"`
+	ClonerWaitRatio   float64 `json:"ClonerWaitRatio"`
 
 	// ReplayerMaxAdmissions and ClonerMaxAdmissions are the most
 	// admissions (Visitor.Admissions) any one replayer or cloner group

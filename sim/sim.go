@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/page"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
@@ -129,6 +130,8 @@ type run struct {
 	minutes   []Minute
 
 	res Result
+
+	challenged bool // the rooms give a challenge: clients answer it
 }
 
 func nextPow2(n int64) int64 { return 1 << bits.Len64(uint64(n-1)) }
@@ -183,6 +186,7 @@ func newRun(o Options) (*run, error) {
 	// The room's own defaults fill what the Config (after Configure)
 	// leaves unset.
 	r.method = cmp.Or(cfg.QueueingMethod, waitingroom.FIFO)
+	r.challenged = cfg.Challenge != nil && cfg.Challenge.Kind != waitingroom.ChallengeOff
 	r.total, r.per = cfg.TotalActiveUsers, cfg.NewUsersPerMinute
 	session := cmp.Or(cfg.SessionDuration, waitingroom.DefaultSessionDuration)
 	r.sessMs = session.Milliseconds()
@@ -241,12 +245,34 @@ func (r *run) schedule() {
 		uniform(arr[k:])
 	}
 	slices.Sort(arr)
+	// The bot farm's identities, merged in by arrival.
+	var bot []bool
+	if nb := o.BotsPerMinute * int(o.Arrivals/time.Minute); nb > 0 {
+		bots := make([]int64, nb)
+		uniform(bots)
+		all := make([]int64, 0, n+nb)
+		bot = make([]bool, 0, n+nb)
+		for i, j := 0, 0; i < n || j < nb; {
+			if j == nb || (i < n && arr[i] <= bots[j]) {
+				all, bot = append(all, arr[i]), append(bot, false)
+				i++
+			} else {
+				all, bot = append(all, bots[j]), append(bot, true)
+				j++
+			}
+		}
+		arr, n = all, n+nb
+	}
 	r.arrivals = arr
 	r.ties = make([]uint32, n)
 	r.vs = make([]Visitor, n)
 	r.lv = make([]live, n)
 	for i := range r.vs {
 		r.ties[i] = r.rng.Uint32()
+		if bot != nil && bot[i] {
+			r.vs[i].Kind = Bot
+			continue
+		}
 		if o.Spammers > 0 || o.Replayers > 0 || o.Cloners > 0 {
 			k := kindOf(r.rng.Float64(), o.Spammers, o.Replayers, o.Cloners)
 			r.vs[i].Kind, r.vs[i].Spammer = k, k == Spammer
@@ -557,6 +583,13 @@ func (r *run) waited(c, i int32, at int64) {
 		r.leave(c)
 		return
 	}
+	if r.challenged && c == i {
+		r.answer(v, l)
+	}
+	if v.Kind == Bot && at-v.Arrival.Milliseconds() >= r.o.BotGiveUp.Milliseconds() {
+		r.leave(c)
+		return
+	}
 	var wait time.Duration
 	switch {
 	case v.Kind == Spammer, v.Kind == Replayer, v.Kind == Cloner && r.o.CloneSpam:
@@ -570,6 +603,30 @@ func (r *run) waited(c, i int32, at int64) {
 		r.clone(i, at, wait)
 	}
 	r.again(c, i, at, wait)
+}
+
+// answer reads the challenge of the waiting page just sent to visitor v's
+// client l and, unless v is a bot that does not solve, solves it (a proof
+// of work, really solved: the run's rooms should use a small Difficulty,
+// and the cost is charged after the run, by difficulty) and sends the
+// answer with the next request, as the page's script or a JSON client
+// does.
+func (r *run) answer(v *Visitor, l *live) {
+	delete(l.req.Header, waitingroom.ChallengeHeader)
+	var d page.Data
+	if !decodePage(r.w.body, &d) || d.ChallengePuzzle == "" || (v.Kind == Bot && !r.o.BotsSolve) {
+		return
+	}
+	a, err := waitingroom.SolvePuzzle(r.ctx, d.ChallengePuzzle)
+	if err != nil {
+		return
+	}
+	l.req.Header[waitingroom.ChallengeHeader] = []string{a}
+	if v.Kind == Bot {
+		r.res.BotSolves++
+	} else {
+		r.res.HumanSolves++
+	}
 }
 
 // clone copies the waiting cookie the room just gave cloner group i's first

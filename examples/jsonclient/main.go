@@ -2,7 +2,10 @@
 // script should: it keeps the room's cookie (its place in the queue), asks
 // for JSON, comes back after refreshIntervalSeconds (earlier requests get
 // no new chance), and prints the estimate until it is let in. Then it
-// prints the application's answer.
+// prints the application's answer. When the room gives it a proof of work
+// (challengePuzzle), it solves it with waitingroom.SolvePuzzle while it
+// waits and sends the answer in the Waiting-Room-Challenge header of its
+// next request.
 //
 //	go run ./jsonclient -url http://127.0.0.1:8080/
 //
@@ -73,6 +76,7 @@ type status struct {
 	IsRejectQueue          bool   `json:"isRejectQueue"`
 	PositionInLine         int    `json:"positionInLine"`
 	ChancePerRefreshOneIn  int    `json:"chancePerRefreshOneIn"`
+	ChallengePuzzle        string `json:"challengePuzzle"`
 }
 
 // waiter waits in a room on behalf of the program.
@@ -100,8 +104,9 @@ func sleep(ctx context.Context, d time.Duration) error {
 // application's answer. It fails when ctx ends first, when the site is
 // closed, or when the answer is an HTTP error.
 func (w *waiter) wait(ctx context.Context, url string) ([]byte, error) {
+	answer := "" // to the latest puzzle, sent with the next request
 	for {
-		resp, body, err := w.get(ctx, url)
+		resp, body, err := w.get(ctx, url, answer)
 		if err != nil {
 			return nil, err
 		}
@@ -120,6 +125,13 @@ func (w *waiter) wait(ctx context.Context, url string) ([]byte, error) {
 		if d < time.Second { // never hammer the room
 			d = refreshHeader(resp)
 		}
+		answer = ""
+		if st.ChallengePuzzle != "" {
+			if answer, err = waitingroom.SolvePuzzle(ctx, st.ChallengePuzzle); err != nil {
+				return nil, fmt.Errorf("solving the room's puzzle: %w", err)
+			}
+			fmt.Fprintln(w.log, "solved the room's puzzle")
+		}
 		fmt.Fprintf(w.log, "waiting: %s; next try in %v\n", describe(st), d)
 		if err := w.sleep(ctx, d); err != nil {
 			return nil, fmt.Errorf("gave up waiting: %w", err)
@@ -127,13 +139,17 @@ func (w *waiter) wait(ctx context.Context, url string) ([]byte, error) {
 	}
 }
 
-// get requests url asking for JSON, and reads the answer.
-func (w *waiter) get(ctx context.Context, url string) (*http.Response, []byte, error) {
+// get requests url asking for JSON, with answer to the room's challenge
+// if not "", and reads the answer.
+func (w *waiter) get(ctx context.Context, url, answer string) (*http.Response, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
+	if answer != "" {
+		req.Header.Set(waitingroom.ChallengeHeader, answer)
+	}
 	resp, err := w.client.Do(req)
 	if err != nil {
 		return nil, nil, err

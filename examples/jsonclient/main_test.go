@@ -151,6 +151,25 @@ func TestWait(t *testing.T) {
 			wantBody: "Welcome! You were let in at 2026-03-14T12:00:32Z.\n",
 		},
 		{
+			name: "solves the room's puzzle and sends the answer",
+			cfg: waitingroom.Config{Challenge: &waitingroom.Challenge{
+				Kind: waitingroom.ChallengePoW, OnFail: waitingroom.ChallengeInfinite, Difficulty: 8,
+			}},
+			full: true,
+			onSleep: func(t *testing.T, f *fixture, n int) {
+				if n == 1 {
+					update(t, f, func(s *waitingroom.Settings) { s.TotalActiveUsers, s.NewUsersPerMinute = 2, 2 })
+				}
+			},
+			// Parked without the answer: let in only with it.
+			wantLines: []string{
+				"solved the room's puzzle",
+				"waiting: estimated wait 6 minutes, about number 1 in line; next try in 1s",
+				"let in: 200 OK",
+			},
+			wantBody: "Welcome! You were let in at 2026-03-14T12:00:31Z.\n",
+		},
+		{
 			name:    "reads the JSON key the room is configured with",
 			cfg:     waitingroom.Config{QueueAll: true, JSONKey: "cfWaitingRoom"},
 			jsonKey: "cfWaitingRoom",

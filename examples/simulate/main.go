@@ -12,6 +12,10 @@
 // It writes heatmap-fifo.png, heatmap-random.png and wait-by-arrival.png,
 // and, with -data, the write-up's JSON data files (fifo.json, random.json)
 // with the simulator's figures. It prints the figures as it goes.
+//
+// With -bots 100 it runs the bot farm experiment of docs/bots.md instead
+// (100 fresh bot identities a minute on top of the crowd), prints its
+// table and writes bots.png.
 package main
 
 import (
@@ -46,6 +50,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	data := fs.String("data", "", "directory for the JSON data files; none when empty")
 	visitors := fs.Int("visitors", sim.DefaultVisitors, "visitors in each run")
 	seed := fs.Uint64("seed", 0, "seed of the runs")
+	botsPerMinute := fs.Int("bots", 0, "run the bot farm experiment instead, with this many bot identities a minute, and write bots.png")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +62,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
+	}
+	if *botsPerMinute > 0 {
+		return runBots(ctx, *out, *visitors, *botsPerMinute, *seed, stdout)
 	}
 
 	var runs []methodRun

@@ -102,3 +102,19 @@ func TestDefaultOut(t *testing.T) {
 	assert.Equal(t, "example.com/x", modulePath([]byte("// c\nmodule \"example.com/x\"\n\ngo 1.26\n")))
 	assert.Empty(t, modulePath([]byte("go 1.26\n")))
 }
+
+func TestRunBots(t *testing.T) {
+	out := t.TempDir()
+	var stdout bytes.Buffer
+	require.NoError(t, run(t.Context(), []string{"-out", out, "-visitors", "900", "-bots", "20"}, &stdout))
+	t.Log(stdout.String())
+	assert.Contains(t, stdout.String(), "| fifo | pow 16 |")
+	assert.Contains(t, stdout.String(), "| random | infinite |")
+	f, err := os.Open(filepath.Join(out, "bots.png"))
+	require.NoError(t, err)
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	require.NoError(t, err)
+	assert.Equal(t, 1200, cfg.Width)
+	assert.Equal(t, 500, cfg.Height)
+}

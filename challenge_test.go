@@ -1,0 +1,398 @@
+package waitingroom
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// prevV2Decode opens a cookie as the release before challenges does: the
+// same layout as version 3 without the challenge's state; versions 2 and
+// 1 only.
+func prevV2Decode(c *codec, v string) (cookieState, error) {
+	raw, err := strictBase64.DecodeString(v)
+	if err != nil || len(raw) < nonceLen+tagLen+1 {
+		return cookieState{}, errBadCookie
+	}
+	pt, err := c.aeads[0].Open(nil, raw[:nonceLen], raw[nonceLen:], c.ad)
+	if err != nil || len(pt) == 0 || (pt[0] != 2 && pt[0] != 1) {
+		return cookieState{}, errBadCookie
+	}
+	return c.decode(v)
+}
+
+const jsonAccept = "application/json"
+
+// waitingJSON is the page.Data fields a JSON client reads here.
+type waitingJSON struct {
+	Challenge       string `json:"challenge"`
+	ChallengePuzzle string `json:"challengePuzzle"`
+	RefreshSeconds  int    `json:"refreshIntervalSeconds"`
+}
+
+func readWaiting(t *testing.T, w *httptest.ResponseRecorder) waitingJSON {
+	t.Helper()
+	var body struct {
+		WaitingRoom waitingJSON `json:"waitingRoom"`
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
+	return body.WaitingRoom
+}
+
+// getWith sends a JSON request carrying answer in the challenge header.
+func (tr *testRoom) getWith(v *visitor, answer string) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	r := v.request(http.MethodGet, jsonAccept)
+	if answer != "" {
+		r.Header.Set(ChallengeHeader, answer)
+	}
+	tr.app.ServeHTTP(w, r)
+	for _, c := range w.Result().Cookies() {
+		v.cookie = c.Name + "=" + c.Value
+	}
+	return w
+}
+
+func solve(t *testing.T, puzzle string) string {
+	t.Helper()
+	a, err := SolvePuzzle(context.Background(), puzzle)
+	require.NoError(t, err)
+	return a
+}
+
+// full fills the room with admitted visitors, so the next one queues.
+func (tr *testRoom) fill(n int) {
+	for range n {
+		v := &visitor{}
+		require.True(tr.t, admitted(tr.get(v, "")))
+	}
+}
+
+func powRoom(t *testing.T, ch Challenge) *testRoom {
+	ch.Kind = ChallengePoW
+	if ch.Difficulty == 0 {
+		ch.Difficulty = 8
+	}
+	return newTestRoom(t, func(c *Config) {
+		c.RefreshInterval = 5 * time.Second
+		c.SessionDuration = time.Minute // the room frees up in two
+		c.QueueHold = 10 * time.Minute  // and the waiting keep their places
+		c.Challenge = &ch
+	})
+}
+
+// A queued visitor is given a puzzle bound to their cookie; coming back
+// without an answer parks them in the infinite queue (the same waiting
+// page, never a chance, not counted as waiting) however free the room
+// gets, and the answer lets them in.
+func TestChallengeInfiniteQueue(t *testing.T) {
+	tr := powRoom(t, Challenge{OnFail: ChallengeInfinite})
+	tr.fill(10)
+	v := &visitor{}
+	w := tr.getWith(v, "")
+	require.True(t, isWaiting(w))
+	p := readWaiting(t, w)
+	assert.Equal(t, "pow", p.Challenge)
+	require.NotEmpty(t, p.ChallengePuzzle)
+	assert.Equal(t, uint64(1), tr.Counters().ChallengesIssued)
+
+	// Room for everyone from now on; the visitor never answers.
+	tr.clk.Add(2 * time.Minute)
+	tr.sync()
+	for range 10 {
+		tr.clk.Add(6 * time.Second)
+		w = tr.getWith(v, "")
+		require.True(t, isWaiting(w), "parked")
+		assert.NotEmpty(t, readWaiting(t, w).ChallengePuzzle, "the same page: still the puzzle")
+		tr.sync()
+	}
+	k := tr.Counters()
+	assert.Equal(t, uint64(1), k.ChallengesFailed, "once per place")
+	assert.Equal(t, uint64(1), k.ChallengesParked)
+	assert.Zero(t, tr.view.Load().waiting, "a parked visitor reserves no slot")
+
+	// Solving the latest puzzle lets them in at the next chance.
+	a := solve(t, readWaiting(t, w).ChallengePuzzle)
+	tr.clk.Add(6 * time.Second)
+	assert.True(t, admitted(tr.getWith(v, a)))
+	assert.Equal(t, uint64(1), tr.Counters().ChallengesPassed)
+}
+
+// With OnFail log, failing is counted and the visitor queues as usual.
+func TestChallengeLogOnly(t *testing.T) {
+	tr := powRoom(t, Challenge{})
+	tr.fill(10)
+	v := &visitor{}
+	require.True(t, isWaiting(tr.getWith(v, "")))
+	tr.clk.Add(2 * time.Minute)
+	tr.sync()
+	assert.True(t, admitted(tr.getWith(v, "")), "let in without an answer")
+	assert.Equal(t, uint64(1), tr.Counters().ChallengesFailed)
+	assert.Zero(t, tr.Counters().ChallengesParked)
+}
+
+// Visitors let straight in are not challenged (ChallengeQueued); with
+// ChallengeEveryone they are, first held for a short refresh.
+func TestChallengeWho(t *testing.T) {
+	tr := powRoom(t, Challenge{OnFail: ChallengeInfinite})
+	assert.True(t, admitted(tr.getWith(&visitor{}, "")))
+	assert.Zero(t, tr.Counters().ChallengesIssued)
+
+	tr = powRoom(t, Challenge{Who: ChallengeEveryone, OnFail: ChallengeInfinite})
+	v := &visitor{}
+	w := tr.getWith(v, "")
+	require.True(t, isWaiting(w), "held for the challenge though the room is empty")
+	assert.Equal(t, "1", w.Header().Get("Refresh"))
+	a := solve(t, readWaiting(t, w).ChallengePuzzle)
+	tr.clk.Add(2 * time.Second)
+	assert.True(t, admitted(tr.getWith(v, a)))
+	// Passed once per place: the admitted cookie needs no answer.
+	tr.clk.Add(time.Second)
+	assert.True(t, admitted(tr.getWith(v, "")))
+}
+
+// Every bad answer fails, none makes a 5xx, and a valid one passes: the
+// table is the attacks on the proof of work.
+func TestChallengeAdversarial(t *testing.T) {
+	type setup struct {
+		tr     *testRoom
+		v      *visitor
+		puzzle string
+	}
+	prepare := func(t *testing.T) setup {
+		tr := powRoom(t, Challenge{OnFail: ChallengeInfinite, TTL: 5 * time.Minute})
+		tr.fill(10)
+		v := &visitor{}
+		w := tr.getWith(v, "")
+		require.True(t, isWaiting(w))
+		tr.clk.Add(6 * time.Second)
+		return setup{tr, v, readWaiting(t, w).ChallengePuzzle}
+	}
+	for _, tc := range []struct {
+		name   string
+		answer func(t *testing.T, s setup) string
+		passes bool
+	}{
+		{"valid", func(t *testing.T, s setup) string { return solve(t, s.puzzle) }, true},
+		{"unsolved", func(t *testing.T, s setup) string { return s.puzzle + ".1" }, false},
+		{"forged seed", func(t *testing.T, s setup) string {
+			parts := strings.SplitN(s.puzzle, ".", 2)
+			return solve(t, "AAAAAAAAAAAAAAAAAAAAAA."+parts[1])
+		}, false},
+		{"easier difficulty", func(t *testing.T, s setup) string {
+			return solve(t, strings.TrimSuffix(s.puzzle, ".8")+".1")
+		}, false},
+		{"expired", func(t *testing.T, s setup) string {
+			a := solve(t, s.puzzle)
+			s.tr.clk.Add(3 * time.Minute) // and two more below
+			return a
+		}, false},
+		{"from the future", func(t *testing.T, s setup) string {
+			parts := strings.Split(s.puzzle, ".")
+			return solve(t, parts[0]+".99999999999."+parts[2])
+		}, false},
+		{"transplanted from another cookie", func(t *testing.T, s setup) string {
+			other := &visitor{}
+			w := s.tr.getWith(other, "")
+			return solve(t, readWaiting(t, w).ChallengePuzzle)
+		}, false},
+		{"for another room", func(t *testing.T, s setup) string {
+			// The same keys, another name: its puzzle for this identity.
+			c, ok := s.tr.readState(s.v.request(http.MethodGet, ""), s.tr.now())
+			require.True(t, ok)
+			p, err := newPuzzles([][]byte{testKey}, "other")
+			require.NoError(t, err)
+			return solve(t, p.issue(c.id, s.tr.now(), 8))
+		}, false},
+		{"oversized", func(t *testing.T, s setup) string {
+			return solve(t, s.puzzle) + strings.Repeat("0", 4096)
+		}, false},
+		{"garbage", func(t *testing.T, s setup) string { return "\x00..\xff.." }, false},
+		{"leading zeros in the difficulty", func(t *testing.T, s setup) string {
+			return solve(t, strings.TrimSuffix(s.puzzle, ".8")+".08")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := prepare(t)
+			a := tc.answer(t, s)
+			s.tr.clk.Add(2 * time.Minute) // room for everyone, the place held
+			s.tr.sync()
+			w := s.tr.getWith(s.v, a)
+			assert.Less(t, w.Code, 500)
+			if tc.passes {
+				assert.True(t, admitted(w))
+				return
+			}
+			assert.True(t, isWaiting(w), "parked")
+			assert.Zero(t, s.tr.Counters().ChallengesPassed)
+		})
+	}
+}
+
+// A replayed answer is the same visitor's: another cookie cannot use it,
+// and once it expired the same cookie cannot either (above); the puzzle
+// answered and the difficulty rise with the queue.
+func TestChallengeDifficultyRises(t *testing.T) {
+	ch := &Challenge{Difficulty: 10, RiseEvery: 100}
+	for _, tc := range []struct {
+		waiting int64
+		want    int
+	}{{0, 10}, {199, 10}, {200, 11}, {399, 11}, {400, 12}, {1600, 14}, {1 << 40, 14}} {
+		assert.Equal(t, tc.want, ch.difficultyAt(tc.waiting), tc.waiting)
+	}
+	ch.MaxDifficulty = 20
+	assert.Equal(t, 20, ch.difficultyAt(1<<40))
+	assert.Equal(t, DefaultDifficulty, (&Challenge{}).difficultyAt(1<<40), "fixed by default")
+}
+
+func TestChallengeValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    Challenge
+		ok   bool
+	}{
+		{"zero", Challenge{}, true},
+		{"pow", Challenge{Kind: ChallengePoW, Who: ChallengeEveryone, OnFail: ChallengeInfinite, Difficulty: 20, RiseEvery: 10, MaxDifficulty: 24, TTL: time.Hour}, true},
+		{"kind", Challenge{Kind: "captcha"}, false},
+		{"who", Challenge{Who: "all"}, false},
+		{"onFail", Challenge{OnFail: "block"}, false},
+		{"difficulty", Challenge{Difficulty: 33}, false},
+		{"negative difficulty", Challenge{Difficulty: -1}, false},
+		{"max below", Challenge{Difficulty: 20, MaxDifficulty: 19}, false},
+		{"rise", Challenge{RiseEvery: -1}, false},
+		{"ttl", Challenge{TTL: time.Second}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig(newClock())
+			cfg.Challenge = &tc.c
+			_, err := New(cfg, newMemStore())
+			if tc.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, ErrInvalidConfig)
+			}
+		})
+	}
+}
+
+// The challenge is a live setting: Room.Update turns it on for every
+// instance, and an event overrides it.
+func TestChallengeLive(t *testing.T) {
+	clk := newClock()
+	st := newMemStore()
+	a := newTestRoomOn(t, clk, st, nil)
+	b := newTestRoomOn(t, clk, st, nil)
+	require.NoError(t, a.Update(context.Background(), func(s *Settings) {
+		s.Challenge = &Challenge{Kind: ChallengePoW, Who: ChallengeEveryone, Difficulty: 4}
+	}))
+	b.sync()
+	w := b.getWith(&visitor{}, "")
+	require.True(t, isWaiting(w))
+	assert.Equal(t, "pow", readWaiting(t, w).Challenge)
+
+	off := &Challenge{}
+	require.NoError(t, a.Update(context.Background(), func(s *Settings) {
+		s.Events = []Event{{Name: "open", Start: clk.Now().Truncate(time.Minute), End: clk.Now().Add(time.Hour).Truncate(time.Minute), Challenge: off}}
+	}))
+	b.sync()
+	w = b.getWith(&visitor{}, "")
+	require.True(t, isWaiting(w), "the first visitor waits ahead")
+	assert.Empty(t, readWaiting(t, w).Challenge, "the event turns it off")
+}
+
+// While an instance of the release before challenges shares the room,
+// cookies are written in version 2, which it reads, and the challenge is
+// off (the cookie could not carry its result); once it is gone, version 3
+// and the challenge again.
+func TestChallengeMixedFleet(t *testing.T) {
+	clk := newClock()
+	raw := &rawStore{}
+	tr := newTestRoomOn(t, clk, raw, func(c *Config) {
+		c.Challenge = &Challenge{Kind: ChallengePoW, Who: ChallengeEveryone}
+	})
+	// An instance of the release before: its ID says s4c2.
+	require.NoError(t, raw.Update(context.Background(), "launch", func(st *store.State) error {
+		st.Instances = append(st.Instances, store.Instance{ID: "0123456789abcdef+s4c2", Seen: clk.Now().UnixMilli()})
+		return nil
+	}))
+	tr.sync()
+	v := &visitor{}
+	w := tr.getWith(v, "")
+	assert.True(t, admitted(w), "no challenge in a mixed fleet")
+	val := strings.TrimPrefix(v.cookie, tr.cookieName+"=")
+	c, err := prevV2Decode(tr.codec, val)
+	require.NoError(t, err, "the release before reads the cookie")
+	assert.NotZero(t, c.acceptedAt)
+
+	// That instance is gone (instance TTL): version 3, and the challenge.
+	clk.Add(time.Minute)
+	tr.sync()
+	tr.sync()
+	v2 := &visitor{}
+	require.True(t, isWaiting(tr.getWith(v2, "")))
+	_, err = prevV2Decode(tr.codec, strings.TrimPrefix(v2.cookie, tr.cookieName+"="))
+	assert.Error(t, err, "version 3: the release before would see a new visitor")
+}
+
+// Version 3 carries the challenge's state; version 2 reads as none, and
+// a state out of range does not open.
+func TestCookieChallengeField(t *testing.T) {
+	c, err := newCodec([][]byte{testKey}, "c")
+	require.NoError(t, err)
+	s := cookieState{id: 7, bucket: 100, lastCheckIn: 6_000_000, refresh: 20_000, chal: chalPassed}
+	got, err := c.decode(c.encode(s))
+	require.NoError(t, err)
+	assert.Equal(t, s, got)
+	got, err = c.decode(c.encodeV2(s))
+	require.NoError(t, err)
+	s.chal = chalNone
+	assert.Equal(t, s, got)
+	s.chal = chalFailed + 1
+	_, err = c.decode(c.encode(s))
+	assert.ErrorIs(t, err, errBadCookie)
+}
+
+// A parked visitor's page is a waiting page like that of a visitor who has
+// not failed: the same status, headers and JSON fields, the puzzle
+// included; only the values of the moment differ.
+func TestChallengeParkedLooksReal(t *testing.T) {
+	tr := powRoom(t, Challenge{OnFail: ChallengeInfinite})
+	tr.fill(10)
+	parked, fresh := &visitor{}, &visitor{}
+	require.True(t, isWaiting(tr.getWith(parked, "")))
+	tr.clk.Add(6 * time.Second)
+	a := tr.getWith(parked, "") // no answer: parked
+	b := tr.getWith(fresh, "")  // given the challenge now
+	require.Equal(t, uint64(1), tr.Counters().ChallengesParked)
+	assert.Equal(t, b.Code, a.Code)
+	keys := func(h http.Header) []string {
+		var ks []string
+		for k := range h {
+			if k != "Set-Cookie" { // a new visitor's first cookie
+				ks = append(ks, k)
+			}
+		}
+		return ks
+	}
+	assert.ElementsMatch(t, keys(b.Header()), keys(a.Header()))
+	fields := func(w *httptest.ResponseRecorder) []string {
+		var body map[string]map[string]any
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+		var ks []string
+		for k := range body["waitingRoom"] {
+			ks = append(ks, k)
+		}
+		return ks
+	}
+	assert.ElementsMatch(t, fields(b), fields(a))
+	assert.Equal(t, readWaiting(t, b).Challenge, readWaiting(t, a).Challenge)
+}
