@@ -60,7 +60,7 @@ var (
 // instanceID draws a new instance's ID: random, followed by the formats
 // it reads.
 func instanceID() string {
-	return randomID() + currentFormats.tag()
+	return randomID() + currentFormats.tag() + fleetTag
 }
 
 // tag is how an instance ID says the formats f: "+s4c2".

@@ -99,6 +99,7 @@ type Room struct {
 	seq      uint64     // the latest sync's sequence number; under syncMu
 	unacked  []batch    // counts of syncs not known to have been applied; under syncMu
 	outage   bool       // the latest sync failed; under syncMu
+	fleet    fleetState // the fleet protocol (fleet.go); under syncMu
 	ready    readiness  // the outcome of the latest sync, for Ready
 	healthy  atomic.Bool
 	closed   atomic.Bool
