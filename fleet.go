@@ -75,7 +75,7 @@ var fleetMin = 32
 
 // fleetWorkers bounds the mailbox reads and writes an aggregator has in
 // flight.
-const fleetWorkers = 16
+const fleetWorkers = 32
 
 // errFleetFallback makes Sync fall back to a classic sync.
 var errFleetFallback = errors.New("waitingroom: fleet sync not possible; classic sync")
@@ -118,6 +118,9 @@ type fleetState struct {
 	// ackedAt when it last moved (local ms).
 	acked   uint64
 	ackedAt int64
+	// viewAt is when (local ms) the latest view was installed, or the
+	// instance joined the fleet.
+	viewAt int64
 }
 
 type usedBatch struct {
@@ -264,7 +267,7 @@ func (rm *Room) takeLease(st *store.State, now int64, current bool) {
 func (rm *Room) fleetSync(ctx context.Context) error {
 	f := &rm.fleet
 	local := rm.localNow()
-	if !f.on || local-f.ackedAt > rm.instanceTTL() {
+	if !f.on || local-f.ackedAt > rm.fleetPatience() {
 		f.on = false
 		return errFleetFallback
 	}
@@ -400,12 +403,18 @@ func (rm *Room) readView(ctx context.Context) error {
 		return errFleetFallback
 	}
 	local := rm.localNow()
+	if st.Epoch == 0 && local-rm.fleet.viewAt <= rm.fleetPatience() {
+		// The aggregator has not published a view yet (its lease is
+		// new): the counts went out, the view of the latest sync stays.
+		return nil
+	}
 	now := max(st.Clock, local+rm.offset.Load())
 	lease := leaseOf(&st)
-	if st.Epoch != rm.epoch || lease == nil || lease.Seen+rm.instanceTTL() < now || now > local+maxClockLead {
+	if st.Epoch != rm.epoch || lease == nil || lease.Seen+rm.fleetPatience() < now || now > local+maxClockLead {
 		rm.fleet.on = false
 		return errFleetFallback
 	}
+	rm.fleet.viewAt = local
 	fleetSize := int(lease.Traffic)
 	lease.Traffic = 0
 	p := rm.params(now)
@@ -418,6 +427,19 @@ func (rm *Room) readView(ctx context.Context) error {
 	rm.finish(ctx, p, v, st.Epoch, st.SettingsVersion, nil, func() {}, now-local)
 	return nil
 }
+
+// fleetPatience is how long, in ms, an instance of a fleet goes on
+// syncing through the aggregator without news of it (a view, its batches
+// applied) before it falls back to classic syncs: three instance TTLs, so
+// that an aggregator slowed down by a wave of classic syncs (a fleet
+// starting, every instance joining the state) is not swamped by more of
+// them. Its grants are safe meanwhile, and its batches wait in mailboxes.
+func (rm *Room) fleetPatience() int64 { return fleetLeaseTTLs * rm.instanceTTL() }
+
+// fleetLeaseTTLs is how many instance TTLs a lease outlives its latest
+// renewal: as long as the instances' patience, so that an aggregator whose
+// rounds a wave of classic syncs slows down keeps its lease.
+const fleetLeaseTTLs = 3
 
 // params are the sync parameters that do not depend on the state.
 func (rm *Room) params(now int64) syncParams {
@@ -437,7 +459,17 @@ func (rm *Room) params(now int64) syncParams {
 // mailbox read (and fenced with this lease's term), their new batches
 // applied and their grants carved in one Update of the shared state,
 // the grants written to the mailboxes, the view published.
-func (rm *Room) aggregate(ctx context.Context) error {
+func (rm *Room) aggregate(sctx context.Context) error {
+	// The round may take longer than an instance's sync: a wave of
+	// classic syncs (a fleet starting) contends for the state. It ends
+	// with the sync's context when that is cancelled (Close).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(sctx), 2*syncTimeout(max(rm.cfg.SyncInterval, time.Second)))
+	defer cancel()
+	defer context.AfterFunc(sctx, func() {
+		if errors.Is(sctx.Err(), context.Canceled) {
+			cancel()
+		}
+	})()
 	f := &rm.fleet
 	term := f.term
 	peers := f.peers
@@ -492,6 +524,15 @@ func (rm *Room) aggregate(ctx context.Context) error {
 		settings := rm.sharedSettings(st)
 		pol := rm.policyAt(&settings, now)
 		times := rm.sessionTimes(&settings)
+		// An instance of the fleet is alive while it writes its mailbox:
+		// its record is kept until its mailbox is older than the TTL,
+		// however long the rounds take.
+		for i := range st.Instances {
+			in := &st.Instances[i]
+			if mb := byID[in.ID]; mb != nil && !isLease(in.ID) {
+				in.Seen = max(in.Seen, min(mb.Seen, now))
+			}
+		}
 		var obs observations
 		var due []store.Tally
 		ids := make([]string, 0, len(st.Instances))
@@ -525,14 +566,6 @@ func (rm *Room) aggregate(ctx context.Context) error {
 			due = append(due, v.due...)
 			out[id] = carved{g: g, base: mb.Seq, applied: mb.Seq, fair: v.fair}
 			merged = v
-		}
-		// The fleet's instances whose news did not come this round keep
-		// their records until their mailbox is older than the TTL.
-		for i := range st.Instances {
-			in := &st.Instances[i]
-			if mb := byID[in.ID]; mb != nil && mb.Seen+rm.instanceTTL() >= now && !isLease(in.ID) {
-				in.Seen = max(in.Seen, min(mb.Seen, now))
-			}
 		}
 		if merged == nil {
 			return errReadOnly // nobody had news: nothing to write

@@ -319,7 +319,11 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	// rest is returned) and update its traffic.
 	self := -1
 	st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
-		return in.ID != p.id && in.Seen+p.instanceTTL < now
+		ttl := p.instanceTTL
+		if isLease(in.ID) {
+			ttl *= fleetLeaseTTLs // fleet.go
+		}
+		return in.ID != p.id && in.Seen+ttl < now
 	})
 	for i := range st.Instances {
 		if st.Instances[i].ID == p.id {

@@ -183,6 +183,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		classicVersion: version,
 		acked:          rm.seq,
 		ackedAt:        rm.localNow(),
+		viewAt:         rm.localNow(),
 	}
 	if rebuilt {
 		rm.log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", rm.epoch, "epoch", epoch)

@@ -28,55 +28,49 @@ import (
 	"github.com/go-waitingroom/waitingroom/store/sqlstore"
 )
 
-// fleetRecorder wraps one instance's store client and records, for every
-// Update that began after the warm-up, how long it took, whether it
-// failed, how many times fn ran (each run is one read and one write of
-// the whole state: two store operations on Redis) and the size of the
-// state it wrote.
+// fleetRecorder wraps one instance's store client and counts, while the
+// measurement runs, the store round trips (every run of fn is one read
+// and one write of a state: two operations on Redis, a transaction on
+// SQL) and the state bytes read and written.
 type fleetRecorder struct {
 	store.Store
-	f *fleetFigures
+	name string // the room's (its state's size is recorded)
+	f    *fleetFigures
 }
 
 // fleetFigures are the figures of one fleet run, shared by its instances.
 type fleetFigures struct {
 	measuring atomic.Bool
+	attempts  atomic.Int64
+	bytes     atomic.Int64 // state bytes read and written
+	size      atomic.Int64 // the latest size of the room's shared state
 	mu        sync.Mutex
-	durations []time.Duration
+	durations []time.Duration // of every Sync
 	errors    int
-	attempts  int
-	bytes     int64 // state bytes read and written, every attempt
-	size      int   // the latest state size
 }
 
 func (r *fleetRecorder) Update(ctx context.Context, room string, fn func(*store.State) error) error {
 	if !r.f.measuring.Load() {
 		return r.Store.Update(ctx, room, fn)
 	}
-	var attempts, size int
+	var attempts int
 	var moved int64
-	start := time.Now()
 	err := r.Store.Update(ctx, room, func(st *store.State) error {
 		attempts++
 		in := len(store.MarshalState(st))
-		if err := fn(st); err != nil {
-			return err
+		err := fn(st)
+		moved += int64(in)
+		if err == nil {
+			size := len(store.MarshalState(st))
+			moved += int64(size)
+			if room == r.name {
+				r.f.size.Store(int64(size))
+			}
 		}
-		size = len(store.MarshalState(st))
-		moved += int64(in + size)
-		return nil
+		return err
 	})
-	d := time.Since(start)
-	r.f.mu.Lock()
-	defer r.f.mu.Unlock()
-	r.f.durations = append(r.f.durations, d)
-	r.f.attempts += attempts
-	r.f.bytes += moved
-	if err != nil {
-		r.f.errors++
-	} else if size > 0 {
-		r.f.size = size
-	}
+	r.f.attempts.Add(int64(attempts))
+	r.f.bytes.Add(moved)
 	return err
 }
 
@@ -125,7 +119,7 @@ var fleetBackends = []fleetBackend{
 		})
 		return func() store.Store {
 			o := *opts
-			o.PoolSize, o.ContextTimeoutEnabled = 2, true
+			o.ContextTimeoutEnabled = true
 			c := redis.NewClient(&o)
 			tb.Cleanup(func() { _ = c.Close() })
 			return closing(tb, redisstore.New(c, redisstore.Options{KeyPrefix: prefix}))
@@ -181,15 +175,18 @@ func fleetStores() []fleetBackend {
 }
 
 // BenchmarkFleet is the scale benchmark: N Room values of one room, each
-// with its own store client, each syncing in the background every second
-// on the real clock and seeing three fresh visitors a second, for
-// WAITINGROOM_FLEET_SECONDS (default 10) after a warm-up of three
-// seconds. It reports the syncs a second achieved, the failed syncs, the
-// sync's p50, p99 and longest (ms), the store round trips (fn runs) and
-// the state bytes read and written per sync, and the state's size. It is
-// a measurement, not a test: run it with -benchtime 1x, e.g.
+// with its own store client, each syncing once a second (its own
+// goroutine calls Sync, with the background loop's 2 s deadline) and
+// seeing three fresh visitors a second, measured for
+// WAITINGROOM_FLEET_SECONDS (default 10) after a warm-up in which every
+// instance joins (5 s, and 1 s more per 100 instances). It reports the
+// syncs a second achieved, the failed syncs, the sync's p50, p99 and
+// longest (ms), the store round trips and state bytes per sync (all
+// instances', the aggregator's included, over the syncs), and the size of
+// the room's shared state. It is a measurement, not a test: run it with
+// -benchtime 1x, e.g.
 //
-//	WAITINGROOM_FLEET=100,400,800 go test -run '^$' -bench Fleet -benchtime 1x ./integration/multiproc
+//	WAITINGROOM_FLEET=100,400,1000 go test -run '^$' -bench Fleet -benchtime 1x ./integration/multiproc
 func BenchmarkFleet(b *testing.B) {
 	seconds := 10
 	if n, err := strconv.Atoi(os.Getenv("WAITINGROOM_FLEET_SECONDS")); err == nil && n > 0 {
@@ -199,23 +196,24 @@ func BenchmarkFleet(b *testing.B) {
 		for _, n := range fleetSizes() {
 			b.Run(fmt.Sprintf("store=%s/instances=%d", be.name, n), func(b *testing.B) {
 				f := runFleet(b, be, n, time.Duration(seconds)*time.Second)
-				b.ReportMetric(float64(len(f.durations))/float64(seconds), "syncs/s")
+				syncs := len(f.durations)
+				b.ReportMetric(float64(syncs)/float64(seconds), "syncs/s")
 				b.ReportMetric(float64(f.errors), "errors")
 				slices.Sort(f.durations)
 				q := func(p float64) float64 {
-					if len(f.durations) == 0 {
+					if syncs == 0 {
 						return 0
 					}
-					return float64(f.durations[int(p*float64(len(f.durations)-1))].Microseconds()) / 1000
+					return float64(f.durations[int(p*float64(syncs-1))].Microseconds()) / 1000
 				}
 				b.ReportMetric(q(0.5), "p50-ms")
 				b.ReportMetric(q(0.99), "p99-ms")
 				b.ReportMetric(q(1), "max-ms")
-				if len(f.durations) > 0 {
-					b.ReportMetric(float64(f.attempts)/float64(len(f.durations)), "attempts/sync")
-					b.ReportMetric(float64(f.bytes)/float64(len(f.durations)), "bytes/sync")
+				if syncs > 0 {
+					b.ReportMetric(float64(f.attempts.Load())/float64(syncs), "trips/sync")
+					b.ReportMetric(float64(f.bytes.Load())/float64(syncs), "bytes/sync")
 				}
-				b.ReportMetric(float64(f.size), "state-bytes")
+				b.ReportMetric(float64(f.size.Load()), "state-bytes")
 			})
 		}
 	}
@@ -236,9 +234,9 @@ func runFleet(b *testing.B, be fleetBackend, n int, d time.Duration) *fleetFigur
 			TotalActiveUsers:  100,
 			NewUsersPerMinute: 100,
 			Keys:              [][]byte{[]byte(hexKey)},
-			SyncInterval:      time.Second,
+			SyncInterval:      -1,
 			Logger:            slog.New(slog.DiscardHandler),
-		}, &fleetRecorder{Store: open(), f: f})
+		}, &fleetRecorder{Store: open(), name: name, f: f})
 		require.NoError(b, err)
 		rooms[i], handlers[i] = rm, rm.Handler(app)
 	}
@@ -251,20 +249,39 @@ func runFleet(b *testing.B, be fleetBackend, n int, d time.Duration) *fleetFigur
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			t := time.NewTicker(time.Second / 3)
-			defer t.Stop()
+			// Instances start spread over the first second and sync
+			// every second from then on.
+			time.Sleep(time.Duration(i) * time.Second / time.Duration(n))
+			visit := time.NewTicker(time.Second / 3)
+			defer visit.Stop()
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
 			for {
 				select {
 				case <-stop:
 					return
-				case <-t.C:
+				case <-visit.C:
 					w := httptest.NewRecorder()
 					handlers[i].ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/", nil))
+				case <-tick.C:
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+					start := time.Now()
+					err := rooms[i].Sync(ctx)
+					took := time.Since(start)
+					cancel()
+					if f.measuring.Load() {
+						f.mu.Lock()
+						f.durations = append(f.durations, took)
+						if err != nil {
+							f.errors++
+						}
+						f.mu.Unlock()
+					}
 				}
 			}
 		})
 	}
-	time.Sleep(3 * time.Second)
+	time.Sleep(5*time.Second + time.Duration(n/100)*time.Second)
 	b.ResetTimer()
 	f.measuring.Store(true)
 	time.Sleep(d)
@@ -274,5 +291,5 @@ func runFleet(b *testing.B, be fleetBackend, n int, d time.Duration) *fleetFigur
 	wg.Wait()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &fleetFigures{durations: f.durations, errors: f.errors, attempts: f.attempts, bytes: f.bytes, size: f.size}
+	return f
 }
