@@ -58,9 +58,13 @@ var (
 )
 
 // instanceID draws a new instance's ID: random, followed by the formats
-// it reads.
-func instanceID() string {
-	return randomID() + currentFormats.tag() + fleetTag
+// it reads and, for an instance that syncs through an aggregator in a
+// large fleet, fleetTag.
+func instanceID(fleet bool) string {
+	if fleet {
+		return randomID() + currentFormats.tag() + fleetTag
+	}
+	return randomID() + currentFormats.tag()
 }
 
 // tag is how an instance ID says the formats f: "+s4c2".

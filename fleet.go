@@ -16,8 +16,9 @@ import (
 // Syncing a fleet. The classic sync (sync.go) reads and rewrites the whole
 // shared state, which holds a record per instance, once per instance per
 // interval: its cost per sync grows with the fleet, and past a few
-// hundred syncs a second the store cannot keep up. Once every live
-// instance can, the room syncs through an aggregator instead:
+// hundred syncs a second the store cannot keep up. With Config.FleetSync,
+// once fleetMin live instances all have it, the room syncs through an
+// aggregator instead:
 //
 //   - each instance has a mailbox, a state of its own in the store (the
 //     room's name + "#fleet:" + its ID), in which it leaves its numbered
@@ -58,7 +59,7 @@ import (
 // holds a live one and every live instance syncs the fleet way.
 
 // fleetTag is the letter and number an instance ID carries when the
-// instance syncs through an aggregator when it can.
+// instance syncs through an aggregator when it can (Config.FleetSync).
 const fleetTag = "f1"
 
 // leasePrefix starts the ID of the aggregator's lease record among the

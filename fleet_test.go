@@ -89,6 +89,7 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, 100
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
+				c.FleetSync = true
 			}
 			clk := newClock()
 			rooms := instances(t, clk, memstore.New(), fleetSize, mutate)
@@ -133,6 +134,7 @@ func TestFleetAggregatorKilled(t *testing.T) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 		c.SessionDuration = time.Minute
 		c.SyncInterval = -1
+		c.FleetSync = true
 	})
 	_, dead := fleetOn(rooms)
 	require.GreaterOrEqual(t, dead, 0, "a lease holder")
@@ -177,11 +179,12 @@ func TestFleetMixedWithCurrentRelease(t *testing.T) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 		c.SessionDuration = time.Minute
 		c.SyncInterval = -1
+		c.FleetSync = true
 	}
 	rooms := instances(t, clk, st, fleetSize, cfg)
 	old := newTestRoomOn(t, clk, memstore.New(), cfg).Room // a room of its own until it joins
 	old.store = st
-	old.id = randomID() + currentFormats.tag() // "+s4c2": the current release
+	old.id = instanceID(false) // "+s4c2": the current release, or an instance without FleetSync
 	rooms = append(rooms, old)
 	start := newClock().Now()
 	joins, leaves := start.Add(60*time.Second), start.Add(180*time.Second)
@@ -224,6 +227,7 @@ func TestFleetCapable(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, fleetCapable(tc.id), tc.id)
 	}
-	assert.True(t, fleetCapable(instanceID()))
-	assert.Equal(t, currentFormats, readsOf(instanceID()), "the fleet letter is no format")
+	assert.True(t, fleetCapable(instanceID(true)))
+	assert.False(t, fleetCapable(instanceID(false)))
+	assert.Equal(t, currentFormats, readsOf(instanceID(true)), "the fleet letter is no format")
 }

@@ -128,7 +128,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		sameSite:   c.sameSite(),
 		secure:     c.secure(),
 		store:      st,
-		id:         instanceID(),
+		id:         instanceID(cfg.FleetSync),
 		log:        c.Logger.With("room", c.Name),
 		configHash: func() uint64 { s := c.settings(); return s.hash() }(),
 		prevHash:   func() uint64 { s := c.settings(); return s.previousHash() }(),

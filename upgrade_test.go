@@ -386,7 +386,7 @@ func TestUpgradeMixedFleet(t *testing.T) {
 	assert.Zero(t, p.Grace, "no grace: nothing was lost")
 	require.Len(t, p.Instances, 2)
 	assert.Equal(t, prevID, p.Instances[0].ID)
-	assert.True(t, strings.HasSuffix(p.Instances[1].ID, "+s4c2f1"), p.Instances[1].ID)
+	assert.True(t, strings.HasSuffix(p.Instances[1].ID, "+s4c2"), p.Instances[1].ID)
 	n, _ := prevActive(p, ms())
 	assert.Equal(t, int64(3), n)
 	assert.Equal(t, 3, ur.Stats().Active)
@@ -542,8 +542,8 @@ func TestFormatsOfInstance(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, readsOf(tc.id), tc.id)
 	}
-	assert.Equal(t, currentFormats, readsOf(instanceID()))
-	assert.Regexp(t, `^[0-9a-f]{16}\+s4c2f1$`, instanceID())
+	assert.Equal(t, currentFormats, readsOf(instanceID(false)))
+	assert.Regexp(t, `^[0-9a-f]{16}\+s4c2$`, instanceID(false))
 }
 
 func TestWriteFormats(t *testing.T) {

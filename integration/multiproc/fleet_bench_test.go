@@ -174,7 +174,8 @@ func fleetStores() []fleetBackend {
 	return out
 }
 
-// BenchmarkFleet is the scale benchmark: N Room values of one room, each
+// BenchmarkFleet is the scale benchmark, for the classic sync and with
+// Config.FleetSync: N Room values of one room, each
 // with its own store client, each syncing once a second (its own
 // goroutine calls Sync, with the background loop's 2 s deadline) and
 // seeing three fresh visitors a second, measured for
@@ -194,34 +195,37 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	for _, be := range fleetStores() {
 		for _, n := range fleetSizes() {
-			b.Run(fmt.Sprintf("store=%s/instances=%d", be.name, n), func(b *testing.B) {
-				f := runFleet(b, be, n, time.Duration(seconds)*time.Second)
-				syncs := len(f.durations)
-				b.ReportMetric(float64(syncs)/float64(seconds), "syncs/s")
-				b.ReportMetric(float64(f.errors), "errors")
-				slices.Sort(f.durations)
-				q := func(p float64) float64 {
-					if syncs == 0 {
-						return 0
+			for _, fleet := range []bool{false, true} {
+				mode := map[bool]string{false: "classic", true: "fleet"}[fleet]
+				b.Run(fmt.Sprintf("store=%s/instances=%d/sync=%s", be.name, n, mode), func(b *testing.B) {
+					f := runFleet(b, be, n, fleet, time.Duration(seconds)*time.Second)
+					syncs := len(f.durations)
+					b.ReportMetric(float64(syncs)/float64(seconds), "syncs/s")
+					b.ReportMetric(float64(f.errors), "errors")
+					slices.Sort(f.durations)
+					q := func(p float64) float64 {
+						if syncs == 0 {
+							return 0
+						}
+						return float64(f.durations[int(p*float64(syncs-1))].Microseconds()) / 1000
 					}
-					return float64(f.durations[int(p*float64(syncs-1))].Microseconds()) / 1000
-				}
-				b.ReportMetric(q(0.5), "p50-ms")
-				b.ReportMetric(q(0.99), "p99-ms")
-				b.ReportMetric(q(1), "max-ms")
-				if syncs > 0 {
-					b.ReportMetric(float64(f.attempts.Load())/float64(syncs), "trips/sync")
-					b.ReportMetric(float64(f.bytes.Load())/float64(syncs), "bytes/sync")
-				}
-				b.ReportMetric(float64(f.size.Load()), "state-bytes")
-			})
+					b.ReportMetric(q(0.5), "p50-ms")
+					b.ReportMetric(q(0.99), "p99-ms")
+					b.ReportMetric(q(1), "max-ms")
+					if syncs > 0 {
+						b.ReportMetric(float64(f.attempts.Load())/float64(syncs), "trips/sync")
+						b.ReportMetric(float64(f.bytes.Load())/float64(syncs), "bytes/sync")
+					}
+					b.ReportMetric(float64(f.size.Load()), "state-bytes")
+				})
+			}
 		}
 	}
 }
 
 // runFleet runs n instances of one room on be for d after a warm-up and
 // returns what was recorded.
-func runFleet(b *testing.B, be fleetBackend, n int, d time.Duration) *fleetFigures {
+func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration) *fleetFigures {
 	f := &fleetFigures{}
 	open := be.open(b)
 	name := randomName("fleet-")
@@ -235,6 +239,7 @@ func runFleet(b *testing.B, be fleetBackend, n int, d time.Duration) *fleetFigur
 			NewUsersPerMinute: 100,
 			Keys:              [][]byte{[]byte(hexKey)},
 			SyncInterval:      -1,
+			FleetSync:         fleet,
 			Logger:            slog.New(slog.DiscardHandler),
 		}, &fleetRecorder{Store: open(), name: name, f: f})
 		require.NoError(b, err)
