@@ -60,8 +60,12 @@ var (
 )
 
 // instanceID draws a new instance's ID: random, followed by the formats
-// it reads.
-func instanceID() string {
+// it reads and, for an instance that syncs through an aggregator in a
+// large fleet, fleetTag.
+func instanceID(fleet bool) string {
+	if fleet {
+		return randomID() + currentFormats.tag() + fleetTag
+	}
 	return randomID() + currentFormats.tag()
 }
 

@@ -231,6 +231,16 @@ type Config struct {
 	// background loop (call Room.Sync yourself, as tests and the simulator
 	// do).
 	SyncInterval time.Duration
+
+	// FleetSync lets the room sync through an aggregator once 32 or more
+	// instances share it, all with FleetSync set: each instance's sync
+	// then moves its own counts and a view of the state, one of them
+	// (holding a lease) every instance's counts, rather than every
+	// instance the whole state. Limits stay exact; grants reach instances
+	// one SyncInterval later. Default false: every sync reads and writes
+	// the whole state. See docs/design.md, "Syncing a fleet", for what it
+	// gains and costs on each store.
+	FleetSync bool
 	// OnStoreError is the policy while the store cannot be reached.
 	// Default FailClosed.
 	OnStoreError StoreErrorPolicy

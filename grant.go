@@ -123,7 +123,8 @@ func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, 
 	if s.method.ordered {
 		paced = max(paced, coveredWhole(buckets, free))
 	}
-	extra := min(max(0, free-others-held), max(0, int64(math.Ceil(float64(paced)*share))-held))
+	v.fair = int64(math.Ceil(float64(paced) * share))
+	extra := min(max(0, free-others-held), max(0, v.fair-held))
 	n := held + extra
 	if n == 0 {
 		return grant{}

@@ -102,6 +102,7 @@ type Room struct {
 	seq      uint64     // the latest sync's sequence number; under syncMu
 	unacked  []batch    // counts of syncs not known to have been applied; under syncMu
 	outage   bool       // the latest sync failed; under syncMu
+	fleet    fleetState // the fleet protocol (fleet.go); under syncMu
 	ready    readiness  // the outcome of the latest sync, for Ready
 	healthy  atomic.Bool
 	closed   atomic.Bool
@@ -130,7 +131,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		sameSite:   c.sameSite(),
 		secure:     c.secure(),
 		store:      st,
-		id:         instanceID(),
+		id:         instanceID(cfg.FleetSync),
 		log:        c.Logger.With("room", c.Name),
 		configHash: func() uint64 { s := c.settings(); return s.hash() }(),
 		prevHash:   func() uint64 { s := c.settings(); return s.previousHash() }(),

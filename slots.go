@@ -199,6 +199,10 @@ type view struct {
 	ends      endSchedule
 	admitted  []store.Count // admissions by minute, oldest first
 	instances int
+	// fair is the share of the paced slots the latest carve gave the
+	// instance it carved for (before what it held): what an instance of a
+	// fleet keeps of the grant it adopts (fleet.go).
+	fair int64
 	// current reports that every live instance reads this release's
 	// formats: they are written (compat.go). False until the first sync.
 	current bool
@@ -317,7 +321,11 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	// rest is returned) and update its traffic.
 	self := -1
 	st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
-		return in.ID != p.id && in.Seen+p.instanceTTL < now
+		ttl := p.instanceTTL
+		if isLease(in.ID) {
+			ttl *= fleetLeaseTTLs // fleet.go
+		}
+		return in.ID != p.id && in.Seen+ttl < now
 	})
 	for i := range st.Instances {
 		if st.Instances[i].ID == p.id {
@@ -344,10 +352,17 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 		}
 		traffic += max(in.Traffic, 0)
 	}
+	// The aggregator's lease (fleet.go) is a record among the instances,
+	// not an instance.
 	v.instances = len(st.Instances)
+	for _, in := range st.Instances {
+		if isLease(in.ID) {
+			v.instances--
+		}
+	}
 	// The share follows traffic, with a floor so that an instance that
 	// happened to see nobody lately can still admit the next visitor.
-	fair := 1 / float64(len(st.Instances))
+	fair := 1 / float64(max(v.instances, 1))
 	share := fair
 	if traffic > 0 {
 		share = max(max(me.Traffic, 0)/traffic, fair/2)

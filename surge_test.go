@@ -35,6 +35,9 @@ type surge struct {
 	step func(now time.Time)
 	// inspect, if set, runs with the visitors at the start of every second.
 	inspect func(now time.Time, vs []*simVisitor)
+	// down, if set, says which rooms are down: they neither sync nor
+	// serve (their visitors go to the others).
+	down func(i int) bool
 }
 
 type simVisitor struct {
@@ -81,7 +84,9 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 			s.inspect(now, vs)
 		}
 		for _, i := range rng.Perm(len(rooms)) {
-			require.NoError(t, rooms[i].Sync(ctx))
+			if s.down == nil || !s.down(i) {
+				require.NoError(t, rooms[i].Sync(ctx))
+			}
 		}
 		active := 0
 		// Requests due in the same second arrive in no particular order.
@@ -93,7 +98,11 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 				}
 				continue
 			}
-			rm := rooms[rng.IntN(len(rooms))]
+			i := rng.IntN(len(rooms))
+			for s.down != nil && s.down(i) {
+				i = (i + 1) % len(rooms)
+			}
+			rm := rooms[i]
 			d, err := rm.Check(v.req)
 			require.NoError(t, err)
 			if d.cookie != "" {

@@ -35,6 +35,9 @@ func (rm *Room) Sync(ctx context.Context) error {
 	}
 	rm.syncMu.Lock()
 	defer rm.syncMu.Unlock()
+	if err := rm.fleetSync(ctx); !errors.Is(err, errFleetFallback) {
+		return err
+	}
 
 	// A little of the grant stays in use while the sync is in flight, so
 	// that visitors arriving meanwhile are not turned away for nothing:
@@ -76,6 +79,10 @@ func (rm *Room) Sync(ctx context.Context) error {
 		recover = rm.outage
 
 		settingsVersion uint64
+		version         uint64
+		peers           []string
+		term            uint64
+		leased          bool
 	)
 	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
 		// The shared clock: never behind this instance's, never more than
@@ -127,7 +134,10 @@ func (rm *Room) Sync(ctx context.Context) error {
 		st.Version++
 		st.Clock = now
 		g, v = applySync(st, p, dd)
-		epoch = st.Epoch
+		rm.takeLease(st, now, v.current)
+		epoch, version = st.Epoch, st.Version
+		peers, term = fleetPeers(st, rm.id)
+		leased = leaseOf(st) != nil
 		return nil
 	})
 	if err != nil {
@@ -166,17 +176,40 @@ func (rm *Room) Sync(ctx context.Context) error {
 		rm.healthy.Store(true)
 		rm.log.Info("waitingroom: store reachable again")
 	}
-	rm.offset.Store(offset)
+	rm.fleet = fleetState{
+		on:             v.current && peers != nil && leased,
+		term:           term,
+		peers:          peers,
+		classicVersion: version,
+		acked:          rm.seq,
+		ackedAt:        rm.localNow(),
+		viewAt:         rm.localNow(),
+	}
 	if rebuilt {
 		rm.log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", rm.epoch, "epoch", epoch)
 	}
-	for _, b := range batches {
+	rm.unacked = nil
+	rm.finish(ctx, p, v, epoch, settingsVersion, batches, func() {
+		if g != nil {
+			g.charge(rm.inflight)
+			rm.grant = g
+		} // else nothing new was granted: what is left of the grant stays held
+		rm.inflight = nil
+	}, offset)
+	return nil
+}
+
+// finish installs what a sync learnt: the clock's offset, the counts sent
+// (for a rebuild after a loss), the revoked IDs, what the instance
+// remembers turned over, the grant (setGrant, under rm.mu) and the view.
+func (rm *Room) finish(ctx context.Context, p syncParams, v *view, epoch, settingsVersion uint64, sent []batch, setGrant func(), offset int64) {
+	rm.offset.Store(offset)
+	for _, b := range sent {
 		// The sessions are in rm.known already.
 		for k, n := range b.d.waiting {
 			rm.mine.waiting[k] += n
 		}
 	}
-	rm.unacked = nil
 	rm.mine.prune(p.now, rm.waitWindow)
 	rm.learnRevoked(v.revoked, p.now, p.times.window+p.times.hold+p.times.margin)
 	rm.epoch = epoch
@@ -187,11 +220,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 	// (a waiting window after the end of its check-in slot).
 	rm.known.turn(p.now, p.times.window+p.times.hold+p.times.margin)
 	rm.chances.turn(p.now, rm.waitWindow+1000*slotSeconds)
-	if g != nil {
-		g.charge(rm.inflight)
-		rm.grant = g
-	} // else nothing new was granted: what is left of the grant stays held
-	rm.inflight = nil
+	setGrant()
 	rm.mu.Unlock()
 	v.settingsVersion = settingsVersion
 	old := rm.view.Load()
@@ -207,7 +236,6 @@ func (rm *Room) Sync(ctx context.Context) error {
 	rm.afterSync(ctx, v)
 	// Last: whoever Ready lets go finds the grant and the view in place.
 	rm.ready.set(nil)
-	return nil
 }
 
 // sharedSettings returns the room's live settings from st, first writing

@@ -542,8 +542,8 @@ func TestFormatsOfInstance(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, readsOf(tc.id), tc.id)
 	}
-	assert.Equal(t, currentFormats, readsOf(instanceID()))
-	assert.Regexp(t, `^[0-9a-f]{16}\+s4c3$`, instanceID())
+	assert.Equal(t, currentFormats, readsOf(instanceID(false)))
+	assert.Regexp(t, `^[0-9a-f]{16}\+s4c3$`, instanceID(false))
 }
 
 func TestWriteFormats(t *testing.T) {

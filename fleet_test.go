@@ -1,0 +1,233 @@
+package waitingroom
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+)
+
+// fleetSize is above fleetMin: these fleets sync through an aggregator.
+const fleetSize = 40
+
+// mainState reads the room's shared state.
+func mainState(t testing.TB, st store.Store, name string) store.State {
+	var s store.State
+	err := st.Update(context.Background(), name, func(x *store.State) error { s = *x; return errReadOnly })
+	require.ErrorIs(t, err, errReadOnly)
+	return s
+}
+
+// fleetOn counts the rooms syncing through an aggregator and returns the
+// lease holder's index (-1 for none).
+func fleetOn(rooms []*Room) (on, leader int) {
+	leader = -1
+	for i, rm := range rooms {
+		rm.syncMu.Lock()
+		if rm.fleet.on {
+			on++
+		}
+		if rm.fleet.term != 0 {
+			leader = i
+		}
+		rm.syncMu.Unlock()
+	}
+	return on, leader
+}
+
+// checkSurge asserts the limits, FIFO order and utilization of a surge,
+// and returns the utilization (0 where TotalActiveUsers binds).
+func checkSurge(t *testing.T, res surgeResult, total, perMinute int, fifo bool) float64 {
+	t.Helper()
+	for m, n := range res.admittedPerMinute {
+		require.LessOrEqual(t, n, perMinute, "minute %d admitted %d", m, n)
+	}
+	assert.LessOrEqual(t, res.maxActive, total, "active visitors above TotalActiveUsers")
+	assert.Positive(t, res.waitingResponses, "the surge must queue")
+	if fifo {
+		assert.Zero(t, res.inversions, "FIFO order across buckets")
+	}
+	if total < 1000 {
+		return 0 // the sessions bind, not NewUsersPerMinute
+	}
+	minutes, got := 0, 0
+	for m, n := range res.backlog {
+		if n >= perMinute {
+			minutes++
+			got += res.admittedPerMinute[m]
+		}
+	}
+	require.Positive(t, minutes)
+	util := float64(got) / float64(minutes*perMinute)
+	t.Logf("utilization %.3f over %d saturated minutes", util, minutes)
+	assert.GreaterOrEqual(t, util, 0.95, "utilization while demand exceeds the limits")
+	return util
+}
+
+// TestFleetSurgeLimitsExact is TestSurgeLimitsExact for a fleet large
+// enough to sync through an aggregator: the limits hold exactly, FIFO
+// order holds, utilization is that of a few instances, and the fleet did
+// sync the fleet way.
+func TestFleetSurgeLimitsExact(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		method QueueingMethod
+		total  int
+	}{
+		{"fifo, per-minute bound", FIFO, 1000},
+		{"fifo, total bound", FIFO, 150},
+		{"random", Random, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mutate := func(c *Config) {
+				c.QueueingMethod = tc.method
+				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, 100
+				c.SessionDuration = time.Minute
+				c.SyncInterval = -1
+				c.FleetSync = true
+			}
+			clk := newClock()
+			rooms := instances(t, clk, memstore.New(), fleetSize, mutate)
+			minOn := fleetSize
+			sg := surge{
+				visitors: 1000, arrivals: 150 * time.Second, browse: 90 * time.Second,
+				duration: 14 * time.Minute, abandon: 0.01, seed: 7,
+				step: func(now time.Time) {
+					if now.Sub(newClock().Now()) > 10*time.Second {
+						on, _ := fleetOn(rooms)
+						minOn = min(minOn, on)
+					}
+				},
+			}
+			res := sg.run(t, clk, rooms)
+			util := checkSurge(t, res, tc.total, 100, tc.method == FIFO)
+			assert.Equal(t, fleetSize, minOn, "every instance synced through the aggregator all along")
+			assert.Equal(t, fleetSize, rooms[0].Stats().Instances)
+
+			// The same surge through as many instances syncing the
+			// classic way: the aggregator costs at most 2 points of
+			// utilization. (Splitting 100 admissions a minute over 40
+			// instances costs a few points itself: four instances reach
+			// 0.996 in FIFO, 40 about 0.965 either way.)
+			sg.step = nil
+			defer func(n int) { fleetMin = n }(fleetMin)
+			fleetMin = 1 << 20
+			clk = newClock()
+			classic := checkSurge(t, sg.run(t, clk, instances(t, clk, memstore.New(), fleetSize, mutate)), tc.total, 100, tc.method == FIFO)
+			assert.GreaterOrEqual(t, util, classic-0.02, "utilization through the aggregator against classic syncs")
+		})
+	}
+}
+
+// TestFleetAggregatorKilled stops the aggregator mid-surge: the limits
+// hold, and within a bounded number of intervals another instance holds
+// the lease and the fleet syncs through it again.
+func TestFleetAggregatorKilled(t *testing.T) {
+	clk := newClock()
+	st := memstore.New()
+	rooms := instances(t, clk, st, fleetSize, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
+		c.SessionDuration = time.Minute
+		c.SyncInterval = -1
+		c.FleetSync = true
+	})
+	_, dead := fleetOn(rooms)
+	require.GreaterOrEqual(t, dead, 0, "a lease holder")
+	start := newClock().Now()
+	killAt := start.Add(90 * time.Second)
+	var recovered time.Time
+	res := surge{
+		visitors: 1000, arrivals: 150 * time.Second, browse: 90 * time.Second,
+		duration: 10 * time.Minute, abandon: 0.01, seed: 5,
+		down: func(i int) bool { return i == dead && !clk.Now().Before(killAt) },
+		step: func(now time.Time) {
+			if now.Before(killAt) || !recovered.IsZero() {
+				return
+			}
+			alive := append(append([]*Room{}, rooms[:dead]...), rooms[dead+1:]...)
+			if on, leader := fleetOn(alive); on == len(alive) && leader >= 0 {
+				recovered = now
+			}
+		},
+	}.run(t, clk, rooms)
+	checkSurge(t, res, 1000, 100, true)
+	require.False(t, recovered.IsZero(), "the fleet syncs through a new aggregator")
+	// The instances' patience and the lease run out (fleetLeaseTTLs
+	// instance TTLs: 9 s here), a classic sync takes the lease, and every
+	// instance's next sync after its own classic one is the fleet's
+	// again: within the lease and a few intervals.
+	ttl := time.Duration(rooms[0].instanceTTL()) * time.Millisecond
+	assert.LessOrEqual(t, recovered.Sub(killAt), fleetLeaseTTLs*ttl+6*time.Second, "recovery")
+	t.Logf("the fleet synced through a new aggregator %v after the kill", recovered.Sub(killAt))
+	assert.Equal(t, fleetSize-1, rooms[(dead+1)%fleetSize].Stats().Instances)
+}
+
+// TestFleetMixedWithCurrentRelease has an instance of the current release
+// (whose ID advertises no fleet protocol) join a fleet mid-surge and leave
+// again: the fleet falls back to classic syncs while it is live and
+// returns to the aggregator once it is gone, and the limits hold all
+// along.
+func TestFleetMixedWithCurrentRelease(t *testing.T) {
+	clk := newClock()
+	st := memstore.New()
+	cfg := func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
+		c.SessionDuration = time.Minute
+		c.SyncInterval = -1
+		c.FleetSync = true
+	}
+	rooms := instances(t, clk, st, fleetSize, cfg)
+	old := newTestRoomOn(t, clk, memstore.New(), cfg).Room // a room of its own until it joins
+	old.store = st
+	old.id = instanceID(false) // "+s4c2": the current release, or an instance without FleetSync
+	rooms = append(rooms, old)
+	start := newClock().Now()
+	joins, leaves := start.Add(60*time.Second), start.Add(180*time.Second)
+	var classic, back bool
+	res := surge{
+		visitors: 1000, arrivals: 150 * time.Second, browse: 90 * time.Second,
+		duration: 10 * time.Minute, abandon: 0.01, seed: 3,
+		down: func(i int) bool {
+			now := clk.Now()
+			return i == fleetSize && (now.Before(joins) || !now.Before(leaves))
+		},
+		step: func(now time.Time) {
+			on, _ := fleetOn(rooms[:fleetSize])
+			switch {
+			case now.After(joins.Add(5*time.Second)) && now.Before(leaves):
+				classic = classic || on == 0
+				if on > 0 && now.After(joins.Add(10*time.Second)) {
+					t.Errorf("%v: %d instances sync through an aggregator while an instance of the current release is live", now.Sub(start), on)
+				}
+			case now.After(leaves.Add(20 * time.Second)):
+				back = back || on == fleetSize
+			}
+		},
+	}.run(t, clk, rooms)
+	checkSurge(t, res, 1000, 100, true)
+	assert.True(t, classic, "classic syncs while the current release is live")
+	assert.True(t, back, "the aggregator again once it is gone")
+}
+
+func TestFleetCapable(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		want bool
+	}{
+		{"0123456789abcdef+s4c2f1", true},
+		{"0123456789abcdef+s4c2", false},
+		{"0123456789abcdef", false},
+		{"lease:0123456789abcdef+s4c2f1", true},
+		{"f1+s4c2", false},
+	} {
+		assert.Equal(t, tc.want, fleetCapable(tc.id), tc.id)
+	}
+	assert.True(t, fleetCapable(instanceID(true)))
+	assert.False(t, fleetCapable(instanceID(false)))
+	assert.Equal(t, currentFormats, readsOf(instanceID(true)), "the fleet letter is no format")
+}

@@ -1,0 +1,300 @@
+package multiproc
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/internal/servicetest"
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/go-waitingroom/waitingroom/store/redisstore"
+	"github.com/go-waitingroom/waitingroom/store/sqlstore"
+)
+
+// fleetRecorder wraps one instance's store client and counts, while the
+// measurement runs, the store round trips (every run of fn is one read
+// and one write of a state: two operations on Redis, a transaction on
+// SQL) and the state bytes read and written.
+type fleetRecorder struct {
+	store.Store
+	name string // the room's (its state's size is recorded)
+	f    *fleetFigures
+}
+
+// fleetFigures are the figures of one fleet run, shared by its instances.
+type fleetFigures struct {
+	measuring atomic.Bool
+	attempts  atomic.Int64
+	bytes     atomic.Int64 // state bytes read and written
+	size      atomic.Int64 // the latest size of the room's shared state
+	mu        sync.Mutex
+	durations []time.Duration // of every Sync
+	errors    int
+}
+
+func (r *fleetRecorder) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	if !r.f.measuring.Load() {
+		return r.Store.Update(ctx, room, fn)
+	}
+	var attempts int
+	var moved int64
+	err := r.Store.Update(ctx, room, func(st *store.State) error {
+		attempts++
+		in := len(store.MarshalState(st))
+		err := fn(st)
+		moved += int64(in)
+		if err == nil {
+			size := len(store.MarshalState(st))
+			moved += int64(size)
+			if room == r.name {
+				r.f.size.Store(int64(size))
+			}
+		}
+		return err
+	})
+	r.f.attempts.Add(int64(attempts))
+	r.f.bytes.Add(moved)
+	return err
+}
+
+// fleetSizes are the fleet sizes BenchmarkFleet runs:
+// WAITINGROOM_FLEET="10,100,400" or its default.
+func fleetSizes() []int {
+	spec := os.Getenv("WAITINGROOM_FLEET")
+	if spec == "" {
+		return []int{10, 100}
+	}
+	var out []int
+	for _, f := range strings.Split(spec, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// fleetBackend opens the clients of one shared store: every call of the
+// function it returns is a new client of the same room.
+type fleetBackend struct {
+	name string
+	open func(tb testing.TB) func() store.Store
+}
+
+var fleetBackends = []fleetBackend{
+	{"memory", func(tb testing.TB) func() store.Store {
+		s := memstore.New()
+		return func() store.Store { return s }
+	}},
+	{"redis", func(tb testing.TB) func() store.Store {
+		opts, err := redis.ParseURL(redisURL())
+		require.NoError(tb, err)
+		admin := redis.NewClient(opts)
+		tb.Cleanup(func() { _ = admin.Close() })
+		if err := admin.Ping(context.Background()).Err(); err != nil {
+			servicetest.Unavailable(tb, servicetest.Redis, err)
+		}
+		prefix := randomName("wrfleet:") + ":"
+		tb.Cleanup(func() {
+			keys, _ := admin.Keys(context.Background(), prefix+"*").Result()
+			if len(keys) > 0 {
+				_ = admin.Del(context.Background(), keys...).Err()
+			}
+		})
+		return func() store.Store {
+			o := *opts
+			o.ContextTimeoutEnabled = true
+			c := redis.NewClient(&o)
+			tb.Cleanup(func() { _ = c.Close() })
+			return closing(tb, redisstore.New(c, redisstore.Options{KeyPrefix: prefix}))
+		}
+	}},
+	{"postgres", func(tb testing.TB) func() store.Store {
+		return fleetSQL(tb, servicetest.PostgreSQL, "pgx", postgresURL(), sqlstore.Postgres)
+	}},
+	{"mariadb", func(tb testing.TB) func() store.Store {
+		return fleetSQL(tb, servicetest.MariaDB, "mysql", servicetest.MariaDB.URL(), sqlstore.MySQL)
+	}},
+}
+
+// fleetSQL opens one table, dropped at cleanup, and a pool of 40
+// connections the instances' stores share (a database serves a limited
+// number of connections).
+func fleetSQL(tb testing.TB, service servicetest.Service, driver, dsn string, d sqlstore.Dialect) func() store.Store {
+	db, err := sql.Open(driver, dsn)
+	require.NoError(tb, err)
+	db.SetMaxOpenConns(40)
+	tb.Cleanup(func() { _ = db.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		servicetest.Unavailable(tb, service, err)
+	}
+	table := randomName("wrfleet_")
+	s, err := sqlstore.New(db, d, sqlstore.Options{Table: table})
+	require.NoError(tb, err)
+	require.NoError(tb, s.CreateSchema(ctx))
+	tb.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
+	return func() store.Store {
+		s, err := sqlstore.New(db, d, sqlstore.Options{Table: table})
+		require.NoError(tb, err)
+		return closing(tb, s)
+	}
+}
+
+// fleetStores are the stores BenchmarkFleet runs on:
+// WAITINGROOM_FLEET_STORES="redis,postgres" or redis alone.
+func fleetStores() []fleetBackend {
+	spec := os.Getenv("WAITINGROOM_FLEET_STORES")
+	if spec == "" {
+		spec = "redis"
+	}
+	var out []fleetBackend
+	for _, be := range fleetBackends {
+		if slices.Contains(strings.Split(spec, ","), be.name) {
+			out = append(out, be)
+		}
+	}
+	return out
+}
+
+// BenchmarkFleet is the scale benchmark, for the classic sync and with
+// Config.FleetSync: N Room values of one room, each
+// with its own store client, each syncing once a second (its own
+// goroutine calls Sync, with the background loop's 2 s deadline) and
+// seeing three fresh visitors a second, measured for
+// WAITINGROOM_FLEET_SECONDS (default 10) after a warm-up in which every
+// instance joins (5 s, and 1 s more per 100 instances). It reports the
+// syncs a second achieved, the failed syncs, the sync's p50, p99 and
+// longest (ms), the store round trips and state bytes per sync (all
+// instances', the aggregator's included, over the syncs), and the size of
+// the room's shared state. It is a measurement, not a test: run it with
+// -benchtime 1x, e.g.
+//
+//	WAITINGROOM_FLEET=100,400,1000 go test -run '^$' -bench Fleet -benchtime 1x ./integration/multiproc
+func BenchmarkFleet(b *testing.B) {
+	seconds := 10
+	if n, err := strconv.Atoi(os.Getenv("WAITINGROOM_FLEET_SECONDS")); err == nil && n > 0 {
+		seconds = n
+	}
+	for _, be := range fleetStores() {
+		for _, n := range fleetSizes() {
+			for _, fleet := range []bool{false, true} {
+				mode := map[bool]string{false: "classic", true: "fleet"}[fleet]
+				b.Run(fmt.Sprintf("store=%s/instances=%d/sync=%s", be.name, n, mode), func(b *testing.B) {
+					f := runFleet(b, be, n, fleet, time.Duration(seconds)*time.Second)
+					syncs := len(f.durations)
+					b.ReportMetric(float64(syncs)/float64(seconds), "syncs/s")
+					b.ReportMetric(float64(f.errors), "errors")
+					slices.Sort(f.durations)
+					q := func(p float64) float64 {
+						if syncs == 0 {
+							return 0
+						}
+						return float64(f.durations[int(p*float64(syncs-1))].Microseconds()) / 1000
+					}
+					b.ReportMetric(q(0.5), "p50-ms")
+					b.ReportMetric(q(0.99), "p99-ms")
+					b.ReportMetric(q(1), "max-ms")
+					if syncs > 0 {
+						b.ReportMetric(float64(f.attempts.Load())/float64(syncs), "trips/sync")
+						b.ReportMetric(float64(f.bytes.Load())/float64(syncs), "bytes/sync")
+					}
+					b.ReportMetric(float64(f.size.Load()), "state-bytes")
+				})
+			}
+		}
+	}
+}
+
+// runFleet runs n instances of one room on be for d after a warm-up and
+// returns what was recorded.
+func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration) *fleetFigures {
+	f := &fleetFigures{}
+	open := be.open(b)
+	name := randomName("fleet-")
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "app") })
+	rooms := make([]*waitingroom.Room, n)
+	handlers := make([]http.Handler, n)
+	for i := range n {
+		rm, err := waitingroom.New(waitingroom.Config{
+			Name:              name,
+			TotalActiveUsers:  100,
+			NewUsersPerMinute: 100,
+			Keys:              [][]byte{[]byte(hexKey)},
+			SyncInterval:      -1,
+			FleetSync:         fleet,
+			Logger:            slog.New(slog.DiscardHandler),
+		}, &fleetRecorder{Store: open(), name: name, f: f})
+		require.NoError(b, err)
+		rooms[i], handlers[i] = rm, rm.Handler(app)
+	}
+	b.Cleanup(func() {
+		for _, rm := range rooms {
+			_ = rm.Close()
+		}
+	})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			// Instances start spread over the first second and sync
+			// every second from then on.
+			time.Sleep(time.Duration(i) * time.Second / time.Duration(n))
+			visit := time.NewTicker(time.Second / 3)
+			defer visit.Stop()
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-visit.C:
+					w := httptest.NewRecorder()
+					handlers[i].ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/", nil))
+				case <-tick.C:
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+					start := time.Now()
+					err := rooms[i].Sync(ctx)
+					took := time.Since(start)
+					cancel()
+					if f.measuring.Load() {
+						f.mu.Lock()
+						f.durations = append(f.durations, took)
+						if err != nil {
+							f.errors++
+						}
+						f.mu.Unlock()
+					}
+				}
+			}
+		})
+	}
+	time.Sleep(5*time.Second + time.Duration(n/100)*time.Second)
+	b.ResetTimer()
+	f.measuring.Store(true)
+	time.Sleep(d)
+	f.measuring.Store(false)
+	b.StopTimer()
+	close(stop)
+	wg.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f
+}
