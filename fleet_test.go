@@ -1,27 +1,17 @@
 package waitingroom
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
 // fleetSize is above fleetMin: these fleets sync through an aggregator.
 const fleetSize = 40
-
-// mainState reads the room's shared state.
-func mainState(t testing.TB, st store.Store, name string) store.State {
-	var s store.State
-	err := st.Update(context.Background(), name, func(x *store.State) error { s = *x; return errReadOnly })
-	require.ErrorIs(t, err, errReadOnly)
-	return s
-}
 
 // fleetOn counts the rooms syncing through an aggregator and returns the
 // lease holder's index (-1 for none).
