@@ -11,14 +11,17 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/internal/servicetest"
 )
 
 // The worker's SHA-256 agrees with Go's: node runs it (skipped without
-// node; the browser tests run it in Chromium).
+// node unless the services are required; the browser tests run it in
+// Chromium).
 func TestPowWorkerSolves(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node not installed")
+		servicetest.Unavailable(t, servicetest.Program("node", "to run the proof-of-work worker"), err)
 	}
 	dir := t.TempDir()
 	src := "var self={postMessage:function(m){console.log(m)}};\n" + powWorker + "\n"
