@@ -77,10 +77,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 
 	// The challenge's answer, checked before the lock (a hosted one asks
 	// its service): only a held place's, which the answer is bound to.
-	chal := pol.Challenge
-	if !chal.on() || v.cookie < cookieVersion || (chal.Kind == ChallengeHosted && rm.cfg.HostedChallenge == nil) {
-		chal = nil // off, or a fleet whose cookies cannot carry it
-	}
+	chal := rm.challengeOf(v, pol)
 	answered := 0
 	if chal != nil && held && c.chal != chalPassed {
 		answered = rm.checkAnswer(r, chal, c.id, now)
@@ -321,7 +318,7 @@ func (rm *Room) tooEarly(d *Decision, v *view, p *policy, c cookieState, last, n
 	d.Outcome = Waiting
 	d.RefreshAfter = time.Duration(max(next-d.now, 1000)) * time.Millisecond
 	d.last = min(last, d.now)
-	if ch := p.Challenge; ch.on() && v.cookie >= cookieVersion && (c.chal == chalGiven || c.chal == chalFailed) {
+	if ch := rm.challengeOf(v, p); ch != nil && (c.chal == chalGiven || c.chal == chalFailed) {
 		d.chal, d.state.id = ch, c.id // the same page: still the challenge
 	}
 	d.Estimate = rm.estimate(v, p, c.bucket, false)
