@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/internal/servicetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -414,24 +415,8 @@ func TestGracefulShutdown(t *testing.T) {
 	assert.True(t, refused(), "still refused after exiting")
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a
-// running command and the reads of a test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer collects a running program's output.
+type syncBuffer = servicetest.Buffer
 
 // otherKey is a key other than hexKey, in base64.
 const otherKey = "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8="

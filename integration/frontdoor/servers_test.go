@@ -1,7 +1,6 @@
 package frontdoor
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -99,23 +98,8 @@ func freePort(t testing.TB) string {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer collects a running program's output.
+type syncBuffer = servicetest.Buffer
 
 // proc is a process a test started.
 type proc struct {

@@ -24,6 +24,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/internal/servicetest"
 )
 
 // hexKey is the cookie key every process of a test shares.
@@ -91,23 +93,8 @@ func randomName(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer collects a running program's output.
+type syncBuffer = servicetest.Buffer
 
 // proc is one running cmd/waitingroom process.
 type proc struct {
