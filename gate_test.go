@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,4 +68,48 @@ func TestGate(t *testing.T) {
 	tr.clk.Add(time.Minute)
 	tr.sync()
 	assert.True(t, admitted(tr.get(second, "")), "the slot went to the one waiting")
+}
+
+// A browser's parallel requests and copies of one cookie through Gate,
+// one of them revoking: every request is answered, the session ends once,
+// and its slot is free at the next sync (run with -race).
+func TestGateParallelRevoke(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 })
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/logout" {
+			w.Header().Set(CommandHeader, "revoke")
+		}
+		_, _ = io.WriteString(w, "app")
+	})
+	tr.app = tr.Gate(app)
+	v := &visitor{}
+	require.True(t, admitted(tr.get(v, "")))
+	tr.sync()
+	require.Equal(t, 1, tr.Stats().Active)
+
+	gate := tr.Gate(app)
+	var wg sync.WaitGroup
+	codes := make([]int, 12)
+	for i := range codes {
+		wg.Go(func() {
+			r := v.request(http.MethodGet, "")
+			if i == 5 {
+				r.URL.Path = "/logout"
+			}
+			w := httptest.NewRecorder()
+			gate.ServeHTTP(w, r)
+			codes[i] = w.Code
+			assert.Empty(t, w.Header().Values(CommandHeader))
+		})
+	}
+	wg.Wait()
+	for i, c := range codes {
+		assert.Equal(t, http.StatusOK, c, "request %d", i)
+	}
+	tr.sync()
+	assert.Zero(t, tr.Stats().Active, "the slot is free")
+	assert.Equal(t, uint64(1), tr.Counters().Revoked, "revoked once")
+	// The revoked cookie, resent, is a new visitor's: not let in past the
+	// minute's one admission already spent.
+	assert.False(t, admitted(tr.get(v, "")), "a revoked cookie does not pass again")
 }
