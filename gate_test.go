@@ -113,3 +113,80 @@ func TestGateParallelRevoke(t *testing.T) {
 	// minute's one admission already spent.
 	assert.False(t, admitted(tr.get(v, "")), "a revoked cookie does not pass again")
 }
+
+// nextFunc is a Next built from a function.
+type nextFunc func(http.ResponseWriter, *http.Request) error
+
+func (f nextFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) error { return f(w, r) }
+
+// ServeNext decides as Handler does and tells the server behind the
+// ticket in a header it sets itself: the admitted visitor's, "bypassed",
+// never the client's; the revoke header is obeyed; next's error comes
+// back; the waiting page and a closed room's answer return nil.
+func TestServeNext(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+		c.Bypass = []Rule{PathPrefix("/static/")}
+	})
+	var got *http.Request
+	var fail error
+	revoke := false
+	next := nextFunc(func(w http.ResponseWriter, r *http.Request) error {
+		got = r
+		if revoke {
+			w.Header().Set(CommandHeader, "revoke")
+		}
+		_, _ = io.WriteString(w, "app")
+		return fail
+	})
+	serve := func(v *visitor, path string) (*httptest.ResponseRecorder, error) {
+		r := v.request(http.MethodGet, "")
+		r.URL.Path = path
+		r.Header.Set(TicketHeader, "id=0000000000000001; bucket=2026-01-01T00:00:00Z; accepted=2026-01-01T00:00:00.000Z")
+		w := httptest.NewRecorder()
+		got = nil
+		err := tr.ServeNext(w, r, next)
+		for _, c := range w.Result().Cookies() {
+			v.cookie = c.Name + "=" + c.Value
+		}
+		return w, err
+	}
+
+	first, second := &visitor{}, &visitor{}
+	w, err := serve(first, "/")
+	require.NoError(t, err)
+	require.Equal(t, "app", w.Body.String())
+	tk, ok := ParseTicket(got.Header.Get(TicketHeader))
+	require.True(t, ok, "the admitted visitor's ticket: %q", got.Header.Get(TicketHeader))
+	assert.NotEqual(t, uint64(1), tk.ID, "never the client's")
+	assert.Len(t, got.Header.Values(TicketHeader), 1)
+	tr.sync()
+
+	w, err = serve(second, "/")
+	require.NoError(t, err)
+	assert.True(t, isWaiting(w), "one slot: the second waits")
+	assert.Nil(t, got, "and never reaches next")
+
+	_, err = serve(second, "/static/app.js")
+	require.NoError(t, err)
+	assert.Equal(t, "bypassed", got.Header.Get(TicketHeader))
+
+	fail = io.ErrUnexpectedEOF
+	_, err = serve(first, "/")
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "next's error comes back")
+	fail = nil
+
+	revoke = true
+	w, err = serve(first, "/")
+	revoke = false
+	require.NoError(t, err)
+	assert.Empty(t, w.Header().Values(CommandHeader))
+	tr.sync()
+	assert.Zero(t, tr.Stats().Active, "the revoke frees the slot")
+
+	require.NoError(t, tr.Close())
+	w, err = serve(first, "/")
+	assert.NoError(t, err, "the closed room's answer is written")
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Nil(t, got)
+}

@@ -373,3 +373,57 @@ func (rm *Room) challengeData(d *Decision, data *page.Data, now int64) {
 	}
 	data.ChallengeWidget = page.ChallengeScript(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", rm.cfg.CookiePath, ceilSeconds(d.RefreshAfter.Milliseconds()))
 }
+
+// Next is the rest of a chain of handlers that return an error, as
+// Caddy's caddyhttp.Handler is: ServeNext serves an admitted request
+// with it.
+type Next interface {
+	ServeHTTP(http.ResponseWriter, *http.Request) error
+}
+
+// ServeNext is Gate for a server whose handlers return an error, such as
+// Caddy (the wrcaddy module is built on it): it decides on r as Handler
+// does and, when the request may pass, serves it with next and returns
+// next's error; otherwise it writes the waiting page and returns nil, as
+// it does after answering with Config.ErrorHandler once the room is
+// closed.
+//
+// The request goes on as it came, but for its header TicketHeader, which
+// ServeNext sets to the admitted visitor's ticket (Ticket.String) or to
+// "bypassed", replacing any the client sent, for an application behind
+// the server to read (ParseTicket). The response header
+// "Waiting-Room-Command: revoke" ends the session as behind Handler.
+// An admitted request costs two allocations: the writer that watches for
+// a revoke, and the ticket's text. Safe for concurrent use.
+func (rm *Room) ServeNext(w http.ResponseWriter, r *http.Request, next Next) error {
+	var d Decision
+	if err := rm.check(r, &d); err != nil {
+		rm.RespondError(w, r, err)
+		return nil
+	}
+	if (d.Outcome != Admitted || d.cookie != "") && !rm.Respond(w, r, d) {
+		return nil
+	}
+	if d.Outcome != Admitted {
+		r.Header[TicketHeader] = bypassedTicket
+		rw := &revokeWriter{ResponseWriter: w, rm: rm}
+		err := next.ServeHTTP(rw, r)
+		rw.commit()
+		return err
+	}
+	a := &admittedHeader{}
+	a.tc.set(d.state, rm, w)
+	a.ticket[0] = d.state.ticket().String()
+	r.Header[TicketHeader] = a.ticket[:]
+	err := next.ServeHTTP(&a.tc.rw, r)
+	a.tc.rw.commit()
+	return err
+}
+
+// admittedHeader is what ServeNext allocates for an admitted request
+// besides the ticket's text: the writer that watches for a revoke, and
+// the header's value.
+type admittedHeader struct {
+	tc     ticketCtx
+	ticket [1]string
+}

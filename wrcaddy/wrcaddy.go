@@ -103,7 +103,6 @@ type Handler struct {
 	Bypass []string `json:"bypass,omitempty"`
 
 	room  *waitingroom.Room
-	mw    http.Handler // room.Handler in front of serveNext
 	close func() error
 }
 
@@ -196,7 +195,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("waitingroom: store %s: first sync failed: %w", redact(h.Store), err)
 	}
 	h.room = room
-	h.mw = room.Handler(http.HandlerFunc(serveNext))
 	return nil
 }
 
@@ -229,53 +227,10 @@ func (h *Handler) Cleanup() error {
 func (h *Handler) Room() *waitingroom.Room { return h.room }
 
 // ServeHTTP decides r: the waiting page, or the next handler with the
-// ticket in the request header TicketHeader.
+// ticket in the request header TicketHeader (waitingroom.Room.ServeNext).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	// The room's middleware is built once; the rest of Caddy's chain
-	// reaches serveNext with the writer, which the room's own writer
-	// wraps: one allocation, not a middleware per request.
-	cw := &chainWriter{ResponseWriter: w, next: next}
-	h.mw.ServeHTTP(cw, r)
-	return cw.err
+	return h.room.ServeNext(w, r, next)
 }
-
-// chainWriter carries the rest of Caddy's chain through the room's
-// middleware to serveNext, and its error back.
-type chainWriter struct {
-	http.ResponseWriter
-	next caddyhttp.Handler
-	err  error
-}
-
-// Unwrap returns the wrapped writer, for http.ResponseController.
-func (c *chainWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
-
-// serveNext runs the rest of Caddy's chain for a request the room lets
-// through, with the ticket in the request header TicketHeader. w is the
-// room's writer (which watches for a revoke) around the chainWriter.
-func serveNext(w http.ResponseWriter, r *http.Request) {
-	var cw *chainWriter
-	for u := w; cw == nil; {
-		if c, ok := u.(*chainWriter); ok {
-			cw = c
-			break
-		}
-		uw, ok := u.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
-			return
-		}
-		u = uw.Unwrap()
-	}
-	if t, ok := waitingroom.TicketFromContext(r.Context()); ok {
-		r.Header[waitingroom.TicketHeader] = []string{t.String()}
-	} else {
-		r.Header[waitingroom.TicketHeader] = bypassed
-	}
-	cw.err = cw.next.ServeHTTP(w, r)
-}
-
-var bypassed = []string{"bypassed"}
 
 // parseCaddyfile reads the waitingroom directive.
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
