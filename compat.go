@@ -14,8 +14,10 @@ import (
 // tells the others which formats it reads, and every instance writes the
 // newest formats that all the live ones read:
 //
-//   - an instance's ID (store.Instance.ID) ends in "+s4c3": it reads
-//     states up to encoding 4 and cookies up to version 3 ("+s4c2" is
+//   - an instance's ID (store.Instance.ID) ends in "+s4c3p1": it reads
+//     states up to encoding 4 and cookies up to version 3, and takes a
+//     pass's records as passes need (pass.go; "+s4c3" is the release
+//     before passes, which gives none while it is live; "+s4c2" is
 //     the release before challenges, whose cookies do not carry one;
 //     "+s3c2" the release before kept history, whose states have no
 //     tallies). An ID without
@@ -47,12 +49,14 @@ import (
 // check-in's second, and is not a new admission.
 
 // formats are the newest formats an instance reads: the state's encoding
-// version and the cookie's version.
-type formats struct{ state, cookie int }
+// version and the cookie's version; and pass, 1 when it takes a
+// session record seen into the future and ended just after as a revoke
+// (Pass, pass.go), else 0.
+type formats struct{ state, cookie, pass int }
 
 var (
 	// currentFormats are this release's.
-	currentFormats = formats{state: store.EncodingVersion, cookie: cookieVersion}
+	currentFormats = formats{state: store.EncodingVersion, cookie: cookieVersion, pass: 1}
 	// previousFormats are the previous release's: what an instance ID
 	// without formats reads, and what this release writes while such an
 	// instance is live.
@@ -69,14 +73,19 @@ func instanceID(fleet bool) string {
 	return randomID() + currentFormats.tag()
 }
 
-// tag is how an instance ID says the formats f: "+s4c3".
+// tag is how an instance ID says the formats f: "+s4c3p1".
 func (f formats) tag() string {
-	return "+s" + strconv.Itoa(f.state) + "c" + strconv.Itoa(f.cookie)
+	t := "+s" + strconv.Itoa(f.state) + "c" + strconv.Itoa(f.cookie)
+	if f.pass > 0 {
+		t += "p" + strconv.Itoa(f.pass)
+	}
+	return t
 }
 
 // readsOf returns the formats the instance of ID id reads: those after
 // the ID's last "+", a letter and a number each ("s" the state, "c" the
-// cookie; other letters are formats of later releases, ignored). An ID
+// cookie, "p" passes; other letters are formats of later releases, or
+// flags such as fleetTag, ignored). An ID
 // without formats, or without one of them, is the previous release's.
 func readsOf(id string) formats {
 	f := previousFormats
@@ -95,6 +104,8 @@ func readsOf(id string) formats {
 				f.state = n
 			case 'c':
 				f.cookie = n
+			case 'p':
+				f.pass = n
 			}
 		}
 		s = s[j:]
@@ -110,16 +121,17 @@ func readsOf(id string) formats {
 // the formats with identities are written (cookies of version 2 or more
 // and sessions by ID), and the cookie version to write: 3 when every
 // instance reads it, 2 while one reads only version 2 (the release
-// before challenges), 1 with the release before identities.
-func writeFormats(st *store.State) (current bool, cookie int) {
+// before challenges), 1 with the release before identities; and whether
+// passes may be given (every instance takes a pass's records).
+func writeFormats(st *store.State) (current bool, cookie int, passes bool) {
 	f := currentFormats
 	for _, in := range st.Instances {
 		r := readsOf(in.ID)
-		f.state, f.cookie = min(f.state, r.state), min(f.cookie, r.cookie)
+		f.state, f.cookie, f.pass = min(f.state, r.state), min(f.cookie, r.cookie), min(f.pass, r.pass)
 	}
 	if f.state < store.SessionsEncoding || f.cookie < 2 {
 		st.Encoding = store.PreviousEncoding
-		return false, 1
+		return false, 1, false
 	}
 	if f.state >= currentFormats.state {
 		st.Encoding = 0
@@ -128,7 +140,7 @@ func writeFormats(st *store.State) (current bool, cookie int) {
 		// tallies of the recent minutes, which are not written (history.go).
 		st.Encoding = store.SessionsEncoding
 	}
-	return true, f.cookie
+	return true, f.cookie, f.pass >= 1
 }
 
 // legacyDelta is what a delta changes in the counts of the previous

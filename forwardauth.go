@@ -112,6 +112,9 @@ func (f *forwardAuth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		if d.Outcome == Admitted {
 			h[TicketHeader] = []string{d.state.ticket().String()}
+			if rm.cfg.Pass.Secret != "" {
+				rm.givePass(h, &d)
+			}
 		} else {
 			h[TicketHeader] = bypassedTicket
 		}
@@ -305,11 +308,7 @@ func (w *notPassWriter) WriteHeader(code int) {
 func (t Ticket) String() string {
 	b := make([]byte, 0, 96)
 	b = append(b, "id="...)
-	var id [8]byte
-	for i := range id {
-		id[i] = byte(t.ID >> (56 - 8*i))
-	}
-	b = hex.AppendEncode(b, id[:])
+	b = appendHexID(b, t.ID)
 	b = append(b, "; bucket="...)
 	b = t.Bucket.UTC().AppendFormat(b, time.RFC3339)
 	b = append(b, "; accepted="...)

@@ -111,9 +111,16 @@ func (w *revokeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // is cleared.
 func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec int64) {
 	now := rm.now()
+	v := rm.view.Load()
 	x := store.Session{ID: id, Admitted: floorDiv(acceptedAt, 1000), Seen: floorDiv(now, 1000), Revoked: true}
+	passes := rm.cfg.Pass.Secret != ""
+	if passes && v.passes {
+		// A pass given before may pass the visitor for a few seconds
+		// more: the session holds its slot until the last one expires.
+		x = rm.passRevoke(id, x.Admitted, now)
+	}
 	rm.mu.Lock()
-	rm.revokedLocked(rm.view.Load(), x, checkInSec)
+	rm.revokedLocked(v, x, checkInSec)
 	rm.mu.Unlock()
 	if _, loaded := rm.revokedIDs.LoadOrStore(id, now+rm.countWindow(&rm.view.Load().settings)+rm.hold); !loaded {
 		rm.revokedN.Add(1)
@@ -132,6 +139,10 @@ func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec 
 		Name: rm.cookieName, Value: "", Path: rm.cfg.CookiePath, Domain: rm.cfg.CookieDomain,
 		MaxAge: -1, HttpOnly: true, Secure: rm.secure, SameSite: rm.sameSite,
 	})
+	if passes {
+		h.Add("Set-Cookie", rm.expiredPass())
+		h.Set(PassHeader, rm.expiredPass())
+	}
 }
 
 // learnRevoked adds the revoked sessions of the latest sync to those this

@@ -208,6 +208,9 @@ type view struct {
 	current bool
 	// cookie is the cookie version written (compat.go).
 	cookie int
+	// passes reports that passes may be given: every live instance takes
+	// a pass's session records as pass.go says.
+	passes bool
 	// tallies are the figures of the minutes not yet written to the kept
 	// history; due those this sync took out to write, observed what it
 	// learnt (tally.go).
@@ -264,7 +267,7 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 			v.active++
 			ends.add(x)
 		}
-		if x.Revoked {
+		if revokedRecord(x, now) {
 			v.revoked = append(v.revoked, x.ID)
 		}
 	}
@@ -336,7 +339,7 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 		st.Instances = append(st.Instances, store.Instance{ID: p.id})
 		self = len(st.Instances) - 1
 	}
-	v.current, v.cookie = writeFormats(st)
+	v.current, v.cookie, v.passes = writeFormats(st)
 	me := &st.Instances[self]
 	me.Traffic = (1-trafficWeight)*me.Traffic + trafficWeight*float64(d.attempts)
 	me.Seen = now

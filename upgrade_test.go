@@ -386,7 +386,7 @@ func TestUpgradeMixedFleet(t *testing.T) {
 	assert.Zero(t, p.Grace, "no grace: nothing was lost")
 	require.Len(t, p.Instances, 2)
 	assert.Equal(t, prevID, p.Instances[0].ID)
-	assert.True(t, strings.HasSuffix(p.Instances[1].ID, "+s4c3"), p.Instances[1].ID)
+	assert.True(t, strings.HasSuffix(p.Instances[1].ID, "+s4c3p1"), p.Instances[1].ID)
 	n, _ := prevActive(p, ms())
 	assert.Equal(t, int64(3), n)
 	assert.Equal(t, 3, ur.Stats().Active)
@@ -529,21 +529,27 @@ func TestFormatsOfInstance(t *testing.T) {
 		id   string
 		want formats
 	}{
-		{"26cb55e96a0e43dd", formats{2, 1}},
-		{"26cb55e96a0e43dd+s3c2", formats{3, 2}},
-		{"x+s4c3", formats{4, 3}},
-		{"x+c3s4", formats{4, 3}},
-		{"x+s12c7z9", formats{12, 7}},
-		{"x+s3", formats{3, 1}},
-		{"x+", formats{2, 1}},
-		{"a+b+s3c2", formats{3, 2}},
-		{"x+sc2", formats{2, 2}},
-		{"x+s99999999999999999999c2", formats{2, 2}},
+		{"26cb55e96a0e43dd", formats{2, 1, 0}},
+		{"26cb55e96a0e43dd+s3c2", formats{3, 2, 0}},
+		{"x+s4c3", formats{4, 3, 0}},
+		{"x+c3s4", formats{4, 3, 0}},
+		{"x+s12c7z9", formats{12, 7, 0}},
+		{"x+s4c3p1", formats{4, 3, 1}},
+		{"x+s4c3p1f1", formats{4, 3, 1}},
+		{"x+p2s5c3", formats{5, 3, 2}},
+		{"x+s3", formats{3, 1, 0}},
+		{"x+", formats{2, 1, 0}},
+		{"a+b+s3c2", formats{3, 2, 0}},
+		{"x+sc2", formats{2, 2, 0}},
+		{"x+s99999999999999999999c2", formats{2, 2, 0}},
 	} {
 		assert.Equal(t, tc.want, readsOf(tc.id), tc.id)
 	}
 	assert.Equal(t, currentFormats, readsOf(instanceID(false)))
-	assert.Regexp(t, `^[0-9a-f]{16}\+s4c3$`, instanceID(false))
+	assert.Regexp(t, `^[0-9a-f]{16}\+s4c3p1$`, instanceID(false))
+	assert.Regexp(t, `^[0-9a-f]{16}\+s4c3p1f1$`, instanceID(true))
+	assert.True(t, fleetCapable(instanceID(true)))
+	assert.False(t, fleetCapable(instanceID(false)))
 }
 
 func TestWriteFormats(t *testing.T) {
@@ -553,23 +559,26 @@ func TestWriteFormats(t *testing.T) {
 		current  bool
 		cookie   int
 		encoding int
+		passes   bool
 	}{
-		{"alone", []string{"a+s4c3"}, true, 3, 0},
-		{"all current", []string{"a+s4c3", "b+s4c3"}, true, 3, 0},
-		{"a later release", []string{"a+s4c3", "b+s5c4"}, true, 3, 0},
-		{"the release before challenges", []string{"a+s4c3", "b+s4c2"}, true, 2, 0},
-		{"the release before kept history", []string{"a+s4c3", "b+s3c2"}, true, 2, store.SessionsEncoding},
-		{"the previous release", []string{"a+s4c3", "b"}, false, 1, store.PreviousEncoding},
-		{"an older cookie", []string{"a+s4c3", "b+s4c1"}, false, 1, store.PreviousEncoding},
-		{"an older state", []string{"a+s4c3", "b+s2c2"}, false, 1, store.PreviousEncoding},
+		{"alone", []string{"a+s4c3p1"}, true, 3, 0, true},
+		{"all current", []string{"a+s4c3p1", "b+s4c3p1f1"}, true, 3, 0, true},
+		{"a later release", []string{"a+s4c3p1", "b+s5c4p2"}, true, 3, 0, true},
+		{"the release before passes", []string{"a+s4c3p1", "b+s4c3"}, true, 3, 0, false},
+		{"the release before challenges", []string{"a+s4c3", "b+s4c2"}, true, 2, 0, false},
+		{"the release before kept history", []string{"a+s4c3", "b+s3c2"}, true, 2, store.SessionsEncoding, false},
+		{"the previous release", []string{"a+s4c3", "b"}, false, 1, store.PreviousEncoding, false},
+		{"an older cookie", []string{"a+s4c3", "b+s4c1"}, false, 1, store.PreviousEncoding, false},
+		{"an older state", []string{"a+s4c3", "b+s2c2"}, false, 1, store.PreviousEncoding, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &store.State{Encoding: 7}
 			for _, id := range tc.ids {
 				st.Instances = append(st.Instances, store.Instance{ID: id})
 			}
-			current, cookie := writeFormats(st)
+			current, cookie, passes := writeFormats(st)
 			assert.Equal(t, tc.current, current)
+			assert.Equal(t, tc.passes, passes)
 			assert.Equal(t, tc.cookie, cookie)
 			assert.Equal(t, tc.encoding, st.Encoding)
 		})

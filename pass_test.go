@@ -1,0 +1,381 @@
+package waitingroom
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+const testPassSecret = "pass-secret-0123456789abcdef"
+
+// The regular expressions of docs/forward-auth.md's maps.
+var (
+	passLinkRE   = regexp.MustCompile(`^([A-Za-z0-9_-]{22})\.([0-9]{1,12})_`)
+	passDataRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{22}\.([0-9]{1,12}_[0-9a-f]{16}_[0-9TZ:.-]{20,32}_[0-9TZ:.-]{20,32})$`)
+	passTicketRE = regexp.MustCompile(`^[A-Za-z0-9_-]{22}\.[0-9]{1,12}_([0-9a-f]{16})_([0-9TZ:.-]{20,32})_([0-9TZ:.-]{20,32})$`)
+)
+
+// nginxPass checks the value of a pass cookie as docs/forward-auth.md's
+// configuration has nginx check it at Unix second now: the maps, then
+// secure_link (the base64url MD5 of "$data <secret>", and the expiry
+// second not past). It returns the ticket nginx gives the application.
+func nginxPass(value, secret string, now int64) (ticket string, ok bool) {
+	link, data, tk := passLinkRE.FindStringSubmatch(value), passDataRE.FindStringSubmatch(value), passTicketRE.FindStringSubmatch(value)
+	if link == nil || data == nil || tk == nil {
+		return "", false
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(link[1])
+	if err != nil || len(sig) != md5.Size {
+		return "", false
+	}
+	want := md5.Sum([]byte(data[1] + " " + secret))
+	expires, err := strconv.ParseInt(link[2], 10, 64)
+	if err != nil || !bytes.Equal(sig, want[:]) || expires < now {
+		return "", false
+	}
+	return "id=" + tk[1] + "; bucket=" + tk[2] + "; accepted=" + tk[3], true
+}
+
+// passBrowser is a browser behind nginx configured with passes: its
+// requests pass on a good pass, and otherwise go through the room's
+// forward-auth as nginx's auth_request sends them.
+type passBrowser struct {
+	cookie string // the room's cookie, "name=value"
+	pass   string // the pass cookie's value
+}
+
+// passAnswer is what one request of a passBrowser got.
+type passAnswer struct {
+	passed bool   // the request reached the application
+	local  bool   // nginx passed it on the pass, without the room
+	ticket string // the ticket the application got
+}
+
+func (tr *testRoom) passGet(h http.Handler, b *passBrowser, uri string, revoke bool) passAnswer {
+	tr.t.Helper()
+	if b.pass != "" && !revoke {
+		if tk, ok := nginxPass(b.pass, testPassSecret, tr.clk.Now().Unix()); ok {
+			return passAnswer{passed: true, local: true, ticket: tk}
+		}
+	}
+	r := authRequest(http.MethodGet, "http://127.0.0.1:8081/", map[string]string{
+		"X-Forwarded-Method": http.MethodGet, "X-Forwarded-Uri": uri, "X-Forwarded-Host": "shop.example",
+		"X-Forwarded-Proto": "https", ForwardAuthHeader: "status",
+	}, b.cookie)
+	if revoke {
+		r.Header.Set(CommandHeader, "revoke")
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	set := w.Header().Values("Set-Cookie")
+	set = append(set, w.Header().Values(PassHeader)...)
+	for _, c := range (&http.Response{Header: http.Header{"Set-Cookie": set}}).Cookies() {
+		switch {
+		case c.Name == tr.cookieName && c.MaxAge < 0:
+			b.cookie = ""
+		case c.Name == tr.cookieName:
+			b.cookie = c.Name + "=" + c.Value
+		case c.Name == tr.cookieName+"_pass" && c.MaxAge < 0:
+			b.pass = ""
+		case c.Name == tr.cookieName+"_pass":
+			b.pass = c.Value
+		}
+	}
+	return passAnswer{passed: w.Code == http.StatusOK, ticket: w.Header().Get(TicketHeader)}
+}
+
+func passRoom(t *testing.T, clk *clock, st store.Store, mutate func(*Config)) *testRoom {
+	return newTestRoomOn(t, clk, st, func(c *Config) {
+		c.Pass = Pass{Secret: testPassSecret}
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		if mutate != nil {
+			mutate(c)
+		}
+	})
+}
+
+func TestPassConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pass Pass
+		want Pass
+		err  string
+	}{
+		{"none", Pass{}, Pass{}, ""},
+		{"default duration", Pass{Secret: testPassSecret}, Pass{Secret: testPassSecret, Duration: DefaultPassDuration}, ""},
+		{"5 s", Pass{Secret: testPassSecret, Duration: 5 * time.Second}, Pass{Secret: testPassSecret, Duration: 5 * time.Second}, ""},
+		{"duration without a secret", Pass{Duration: time.Second}, Pass{}, "without Pass.Secret"},
+		{"short secret", Pass{Secret: "short"}, Pass{}, "22 to 128"},
+		{"secret nginx would read as a variable", Pass{Secret: "$abcdefghijklmnopqrstuvwxyz"}, Pass{}, "22 to 128"},
+		{"secret with a space", Pass{Secret: "abcdefghijk lmnopqrstuvwxyz"}, Pass{}, "22 to 128"},
+		{"too long", Pass{Secret: testPassSecret, Duration: 6 * time.Second}, Pass{}, "between 1s and 5s"},
+		{"not whole seconds", Pass{Secret: testPassSecret, Duration: 1500 * time.Millisecond}, Pass{}, "whole seconds"},
+		{"negative", Pass{Secret: testPassSecret, Duration: -time.Second}, Pass{}, "between"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.pass.normalize()
+			if tc.err != "" {
+				require.ErrorIs(t, err, ErrInvalidConfig)
+				assert.ErrorContains(t, err, tc.err)
+				assert.NotContains(t, err.Error(), tc.pass.Secret[:min(len(tc.pass.Secret), 5)]+"x", "the secret is not shown")
+				assert.Equal(t, err, tc.pass.Validate())
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+			assert.NoError(t, tc.pass.Validate())
+		})
+	}
+	cfg := baseConfig(newClock())
+	cfg.Pass = Pass{Secret: "short"}
+	_, err := New(cfg, newMemStore())
+	assert.ErrorIs(t, err, ErrInvalidConfig, "New refuses a bad pass")
+}
+
+// A pass is what nginx checks: signed, the ticket the room gives, good
+// through the last second of Duration, with the room cookie's
+// attributes; a change to any character, or a pass past its second,
+// does not pass.
+func TestPassSignedAsNginxChecks(t *testing.T) {
+	clk := newClock()
+	clk.Add(400 * time.Millisecond)
+	tr := passRoom(t, clk, newMemStore(), nil)
+	h := tr.ForwardAuth()
+	b := &passBrowser{}
+	a := tr.passGet(h, b, "/", false)
+	require.True(t, a.passed)
+	require.False(t, a.local)
+	require.NotEmpty(t, b.pass, "an admitted visitor gets a pass")
+
+	w := httptest.NewRecorder()
+	r := authRequest(http.MethodGet, "http://127.0.0.1:8081/", map[string]string{"X-Forwarded-Uri": "/"}, b.cookie)
+	h.ServeHTTP(w, r)
+	line := w.Header().Get(PassHeader)
+	assert.Contains(t, line, "; Max-Age=2; Path=/; HttpOnly; SameSite=Lax")
+	assert.True(t, strings.HasPrefix(line, tr.cookieName+"_pass="))
+
+	now := clk.Now().Unix()
+	tk, ok := nginxPass(b.pass, testPassSecret, now)
+	require.True(t, ok, "nginx takes the pass: %q", b.pass)
+	assert.Equal(t, a.ticket, tk, "the application gets the room's ticket from the pass")
+	_, ok = nginxPass(b.pass, testPassSecret, now+1)
+	assert.True(t, ok, "good through the second that holds now+Duration-1s")
+	_, ok = nginxPass(b.pass, testPassSecret, now+2)
+	assert.False(t, ok, "not a second more")
+	_, ok = nginxPass(b.pass, "another-secret-0123456789", now)
+	assert.False(t, ok, "another secret")
+	sig := func(v string) []byte { b, _ := base64.RawURLEncoding.DecodeString(v[:22]); return b }
+	for i := range len(b.pass) {
+		for _, c := range []byte{'0', '9', 'a', 'f', 'A', 'Q', '_', '-', 'T', ':'} {
+			if b.pass[i] == c {
+				continue
+			}
+			forged := b.pass[:i] + string(c) + b.pass[i+1:]
+			if i < 22 && bytes.Equal(sig(forged), sig(b.pass)) {
+				continue // the same signature: the last character's unused bits
+			}
+			if _, ok := nginxPass(forged, testPassSecret, now); ok {
+				t.Fatalf("a pass changed at %d (%q) passes", i, forged)
+			}
+		}
+	}
+
+	// With a session that ends whatever the visitor does, no pass
+	// outlives it.
+	clk = newClock()
+	tr = passRoom(t, clk, newMemStore(), func(c *Config) {
+		c.SessionDuration, c.DisableSessionRenewal = time.Minute, true
+	})
+	h = tr.ForwardAuth()
+	b = &passBrowser{}
+	require.True(t, tr.passGet(h, b, "/", false).passed)
+	end := clk.Now().Add(time.Minute).Unix()
+	clk.Add(58500 * time.Millisecond)
+	b.pass = ""
+	require.True(t, tr.passGet(h, b, "/", false).passed)
+	require.NotEmpty(t, b.pass)
+	_, ok = nginxPass(b.pass, testPassSecret, end-1)
+	assert.True(t, ok)
+	_, ok = nginxPass(b.pass, testPassSecret, end)
+	assert.False(t, ok, "the pass ends with the session")
+	clk.Add(time.Second) // 0.5 s before the end
+	b.pass = ""
+	require.True(t, tr.passGet(h, b, "/", false).passed)
+	require.NotEmpty(t, b.pass)
+	_, ok = nginxPass(b.pass, testPassSecret, end)
+	assert.False(t, ok, "the pass ends with the session")
+}
+
+// Invariant 9 behind nginx with passes: the room does not see the
+// requests nginx passes on a pass, and a visitor whose requests are never
+// further apart than SessionDuration is still never sent back to the
+// queue, on the instance that gave the pass or on another.
+func TestPassKeepsTheSession(t *testing.T) {
+	for _, other := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same instance", true: "another instance"}[other], func(t *testing.T) {
+			clk := newClock()
+			st := newMemStore()
+			mutate := func(c *Config) {
+				c.SessionDuration = time.Minute
+				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+			}
+			a := passRoom(t, clk, st, mutate)
+			b := a
+			if other {
+				b = passRoom(t, clk, st, mutate)
+			}
+			br := &passBrowser{}
+			in := a.passGet(a.ForwardAuth(), br, "/", false)
+			require.True(t, in.passed)
+			a.sync()
+			// Requests on the pass until its last moment: the room
+			// sees none of them.
+			clk.Add(1900 * time.Millisecond)
+			got := a.passGet(a.ForwardAuth(), br, "/a", false)
+			require.True(t, got.local, "nginx passes this one itself")
+			// The next request a session later than that one.
+			clk.Add(time.Minute - 100*time.Millisecond)
+			br.pass = "" // expired: nginx asks the room
+			a.sync()
+			b.sync()
+			got = b.passGet(b.ForwardAuth(), br, "/b", false)
+			assert.True(t, got.passed, "the session lasts a session after the latest request nginx passed")
+			assert.False(t, got.local)
+			assert.Equal(t, in.ticket, got.ticket, "the same session, not a new admission")
+			admissions := a.Counters().Admitted
+			if other {
+				admissions += b.Counters().Admitted
+			}
+			assert.Equal(t, uint64(1), admissions, "one admission")
+
+			// Without passes the same visitor would have been sent
+			// back: the room's own check of a record seen at the
+			// auth request alone.
+			x := store.Session{ID: 1, Admitted: 0, Seen: testclockStartUnix()}
+			assert.False(t, recordAlive(&x, a.policyOf(a.view.Load(), clk.Now().UnixMilli()), clk.Now().UnixMilli()))
+
+			// And a visitor who stops holds the slot only until a
+			// session (and the margin of reports on their way between
+			// instances) after the pass's end.
+			clk.Add(time.Minute + 5*time.Second)
+			a.sync()
+			b.sync()
+			assert.Zero(t, b.Stats().Active, "the slot is free a session after the latest pass")
+			assert.Zero(t, a.Stats().Active)
+		})
+	}
+}
+
+func testclockStartUnix() int64 { return newClock().Now().Unix() }
+
+// A revoke under passes holds the slot until the visitor's latest pass
+// has expired, so that a client resending it never makes two active
+// visitors out of one slot; the revoked cookie is refused at once on the
+// instance that revoked it, and on every instance once the pass is over.
+func TestPassRevokeHoldsTheSlot(t *testing.T) {
+	clk := newClock()
+	st := newMemStore()
+	mutate := func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+		c.Pass.Duration = 3 * time.Second
+	}
+	a := passRoom(t, clk, st, mutate)
+	b := passRoom(t, clk, st, mutate)
+	ha, hb := a.ForwardAuth(), b.ForwardAuth()
+	first := &passBrowser{}
+	require.True(t, a.passGet(ha, first, "/", false).passed)
+	a.sync()
+	b.sync()
+	// A minute on (a new minute's admission), a pass good through 62 s.
+	clk.Add(60400 * time.Millisecond)
+	first.pass = ""
+	require.True(t, a.passGet(ha, first, "/", false).passed)
+	kept := *first // a client that keeps the pass and the cookie
+	id := kept.ticketID(t)
+
+	clk.Add(100 * time.Millisecond)
+	rev := a.passGet(ha, first, "/checkout/done", true)
+	require.True(t, rev.passed)
+	assert.Equal(t, "revoked", rev.ticket)
+	assert.Empty(t, first.pass, "the revoke expires the pass")
+	assert.Empty(t, first.cookie, "and the cookie")
+	assert.Equal(t, uint64(1), a.Counters().Revoked)
+
+	second := &passBrowser{}
+	for i, step := range []time.Duration{0, time.Second, time.Second} {
+		clk.Add(step)
+		a.sync()
+		b.sync()
+		got := kept
+		assert.True(t, a.passGet(ha, &got, "/", false).local, "%d: the kept pass passes nginx until it expires", i)
+		assert.False(t, b.passGet(hb, second, "/", false).passed, "%d: so its slot is not given to another", i)
+		assert.Equal(t, 1, a.Stats().Active, "%d", i)
+		assert.Equal(t, 1, b.Stats().Active, "%d", i)
+		stale := passBrowser{cookie: kept.cookie}
+		assert.False(t, a.passGet(ha, &stale, "/", false).passed, "%d: the revoking instance refuses the cookie at once", i)
+	}
+	// The latest pass was good through 62 s; the session ends at 63 s.
+	clk.Add(1500 * time.Millisecond)
+	a.sync()
+	b.sync()
+	got := kept
+	assert.False(t, a.passGet(ha, &got, "/", false).local, "the kept pass is over")
+	assert.Equal(t, 0, b.Stats().Active, "the revoke subtracts once the pass is over")
+	for _, rm := range []*testRoom{a, b} {
+		stale := passBrowser{cookie: kept.cookie}
+		ans := rm.passGet(rm.ForwardAuth(), &stale, "/", false)
+		require.False(t, ans.passed, "%s: the revoked session is not let in again (the slot is the next visitor's)", rm.id)
+	}
+	// The minute's slot is paced over what is left of it: the next
+	// minute for sure.
+	clk.Add(time.Minute)
+	b.sync()
+	a.sync()
+	ans := b.passGet(hb, second, "/", false)
+	if !ans.passed { // the minute's one admission may be the other instance's
+		ans = a.passGet(ha, second, "/", false)
+	}
+	require.True(t, ans.passed, "the slot goes to the next visitor")
+	tk, ok := ParseTicket(ans.ticket)
+	require.True(t, ok)
+	assert.NotEqual(t, id, tk.ID)
+}
+
+func (b passBrowser) ticketID(t *testing.T) uint64 {
+	tk, ok := nginxPass(b.pass, testPassSecret, 0)
+	require.True(t, ok)
+	p, ok := ParseTicket(tk)
+	require.True(t, ok)
+	return p.ID
+}
+
+// No pass while an instance of the release before shares the room: it
+// counts sessions by their cookies' seconds, and would not take a pass's
+// end as a sign of life.
+func TestPassMixedFleet(t *testing.T) {
+	clk := newClock()
+	raw := &rawStore{}
+	tr := passRoom(t, clk, raw, nil)
+	require.NoError(t, raw.Update(context.Background(), "launch", func(st *store.State) error {
+		st.Instances = append(st.Instances, store.Instance{ID: "0123456789abcdef+s4c3", Seen: clk.Now().UnixMilli()})
+		return nil
+	}))
+	tr.sync()
+	b := &passBrowser{}
+	require.True(t, tr.passGet(tr.ForwardAuth(), b, "/", false).passed)
+	assert.Empty(t, b.pass, "no pass in a mixed fleet")
+}
