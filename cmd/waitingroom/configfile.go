@@ -174,6 +174,8 @@ var secretFields = map[string]string{
 	"cookiekey":  "the cookie keys come only from -key, WAITINGROOM_KEY or WAITINGROOM_KEYS",
 	"cookiekeys": "the cookie keys come only from -key, WAITINGROOM_KEY or WAITINGROOM_KEYS",
 	"admintoken": "the admin token comes only from -admin-token or WAITINGROOM_ADMIN_TOKEN",
+	"passsecret": "the pass secret comes only from WAITINGROOM_PASS_SECRET",
+	"secret":     "the pass secret comes only from WAITINGROOM_PASS_SECRET",
 	"token":      "the admin token comes only from -admin-token or WAITINGROOM_ADMIN_TOKEN",
 }
 
@@ -238,6 +240,7 @@ func (d *fileDecoder) settings(root *node) ([]fileValue, error) {
 		"cookieDomain":       fileOnly(setter(str, func(o *options) *string { return &o.cookieDomain })),
 		"cookiePath":         fileOnly(setter(str, func(o *options) *string { return &o.cookiePath })),
 		"queueHold":          fileOnly(setter(duration, func(o *options) *time.Duration { return &o.queueHold })),
+		"passDuration":       byFlag("pass-duration", setter(duration, func(o *options) *time.Duration { return &o.passDuration })),
 		"trustedProxies":     byFlag("trusted-proxies", setter(d.networks, func(o *options) *[]netip.Prefix { return &o.trustedProxies })),
 		"bypass":             fileOnly(setter(d.rules, func(o *options) *[]waitingroom.Rule { return &o.bypass })),
 		"events":             fileOnly(setter(d.events, func(o *options) *[]waitingroom.Event { return &o.events })),

@@ -30,7 +30,7 @@ func writeFile(t *testing.T, name, content string) string {
 
 // noEnv clears the environment variables the command reads.
 func noEnv(t *testing.T) {
-	for _, v := range []string{"WAITINGROOM_KEY", "WAITINGROOM_KEYS", "WAITINGROOM_ADMIN_TOKEN", "WAITINGROOM_STORE"} {
+	for _, v := range []string{"WAITINGROOM_KEY", "WAITINGROOM_KEYS", "WAITINGROOM_ADMIN_TOKEN", "WAITINGROOM_STORE", "WAITINGROOM_PASS_SECRET"} {
 		t.Setenv(v, "")
 	}
 }
@@ -312,6 +312,8 @@ func TestConfigFileErrors(t *testing.T) {
 		{name: "cookie keys", file: "room.json", content: `{"demo": true, "keys": ["` + hexKey + `"]}`, notWant: hexKey, want: "room.json:1:16: keys: secrets are never read"},
 		{name: "admin token", file: "room.yaml", content: "demo: true\nadmin_token: s3cret-s3cret-s3cret\n", notWant: "s3cret",
 			want: "room.yaml:2:1: admin_token: secrets are never read from a config file: the admin token comes only from -admin-token or WAITINGROOM_ADMIN_TOKEN"},
+		{name: "pass secret", file: "room.yaml", content: "forwardAuth: true\npassSecret: pass-secret-0123456789abc\n", notWant: "pass-secret-0123",
+			want: "room.yaml:2:1: passSecret: secrets are never read from a config file: the pass secret comes only from WAITINGROOM_PASS_SECRET"},
 
 		// Types.
 		{name: "number as a string", file: "room.yaml", content: "demo: true\ntotalActiveUsers: many\n", want: "room.yaml:2:19: totalActiveUsers: want a whole number, got a string"},

@@ -62,7 +62,10 @@
 // through, the waiting page otherwise. The server's address belongs in
 // -trusted-proxies (trustedProxies in a file), whose X-Forwarded-* headers
 // give the original request; docs/forward-auth.md in the repository has
-// each server's configuration.
+// each server's configuration. With $WAITINGROOM_PASS_SECRET set, an
+// admitted visitor also gets a pass that nginx checks itself for
+// -pass-duration (default 2s), sparing it most auth requests
+// (waitingroom.Pass; the secret is the one in nginx's secure_link_md5).
 //
 // # Connections
 //
@@ -195,6 +198,8 @@ type options struct {
 	host                                string
 	total, perMinute, statusCode        int
 	session, refresh, syncInterval      time.Duration
+	passDuration                        time.Duration
+	passSecret                          string // $WAITINGROOM_PASS_SECRET
 	healthPath                          string
 	adminListen, adminToken             string
 	storeURL                            string
@@ -260,6 +265,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.upstream, "upstream", "", "URL of the application to protect")
 	fs.BoolVar(&o.demo, "demo", false, "serve a built-in demo application instead of an upstream")
 	fs.BoolVar(&o.forwardAuth, "forward-auth", false, "answer the auth requests of a server in front of the application (nginx auth_request, Caddy forward_auth, Traefik, Envoy) instead of proxying to an upstream")
+	fs.DurationVar(&o.passDuration, "pass-duration", waitingroom.DefaultPassDuration, "with -forward-auth and $WAITINGROOM_PASS_SECRET: how long an admitted visitor's pass lasts, whole seconds, 1s to "+waitingroom.MaxPassDuration.String())
 	fs.Var(prefixList{&o.trustedProxies}, "trusted-proxies", "comma-separated `networks` (CIDR) of the proxies in front, whose X-Forwarded-* headers are believed (default none)")
 	fs.StringVar(&o.name, "name", "default", "room name (letters, digits, - and _)")
 	fs.IntVar(&o.total, "total-active-users", defaultLimit, fmt.Sprintf("most visitors active at once, at most %d; given -new-users-per-minute alone, the default rises to it", waitingroom.MaxLimit))
@@ -408,6 +414,16 @@ func (o *options) check(set map[string]bool) error {
 	if o.adminListen != "" && o.adminToken == "" {
 		return usage("%s needs -admin-token or WAITINGROOM_ADMIN_TOKEN: the admin API never runs without authentication", o.label("admin-listen"))
 	}
+	o.passSecret = os.Getenv("WAITINGROOM_PASS_SECRET")
+	switch {
+	case o.passSecret != "" && !o.forwardAuth:
+		return usage("WAITINGROOM_PASS_SECRET is for -forward-auth: only a server in front can check a pass")
+	case o.passSecret == "" && set["pass-duration"]:
+		return usage("%s needs WAITINGROOM_PASS_SECRET, the secret of nginx's secure_link_md5", o.label("pass-duration"))
+	}
+	if err := o.pass().Validate(); err != nil {
+		return usage("%s or WAITINGROOM_PASS_SECRET: %v", o.label("pass-duration"), err)
+	}
 	if o.healthPath != "" && !strings.HasPrefix(o.healthPath, "/") {
 		return usage("%s %q must start with /", o.label("health-path"), o.healthPath)
 	}
@@ -547,9 +563,18 @@ func (o *options) roomConfig(keys [][]byte, log *slog.Logger) waitingroom.Config
 		NegotiateLanguage:  o.negotiateLanguage,
 		Bypass:             o.bypass,
 		TrustedProxies:     o.trustedProxies,
+		Pass:               o.pass(),
 		SyncInterval:       o.syncInterval,
 		Logger:             log,
 	}
+}
+
+// pass is the room's Pass: none without a secret.
+func (o *options) pass() waitingroom.Pass {
+	if o.passSecret == "" {
+		return waitingroom.Pass{}
+	}
+	return waitingroom.Pass{Secret: o.passSecret, Duration: o.passDuration}
 }
 
 // run runs the command until ctx is done. The usage of -h goes to stdout,

@@ -57,6 +57,48 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// The pass secret comes from the environment, for -forward-auth only,
+// and -pass-duration needs it; a bad one is a usage error that does not
+// show it; a good one reaches the room's Config.
+func TestPassSettings(t *testing.T) {
+	const secret = "cmd-pass-secret-0123456789"
+	for _, tc := range []struct {
+		name   string
+		secret string
+		args   []string
+		want   string // the usage error, "" for none
+	}{
+		{"not for a proxy", secret, []string{"-demo", "-key", hexKey}, "WAITINGROOM_PASS_SECRET is for -forward-auth"},
+		{"duration without a secret", "", []string{"-forward-auth", "-key", hexKey, "-pass-duration", "3s"}, "-pass-duration needs WAITINGROOM_PASS_SECRET"},
+		{"short secret", "short-secret", []string{"-forward-auth", "-key", hexKey}, "22 to 128 characters"},
+		{"too long", secret, []string{"-forward-auth", "-key", hexKey, "-pass-duration", "10s"}, "between 1s and 5s"},
+		{"default", secret, []string{"-forward-auth", "-key", hexKey}, ""},
+		{"3 s", secret, []string{"-forward-auth", "-key", hexKey, "-pass-duration", "3s"}, ""},
+		{"none", "", []string{"-forward-auth", "-key", hexKey}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			noEnv(t)
+			t.Setenv("WAITINGROOM_PASS_SECRET", tc.secret)
+			o, err := parse(tc.args, &bytes.Buffer{})
+			if tc.want != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.want)
+				if tc.secret != "" {
+					assert.NotContains(t, err.Error(), tc.secret)
+				}
+				return
+			}
+			require.NoError(t, err)
+			p := o.roomConfig(nil, nil).Pass
+			assert.Equal(t, tc.secret, p.Secret)
+			if tc.secret != "" {
+				assert.Equal(t, o.passDuration, p.Duration)
+				assert.NoError(t, p.Validate())
+			}
+		})
+	}
+}
+
 // TestHelp: -h, -help and --help print the usage, every flag with its
 // default, to stdout and exit with 0, whatever else is on the command
 // line; a bad flag exits with 2, says so on stderr and prints nothing on
@@ -65,7 +107,7 @@ func TestHelp(t *testing.T) {
 	noEnv(t)
 	var flags []string
 	newFlagSet(&options{}).VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
-	require.Len(t, flags, 30)
+	require.Len(t, flags, 31)
 
 	for _, tc := range []struct {
 		name   string

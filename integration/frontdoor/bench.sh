@@ -9,13 +9,17 @@
 #   nginx+auth      nginx with docs/forward-auth.md's configuration → application,
 #                   cmd/waitingroom -forward-auth answering the auth requests
 #   nginx+cache     the same with the page's optional cache of admitted answers
+#   nginx+pass      the same with the page's passes (a room with a pass secret,
+#                   nginx checking the passes itself)
 #   nginx+proxy     nginx → cmd/waitingroom -upstream (a second proxy) → application
 #   caddy           Caddy (built with wrcaddy) → application
 #   caddy+module    the same Caddy with the waitingroom directive → application
 #
-# Every room (memory store) has room for everyone; each run sends an
-# admitted visitor's cookie (fetched fresh for the run) with every
-# request: wrk -t2 -cCONNS -dDURATION --latency. It prints each run, then
+# Every room (memory store) has room for everyone; each run starts from an
+# admitted visitor's cookie (fetched fresh for the run), and keeps the
+# cookies the answers set, as a browser does (the pass, with passes):
+# wrk -t2 -cCONNS -dDURATION --latency -s cookies.lua, the same script for
+# every configuration. It prints each run, then
 # per configuration the median and range of req/s and the medians of p50
 # and p99, and the ratios of each round (median and range).
 #
@@ -25,7 +29,7 @@
 #   ROUNDS=5 DURATION=10s sh integration/frontdoor/bench.sh
 #
 # Environment: ROUNDS (default 3), DURATION (default 5s), CONNS (default
-# 64). Ports 127.0.0.1:18180-18189 must be free. Needs wrk, curl, nginx
+# 64). Ports 127.0.0.1:18180-18190 must be free. Needs wrk, curl, nginx
 # and Go (it builds Caddy with the module).
 set -eu
 
@@ -61,6 +65,9 @@ NGINX_PROXY=127.0.0.1:18185
 CADDY_BARE=127.0.0.1:18186
 CADDY_MODULE=127.0.0.1:18187
 NGINX_CACHE=127.0.0.1:18188
+NGINX_PASS=127.0.0.1:18189
+ROOM_PASS=127.0.0.1:18190
+PASS_SECRET=$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')
 
 # wait_port ADDR: until ADDR answers HTTP.
 wait_port() {
@@ -82,9 +89,12 @@ bg "$dir/wrkserver" -mode bare -listen $APP
 # shellcheck disable=SC2086
 bg "$dir/waitingroom" -forward-auth -listen $ROOM -trusted-proxies 127.0.0.1/32 $limits
 # shellcheck disable=SC2086
+bg env WAITINGROOM_PASS_SECRET="$PASS_SECRET" "$dir/waitingroom" -forward-auth -listen $ROOM_PASS -trusted-proxies 127.0.0.1/32 $limits
+# shellcheck disable=SC2086
 bg "$dir/waitingroom" -upstream http://$APP -listen $PROXY $limits
 wait_port $APP
 wait_port $ROOM
+wait_port $ROOM_PASS
 wait_port $PROXY
 
 # nginx: the documented configuration, and two plain proxies.
@@ -100,6 +110,18 @@ cached=$(
 	snippet nginx-cache-http | sed "s|/var/cache/nginx/waitingroom|$dir/cache|"
 	snippet nginx | sed -e "s/127.0.0.1:8081/$ROOM/; s/127.0.0.1:3000/$APP/; s/listen 127.0.0.1:8080;/listen $NGINX_CACHE;/" \
 		-e "\|location = /.waitingroom/auth {|{n;r $dir/cache-auth" -e "}"
+)
+# The same with passes, on an nginx of its own: the maps, the check at
+# the start of the auth location, and the pass's lines in place of the
+# ticket's (the revoke location, which the runs do not ask for, is left
+# as it is).
+snippet nginx-pass-auth | sed "s/PASS_SECRET/$PASS_SECRET/" >"$dir/pass-auth"
+snippet nginx-pass-location >"$dir/pass-location"
+passed=$(
+	snippet nginx-pass-http
+	snippet nginx | sed -e "s/127.0.0.1:8081/$ROOM_PASS/; s/127.0.0.1:3000/$APP/; s/listen 127.0.0.1:8080;/listen $NGINX_PASS;/" \
+		-e "\|location = /.waitingroom/auth {|{n;r $dir/pass-auth" -e "}" \
+		-e "\|auth_request_set \$waitingroom_ticket \$upstream_http_waiting_room_ticket;|{r $dir/pass-location" -e "d;}"
 )
 user=""
 [ "$(id -u)" = 0 ] && user="user root;"
@@ -153,10 +175,48 @@ EOF
 	echo "$cached"
 	echo "}"
 } >"$dir/nginx-cache.conf"
-"$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/nginx-error.log"
-"$NGINX" -p "$dir" -c "$dir/nginx-cache.conf" -e "$dir/nginx-error.log"
+{
+	conf_head pass
+	echo "$passed"
+	echo "}"
+} >"$dir/nginx-pass.conf"
+for conf in nginx nginx-cache nginx-pass; do
+	"$NGINX" -p "$dir" -c "$dir/$conf.conf" -e "$dir/nginx-error.log"
+done
 wait_port $NGINX_BARE
 wait_port $NGINX_CACHE
+wait_port $NGINX_PASS
+
+# The browser: it keeps the cookies the answers set. (wrk keeps the last
+# Set-Cookie header of an answer: nginx adds the pass after the room's
+# cookie, and the room's changes at most once a minute.)
+cat >"$dir/cookies.lua" <<'EOF'
+local jar, order, req = {}, {}, nil
+function keep(c)
+	local n, v = c:match("^%s*([^=;%s]+)=([^;]*)")
+	if n then
+		if jar[n] == nil then order[#order + 1] = n end
+		jar[n], req = v, nil
+	end
+end
+function init(args)
+	for _, c in ipairs(args) do keep(c) end
+end
+function request()
+	if not req then
+		local parts = {}
+		for _, n in ipairs(order) do
+			if jar[n] ~= "" then parts[#parts + 1] = n .. "=" .. jar[n] end
+		end
+		req = wrk.format(nil, nil, { Cookie = table.concat(parts, "; ") })
+	end
+	return req
+end
+function response(status, headers, body)
+	local c = headers["Set-Cookie"]
+	if c then keep(c) end
+end
+EOF
 
 cat >"$dir/Caddyfile" <<EOF
 {
@@ -184,7 +244,7 @@ cookie() {
 	curl -si "http://$1/" | sed -n 's/^[Ss]et-[Cc]ookie: \(__waitingroom[^;]*\).*/\1/p' | head -n 1
 }
 
-configs="upstream:$APP nginx:$NGINX_BARE nginx+auth:$NGINX_AUTH nginx+cache:$NGINX_CACHE nginx+proxy:$NGINX_PROXY caddy:$CADDY_BARE caddy+module:$CADDY_MODULE"
+configs="upstream:$APP nginx:$NGINX_BARE nginx+auth:$NGINX_AUTH nginx+cache:$NGINX_CACHE nginx+pass:$NGINX_PASS nginx+proxy:$NGINX_PROXY caddy:$CADDY_BARE caddy+module:$CADDY_MODULE"
 results=$dir/results
 : >"$results"
 for round in $(seq "$ROUNDS"); do
@@ -193,11 +253,11 @@ for round in $(seq "$ROUNDS"); do
 		addr=${c#*:}
 		ck=$(cookie "$addr")
 		case $name in
-		*auth | *cache | *proxy | *module)
+		*auth | *cache | *pass | *proxy | *module)
 			[ -n "$ck" ] || { echo "$name: no cookie" >&2; exit 1; }
 			;;
 		esac
-		out=$(wrk -t2 -c"$CONNS" -d"$DURATION" --latency -H "Cookie: $ck" "http://$addr/")
+		out=$(wrk -t2 -c"$CONNS" -d"$DURATION" --latency -s "$dir/cookies.lua" "http://$addr/" "$ck")
 		rps=$(echo "$out" | sed -n 's/^Requests\/sec: *//p')
 		p50=$(echo "$out" | sed -n 's/^ *50% *//p')
 		p99=$(echo "$out" | sed -n 's/^ *99% *//p')
@@ -221,16 +281,16 @@ function median(a, n,    i, j, t) {
 }
 { r[$2, $1] = $3; l50[$2, $1] = ms($4); l99[$2, $1] = ms($5); rounds = $1 > rounds ? $1 : rounds; bad[$2] += $6 }
 END {
-	split("upstream nginx nginx+auth nginx+cache nginx+proxy caddy caddy+module", names, " ")
+	split("upstream nginx nginx+auth nginx+cache nginx+pass nginx+proxy caddy caddy+module", names, " ")
 	printf "\n%-13s %10s %21s %9s %9s %8s\n", "config", "req/s", "range", "p50 ms", "p99 ms", "non-2xx"
-	for (k = 1; k <= 7; k++) {
+	for (k = 1; k <= 8; k++) {
 		c = names[k]; lo = 1e18; hi = 0
 		for (i = 1; i <= rounds; i++) { a[i] = r[c, i]; b[i] = l50[c, i]; d[i] = l99[c, i]; lo = a[i] < lo ? a[i] : lo; hi = a[i] > hi ? a[i] : hi }
 		printf "%-13s %10.0f %10.0f–%-10.0f %9.2f %9.2f %8d\n", c, median(a, rounds), lo, hi, median(b, rounds), median(d, rounds), bad[c]
 	}
-	split("nginx+auth/nginx nginx+cache/nginx nginx+proxy/nginx nginx/upstream caddy+module/caddy caddy/upstream", pairs, " ")
+	split("nginx+auth/nginx nginx+cache/nginx nginx+pass/nginx nginx+proxy/nginx nginx/upstream caddy+module/caddy caddy/upstream", pairs, " ")
 	printf "\n%-20s %8s %15s\n", "ratio (per round)", "median", "range"
-	for (k = 1; k <= 6; k++) {
+	for (k = 1; k <= 7; k++) {
 		split(pairs[k], p, "/"); lo = 1e18; hi = 0
 		for (i = 1; i <= rounds; i++) { x[i] = r[p[1], i] / r[p[2], i]; lo = x[i] < lo ? x[i] : lo; hi = x[i] > hi ? x[i] : hi }
 		printf "%-20s %8.2f %7.2f–%-7.2f\n", pairs[k], median(x, rounds), lo, hi

@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,6 +96,13 @@ func (b *browser) get(t testing.TB, path string) (*http.Response, string) {
 	resp.Body.Close()
 	require.NoError(t, err)
 	return resp, string(body)
+}
+
+// expire drops the browser's cookie name, as the browser does when its
+// Max-Age is over.
+func (b *browser) expire(name string) {
+	u, _ := url.Parse(b.base)
+	b.c.Jar.SetCookies(u, []*http.Cookie{{Name: name, Path: "/", MaxAge: -1}})
 }
 
 // cookie is the browser's value of the cookie name, "" if none.
@@ -225,7 +234,7 @@ func TestNginx(t *testing.T) {
 	program(t, "nginx", "the forward-auth tests")
 	a := newApp(t)
 	addr, admin := room(t, "room", roomArgs(t)...)
-	front := nginx(t, false, a.addr(), addr)
+	front := nginx(t, "", a.addr(), addr)
 	first, _ := visit(t, front, a, admin)
 
 	// The URL that ends a visit frees the slot and expires the cookie.
@@ -242,7 +251,7 @@ func TestNginxCache(t *testing.T) {
 	program(t, "nginx", "the forward-auth tests")
 	a := newApp(t)
 	addr, admin := room(t, "room", roomArgs(t)...)
-	front := nginx(t, true, a.addr(), addr)
+	front := nginx(t, "cache", a.addr(), addr)
 	first, _ := visit(t, front, a, admin)
 
 	resp, body := first.get(t, "/checkout/done")
@@ -250,6 +259,89 @@ func TestNginxCache(t *testing.T) {
 	assert.Empty(t, first.cookie(roomCookie), "the revoke location is never answered from the cache")
 	require.Eventually(t, func() bool { return roomStatus(t, admin).Active == 1 }, 5*time.Second, 50*time.Millisecond)
 }
+
+// With passes nginx answers its own auth requests for an admitted visitor
+// until the pass expires: the visit is the same, the application gets
+// the ticket from the pass, a burst of requests reaches the room at most
+// once, an altered pass goes to the room like no pass, and the revoke
+// expires the pass.
+func TestNginxPass(t *testing.T) {
+	program(t, "nginx", "the forward-auth tests")
+	a := newApp(t)
+	t.Setenv("WAITINGROOM_PASS_SECRET", passSecret)
+	addr, admin := room(t, "room", roomArgs(t, "-pass-duration", "3s")...)
+	auth := newCounter(t, addr)
+	front := nginx(t, "pass", a.addr(), auth.addr())
+	first, _ := visit(t, front, a, admin)
+	tk, ok := waitingroom.ParseTicket(a.lastTicket("/product"))
+	require.True(t, ok)
+
+	// A fresh pass, then a burst on it.
+	first.expire(roomCookie + "_pass")
+	resp, body := first.get(t, "/fresh")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	pass := first.cookie(roomCookie + "_pass")
+	require.NotEmpty(t, pass, "an admitted visitor gets a pass")
+	before := auth.n.Load()
+	for i := range 20 {
+		path := "/burst" + strconv.Itoa(i)
+		resp, body := first.get(t, path)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		got, ok := waitingroom.ParseTicket(a.lastTicket(path))
+		require.True(t, ok, "the application gets the ticket from the pass: %q", a.lastTicket(path))
+		assert.Equal(t, tk, got)
+	}
+	assert.LessOrEqual(t, auth.n.Load()-before, int64(1), "nginx answers the burst's auth requests itself")
+
+	// An altered pass (another ID) without the room's cookie is no pass:
+	// the room sees a new visitor, and the application never the ID.
+	forged := []byte(pass)
+	i := len(forged) - len("_2026-01-01T00:00:00Z_2026-01-01T00:00:00.000Z") - 1
+	forged[i] ^= 1
+	req, _ := http.NewRequest(http.MethodGet, "http://"+front+"/forged", nil)
+	req.Header.Set("Cookie", roomCookie+"_pass="+string(forged))
+	before = auth.n.Load()
+	r, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	r.Body.Close()
+	require.Equal(t, http.StatusOK, r.StatusCode, "a new visitor, with room for many")
+	assert.Equal(t, int64(1), auth.n.Load()-before, "the room decides")
+	got, ok := waitingroom.ParseTicket(a.lastTicket("/forged"))
+	require.True(t, ok)
+	assert.NotEqual(t, tk.ID, got.ID)
+
+	// The URL that ends a visit expires the cookie and the pass.
+	resp, body = first.get(t, "/checkout/done")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Empty(t, first.cookie(roomCookie), "the cookie is expired")
+	assert.Empty(t, first.cookie(roomCookie+"_pass"), "the pass is expired")
+	require.Eventually(t, func() bool { return roomStatus(t, admin).Active <= 2 }, 10*time.Second, 100*time.Millisecond,
+		"the revoked visitor's slot is free once the pass is over")
+}
+
+// counter is a reverse proxy in front of a room that counts the auth
+// requests it passes on.
+type counter struct {
+	srv *httptest.Server
+	n   atomic.Int64
+}
+
+func newCounter(t testing.TB, room string) *counter {
+	c := &counter{}
+	target, err := url.Parse("http://" + room)
+	require.NoError(t, err)
+	p := httputil.NewSingleHostReverseProxy(target)
+	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(waitingroom.ForwardAuthHeader) == "status" {
+			c.n.Add(1)
+		}
+		p.ServeHTTP(w, r)
+	}))
+	t.Cleanup(c.srv.Close)
+	return c
+}
+
+func (c *counter) addr() string { return c.srv.Listener.Addr().String() }
 
 func TestCaddy(t *testing.T) {
 	bin := program(t, "caddy", "the forward-auth tests")
@@ -259,14 +351,26 @@ func TestCaddy(t *testing.T) {
 	visit(t, front, a, admin)
 }
 
-// Three rooms sharing a store behind one nginx hold the limits exactly:
-// a crowd of visitors refreshing as told gets exactly TotalActiveUsers
-// admitted, and every admitted visitor keeps passing.
+// Three rooms sharing a store behind one nginx hold the limits exactly,
+// with passes or without: a crowd of visitors refreshing as told gets
+// exactly TotalActiveUsers admitted, and every admitted visitor keeps
+// passing.
 func TestNginxThreeRooms(t *testing.T) {
 	program(t, "nginx", "the forward-auth tests")
 	if testing.Short() {
 		t.Skip("a crowd for several seconds; skipped with -short")
 	}
+	for _, variant := range []string{"", "pass"} {
+		t.Run("nginx"+map[string]string{"": "", "pass": " with passes"}[variant], func(t *testing.T) {
+			if variant == "pass" {
+				t.Setenv("WAITINGROOM_PASS_SECRET", passSecret)
+			}
+			threeRooms(t, variant)
+		})
+	}
+}
+
+func threeRooms(t *testing.T, variant string) {
 	const limit, visitors = 4, 16
 	a := newApp(t)
 	db := "sqlite://" + filepath.Join(t.TempDir(), "room.db")
@@ -277,7 +381,7 @@ func TestNginxThreeRooms(t *testing.T) {
 		r, adm := room(t, "room"+strconv.Itoa(i), args...)
 		rooms, admins = append(rooms, r), append(admins, adm)
 	}
-	front := nginx(t, false, a.addr(), rooms...)
+	front := nginx(t, variant, a.addr(), rooms...)
 
 	deadline := time.Now().Add(8 * time.Second)
 	var wg sync.WaitGroup

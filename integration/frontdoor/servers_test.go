@@ -23,6 +23,9 @@ import (
 // hexKey is the cookie key every room process of a test shares.
 const hexKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 
+// passSecret is the pass secret of the tests with passes.
+const passSecret = "frontdoor-pass-secret-0123456789"
+
 // adminToken is the rooms' admin token.
 const adminToken = "frontdoor-admin-token-0123456789"
 
@@ -227,7 +230,7 @@ func replace(t testing.TB, s string, pairs ...string) string {
 // rooms and upstream, returning its address. With cache, the
 // configuration keeps the answers for admitted visitors (the optional
 // part of the page).
-func nginx(t testing.TB, cache bool, upstream string, rooms ...string) string {
+func nginx(t testing.TB, variant string, upstream string, rooms ...string) string {
 	t.Helper()
 	bin := program(t, "nginx", "the forward-auth tests")
 	dir := t.TempDir()
@@ -241,10 +244,26 @@ func nginx(t testing.TB, cache bool, upstream string, rooms ...string) string {
 		"server "+docRoom+";", strings.Join(servers, "\n    "),
 		docListen, listen,
 		docUpstream, upstream)
-	if cache {
-		auth := "location = /.waitingroom/auth {\n        internal;\n"
+	auth := "location = /.waitingroom/auth {\n        internal;\n"
+	switch variant {
+	case "":
+	case "cache":
 		site = replace(t, snippet(t, "nginx-cache-http"), "/var/cache/nginx/waitingroom", dir+"/cache") + "\n" +
 			replace(t, site, auth, auth+snippet(t, "nginx-cache-auth"))
+	case "pass":
+		// As the page says: the maps, the check at the start of the
+		// auth location, and the pass's lines in place of the
+		// ticket's in the main location and after the revoke
+		// location's add_header.
+		ticket := "        auth_request_set $waitingroom_ticket $upstream_http_waiting_room_ticket;\n"
+		revoke := "        auth_request /.waitingroom/revoke;\n        auth_request_set $waitingroom_cookie $upstream_http_set_cookie;\n        add_header Set-Cookie $waitingroom_cookie always;\n"
+		lines := snippet(t, "nginx-pass-location")
+		site = snippet(t, "nginx-pass-http") + "\n" + replace(t, site,
+			auth, auth+replace(t, snippet(t, "nginx-pass-auth"), "PASS_SECRET", passSecret),
+			ticket, lines,
+			revoke, revoke+lines)
+	default:
+		t.Fatalf("unknown nginx variant %q", variant)
 	}
 	user := ""
 	if os.Geteuid() == 0 {
