@@ -29,7 +29,8 @@
 #   ROUNDS=5 DURATION=10s sh integration/frontdoor/bench.sh
 #
 # Environment: ROUNDS (default 3), DURATION (default 5s), CONNS (default
-# 64). Ports 127.0.0.1:18180-18190 must be free. Needs wrk, curl, nginx
+# 64), ONLY (the configurations to run, by name, space-separated; default
+# all: the summary's rows and ratios of the others are empty). Ports 127.0.0.1:18180-18190 must be free. Needs wrk, curl, nginx
 # and Go (it builds Caddy with the module).
 set -eu
 
@@ -245,6 +246,13 @@ cookie() {
 }
 
 configs="upstream:$APP nginx:$NGINX_BARE nginx+auth:$NGINX_AUTH nginx+cache:$NGINX_CACHE nginx+pass:$NGINX_PASS nginx+proxy:$NGINX_PROXY caddy:$CADDY_BARE caddy+module:$CADDY_MODULE"
+if [ -n "${ONLY:-}" ]; then
+	kept=""
+	for c in $configs; do
+		case " $ONLY " in *" ${c%%:*} "*) kept="$kept $c" ;; esac
+	done
+	configs=$kept
+fi
 results=$dir/results
 : >"$results"
 for round in $(seq "$ROUNDS"); do
@@ -285,6 +293,7 @@ END {
 	printf "\n%-13s %10s %21s %9s %9s %8s\n", "config", "req/s", "range", "p50 ms", "p99 ms", "non-2xx"
 	for (k = 1; k <= 8; k++) {
 		c = names[k]; lo = 1e18; hi = 0
+		if (!((c, 1) in r)) continue
 		for (i = 1; i <= rounds; i++) { a[i] = r[c, i]; b[i] = l50[c, i]; d[i] = l99[c, i]; lo = a[i] < lo ? a[i] : lo; hi = a[i] > hi ? a[i] : hi }
 		printf "%-13s %10.0f %10.0f–%-10.0f %9.2f %9.2f %8d\n", c, median(a, rounds), lo, hi, median(b, rounds), median(d, rounds), bad[c]
 	}
@@ -292,6 +301,7 @@ END {
 	printf "\n%-20s %8s %15s\n", "ratio (per round)", "median", "range"
 	for (k = 1; k <= 7; k++) {
 		split(pairs[k], p, "/"); lo = 1e18; hi = 0
+		if (!((p[1], 1) in r) || !((p[2], 1) in r)) continue
 		for (i = 1; i <= rounds; i++) { x[i] = r[p[1], i] / r[p[2], i]; lo = x[i] < lo ? x[i] : lo; hi = x[i] > hi ? x[i] : hi }
 		printf "%-20s %8.2f %7.2f–%-7.2f\n", pairs[k], median(x, rounds), lo, hi
 	}
