@@ -111,15 +111,17 @@ const (
 // casScript writes ARGV[2] to KEYS[1] if the key's tag is still ARGV[1]
 // ("" for a missing key), with an expiry of ARGV[3] milliseconds when
 // positive and none otherwise. It returns 1 when the value is written, or
-// was already written by an earlier run of the same command, and 0 when
-// another write changed the key.
+// was already written by an earlier run of the same command, and when
+// another write changed the key, {0, the key's value} ({0} when the key
+// is gone), so that the next attempt needs no read of its own: under
+// contention on a slow link, each retry is one round trip, not two.
 var casScript = redis.NewScript(`
 local cur = redis.call('GETRANGE', KEYS[1], 0, 7)
 if cur == string.sub(ARGV[2], 1, 8) then
 	return 1
 end
 if cur ~= ARGV[1] then
-	return 0
+	return {0, redis.call('GET', KEYS[1])}
 end
 local ms = tonumber(ARGV[3])
 if ms > 0 then
@@ -182,6 +184,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) error) error {
 	key := s.prefix + room
 	backoff := minBackoff
+	var cur *[]byte // the value the latest conflict returned, if any
 	for {
 		if s.closed.Load() {
 			return store.ErrClosed
@@ -189,10 +192,11 @@ func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) e
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("waitingroom/redisstore: update %q: %w", key, s.classify(err))
 		}
-		ok, err := s.try(ctx, key, fn)
+		ok, latest, err := s.try(ctx, key, fn, cur)
 		if err != nil || ok {
 			return err
 		}
+		cur = latest
 		t := time.NewTimer(rand.N(backoff))
 		select {
 		case <-ctx.Done():
@@ -204,12 +208,20 @@ func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) e
 	}
 }
 
-// try makes one attempt at updating key. It reports whether the write
-// committed; false with a nil error means another write won the race.
-func (s *Store) try(ctx context.Context, key string, fn func(*store.State) error) (bool, error) {
-	val, err := await(ctx, func() ([]byte, error) { return s.client.Get(ctx, key).Bytes() })
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return false, fmt.Errorf("waitingroom/redisstore: read %q: %w", key, s.classify(err))
+// try makes one attempt at updating key, from its value cur when the
+// previous attempt's conflict returned it (else read here). It reports
+// whether the write committed; false with a nil error means another write
+// won the race, and latest is then the key's value that won it (nil
+// when the reply did not say).
+func (s *Store) try(ctx context.Context, key string, fn func(*store.State) error, cur *[]byte) (ok bool, latest *[]byte, err error) {
+	var val []byte
+	if cur != nil {
+		val = *cur
+	} else {
+		val, err = await(ctx, func() ([]byte, error) { return s.client.Get(ctx, key).Bytes() })
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return false, nil, fmt.Errorf("waitingroom/redisstore: read %q: %w", key, s.classify(err))
+		}
 	}
 	tag := val[:min(len(val), tagLen)]
 	st := &store.State{}
@@ -219,16 +231,34 @@ func (s *Store) try(ctx context.Context, key string, fn func(*store.State) error
 		}
 	}
 	if err := fn(st); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	enc := store.MarshalState(st)
 	next := binary.LittleEndian.AppendUint64(make([]byte, 0, tagLen+len(enc)), rand.Uint64())
 	next = append(next, enc...)
-	n, err := await(ctx, func() (int, error) { return casScript.Run(ctx, s.client, []string{key}, tag, next, s.ttlMS).Int() })
+	res, err := await(ctx, func() (any, error) { return casScript.Run(ctx, s.client, []string{key}, tag, next, s.ttlMS).Result() })
 	if err != nil {
-		return false, fmt.Errorf("waitingroom/redisstore: write %q: %w", key, s.classify(err))
+		return false, nil, fmt.Errorf("waitingroom/redisstore: write %q: %w", key, s.classify(err))
 	}
-	return n == 1, nil
+	return casResult(res)
+}
+
+// casResult reads casScript's reply: committed, or the value that won
+// the race (an empty one for a key that is gone).
+func casResult(res any) (ok bool, latest *[]byte, err error) {
+	switch v := res.(type) {
+	case int64:
+		return v == 1, nil, nil
+	case []any:
+		var b []byte
+		if len(v) > 1 {
+			if s, isStr := v[1].(string); isStr {
+				b = []byte(s)
+			}
+		}
+		return false, &b, nil
+	}
+	return false, nil, fmt.Errorf("waitingroom/redisstore: unexpected reply %T from the write script", res)
 }
 
 // await returns the result of f, a call of one command, or ctx's error as

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -196,6 +197,46 @@ func TestConflictRetries(t *testing.T) {
 		assert.Equal(t, uint64(11), st.Version, "lost update")
 		return nil
 	}))
+}
+
+// A conflict's reply carries the value that won, and the next attempt
+// starts from it: the winner's state, or an empty one when the winner was
+// a deletion (the key expired or was removed), on either protocol.
+func TestConflictCarriesTheWinner(t *testing.T) {
+	for _, protocol := range []int{2, 3} {
+		t.Run("RESP"+strconv.Itoa(protocol), func(t *testing.T) {
+			srv := setup(t)
+			srv.opts.Protocol = protocol
+			ctx := context.Background()
+			a, b := srv.store(t, 0), srv.store(t, 0)
+			room := storetest.RoomName("winner")
+			require.NoError(t, a.Update(ctx, room, setEpoch(7)))
+			var seen []uint64
+			require.NoError(t, a.Update(ctx, room, func(st *store.State) error {
+				seen = append(seen, st.Epoch)
+				if len(seen) == 1 {
+					require.NoError(t, b.Update(ctx, room, setEpoch(8)))
+				}
+				return nil
+			}))
+			assert.Equal(t, []uint64{7, 8}, seen, "the retry starts from the winner's state")
+
+			seen = nil
+			require.NoError(t, a.Update(ctx, room, func(st *store.State) error {
+				seen = append(seen, st.Epoch)
+				if len(seen) == 1 {
+					require.NoError(t, srv.admin.Del(ctx, srv.prefix+room).Err())
+				}
+				st.Epoch = 9
+				return nil
+			}))
+			assert.Equal(t, []uint64{8, 0}, seen, "after a deletion, from an empty state")
+			require.NoError(t, b.Update(ctx, room, func(st *store.State) error {
+				assert.Equal(t, uint64(9), st.Epoch)
+				return nil
+			}))
+		})
+	}
 }
 
 func TestErrors(t *testing.T) {
