@@ -101,8 +101,10 @@ func (p Pass) normalize() (Pass, error) {
 // appended, and its value is "<signature>.<expires>_<id>_<bucket>_<accepted>":
 // the Unix second through which it is good, and the ticket's three
 // fields as Ticket.String writes them; the signature is the unpadded
-// base64url MD5 of everything after the dot, a space and Pass.Secret, as
-// nginx's secure_link checks it.
+// base64url MD5 of everything after the dot, a space, the room's cookie
+// name, a space and Pass.Secret, as nginx's secure_link checks it (the
+// name, so that rooms sharing a secret cannot take each other's
+// passes).
 const PassHeader = "Waiting-Room-Pass"
 
 // passLast returns the last Unix second of a pass given at now (Unix ms)
@@ -135,7 +137,7 @@ func (rm *Room) passCookie(c *cookieState, last, now int64) string {
 	b = t.Bucket.UTC().AppendFormat(b, time.RFC3339)
 	b = append(b, '_')
 	b = t.AcceptedAt.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-	sum := passSum(b[data:], rm.cfg.Pass.Secret)
+	sum := passSum(b[data:], rm.cookieName, rm.cfg.Pass.Secret)
 	base64.RawURLEncoding.Encode(b[sig:sig+22], sum[:])
 	b = append(b, "; Max-Age="...)
 	b = strconv.AppendInt(b, ((last+1)*1000-now+999)/1000, 10) // rounded up
@@ -143,11 +145,13 @@ func (rm *Room) passCookie(c *cookieState, last, now int64) string {
 	return string(b)
 }
 
-// passSum is the signature nginx's secure_link_md5 "$data <secret>"
-// computes.
-func passSum(data []byte, secret string) [md5.Size]byte {
+// passSum is the signature nginx's secure_link_md5 "$data <cookie name>
+// <secret>" computes.
+func passSum(data []byte, cookieName, secret string) [md5.Size]byte {
 	h := md5.New()
 	h.Write(data)
+	h.Write([]byte{' '})
+	h.Write([]byte(cookieName))
 	h.Write([]byte{' '})
 	h.Write([]byte(secret))
 	var s [md5.Size]byte

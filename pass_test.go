@@ -31,9 +31,10 @@ var (
 
 // nginxPass checks the value of a pass cookie as docs/forward-auth.md's
 // configuration has nginx check it at Unix second now: the maps, then
-// secure_link (the base64url MD5 of "$data <secret>", and the expiry
-// second not past). It returns the ticket nginx gives the application.
-func nginxPass(value, secret string, now int64) (ticket string, ok bool) {
+// secure_link (the base64url MD5 of "$data <cookie name> <secret>", and
+// the expiry second not past), for the room of cookie name. It returns
+// the ticket nginx gives the application.
+func nginxPass(value, name, secret string, now int64) (ticket string, ok bool) {
 	link, data, tk := passLinkRE.FindStringSubmatch(value), passDataRE.FindStringSubmatch(value), passTicketRE.FindStringSubmatch(value)
 	if link == nil || data == nil || tk == nil {
 		return "", false
@@ -42,7 +43,7 @@ func nginxPass(value, secret string, now int64) (ticket string, ok bool) {
 	if err != nil || len(sig) != md5.Size {
 		return "", false
 	}
-	want := md5.Sum([]byte(data[1] + " " + secret))
+	want := md5.Sum([]byte(data[1] + " " + name + " " + secret))
 	expires, err := strconv.ParseInt(link[2], 10, 64)
 	if err != nil || !bytes.Equal(sig, want[:]) || expires < now {
 		return "", false
@@ -68,7 +69,7 @@ type passAnswer struct {
 func (tr *testRoom) passGet(h http.Handler, b *passBrowser, uri string, revoke bool) passAnswer {
 	tr.t.Helper()
 	if b.pass != "" && !revoke {
-		if tk, ok := nginxPass(b.pass, testPassSecret, tr.clk.Now().Unix()); ok {
+		if tk, ok := nginxPass(b.pass, tr.cookieName, testPassSecret, tr.clk.Now().Unix()); ok {
 			return passAnswer{passed: true, local: true, ticket: tk}
 		}
 	}
@@ -169,15 +170,17 @@ func TestPassSignedAsNginxChecks(t *testing.T) {
 	assert.True(t, strings.HasPrefix(line, tr.cookieName+"_pass="))
 
 	now := clk.Now().Unix()
-	tk, ok := nginxPass(b.pass, testPassSecret, now)
+	tk, ok := nginxPass(b.pass, tr.cookieName, testPassSecret, now)
 	require.True(t, ok, "nginx takes the pass: %q", b.pass)
 	assert.Equal(t, a.ticket, tk, "the application gets the room's ticket from the pass")
-	_, ok = nginxPass(b.pass, testPassSecret, now+1)
+	_, ok = nginxPass(b.pass, tr.cookieName, testPassSecret, now+1)
 	assert.True(t, ok, "good through the second that holds now+Duration-1s")
-	_, ok = nginxPass(b.pass, testPassSecret, now+2)
+	_, ok = nginxPass(b.pass, tr.cookieName, testPassSecret, now+2)
 	assert.False(t, ok, "not a second more")
-	_, ok = nginxPass(b.pass, "another-secret-0123456789", now)
+	_, ok = nginxPass(b.pass, tr.cookieName, "another-secret-0123456789", now)
 	assert.False(t, ok, "another secret")
+	_, ok = nginxPass(b.pass, DefaultCookieName+"_other", testPassSecret, now)
+	assert.False(t, ok, "another room's, with the same secret")
 	sig := func(v string) []byte { b, _ := base64.RawURLEncoding.DecodeString(v[:22]); return b }
 	for i := range len(b.pass) {
 		for _, c := range []byte{'0', '9', 'a', 'f', 'A', 'Q', '_', '-', 'T', ':'} {
@@ -188,7 +191,7 @@ func TestPassSignedAsNginxChecks(t *testing.T) {
 			if i < 22 && bytes.Equal(sig(forged), sig(b.pass)) {
 				continue // the same signature: the last character's unused bits
 			}
-			if _, ok := nginxPass(forged, testPassSecret, now); ok {
+			if _, ok := nginxPass(forged, tr.cookieName, testPassSecret, now); ok {
 				t.Fatalf("a pass changed at %d (%q) passes", i, forged)
 			}
 		}
@@ -208,15 +211,15 @@ func TestPassSignedAsNginxChecks(t *testing.T) {
 	b.pass = ""
 	require.True(t, tr.passGet(h, b, "/", false).passed)
 	require.NotEmpty(t, b.pass)
-	_, ok = nginxPass(b.pass, testPassSecret, end-1)
+	_, ok = nginxPass(b.pass, tr.cookieName, testPassSecret, end-1)
 	assert.True(t, ok)
-	_, ok = nginxPass(b.pass, testPassSecret, end)
+	_, ok = nginxPass(b.pass, tr.cookieName, testPassSecret, end)
 	assert.False(t, ok, "the pass ends with the session")
 	clk.Add(time.Second) // 0.5 s before the end
 	b.pass = ""
 	require.True(t, tr.passGet(h, b, "/", false).passed)
 	require.NotEmpty(t, b.pass)
-	_, ok = nginxPass(b.pass, testPassSecret, end)
+	_, ok = nginxPass(b.pass, tr.cookieName, testPassSecret, end)
 	assert.False(t, ok, "the pass ends with the session")
 }
 
@@ -356,7 +359,7 @@ func TestPassRevokeHoldsTheSlot(t *testing.T) {
 }
 
 func (b passBrowser) ticketID(t *testing.T) uint64 {
-	tk, ok := nginxPass(b.pass, testPassSecret, 0)
+	tk, ok := nginxPass(b.pass, DefaultCookieName+"_launch", testPassSecret, 0)
 	require.True(t, ok)
 	p, ok := ParseTicket(tk)
 	require.True(t, ok)
