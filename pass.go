@@ -17,7 +17,7 @@ import (
 // answer that admits a visitor also gives them a pass, a cookie signed
 // with Secret that names the visitor's ticket and when it expires, and
 // the server answers its own auth requests with it until then
-// (docs/forward-auth.md has the configuration, which its tests use
+// (docs/forward-auth/nginx.md has the configuration, which its tests use
 // verbatim). An admitted visitor's requests of those seconds then cost
 // the server no exchange with the room.
 //

@@ -22,14 +22,14 @@ import (
 
 const testPassSecret = "pass-secret-0123456789abcdef"
 
-// The regular expressions of docs/forward-auth.md's maps.
+// The regular expressions of docs/forward-auth/nginx.md's maps.
 var (
 	passLinkRE   = regexp.MustCompile(`^([A-Za-z0-9_-]{22})\.([0-9]{1,12})_`)
 	passDataRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{22}\.([0-9]{1,12}_[0-9a-f]{16}_[0-9TZ:.-]{20,32}_[0-9TZ:.-]{20,32})$`)
 	passTicketRE = regexp.MustCompile(`^[A-Za-z0-9_-]{22}\.[0-9]{1,12}_([0-9a-f]{16})_([0-9TZ:.-]{20,32})_([0-9TZ:.-]{20,32})$`)
 )
 
-// nginxPass checks the value of a pass cookie as docs/forward-auth.md's
+// nginxPass checks the value of a pass cookie as docs/forward-auth/nginx.md's
 // configuration has nginx check it at Unix second now: the maps, then
 // secure_link (the base64url MD5 of "$data <cookie name> <secret>", and
 // the expiry second not past), for the room of cookie name. It returns

@@ -6,7 +6,7 @@
 #
 #   upstream        wrk straight at the application (examples/load/wrkserver -mode bare)
 #   nginx           nginx → application
-#   nginx+auth      nginx with docs/forward-auth.md's configuration → application,
+#   nginx+auth      nginx with docs/forward-auth/nginx.md's configuration → application,
 #                   cmd/waitingroom -forward-auth answering the auth requests
 #   nginx+cache     the same with the page's optional cache of admitted answers
 #   nginx+pass      the same with the page's passes (a room with a pass secret,
@@ -99,9 +99,9 @@ wait_port $ROOM_PASS
 wait_port $PROXY
 
 # nginx: the documented configuration, and two plain proxies.
-# snippet NAME: the configuration of docs/forward-auth.md marked NAME.
+# snippet NAME: the configuration of docs/forward-auth/nginx.md marked NAME.
 snippet() {
-	awk -v m="<!-- tested: $1 -->" '$0 == m { on = 1; getline; next } on && /^```/ { exit } on' docs/forward-auth.md
+	awk -v m="<!-- tested: $1 -->" '$0 == m { on = 1; getline; next } on && /^```/ { exit } on' docs/forward-auth/nginx.md
 }
 site=$(snippet nginx | sed -e "s/127.0.0.1:8081/$ROOM/; s/127.0.0.1:3000/$APP/; s/listen 127.0.0.1:8080;/listen $NGINX_AUTH;/")
 # The same with the optional cache, on an nginx of its own (the upstream

@@ -3,7 +3,7 @@
 // the tests on loopback ports with its own configuration in a temporary
 // directory, in front of a small application and of cmd/waitingroom
 // -forward-auth processes. The configurations are those of
-// docs/forward-auth.md, read from it verbatim; only the addresses change.
+// docs/forward-auth/, read from it verbatim; only the addresses change.
 //
 // The tests skip with a message naming the program (nginx, caddy) when it
 // is not on PATH, and fail instead when WAITINGROOM_REQUIRE_SERVICES=1

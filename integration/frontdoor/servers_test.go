@@ -29,7 +29,7 @@ const passSecret = "frontdoor-pass-secret-0123456789"
 // adminToken is the rooms' admin token.
 const adminToken = "frontdoor-admin-token-0123456789"
 
-// The addresses of docs/forward-auth.md's configurations, which the tests
+// The addresses of docs/forward-auth's configurations, which the tests
 // replace with their own.
 const (
 	docListen   = "127.0.0.1:8080"
@@ -198,25 +198,31 @@ func room(t testing.TB, name string, args ...string) (addr, admin string) {
 	return addr, admin
 }
 
-// snippet returns the configuration of docs/forward-auth.md marked
-// <!-- tested: name -->, as it is there.
+// snippet returns the configuration marked <!-- tested: name --> in the
+// pages of docs/forward-auth/, as it is there.
 func snippet(t testing.TB, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "forward-auth.md"))
+	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "forward-auth", "*.md"))
 	require.NoError(t, err)
-	doc := string(b)
 	marker := "<!-- tested: " + name + " -->\n```"
-	i := strings.Index(doc, marker)
-	require.GreaterOrEqual(t, i, 0, "docs/forward-auth.md has no %q", marker)
-	rest := doc[i+len(marker):]
-	rest = rest[strings.Index(rest, "\n")+1:]
-	end := strings.Index(rest, "```\n")
-	require.GreaterOrEqual(t, end, 0)
-	return rest[:end]
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		require.NoError(t, err)
+		doc := string(b)
+		i := strings.Index(doc, marker)
+		if i < 0 {
+			continue
+		}
+		rest := doc[i+len(marker):]
+		rest = rest[strings.Index(rest, "\n")+1:]
+		end := strings.Index(rest, "```\n")
+		require.GreaterOrEqual(t, end, 0)
+		return rest[:end]
+	}
+	t.Fatalf("no page of docs/forward-auth has %q", marker)
+	return ""
 }
 
-// replace returns s with each of the pairs' first element replaced by the
-// second, failing the test if one is not in s.
 func replace(t testing.TB, s string, pairs ...string) string {
 	t.Helper()
 	for i := 0; i < len(pairs); i += 2 {
@@ -226,7 +232,7 @@ func replace(t testing.TB, s string, pairs ...string) string {
 	return s
 }
 
-// nginx starts nginx with docs/forward-auth.md's configuration in front of
+// nginx starts nginx with docs/forward-auth/nginx.md's configuration in front of
 // rooms and upstream, returning its address. With cache, the
 // configuration keeps the answers for admitted visitors (the optional
 // part of the page).
@@ -297,7 +303,7 @@ http {
 	return p.addr
 }
 
-// caddy starts Caddy with docs/forward-auth.md's Caddyfile in front of
+// caddy starts Caddy with docs/forward-auth/caddy.md's Caddyfile in front of
 // room and upstream, returning its address.
 func caddy(t testing.TB, bin, site string) string {
 	t.Helper()
