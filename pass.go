@@ -98,7 +98,7 @@ func (p Pass) normalize() (Pass, error) {
 // the server to add to the visitor's response (nginx: auth_request_set
 // and add_header Set-Cookie). It carries an expired cookie with a
 // revoke. The pass's cookie is named after the room's, with "_pass"
-// appended, and its value is "<signature>.<expires>_<id>_<bucket>_<accepted>":
+// appended, and its value is "<signature>.<last>_<id>_<bucket>_<accepted>":
 // the Unix second through which it is good, and the ticket's three
 // fields as Ticket.String writes them; the signature is the unpadded
 // base64url MD5 of everything after the dot, a space, the room's cookie
@@ -108,8 +108,9 @@ func (p Pass) normalize() (Pass, error) {
 const PassHeader = "Waiting-Room-Pass"
 
 // passLast returns the last Unix second of a pass given at now (Unix ms)
-// to the admitted visitor c under policy p: through the second that
-// holds now+Duration, and no later than the last whole second of a
+// to the admitted visitor c under policy p: the second before the one
+// that holds now+Duration (the pass ends on a second's boundary, no later
+// than Duration from now), and no later than the last whole second of a
 // session that ends whatever the visitor does. ok is false when no pass
 // may be given (too close to that end).
 func (rm *Room) passLast(p *policy, c *cookieState, now int64) (last int64, ok bool) {
