@@ -246,6 +246,26 @@ func (c *RedisCluster) PrimaryOf(slot int) (string, error) {
 	return "", fmt.Errorf("servicetest: no node serves slot %d", slot)
 }
 
+// ReplicaOf returns the address of a replica of the primary at addr, as
+// a live node sees it now.
+func (c *RedisCluster) ReplicaOf(addr string) (string, error) {
+	nodes, err := c.clusterNodes()
+	if err != nil {
+		return "", err
+	}
+	for _, p := range nodes {
+		if p.addr != addr {
+			continue
+		}
+		for _, r := range nodes {
+			if r.primary == p.id {
+				return r.addr, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("servicetest: no replica of %s", addr)
+}
+
 // Kill kills the node at addr with SIGKILL and waits for the process to
 // end.
 func (c *RedisCluster) Kill(addr string) error {
@@ -324,8 +344,9 @@ func (c *RedisCluster) live() []string {
 // nodeInfo is a line of CLUSTER NODES: a node's address and, for a
 // primary, its slot ranges.
 type nodeInfo struct {
-	addr  string
-	slots [][2]int
+	id, addr string
+	primary  string // the ID of a replica's primary; "" for a primary
+	slots    [][2]int
 }
 
 func (n nodeInfo) serves(slot int) bool {
@@ -353,7 +374,7 @@ func (c *RedisCluster) clusterNodes() ([]nodeInfo, error) {
 			if len(f) < 8 || strings.Contains(f[2], "fail") && !strings.Contains(f[2], "fail?") {
 				continue
 			}
-			n := nodeInfo{addr: strings.SplitN(f[1], "@", 2)[0]}
+			n := nodeInfo{id: f[0], addr: strings.SplitN(f[1], "@", 2)[0], primary: strings.Trim(f[3], "-")}
 			for _, s := range f[8:] {
 				if strings.HasPrefix(s, "[") { // a slot being migrated
 					continue

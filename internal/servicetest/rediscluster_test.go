@@ -24,6 +24,10 @@ func TestRedisCluster(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, addrs[1], p)
 
+	r, err := c.ReplicaOf(addrs[1])
+	require.NoError(t, err)
+	assert.Equal(t, addrs[4], r)
+
 	require.NoError(t, c.Kill(addrs[1]))
 	start = time.Now()
 	promoted, err := c.WaitFailover(addrs[1])

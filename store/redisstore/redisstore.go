@@ -45,14 +45,24 @@
 // holds every write up to some moment and none after. With all of a room's
 // keys on that primary, what the room finds after a failover is the room
 // as it was at one moment (state, mailboxes and view alike), never the
-// state of one moment beside mailboxes of a later one.
+// state of one moment beside mailboxes of a later one. The room notices
+// that its state went back (a lower version than the one it wrote last)
+// and brings in again what the lost writes held, with a grace in which
+// nobody new is let in (package waitingroom's docs/design.md, "Going
+// back"), so the limits hold through a failover.
 //
 // Until the replica takes over (cluster-node-timeout, then an election: a
 // second or two with a node timeout of one second) the rooms in the failed
 // primary's slots cannot be reached, and for a moment, with
 // cluster-require-full-coverage (the default), every node refuses commands
 // (CLUSTERDOWN): syncs fail with store.ErrUnavailable and each room follows
-// its OnStoreError policy until they succeed again.
+// its OnStoreError policy until they succeed again. The client learns
+// where the slots went from a MOVED reply, but not from a primary it
+// cannot reach: after every error that says the server is unavailable,
+// the store asks the client to reload the cluster's layout (ReloadState,
+// in the background), so that it finds the promoted replica within a sync
+// or two of the failover rather than at its periodic reload
+// (ClusterStateReloadInterval, a minute by default).
 //
 // # Atomicity
 //
@@ -197,7 +207,9 @@ type Store struct {
 	prefix string
 	ttlMS  int64 // expiry in milliseconds; 0 for none
 	tags   bool  // a room's other keys carry its state's key as a hash tag
-	closed atomic.Bool
+
+	cluster *redis.ClusterClient // client, if it is one
+	closed  atomic.Bool
 }
 
 // New returns a Store that keeps state through client, which may be a
@@ -210,8 +222,8 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	if s.prefix == "" {
 		s.prefix = DefaultKeyPrefix
 	}
-	_, cluster := client.(*redis.ClusterClient)
-	s.tags = cluster && !strings.ContainsAny(s.prefix, "{}")
+	s.cluster, _ = client.(*redis.ClusterClient)
+	s.tags = s.cluster != nil && !strings.ContainsAny(s.prefix, "{}")
 	switch ttl := opts.TTL; {
 	case ttl == 0:
 		s.ttlMS = DefaultTTL.Milliseconds()
