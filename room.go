@@ -101,6 +101,8 @@ type Room struct {
 	mine     *delta     // this instance's counts over the last session; under syncMu
 	seq      uint64     // the latest sync's sequence number; under syncMu
 	unacked  []batch    // counts of syncs not known to have been applied; under syncMu
+	version  uint64     // the state's Version the latest classic sync wrote; under syncMu
+	applied  []applied  // counts of the syncs applied lately, in case the state goes back; under syncMu
 	outage   bool       // the latest sync failed; under syncMu
 	fleet    fleetState // the fleet protocol (fleet.go); under syncMu
 	ready    readiness  // the outcome of the latest sync, for Ready

@@ -6,6 +6,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
@@ -350,4 +351,101 @@ func TestStateLossKeepsLimits(t *testing.T) {
 		assert.Equal(t, rooms[0].epoch, rm.epoch, "every instance follows the new epoch")
 	}
 	assert.Equal(t, 3, rooms[0].Stats().Instances)
+}
+
+// rewindable is a store that can go back to the state it held some time
+// ago, as a Redis replica promoted at a failover holds its primary's
+// writes up to a moment and none after.
+type rewindable struct {
+	store.Store
+	clk  *clock
+	mu   sync.Mutex
+	past []snapshot // every committed state, oldest first
+}
+
+type snapshot struct {
+	at  time.Time
+	enc []byte
+}
+
+func (r *rewindable) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	var enc []byte
+	err := r.Store.Update(ctx, room, func(st *store.State) error {
+		if err := fn(st); err != nil {
+			return err
+		}
+		enc = store.MarshalState(st)
+		return nil
+	})
+	if err == nil {
+		r.mu.Lock()
+		r.past = append(r.past, snapshot{r.clk.Now(), enc})
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// rewind puts back the latest state committed at least d ago.
+func (r *rewindable) rewind(t *testing.T, room string, d time.Duration) {
+	r.mu.Lock()
+	var enc []byte
+	for _, s := range r.past {
+		if !s.at.After(r.clk.Now().Add(-d)) {
+			enc = s.enc
+		}
+	}
+	r.mu.Unlock()
+	require.NotNil(t, enc)
+	old, err := store.UnmarshalState(enc)
+	require.NoError(t, err)
+	require.NoError(t, r.Store.Update(context.Background(), room, func(st *store.State) error {
+		*st = *old
+		return nil
+	}))
+}
+
+// A store that goes back in time (a failover that lost the writes of the
+// last 20 s, which the instances were told had committed) keeps the
+// limits and the FIFO order: every instance that wrote a lost version
+// brings in again what it had sent since the state's record of it.
+func TestStateRollbackKeepsLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		total     int
+		perMinute int
+	}{
+		{"per-minute bound", 1000, 100},
+		{"total bound", 100, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			st := &rewindable{Store: memstore.New(), clk: clk}
+			rooms := instances(t, clk, st, 3, func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.perMinute
+				c.SessionDuration = 2 * time.Minute
+			})
+			rewound := 0
+			res := surge{
+				visitors: 1200, arrivals: 4 * time.Minute, browse: 3 * time.Minute, duration: 10 * time.Minute, seed: 11,
+				step: func(now time.Time) {
+					// Mid-surge, with a queue waiting, the state goes back
+					// 20 s, twice: at :10 of a minute (that minute's
+					// admissions lost) and at :30.
+					if e := now.Sub(newClock().Now()); e == 130*time.Second || e == 210*time.Second {
+						st.rewind(t, rooms[0].cfg.Name, 20*time.Second)
+						rewound++
+					}
+				},
+			}.run(t, clk, rooms)
+			require.Equal(t, 2, rewound)
+			assert.LessOrEqual(t, res.maxActive, tc.total, "active visitors")
+			for m, n := range res.admittedPerMinute {
+				assert.LessOrEqual(t, n, tc.perMinute, "minute %d", m)
+			}
+			assert.Zero(t, res.inversions, "FIFO order after the state went back")
+			for _, rm := range rooms {
+				assert.Equal(t, rooms[0].epoch, rm.epoch, "the epoch is unchanged")
+			}
+		})
+	}
 }

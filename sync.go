@@ -71,12 +71,13 @@ func (rm *Room) Sync(ctx context.Context) error {
 		history:      rm.kept.store != nil,
 	}
 	var (
-		g       grant
-		v       *view
-		epoch   uint64
-		offset  int64
-		rebuilt bool
-		recover = rm.outage
+		g        grant
+		v        *view
+		epoch    uint64
+		offset   int64
+		rebuilt  bool
+		wentBack bool
+		recover  = rm.outage
 
 		settingsVersion uint64
 		version         uint64
@@ -97,6 +98,11 @@ func (rm *Room) Sync(ctx context.Context) error {
 		offset = now - local
 		p.now = now
 		rebuilt = rm.epoch != 0 && st.Epoch != rm.epoch
+		// A state older than the one this instance wrote last went back
+		// in time: the store lost writes it had acknowledged (a failover
+		// of an asynchronously replicated store). What those writes
+		// brought in must be brought in again.
+		wentBack = !rebuilt && rm.epoch != 0 && st.Version < rm.version
 		var applied uint64 // the latest of this instance's syncs the state has
 		if !rebuilt {
 			for _, in := range st.Instances {
@@ -106,6 +112,13 @@ func (rm *Room) Sync(ctx context.Context) error {
 			}
 		}
 		dd := newDelta()
+		if wentBack {
+			for _, b := range rm.applied {
+				if b.seq > applied {
+					dd.add(b.d)
+				}
+			}
+		}
 		for _, b := range batches {
 			if b.seq > applied {
 				dd.add(b.d)
@@ -114,14 +127,17 @@ func (rm *Room) Sync(ctx context.Context) error {
 		if rebuilt {
 			// The state this instance knew was lost (or already recreated
 			// by another instance that noticed first): contribute again
-			// what it counted over the last session, and every session it
-			// knows (merging makes a session reported twice count once).
+			// what it counted over the last session.
 			dd.add(rm.mine)
+		}
+		if rebuilt || wentBack {
+			// And every session it knows (merging makes a session
+			// reported twice count once).
 			rm.mu.Lock()
 			rm.known.each(dd.session)
 			rm.mu.Unlock()
 		}
-		if rebuilt || recover {
+		if rebuilt || wentBack || recover {
 			// After a loss or an outage, counts of other instances may not
 			// be in the state yet: nobody is admitted until every instance
 			// has had a sync, its retries included, to bring them in.
@@ -188,6 +204,11 @@ func (rm *Room) Sync(ctx context.Context) error {
 	if rebuilt {
 		rm.log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", rm.epoch, "epoch", epoch)
 	}
+	if wentBack {
+		rm.log.Warn("waitingroom: the shared state went back to an earlier version (the store lost writes it had acknowledged); this instance contributed its counts again", "version", rm.version)
+	}
+	rm.version = version
+	rm.keepApplied(batches, p.now)
 	rm.unacked = nil
 	rm.finish(ctx, p, v, epoch, settingsVersion, batches, func() {
 		if g != nil {
@@ -323,6 +344,30 @@ const maxClockLead = 10_000
 type batch struct {
 	seq uint64
 	d   *delta
+}
+
+// applied is the counts of a sync the state applied, kept for a waiting
+// window in case the state goes back to a version without them: the
+// waiting counts and attempts (the sessions are in rm.known).
+type applied struct {
+	seq uint64
+	at  int64 // shared-clock ms of the sync
+	d   *delta
+}
+
+// keepApplied keeps the counts of sent, a sync's batches the state
+// applied at now, and forgets those older than the waiting window: by
+// then their waiting counts have left the state anyway.
+func (rm *Room) keepApplied(sent []batch, now int64) {
+	i := 0
+	for i < len(rm.applied) && rm.applied[i].at < now-rm.waitWindow {
+		i++
+	}
+	rm.applied = slices.Delete(rm.applied, 0, i)
+	for _, b := range sent {
+		d := &delta{sessions: map[uint64]store.Session{}, waiting: b.d.waiting, attempts: b.d.attempts, legacy: b.d.legacy}
+		rm.applied = append(rm.applied, applied{seq: b.seq, at: now, d: d})
+	}
 }
 
 // graceAfterGap is how long, in ms, nobody is admitted after the shared

@@ -12,6 +12,10 @@
 //   - Redis: killed and restarted empty on the same port; paused with
 //     SIGSTOP for 5 s, then SIGCONT; slowed down by a loopback TCP proxy
 //     that adds 200 ms to every round trip; emptied with FLUSHALL.
+//   - Redis Cluster (six nodes of the test's own, cluster_test.go): the
+//     primary holding the room killed after its replica was kept 5.5 s
+//     behind, so that its replica takes over without the writes of those
+//     5.5 s.
 //   - PostgreSQL and MariaDB: the server restarted; the room's row
 //     deleted; the row locked by another session for 5 s.
 //

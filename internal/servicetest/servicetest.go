@@ -1,7 +1,8 @@
 // Package servicetest decides what a test does when a server it needs
 // (Redis, PostgreSQL, MariaDB) or a program cannot be reached: skip with a
 // message that names the environment variable to set, on a developer's
-// machine, or fail when WAITINGROOM_REQUIRE_SERVICES=1 (CI).
+// machine, or fail when WAITINGROOM_REQUIRE_SERVICES=1 (CI). It also starts
+// a Redis Cluster of a test's own (StartRedisCluster).
 package servicetest
 
 import (

@@ -26,6 +26,14 @@ func (s *Store) classify(err error) error {
 		// The second is a command of the script that the ACL forbids.
 		return fmt.Errorf("%w: the Redis user lacks a permission; its ACL must allow GET, EVAL, EVALSHA, GETRANGE and SET on the keys %s* (and for the history ZADD, ZREMRANGEBYSCORE, PEXPIRE and ZRANGE): %w", store.ErrAuth, s.prefix, err)
 	case unavailable(err):
+		if s.cluster != nil {
+			// The slots may have moved (a failover): go-redis learns so
+			// from a MOVED reply, but not from a primary it cannot reach,
+			// which it would try again until its next periodic reload
+			// (ClusterStateReloadInterval, a minute by default). The
+			// reload runs in the background, at most one at a time.
+			s.cluster.ReloadState(context.Background())
+		}
 		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	return err

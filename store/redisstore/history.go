@@ -1,9 +1,11 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -13,9 +15,10 @@ import (
 
 var _ store.HistoryStore = (*Store)(nil)
 
-// historySuffix ends the key of a room's history: KeyPrefix + room name +
-// historySuffix, a sorted set apart from the state's key. Rooms of package
-// waitingroom have no '#' in their names, so no state key is ever one.
+// historySuffix follows the room's name in the name of its history's key
+// (see Store.key): a sorted set apart from the state's key. Rooms of
+// package waitingroom have no '#' in their names, so no state key is ever
+// one.
 const historySuffix = "#history"
 
 // historyTTL is the expiry of a room's history, set again at every write:
@@ -50,7 +53,7 @@ func (s *Store) AppendHistory(ctx context.Context, room string, recs []store.Rec
 	if len(recs) == 0 {
 		return nil
 	}
-	key := s.prefix + room + historySuffix
+	key := s.key(room + historySuffix)
 	newest := recs[0].Minute
 	args := make([]any, 2, 2+2*len(recs))
 	for _, r := range recs {
@@ -77,7 +80,34 @@ func (s *Store) ReadHistory(ctx context.Context, room string, from, to int64) ([
 	if to <= from {
 		return nil, nil
 	}
-	key := s.prefix + room + historySuffix
+	key := s.key(room + historySuffix)
+	out, err := s.readHistory(ctx, key, from, to)
+	if err != nil || key == s.prefix+room+historySuffix {
+		return out, err
+	}
+	// On a Cluster, the release before kept the history under the key
+	// without a tag: its minutes come after those of the tagged key, and
+	// only where the tagged key has none.
+	old, err := s.readHistory(ctx, s.prefix+room+historySuffix, from, to)
+	if err != nil || len(old) == 0 {
+		return out, err
+	}
+	have := make(map[int64]bool, len(out))
+	for _, r := range out {
+		have[r.Minute] = true
+	}
+	for _, r := range old {
+		if !have[r.Minute] {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b store.Record) int { return cmp.Compare(a.Minute, b.Minute) })
+	return out, nil
+}
+
+// readHistory reads the minutes from to to (excluded) of the history at
+// key, in order.
+func (s *Store) readHistory(ctx context.Context, key string, from, to int64) ([]store.Record, error) {
 	zs, err := await(ctx, func() ([]redis.Z, error) {
 		return s.client.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
 			Key: key, ByScore: true, Start: strconv.FormatInt(from, 10), Stop: "(" + strconv.FormatInt(to, 10),

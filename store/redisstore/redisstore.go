@@ -4,10 +4,65 @@
 // # Key layout
 //
 // A room's state is one Redis string under KeyPrefix + room name, so every
-// operation touches a single key and works unchanged on Redis Cluster. Its
-// value is an 8-byte write tag followed by store.MarshalState of the state:
+// operation touches a single key. Its value is an 8-byte write tag followed
+// by store.MarshalState of the state:
 //
 //	value = tag (8 random bytes, new on every write) || store.MarshalState(state)
+//
+// A room has other keys, each under a name that is the room's followed by
+// '#' and a suffix: its history (below), and, in a large fleet, a mailbox
+// per instance (room + "#fleet:" + the instance's ID) and a view
+// (room + "#fleet-view"), each kept as a state of its own.
+//
+// # Redis Cluster
+//
+// Every operation touches one key, so the store works on Redis Cluster as
+// on a single node. With a *redis.ClusterClient, the room's other keys
+// also carry the state's key as a hash tag, so that all of a room's keys
+// are in the state's slot, on one primary:
+//
+//	state     waitingroom:sale
+//	history   waitingroom:sale#history{waitingroom:sale}
+//	mailbox   waitingroom:sale#fleet:<id>{waitingroom:sale}
+//	view      waitingroom:sale#fleet-view{waitingroom:sale}
+//
+// Rooms spread over the cluster's slots by name (and KeyPrefix). A
+// KeyPrefix that holds '{' or '}' keeps every name as it is: one with a
+// hash tag of its own, such as "{wr}:", puts every room in that tag's slot.
+// With any other client the keys are the names above without the tags.
+//
+// The state's key is the same on every client and in every release, so
+// instances of the release before, which wrote no tags, share a room's
+// state with this one during a rolling upgrade. Its history's key changes
+// on a Cluster: this release writes the tagged key and reads both, the
+// minutes of the tagged key first, so no minute recorded before the
+// upgrade is lost; instances of the release before do not see the minutes
+// this release records (they only show them; nothing else reads the
+// history). The release before had no mailboxes or views.
+//
+// Why one slot: Redis replicates asynchronously, so a primary that fails
+// may take with it the writes it acknowledged last; its replica, promoted,
+// holds every write up to some moment and none after. With all of a room's
+// keys on that primary, what the room finds after a failover is the room
+// as it was at one moment (state, mailboxes and view alike), never the
+// state of one moment beside mailboxes of a later one. The room notices
+// that its state went back (a lower version than the one it wrote last)
+// and brings in again what the lost writes held, with a grace in which
+// nobody new is let in (package waitingroom's docs/design.md, "Going
+// back"), so the limits hold through a failover.
+//
+// Until the replica takes over (cluster-node-timeout, then an election: a
+// second or two with a node timeout of one second) the rooms in the failed
+// primary's slots cannot be reached, and for a moment, with
+// cluster-require-full-coverage (the default), every node refuses commands
+// (CLUSTERDOWN): syncs fail with store.ErrUnavailable and each room follows
+// its OnStoreError policy until they succeed again. The client learns
+// where the slots went from a MOVED reply, but not from a primary it
+// cannot reach: after every error that says the server is unavailable,
+// the store asks the client to reload the cluster's layout (ReloadState,
+// in the background), so that it finds the promoted replica within a sync
+// or two of the failover rather than at its periodic reload
+// (ClusterStateReloadInterval, a minute by default).
 //
 // # Atomicity
 //
@@ -39,8 +94,9 @@
 // # History
 //
 // The room's kept history (store.HistoryStore) is a sorted set under
-// KeyPrefix + room name + "#history": one member a minute, scored by the
-// minute, holding the minute in 8 bytes and its record. AppendHistory runs
+// KeyPrefix + room name + "#history" (and its hash tag on a Cluster): one
+// member a minute, scored by the minute, holding the minute in 8 bytes and
+// its record. AppendHistory runs
 // one script on that key (atomic, and a single key for Cluster); it drops
 // what is older than store.HistoryMinutes and sets the key's expiry to the
 // retention and a day. About 100 bytes a minute: some 5 MB a room for 30
@@ -80,6 +136,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -151,17 +208,24 @@ type Store struct {
 	client redis.UniversalClient
 	prefix string
 	ttlMS  int64 // expiry in milliseconds; 0 for none
-	closed atomic.Bool
+	tags   bool  // a room's other keys carry its state's key as a hash tag
+
+	cluster *redis.ClusterClient // client, if it is one
+	closed  atomic.Bool
 }
 
 // New returns a Store that keeps state through client, which may be a
-// *redis.Client, *redis.ClusterClient or failover (Sentinel) client. The
-// caller keeps ownership of client: Close does not close it.
+// *redis.Client, *redis.ClusterClient or failover (Sentinel) client. With a
+// *redis.ClusterClient, all of a room's keys are in one slot (see the
+// package documentation). The caller keeps ownership of client: Close does
+// not close it.
 func New(client redis.UniversalClient, opts Options) *Store {
 	s := &Store{client: client, prefix: opts.KeyPrefix}
 	if s.prefix == "" {
 		s.prefix = DefaultKeyPrefix
 	}
+	s.cluster, _ = client.(*redis.ClusterClient)
+	s.tags = s.cluster != nil && !strings.ContainsAny(s.prefix, "{}")
 	switch ttl := opts.TTL; {
 	case ttl == 0:
 		s.ttlMS = DefaultTTL.Milliseconds()
@@ -182,7 +246,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 // errors wrap store.ErrAuth or store.ErrUnavailable when the store can tell
 // what is wrong (see the package documentation).
 func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) error) error {
-	key := s.prefix + room
+	key := s.key(room)
 	backoff := minBackoff
 	var cur *[]byte // the value the latest conflict returned, if any
 	for {
@@ -206,6 +270,18 @@ func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) e
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
+}
+
+// key returns the key of name: a room's name, or a room's name followed by
+// '#' and a suffix, one of the room's other keys. On a Cluster (s.tags),
+// such a key ends in a hash tag of the room's state key, unless that key
+// holds a brace of its own.
+func (s *Store) key(name string) string {
+	room, _, other := strings.Cut(name, "#")
+	if !other || !s.tags || strings.ContainsAny(room, "{}") {
+		return s.prefix + name
+	}
+	return s.prefix + name + "{" + s.prefix + room + "}"
 }
 
 // try makes one attempt at updating key, from its value cur when the

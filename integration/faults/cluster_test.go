@@ -1,0 +1,146 @@
+package faults
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/internal/servicetest"
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/store/redisstore"
+)
+
+// syncRecovery bounds the time from the end of the failover (the replica
+// serves the slots, the cluster is ok) to each instance's next successful
+// sync: the room's retry backoff after failures (at most 2 s), a sync
+// that was already waiting on the dead primary (its deadline), the
+// client's reload of the cluster's layout, which the store asks for at
+// every failure (200 ms at most between two reloads), and an interval.
+// In sync intervals: 20 (4 s).
+const syncRecovery = 20 * syncInterval
+
+// lagFor is how long the replica of the room's primary is kept from
+// replicating before the primary is killed: the writes the primary
+// acknowledges meanwhile are lost at the failover. From faultAt (:56 of
+// the first minute) to :01.5 of the next, so that the admissions of the
+// new minute's first second and a half are among them.
+const lagFor = 5500 * time.Millisecond
+
+// TestRedisClusterFailover runs the scenario on a Redis Cluster of the
+// test's own (three primaries, a replica each, cluster-node-timeout 1 s):
+// the primary that holds the room's keys is killed with SIGKILL, after its
+// replica was kept from replicating for 5.5 s, so that the replica takes
+// over with the room as it was then: the writes the primary acknowledged
+// last are lost, as Redis's asynchronous replication allows at any
+// failover, and with them the admissions at the start of a minute. The
+// room must not let in again the visitors' worth of slots it forgot. The fault is over when the replica serves the slots and every
+// live node reports the cluster ok.
+func TestRedisClusterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping in -short mode: a scenario of about 20 s against a Redis Cluster")
+	}
+	rc := servicetest.StartRedisCluster(t)
+	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs()})
+	t.Cleanup(func() { _ = admin.Close() })
+	prefix := randomName("faults:") + ":"
+	var dead string
+	var before, after uint64 // the state's version when the primary was killed, and after the failover
+	r := runScenario(t, scenario{
+		name: "redis cluster failover",
+		kind: faultKind{outage: true, rollback: true},
+		open: func(t *testing.T, _ int) store.Store {
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), ContextTimeoutEnabled: true})
+			t.Cleanup(func() { _ = c.Close() })
+			return redisstore.New(c, redisstore.Options{KeyPrefix: prefix})
+		},
+		inject: func(t *testing.T) {
+			ctx := context.Background()
+			key := roomKey(t, admin, prefix)
+			slot, err := admin.ClusterKeySlot(ctx, key).Result()
+			require.NoError(t, err)
+			dead, err = rc.PrimaryOf(int(slot))
+			require.NoError(t, err)
+			replica, err := rc.ReplicaOf(dead)
+			require.NoError(t, err)
+			rcl := redis.NewClient(&redis.Options{Addr: replica})
+			defer rcl.Close()
+			// The replica cannot follow its primary: it fails to
+			// authenticate (the primary has no password) and tries again
+			// every second, while the rooms write on.
+			require.NoError(t, rcl.ConfigSet(ctx, "masterauth", "lagging").Err())
+			require.NoError(t, rcl.ClientKillByFilter(ctx, "TYPE", "master").Err())
+			time.Sleep(lagFor)
+			before = stateVersion(t, admin, key)
+			require.NoError(t, rc.Kill(dead))
+		},
+		lag:   lagFor,
+		lasts: time.Nanosecond, // heal waits for the failover
+		heal: func(t *testing.T) {
+			promoted, err := rc.WaitFailover(dead)
+			require.NoError(t, err)
+			t.Logf("%s killed, %s took over", dead, promoted)
+			after = stateVersion(t, admin, roomKey(t, admin, prefix))
+		},
+	})
+	r.check(t)
+	assert.Less(t, after, before, "the failover took the room's latest writes with it")
+	for i, st := range r.stores {
+		st.mu.Lock()
+		var first time.Time
+		for _, c := range st.calls {
+			if c.err == nil && c.ended.After(r.healedAt) {
+				first = c.ended
+				break
+			}
+		}
+		st.mu.Unlock()
+		if assert.False(t, first.IsZero(), "instance %d syncs again", i+1) {
+			d := first.Sub(r.healedAt)
+			assert.LessOrEqual(t, d, syncRecovery, "instance %d: first sync after the failover", i+1)
+			t.Logf("instance %d synced again %v after the failover (%.1f intervals)", i+1, d.Round(time.Millisecond), float64(d)/float64(syncInterval))
+		}
+	}
+	noticed := 0
+	for _, l := range r.logs {
+		noticed += l.Count("shared state went back")
+	}
+	assert.Positive(t, noticed, "instances noticed that the state went back")
+	t.Logf("the state's version: %d when the primary was killed, %d after the failover", before, after)
+}
+
+// roomKey returns the key of the room's state under prefix: the only key
+// under it with no '#'.
+func roomKey(t *testing.T, admin *redis.ClusterClient, prefix string) string {
+	var mu sync.Mutex
+	var keys []string
+	require.NoError(t, admin.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		ks, err := m.Keys(ctx, prefix+"*").Result()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range ks {
+			if !strings.Contains(k, "#") {
+				keys = append(keys, k)
+			}
+		}
+		return err
+	}))
+	require.Len(t, keys, 1)
+	return keys[0]
+}
+
+// stateVersion reads the Version of the state at key (after the 8-byte
+// write tag redisstore starts its values with).
+func stateVersion(t *testing.T, admin *redis.ClusterClient, key string) uint64 {
+	b, err := admin.Get(context.Background(), key).Bytes()
+	require.NoError(t, err)
+	require.Greater(t, len(b), 8)
+	st, err := store.UnmarshalState(b[8:])
+	require.NoError(t, err)
+	return st.Version
+}
