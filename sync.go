@@ -36,6 +36,9 @@ func (rm *Room) Sync(ctx context.Context) error {
 	rm.syncMu.Lock()
 	defer rm.syncMu.Unlock()
 	if err := rm.fleetSync(ctx); !errors.Is(err, errFleetFallback) {
+		if err == nil {
+			rm.removeMailboxes(ctx)
+		}
 		return err
 	}
 
@@ -188,6 +191,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 	if rebuilt {
 		rm.log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", rm.epoch, "epoch", epoch)
 	}
+	rm.noteGone(v.dropped)
 	rm.unacked = nil
 	rm.finish(ctx, p, v, epoch, settingsVersion, batches, func() {
 		if g != nil {
@@ -196,6 +200,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		} // else nothing new was granted: what is left of the grant stays held
 		rm.inflight = nil
 	}, offset)
+	rm.removeMailboxes(ctx)
 	return nil
 }
 
