@@ -87,6 +87,12 @@ type fleetFigures struct {
 	mu        sync.Mutex
 	durations []time.Duration // of every Sync
 	errors    int
+	// pool is the SQL stores' connection pool, nil for other stores;
+	// poolWaits and poolWait the waits for one of its connections while
+	// measuring, and how long they took in all.
+	pool      *sql.DB
+	poolWaits int64
+	poolWait  time.Duration
 }
 
 func (r *fleetRecorder) Update(ctx context.Context, room string, fn func(*store.State) error) error {
@@ -134,15 +140,15 @@ func fleetSizes() []int {
 // function it returns is a new client of the same room.
 type fleetBackend struct {
 	name string
-	open func(tb testing.TB) func() store.Store
+	open func(tb testing.TB, f *fleetFigures) func() store.Store
 }
 
 var fleetBackends = []fleetBackend{
-	{"memory", func(tb testing.TB) func() store.Store {
+	{"memory", func(tb testing.TB, _ *fleetFigures) func() store.Store {
 		s := memstore.New()
 		return func() store.Store { return s }
 	}},
-	{"redis", func(tb testing.TB) func() store.Store {
+	{"redis", func(tb testing.TB, _ *fleetFigures) func() store.Store {
 		opts, err := redis.ParseURL(redisURL())
 		require.NoError(tb, err)
 		admin := redis.NewClient(opts)
@@ -165,21 +171,23 @@ var fleetBackends = []fleetBackend{
 			return closing(tb, redisstore.New(c, redisstore.Options{KeyPrefix: prefix}))
 		}
 	}},
-	{"postgres", func(tb testing.TB) func() store.Store {
-		return fleetSQL(tb, servicetest.PostgreSQL, "pgx", postgresURL(), sqlstore.Postgres)
+	{"postgres", func(tb testing.TB, f *fleetFigures) func() store.Store {
+		return fleetSQL(tb, f, servicetest.PostgreSQL, "pgx", postgresURL(), sqlstore.Postgres)
 	}},
-	{"mariadb", func(tb testing.TB) func() store.Store {
-		return fleetSQL(tb, servicetest.MariaDB, "mysql", servicetest.MariaDB.URL(), sqlstore.MySQL)
+	{"mariadb", func(tb testing.TB, f *fleetFigures) func() store.Store {
+		return fleetSQL(tb, f, servicetest.MariaDB, "mysql", servicetest.MariaDB.URL(), sqlstore.MySQL)
 	}},
 }
 
-// fleetSQL opens one table, dropped at cleanup, and a pool of 40
+// fleetSQL opens one table, dropped at cleanup, and a pool of
 // connections the instances' stores share (a database serves a limited
-// number of connections).
-func fleetSQL(tb testing.TB, service servicetest.Service, driver, dsn string, d sqlstore.Dialect) func() store.Store {
+// number of connections): 40, or WAITINGROOM_FLEET_POOL.
+func fleetSQL(tb testing.TB, f *fleetFigures, service servicetest.Service, driver, dsn string, d sqlstore.Dialect) func() store.Store {
 	db, err := sql.Open(driver, dsn)
 	require.NoError(tb, err)
-	db.SetMaxOpenConns(40)
+	db.SetMaxOpenConns(fleetPool())
+	db.SetMaxIdleConns(fleetPool())
+	f.pool = db
 	tb.Cleanup(func() { _ = db.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -196,6 +204,15 @@ func fleetSQL(tb testing.TB, service servicetest.Service, driver, dsn string, d 
 		require.NoError(tb, err)
 		return closing(tb, s)
 	}
+}
+
+// fleetPool is the size of the SQL stores' connection pool:
+// WAITINGROOM_FLEET_POOL or 40.
+func fleetPool() int {
+	if n, err := strconv.Atoi(os.Getenv("WAITINGROOM_FLEET_POOL")); err == nil && n > 0 {
+		return n
+	}
+	return 40
 }
 
 // fleetStores are the stores BenchmarkFleet runs on:
@@ -224,7 +241,8 @@ func fleetStores() []fleetBackend {
 // syncs a second achieved, the failed syncs, the sync's p50, p99 and
 // longest (ms), the store round trips and state bytes per sync (all
 // instances', the aggregator's included, over the syncs), and the size of
-// the room's shared state. WAITINGROOM_FLEET_LOCKED_READ=1 hides the
+// the room's shared state; on SQL, the waits for a connection of the pool
+// per sync and their time. WAITINGROOM_FLEET_LOCKED_READ=1 hides the
 // stores' read without a lock (store.Reader) from the rooms. It is a
 // measurement, not a test: run it with -benchtime 1x, e.g.
 //
@@ -258,6 +276,10 @@ func BenchmarkFleet(b *testing.B) {
 						b.ReportMetric(float64(f.bytes.Load())/float64(syncs), "bytes/sync")
 					}
 					b.ReportMetric(float64(f.size.Load()), "state-bytes")
+					if f.pool != nil && syncs > 0 {
+						b.ReportMetric(float64(f.poolWaits)/float64(syncs), "poolwaits/sync")
+						b.ReportMetric(float64(f.poolWait.Microseconds())/1000/float64(syncs), "poolwait-ms/sync")
+					}
 				})
 			}
 		}
@@ -268,7 +290,7 @@ func BenchmarkFleet(b *testing.B) {
 // returns what was recorded.
 func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration) *fleetFigures {
 	f := &fleetFigures{}
-	open := be.open(b)
+	open := be.open(b, f)
 	name := randomName("fleet-")
 	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "app") })
 	rooms := make([]*waitingroom.Room, n)
@@ -329,9 +351,18 @@ func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration)
 	}
 	time.Sleep(5*time.Second + time.Duration(n/100)*time.Second)
 	b.ResetTimer()
+	var pool sql.DBStats
+	if f.pool != nil {
+		pool = f.pool.Stats()
+	}
 	f.measuring.Store(true)
 	time.Sleep(d)
 	f.measuring.Store(false)
+	if f.pool != nil {
+		end := f.pool.Stats()
+		f.poolWaits = end.WaitCount - pool.WaitCount
+		f.poolWait = end.WaitDuration - pool.WaitDuration
+	}
 	b.StopTimer()
 	close(stop)
 	wg.Wait()
