@@ -280,6 +280,80 @@ func TestFleetMailboxesRemoved(t *testing.T) {
 	}
 }
 
+// TestFleetViewRead: instances read the view with the store's read
+// without a lock when it has one (store.Reader), and the view is then
+// updated by the aggregator alone, once a round; on a store without it
+// they read through Update, and the fleet syncs through the aggregator
+// all the same.
+func TestFleetViewRead(t *testing.T) {
+	for _, reader := range []bool{true, false} {
+		t.Run(map[bool]string{true: "reader", false: "update"}[reader], func(t *testing.T) {
+			clk := newClock()
+			rec := &viewCalls{Store: memstore.New()}
+			var st store.Store = rec
+			if !reader {
+				st = struct{ store.Store }{rec}
+			}
+			rooms := instances(t, clk, st, fleetSize, func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
+				c.SyncInterval = -1
+				c.FleetSync = true
+			})
+			rounds := 10
+			for range rounds {
+				clk.Add(time.Second)
+				for _, rm := range rooms {
+					require.NoError(t, rm.Sync(context.Background()))
+				}
+			}
+			on, leader := fleetOn(rooms)
+			assert.Equal(t, fleetSize, on)
+			assert.GreaterOrEqual(t, leader, 0)
+			reads, updates := rec.counts(viewKey(rooms[0].cfg.Name))
+			if reader {
+				assert.GreaterOrEqual(t, reads, rounds*(fleetSize-1), "every instance reads the view each sync")
+				assert.LessOrEqual(t, updates, rounds+2, "only the aggregator updates the view")
+			} else {
+				assert.Zero(t, reads)
+				assert.GreaterOrEqual(t, updates, rounds*(fleetSize-1))
+			}
+		})
+	}
+}
+
+// viewCalls is a memstore that counts the Reads and Updates of each room.
+type viewCalls struct {
+	*memstore.Store
+	mu             sync.Mutex
+	reads, updates map[string]int
+}
+
+func (v *viewCalls) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	v.mu.Lock()
+	if v.updates == nil {
+		v.updates = map[string]int{}
+	}
+	v.updates[room]++
+	v.mu.Unlock()
+	return v.Store.Update(ctx, room, fn)
+}
+
+func (v *viewCalls) Read(ctx context.Context, room string) (*store.State, error) {
+	v.mu.Lock()
+	if v.reads == nil {
+		v.reads = map[string]int{}
+	}
+	v.reads[room]++
+	v.mu.Unlock()
+	return v.Store.Read(ctx, room)
+}
+
+func (v *viewCalls) counts(room string) (reads, updates int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.reads[room], v.updates[room]
+}
+
 // removals is a memstore that records the rooms whose state an Update
 // left zero (removed them).
 type removals struct {
