@@ -83,10 +83,13 @@ type fleetFigures struct {
 	measuring atomic.Bool
 	attempts  atomic.Int64
 	bytes     atomic.Int64 // state bytes read and written
-	size      atomic.Int64 // the latest size of the room's shared state
-	mu        sync.Mutex
-	durations []time.Duration // of every Sync
-	errors    int
+	// stateUpdates counts the Updates of the room's shared state: the
+	// classic syncs and the aggregator's rounds.
+	stateUpdates atomic.Int64
+	size         atomic.Int64 // the latest size of the room's shared state
+	mu           sync.Mutex
+	durations    []time.Duration // of every Sync
+	errors       int
 	// pool is the SQL stores' connection pool, nil for other stores;
 	// poolWaits and poolWait the waits for one of its connections while
 	// measuring, and how long they took in all.
@@ -98,6 +101,9 @@ type fleetFigures struct {
 func (r *fleetRecorder) Update(ctx context.Context, room string, fn func(*store.State) error) error {
 	if !r.f.measuring.Load() {
 		return r.Store.Update(ctx, room, fn)
+	}
+	if room == r.name {
+		r.f.stateUpdates.Add(1)
 	}
 	var attempts int
 	var moved int64
@@ -241,7 +247,8 @@ func fleetStores() []fleetBackend {
 // syncs a second achieved, the failed syncs, the sync's p50, p99 and
 // longest (ms), the store round trips and state bytes per sync (all
 // instances', the aggregator's included, over the syncs), and the size of
-// the room's shared state; on SQL, the waits for a connection of the pool
+// the room's shared state, the Updates of that state a second (classic
+// syncs and the aggregator's rounds); on SQL, the waits for a connection of the pool
 // per sync and their time. WAITINGROOM_FLEET_LOCKED_READ=1 hides the
 // stores' read without a lock (store.Reader) from the rooms. It is a
 // measurement, not a test: run it with -benchtime 1x, e.g.
@@ -276,6 +283,7 @@ func BenchmarkFleet(b *testing.B) {
 						b.ReportMetric(float64(f.bytes.Load())/float64(syncs), "bytes/sync")
 					}
 					b.ReportMetric(float64(f.size.Load()), "state-bytes")
+					b.ReportMetric(float64(f.stateUpdates.Load())/float64(seconds), "state-updates/s")
 					if f.pool != nil && syncs > 0 {
 						b.ReportMetric(float64(f.poolWaits)/float64(syncs), "poolwaits/sync")
 						b.ReportMetric(float64(f.poolWait.Microseconds())/1000/float64(syncs), "poolwait-ms/sync")
