@@ -478,46 +478,46 @@ func (rm *Room) noteGone(ids []string) {
 // each with an Update that leaves the zero State (sqlstore and memstore
 // delete it; Redis lets it expire) if it has been silent for the fleet's
 // patience; one written since is tried again once it has been. A
-// mailbox whose Update fails is tried at the next sync. Under syncMu.
+// mailbox whose Update fails is tried at the next sync; at most
+// maxRemovals a sync. Under syncMu.
 func (rm *Room) removeMailboxes(ctx context.Context) {
 	local := rm.localNow()
 	var due []string
 	for id, at := range rm.gone {
-		if at <= local {
+		if at <= local && len(due) < maxRemovals {
 			due = append(due, id)
 		}
 	}
-	if len(due) == 0 {
-		return
-	}
 	now := local + rm.offset.Load()
 	patience := rm.fleetPatience()
-	next := make([]int64, len(due)) // 0: done
-	rm.eachPeer(due, func(i int) {
-		err := rm.store.Update(ctx, mailboxKey(rm.cfg.Name, due[i]), func(st *store.State) error {
-			next[i] = 0
+	for _, id := range due {
+		next := int64(0) // done
+		err := rm.store.Update(ctx, mailboxKey(rm.cfg.Name, id), func(st *store.State) error {
+			next = 0
 			if st.Epoch == 0 {
 				return errReadOnly // no mailbox
 			}
 			if mb := readMailbox(st); mb.Seen+patience >= now {
-				next[i] = local + mb.Seen + patience - now + 1
+				next = local + mb.Seen + patience - now + 1
 				return errReadOnly // written since: not yet
 			}
 			*st = store.State{}
 			return nil
 		})
 		if err != nil && !errors.Is(err, errReadOnly) {
-			next[i] = local
+			next = local
 		}
-	})
-	for i, id := range due {
-		if next[i] == 0 {
+		if next == 0 {
 			delete(rm.gone, id)
 		} else {
-			rm.gone[id] = next[i]
+			rm.gone[id] = next
 		}
 	}
 }
+
+// maxRemovals bounds the mailboxes one sync removes, one after the other:
+// the rest wait for the next syncs.
+const maxRemovals = 16
 
 // fleetPatience is how long, in ms, an instance of a fleet goes on
 // syncing through the aggregator without news of it (a view, its batches
