@@ -89,6 +89,7 @@ type fleetFigures struct {
 	size         atomic.Int64 // the latest size of the room's shared state
 	mu           sync.Mutex
 	durations    []time.Duration // of every Sync
+	logs         map[string]int  // the rooms' log records, by message
 	errors       int
 	// pool is the SQL stores' connection pool, nil for other stores;
 	// poolWaits and poolWait the waits for one of its connections while
@@ -249,7 +250,9 @@ func fleetStores() []fleetBackend {
 // instances', the aggregator's included, over the syncs), and the size of
 // the room's shared state, the Updates of that state a second (classic
 // syncs and the aggregator's rounds); on SQL, the waits for a connection of the pool
-// per sync and their time. WAITINGROOM_FLEET_LOCKED_READ=1 hides the
+// per sync and their time; with -v, the rooms' log records while measuring,
+// counted by message (a fleet's fallbacks to classic syncs and their
+// cause). WAITINGROOM_FLEET_LOCKED_READ=1 hides the
 // stores' read without a lock (store.Reader) from the rooms. It is a
 // measurement, not a test: run it with -benchtime 1x, e.g.
 //
@@ -283,6 +286,9 @@ func BenchmarkFleet(b *testing.B) {
 						b.ReportMetric(float64(f.bytes.Load())/float64(syncs), "bytes/sync")
 					}
 					b.ReportMetric(float64(f.size.Load()), "state-bytes")
+					for m, n := range f.logs {
+						b.Logf("%6d %s", n, m)
+					}
 					b.ReportMetric(float64(f.stateUpdates.Load())/float64(seconds), "state-updates/s")
 					if f.pool != nil && syncs > 0 {
 						b.ReportMetric(float64(f.poolWaits)/float64(syncs), "poolwaits/sync")
@@ -311,7 +317,7 @@ func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration)
 			Keys:              [][]byte{[]byte(hexKey)},
 			SyncInterval:      -1,
 			FleetSync:         fleet,
-			Logger:            slog.New(slog.DiscardHandler),
+			Logger:            slog.New(&countingHandler{f: f}),
 		}, recorder(&fleetRecorder{Store: open(), name: name, f: f}))
 		require.NoError(b, err)
 		rooms[i], handlers[i] = rm, rm.Handler(app)
@@ -378,3 +384,22 @@ func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration)
 	defer f.mu.Unlock()
 	return f
 }
+
+// countingHandler counts the rooms' log records by message while the
+// measurement runs.
+type countingHandler struct{ f *fleetFigures }
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	if h.f.measuring.Load() {
+		h.f.mu.Lock()
+		if h.f.logs == nil {
+			h.f.logs = map[string]int{}
+		}
+		h.f.logs[r.Message]++
+		h.f.mu.Unlock()
+	}
+	return nil
+}
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
