@@ -394,12 +394,8 @@ func (rm *Room) usedSince(base uint64) usage {
 // installs the state it wrote; it falls back to a classic sync when the
 // view is missing, stale, or of another epoch.
 func (rm *Room) readView(ctx context.Context) error {
-	var st store.State
-	err := rm.store.Update(ctx, viewKey(rm.cfg.Name), func(s *store.State) error {
-		st = *s
-		return errReadOnly
-	})
-	if err != nil && !errors.Is(err, errReadOnly) {
+	st, err := rm.read(ctx, viewKey(rm.cfg.Name))
+	if err != nil {
 		rm.fleet.on = false
 		return errFleetFallback
 	}
@@ -428,6 +424,100 @@ func (rm *Room) readView(ctx context.Context) error {
 	rm.finish(ctx, p, v, st.Epoch, st.SettingsVersion, nil, func() {}, now-local)
 	return nil
 }
+
+// read returns the state of key: with the store's read without a lock
+// (store.Reader) when it has one, else with an Update whose function
+// fails, which on SQL locks the row while it reads.
+func (rm *Room) read(ctx context.Context, key string) (store.State, error) {
+	if r, ok := rm.store.(store.Reader); ok {
+		st, err := r.Read(ctx, key)
+		if err != nil {
+			return store.State{}, err
+		}
+		return *st, nil
+	}
+	var st store.State
+	err := rm.store.Update(ctx, key, func(s *store.State) error {
+		st = *s
+		return errReadOnly
+	})
+	if err != nil && !errors.Is(err, errReadOnly) {
+		return store.State{}, err
+	}
+	return st, nil
+}
+
+// maxGone bounds the mailboxes an instance remembers to remove.
+const maxGone = 4096
+
+// noteGone remembers the mailboxes of the fleet instances that a sync of
+// this instance dropped from the state (silent for the instance TTL), to
+// remove them once they have been silent for the fleet's patience: an
+// instance that comes back before that still reads its mailbox (which of
+// its batches were applied). Under syncMu.
+func (rm *Room) noteGone(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	if rm.gone == nil {
+		rm.gone = map[string]int64{}
+	}
+	due := rm.localNow() + rm.fleetPatience() - rm.instanceTTL()
+	for _, id := range ids {
+		if len(rm.gone) >= maxGone {
+			rm.log.Debug("waitingroom: too many fleet mailboxes to remove; some stay", "max", maxGone)
+			return
+		}
+		if _, ok := rm.gone[id]; !ok {
+			rm.gone[id] = due
+		}
+	}
+}
+
+// removeMailboxes removes the mailboxes noted gone whose time has come,
+// each with an Update that leaves the zero State (sqlstore and memstore
+// delete it; Redis lets it expire) if it has been silent for the fleet's
+// patience; one written since is tried again once it has been. A
+// mailbox whose Update fails is tried at the next sync; at most
+// maxRemovals a sync. Under syncMu.
+func (rm *Room) removeMailboxes(ctx context.Context) {
+	local := rm.localNow()
+	var due []string
+	for id, at := range rm.gone {
+		if at <= local && len(due) < maxRemovals {
+			due = append(due, id)
+		}
+	}
+	now := local + rm.offset.Load()
+	patience := rm.fleetPatience()
+	for _, id := range due {
+		next := int64(0) // done
+		err := rm.store.Update(ctx, mailboxKey(rm.cfg.Name, id), func(st *store.State) error {
+			next = 0
+			if st.Epoch == 0 {
+				return errReadOnly // no mailbox
+			}
+			if mb := readMailbox(st); mb.Seen+patience >= now {
+				next = local + mb.Seen + patience - now + 1
+				return errReadOnly // written since: not yet
+			}
+			*st = store.State{}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errReadOnly) {
+			next = local
+		}
+		if next == 0 {
+			delete(rm.gone, id)
+		} else {
+			rm.gone[id] = next
+		}
+	}
+}
+
+// maxRemovals bounds the mailboxes one sync removes, one after the other:
+// the rest wait for the next syncs.
+const maxRemovals = 16
 
 // fleetPatience is how long, in ms, an instance of a fleet goes on
 // syncing through the aggregator without news of it (a view, its batches
@@ -509,6 +599,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		epoch   uint64
 		pub     store.State
 		merged  *view
+		dropped []string
 	)
 	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
 		out = map[string]carved{}
@@ -536,6 +627,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		}
 		var obs observations
 		var due []store.Tally
+		dropped = nil
 		ids := make([]string, 0, len(st.Instances))
 		for _, in := range st.Instances {
 			ids = append(ids, in.ID)
@@ -565,6 +657,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			obs.sessions = append(obs.sessions, v.observed.sessions...)
 			obs.abandoned += v.observed.abandoned
 			due = append(due, v.due...)
+			dropped = append(dropped, v.dropped...)
 			out[id] = carved{g: g, base: mb.Seq, applied: mb.Seq, fair: v.fair}
 			merged = v
 		}
@@ -600,6 +693,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		return fmt.Errorf("waitingroom: aggregator round: %w", err)
 	}
 	rm.afterSync(ctx, merged)
+	rm.noteGone(dropped)
 	rm.eachPeer(peers, func(i int) {
 		c, ok := out[peers[i]]
 		if !ok {

@@ -1,12 +1,15 @@
 package waitingroom
 
 import (
+	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -202,6 +205,184 @@ func TestFleetMixedWithCurrentRelease(t *testing.T) {
 	checkSurge(t, res, 1000, 100, true)
 	assert.True(t, classic, "classic syncs while the current release is live")
 	assert.True(t, back, "the aggregator again once it is gone")
+}
+
+// TestFleetMailboxesRemoved: the mailbox of an instance that is gone is
+// removed once it has been silent for the fleet's patience, whether the
+// aggregator or a classic sync dropped the instance from the state (the
+// aggregator itself killed); the mailboxes of live instances stay, and so
+// does that of an instance dropped while silent for a while that then
+// came back.
+func TestFleetMailboxesRemoved(t *testing.T) {
+	clk := newClock()
+	st := &removals{Store: memstore.New()}
+	rooms := instances(t, clk, st, fleetSize, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
+		c.SyncInterval = -1
+		c.FleetSync = true
+	})
+	ctx := context.Background()
+	down := map[int]bool{}
+	run := func(d time.Duration) {
+		for end := clk.Now().Add(d); clk.Now().Before(end); {
+			clk.Add(time.Second)
+			for i, rm := range rooms {
+				if !down[i] {
+					require.NoError(t, rm.Sync(ctx))
+				}
+			}
+		}
+	}
+	hasMailbox := func(i int) bool {
+		s, err := st.Read(ctx, mailboxKey(rooms[i].cfg.Name, rooms[i].id))
+		require.NoError(t, err)
+		return s.Epoch != 0
+	}
+	run(5 * time.Second)
+	on, leader := fleetOn(rooms)
+	require.Equal(t, fleetSize, on)
+	require.GreaterOrEqual(t, leader, 0)
+	for i := range rooms {
+		require.True(t, hasMailbox(i), "instance %d writes its mailbox", i)
+	}
+
+	// Three instances stop; a fourth is silent long enough to be dropped
+	// from the state, then syncs again.
+	gone := []int{(leader + 1) % fleetSize, (leader + 2) % fleetSize, (leader + 3) % fleetSize}
+	back := (leader + 4) % fleetSize
+	for _, i := range gone {
+		down[i] = true
+	}
+	down[back] = true
+	run(6 * time.Second)
+	assert.Equal(t, fleetSize-4, rooms[leader].Stats().Instances, "the silent instances dropped")
+	down[back] = false
+	run(30 * time.Second)
+	assert.False(t, st.removed(mailboxKey(rooms[back].cfg.Name, rooms[back].id)), "the mailbox of the instance that came back is kept")
+	for i := range rooms {
+		assert.Equal(t, !down[i], hasMailbox(i), "instance %d: a mailbox while it lives, none once it is gone", i)
+	}
+
+	// The aggregator stops: a classic sync drops it, and its mailbox goes.
+	down[leader] = true
+	run(40 * time.Second)
+	var alive []*Room
+	for i, rm := range rooms {
+		if !down[i] {
+			alive = append(alive, rm)
+		}
+	}
+	on, leader = fleetOn(alive)
+	assert.Equal(t, len(alive), on, "every instance syncs through a new aggregator")
+	assert.GreaterOrEqual(t, leader, 0)
+	for i := range rooms {
+		assert.Equal(t, !down[i], hasMailbox(i), "instance %d: a mailbox while it lives, none once it is gone", i)
+	}
+}
+
+// TestFleetViewRead: instances read the view with the store's read
+// without a lock when it has one (store.Reader), and the view is then
+// updated by the aggregator alone, once a round; on a store without it
+// they read through Update, and the fleet syncs through the aggregator
+// all the same.
+func TestFleetViewRead(t *testing.T) {
+	for _, reader := range []bool{true, false} {
+		t.Run(map[bool]string{true: "reader", false: "update"}[reader], func(t *testing.T) {
+			clk := newClock()
+			rec := &viewCalls{Store: memstore.New()}
+			var st store.Store = rec
+			if !reader {
+				st = struct{ store.Store }{rec}
+			}
+			rooms := instances(t, clk, st, fleetSize, func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
+				c.SyncInterval = -1
+				c.FleetSync = true
+			})
+			rounds := 10
+			for range rounds {
+				clk.Add(time.Second)
+				for _, rm := range rooms {
+					require.NoError(t, rm.Sync(context.Background()))
+				}
+			}
+			on, leader := fleetOn(rooms)
+			assert.Equal(t, fleetSize, on)
+			assert.GreaterOrEqual(t, leader, 0)
+			reads, updates := rec.counts(viewKey(rooms[0].cfg.Name))
+			if reader {
+				assert.GreaterOrEqual(t, reads, rounds*(fleetSize-1), "every instance reads the view each sync")
+				assert.LessOrEqual(t, updates, rounds+2, "only the aggregator updates the view")
+			} else {
+				assert.Zero(t, reads)
+				assert.GreaterOrEqual(t, updates, rounds*(fleetSize-1))
+			}
+		})
+	}
+}
+
+// viewCalls is a memstore that counts the Reads and Updates of each room.
+type viewCalls struct {
+	*memstore.Store
+	mu             sync.Mutex
+	reads, updates map[string]int
+}
+
+func (v *viewCalls) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	v.mu.Lock()
+	if v.updates == nil {
+		v.updates = map[string]int{}
+	}
+	v.updates[room]++
+	v.mu.Unlock()
+	return v.Store.Update(ctx, room, fn)
+}
+
+func (v *viewCalls) Read(ctx context.Context, room string) (*store.State, error) {
+	v.mu.Lock()
+	if v.reads == nil {
+		v.reads = map[string]int{}
+	}
+	v.reads[room]++
+	v.mu.Unlock()
+	return v.Store.Read(ctx, room)
+}
+
+func (v *viewCalls) counts(room string) (reads, updates int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.reads[room], v.updates[room]
+}
+
+// removals is a memstore that records the rooms whose state an Update
+// left zero (removed them).
+type removals struct {
+	*memstore.Store
+	mu   sync.Mutex
+	gone map[string]bool
+}
+
+func (r *removals) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	return r.Store.Update(ctx, room, func(st *store.State) error {
+		if err := fn(st); err != nil {
+			return err
+		}
+		if st.Epoch == 0 {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.gone == nil {
+				r.gone = map[string]bool{}
+			}
+			r.gone[room] = true
+		}
+		return nil
+	})
+}
+
+func (r *removals) removed(room string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gone[room]
 }
 
 func TestFleetCapable(t *testing.T) {

@@ -110,6 +110,10 @@ type Room struct {
 	closed   atomic.Bool
 	stop     chan struct{}
 	loopDone chan struct{}
+
+	// gone are the mailboxes of fleet instances to remove, by when (local
+	// ms) (fleet.go); under syncMu.
+	gone map[string]int64
 }
 
 // New validates cfg and returns a Room keeping its shared state in st.

@@ -216,6 +216,9 @@ type view struct {
 	// learnt (tally.go).
 	tallies, due []store.Tally
 	observed     observations
+	// dropped are the fleet instances this sync dropped from the state:
+	// their mailboxes are removed (fleet.go).
+	dropped []string
 }
 
 // applySync merges d into st, drops what expired, settles this instance's
@@ -328,7 +331,11 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 		if isLease(in.ID) {
 			ttl *= fleetLeaseTTLs // fleet.go
 		}
-		return in.ID != p.id && in.Seen+ttl < now
+		drop := in.ID != p.id && in.Seen+ttl < now
+		if drop && fleetCapable(in.ID) && !isLease(in.ID) {
+			v.dropped = append(v.dropped, in.ID)
+		}
+		return drop
 	})
 	for i := range st.Instances {
 		if st.Instances[i].ID == p.id {

@@ -36,6 +36,9 @@ func (rm *Room) Sync(ctx context.Context) error {
 	rm.syncMu.Lock()
 	defer rm.syncMu.Unlock()
 	if err := rm.fleetSync(ctx); !errors.Is(err, errFleetFallback) {
+		if err == nil {
+			rm.removeMailboxes(ctx)
+		}
 		return err
 	}
 
@@ -209,6 +212,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 	}
 	rm.version = version
 	rm.keepApplied(batches, p.now)
+	rm.noteGone(v.dropped)
 	rm.unacked = nil
 	rm.finish(ctx, p, v, epoch, settingsVersion, batches, func() {
 		if g != nil {
@@ -217,6 +221,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		} // else nothing new was granted: what is left of the grant stays held
 		rm.inflight = nil
 	}, offset)
+	rm.removeMailboxes(ctx)
 	return nil
 }
 

@@ -84,10 +84,41 @@ type Store interface {
 	// was before the call. Such errors wrap ErrNoSchema, ErrAuth or
 	// ErrUnavailable when the store can tell which it is. Update honours
 	// ctx's deadline and cancellation.
+	//
+	// Removal: a state that is not found and the zero State are the same to
+	// every reader, so a store may remove a room's state when fn leaves the
+	// zero State (memstore and sqlstore do; redisstore writes it, and it
+	// expires).
 	Update(ctx context.Context, room string, fn func(*State) error) error
 
 	// Close releases the store's resources. Clients passed in by the caller
 	// (a Redis client, a *sql.DB) are not closed: their owner closes them.
 	// Methods called after Close return ErrClosed. Close is idempotent.
 	Close() error
+}
+
+// Reader is implemented by stores that can read a room's state without
+// taking the lock (or running the transaction) that Update takes, so that
+// many readers of one room neither wait for each other nor hold up its
+// writers. It is optional: package waitingroom reads through Update, with
+// a function that fails, when a store does not implement it. Every store
+// of this module implements it; storetest checks it.
+type Reader interface {
+	// Read returns the state of the named room as some committed Update
+	// left it, whole: never a part of one write and a part of another,
+	// never the state of an Update that failed or is still running. It
+	// sees every Update that returned before Read was called, from any
+	// client of the store, and once it has returned a state, no later Read
+	// of the same client returns an older one.
+	//
+	// Not found: a room that has no state, whose state expired or was
+	// removed, or whose stored value cannot be decoded is returned as a
+	// zero State (Epoch 0), not as an error.
+	//
+	// The caller owns the State returned: changing it changes nothing in
+	// the store. Errors are those of Update, classified the same way
+	// (ErrNoSchema, ErrAuth, ErrUnavailable; ErrClosed after Close); ctx's
+	// deadline and cancellation are honoured. Read is safe for concurrent
+	// use.
+	Read(ctx context.Context, room string) (*State, error)
 }

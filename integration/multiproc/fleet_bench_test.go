@@ -3,6 +3,7 @@ package multiproc
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,27 +32,79 @@ import (
 // fleetRecorder wraps one instance's store client and counts, while the
 // measurement runs, the store round trips (every run of fn is one read
 // and one write of a state: two operations on Redis, a transaction on
-// SQL) and the state bytes read and written.
+// SQL; a Read is one) and the state bytes read and written.
 type fleetRecorder struct {
 	store.Store
 	name string // the room's (its state's size is recorded)
 	f    *fleetFigures
 }
 
+// Read forwards to the store's read without a lock (store.Reader), one
+// round trip, when it has one; the room reads through Update otherwise.
+func (r *fleetRecorder) Read(ctx context.Context, room string) (*store.State, error) {
+	rd, ok := r.Store.(store.Reader)
+	if !ok {
+		var out *store.State
+		err := r.Update(ctx, room, func(st *store.State) error {
+			c := *st
+			out = &c
+			return errReadOnly
+		})
+		if errors.Is(err, errReadOnly) {
+			err = nil
+		}
+		return out, err
+	}
+	st, err := rd.Read(ctx, room)
+	if r.f.measuring.Load() {
+		r.f.attempts.Add(1)
+		if err == nil {
+			r.f.bytes.Add(int64(len(store.MarshalState(st))))
+		}
+	}
+	return st, err
+}
+
+// recorder returns r, or with WAITINGROOM_FLEET_LOCKED_READ=1 r without
+// its Read, so that the fleet reads its view with an Update, as before
+// stores had a read without a lock: a comparison in the same run.
+func recorder(r *fleetRecorder) store.Store {
+	if os.Getenv("WAITINGROOM_FLEET_LOCKED_READ") == "1" {
+		return struct{ store.Store }{r}
+	}
+	return r
+}
+
+// errReadOnly ends an Update of Read's fallback.
+var errReadOnly = errors.New("read only")
+
 // fleetFigures are the figures of one fleet run, shared by its instances.
 type fleetFigures struct {
 	measuring atomic.Bool
 	attempts  atomic.Int64
 	bytes     atomic.Int64 // state bytes read and written
-	size      atomic.Int64 // the latest size of the room's shared state
-	mu        sync.Mutex
-	durations []time.Duration // of every Sync
-	errors    int
+	// stateUpdates counts the Updates of the room's shared state: the
+	// classic syncs and the aggregator's rounds.
+	stateUpdates atomic.Int64
+	size         atomic.Int64 // the latest size of the room's shared state
+	mu           sync.Mutex
+	durations    []time.Duration // of every Sync
+	logs         map[string]int  // the rooms' log records, by message
+	errors       int
+	// pool is the SQL stores' connection pool, nil for other stores;
+	// poolWaits and poolWait the waits for one of its connections while
+	// measuring, and how long they took in all.
+	pool      *sql.DB
+	poolWaits int64
+	poolWait  time.Duration
 }
 
 func (r *fleetRecorder) Update(ctx context.Context, room string, fn func(*store.State) error) error {
 	if !r.f.measuring.Load() {
 		return r.Store.Update(ctx, room, fn)
+	}
+	if room == r.name {
+		r.f.stateUpdates.Add(1)
 	}
 	var attempts int
 	var moved int64
@@ -94,15 +147,15 @@ func fleetSizes() []int {
 // function it returns is a new client of the same room.
 type fleetBackend struct {
 	name string
-	open func(tb testing.TB) func() store.Store
+	open func(tb testing.TB, f *fleetFigures) func() store.Store
 }
 
 var fleetBackends = []fleetBackend{
-	{"memory", func(tb testing.TB) func() store.Store {
+	{"memory", func(tb testing.TB, _ *fleetFigures) func() store.Store {
 		s := memstore.New()
 		return func() store.Store { return s }
 	}},
-	{"redis", func(tb testing.TB) func() store.Store {
+	{"redis", func(tb testing.TB, _ *fleetFigures) func() store.Store {
 		opts, err := redis.ParseURL(redisURL())
 		require.NoError(tb, err)
 		admin := redis.NewClient(opts)
@@ -125,21 +178,23 @@ var fleetBackends = []fleetBackend{
 			return closing(tb, redisstore.New(c, redisstore.Options{KeyPrefix: prefix}))
 		}
 	}},
-	{"postgres", func(tb testing.TB) func() store.Store {
-		return fleetSQL(tb, servicetest.PostgreSQL, "pgx", postgresURL(), sqlstore.Postgres)
+	{"postgres", func(tb testing.TB, f *fleetFigures) func() store.Store {
+		return fleetSQL(tb, f, servicetest.PostgreSQL, "pgx", postgresURL(), sqlstore.Postgres)
 	}},
-	{"mariadb", func(tb testing.TB) func() store.Store {
-		return fleetSQL(tb, servicetest.MariaDB, "mysql", servicetest.MariaDB.URL(), sqlstore.MySQL)
+	{"mariadb", func(tb testing.TB, f *fleetFigures) func() store.Store {
+		return fleetSQL(tb, f, servicetest.MariaDB, "mysql", servicetest.MariaDB.URL(), sqlstore.MySQL)
 	}},
 }
 
-// fleetSQL opens one table, dropped at cleanup, and a pool of 40
+// fleetSQL opens one table, dropped at cleanup, and a pool of
 // connections the instances' stores share (a database serves a limited
-// number of connections).
-func fleetSQL(tb testing.TB, service servicetest.Service, driver, dsn string, d sqlstore.Dialect) func() store.Store {
+// number of connections): 40, or WAITINGROOM_FLEET_POOL.
+func fleetSQL(tb testing.TB, f *fleetFigures, service servicetest.Service, driver, dsn string, d sqlstore.Dialect) func() store.Store {
 	db, err := sql.Open(driver, dsn)
 	require.NoError(tb, err)
-	db.SetMaxOpenConns(40)
+	db.SetMaxOpenConns(fleetPool())
+	db.SetMaxIdleConns(fleetPool())
+	f.pool = db
 	tb.Cleanup(func() { _ = db.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -156,6 +211,15 @@ func fleetSQL(tb testing.TB, service servicetest.Service, driver, dsn string, d 
 		require.NoError(tb, err)
 		return closing(tb, s)
 	}
+}
+
+// fleetPool is the size of the SQL stores' connection pool:
+// WAITINGROOM_FLEET_POOL or 40.
+func fleetPool() int {
+	if n, err := strconv.Atoi(os.Getenv("WAITINGROOM_FLEET_POOL")); err == nil && n > 0 {
+		return n
+	}
+	return 40
 }
 
 // fleetStores are the stores BenchmarkFleet runs on:
@@ -184,8 +248,13 @@ func fleetStores() []fleetBackend {
 // syncs a second achieved, the failed syncs, the sync's p50, p99 and
 // longest (ms), the store round trips and state bytes per sync (all
 // instances', the aggregator's included, over the syncs), and the size of
-// the room's shared state. It is a measurement, not a test: run it with
-// -benchtime 1x, e.g.
+// the room's shared state, the Updates of that state a second (classic
+// syncs and the aggregator's rounds); on SQL, the waits for a connection of the pool
+// per sync and their time; with -v, the rooms' log records while measuring,
+// counted by message (a fleet's fallbacks to classic syncs and their
+// cause). WAITINGROOM_FLEET_LOCKED_READ=1 hides the
+// stores' read without a lock (store.Reader) from the rooms. It is a
+// measurement, not a test: run it with -benchtime 1x, e.g.
 //
 //	WAITINGROOM_FLEET=100,400,1000 go test -run '^$' -bench Fleet -benchtime 1x ./integration/multiproc
 func BenchmarkFleet(b *testing.B) {
@@ -217,6 +286,14 @@ func BenchmarkFleet(b *testing.B) {
 						b.ReportMetric(float64(f.bytes.Load())/float64(syncs), "bytes/sync")
 					}
 					b.ReportMetric(float64(f.size.Load()), "state-bytes")
+					for m, n := range f.logs {
+						b.Logf("%6d %s", n, m)
+					}
+					b.ReportMetric(float64(f.stateUpdates.Load())/float64(seconds), "state-updates/s")
+					if f.pool != nil && syncs > 0 {
+						b.ReportMetric(float64(f.poolWaits)/float64(syncs), "poolwaits/sync")
+						b.ReportMetric(float64(f.poolWait.Microseconds())/1000/float64(syncs), "poolwait-ms/sync")
+					}
 				})
 			}
 		}
@@ -227,7 +304,7 @@ func BenchmarkFleet(b *testing.B) {
 // returns what was recorded.
 func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration) *fleetFigures {
 	f := &fleetFigures{}
-	open := be.open(b)
+	open := be.open(b, f)
 	name := randomName("fleet-")
 	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "app") })
 	rooms := make([]*waitingroom.Room, n)
@@ -240,8 +317,8 @@ func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration)
 			Keys:              [][]byte{[]byte(hexKey)},
 			SyncInterval:      -1,
 			FleetSync:         fleet,
-			Logger:            slog.New(slog.DiscardHandler),
-		}, &fleetRecorder{Store: open(), name: name, f: f})
+			Logger:            slog.New(&countingHandler{f: f}),
+		}, recorder(&fleetRecorder{Store: open(), name: name, f: f}))
 		require.NoError(b, err)
 		rooms[i], handlers[i] = rm, rm.Handler(app)
 	}
@@ -288,9 +365,18 @@ func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration)
 	}
 	time.Sleep(5*time.Second + time.Duration(n/100)*time.Second)
 	b.ResetTimer()
+	var pool sql.DBStats
+	if f.pool != nil {
+		pool = f.pool.Stats()
+	}
 	f.measuring.Store(true)
 	time.Sleep(d)
 	f.measuring.Store(false)
+	if f.pool != nil {
+		end := f.pool.Stats()
+		f.poolWaits = end.WaitCount - pool.WaitCount
+		f.poolWait = end.WaitDuration - pool.WaitDuration
+	}
 	b.StopTimer()
 	close(stop)
 	wg.Wait()
@@ -298,3 +384,22 @@ func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration)
 	defer f.mu.Unlock()
 	return f
 }
+
+// countingHandler counts the rooms' log records by message while the
+// measurement runs.
+type countingHandler struct{ f *fleetFigures }
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	if h.f.measuring.Load() {
+		h.f.mu.Lock()
+		if h.f.logs == nil {
+			h.f.logs = map[string]int{}
+		}
+		h.f.logs[r.Message]++
+		h.f.mu.Unlock()
+	}
+	return nil
+}
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler      { return h }

@@ -7,6 +7,7 @@
 package memstore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -19,12 +20,16 @@ import (
 var (
 	_ store.Store        = (*Store)(nil)
 	_ store.HistoryStore = (*Store)(nil)
+	_ store.Reader       = (*Store)(nil)
 )
 
 // Store is an in-memory store.Store. The zero value is not usable; call New.
 // It is safe for concurrent use.
 type Store struct {
-	mu     sync.Mutex
+	mu sync.Mutex // serializes Update and the history
+	// rmu guards rooms for Read, which so waits for no Update's fn: an
+	// Update holds mu while fn runs and rmu only to store the result.
+	rmu    sync.RWMutex
 	rooms  map[string][]byte
 	hist   map[string][]store.Record // by minute, oldest first
 	closed bool
@@ -37,7 +42,8 @@ func New() *Store {
 
 // Update implements store.Store. It holds the store's mutex while fn runs,
 // so fn is called exactly once and updates of all rooms are serialized.
-// The state is kept encoded, so fn never shares memory with the store.
+// The state is kept encoded, so fn never shares memory with the store. A
+// room whose fn leaves the zero State is removed.
 func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -54,14 +60,46 @@ func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) e
 	if err := fn(st); err != nil {
 		return err
 	}
-	s.rooms[room] = store.MarshalState(st)
+	b := store.MarshalState(st)
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if bytes.Equal(b, zeroState) {
+		delete(s.rooms, room)
+	} else {
+		s.rooms[room] = b
+	}
 	return nil
+}
+
+// zeroState is the encoding of the zero State: a room left with it is
+// removed (not found reads the same).
+var zeroState = store.MarshalState(&store.State{})
+
+// Read implements store.Reader: it never waits for an Update's fn, and
+// decodes a copy of the state, which the caller owns.
+func (s *Store) Read(ctx context.Context, room string) (*store.State, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.rmu.RLock()
+	b, closed := s.rooms[room], s.closed
+	s.rmu.RUnlock()
+	if closed {
+		return nil, store.ErrClosed
+	}
+	st, err := store.UnmarshalState(b)
+	if err != nil {
+		return &store.State{}, nil
+	}
+	return st, nil
 }
 
 // Close implements store.Store: it drops every room's state.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
 	s.closed = true
 	s.rooms, s.hist = nil, nil
 	return nil

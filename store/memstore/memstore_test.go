@@ -28,6 +28,13 @@ func (h *handle) Update(ctx context.Context, room string, fn func(*store.State) 
 	return h.s.Update(ctx, room, fn)
 }
 
+func (h *handle) Read(ctx context.Context, room string) (*store.State, error) {
+	if h.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	return h.s.Read(ctx, room)
+}
+
 func (h *handle) Close() error { h.closed.Store(true); return nil }
 
 func TestConformance(t *testing.T) {

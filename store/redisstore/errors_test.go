@@ -21,7 +21,7 @@ import (
 	"github.com/go-waitingroom/waitingroom/store/storetest"
 )
 
-// TestErrorClasses checks that Update says what is wrong, against real
+// TestErrorClasses checks that Update and Read say what is wrong, against real
 // servers: credentials refused and commands forbidden are store.ErrAuth,
 // a server that cannot be reached or does not answer is
 // store.ErrUnavailable, and the client's own error stays in the chain.
@@ -37,6 +37,8 @@ func TestErrorClasses(t *testing.T) {
 		// driver checks that the client's error is kept.
 		driver  func(err error) bool
 		message string // in the error: the fix
+		// readable: Read (a GET) succeeds where Update fails.
+		readable bool
 	}{
 		{
 			name: "ACL user with the documented permissions",
@@ -66,6 +68,7 @@ func TestErrorClasses(t *testing.T) {
 				return newClient(t, srv.aclUser(t, "+get +eval +evalsha +getrange"))
 			},
 			want: store.ErrAuth, driver: isRedisError, message: "GET, EVAL, EVALSHA, GETRANGE and SET on the keys " + srv.prefix,
+			readable: true,
 		},
 		{
 			name: "requirepass, no password given (NOAUTH)",
@@ -125,19 +128,36 @@ func TestErrorClasses(t *testing.T) {
 				recs, err := s.ReadHistory(ctx, room, 0, 2)
 				require.NoError(t, err)
 				assert.Len(t, recs, 1)
+				got, err := s.Read(ctx, room)
+				require.NoError(t, err)
+				assert.Equal(t, uint64(1), got.Epoch)
 				return
 			}
-			require.Error(t, err)
-			t.Log(err)
-			assert.ErrorIs(t, err, tt.want)
-			for _, other := range []error{store.ErrNoSchema, store.ErrAuth, store.ErrUnavailable} {
-				if other != tt.want {
-					assert.NotErrorIs(t, err, other)
+			check := func(err error) {
+				t.Helper()
+				require.Error(t, err)
+				t.Log(err)
+				assert.ErrorIs(t, err, tt.want)
+				for _, other := range []error{store.ErrNoSchema, store.ErrAuth, store.ErrUnavailable} {
+					if other != tt.want {
+						assert.NotErrorIs(t, err, other)
+					}
 				}
+				assert.True(t, tt.driver(err), "the client's error must stay in the chain: %v", err)
+				assert.Contains(t, err.Error(), tt.message)
+				assert.Contains(t, err.Error(), "waitingroom/redisstore: ")
 			}
-			assert.True(t, tt.driver(err), "the client's error must stay in the chain: %v", err)
-			assert.Contains(t, err.Error(), tt.message)
-			assert.Contains(t, err.Error(), "waitingroom/redisstore: ")
+			check(err)
+			// Read: the same errors, classified the same way (a user
+			// without SET may still GET).
+			ctx, cancel = context.WithTimeout(context.Background(), cmpOr(tt.timeout, 10*time.Second))
+			defer cancel()
+			_, err = s.Read(ctx, room)
+			if tt.readable {
+				assert.NoError(t, err)
+				return
+			}
+			check(err)
 		})
 	}
 }

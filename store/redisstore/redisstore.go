@@ -145,7 +145,10 @@ import (
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Reader = (*Store)(nil)
+)
 
 // Defaults used for zero Options fields.
 const (
@@ -365,8 +368,35 @@ func await[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	}
 }
 
+// Read implements store.Reader with one GET: it takes no lock and
+// contends with no write. A missing key, or a value that does not decode,
+// is the zero State. Its errors are classified as Update's. With Redis
+// Cluster or Sentinel, Read must reach the primary, as Update does: a
+// client that routes reads to replicas (ReadOnly, RouteByLatency,
+// RouteRandomly, ReplicaOnly) may return a state older than a write that
+// finished.
+func (s *Store) Read(ctx context.Context, room string) (*store.State, error) {
+	key := s.prefix + room
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("waitingroom/redisstore: read %q: %w", key, s.classify(err))
+	}
+	val, err := await(ctx, func() ([]byte, error) { return s.client.Get(ctx, key).Bytes() })
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("waitingroom/redisstore: read %q: %w", key, s.classify(err))
+	}
+	if len(val) > tagLen {
+		if st, err := store.UnmarshalState(val[tagLen:]); err == nil {
+			return st, nil
+		}
+	}
+	return &store.State{}, nil
+}
+
 // Close implements store.Store. It does not close the client given to New.
-// Later calls of Update return store.ErrClosed. Close is idempotent and
+// Later calls of Update and Read return store.ErrClosed. Close is idempotent and
 // always returns nil.
 func (s *Store) Close() error {
 	s.closed.Store(true)

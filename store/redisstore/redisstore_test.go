@@ -162,6 +162,9 @@ func TestGarbageReadsAsZero(t *testing.T) {
 			s := srv.store(t, 0)
 			room := storetest.RoomName("garbage")
 			require.NoError(t, srv.admin.Set(ctx, srv.prefix+room, tt.value, 0).Err())
+			got, err := s.Read(ctx, room)
+			require.NoError(t, err)
+			assert.Equal(t, store.State{}, *got, "garbage must be read as the zero State")
 			require.NoError(t, s.Update(ctx, room, func(st *store.State) error {
 				assert.Equal(t, store.State{}, *st, "garbage must read as the zero State")
 				st.Epoch = 3

@@ -30,8 +30,11 @@ type errorCase struct {
 	open func(t *testing.T, e *env) (db *sql.DB, table string)
 	// createSchema calls CreateSchema instead of Update.
 	createSchema bool
-	timeout      time.Duration // 0: 10 s
-	want         error
+	// readable: Read succeeds (the user may read the table), where
+	// Update fails.
+	readable bool
+	timeout  time.Duration // 0: 10 s
+	want     error
 	// driver checks that the driver's error stays in the chain.
 	driver func(err error) bool
 	// message lists what the error must say (the fix), {table} standing for
@@ -99,7 +102,7 @@ var errorCases = map[string][]errorCase{
 			},
 		},
 		{
-			name: "user who may only read the table", want: store.ErrAuth, driver: mysqlErr(1142), message: []string{"SELECT, INSERT and UPDATE table {table}"},
+			name: "user who may only read the table", readable: true, want: store.ErrAuth, driver: mysqlErr(1142), message: []string{"SELECT, INSERT and UPDATE table {table}"},
 			open: func(t *testing.T, e *env) (*sql.DB, string) {
 				user, password := myUser(t, e, "SELECT ON "+e.table)
 				return e.open(t, myDSN(t, e.dsn, func(c *mysql.Config) { c.User, c.Passwd = user, password })), e.table
@@ -124,7 +127,7 @@ var errorCases = map[string][]errorCase{
 			driver: sqliteCode(1), message: append(noSchemaMessage, `sqlstore.Schema(sqlstore.SQLite, "{table}")`),
 		},
 		{
-			name: "read-only database", want: store.ErrAuth, driver: sqliteCode(8), message: []string{"permissions of the file"},
+			name: "read-only database", readable: true, want: store.ErrAuth, driver: sqliteCode(8), message: []string{"permissions of the file"},
 			open: func(t *testing.T, e *env) (*sql.DB, string) {
 				return e.open(t, e.dsn+"&mode=ro"), e.table
 			},
@@ -138,7 +141,7 @@ var errorCases = map[string][]errorCase{
 	},
 }
 
-// TestErrorClasses checks that Update and CreateSchema say what is wrong:
+// TestErrorClasses checks that Update, Read and CreateSchema say what is wrong:
 // a missing table is store.ErrNoSchema naming CreateSchema and Schema, a
 // refused user or privilege is store.ErrAuth, a database that cannot be
 // reached or does not answer is store.ErrUnavailable, and the driver's own
@@ -160,22 +163,41 @@ func TestErrorClasses(t *testing.T) {
 					} else {
 						err = s.Update(ctx, "errors", setEpoch(1))
 					}
-					require.Error(t, err)
-					t.Log(err)
-					assert.ErrorIs(t, err, tc.want)
-					for _, other := range []error{store.ErrNoSchema, store.ErrAuth, store.ErrUnavailable} {
-						if other != tc.want {
-							assert.NotErrorIs(t, err, other)
-						}
+					check(t, err, tc, table)
+					if tc.createSchema {
+						return
 					}
-					assert.True(t, tc.driver(err), "the driver's error must stay in the chain: %v", err)
-					assert.Contains(t, err.Error(), "waitingroom/sqlstore: ")
-					for _, m := range tc.message {
-						assert.Contains(t, err.Error(), strings.ReplaceAll(m, "{table}", table))
+					// Read: the same errors, classified the same way.
+					ctx, cancel = context.WithTimeout(context.Background(), cmpOr(tc.timeout, 10*time.Second))
+					defer cancel()
+					_, err = s.Read(ctx, "errors")
+					if tc.readable {
+						assert.NoError(t, err)
+						return
 					}
+					check(t, err, tc, table)
 				})
 			}
 		})
+	}
+}
+
+// check asserts that err is of tc's class alone, keeps the driver's error
+// and names the fix.
+func check(t *testing.T, err error, tc errorCase, table string) {
+	t.Helper()
+	require.Error(t, err)
+	t.Log(err)
+	assert.ErrorIs(t, err, tc.want)
+	for _, other := range []error{store.ErrNoSchema, store.ErrAuth, store.ErrUnavailable} {
+		if other != tc.want {
+			assert.NotErrorIs(t, err, other)
+		}
+	}
+	assert.True(t, tc.driver(err), "the driver's error must stay in the chain: %v", err)
+	assert.Contains(t, err.Error(), "waitingroom/sqlstore: ")
+	for _, m := range tc.message {
+		assert.Contains(t, err.Error(), strings.ReplaceAll(m, "{table}", table))
 	}
 }
 

@@ -21,8 +21,10 @@
 // not touch the database at all: run the statement with your migration tool,
 // or call CreateSchema once at start-up. A row's size grows with minutes of
 // queue and of session (a day of queue is a few tens of kilobytes), never with
-// the number of visitors. The store never deletes rows (there is no expiry,
-// unlike Redis): delete the rows of rooms you retire. Deleting a live room's
+// the number of visitors. There is no expiry, unlike Redis: the store deletes
+// a row only when an Update leaves the zero State in it (the waiting room
+// does so for the fleet mailbox of an instance that is gone), so delete the
+// rows of rooms you retire. Deleting a live room's
 // row resets that room, which the waiting room detects and rebuilds.
 //
 // # History
@@ -72,6 +74,10 @@
 //
 // fn runs while the row (SQLite: the database) is locked: keep it short.
 //
+// Read (store.Reader) is a plain SELECT outside any transaction: it takes
+// no lock, so readers neither queue on a room's row nor hold up its
+// writers.
+//
 // # Retries
 //
 // Deadlocks, serialization failures, lock wait timeouts and SQLITE_BUSY /
@@ -120,7 +126,10 @@ import (
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Reader = (*Store)(nil)
+)
 
 // Dialect selects the SQL spoken to the database. The zero Dialect is not
 // valid: New rejects it.
@@ -199,6 +208,11 @@ type queries struct {
 	update string
 	// insert creates the row. Arguments: room, state. SQLite only.
 	insert string
+	// read reads the state without a lock, outside any transaction.
+	// Argument: room.
+	read string
+	// remove deletes the row. Argument: room.
+	remove string
 }
 
 // New returns a Store that keeps its rows in opts.Table of db, spoken to in
@@ -320,15 +334,21 @@ func buildQueries(d Dialect, table string) queries {
 		q.selectState = "SELECT state FROM " + t + " WHERE room = $1 FOR UPDATE"
 		q.ensure = "INSERT INTO " + t + " (room, state, updated_at) VALUES ($1, ''::bytea, now()) ON CONFLICT (room) DO NOTHING"
 		q.update = "UPDATE " + t + " SET state = $1, updated_at = now() WHERE room = $2"
+		q.read = "SELECT state FROM " + t + " WHERE room = $1"
+		q.remove = "DELETE FROM " + t + " WHERE room = $1"
 	case MySQL:
 		q.selectState = "SELECT state FROM " + t + " WHERE room = ? FOR UPDATE"
 		q.ensure = "INSERT INTO " + t + " (room, state, updated_at) VALUES (?, '', UTC_TIMESTAMP(6)) ON DUPLICATE KEY UPDATE room = room"
 		q.update = "UPDATE " + t + " SET state = ?, updated_at = UTC_TIMESTAMP(6) WHERE room = ?"
+		q.read = "SELECT state FROM " + t + " WHERE room = ?"
+		q.remove = "DELETE FROM " + t + " WHERE room = ?"
 	case SQLite:
 		const now = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 		q.selectState = "SELECT state FROM " + t + " WHERE room = ?"
 		q.update = "UPDATE " + t + " SET state = ?, updated_at = " + now + " WHERE room = ?"
 		q.insert = "INSERT INTO " + t + " (room, state, updated_at) VALUES (?, ?, " + now + ")"
+		q.read = q.selectState
+		q.remove = "DELETE FROM " + t + " WHERE room = ?"
 	}
 	return q
 }
@@ -400,7 +420,8 @@ func (e *fnError) Error() string { return e.err.Error() }
 // deadlock, a serialization failure or a busy SQLite database and is
 // retried. If fn returns an error, the transaction is rolled back and that
 // error is returned unchanged. When fn leaves the state's encoding as it
-// was, nothing is written. A row whose state is empty or cannot be decoded
+// was, nothing is written; when it leaves the zero State, the room's row is
+// deleted (a missing row reads as the zero State). A row whose state is empty or cannot be decoded
 // is presented to fn as the zero State.
 //
 // On MySQL, room names longer than MaxRoomLenMySQL bytes are rejected; on
@@ -468,6 +489,55 @@ func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) e
 	}
 }
 
+// zeroState is the encoding of the zero State. Update removes the row of a
+// room whose fn leaves it: a missing row reads the same.
+var zeroState = store.MarshalState(&store.State{})
+
+// Read implements store.Reader with one SELECT outside any transaction
+// (no FOR UPDATE; SQLite: no BEGIN IMMEDIATE): it waits for no lock of
+// Update's and holds none. Each statement reads the latest committed row
+// (PostgreSQL and MySQL/MariaDB: a statement in autocommit mode reads a
+// snapshot taken when it starts, in READ COMMITTED as in REPEATABLE READ;
+// SQLite: a read transaction of its own, which in WAL mode does not wait
+// for a writer). A missing row, an empty one, or one whose state does
+// not decode is the zero State. A busy SQLite database (outside WAL mode)
+// is retried as Update retries it; errors are classified as Update's.
+//
+// Read is safe for concurrent use.
+func (s *Store) Read(ctx context.Context, room string) (*store.State, error) {
+	if s.dialect == MySQL && len(room) > MaxRoomLenMySQL {
+		return nil, fmt.Errorf("waitingroom/sqlstore: room name of %d bytes is longer than the %d bytes MySQL can hold", len(room), MaxRoomLenMySQL)
+	}
+	for retries := 0; ; retries++ {
+		if s.closed.Load() {
+			return nil, store.ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("waitingroom/sqlstore: read room %q: %w", room, s.classify(err))
+		}
+		var data []byte
+		err := s.db.QueryRowContext(ctx, s.q.read, room).Scan(&data)
+		switch {
+		case err == nil:
+			return decode(data), nil
+		case errors.Is(err, sql.ErrNoRows):
+			return &store.State{}, nil
+		}
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w: %w", cerr, err)
+		}
+		if ctx.Err() != nil || !s.dialect.retryable(err) {
+			return nil, fmt.Errorf("waitingroom/sqlstore: read room %q: %w", room, s.classify(err))
+		}
+		if berr := s.backoff(ctx, retries); berr != nil {
+			if berr == store.ErrClosed {
+				return nil, berr
+			}
+			return nil, fmt.Errorf("waitingroom/sqlstore: read room %q: %w", room, s.classify(fmt.Errorf("%w while retrying after: %w", berr, err)))
+		}
+	}
+}
+
 // decode returns the state kept in data, or the zero State if data is empty
 // or corrupt.
 func decode(data []byte) *store.State {
@@ -507,7 +577,13 @@ func (s *Store) updateTx(ctx context.Context, room string, fn func(*store.State)
 	if err := fn(st); err != nil {
 		return &fnError{err}
 	}
-	if b := store.MarshalState(st); !bytes.Equal(b, data) {
+	switch b := store.MarshalState(st); {
+	case bytes.Equal(b, zeroState):
+		// The zero State reads as a missing row: remove the row.
+		if _, err := tx.ExecContext(ctx, s.q.remove, room); err != nil {
+			return err
+		}
+	case !bytes.Equal(b, data):
 		if _, err := tx.ExecContext(ctx, s.q.update, b, room); err != nil {
 			return err
 		}
@@ -560,6 +636,10 @@ func (s *Store) updateSQLite(ctx context.Context, room string, fn func(*store.St
 	}
 	b := store.MarshalState(st)
 	switch {
+	case bytes.Equal(b, zeroState):
+		if found {
+			_, err = conn.ExecContext(ctx, s.q.remove, room)
+		}
 	case !found:
 		_, err = conn.ExecContext(ctx, s.q.insert, room, b)
 	case !bytes.Equal(b, data):
@@ -672,7 +752,7 @@ func mysqlErrno(msg string, numbers ...string) bool {
 
 // Close implements store.Store. It does not close the *sql.DB passed to New,
 // which belongs to the caller. Updates waiting to retry return
-// store.ErrClosed; later calls of Update and CreateSchema return
+// store.ErrClosed; later calls of Update, Read and CreateSchema return
 // store.ErrClosed. Close is idempotent and safe for concurrent use.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {

@@ -542,3 +542,42 @@ func TestCreateSchemaConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// TestZeroStateRemovesRow: an Update that leaves the zero State deletes
+// the room's row (a fleet mailbox of an instance that is gone goes so), and
+// one on a room without a row creates none; the room reads as before.
+func TestZeroStateRemovesRow(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		s := e.store(t)
+		room := storetest.RoomName("remove")
+		require.NoError(t, s.Update(ctx(t), room, setEpoch(5)))
+		_, _, ok := e.row(t, room)
+		require.True(t, ok)
+		require.NoError(t, s.Update(ctx(t), room, func(st *store.State) error { *st = store.State{}; return nil }))
+		_, _, ok = e.row(t, room)
+		assert.False(t, ok, "the row of a state left zero is deleted")
+		require.NoError(t, s.Update(ctx(t), room, func(*store.State) error { return nil }))
+		_, _, ok = e.row(t, room)
+		assert.False(t, ok, "an Update leaving a missing room zero creates no row")
+		got, err := s.Read(ctx(t), room)
+		require.NoError(t, err)
+		assert.Equal(t, store.State{}, *got)
+		require.NoError(t, s.Update(ctx(t), room, setEpoch(6)))
+		assert.Equal(t, uint64(6), getState(t, s, room).Epoch)
+	})
+}
+
+// TestReadUndecodable: a row whose state does not decode, or is empty,
+// reads as the zero State, as Update presents it.
+func TestReadUndecodable(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		s := e.store(t)
+		for _, raw := range [][]byte{{0xff, 1, 2}, {}} {
+			room := storetest.RoomName("undecodable")
+			e.putRaw(t, room, raw)
+			got, err := s.Read(ctx(t), room)
+			require.NoError(t, err)
+			assert.Equal(t, store.State{}, *got)
+		}
+	})
+}

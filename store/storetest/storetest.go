@@ -9,7 +9,9 @@
 // newStore must return a new client of one shared backend on every call
 // (a new connection, not a new empty database), so that the suite can
 // check that separate clients see and serialize each other's updates.
-// The suite closes the stores it gets. Room names are random, so runs
+// The suite closes the stores it gets. The optional interfaces a store
+// implements (store.HistoryStore, store.Reader) are checked too; their
+// tests skip for a store without them. Room names are random, so runs
 // sharing a backend never collide.
 package storetest
 
@@ -47,6 +49,7 @@ func Run(t *testing.T, newStore func(tb testing.TB) store.Store) {
 	t.Run("Canceled", func(t *testing.T) { testCanceled(t, newStore) })
 	t.Run("Close", func(t *testing.T) { testClose(t, newStore) })
 	t.Run("History", func(t *testing.T) { testHistory(t, newStore) })
+	t.Run("Reader", func(t *testing.T) { testReader(t, newStore) })
 }
 
 // RoomName returns a random room name with the given prefix.
