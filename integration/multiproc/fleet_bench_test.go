@@ -288,10 +288,20 @@ func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration)
 	}
 	time.Sleep(5*time.Second + time.Duration(n/100)*time.Second)
 	b.ResetTimer()
+	redis := pidOf("redis-server")
+	cpu0, wait0, rwait0 := cpuTime(), runWait("self"), runWait(redis)
 	f.measuring.Store(true)
 	time.Sleep(d)
 	f.measuring.Store(false)
 	b.StopTimer()
+	// The machine is shared: how much CPU the instances had, and how long
+	// their threads and the Redis server's waited for one, in cores.
+	s := d.Seconds()
+	b.ReportMetric((cpuTime()-cpu0).Seconds()/s, "cpu-cores")
+	b.ReportMetric((runWait("self")-wait0).Seconds()/s, "cpu-wait-cores")
+	if redis != "" {
+		b.ReportMetric((runWait(redis)-rwait0).Seconds()/s, "redis-cpu-wait-cores")
+	}
 	close(stop)
 	wg.Wait()
 	f.mu.Lock()
