@@ -1,11 +1,15 @@
 package waitingroom
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,8 +51,17 @@ import (
 // whose classic sync is newer than its mailbox adopts no grant carved
 // before it.
 //
+// A new instance joins without a classic sync when it can: it installs
+// the view, writes its mailbox and names itself in a join record (one of
+// joinShards), which the aggregator reads every round to bring it into the
+// state; when no view is out yet but the state shows a fleet forming, it
+// waits one sync for it. A lease not renewed for an instance TTL is taken
+// over by one or two instances (takesOver), not by the whole fleet
+// falling back.
+//
 // The room falls back to classic syncs, instance by instance, whenever the
-// fleet path cannot vouch for itself: before an instance's first sync, while
+// fleet path cannot vouch for itself: at an instance's first sync when
+// there is no fleet to join, while
 // an instance that does not advertise the fleet protocol (its ID lacks
 // "f1": an earlier release) or reads older formats is live, when the
 // lease or the view is older than the instance TTL (the aggregator
@@ -98,6 +111,20 @@ func isLease(id string) bool { return strings.HasPrefix(id, leasePrefix) }
 func mailboxKey(room, id string) string { return room + "#fleet:" + id }
 func viewKey(room string) string        { return room + "#fleet-view" }
 
+// joinKey is the name of the join record id names itself in: one of
+// joinShards, so that a fleet starting at once does not contend for one.
+func joinKey(room, id string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return joinShard(room, int(h.Sum32()%joinShards))
+}
+
+func joinShard(room string, i int) string { return room + "#fleet-join:" + strconv.Itoa(i) }
+
+// joinShards is how many join records a room has; the aggregator reads
+// them all every round.
+const joinShards = 16
+
 // fleetState is what an instance knows of the fleet protocol; under
 // syncMu.
 type fleetState struct {
@@ -122,6 +149,14 @@ type fleetState struct {
 	// viewAt is when (local ms) the latest view was installed, or the
 	// instance joined the fleet.
 	viewAt int64
+	// lease is the lease record of the latest view (its Traffic the
+	// fleet's size): when it stops being renewed, an instance or two
+	// take the lease over (takeOver).
+	lease store.Instance
+	// waited reports that the instance, new, found a fleet forming and
+	// waited a sync for its view (forming); named that it is named in a
+	// join record.
+	waited, named bool
 }
 
 type usedBatch struct {
@@ -144,6 +179,7 @@ type mailbox struct {
 	Adopted uint64      `json:"av,omitempty"` // the Version of the grant the instance adopted
 	Epoch   uint64      `json:"e,omitempty"`  // the state's epoch the grant belongs to
 	Fair    int64       `json:"f,omitempty"`  // the instance's share of the paced slots at the carve
+	In      uint64      `json:"in,omitempty"` // the epoch of the state the instance joined through its mailbox
 }
 
 type wireBatch struct {
@@ -268,6 +304,32 @@ func (rm *Room) takeLease(st *store.State, now int64, current bool) {
 func (rm *Room) fleetSync(ctx context.Context) error {
 	f := &rm.fleet
 	local := rm.localNow()
+	// A new instance joins a fleet that syncs through an aggregator
+	// without a classic sync: it installs the view (the epoch, the clock,
+	// the settings), leaves its counts in its mailbox and names itself in
+	// a join record, which the aggregator empties every round. It has no
+	// grant until the aggregator carves one.
+	joining := !f.on && f.classicVersion == 0 && fleetCapable(rm.id)
+	if joining {
+		rm.mu.Lock()
+		legacy := !rm.pending.legacy.empty()
+		rm.mu.Unlock()
+		if legacy {
+			return errFleetFallback
+		}
+		if rm.readView(ctx) != nil || rm.epoch == 0 {
+			f.on = false
+			// No fleet's view: a fleet may be forming. The instance
+			// waits for it once (its counts stay pending), else joins
+			// the state by a classic sync.
+			if !f.waited && rm.forming(ctx) {
+				f.waited = true
+				return nil
+			}
+			return errFleetFallback
+		}
+		f.on, f.ackedAt = true, local
+	}
 	if !f.on || local-f.ackedAt > rm.fleetPatience() {
 		f.on = false
 		return errFleetFallback
@@ -329,12 +391,36 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 				mb.Batches = append(mb.Batches, toWire(u))
 			}
 		}
-		mb.Seq, mb.Seen, mb.Held = rm.seq, now, held
+		mb.Seq, mb.Seen, mb.Held, mb.In = rm.seq, now, held, rm.epoch
 		mb.write(st)
 		return nil
 	})
+	if err == nil && f.classicVersion == 0 && f.acked == 0 && !f.named {
+		err = rm.store.Update(ctx, joinKey(rm.cfg.Name, rm.id), func(st *store.State) error {
+			st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
+				return in.ID == rm.id || in.Seen+rm.instanceTTL() < now
+			})
+			st.Instances = append(st.Instances, store.Instance{ID: rm.id, Seen: now})
+			st.Version++
+			if st.Epoch == 0 {
+				st.Epoch = 1
+			}
+			return nil
+		})
+		f.named = err == nil
+	}
+	if err != nil && f.classicVersion == 0 && f.acked == 0 && local-f.ackedAt <= rm.fleetPatience() {
+		// A joining instance has no grant and no record in the state to
+		// keep alive: it tries again at its next sync rather than
+		// joining by a classic sync, which, with a fleet starting at
+		// once on a loaded store, feeds the wave the join avoids.
+		rm.counters.syncErrors.Add(1)
+		return fmt.Errorf("waitingroom: sync: joining the fleet: %w", err)
+	}
 	if err != nil {
-		// The batch stays in rm.unacked; a classic sync sends it.
+		// The batch stays in rm.unacked; a classic sync sends it (the
+		// state applies it once, by its sequence number, whichever
+		// comes first).
 		f.on = false
 		rm.log.Debug("waitingroom: fleet mailbox write failed; classic sync", "err", err)
 		return errFleetFallback
@@ -358,6 +444,9 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		f.acked, f.ackedAt = acked, local
 		rm.unacked = slices.DeleteFunc(rm.unacked, func(u batch) bool { return u.seq <= acked })
 	}
+	if f.term == 0 && rm.takesOver(now) {
+		rm.takeOver(ctx, now)
+	}
 	if f.term != 0 {
 		if err := rm.aggregate(ctx); err != nil {
 			rm.log.Debug("waitingroom: aggregator round failed", "err", err)
@@ -366,7 +455,71 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 			}
 		}
 	}
+	if joining {
+		return nil // the view was read before the mailbox was written
+	}
 	return rm.readView(ctx)
+}
+
+// takesOver reports whether this instance is one of the few that take
+// over the lease of the latest view when it has not been renewed for an
+// instance TTL (its holder stopped): about two of the fleet's instances
+// then (drawn by their IDs and the lease's term), twice as many every
+// half TTL after that, so that one of them takes it well within the
+// fleet's patience, and the fleet never contends for it all at once.
+func (rm *Room) takesOver(now int64) bool {
+	l := rm.fleet.lease
+	ttl := rm.instanceTTL()
+	late := now - l.Seen - ttl
+	if l.ID == "" || l.ID == leasePrefix+rm.id || late < 0 {
+		return false
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(rm.id))
+	_, _ = h.Write(binary.LittleEndian.AppendUint64(nil, l.Seq))
+	n := uint64(max(l.Traffic, 1))
+	return h.Sum64()%n < uint64(2)<<min(late/max(ttl/2, 1), 20)
+}
+
+// takeOver replaces the lease of the latest view with one of this
+// instance's, if the state still holds it unrenewed, every instance syncs
+// the fleet way and writes this release's formats, and the fleet is at
+// least half the size that takes a lease. The new term is the state's
+// next Version, above the old one's: the old holder can write neither the
+// state nor a grant into a mailbox the new term has read (see aggregate),
+// so taking over at any moment keeps grants exact.
+func (rm *Room) takeOver(ctx context.Context, now int64) {
+	old := rm.fleet.lease
+	var (
+		peers []string
+		term  uint64
+	)
+	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
+		l := leaseOf(st)
+		if st.Epoch != rm.epoch || l != nil && (l.ID != old.ID || l.Seq != old.Seq || l.Seen > old.Seen) {
+			return errReadOnly // another state, or the lease moved on
+		}
+		ps, _ := fleetPeers(st, rm.id)
+		if len(ps) < fleetMin/2 {
+			return errReadOnly
+		}
+		if current, _, _ := writeFormats(st); !current {
+			return errReadOnly
+		}
+		st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool { return isLease(in.ID) })
+		st.Version++
+		st.Instances = append(st.Instances, store.Instance{ID: leasePrefix + rm.id, Seq: st.Version, Seen: now})
+		peers, term = ps, st.Version
+		return nil
+	})
+	if err != nil {
+		if !errors.Is(err, errReadOnly) {
+			rm.log.Debug("waitingroom: taking over the fleet's lease failed", "err", err)
+		}
+		return
+	}
+	rm.log.Info("waitingroom: took over the fleet's lease", "from", strings.TrimPrefix(old.ID, leasePrefix), "term", term)
+	rm.fleet.term, rm.fleet.peers = term, peers
 }
 
 // usage is admissions by grant entry and their total.
@@ -407,22 +560,55 @@ func (rm *Room) readView(ctx context.Context) error {
 	}
 	now := max(st.Clock, local+rm.offset.Load())
 	lease := leaseOf(&st)
-	if st.Epoch != rm.epoch || lease == nil || lease.Seen+rm.fleetPatience() < now || now > local+maxClockLead {
+	if st.Epoch != rm.epoch && rm.epoch != 0 || lease == nil || lease.Seen+rm.fleetPatience() < now || now > local+maxClockLead {
 		rm.fleet.on = false
 		return errFleetFallback
 	}
-	rm.fleet.viewAt = local
+	rm.fleet.viewAt, rm.fleet.lease = local, *lease
 	fleetSize := int(lease.Traffic)
 	lease.Traffic = 0
+	rm.install(ctx, &st, now, local, fleetSize)
+	return nil
+}
+
+// install installs st, a view or a state read without writing it, as a
+// classic sync installs the state it wrote, with no grant.
+func (rm *Room) install(ctx context.Context, st *store.State, now, local int64, fleetSize int) {
 	p := rm.params(now)
-	p.settings = rm.sharedSettings(&st)
+	p.settings = rm.sharedSettings(st)
 	p.policy = rm.policyAt(&p.settings, now)
 	p.times = rm.sessionTimes(&p.settings)
-	_, v := applySync(&st, p, newDelta())
+	_, v := applySync(st, p, newDelta())
 	v.instances = fleetSize
 	v.due, v.observed = nil, observations{}
 	rm.finish(ctx, p, v, st.Epoch, st.SettingsVersion, nil, func() {}, now-local)
-	return nil
+}
+
+// forming reports whether the room's state, read without a write, shows a
+// fleet forming: a lease whose view is not out yet, or at least half the
+// instances that take one, every one syncing the fleet way. A new
+// instance then installs that state as its view and waits a sync for the
+// aggregator's view, rather than joining the state by a classic sync
+// together with the rest of a fleet starting at once (the wave that would
+// keep the lease from being taken and the aggregator's rounds from
+// committing).
+func (rm *Room) forming(ctx context.Context) bool {
+	var st store.State
+	err := rm.store.Update(ctx, rm.cfg.Name, func(s *store.State) error {
+		st = *s
+		return errReadOnly
+	})
+	if !errors.Is(err, errReadOnly) || st.Epoch == 0 {
+		return false
+	}
+	peers, _ := fleetPeers(&st, rm.id)
+	if peers == nil || len(peers) < fleetMin/2 && leaseOf(&st) == nil {
+		return false
+	}
+	local := rm.localNow()
+	now := min(max(st.Clock, local+rm.offset.Load()), local+maxClockLead)
+	rm.install(ctx, &st, now, local, len(peers))
+	return true
 }
 
 // read returns the state of key: with the store's read without a lock
@@ -563,7 +749,12 @@ func (rm *Room) aggregate(sctx context.Context) error {
 	})()
 	f := &rm.fleet
 	term := f.term
-	peers := f.peers
+	joiners := rm.joiners(ctx, f.peers)
+	joining := make(map[string]bool, len(joiners))
+	for _, id := range joiners {
+		joining[id] = true
+	}
+	peers := append(slices.Clone(f.peers), joiners...)
 	boxes := make([]*mailbox, len(peers))
 	rm.eachPeer(peers, func(i int) {
 		_ = rm.store.Update(ctx, mailboxKey(rm.cfg.Name, peers[i]), func(st *store.State) error {
@@ -628,17 +819,37 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		var obs observations
 		var due []store.Tally
 		dropped = nil
-		ids := make([]string, 0, len(st.Instances))
+		ids := make([]string, 0, len(st.Instances)+len(joiners))
+		present := make(map[string]bool, len(st.Instances))
 		for _, in := range st.Instances {
 			ids = append(ids, in.ID)
+			present[in.ID] = true
+		}
+		for _, id := range joiners {
+			if !present[id] {
+				ids = append(ids, id)
+			}
 		}
 		for _, id := range ids {
 			mb := byID[id]
 			j := slices.IndexFunc(st.Instances, func(in store.Instance) bool { return in.ID == id })
-			if mb == nil || j < 0 || mb.Seq <= st.Instances[j].Seq || mb.Seen+rm.instanceTTL() < now {
-				continue // no news, or an instance in classic syncs
+			if mb == nil || mb.Seen+rm.instanceTTL() < now {
+				continue // an instance in classic syncs, or gone
 			}
-			applied := st.Instances[j].Seq
+			var applied uint64
+			switch {
+			case j >= 0:
+				applied = st.Instances[j].Seq
+			case !joining[id] || mb.In != st.Epoch:
+				// Not in the state: it joins through its mailbox, and
+				// only the state it joined (another's counts were
+				// counted in a state that is lost; it rebuilds that
+				// with a classic sync).
+				continue
+			}
+			if mb.Seq <= applied {
+				continue // no news, or a classic sync applied it
+			}
 			d := newDelta()
 			for _, w := range mb.Batches {
 				if w.Seq > applied {
@@ -673,17 +884,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool { return isLease(in.ID) })
 		}
 		version, epoch = st.Version, st.Epoch
-		pub = *st
-		pub.Instances = nil
-		if l := leaseOf(st); l != nil {
-			vl := *l
-			vl.Traffic = float64(len(f.peers))
-			pub.Instances = []store.Instance{vl}
-		}
-		pub.Sessions = slices.Clone(st.Sessions)
-		pub.Waiting = slices.Clone(st.Waiting)
-		pub.Admitted = slices.Clone(st.Admitted)
-		pub.Tallies = cloneTallies(st.Tallies)
+		pub = viewOf(st, len(f.peers))
 		return nil
 	})
 	if errors.Is(err, errReadOnly) {
@@ -716,7 +917,29 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			return nil
 		})
 	})
-	err = rm.store.Update(ctx, viewKey(rm.cfg.Name), func(st *store.State) error {
+	return rm.publish(ctx, pub)
+}
+
+// viewOf returns the view of st: a copy without the instance records but
+// the lease's, whose Traffic is the fleet's size.
+func viewOf(st *store.State, fleet int) store.State {
+	pub := *st
+	pub.Instances = nil
+	if l := leaseOf(st); l != nil {
+		vl := *l
+		vl.Traffic = float64(fleet)
+		pub.Instances = []store.Instance{vl}
+	}
+	pub.Sessions = slices.Clone(st.Sessions)
+	pub.Waiting = slices.Clone(st.Waiting)
+	pub.Admitted = slices.Clone(st.Admitted)
+	pub.Tallies = cloneTallies(st.Tallies)
+	return pub
+}
+
+// publish writes pub as the room's view unless a newer one is there.
+func (rm *Room) publish(ctx context.Context, pub store.State) error {
+	err := rm.store.Update(ctx, viewKey(rm.cfg.Name), func(st *store.State) error {
 		if st.Epoch == pub.Epoch && st.Version >= pub.Version {
 			return errReadOnly
 		}
@@ -727,6 +950,57 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// joiners returns the instances named in the room's join records and not
+// among known (the fleet instances in the state), and empties the records
+// of those that are known or gone: an instance stays named until a round
+// has brought it into the state, and a round that fails loses nobody.
+func (rm *Room) joiners(ctx context.Context, known []string) []string {
+	in := make(map[string]bool, len(known))
+	for _, id := range known {
+		in[id] = true
+	}
+	now := rm.now()
+	ttl := rm.instanceTTL()
+	keys := make([]string, joinShards)
+	for i := range keys {
+		keys[i] = joinShard(rm.cfg.Name, i)
+	}
+	var (
+		mu  sync.Mutex
+		all []store.Instance
+	)
+	rm.eachPeer(keys, func(i int) {
+		var named []store.Instance
+		err := rm.store.Update(ctx, keys[i], func(st *store.State) error {
+			n := len(st.Instances)
+			st.Instances = slices.DeleteFunc(st.Instances, func(x store.Instance) bool {
+				return in[x.ID] || x.Seen+ttl < now
+			})
+			named = slices.Clone(st.Instances)
+			if len(st.Instances) == n {
+				return errReadOnly
+			}
+			st.Version++
+			return nil
+		})
+		if err == nil || errors.Is(err, errReadOnly) {
+			mu.Lock()
+			all = append(all, named...)
+			mu.Unlock()
+		}
+	})
+	// In the order they joined, as classic syncs would have brought them.
+	slices.SortFunc(all, func(a, b store.Instance) int { return cmp.Or(cmp.Compare(a.Seen, b.Seen), strings.Compare(a.ID, b.ID)) })
+	out := make([]string, 0, len(all))
+	for _, x := range all {
+		if !in[x.ID] {
+			in[x.ID] = true // named in two records: once
+			out = append(out, x.ID)
+		}
+	}
+	return out
 }
 
 // eachPeer calls fn for every index of peers, fleetWorkers at a time.

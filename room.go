@@ -181,7 +181,9 @@ func New(cfg Config, st store.Store) (*Room, error) {
 	return rm, nil
 }
 
-func randomID() string {
+// randomID draws an instance's ID. A variable for tests that need the
+// order of a fleet's instances to be that of their creation.
+var randomID = func() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])

@@ -39,6 +39,10 @@ type surge struct {
 	// down, if set, says which rooms are down: they neither sync nor
 	// serve (their visitors go to the others).
 	down func(i int) bool
+	// join, if set, runs at the start of every simulated second and
+	// returns the rooms that start then (created, and synced once, by
+	// it): they serve from then on.
+	join func(now time.Time) []*Room
 }
 
 type simVisitor struct {
@@ -78,6 +82,12 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 	ctx := context.Background()
 	for now := start; now.Before(start.Add(s.duration)); now = now.Add(time.Second) {
 		clk.Set(now)
+		if s.join != nil {
+			for _, rm := range s.join(now) {
+				rm.cfg.Random = rng.Float64
+				rooms = append(rooms, rm)
+			}
+		}
 		if s.step != nil {
 			s.step(now)
 		}

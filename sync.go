@@ -86,7 +86,8 @@ func (rm *Room) Sync(ctx context.Context) error {
 		version         uint64
 		peers           []string
 		term            uint64
-		leased          bool
+		leased, took    bool
+		pub             store.State
 	)
 	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
 		// The shared clock: never behind this instance's, never more than
@@ -157,6 +158,12 @@ func (rm *Room) Sync(ctx context.Context) error {
 		epoch, version = st.Epoch, st.Version
 		peers, term = fleetPeers(st, rm.id)
 		leased = leaseOf(st) != nil
+		if took = term != 0 && term == st.Version; took {
+			// The lease is new: its view goes out now, so that the
+			// instances starting meanwhile join through their mailboxes
+			// rather than by classic syncs (fleet.go).
+			pub = viewOf(st, len(peers))
+		}
 		return nil
 	})
 	if err != nil {
@@ -221,6 +228,11 @@ func (rm *Room) Sync(ctx context.Context) error {
 		} // else nothing new was granted: what is left of the grant stays held
 		rm.inflight = nil
 	}, offset)
+	if took {
+		if err := rm.publish(ctx, pub); err != nil {
+			rm.log.Debug("waitingroom: publishing the fleet's view failed", "err", err)
+		}
+	}
 	rm.removeMailboxes(ctx)
 	return nil
 }

@@ -369,6 +369,8 @@ func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration)
 	if f.pool != nil {
 		pool = f.pool.Stats()
 	}
+	redis := pidOf("redis-server")
+	cpu0, wait0, rwait0 := cpuTime(), runWait("self"), runWait(redis)
 	f.measuring.Store(true)
 	time.Sleep(d)
 	f.measuring.Store(false)
@@ -378,6 +380,14 @@ func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration)
 		f.poolWait = end.WaitDuration - pool.WaitDuration
 	}
 	b.StopTimer()
+	// The machine is shared: how much CPU the instances had, and how long
+	// their threads and the Redis server's waited for one, in cores.
+	s := d.Seconds()
+	b.ReportMetric((cpuTime()-cpu0).Seconds()/s, "cpu-cores")
+	b.ReportMetric((runWait("self")-wait0).Seconds()/s, "cpu-wait-cores")
+	if redis != "" {
+		b.ReportMetric((runWait(redis)-rwait0).Seconds()/s, "redis-cpu-wait-cores")
+	}
 	close(stop)
 	wg.Wait()
 	f.mu.Lock()
