@@ -8,6 +8,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -56,6 +57,37 @@ import (
 // responses' cookies kept in the order they arrive), some in two tabs
 // sharing one cookie jar, and obey the waiting page's Refresh; every
 // client picks an instance at random for each request.
+//
+// Behind nginx with passes (modelCase.passes; model_pass_test.go), every
+// request goes through a model of docs/forward-auth/nginx.md's nginx in front
+// of ForwardAuth: a good pass (checked as secure_link does, at the
+// clock's second) reaches the application without the room, any other
+// request asks the room, and a page request follows a 401 to any
+// instance; the Set-Cookie and Waiting-Room-Pass answers go into the
+// jar in the order the answers arrive. Half the pages load their
+// resources once the document has brought its pass, browsers often come
+// back while the pass is good or just before the session would end
+// without it, revokes go through the revoke location, and one to three
+// clients keep resending a revoker's cookie and pass from before the
+// revoke (half of them keeping what the room sets). What the model
+// expects follows docs/design.md "Passes":
+//
+//   - a pass is a sign of life to its end: the room's count of a session
+//     runs from the later of its latest request the application saw and
+//     the last second of its latest pass, and invariant 9 is checked on
+//     every request the application saw, those nginx passed on a pass
+//     included, which the room never sees;
+//   - a revoke holds the slot until no pass given up to it is good: a
+//     revoked visitor counts as active, in the limit and in the room's
+//     count, until revokeEnd, the whole second after the last second of
+//     a pass given at the revoke; its requests may reach the application
+//     until then (and a second later with several instances: one that
+//     has not synced since), never after, and no pass of it is good past
+//     then. A revoke's request brings the application "revoked", not the
+//     identity: the model learns which sessions a burst of revokes ended
+//     from the instances (a request that reaches an instance after it
+//     revoked the session presents a revoked cookie, whose new place may
+//     be let in and revoked by that one request).
 
 // modelCase is one configuration of the model test.
 type modelCase struct {
@@ -71,7 +103,8 @@ type modelCase struct {
 	cloners          [][2]int // groups: sizes drawn in [min, max]
 	sharers          [][2]int
 	revokers         int
-	switches         bool // FIFO ↔ random, and Reject for a minute
+	switches         bool          // FIFO ↔ random, and Reject for a minute
+	passes           time.Duration // behind nginx with passes of this Pass.Duration (model_pass_test.go)
 	seeds            []uint64
 }
 
@@ -115,6 +148,22 @@ func TestModel(t *testing.T) {
 			session: time.Minute, total: 20, perMinute: 6, minutes: 10,
 			honest: 45, replayers: 4, cloners: [][2]int{{5, 40}}, sharers: [][2]int{{5, 40}}, revokers: 6,
 		},
+		{
+			name: "one instance, fifo, renewal, nginx with passes", instances: 1, method: FIFO, renew: true, passes: 2 * time.Second,
+			session: time.Minute, total: 20, perMinute: 6, minutes: 8,
+			honest: 40, replayers: 4, cloners: [][2]int{{5, 60}}, sharers: [][2]int{{5, 40}}, revokers: 8,
+		},
+		{
+			name: "four instances, random, renewal, nginx with passes", instances: 4, method: Random, renew: true, passes: 3 * time.Second,
+			session: time.Minute, total: 20, perMinute: 6, minutes: 8,
+			honest: 40, replayers: 4, cloners: [][2]int{{5, 60}}, sharers: [][2]int{{5, 60}}, revokers: 8,
+		},
+		{
+			name: "four instances, fifo, no renewal, switches, nginx with passes", instances: 4, method: FIFO, renew: false, passes: 5 * time.Second,
+			session: time.Minute, total: 20, perMinute: 6, minutes: 8,
+			honest: 40, replayers: 4, cloners: [][2]int{{5, 40}}, sharers: [][2]int{{5, 40}}, revokers: 8,
+			switches: true,
+		},
 	}
 	for _, tc := range cases {
 		tc.seeds = seeds
@@ -144,10 +193,11 @@ const (
 	kReplayer              // resends its first cookie every 1–3 s, forever
 	kCloner                // holds a copy of a group's waiting cookie
 	kSharer                // holds a copy of a group's admitted cookie
+	kKept                  // behind nginx: resends a revoker's cookie and pass from before its revoke
 )
 
 func (k mKind) String() string {
-	return [...]string{"honest", "revoker", "replayer", "cloner", "sharer"}[k]
+	return [...]string{"honest", "revoker", "replayer", "cloner", "sharer", "kept"}[k]
 }
 
 const (
@@ -164,10 +214,14 @@ type mClient struct {
 	keep  bool    // keeps the cookies the room sets
 	fixed string  // the cookie a client that does not keep resends
 	jar   string  // the cookie it sends (keepers)
-	gone  bool
-	next  [2]int64 // per tab, Unix ms; 0: the tab is idle
-	tabs  int
-	leave int64 // Unix ms at which a member of a group stops, or 0
+	pass  string  // behind nginx: the pass it sends (keepers)
+	// fixedPass is the pass a client that does not keep resends: a
+	// replayer's first, a sharer's copy, a kept client's.
+	fixedPass string
+	gone      bool
+	next      [2]int64 // per tab, Unix ms; 0: the tab is idle
+	tabs      int
+	leave     int64 // Unix ms at which a member of a group stops, or 0
 
 	// What an honest browser believes and did.
 	phase     int
@@ -199,6 +253,7 @@ type mGroup struct {
 	origin  *mClient
 	members []*mClient
 	seed    string // the copied cookie
+	pass    string // and pass, behind nginx
 	id      uint64 // the first Ticket.ID it obtained
 	firstAt int64  // when the application first saw it
 	ended   bool   // its place or first session may be over: it stops
@@ -215,6 +270,9 @@ type mID struct {
 	acc, acc0 int64
 	bucket    int64
 	revoked   bool
+	// revokeEnd (Unix ms), behind nginx with passes: the revoke holds
+	// the slot until no pass given before it is good (passRevoke).
+	revokeEnd int64
 	kinds     uint8 // 1<<kind of the clients that used it
 }
 
@@ -228,13 +286,16 @@ type appRecord struct {
 }
 
 type mResp struct {
-	outcome  Outcome
-	inst     int
-	set      string // cookie value set
-	cleared  bool
-	refresh  int64 // ms, from the Refresh header
-	state    cookieState
-	hasState bool
+	outcome     Outcome
+	inst        int
+	set         string // cookie value set
+	cleared     bool
+	pass        string // behind nginx: the pass set
+	passCleared bool   // the pass expired
+	local       bool   // nginx passed the request on its pass
+	refresh     int64  // ms, from the Refresh header
+	state       cookieState
+	hasState    bool
 }
 
 // randomTally counts chances and admissions in random mode, by minute.
@@ -300,39 +361,49 @@ type model struct {
 	end   int64
 	rooms []*Room
 	hs    []http.Handler
+	fas   []http.Handler // behind nginx: each instance's ForwardAuth
 	codec *codec
 	name  string // the cookie's name
 
 	session, minRefresh, maxRefresh, lateness, waitWindow, margin int64 // ms
 
-	mu      sync.Mutex // guards records
-	records []appRecord
-	seen    int // records absorbed
+	mu       sync.Mutex // guards records and passLast
+	records  []appRecord
+	passLast map[uint64]int64 // behind nginx: the last second of the latest pass given, by identity
+	passDur  int64            // ms
+	nginxRng *mrand.Rand      // behind nginx: the instances of page requests and redirects
+
+	passFailed map[uint64]bool // behind nginx: identities whose passes outlived a revoke, reported
+	seen       int             // records absorbed
 	// gate, during a burst of revokes, holds the application's revokes
 	// until every request of the burst has passed the room: all of them
 	// revoke the session at once.
 	gate *burstGate
 
-	ids        map[uint64]*mID
-	firstByM   map[int64]int         // distinct IDs first seen, by minute
-	chances    map[uint64]int64      // latest chance by identity
-	chanceAt   map[chanceKey][]int64 // latest chances by identity and instance
-	copied     map[uint64]bool       // identities whose cookie was copied or replayed
-	clients    []*mClient
-	groups     []*mGroup
-	episodes   []*mEpisode
-	methods    []methodAt
-	bursts     map[int]int // revoke bursts by size
-	tally      randomTally
-	failures   map[string]int
-	lastSync   int
-	maxDelay   int64 // FIFO: longest wait of an older honest browser after a group got in
-	afterBurst bool  // a burst of revokes since the latest sync
-	fifoGroups int   // FIFO: groups let in while FIFO was steady
-	fifoPairs  int   // FIFO: older honest browsers still waiting when such a group got in
-	nearGaps   int   // honest requests after a gap within 5 s of SessionDuration
-	requests   int
-	maxActive  int
+	ids          map[uint64]*mID
+	firstByM     map[int64]int         // distinct IDs first seen, by minute
+	chances      map[uint64]int64      // latest chance by identity
+	chanceAt     map[chanceKey][]int64 // latest chances by identity and instance
+	copied       map[uint64]bool       // identities whose cookie was copied or replayed
+	clients      []*mClient
+	groups       []*mGroup
+	episodes     []*mEpisode
+	methods      []methodAt
+	bursts       map[int]int // revoke bursts by size
+	tally        randomTally
+	failures     map[string]int
+	lastSync     int
+	maxDelay     int64 // FIFO: longest wait of an older honest browser after a group got in
+	afterBurst   bool  // a burst of revokes since the latest sync
+	fifoGroups   int   // FIFO: groups let in while FIFO was steady
+	fifoPairs    int   // FIFO: older honest browsers still waiting when such a group got in
+	nearGaps     int   // honest requests after a gap within 5 s of SessionDuration
+	requests     int
+	maxActive    int
+	local        int // behind nginx: requests passed on a pass
+	redirects    int // behind nginx: page requests redirected (let in since)
+	afterRevoke  int // requests of revoked sessions that reached the application
+	freshRevoked int // behind nginx: sessions a revoke admitted and revoked at once
 }
 
 type chanceKey struct {
@@ -359,6 +430,11 @@ func newModel(t *testing.T, tc modelCase, seed uint64) *model {
 		bursts:   map[int]int{},
 		failures: map[string]int{},
 		tally:    newRandomTally(),
+		passLast: map[uint64]int64{},
+		passDur:  tc.passes.Milliseconds(),
+		nginxRng: mrand.New(mrand.NewPCG(seed, 0x6e67)),
+
+		passFailed: map[uint64]bool{},
 	}
 	m.end = m.start + int64(tc.minutes)*60_000
 	var rmu sync.Mutex
@@ -372,6 +448,10 @@ func newModel(t *testing.T, tc modelCase, seed uint64) *model {
 		c.RefreshInterval = modelRefresh
 		c.QueueHold = modelHold
 		c.Random = random
+		if tc.passes != 0 {
+			c.Pass = Pass{Secret: testPassSecret, Duration: tc.passes}
+			c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+		}
 	})
 	m.codec = m.rooms[0].codec
 	m.name = m.rooms[0].cookieName
@@ -387,6 +467,7 @@ func newModel(t *testing.T, tc modelCase, seed uint64) *model {
 	m.methods = []methodAt{{m.start - 1, tc.method}}
 	for i, rm := range m.rooms {
 		m.hs = append(m.hs, rm.Handler(m.app(i)))
+		m.fas = append(m.fas, rm.ForwardAuth())
 	}
 	m.populate()
 	return m
@@ -581,13 +662,19 @@ func (m *model) act(c *mClient, tab int) {
 		}
 	case kSharer:
 		m.actCopy(c)
+	case kKept:
+		m.actKept(c)
 	}
 }
 
 func (m *model) pick() int { return m.rng.IntN(len(m.rooms)) }
 
-// send sends one request from client c with cookie to instance inst.
-func (m *model) send(c *mClient, inst int, cookie, revoke string) mResp {
+// send sends one request from client c with cookie (and pass, behind
+// nginx) to instance inst.
+func (m *model) send(c *mClient, inst int, cookie, pass, revoke string) mResp {
+	if m.tc.passes != 0 {
+		return m.sendNginx(c, inst, cookie, pass, revoke)
+	}
 	r := &http.Request{
 		Method: http.MethodGet, URL: &url.URL{Path: "/"}, Host: "example.com",
 		Header: http.Header{}, RemoteAddr: "192.0.2.1:4711",
@@ -658,7 +745,7 @@ func (g *burstGate) arrive() {
 // the order they arrive. It returns the responses in the order sent.
 func (m *model) burst(c *mClient, k int, revoke func(int) string) []mResp {
 	m.requests += k
-	cookie := c.jar
+	cookie, pass := c.jar, c.pass
 	insts := make([]int, k)
 	revokes := make([]string, k)
 	for i := range insts {
@@ -669,7 +756,7 @@ func (m *model) burst(c *mClient, k int, revoke func(int) string) []mResp {
 	}
 	out := make([]mResp, k)
 	if k == 1 {
-		out[0] = m.send(c, insts[0], cookie, revokes[0])
+		out[0] = m.send(c, insts[0], cookie, pass, revokes[0])
 		m.keepCookie(c, out[0])
 		return out
 	}
@@ -681,7 +768,7 @@ func (m *model) burst(c *mClient, k int, revoke func(int) string) []mResp {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := m.send(c, insts[i], cookie, revokes[i])
+			r := m.send(c, insts[i], cookie, pass, revokes[i])
 			if m.gate != nil && r.outcome != Admitted {
 				m.gate.arrive() // turned away before the application
 			}
@@ -704,6 +791,12 @@ func (m *model) keepCookie(c *mClient, r mResp) {
 		c.jar = ""
 	case r.set != "":
 		c.jar = r.set
+	}
+	switch {
+	case r.passCleared:
+		c.pass = ""
+	case r.pass != "":
+		c.pass = r.pass
 	}
 }
 
@@ -772,6 +865,17 @@ func (m *model) surelyAlive(id uint64, now int64) bool {
 // gap is the time until an admitted browser's next page: mostly shorter
 // than the session, sometimes close to it, sometimes longer.
 func (m *model) gap() int64 {
+	if m.tc.passes != 0 {
+		// Behind nginx: often the next page while the pass is good, or
+		// so close to the session's end that only the pass's end as a
+		// sign of life keeps the session.
+		switch u := m.rng.Float64(); {
+		case u < 0.25:
+			return m.ms(250, m.passDur)
+		case u < 0.4:
+			return m.ms(m.session-m.passDur, m.session-250)
+		}
+	}
 	switch u := m.rng.Float64(); {
 	case u < 0.2:
 		return m.ms(1000, 10_000)
@@ -802,6 +906,11 @@ func (m *model) actHonest(c *mClient, tab int) {
 	// is sure of its session; otherwise the document first.
 	sure := c.phase == phaseIn && now-lastApp < m.session-2000 &&
 		(m.tc.renew || now < acc/1000*1000+m.session-2000)
+	// Behind nginx, half the pages load the document first and its
+	// resources once it has come, with the pass it brought.
+	if m.tc.passes != 0 && k > 1 && m.rng.IntN(2) == 0 {
+		sure = false
+	}
 	var rs []mResp
 	if sure || k == 1 {
 		rs = m.burst(c, k, nil)
@@ -899,11 +1008,11 @@ func (m *model) letIn(c *mClient, now int64) {
 		c.next[1] = now + m.ms(1000, m.session/2)
 	}
 	if g := c.group; g != nil && g.kind == kSharer && g.seed == "" && c.jar != "" {
-		g.seed = c.jar
+		g.seed, g.pass = c.jar, c.pass
 		g.id = c.sessionID
 		g.firstAt = now
 		for i := range g.members {
-			mc := &mClient{i: len(m.clients), kind: kSharer, group: g, tabs: 1, keep: m.rng.IntN(2) == 0, jar: g.seed, fixed: g.seed}
+			mc := &mClient{i: len(m.clients), kind: kSharer, group: g, tabs: 1, keep: m.rng.IntN(2) == 0, jar: g.seed, fixed: g.seed, pass: g.pass, fixedPass: g.pass}
 			mc.next[0] = now + m.ms(1000, modelRefresh.Milliseconds())
 			mc.leave = now + m.ms(60_000, 5*60_000)
 			g.members[i] = mc
@@ -932,11 +1041,32 @@ func (m *model) revokeBurst(c *mClient) {
 	for i := range kinds {
 		kinds[i] = []string{"header", "func"}[m.rng.IntN(2)]
 	}
-	if k > 1 {
+	if k > 1 && m.tc.passes == 0 {
 		m.gate = newBurstGate(k)
 	}
+	if m.tc.passes != 0 && m.rng.IntN(2) == 0 {
+		// The page before the last step, and its pass.
+		m.noteChances(m.burst(c, 1, nil), false, false, false)
+		m.absorb()
+	}
+	cookie, pass := c.jar, c.pass
+	before := m.revokedIDs()
 	rs := m.burst(c, k, func(i int) string { return kinds[i] })
 	m.gate = nil
+	if m.tc.passes != 0 {
+		m.learnRevokes(c, before)
+	}
+	if m.tc.passes != 0 && pass != "" {
+		// Behind nginx (the revoke location asks the room, whatever the
+		// pass): one to three copies of the cookie and pass from before the
+		// revoke go on for a while.
+		for range 1 + m.rng.IntN(3) {
+			kc := &mClient{i: len(m.clients), kind: kKept, tabs: 1, fixed: cookie, fixedPass: pass, jar: cookie, pass: pass, keep: m.rng.IntN(2) == 0}
+			kc.next[0] = m.now() + m.ms(0, 1000)
+			kc.leave = m.now() + m.passDur + 3000
+			m.clients = append(m.clients, kc)
+		}
+	}
 	// Requests turned away (a session that had ended) are copies of one
 	// cookie sent at once: a new place, counted by each instance that
 	// gave it its first chance.
@@ -950,10 +1080,13 @@ func (m *model) actReplayer(c *mClient) {
 	now := m.now()
 	g := c.group
 	m.requests++
-	r := m.send(c, m.pick(), c.fixed, "")
+	r := m.send(c, m.pick(), c.fixed, c.fixedPass, "")
 	if c.fixed == "" {
 		c.fixed = r.set
 		g.seed = r.set
+	}
+	if c.fixedPass == "" && r.pass != "" {
+		c.fixedPass = r.pass // behind nginx: resent with the first cookie
 	}
 	m.noteChances([]mResp{r}, false, g.id == 0, true)
 	m.absorb()
@@ -966,7 +1099,7 @@ func (m *model) actOrigin(c *mClient) {
 	now := m.now()
 	g := c.group
 	m.requests++
-	r := m.send(c, m.pick(), "", "")
+	r := m.send(c, m.pick(), "", "", "")
 	m.noteChances([]mResp{r}, false, true, true)
 	m.absorb()
 	g.seed = r.set
@@ -988,9 +1121,9 @@ func (m *model) actOrigin(c *mClient) {
 func (m *model) actCopy(c *mClient) {
 	now := m.now()
 	g := c.group
-	cookie := c.fixed
+	cookie, pass := c.fixed, c.fixedPass
 	if c.keep {
-		cookie = c.jar
+		cookie, pass = c.jar, c.pass
 	}
 	if now >= c.leave || cookie == "" {
 		c.gone = true
@@ -1003,7 +1136,7 @@ func (m *model) actCopy(c *mClient) {
 		return
 	}
 	m.requests++
-	r := m.send(c, m.pick(), cookie, "")
+	r := m.send(c, m.pick(), cookie, pass, "")
 	m.keepCookie(c, r)
 	m.noteChances([]mResp{r}, false, g.kind == kCloner && g.id == 0, true)
 	m.absorb()
@@ -1053,6 +1186,13 @@ func (m *model) absorb() {
 			m.ids[rec.id] = x
 			m.firstByM[minuteOf(rec.at)]++
 		}
+		if x.revokeEnd != 0 && rec.at >= x.revokeEnd+m.margin {
+			m.fail("a revoked session reached the application after its passes expired",
+				"identity %s on instance %d (client %d), revoked until %s", m.hexID(rec.id), rec.inst, rec.client, m.rel(x.revokeEnd))
+		}
+		if x.revoked && !rec.revoke {
+			m.afterRevoke++
+		}
 		x.lastApp = max(x.lastApp, rec.at)
 		x.acc = min(x.acc, rec.acc)
 		if rec.revoke {
@@ -1085,10 +1225,14 @@ func (m *model) absorb() {
 
 // live is the number of distinct visitors the model holds active: latest
 // request let in less than SessionDuration ago, not revoked, not capped.
+// Behind nginx with passes a revoked visitor stays active until its
+// revokeEnd: a pass given before the revoke may reach the application
+// until then, and the room holds the slot as long (docs/design.md,
+// "Passes").
 func (m *model) live(now int64) int {
 	n := 0
 	for _, x := range m.ids {
-		if !x.revoked && now-x.lastApp < m.session && (m.tc.renew || now < x.acc/1000*1000+m.session) {
+		if (!x.revoked || now < x.revokeEnd) && now-x.lastApp < m.session && (m.tc.renew || now < x.acc/1000*1000+m.session) {
 			n++
 		}
 	}
@@ -1106,13 +1250,14 @@ func (m *model) checkLive() {
 
 // roomCount is the number of session records the shared state counts at
 // now, as the model has them: seen within the session, to the second,
-// plus the margin; not revoked; within the cap, which is the second of
+// plus the margin (behind nginx, seen through the end of its latest
+// pass); not revoked (behind nginx, until revokeEnd); within the cap, which is the second of
 // admission plus the session (lower bound: a holder let in with a waiting
 // cookie reports that), or the admission plus the session rounded up to
 // the second (upper bound).
 func (m *model) roomCount(now int64) (lo, hi int) {
-	for _, x := range m.ids {
-		if x.revoked || now >= (x.lastApp/1000+1)*1000+m.session+m.margin {
+	for id, x := range m.ids {
+		if (x.revoked && now >= x.revokeEnd) || now >= (m.seenSec(id, x)+1)*1000+m.session+m.margin {
 			continue
 		}
 		if m.tc.renew {
@@ -1179,7 +1324,9 @@ func (m *model) checkSynced() {
 	// A revoke ends the session it was made for, and no other.
 	v := m.rooms[m.lastSync].view.Load()
 	for _, x := range v.sessions {
-		if y := m.ids[x.ID]; x.Revoked && (y == nil || !y.revoked) {
+		// (Behind nginx a revoke ends a record instead, and a record
+		// with renewal has no other end.)
+		if y := m.ids[x.ID]; (x.Revoked || (m.tc.passes != 0 && m.tc.renew && x.End != 0)) && (y == nil || !y.revoked) {
 			m.fail("a revoke ended a session the application did not revoke", "identity %s (known to the model: %v)", m.hexID(x.ID), y != nil)
 		}
 	}
@@ -1199,6 +1346,9 @@ func (m *model) checkSynced() {
 				m.fail("a revoke subtracted more than once", "after a burst of revokes, the session of %s (latest request let in at %s) is not counted (record %v: %+v)", m.hexID(id), m.rel(x.lastApp), ok, rec)
 			}
 		}
+	}
+	if m.tc.passes != 0 {
+		m.checkPasses()
 	}
 	w, bound := m.waitingCount(now)
 	if m.tc.instances == 1 {
@@ -1224,7 +1374,7 @@ func (m *model) explainActive(now int64) string {
 	out := ""
 	n := 0
 	for id, x := range m.ids {
-		modelAlive := !x.revoked && now < (x.lastApp/1000+1)*1000+m.session+m.margin &&
+		modelAlive := (!x.revoked || now < x.revokeEnd) && now < (m.seenSec(id, x)+1)*1000+m.session+m.margin &&
 			(m.tc.renew || now < ((x.acc0+m.session+999)/1000)*1000)
 		rec, ok := v.session(id)
 		roomAlive := ok && times.alive(&rec, now)
@@ -1322,6 +1472,10 @@ func (m *model) check() {
 	t.Logf("%d requests, %d visitors let in, %d waits; most active %d (limit %d); groups (all, let in): replayers %v, cloners %v, sharers %v; revoke bursts by size %v; honest pages after a gap within 5 s of the session %d; FIFO: %d groups let in, %d older browsers waiting then, let in at most %v later",
 		m.requests, len(m.ids), len(m.episodes), m.maxActive, m.tc.total, groups[kReplayer], groups[kCloner], groups[kSharer], m.bursts,
 		m.nearGaps, m.fifoGroups, m.fifoPairs, time.Duration(m.maxDelay)*time.Millisecond)
+	if m.tc.passes != 0 {
+		t.Logf("behind nginx: %d requests passed on a pass, %d asked the room, %d pages redirected; %d requests of revoked sessions let in before their passes expired; %d sessions admitted and revoked by one request",
+			m.local, m.requests-m.local, m.redirects, m.afterRevoke, m.freshRevoked)
+	}
 	kinds := make([]string, 0, len(m.failures))
 	for k := range m.failures {
 		kinds = append(kinds, k)

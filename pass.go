@@ -196,7 +196,10 @@ func revokedRecord(x *store.Session, now int64) bool {
 // givePass adds to h the pass of the visitor d admitted, and counts it as
 // the session's sign of life until it expires. No pass while an instance
 // of the previous release shares the room (it counts sessions by the
-// second of their cookies).
+// second of their cookies), and none good past the end of the session's
+// record: a revoke on another instance holds the slot only until the
+// passes it knew of have expired, and this instance lets the revoked
+// cookie in until then (revokedRecord), but no longer on a pass.
 func (rm *Room) givePass(h http.Header, d *Decision) {
 	v := rm.view.Load()
 	if !v.passes {
@@ -209,6 +212,13 @@ func (rm *Room) givePass(h http.Header, d *Decision) {
 	}
 	x := store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: last, End: sessionEnd(d.policy, c.acceptedAt)}
 	rm.mu.Lock()
+	if k, found := rm.lookupLocked(v, c.id); found && k.End != 0 && k.End-1 < last {
+		if last = k.End - 1; last < floorDiv(d.now, 1000) {
+			rm.mu.Unlock()
+			return
+		}
+		x.Seen = last
+	}
 	rm.seenLocked(v, x, c)
 	rm.mu.Unlock()
 	h[PassHeader] = []string{rm.passCookie(c, last, d.now)}

@@ -382,3 +382,51 @@ func TestPassMixedFleet(t *testing.T) {
 	require.True(t, tr.passGet(tr.ForwardAuth(), b, "/", false).passed)
 	assert.Empty(t, b.pass, "no pass in a mixed fleet")
 }
+
+// An instance that learns of another's revoke before the slot's hold is
+// over lets the revoked cookie in until then, as the other's passes do,
+// but gives no pass good past the hold: the room stops counting the
+// session at its end, so a pass beyond it would let the revoked visitor
+// in uncounted.
+func TestPassAfterRevokeOnAnotherInstance(t *testing.T) {
+	for _, dur := range []time.Duration{2 * time.Second, 3 * time.Second, 5 * time.Second} {
+		t.Run(dur.String(), func(t *testing.T) {
+			clk := newClock()
+			st := newMemStore()
+			mutate := func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+				c.Pass.Duration = dur
+			}
+			a := passRoom(t, clk, st, mutate)
+			b := passRoom(t, clk, st, mutate)
+			ha, hb := a.ForwardAuth(), b.ForwardAuth()
+			br := &passBrowser{}
+			require.True(t, a.passGet(ha, br, "/", false).passed)
+			a.sync()
+			b.sync()
+			clk.Add(1100 * time.Millisecond)
+			kept := passBrowser{cookie: br.cookie} // its pass expired
+			require.True(t, a.passGet(ha, br, "/done", true).passed)
+			end := floorDiv(clk.Now().UnixMilli()+dur.Milliseconds(), 1000) // the hold's end, Unix s
+			clk.Add(900 * time.Millisecond)
+			a.sync()
+			b.sync()
+			for clk.Now().Unix() < end {
+				got := kept
+				ans := b.passGet(hb, &got, "/", false)
+				require.True(t, ans.passed, "until the hold's end the revoked cookie is the session's")
+				if got.pass != "" {
+					_, ok := nginxPass(got.pass, b.cookieName, testPassSecret, end)
+					assert.False(t, ok, "at %v: a pass good past the hold's end", clk.Now().Sub(newClock().Now()))
+				}
+				assert.Equal(t, 1, b.Stats().Active)
+				clk.Add(500 * time.Millisecond)
+			}
+			a.sync()
+			b.sync()
+			assert.Zero(t, b.Stats().Active, "the slot is free at the hold's end")
+			got := kept
+			assert.False(t, b.passGet(hb, &got, "/", false).passed, "and the revoked cookie refused")
+		})
+	}
+}
