@@ -1,12 +1,10 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -32,40 +30,11 @@ const startTimeout = 30 * time.Second
 
 // Buffer is a bytes.Buffer safe for concurrent use: the output of a server
 // or the log of a room.
-type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write appends p.
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns everything written so far.
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// Count returns how many times s occurs in what was written so far.
-func (b *Buffer) Count(s string) int {
-	return strings.Count(b.String(), s)
-}
+type Buffer = servicetest.Buffer
 
 // FreePort returns a TCP port that was free on 127.0.0.1 a moment ago.
 // Another process may take it before it is used: the servers retry.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+var FreePort = servicetest.FreePort
 
 // child is a server process started by a test.
 type child struct {

@@ -2,6 +2,7 @@ package servicetest
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 )
 
@@ -25,4 +26,9 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Count returns how many times s occurs in what was written so far.
+func (b *Buffer) Count(s string) int {
+	return strings.Count(b.String(), s)
 }

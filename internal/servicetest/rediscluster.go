@@ -91,11 +91,11 @@ func startClusterNode(bin, dir string) (*clusterNode, error) {
 	}
 	var lastErr error
 	for range 5 { // a port found free may be taken before the server binds it
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
-		bus, err := freePort()
+		bus, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +127,10 @@ func startClusterNode(bin, dir string) (*clusterNode, error) {
 	return nil, lastErr
 }
 
-func freePort() (int, error) {
+// FreePort returns a TCP port that was free on 127.0.0.1 a moment ago.
+// Another process may take it before it is used: a server started on it
+// must be retried on another.
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
