@@ -409,21 +409,26 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		})
 		f.named = err == nil
 	}
-	if err != nil && f.classicVersion == 0 && f.acked == 0 && local-f.ackedAt <= rm.fleetPatience() {
-		// A joining instance has no grant and no record in the state to
-		// keep alive: it tries again at its next sync rather than
-		// joining by a classic sync, which, with a fleet starting at
-		// once on a loaded store, feeds the wave the join avoids.
-		rm.counters.syncErrors.Add(1)
-		return fmt.Errorf("waitingroom: sync: joining the fleet: %w", err)
-	}
 	if err != nil {
-		// The batch stays in rm.unacked; a classic sync sends it (the
-		// state applies it once, by its sequence number, whichever
-		// comes first).
-		f.on = false
-		rm.log.Debug("waitingroom: fleet mailbox write failed; classic sync", "err", err)
-		return errFleetFallback
+		// The write failed: a store that is down, or one too loaded to
+		// answer in time (on SQL, a pool whose connections are all
+		// busy). The instance tries its mailbox again at its next sync,
+		// until its patience runs out, rather than falling back to a
+		// classic sync at once: that would take the room's row lock
+		// where the store is already short of time, and others would
+		// follow. The batch stays in rm.unacked and goes out with the
+		// next write (the state applies it once, by its sequence
+		// number, whichever way it comes). As after a failed classic
+		// sync, nobody new is let in until the store answers again:
+		// the aggregator may soon give this instance's share to others.
+		// A joining instance has no grant and no record in the state
+		// to keep alive: it, too, tries again rather than joining by a
+		// classic sync, which, with a fleet starting at once on a
+		// loaded store, feeds the wave the join avoids.
+		rm.mu.Lock()
+		rm.grant = nil
+		rm.mu.Unlock()
+		return rm.syncFailed(ctx, err)
 	}
 	for k, n := range b.d.waiting {
 		rm.mine.waiting[k] += n

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -513,6 +514,112 @@ func TestFleetJoinMidSurge(t *testing.T) {
 			four := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), 4, mutate)), 1000, 100, tc.method == FIFO)
 			t.Logf("utilization: %d instances, %d joining the fleet mid-surge %.3f; %d classic %.3f; four classic %.3f", n, tc.joined, util, n, classic, four)
 			assert.GreaterOrEqual(t, util, classic-0.02, "utilization through the aggregator against classic syncs")
+		})
+	}
+}
+
+// mailboxFaults is a room's store client whose writes to the room's
+// mailboxes fail while fail is set, the way a loaded SQL store's do when
+// every connection of the pool stays busy past the sync's deadline. It
+// counts the Updates of the room's state itself (classic syncs and
+// aggregator rounds).
+type mailboxFaults struct {
+	store.Store
+	fail   atomic.Bool
+	states atomic.Int64
+}
+
+func (s *mailboxFaults) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	if strings.Contains(room, "#fleet:") && s.fail.Load() {
+		return fmt.Errorf("waiting for a connection of the pool: %w", context.DeadlineExceeded)
+	}
+	if !strings.Contains(room, "#") {
+		s.states.Add(1)
+	}
+	return s.Store.Update(ctx, room, fn)
+}
+
+// TestFleetMailboxWriteFails has some instances' mailbox writes fail
+// mid-surge, as they do on a loaded SQL store. Within their patience
+// (fleetLeaseTTLs instance TTLs since the aggregator last acknowledged
+// them) they try their mailboxes again rather than falling back to a
+// classic sync, which would take the room's row lock where the store is
+// short of time already; a failure that outlasts it falls back. The
+// limits and FIFO order hold either way, and the instances sync through
+// the aggregator again once their writes go through.
+func TestFleetMailboxWriteFails(t *testing.T) {
+	orderedIDs(t)
+	for _, tc := range []struct {
+		name      string
+		lasts     time.Duration
+		fallsBack bool
+	}{
+		{"shorter than the patience", 6 * time.Second, false},
+		{"longer than the patience", 20 * time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			mem := memstore.New()
+			mutate := func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
+				c.SessionDuration = time.Minute
+				c.SyncInterval = -1
+				c.FleetSync = true
+			}
+			clients := make([]*mailboxFaults, fleetSize)
+			rooms := make([]*Room, fleetSize)
+			for i := range rooms {
+				clients[i] = &mailboxFaults{Store: mem}
+				rooms[i] = newTestRoomOn(t, clk, clients[i], mutate).Room
+			}
+			for _, rm := range rooms {
+				require.NoError(t, rm.Sync(context.Background()))
+			}
+			_, leader := fleetOn(rooms)
+			require.GreaterOrEqual(t, leader, 0, "a lease holder")
+			// Eight instances other than the aggregator.
+			var faulty []int
+			for i := range rooms {
+				if i != leader && len(faulty) < 8 {
+					faulty = append(faulty, i)
+				}
+			}
+			start := newClock().Now()
+			from, until := start.Add(90*time.Second), start.Add(90*time.Second+tc.lasts)
+			var classic int64
+			allOn := time.Time{}
+			res := surge{
+				visitors: 1000, arrivals: 150 * time.Second, browse: 90 * time.Second,
+				duration: 10 * time.Minute, abandon: 0.01, seed: 13,
+				failing: func(i int) bool { return slices.Contains(faulty, i) },
+				step: func(now time.Time) {
+					fail := !now.Before(from) && now.Before(until)
+					for _, i := range faulty {
+						if now.Equal(from) {
+							clients[i].states.Store(0)
+						}
+						clients[i].fail.Store(fail)
+					}
+					if now.Equal(until) {
+						for _, i := range faulty {
+							classic += clients[i].states.Load()
+						}
+					}
+					if on, _ := fleetOn(rooms); now.After(until) && allOn.IsZero() && on == len(rooms) {
+						allOn = now
+					}
+				},
+			}.run(t, clk, rooms)
+			checkSurge(t, res, 1000, 100, true)
+			assert.Positive(t, res.syncErrors, "the faulty instances' syncs failed")
+			if tc.fallsBack {
+				assert.Positive(t, classic, "past their patience, the faulty instances synced the classic way")
+			} else {
+				assert.Zero(t, classic, "classic syncs of the faulty instances while their mailbox writes failed")
+			}
+			require.False(t, allOn.IsZero(), "every instance syncs through the aggregator again")
+			assert.LessOrEqual(t, allOn.Sub(until), 10*time.Second, "back on the aggregator")
+			t.Logf("%d failed syncs; %d classic syncs of the faulty instances; all on the aggregator %v after the fault", res.syncErrors, classic, allOn.Sub(until))
 		})
 	}
 }

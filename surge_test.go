@@ -39,6 +39,9 @@ type surge struct {
 	// down, if set, says which rooms are down: they neither sync nor
 	// serve (their visitors go to the others).
 	down func(i int) bool
+	// failing, if set, says which rooms' syncs may fail: their errors
+	// are counted (surgeResult.syncErrors) rather than failing the test.
+	failing func(i int) bool
 	// join, if set, runs at the start of every simulated second and
 	// returns the rooms that start then (created, and synced once, by
 	// it): they serve from then on.
@@ -62,6 +65,7 @@ type surgeResult struct {
 	visitors          []*simVisitor
 	waitingResponses  int
 	inversions        int // older-bucket visitor admitted > 2 refresh intervals after a newer one
+	syncErrors        int // failed syncs of the rooms surge.failing names
 }
 
 func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
@@ -96,7 +100,12 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 		}
 		for _, i := range rng.Perm(len(rooms)) {
 			if s.down == nil || !s.down(i) {
-				require.NoError(t, rooms[i].Sync(ctx))
+				err := rooms[i].Sync(ctx)
+				if err != nil && s.failing != nil && s.failing(i) {
+					res.syncErrors++
+					continue
+				}
+				require.NoError(t, err)
 			}
 		}
 		active := 0

@@ -37,6 +37,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 	defer rm.syncMu.Unlock()
 	if err := rm.fleetSync(ctx); !errors.Is(err, errFleetFallback) {
 		if err == nil {
+			rm.syncSucceeded()
 			rm.removeMailboxes(ctx)
 		}
 		return err
@@ -173,35 +174,9 @@ func (rm *Room) Sync(ctx context.Context) error {
 		// share to others: nobody new is let in until it answers again.
 		rm.grant, rm.inflight = nil, nil
 		rm.mu.Unlock()
-		if errors.Is(ctx.Err(), context.Canceled) {
-			// The caller gave up (Close does, to stop the loop): that
-			// says nothing about the store.
-			rm.log.Debug("waitingroom: sync cancelled", "err", err)
-			return fmt.Errorf("waitingroom: sync: %w", err)
-		}
-		rm.counters.syncErrors.Add(1)
-		f := failureOf(err)
-		if f == failOther && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			// The store did not say, but it did not answer in time.
-			err, f = fmt.Errorf("%w: %w", store.ErrUnavailable, err), failUnavailable
-		}
-		_, _, prev := rm.ready.get()
-		// One line when an outage begins, and one more if it turns out
-		// to be (another) misconfiguration.
-		if !rm.outage || f.misconfigured() && f != failureOf(prev) {
-			rm.outage = true
-			rm.healthy.Store(false)
-			rm.log.Error(f.message()+"; "+policyEffect(rm.cfg.OnStoreError), "cause", f.String(), "err", err)
-		}
-		err = fmt.Errorf("waitingroom: sync: %w", err)
-		rm.ready.set(err)
-		return err
+		return rm.syncFailed(ctx, err)
 	}
-	if rm.outage {
-		rm.outage = false
-		rm.healthy.Store(true)
-		rm.log.Info("waitingroom: store reachable again")
-	}
+	rm.syncSucceeded()
 	rm.fleet = fleetState{
 		on:             v.current && peers != nil && leased,
 		term:           term,
@@ -235,6 +210,43 @@ func (rm *Room) Sync(ctx context.Context) error {
 	}
 	rm.removeMailboxes(ctx)
 	return nil
+}
+
+// syncFailed reports a sync that failed with err: it counts it, logs the
+// outage once when it begins (and again if it turns out to be another
+// misconfiguration), marks the room unready and returns the error Sync
+// returns. A sync the caller cancelled (Close does) says nothing about
+// the store and is only logged at debug level.
+func (rm *Room) syncFailed(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		rm.log.Debug("waitingroom: sync cancelled", "err", err)
+		return fmt.Errorf("waitingroom: sync: %w", err)
+	}
+	rm.counters.syncErrors.Add(1)
+	f := failureOf(err)
+	if f == failOther && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The store did not say, but it did not answer in time.
+		err, f = fmt.Errorf("%w: %w", store.ErrUnavailable, err), failUnavailable
+	}
+	_, _, prev := rm.ready.get()
+	if !rm.outage || f.misconfigured() && f != failureOf(prev) {
+		rm.outage = true
+		rm.healthy.Store(false)
+		rm.log.Error(f.message()+"; "+policyEffect(rm.cfg.OnStoreError), "cause", f.String(), "err", err)
+	}
+	err = fmt.Errorf("waitingroom: sync: %w", err)
+	rm.ready.set(err)
+	return err
+}
+
+// syncSucceeded ends an outage after a sync that went through: one line
+// says so.
+func (rm *Room) syncSucceeded() {
+	if rm.outage {
+		rm.outage = false
+		rm.healthy.Store(true)
+		rm.log.Info("waitingroom: store reachable again")
+	}
 }
 
 // finish installs what a sync learnt: the clock's offset, the counts sent
