@@ -472,9 +472,14 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 // then (drawn by their IDs and the lease's term), twice as many every
 // half TTL after that, so that one of them takes it well within the
 // fleet's patience, and the fleet never contends for it all at once.
+//
+// The lease is judged as of the latest view read: an instance whose reads
+// of the view fail (a loaded store) does not take an old view's lease for
+// an unrenewed one.
 func (rm *Room) takesOver(now int64) bool {
 	l := rm.fleet.lease
 	ttl := rm.instanceTTL()
+	now = min(now, rm.fleet.viewAt+rm.offset.Load())
 	late := now - l.Seen - ttl
 	if l.ID == "" || l.ID == leasePrefix+rm.id || late < 0 {
 		return false
@@ -553,11 +558,19 @@ func (rm *Room) usedSince(base uint64) usage {
 // view is missing, stale, or of another epoch.
 func (rm *Room) readView(ctx context.Context) error {
 	st, err := rm.read(ctx, viewKey(rm.cfg.Name))
+	local := rm.localNow()
+	if err != nil && rm.epoch != 0 && local-rm.fleet.viewAt <= rm.fleetPatience() {
+		// A read that failed (on a loaded store, most often one that
+		// timed out) leaves the view of the latest sync in place, as a
+		// view not yet published does; the instance reads it again at
+		// its next sync rather than falling back to a classic sync.
+		rm.counters.syncErrors.Add(1)
+		return fmt.Errorf("waitingroom: sync: reading the fleet's view: %w", err)
+	}
 	if err != nil {
 		rm.fleet.on = false
 		return errFleetFallback
 	}
-	local := rm.localNow()
 	if st.Epoch == 0 && local-rm.fleet.viewAt <= rm.fleetPatience() {
 		// The aggregator has not published a view yet (its lease is
 		// new): the counts went out, the view of the latest sync stays.

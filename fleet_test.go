@@ -518,19 +518,20 @@ func TestFleetJoinMidSurge(t *testing.T) {
 	}
 }
 
-// mailboxFaults is a room's store client whose writes to the room's
-// mailboxes fail while fail is set, the way a loaded SQL store's do when
+// mailboxFaults is a room's store client whose Updates of some of the
+// room's fleet keys (its mailboxes, its view) fail while fail is set, the way a loaded SQL store's do when
 // every connection of the pool stays busy past the sync's deadline. It
 // counts the Updates of the room's state itself (classic syncs and
 // aggregator rounds).
 type mailboxFaults struct {
 	store.Store
+	keys   string // the keys that fail contain it
 	fail   atomic.Bool
 	states atomic.Int64
 }
 
 func (s *mailboxFaults) Update(ctx context.Context, room string, fn func(*store.State) error) error {
-	if strings.Contains(room, "#fleet:") && s.fail.Load() {
+	if strings.Contains(room, s.keys) && s.fail.Load() {
 		return fmt.Errorf("waiting for a connection of the pool: %w", context.DeadlineExceeded)
 	}
 	if !strings.Contains(room, "#") {
@@ -539,8 +540,8 @@ func (s *mailboxFaults) Update(ctx context.Context, room string, fn func(*store.
 	return s.Store.Update(ctx, room, fn)
 }
 
-// TestFleetMailboxWriteFails has some instances' mailbox writes fail
-// mid-surge, as they do on a loaded SQL store. Within their patience
+// TestFleetMailboxWriteFails has some instances' mailbox writes or view
+// reads fail mid-surge, as they do on a loaded SQL store. Within their patience
 // (fleetLeaseTTLs instance TTLs since the aggregator last acknowledged
 // them) they try their mailboxes again rather than falling back to a
 // classic sync, which would take the room's row lock where the store is
@@ -551,11 +552,14 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 	orderedIDs(t)
 	for _, tc := range []struct {
 		name      string
+		keys      string
 		lasts     time.Duration
 		fallsBack bool
 	}{
-		{"shorter than the patience", 6 * time.Second, false},
-		{"longer than the patience", 20 * time.Second, true},
+		{"mailbox writes, shorter than the patience", "#fleet:", 6 * time.Second, false},
+		{"mailbox writes, longer than the patience", "#fleet:", 20 * time.Second, true},
+		{"view reads, shorter than the patience", "#fleet-view", 6 * time.Second, false},
+		{"every fleet key, shorter than the patience", "#fleet", 6 * time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
@@ -569,7 +573,7 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 			clients := make([]*mailboxFaults, fleetSize)
 			rooms := make([]*Room, fleetSize)
 			for i := range rooms {
-				clients[i] = &mailboxFaults{Store: mem}
+				clients[i] = &mailboxFaults{Store: mem, keys: tc.keys}
 				rooms[i] = newTestRoomOn(t, clk, clients[i], mutate).Room
 			}
 			for _, rm := range rooms {
