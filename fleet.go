@@ -331,6 +331,9 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		f.on, f.ackedAt = true, local
 	}
 	if !f.on || local-f.ackedAt > rm.fleetPatience() {
+		if f.on {
+			rm.log.Debug("waitingroom: classic sync: no round acknowledged this instance's mailbox within its patience")
+		}
 		f.on = false
 		return errFleetFallback
 	}
@@ -568,6 +571,9 @@ func (rm *Room) readView(ctx context.Context) error {
 		return fmt.Errorf("waitingroom: sync: reading the fleet's view: %w", err)
 	}
 	if err != nil {
+		if rm.fleet.on {
+			rm.log.Debug("waitingroom: classic sync: the fleet's view could not be read within the patience", "err", err)
+		}
 		rm.fleet.on = false
 		return errFleetFallback
 	}
@@ -579,6 +585,9 @@ func (rm *Room) readView(ctx context.Context) error {
 	now := max(st.Clock, local+rm.offset.Load())
 	lease := leaseOf(&st)
 	if st.Epoch != rm.epoch && rm.epoch != 0 || lease == nil || lease.Seen+rm.fleetPatience() < now || now > local+maxClockLead {
+		if rm.fleet.on {
+			rm.log.Debug("waitingroom: classic sync: the fleet's view is of another state, has no lease, or its lease was not renewed within the patience")
+		}
 		rm.fleet.on = false
 		return errFleetFallback
 	}

@@ -594,7 +594,7 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 			allOn := time.Time{}
 			res := surge{
 				visitors: 1000, arrivals: 150 * time.Second, browse: 90 * time.Second,
-				duration: 10 * time.Minute, abandon: 0.01, seed: 13,
+				duration: 4 * time.Minute, abandon: 0.01, seed: 13,
 				failing: func(i int) bool { return slices.Contains(faulty, i) },
 				step: func(now time.Time) {
 					fail := !now.Before(from) && now.Before(until)
@@ -614,7 +614,7 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 					}
 				},
 			}.run(t, clk, rooms)
-			checkSurge(t, res, 1000, 100, true)
+			surgeUtilization(t, res, 1000, 100, true)
 			assert.Positive(t, res.syncErrors, "the faulty instances' syncs failed")
 			if tc.fallsBack {
 				assert.Positive(t, classic, "past their patience, the faulty instances synced the classic way")
