@@ -66,11 +66,14 @@ var (
 // instanceID draws a new instance's ID: random, followed by the formats
 // it reads and, for an instance that syncs through an aggregator in a
 // large fleet, fleetTag.
-func instanceID(fleet bool) string {
+func instanceID(fleet bool) string { return instanceIDFrom(randomID, fleet) }
+
+// instanceIDFrom is instanceID with the random part drawn by draw.
+func instanceIDFrom(draw func() string, fleet bool) string {
 	if fleet {
-		return randomID() + currentFormats.tag() + fleetTag
+		return draw() + currentFormats.tag() + fleetTag
 	}
-	return randomID() + currentFormats.tag()
+	return draw() + currentFormats.tag()
 }
 
 // tag is how an instance ID says the formats f: "+s4c3p1".

@@ -262,6 +262,10 @@ type Config struct {
 	// ErrorHandler writes the response when Check fails (a closed room).
 	// Default: 503 with a plain body and no internals.
 	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
+
+	// newID, if set, draws the instance's ID in place of randomID (tests
+	// that need instances in a known order).
+	newID func() string
 }
 
 // Settings are the parts of the configuration that can change while the

@@ -20,17 +20,34 @@ import (
 // fleetSize is above fleetMin: these fleets sync through an aggregator.
 const fleetSize = 40
 
-// orderedIDs makes the instances created until the test ends draw IDs in
-// the order of their creation. How a surge's slots fall to a fleet's
-// instances depends on their order in the state, which joining through
-// the join records sorts by ID: with random IDs, a surge's utilization
-// varies from run to run by several points (as it does with classic
-// syncs when the instances start in another order).
-func orderedIDs(t *testing.T) {
-	prev := randomID
+// orderedIDs returns ordered, which makes the rooms configured with
+// ordered(mutate) draw IDs in the order of their creation, from a counter
+// of the test's own. How a surge's slots fall to a fleet's instances
+// depends on their order in the state, which joining through the join
+// records sorts by ID: with random IDs, a surge's utilization varies from
+// run to run by several points (as it does with classic syncs when the
+// instances start in another order). A counter of the test's own keeps
+// the IDs the same whichever tests run alongside (t.Parallel).
+func orderedIDs() (ordered func(mutate func(*Config)) func(*Config)) {
 	var n atomic.Uint64
-	randomID = func() string { return fmt.Sprintf("%016x", n.Add(1)) }
-	t.Cleanup(func() { randomID = prev })
+	next := func() string { return fmt.Sprintf("%016x", n.Add(1)) }
+	return func(mutate func(*Config)) func(*Config) {
+		return func(c *Config) {
+			if mutate != nil {
+				mutate(c)
+			}
+			c.newID = next
+		}
+	}
+}
+
+// classicSync returns mutate with FleetSync off: the same rooms syncing
+// the classic way, to compare a fleet with.
+func classicSync(mutate func(*Config)) func(*Config) {
+	return func(c *Config) {
+		mutate(c)
+		c.FleetSync = false
+	}
 }
 
 // fleetOn counts the rooms syncing through an aggregator and returns the
@@ -95,7 +112,8 @@ func surgeUtilization(t *testing.T, res surgeResult, total, perMinute int, fifo 
 // order holds, utilization is that of a few instances, and the fleet did
 // sync the fleet way.
 func TestFleetSurgeLimitsExact(t *testing.T) {
-	orderedIDs(t)
+	t.Parallel()
+	ordered := orderedIDs()
 	for _, tc := range []struct {
 		name   string
 		method QueueingMethod
@@ -106,13 +124,13 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 		{"random", Random, 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mutate := func(c *Config) {
+			mutate := ordered(func(c *Config) {
 				c.QueueingMethod = tc.method
 				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, 100
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
 				c.FleetSync = true
-			}
+			})
 			clk := newClock()
 			rooms := instances(t, clk, memstore.New(), fleetSize, mutate)
 			minOn := fleetSize
@@ -137,10 +155,8 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 			// instances costs a few points itself: four instances reach
 			// 0.996 in FIFO, 40 about 0.965 either way.)
 			sg.step = nil
-			defer func(n int) { fleetMin = n }(fleetMin)
-			fleetMin = 1 << 20
 			clk = newClock()
-			classic := checkSurge(t, sg.run(t, clk, instances(t, clk, memstore.New(), fleetSize, mutate)), tc.total, 100, tc.method == FIFO)
+			classic := checkSurge(t, sg.run(t, clk, instances(t, clk, memstore.New(), fleetSize, classicSync(mutate))), tc.total, 100, tc.method == FIFO)
 			assert.GreaterOrEqual(t, util, classic-0.02, "utilization through the aggregator against classic syncs")
 		})
 	}
@@ -151,15 +167,16 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 // the lease over, while the rest of the fleet goes on syncing through the
 // aggregator (none falls back to classic syncs).
 func TestFleetAggregatorKilled(t *testing.T) {
-	orderedIDs(t)
+	t.Parallel()
+	ordered := orderedIDs()
 	clk := newClock()
 	st := memstore.New()
-	rooms := instances(t, clk, st, fleetSize, func(c *Config) {
+	rooms := instances(t, clk, st, fleetSize, ordered(func(c *Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 		c.SessionDuration = time.Minute
 		c.SyncInterval = -1
 		c.FleetSync = true
-	})
+	}))
 	_, dead := fleetOn(rooms)
 	require.GreaterOrEqual(t, dead, 0, "a lease holder")
 	start := newClock().Now()
@@ -200,15 +217,16 @@ func TestFleetAggregatorKilled(t *testing.T) {
 // returns to the aggregator once it is gone, and the limits hold all
 // along.
 func TestFleetMixedWithCurrentRelease(t *testing.T) {
-	orderedIDs(t)
+	t.Parallel()
+	ordered := orderedIDs()
 	clk := newClock()
 	st := memstore.New()
-	cfg := func(c *Config) {
+	cfg := ordered(func(c *Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 		c.SessionDuration = time.Minute
 		c.SyncInterval = -1
 		c.FleetSync = true
-	}
+	})
 	rooms := instances(t, clk, st, fleetSize, cfg)
 	old := newTestRoomOn(t, clk, memstore.New(), cfg).Room // a room of its own until it joins
 	old.store = st
@@ -447,7 +465,8 @@ func TestFleetCapable(t *testing.T) {
 // limits and FIFO order hold; utilization is that of as many instances
 // syncing the classic way, within 2 points.
 func TestFleetJoinMidSurge(t *testing.T) {
-	orderedIDs(t)
+	t.Parallel()
+	ordered := orderedIDs()
 	for _, tc := range []struct {
 		name          string
 		method        QueueingMethod
@@ -457,13 +476,13 @@ func TestFleetJoinMidSurge(t *testing.T) {
 		{"random", Random, fleetMin, fleetSize - fleetMin},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mutate := func(c *Config) {
+			mutate := ordered(func(c *Config) {
 				c.QueueingMethod = tc.method
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
 				c.FleetSync = true
-			}
+			})
 			clk := newClock()
 			st := memstore.New()
 			rooms := instances(t, clk, st, tc.first, mutate)
@@ -506,12 +525,10 @@ func TestFleetJoinMidSurge(t *testing.T) {
 			// As many instances syncing the classic way, and four, the
 			// same surge.
 			sg.join, sg.step = nil, nil
-			defer func(n int) { fleetMin = n }(fleetMin)
-			fleetMin = 1 << 20
 			clk = newClock()
-			classic := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), n, mutate)), 1000, 100, tc.method == FIFO)
+			classic := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), n, classicSync(mutate))), 1000, 100, tc.method == FIFO)
 			clk = newClock()
-			four := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), 4, mutate)), 1000, 100, tc.method == FIFO)
+			four := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), 4, classicSync(mutate))), 1000, 100, tc.method == FIFO)
 			t.Logf("utilization: %d instances, %d joining the fleet mid-surge %.3f; %d classic %.3f; four classic %.3f", n, tc.joined, util, n, classic, four)
 			assert.GreaterOrEqual(t, util, classic-0.02, "utilization through the aggregator against classic syncs")
 		})
@@ -549,7 +566,8 @@ func (s *mailboxFaults) Update(ctx context.Context, room string, fn func(*store.
 // limits and FIFO order hold either way, and the instances sync through
 // the aggregator again once their writes go through.
 func TestFleetMailboxWriteFails(t *testing.T) {
-	orderedIDs(t)
+	t.Parallel()
+	ordered := orderedIDs()
 	for _, tc := range []struct {
 		name      string
 		keys      string
@@ -564,12 +582,12 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
 			mem := memstore.New()
-			mutate := func(c *Config) {
+			mutate := ordered(func(c *Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
 				c.FleetSync = true
-			}
+			})
 			clients := make([]*mailboxFaults, fleetSize)
 			rooms := make([]*Room, fleetSize)
 			for i := range rooms {

@@ -137,7 +137,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		sameSite:   c.sameSite(),
 		secure:     c.secure(),
 		store:      st,
-		id:         instanceID(cfg.FleetSync),
+		id:         instanceIDFrom(cfg.idSource(), cfg.FleetSync),
 		log:        c.Logger.With("room", c.Name),
 		configHash: func() uint64 { s := c.settings(); return s.hash() }(),
 		prevHash:   func() uint64 { s := c.settings(); return s.previousHash() }(),
@@ -179,6 +179,15 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		close(rm.loopDone)
 	}
 	return rm, nil
+}
+
+// idSource returns what draws the instance's ID: newID if set, else
+// randomID.
+func (c *Config) idSource() func() string {
+	if c.newID != nil {
+		return c.newID
+	}
+	return randomID
 }
 
 // randomID draws an instance's ID. A variable for tests that need the
