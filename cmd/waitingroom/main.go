@@ -95,11 +95,24 @@
 // its own; every other store is shared by all the processes pointed at it,
 // which then keep one queue and exact global limits:
 //
-//	memory                                   this process only (the default)
-//	redis://[user:password@]host:port/db     Redis (rediss:// for TLS); -store-prefix sets the key prefix
-//	postgres://user:password@host:port/db    PostgreSQL (pgx; URL parameters such as sslmode=disable are pgx's)
-//	mysql://user:password@host:port/db       MySQL or MariaDB (URL parameters are go-sql-driver/mysql's)
-//	sqlite:///absolute/path.db               SQLite, processes on one host
+//	memory                                      this process only (the default)
+//	redis://[user:password@]host:port/db        Redis (rediss:// for TLS); -store-prefix sets the key prefix
+//	redis+cluster://[user:password@]host:port   Redis Cluster (rediss+cluster:// for TLS); -store-prefix as for Redis
+//	postgres://user:password@host:port/db       PostgreSQL (pgx; URL parameters such as sslmode=disable are pgx's)
+//	mysql://user:password@host:port/db          MySQL or MariaDB (URL parameters are go-sql-driver/mysql's)
+//	sqlite:///absolute/path.db                  SQLite, processes on one host
+//
+// A Redis Cluster URL names one of the cluster's nodes, and more with
+// addr parameters (redis+cluster://10.0.0.1:6379?addr=10.0.0.2:6379): the
+// client learns the others from the first that answers. The other URL
+// parameters are those of go-redis's ParseClusterURL (dial_timeout,
+// pool_size, ...), but for read_only, route_by_latency and route_randomly,
+// which would read the room's state from replicas that may lag behind its
+// latest write. A Cluster has only database 0, so the URL has no /db. All
+// of a room's keys share one hash slot (package redisstore's
+// documentation), so a room lives on one primary and rooms spread over the
+// primaries by name. With rediss+cluster://, every node's certificate is
+// checked against the host name of the URL.
 //
 // A store URL in the config file comes before $WAITINGROOM_STORE; leave
 // it out of the file to keep a password in the environment.

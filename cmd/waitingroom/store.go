@@ -45,6 +45,9 @@ type storeSpec struct {
 	kind storeKind
 	// redis is the client configuration of a redis:// or rediss:// URL.
 	redis *redis.Options
+	// cluster is the client configuration of a redis+cluster:// or
+	// rediss+cluster:// URL; redis is nil then.
+	cluster *redis.ClusterOptions
 	// dsn is what the SQL driver is opened with: the URL itself for
 	// PostgreSQL, the go-sql-driver DSN for MySQL, a file: DSN for SQLite.
 	dsn string
@@ -72,6 +75,7 @@ func (s storeSpec) dialect() sqlstore.Dialect {
 
 // storeHelp lists the accepted -store values.
 const storeHelp = "memory, redis://[user:password@]host:port/db, rediss://..., " +
+	"redis+cluster://[user:password@]host:port[?addr=host2:port2&addr=...], rediss+cluster://..., " +
 	"postgres://user:password@host:port/db?sslmode=disable, mysql://user:password@host:port/db or sqlite:///absolute/path.db"
 
 // parseStore parses a store URL; label names where it comes from
@@ -109,6 +113,11 @@ func parseStore(label, raw string) (storeSpec, error) {
 		if spec.redis, err = redis.ParseURL(raw); err != nil {
 			return storeSpec{}, fmt.Errorf("%s: %v", label, err)
 		}
+	case "redis+cluster", "rediss+cluster":
+		spec.kind = kindRedis
+		if spec.cluster, err = clusterOptions(u); err != nil {
+			return storeSpec{}, fmt.Errorf("%s: %v", label, redactErr(err, u))
+		}
 	case "postgres", "postgresql":
 		spec.kind = kindPostgres
 		if u.Host == "" {
@@ -132,6 +141,33 @@ func parseStore(label, raw string) (storeSpec, error) {
 		return storeSpec{}, fmt.Errorf("%s: unknown store; want %s", label, storeHelp)
 	}
 	return spec, nil
+}
+
+// clusterOptions parses redis+cluster://[user:password@]host:port?params
+// (rediss+cluster:// for TLS) with redis.ParseClusterURL: host:port and
+// every addr parameter are nodes the client asks for the cluster's layout.
+// The other parameters are go-redis's ClusterOptions, but for those that
+// send reads to replicas.
+func clusterOptions(u *url.URL) (*redis.ClusterOptions, error) {
+	const want = "want redis+cluster://host:port[?addr=host2:port2&addr=...]"
+	if u.Opaque != "" || u.Host == "" {
+		return nil, errors.New("no host; " + want)
+	}
+	q := u.Query()
+	if (u.Path != "" && u.Path != "/" && u.Path != "/0") || q.Has("db") {
+		return nil, errors.New("a Redis Cluster has only database 0: leave out the /db path and the db parameter; " + want)
+	}
+	// A replica may answer with a state older than the room's latest
+	// write, which the room would take for a store that went back.
+	for _, p := range []string{"read_only", "route_by_latency", "route_randomly"} {
+		if v := q.Get(p); v != "" && v != "false" && v != "0" {
+			return nil, fmt.Errorf("%s=%s does not apply: it sends reads to replicas, which may not have the room's latest write yet; the store reads from the primaries", p, v)
+		}
+	}
+	c := *u
+	c.Scheme = strings.TrimSuffix(strings.ToLower(u.Scheme), "+cluster")
+	c.Path, c.RawPath = "", ""
+	return redis.ParseClusterURL(c.String())
 }
 
 // redactErr keeps u's password out of an error message from a driver's
@@ -220,8 +256,16 @@ func openStore(ctx context.Context, spec storeSpec, o storeOptions) (store.Store
 		s := memstore.New()
 		return s, func() { _ = s.Close() }, nil
 	case kindRedis:
-		spec.redis.ContextTimeoutEnabled = true // a stalled server must not hold a sync past its deadline
-		c := redis.NewClient(spec.redis)
+		// ContextTimeoutEnabled: a stalled server must not hold a sync
+		// past its deadline.
+		var c redis.UniversalClient
+		if spec.cluster != nil {
+			spec.cluster.ContextTimeoutEnabled = true
+			c = redis.NewClusterClient(spec.cluster)
+		} else {
+			spec.redis.ContextTimeoutEnabled = true
+			c = redis.NewClient(spec.redis)
+		}
 		s := redisstore.New(c, redisstore.Options{KeyPrefix: o.prefix})
 		return s, func() { _ = s.Close(); _ = c.Close() }, nil
 	}
@@ -271,6 +315,11 @@ func openStore(ctx context.Context, spec storeSpec, o storeOptions) (store.Store
 // wrong. The store's own error names the library's fix.
 func storeHint(spec storeSpec, o storeOptions, err error) string {
 	switch {
+	case spec.redis != nil && isMoved(err):
+		return "the server is a node of a Redis Cluster, which keeps the room's key on another node: " +
+			"name the cluster with redis+cluster://host:port (rediss+cluster:// for TLS), host:port any of its nodes"
+	case spec.cluster != nil && redis.HasErrorPrefix(err, "This instance has cluster support disabled"):
+		return "the server is not a Redis Cluster: name it with redis://host:port/db (rediss:// for TLS)"
 	case errors.Is(err, store.ErrNoSchema) && spec.sql():
 		table := cmp.Or(o.table, sqlstore.DefaultTable)
 		return fmt.Sprintf("the table %q does not exist: run once with -create-schema (createSchema: true in a config file), "+
@@ -281,4 +330,11 @@ func storeHint(spec storeSpec, o storeOptions, err error) string {
 		return "the store cannot be reached: check that it runs and listens at the address of -store (or WAITINGROOM_STORE)"
 	}
 	return ""
+}
+
+// isMoved reports whether err holds a MOVED reply: a node of a Redis
+// Cluster saying that another node serves the key.
+func isMoved(err error) bool {
+	_, ok := redis.IsMovedError(err)
+	return ok
 }

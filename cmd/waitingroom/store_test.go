@@ -29,9 +29,10 @@ func TestParseStore(t *testing.T) {
 	for _, tc := range []struct {
 		name, in string
 		kind     storeKind
-		dsn      string // SQL stores
-		addr     string // Redis
-		db       int    // Redis
+		dsn      string   // SQL stores
+		addr     string   // Redis
+		db       int      // Redis
+		addrs    []string // Redis Cluster
 		redacted string
 	}{
 		{name: "memory", in: "memory", kind: kindMemory, redacted: "memory"},
@@ -39,6 +40,15 @@ func TestParseStore(t *testing.T) {
 		{name: "redis db and password", in: "redis://:s3cret@cache.internal:6380/2", kind: kindRedis, addr: "cache.internal:6380", db: 2, redacted: "redis://:xxxxx@cache.internal:6380/2"},
 		{name: "redis default port", in: "redis://cache.internal", kind: kindRedis, addr: "cache.internal:6379", redacted: "redis://cache.internal"},
 		{name: "rediss", in: "rediss://cache.internal:6379/1", kind: kindRedis, addr: "cache.internal:6379", db: 1, redacted: "rediss://cache.internal:6379/1"},
+		{name: "redis cluster", in: "redis+cluster://10.0.0.1:7000", kind: kindRedis, addrs: []string{"10.0.0.1:7000"}, redacted: "redis+cluster://10.0.0.1:7000"},
+		{name: "redis cluster nodes and password", in: "redis+cluster://app:s3cret@10.0.0.1:7000?addr=10.0.0.2:7001&addr=[::1]:7002",
+			kind: kindRedis, addrs: []string{"10.0.0.1:7000", "10.0.0.2:7001", "[::1]:7002"}, redacted: "redis+cluster://app:xxxxx@10.0.0.1:7000?addr=10.0.0.2:7001&addr=[::1]:7002"},
+		{name: "redis cluster default port", in: "redis+cluster://cache.internal/", kind: kindRedis, addrs: []string{"cache.internal:6379"}, redacted: "redis+cluster://cache.internal/"},
+		{name: "redis cluster database 0", in: "redis+cluster://cache.internal:7000/0", kind: kindRedis, addrs: []string{"cache.internal:7000"}, redacted: "redis+cluster://cache.internal:7000/0"},
+		{name: "redis cluster options", in: "REDIS+CLUSTER://cache.internal:7000?max_redirects=5&read_only=false",
+			kind: kindRedis, addrs: []string{"cache.internal:7000"}, redacted: "redis+cluster://cache.internal:7000?max_redirects=5&read_only=false"},
+		{name: "rediss cluster", in: "rediss+cluster://:s3cret@cache.internal:7000?addr=cache2.internal:7000", kind: kindRedis,
+			addrs: []string{"cache.internal:7000", "cache2.internal:7000"}, redacted: "rediss+cluster://:xxxxx@cache.internal:7000?addr=cache2.internal:7000"},
 		{name: "postgres", in: "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", kind: kindPostgres,
 			dsn: "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", redacted: "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"},
 		{name: "postgresql", in: "postgresql://app:pw@db:5432/rooms", kind: kindPostgres,
@@ -62,13 +72,29 @@ func TestParseStore(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.kind, spec.kind)
 			assert.Equal(t, tc.redacted, spec.redacted)
-			if tc.kind == kindRedis {
+			tls := strings.HasPrefix(strings.ToLower(tc.in), "rediss")
+			switch {
+			case tc.addrs != nil:
+				require.NotNil(t, spec.cluster)
+				assert.Nil(t, spec.redis)
+				assert.Equal(t, tc.addrs, spec.cluster.Addrs)
+				assert.Equal(t, tls, spec.cluster.TLSConfig != nil)
+				if tls {
+					assert.Equal(t, "cache.internal", spec.cluster.TLSConfig.ServerName)
+				}
+				u, err := url.Parse(tc.in)
+				require.NoError(t, err)
+				pw, _ := u.User.Password()
+				assert.Equal(t, pw, spec.cluster.Password)
+			case tc.kind == kindRedis:
 				require.NotNil(t, spec.redis)
+				assert.Nil(t, spec.cluster)
 				assert.Equal(t, tc.addr, spec.redis.Addr)
 				assert.Equal(t, tc.db, spec.redis.DB)
-				assert.Equal(t, strings.HasPrefix(tc.in, "rediss:"), spec.redis.TLSConfig != nil)
-			} else {
+				assert.Equal(t, tls, spec.redis.TLSConfig != nil)
+			default:
 				assert.Nil(t, spec.redis)
+				assert.Nil(t, spec.cluster)
 			}
 			assert.Equal(t, tc.dsn, spec.dsn)
 			assert.Equal(t, spec.sql(), tc.kind != kindMemory && tc.kind != kindRedis)
@@ -86,6 +112,17 @@ func TestParseStoreErrors(t *testing.T) {
 		{"redis no host", "redis:///0", "no host"},
 		{"redis bad db", "redis://127.0.0.1:6379/zero", "invalid database"},
 		{"redis two path parts", "redis://127.0.0.1:6379/0/1", "invalid URL path"},
+		{"redis cluster no host", "redis+cluster:///", "no host"},
+		{"redis cluster opaque", "redis+cluster:127.0.0.1:7000", "no host"},
+		{"redis cluster database", "redis+cluster://127.0.0.1:7000/1", "only database 0"},
+		{"redis cluster db parameter", "redis+cluster://127.0.0.1:7000?db=0", "only database 0"},
+		{"redis cluster read_only", "redis+cluster://127.0.0.1:7000?read_only=true", "read_only=true does not apply"},
+		{"redis cluster route_by_latency", "redis+cluster://127.0.0.1:7000?route_by_latency=1", "route_by_latency=1 does not apply"},
+		{"redis cluster route_randomly", "redis+cluster://127.0.0.1:7000?route_randomly=true", "route_randomly=true does not apply"},
+		{"redis cluster skip_verify", "rediss+cluster://127.0.0.1:7000?skip_verify=true", "unexpected option: skip_verify"},
+		{"redis cluster unknown parameter", "redis+cluster://127.0.0.1:7000?sentinel=x", "unexpected option: sentinel"},
+		{"redis cluster bad parameter", "redis+cluster://127.0.0.1:7000?pool_size=many", "pool_size"},
+		{"redis cluster bad addr", "redis+cluster://127.0.0.1:7000?addr=127.0.0.2", "addr param"},
 		{"postgres no host", "postgres:///test", "no host"},
 		{"postgres bad port", "postgres://postgres@127.0.0.1:port/test", "not a URL"},
 		{"postgres bad parameter", "postgres://postgres@127.0.0.1:5432/test?sslmode=sometimes", "sslmode"},
@@ -109,6 +146,10 @@ func TestParseStoreErrors(t *testing.T) {
 func TestParseStoreKeepsPasswordsOutOfErrors(t *testing.T) {
 	for _, in := range []string{
 		"redis://:hunter2@127.0.0.1:6379/zero",
+		"redis+cluster://:hunter2@127.0.0.1:7000/1",
+		"rediss+cluster://app:hunter2@127.0.0.1:7000?pool_size=many",
+		"redis+cluster://app:hunter2@127.0.0.1:7000?addr=127.0.0.2",
+		"redis+cluster://app:hunter2@/",
 		"postgres://app:hunter2@127.0.0.1:5432/test?sslmode=sometimes",
 		"mysql://app:hunter2@127.0.0.1:3306/test?allowAllFiles=maybe",
 		"mysql://app:hunter2@127.0.0.1:3306",
@@ -183,6 +224,18 @@ func TestStoreFailsStart(t *testing.T) {
 				return []string{"-store", u.String()}
 			},
 			want: []string{"waitingroom/store: access denied", "WRONGPASS", "the store refused the credentials"},
+		},
+		{
+			name: "redis cluster, a single server",
+			args: func(t *testing.T) []string {
+				u, err := url.Parse(servicetest.Redis.URL())
+				require.NoError(t, err)
+				pingRedis(t, u.String())
+				u.Scheme += "+cluster"
+				u.Path, u.RawQuery = "", ""
+				return []string{"-store", u.String()}
+			},
+			want: []string{"cluster support disabled", "the server is not a Redis Cluster: name it with redis://"},
 		},
 		{
 			name: "sqlite, missing table",
