@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -513,6 +514,70 @@ func TestFleetJoinMidSurge(t *testing.T) {
 			four := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), 4, mutate)), 1000, 100, tc.method == FIFO)
 			t.Logf("utilization: %d instances, %d joining the fleet mid-surge %.3f; %d classic %.3f; four classic %.3f", n, tc.joined, util, n, classic, four)
 			assert.GreaterOrEqual(t, util, classic-0.02, "utilization through the aggregator against classic syncs")
+		})
+	}
+}
+
+// TestFleetStateRollbackKeepsLimits is TestStateRollbackKeepsLimits for a
+// fleet syncing through an aggregator: the state goes back 20 s mid-surge,
+// alone (a failover of the state's key; twice), or with every key of the
+// room (mailboxes, view, join records: a store restarted from a dump
+// taken 20 s before; once), and the limits and the FIFO order hold.
+func TestFleetStateRollbackKeepsLimits(t *testing.T) {
+	orderedIDs(t)
+	for _, tc := range []struct {
+		name      string
+		total     int
+		perMinute int
+		all       bool // every key of the room goes back, not only the state
+		times     int  // how many times: at 130 s, then at 210 s
+	}{
+		{"per-minute bound, the state", 1000, 100, false, 2},
+		{"total bound, the state", 100, 100, false, 2},
+		{"per-minute bound, every key", 1000, 100, true, 1},
+		{"total bound, every key", 100, 100, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			st := &rewindable{Store: memstore.New(), clk: clk}
+			rooms := instances(t, clk, st, fleetSize, func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.perMinute
+				c.SessionDuration = 2 * time.Minute
+				c.SyncInterval = -1
+				c.FleetSync = true
+			})
+			name := rooms[0].cfg.Name
+			rewound := 0
+			res := surge{
+				visitors: 1200, arrivals: 4 * time.Minute, browse: 3 * time.Minute, duration: 10 * time.Minute, seed: 11,
+				step: func(now time.Time) {
+					if e := now.Sub(newClock().Now()); e == 130*time.Second || e == 210*time.Second && tc.times == 2 {
+						on, leader := fleetOn(rooms)
+						require.Equal(t, fleetSize, on, "the fleet syncs through the aggregator before the state goes back")
+						require.GreaterOrEqual(t, leader, 0)
+						for i, rm := range rooms {
+							s := rm.Stats()
+							require.True(t, s.Aggregated, "instance %d: Stats.Aggregated", i)
+							require.Equal(t, i == leader, s.Aggregating, "instance %d: Stats.Aggregating", i)
+						}
+						if tc.all {
+							st.rewindKeys(t, 20*time.Second, func(key string) bool { return strings.HasPrefix(key, name) })
+						} else {
+							st.rewind(t, name, 20*time.Second)
+						}
+						rewound++
+					}
+				},
+			}.run(t, clk, rooms)
+			require.Equal(t, tc.times, rewound)
+			assert.LessOrEqual(t, res.maxActive, tc.total, "active visitors")
+			for m, n := range res.admittedPerMinute {
+				assert.LessOrEqual(t, n, tc.perMinute, "minute %d", m)
+			}
+			assert.Zero(t, res.inversions, "FIFO order after the state went back")
+			for _, rm := range rooms {
+				assert.Equal(t, rooms[0].epoch, rm.epoch, "the epoch is unchanged")
+			}
 		})
 	}
 }
