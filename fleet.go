@@ -98,6 +98,10 @@ var errFleetFallback = errors.New("waitingroom: fleet sync not possible; classic
 // errNotLeader aborts an aggregator's round: another holds the lease.
 var errNotLeader = errors.New("waitingroom: the lease is another instance's")
 
+// errMailboxLost aborts the write of a mailbox that the store lost: the
+// state may be lost too, which a classic sync finds out.
+var errMailboxLost = errors.New("waitingroom: the fleet mailbox was lost")
+
 // errReadOnly aborts an Update that only reads.
 var errReadOnly = errors.New("waitingroom: read only")
 
@@ -158,6 +162,12 @@ type fleetState struct {
 	// waited a sync for its view (forming); named that it is named in a
 	// join record.
 	waited, named bool
+	// wrote reports that the instance wrote its mailbox since its latest
+	// classic sync: a mailbox missing then was lost (a store restarted
+	// empty, or emptied), and the state with it, likely.
+	wrote bool
+	// viewed reports that the latest sync installed a view (for Stats).
+	viewed bool
 	// adopted is the Version of the latest grant adopted: a mailbox that
 	// went back with the store may offer an older one again.
 	adopted uint64
@@ -321,6 +331,7 @@ func (rm *Room) takeLease(st *store.State, now int64, current bool) {
 // nothing lost, when a classic sync must be made instead.
 func (rm *Room) fleetSync(ctx context.Context) error {
 	f := &rm.fleet
+	f.viewed = false
 	local := rm.localNow()
 	// A new instance joins a fleet that syncs through an aggregator
 	// without a classic sync: it installs the view (the epoch, the clock,
@@ -390,6 +401,9 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		adopted uint64
 	)
 	err := rm.store.Update(ctx, mailboxKey(rm.cfg.Name, rm.id), func(st *store.State) error {
+		if st.Epoch == 0 && f.wrote {
+			return errMailboxLost
+		}
 		mb := readMailbox(st)
 		// The mailbox says which of the instance's batches the state
 		// applied as far as the instance knows, though the mailbox itself
@@ -426,6 +440,15 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		mb.write(st)
 		return nil
 	})
+	if errors.Is(err, errMailboxLost) {
+		// Not waiting for the fleet's patience to run out: a classic
+		// sync now finds out whether the state was lost with it (and
+		// rebuilds it), while the batch waits in rm.unacked.
+		f.on = false
+		rm.log.Debug("waitingroom: the fleet mailbox was lost; classic sync")
+		return errFleetFallback
+	}
+	f.wrote = f.wrote || err == nil
 	if err == nil && f.classicVersion == 0 && f.acked == 0 && !f.named {
 		err = rm.store.Update(ctx, joinKey(rm.cfg.Name, rm.id), func(st *store.State) error {
 			st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
@@ -619,10 +642,13 @@ func (rm *Room) readView(ctx context.Context) error {
 		rm.fleet.on = false
 		return errFleetFallback
 	}
-	rm.fleet.viewAt, rm.fleet.lease = local, *lease
+	rm.fleet.viewAt, rm.fleet.lease, rm.fleet.viewed = local, *lease, true
 	fleetSize := int(lease.Traffic)
 	lease.Traffic = 0
 	rm.install(ctx, &st, now, local, fleetSize)
+	// A classic sync that finds the state older than this view knows it
+	// went back (the fleet's instances have no classic Version of late).
+	rm.version = max(rm.version, st.Version)
 	return nil
 }
 

@@ -581,3 +581,35 @@ func TestFleetStateRollbackKeepsLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetWipedStoreNoticedAtOnce empties the store under a fleet (a
+// Redis restarted empty, or FLUSHALL): every instance finds its mailbox
+// gone at its next sync and rebuilds the state by a classic sync then,
+// rather than going on through an aggregator that is no more until the
+// fleet's patience (three instance TTLs) runs out.
+func TestFleetWipedStoreNoticedAtOnce(t *testing.T) {
+	orderedIDs(t)
+	clk := newClock()
+	st := &wipeable{Store: memstore.New()}
+	rooms := instances(t, clk, st, fleetSize, func(c *Config) {
+		c.SyncInterval = -1
+		c.FleetSync = true
+	})
+	ctx := context.Background()
+	for range 2 {
+		clk.Add(time.Second)
+		for _, rm := range rooms {
+			require.NoError(t, rm.Sync(ctx))
+		}
+	}
+	on, leader := fleetOn(rooms)
+	require.Equal(t, fleetSize, on)
+	require.GreaterOrEqual(t, leader, 0)
+	old := rooms[0].epoch
+	st.wipe()
+	clk.Add(time.Second)
+	for i, rm := range rooms {
+		require.NoError(t, rm.Sync(ctx))
+		assert.NotEqual(t, old, rm.epoch, "instance %d rebuilt the state at its first sync after the wipe", i)
+	}
+}

@@ -37,7 +37,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 	defer rm.syncMu.Unlock()
 	if err := rm.fleetSync(ctx); !errors.Is(err, errFleetFallback) {
 		if err == nil {
-			rm.aggregated.Store(rm.fleet.on)
+			rm.aggregated.Store(rm.fleet.on && rm.fleet.viewed)
 			rm.aggregating.Store(rm.fleet.term != 0)
 			rm.removeMailboxes(ctx)
 		}
