@@ -162,6 +162,8 @@ type fleetState struct {
 	// waited a sync for its view (forming); named that it is named in a
 	// join record.
 	waited, named bool
+	// namedAt is when (local ms) it last named itself in a join record.
+	namedAt int64
 	// wrote reports that the instance wrote its mailbox since its latest
 	// classic sync: a mailbox missing then was lost (a store restarted
 	// empty, or emptied), and the state with it, likely.
@@ -450,18 +452,17 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 	}
 	f.wrote = f.wrote || err == nil
 	if err == nil && f.classicVersion == 0 && f.acked == 0 && !f.named {
-		err = rm.store.Update(ctx, joinKey(rm.cfg.Name, rm.id), func(st *store.State) error {
-			st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
-				return in.ID == rm.id || in.Seen+rm.instanceTTL() < now
-			})
-			st.Instances = append(st.Instances, store.Instance{ID: rm.id, Seen: now})
-			st.Version++
-			if st.Epoch == 0 {
-				st.Epoch = 1
-			}
-			return nil
-		})
-		f.named = err == nil
+		err = rm.nameSelf(ctx, now)
+		f.named, f.namedAt = err == nil, local
+	} else if err == nil && f.acked > 0 && local-f.ackedAt > rm.instanceTTL() && local-f.namedAt > rm.instanceTTL() {
+		// Its batches have not been applied for an instance TTL: the
+		// aggregator may not know it any more (the state went back to a
+		// version without its record, which a classic sync then
+		// dropped as silent). It names itself again, once a TTL; the
+		// aggregator brings it in as one the state went back on.
+		if rm.nameSelf(ctx, now) == nil {
+			f.namedAt = local
+		}
 	}
 	if err != nil && f.classicVersion == 0 && f.acked == 0 && local-f.ackedAt <= rm.fleetPatience() {
 		// A joining instance has no grant and no record in the state to
@@ -537,6 +538,21 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		return nil // the view was read before the mailbox was written
 	}
 	return rm.readView(ctx)
+}
+
+// nameSelf names this instance in its join record, at now.
+func (rm *Room) nameSelf(ctx context.Context, now int64) error {
+	return rm.store.Update(ctx, joinKey(rm.cfg.Name, rm.id), func(st *store.State) error {
+		st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
+			return in.ID == rm.id || in.Seen+rm.instanceTTL() < now
+		})
+		st.Instances = append(st.Instances, store.Instance{ID: rm.id, Seen: now})
+		st.Version++
+		if st.Epoch == 0 {
+			st.Epoch = 1
+		}
+		return nil
+	})
 }
 
 // takesOver reports whether this instance is one of the few that take
@@ -937,7 +953,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		}
 		var unrecorded []string
 		for _, id := range peers {
-			if mb := byID[id]; mb != nil && !recorded[id] && !joining[id] && mb.In == st.Epoch && mb.Acked > 0 && mb.Seen+rm.instanceTTL() >= now {
+			if mb := byID[id]; mb != nil && !recorded[id] && mb.In == st.Epoch && mb.Acked > 0 && mb.Seen+rm.instanceTTL() >= now {
 				lacks(id, 0, mb.Acked)
 				unrecorded = append(unrecorded, id)
 			}
