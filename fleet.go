@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +98,10 @@ var errFleetFallback = errors.New("waitingroom: fleet sync not possible; classic
 // errNotLeader aborts an aggregator's round: another holds the lease.
 var errNotLeader = errors.New("waitingroom: the lease is another instance's")
 
+// errMailboxLost aborts the write of a mailbox that the store lost: the
+// state may be lost too, which a classic sync finds out.
+var errMailboxLost = errors.New("waitingroom: the fleet mailbox was lost")
+
 // errReadOnly aborts an Update that only reads.
 var errReadOnly = errors.New("waitingroom: read only")
 
@@ -157,6 +162,20 @@ type fleetState struct {
 	// waited a sync for its view (forming); named that it is named in a
 	// join record.
 	waited, named bool
+	// namedAt is when (local ms) it last named itself in a join record.
+	namedAt int64
+	// wrote reports that the instance wrote its mailbox since its latest
+	// classic sync: a mailbox missing then was lost (a store restarted
+	// empty, or emptied), and the state with it, likely.
+	wrote bool
+	// viewed reports that the latest sync installed a view (for Stats).
+	viewed bool
+	// adopted is the Version of the latest grant adopted: a mailbox that
+	// went back with the store may offer an older one again.
+	adopted uint64
+	// back are, as aggregator, the instances whose mailbox has yet to be
+	// told that the state went back without some of their batches.
+	back map[string]goneBack
 }
 
 type usedBatch struct {
@@ -180,7 +199,18 @@ type mailbox struct {
 	Epoch   uint64      `json:"e,omitempty"`  // the state's epoch the grant belongs to
 	Fair    int64       `json:"f,omitempty"`  // the instance's share of the paced slots at the carve
 	In      uint64      `json:"in,omitempty"` // the epoch of the state the instance joined through its mailbox
+	// Back is set by an aggregator that found the state without some of
+	// the instance's batches it had applied: the state went back (see
+	// goneBack). The instance sends again the counts of its batches
+	// numbered above Had up to Upto, and every session it knows.
+	Back bool   `json:"bk,omitempty"`
+	Had  uint64 `json:"hd,omitempty"`
+	Upto uint64 `json:"up,omitempty"`
 }
+
+// goneBack is what an aggregator found a state that went back lacks of
+// an instance's batches: those numbered above had up to upto.
+type goneBack struct{ had, upto uint64 }
 
 type wireBatch struct {
 	Seq      uint64          `json:"q"`
@@ -303,6 +333,7 @@ func (rm *Room) takeLease(st *store.State, now int64, current bool) {
 // nothing lost, when a classic sync must be made instead.
 func (rm *Room) fleetSync(ctx context.Context) error {
 	f := &rm.fleet
+	f.viewed = false
 	local := rm.localNow()
 	// A new instance joins a fleet that syncs through an aggregator
 	// without a classic sync: it installs the view (the epoch, the clock,
@@ -367,15 +398,30 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 
 	now := local + rm.offset.Load()
 	var (
-		adopt grant
-		base  uint64
-		acked uint64
-		keep  int64
+		adopt   grant
+		base    uint64
+		acked   uint64
+		keep    int64
+		back    *goneBack
+		adopted uint64
 	)
 	err := rm.store.Update(ctx, mailboxKey(rm.cfg.Name, rm.id), func(st *store.State) error {
+		if st.Epoch == 0 && f.wrote {
+			return errMailboxLost
+		}
 		mb := readMailbox(st)
-		adopt, base, acked = nil, 0, mb.Acked
+		// The mailbox says which of the instance's batches the state
+		// applied as far as the instance knows, though the mailbox itself
+		// went back with the store: an aggregator that finds the state's
+		// record of the instance behind it knows the state went back.
+		mb.Acked = max(mb.Acked, f.acked)
+		adopt, base, acked, back = nil, 0, mb.Acked, nil
+		if mb.Back {
+			back = &goneBack{had: mb.Had, upto: mb.Upto}
+			mb.Back, mb.Had, mb.Upto = false, 0, 0
+		}
 		held := budget
+		mb.Adopted = max(mb.Adopted, f.adopted)
 		if g := mb.pendingGrant(); g != nil && mb.Version > f.classicVersion && mb.Epoch == rm.epoch {
 			adopt, base = g, mb.Base
 			// What may be admitted from this write on: admissions from
@@ -395,22 +441,31 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 			}
 		}
 		mb.Seq, mb.Seen, mb.Held, mb.In = rm.seq, now, held, rm.epoch
+		adopted = mb.Adopted
 		mb.write(st)
 		return nil
 	})
+	if errors.Is(err, errMailboxLost) {
+		// Not waiting for the fleet's patience to run out: a classic
+		// sync now finds out whether the state was lost with it (and
+		// rebuilds it), while the batch waits in rm.unacked.
+		f.on = false
+		rm.log.Debug("waitingroom: the fleet mailbox was lost; classic sync")
+		return errFleetFallback
+	}
+	f.wrote = f.wrote || err == nil
 	if err == nil && f.classicVersion == 0 && f.acked == 0 && !f.named {
-		err = rm.store.Update(ctx, joinKey(rm.cfg.Name, rm.id), func(st *store.State) error {
-			st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
-				return in.ID == rm.id || in.Seen+rm.instanceTTL() < now
-			})
-			st.Instances = append(st.Instances, store.Instance{ID: rm.id, Seen: now})
-			st.Version++
-			if st.Epoch == 0 {
-				st.Epoch = 1
-			}
-			return nil
-		})
-		f.named = err == nil
+		err = rm.nameSelf(ctx, now)
+		f.named, f.namedAt = err == nil, local
+	} else if err == nil && f.acked > 0 && local-f.ackedAt > rm.instanceTTL() && local-f.namedAt > rm.instanceTTL() {
+		// Its batches have not been applied for an instance TTL: the
+		// aggregator may not know it any more (the state went back to a
+		// version without its record, which a classic sync then
+		// dropped as silent). It names itself again, once a TTL; the
+		// aggregator brings it in as one the state went back on.
+		if rm.nameSelf(ctx, now) == nil {
+			f.namedAt = local
+		}
 	}
 	if err != nil {
 		// The write failed: a store that is down, or one too loaded to
@@ -445,12 +500,36 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		}
 		adopt.charge(charge.byEntry)
 		rm.grant = adopt.keep(keep)
+		f.adopted = max(f.adopted, adopted)
 		f.used = slices.DeleteFunc(f.used, func(u usedBatch) bool { return u.seq <= base })
 	}
 	rm.mu.Unlock()
 	if acked > f.acked {
 		f.acked, f.ackedAt = acked, local
-		rm.unacked = slices.DeleteFunc(rm.unacked, func(u batch) bool { return u.seq <= acked })
+		// The batches applied are kept for a waiting window, in case the
+		// state goes back to a version without them (as a classic sync's).
+		i := 0
+		for i < len(rm.unacked) && rm.unacked[i].seq <= acked {
+			i++
+		}
+		rm.keepApplied(rm.unacked[:i], now)
+		rm.unacked = slices.Delete(rm.unacked, 0, i)
+	}
+	if back != nil {
+		// The state went back without some of the batches it had
+		// applied: what they brought in goes out again with the next
+		// batch, with every session the instance knows (merging makes a
+		// session reported twice count once). The aggregator that found
+		// it set the grace meanwhile.
+		rm.mu.Lock()
+		for _, a := range rm.applied {
+			if a.seq > back.had && a.seq <= back.upto {
+				rm.pending.add(a.d)
+			}
+		}
+		rm.known.each(rm.pending.session)
+		rm.mu.Unlock()
+		rm.log.Warn("waitingroom: the shared state went back to an earlier version (the store lost writes it had acknowledged); this instance contributes its counts again", "had", back.had, "applied", back.upto)
 	}
 	if f.term == 0 && rm.takesOver(now) {
 		rm.takeOver(ctx, now)
@@ -467,6 +546,21 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		return nil // the view was read before the mailbox was written
 	}
 	return rm.readView(ctx)
+}
+
+// nameSelf names this instance in its join record, at now.
+func (rm *Room) nameSelf(ctx context.Context, now int64) error {
+	return rm.store.Update(ctx, joinKey(rm.cfg.Name, rm.id), func(st *store.State) error {
+		st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
+			return in.ID == rm.id || in.Seen+rm.instanceTTL() < now
+		})
+		st.Instances = append(st.Instances, store.Instance{ID: rm.id, Seen: now})
+		st.Version++
+		if st.Epoch == 0 {
+			st.Epoch = 1
+		}
+		return nil
+	})
 }
 
 // takesOver reports whether this instance is one of the few that take
@@ -591,10 +685,13 @@ func (rm *Room) readView(ctx context.Context) error {
 		rm.fleet.on = false
 		return errFleetFallback
 	}
-	rm.fleet.viewAt, rm.fleet.lease = local, *lease
+	rm.fleet.viewAt, rm.fleet.lease, rm.fleet.viewed = local, *lease, true
 	fleetSize := int(lease.Traffic)
 	lease.Traffic = 0
 	rm.install(ctx, &st, now, local, fleetSize)
+	// A classic sync that finds the state older than this view knows it
+	// went back (the fleet's instances have no classic Version of late).
+	rm.version = max(rm.version, st.Version)
 	return nil
 }
 
@@ -818,6 +915,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		pub     store.State
 		merged  *view
 		dropped []string
+		gone    map[string]goneBack
 	)
 	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
 		out = map[string]carved{}
@@ -829,6 +927,15 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			return errNotLeader
 		}
 		lease.Seen = now
+		// A mailbox holds a grant carved at a Version the state is below:
+		// the state went back. Its Version goes on from the newest
+		// carved, so that every grant this round carves is newer than
+		// any in a mailbox (the mailboxes take none older than theirs).
+		for _, mb := range byID {
+			if mb.Epoch == st.Epoch {
+				st.Version = max(st.Version, mb.Version, mb.Adopted)
+			}
+		}
 		st.Version++
 		st.Clock = now
 		settings := rm.sharedSettings(st)
@@ -843,6 +950,41 @@ func (rm *Room) aggregate(sctx context.Context) error {
 				in.Seen = max(in.Seen, min(mb.Seen, now))
 			}
 		}
+		// A state whose record of an instance is behind the batches its
+		// mailbox says were applied went back (the store lost writes it
+		// had acknowledged): that instance is told to send again what
+		// the state lacks, and nobody is granted a slot until every
+		// instance has had the time to (the grace, as a classic sync
+		// that finds the state went back sets it).
+		// A live instance of this epoch that the state has no record of
+		// although its batches were applied went back the same way (to
+		// before it joined, or to a version a later sync dropped it
+		// from as silent): it is brought in again.
+		back := maps.Clone(f.back)
+		lacks := func(id string, had, upto uint64) {
+			if b, ok := back[id]; ok {
+				had, upto = min(b.had, had), max(b.upto, upto)
+			}
+			if back == nil {
+				back = map[string]goneBack{}
+			}
+			back[id] = goneBack{had: had, upto: upto}
+			st.Grace = max(st.Grace, now+rm.graceAfterGap())
+		}
+		recorded := make(map[string]bool, len(st.Instances))
+		for _, in := range st.Instances {
+			recorded[in.ID] = true
+			if mb := byID[in.ID]; mb != nil && !isLease(in.ID) && in.Seq < mb.Acked && mb.Seen+rm.instanceTTL() >= now {
+				lacks(in.ID, in.Seq, mb.Acked)
+			}
+		}
+		var unrecorded []string
+		for _, id := range peers {
+			if mb := byID[id]; mb != nil && !recorded[id] && mb.In == st.Epoch && mb.Acked > 0 && mb.Seen+rm.instanceTTL() >= now {
+				lacks(id, 0, mb.Acked)
+				unrecorded = append(unrecorded, id)
+			}
+		}
 		var obs observations
 		var due []store.Tally
 		dropped = nil
@@ -852,7 +994,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			ids = append(ids, in.ID)
 			present[in.ID] = true
 		}
-		for _, id := range joiners {
+		for _, id := range append(joiners, unrecorded...) {
 			if !present[id] {
 				ids = append(ids, id)
 			}
@@ -867,7 +1009,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			switch {
 			case j >= 0:
 				applied = st.Instances[j].Seq
-			case !joining[id] || mb.In != st.Epoch:
+			case mb.In != st.Epoch || !joining[id] && !slices.Contains(unrecorded, id):
 				// Not in the state: it joins through its mailbox, and
 				// only the state it joined (another's counts were
 				// counted in a state that is lost; it rebuilds that
@@ -912,6 +1054,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		}
 		version, epoch = st.Version, st.Epoch
 		pub = viewOf(st, len(f.peers))
+		gone = back
 		return nil
 	})
 	if errors.Is(err, errReadOnly) {
@@ -922,15 +1065,27 @@ func (rm *Room) aggregate(sctx context.Context) error {
 	}
 	rm.afterSync(ctx, merged)
 	rm.noteGone(dropped)
+	// The instances the state went back on are told so in their
+	// mailboxes; those whose mailbox is not written are told at the next
+	// round.
+	var backMu sync.Mutex
+	f.back = maps.Clone(gone)
 	rm.eachPeer(peers, func(i int) {
 		c, ok := out[peers[i]]
 		if !ok {
 			return
 		}
-		_ = rm.store.Update(ctx, mailboxKey(rm.cfg.Name, peers[i]), func(st *store.State) error {
+		b, isBack := gone[peers[i]]
+		err := rm.store.Update(ctx, mailboxKey(rm.cfg.Name, peers[i]), func(st *store.State) error {
 			mb := readMailbox(st)
 			if mb.Term != term || mb.Version >= version {
 				return errReadOnly
+			}
+			if isBack {
+				if mb.Back {
+					b = goneBack{had: min(b.had, mb.Had), upto: max(b.upto, mb.Upto)}
+				}
+				mb.Back, mb.Had, mb.Upto = true, b.had, b.upto
 			}
 			mb.Acked = max(mb.Acked, c.applied)
 			if c.g != nil {
@@ -943,6 +1098,11 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			mb.write(st)
 			return nil
 		})
+		if err == nil && isBack {
+			backMu.Lock()
+			delete(f.back, peers[i])
+			backMu.Unlock()
+		}
 	})
 	return rm.publish(ctx, pub)
 }

@@ -645,3 +645,99 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetStateRollbackKeepsLimits is TestStateRollbackKeepsLimits for a
+// fleet syncing through an aggregator: the state goes back 20 s mid-surge,
+// twice, alone (a failover of the state's key) or with every key of the
+// room (mailboxes, view, join records: a store restarted from a dump
+// taken 20 s before), and the limits and the FIFO order hold.
+func TestFleetStateRollbackKeepsLimits(t *testing.T) {
+	t.Parallel()
+	ordered := orderedIDs()
+	for _, tc := range []struct {
+		name      string
+		total     int
+		perMinute int
+		all       bool // every key of the room goes back, not only the state
+	}{
+		{"per-minute bound, the state", 1000, 100, false},
+		{"total bound, the state", 100, 100, false},
+		{"per-minute bound, every key", 1000, 100, true},
+		{"total bound, every key", 100, 100, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			st := &rewindable{Store: memstore.New(), clk: clk}
+			rooms := instances(t, clk, st, fleetSize, ordered(func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.perMinute
+				c.SessionDuration = 2 * time.Minute
+				c.SyncInterval = -1
+				c.FleetSync = true
+			}))
+			name := rooms[0].cfg.Name
+			rewound := 0
+			res := surge{
+				visitors: 1200, arrivals: 4 * time.Minute, browse: 3 * time.Minute, duration: 10 * time.Minute, seed: 11,
+				step: func(now time.Time) {
+					if e := now.Sub(newClock().Now()); e == 130*time.Second || e == 210*time.Second {
+						on, leader := fleetOn(rooms)
+						require.Equal(t, fleetSize, on, "the fleet syncs through the aggregator before the state goes back")
+						require.GreaterOrEqual(t, leader, 0)
+						for i, rm := range rooms {
+							s := rm.Stats()
+							require.True(t, s.Aggregated, "instance %d: Stats.Aggregated", i)
+							require.Equal(t, i == leader, s.Aggregating, "instance %d: Stats.Aggregating", i)
+						}
+						if tc.all {
+							st.rewindKeys(t, 20*time.Second, func(key string) bool { return strings.HasPrefix(key, name) })
+						} else {
+							st.rewind(t, name, 20*time.Second)
+						}
+						rewound++
+					}
+				},
+			}.run(t, clk, rooms)
+			require.Equal(t, 2, rewound)
+			assert.LessOrEqual(t, res.maxActive, tc.total, "active visitors")
+			for m, n := range res.admittedPerMinute {
+				assert.LessOrEqual(t, n, tc.perMinute, "minute %d", m)
+			}
+			assert.Zero(t, res.inversions, "FIFO order after the state went back")
+			for _, rm := range rooms {
+				assert.Equal(t, rooms[0].epoch, rm.epoch, "the epoch is unchanged")
+			}
+		})
+	}
+}
+
+// TestFleetWipedStoreNoticedAtOnce empties the store under a fleet (a
+// Redis restarted empty, or FLUSHALL): every instance finds its mailbox
+// gone at its next sync and rebuilds the state by a classic sync then,
+// rather than going on through an aggregator that is no more until the
+// fleet's patience (three instance TTLs) runs out.
+func TestFleetWipedStoreNoticedAtOnce(t *testing.T) {
+	ordered := orderedIDs()
+	clk := newClock()
+	st := &wipeable{Store: memstore.New()}
+	rooms := instances(t, clk, st, fleetSize, ordered(func(c *Config) {
+		c.SyncInterval = -1
+		c.FleetSync = true
+	}))
+	ctx := context.Background()
+	for range 2 {
+		clk.Add(time.Second)
+		for _, rm := range rooms {
+			require.NoError(t, rm.Sync(ctx))
+		}
+	}
+	on, leader := fleetOn(rooms)
+	require.Equal(t, fleetSize, on)
+	require.GreaterOrEqual(t, leader, 0)
+	old := rooms[0].epoch
+	st.wipe()
+	clk.Add(time.Second)
+	for i, rm := range rooms {
+		require.NoError(t, rm.Sync(ctx))
+		assert.NotEqual(t, old, rm.epoch, "instance %d rebuilt the state at its first sync after the wipe", i)
+	}
+}

@@ -96,20 +96,24 @@ type Room struct {
 		syncNanos                                              atomic.Int64
 	}
 
-	syncMu   sync.Mutex // serializes syncs
-	epoch    uint64     // the state epoch of the latest sync; under syncMu
-	mine     *delta     // this instance's counts over the last session; under syncMu
-	seq      uint64     // the latest sync's sequence number; under syncMu
-	unacked  []batch    // counts of syncs not known to have been applied; under syncMu
-	version  uint64     // the state's Version the latest classic sync wrote; under syncMu
-	applied  []applied  // counts of the syncs applied lately, in case the state goes back; under syncMu
-	outage   bool       // the latest sync failed; under syncMu
-	fleet    fleetState // the fleet protocol (fleet.go); under syncMu
-	ready    readiness  // the outcome of the latest sync, for Ready
-	healthy  atomic.Bool
-	closed   atomic.Bool
-	stop     chan struct{}
-	loopDone chan struct{}
+	syncMu  sync.Mutex // serializes syncs
+	epoch   uint64     // the state epoch of the latest sync; under syncMu
+	mine    *delta     // this instance's counts over the last session; under syncMu
+	seq     uint64     // the latest sync's sequence number; under syncMu
+	unacked []batch    // counts of syncs not known to have been applied; under syncMu
+	version uint64     // the state's Version the latest classic sync wrote; under syncMu
+	applied []applied  // counts of the syncs applied lately, in case the state goes back; under syncMu
+	outage  bool       // the latest sync failed; under syncMu
+	fleet   fleetState // the fleet protocol (fleet.go); under syncMu
+	// aggregated and aggregating report, for Stats, that the latest sync
+	// went through the fleet's aggregator, and that this instance held
+	// the fleet's lease after it.
+	aggregated, aggregating atomic.Bool
+	ready                   readiness // the outcome of the latest sync, for Ready
+	healthy                 atomic.Bool
+	closed                  atomic.Bool
+	stop                    chan struct{}
+	loopDone                chan struct{}
 
 	// gone are the mailboxes of fleet instances to remove, by when (local
 	// ms) (fleet.go); under syncMu.

@@ -38,6 +38,13 @@ type Stats struct {
 	// Synced is the time of the latest successful sync; zero before the
 	// first one.
 	Synced time.Time
+	// Aggregated reports that this instance's latest successful sync went
+	// through the fleet's aggregator (Config.FleetSync, with enough
+	// instances sharing the room) rather than reading and writing the
+	// whole shared state; Aggregating that this instance held the
+	// fleet's lease after it, and so aggregates the fleet's counts. Both
+	// are false for a room that syncs the classic way.
+	Aggregated, Aggregating bool
 	// Now is the room's clock when the snapshot was taken: Config.Now,
 	// aligned to the clock the instances share.
 	Now time.Time
@@ -69,6 +76,8 @@ func (rm *Room) Stats() Stats {
 		AdmittedThisMinute: int(v.admittedThisMinute),
 		OutflowPerMinute:   v.perMinute,
 		Instances:          v.instances,
+		Aggregated:         rm.aggregated.Load(),
+		Aggregating:        rm.aggregating.Load(),
 		Estimate:           rm.estimate(v, &pol, minuteOf(now), true),
 	}
 	if v.at != 0 {

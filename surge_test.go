@@ -384,6 +384,7 @@ type rewindable struct {
 
 type snapshot struct {
 	at  time.Time
+	key string
 	enc []byte
 }
 
@@ -398,29 +399,49 @@ func (r *rewindable) Update(ctx context.Context, room string, fn func(*store.Sta
 	})
 	if err == nil {
 		r.mu.Lock()
-		r.past = append(r.past, snapshot{r.clk.Now(), enc})
+		r.past = append(r.past, snapshot{r.clk.Now(), room, enc})
 		r.mu.Unlock()
 	}
 	return err
 }
 
-// rewind puts back the latest state committed at least d ago.
+// rewind puts back the latest state of the key room committed at least d
+// ago.
 func (r *rewindable) rewind(t *testing.T, room string, d time.Duration) {
+	r.rewindKeys(t, d, func(key string) bool { return key == room })
+}
+
+// rewindKeys puts back, for every key that match selects, the latest
+// state committed at least d ago, or the zero State for a key first
+// written since: a whole store restarted from a dump taken d ago.
+func (r *rewindable) rewindKeys(t *testing.T, d time.Duration, match func(key string) bool) {
 	r.mu.Lock()
-	var enc []byte
+	old := map[string][]byte{}
 	for _, s := range r.past {
+		if !match(s.key) {
+			continue
+		}
+		if _, ok := old[s.key]; !ok {
+			old[s.key] = nil
+		}
 		if !s.at.After(r.clk.Now().Add(-d)) {
-			enc = s.enc
+			old[s.key] = s.enc
 		}
 	}
 	r.mu.Unlock()
-	require.NotNil(t, enc)
-	old, err := store.UnmarshalState(enc)
-	require.NoError(t, err)
-	require.NoError(t, r.Store.Update(context.Background(), room, func(st *store.State) error {
-		*st = *old
-		return nil
-	}))
+	require.NotEmpty(t, old)
+	for key, enc := range old {
+		st := &store.State{}
+		if enc != nil {
+			var err error
+			st, err = store.UnmarshalState(enc)
+			require.NoError(t, err)
+		}
+		require.NoError(t, r.Store.Update(context.Background(), key, func(s *store.State) error {
+			*s = *st
+			return nil
+		}))
+	}
 }
 
 // A store that goes back in time (a failover that lost the writes of the

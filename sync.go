@@ -38,6 +38,8 @@ func (rm *Room) Sync(ctx context.Context) error {
 	if err := rm.fleetSync(ctx); !errors.Is(err, errFleetFallback) {
 		if err == nil {
 			rm.syncSucceeded()
+			rm.aggregated.Store(rm.fleet.on && rm.fleet.viewed)
+			rm.aggregating.Store(rm.fleet.term != 0)
 			rm.removeMailboxes(ctx)
 		}
 		return err
@@ -103,19 +105,27 @@ func (rm *Room) Sync(ctx context.Context) error {
 		offset = now - local
 		p.now = now
 		rebuilt = rm.epoch != 0 && st.Epoch != rm.epoch
-		// A state older than the one this instance wrote last went back
-		// in time: the store lost writes it had acknowledged (a failover
-		// of an asynchronously replicated store). What those writes
-		// brought in must be brought in again.
-		wentBack = !rebuilt && rm.epoch != 0 && st.Version < rm.version
 		var applied uint64 // the latest of this instance's syncs the state has
+		recorded := false
 		if !rebuilt {
 			for _, in := range st.Instances {
 				if in.ID == rm.id {
-					applied = in.Seq
+					applied, recorded = in.Seq, true
 				}
 			}
 		}
+		// A state older than the one this instance wrote last, whose
+		// record of it lacks batches it was told were applied (by its
+		// mailbox, through the fleet's aggregator), or that has no record
+		// of it although they were applied lately (less than an instance
+		// TTL ago, so that its record cannot have been dropped as
+		// silent), went back in time: the store lost writes it had
+		// acknowledged (a failover of an asynchronously replicated store,
+		// a restart from an older dump). What those writes brought in
+		// must be brought in again.
+		wentBack = !rebuilt && rm.epoch != 0 && (st.Version < rm.version ||
+			recorded && applied < rm.fleet.acked ||
+			!recorded && rm.fleet.acked > 0 && local-rm.fleet.ackedAt < rm.instanceTTL())
 		dd := newDelta()
 		if wentBack {
 			for _, b := range rm.applied {
@@ -185,6 +195,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		acked:          rm.seq,
 		ackedAt:        rm.localNow(),
 		viewAt:         rm.localNow(),
+		adopted:        rm.fleet.adopted,
 	}
 	if rebuilt {
 		rm.log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", rm.epoch, "epoch", epoch)
@@ -203,6 +214,8 @@ func (rm *Room) Sync(ctx context.Context) error {
 		} // else nothing new was granted: what is left of the grant stays held
 		rm.inflight = nil
 	}, offset)
+	rm.aggregated.Store(false)
+	rm.aggregating.Store(term != 0)
 	if took {
 		if err := rm.publish(ctx, pub); err != nil {
 			rm.log.Debug("waitingroom: publishing the fleet's view failed", "err", err)

@@ -4,8 +4,8 @@
 // cluster and a throwaway MariaDB server. The shared servers on the usual
 // ports are never touched.
 //
-// Every scenario runs three Rooms in this process, as three instances of
-// one room, each with a store client of its own, syncing every 200 ms, and
+// Every scenario runs three Rooms (forty for a fleet) in this process, as
+// instances of one room, each with a store client of its own, syncing every 200 ms, and
 // drives cookie-keeping virtual visitors through their handlers. In the
 // middle of the traffic it breaks the store in one way:
 //
@@ -18,6 +18,13 @@
 //     5.5 s.
 //   - PostgreSQL and MariaDB: the server restarted; the room's row
 //     deleted; the row locked by another session for 5 s.
+//   - A fleet of 40 instances on Redis (fleet_test.go), syncing through
+//     an aggregator (Config.FleetSync): killed and restarted empty;
+//     emptied with FLUSHALL; paused with SIGSTOP; restarted from a dump
+//     taken 3 s before it was killed (every key goes back); four
+//     instances cut off from it by a loopback proxy while the rest go
+//     on; the aggregator (the instance holding the fleet's lease)
+//     stopped.
 //
 // and then checks, from the visitors' side, what the design promises
 // through any store failure under the default FailClosed policy: no 5xx,
@@ -25,7 +32,9 @@
 // visitors active at once), waiting visitors keep their arrival minute and
 // are let in first-in-first-out, the room admits again within a bounded
 // time once the store is back, each instance logs one line per outage,
-// and no request waits on the store.
+// and no request waits on the store; a fleet also syncs through its
+// aggregator before the fault (Stats.Aggregated) and again within a
+// bounded time after it.
 //
 // The tests in bugs_test.go pin down defects these scenarios once ran
 // into, each with the smallest setup that shows it, so that they stay
@@ -37,7 +46,9 @@
 // The helpers of this package (the servers, the proxy, the log buffer) are
 // exported for the soak program in package soak below this one.
 //
-// The scenarios run for about 20 s each; go test -short skips them. A
+// The scenarios run for about 20 s each, one after the other but for the
+// fleet's six, which run in parallel (two at a time on two cores: about
+// 75 s; on a loaded machine, -parallel 1); go test -short skips them. A
 // missing server binary skips them with a message, or fails them when
 // WAITINGROOM_REQUIRE_SERVICES=1 (see internal/servicetest).
 package faults

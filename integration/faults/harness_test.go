@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -99,6 +100,10 @@ type faultKind struct {
 	// failover lost the writes the old primary acknowledged last); each
 	// instance whose writes were lost logs once that it went back.
 	rollback bool
+	// cut: the store is out for the first cut instances only (a
+	// partition): each of them logs one "store unreachable" line and one
+	// "store reachable again" line, the others none, and go on.
+	cut int
 }
 
 // scenario is one fault against one store.
@@ -118,7 +123,26 @@ type scenario struct {
 	// takes that long to prepare it while the store serves on (a replica
 	// kept behind its primary before the primary is killed). Default 0.
 	lag time.Duration
+	// rooms is how many instances share the room; default nRooms.
+	rooms int
+	// fleet turns Config.FleetSync on. With rooms at fleetMin (32, in
+	// the root package) or more, the instances sync through an
+	// aggregator: the run checks that every one does before the fault,
+	// and again within fleetRecoverySyncs of its end.
+	fleet bool
+	// setup, if not nil, is given the run once its rooms exist, before
+	// any visitor comes: for a fault that acts on them.
+	setup func(r *run)
 }
+
+// fleetRecoverySyncs bounds, in sync intervals, the time from the end of
+// a fault to the moment every live instance of a fleet syncs through an
+// aggregator again, one of them holding the lease: the recovery of
+// maxRecoverySyncs (the backoff, the grace, a few syncs), then, after a
+// loss, the classic syncs that rebuild the state and take a lease again
+// (every instance's record must be back first), and a margin for a
+// loaded machine.
+const fleetRecoverySyncs = 60
 
 // traced wraps a store and records every Update: when it began and ended
 // on the rooms' clock, and its error. It is how a failing scenario shows
@@ -205,6 +229,14 @@ type run struct {
 	logs     []*Buffer
 	stores   []*traced
 	visitors []*visitor
+	down     []atomic.Bool // instances stopped: the visitors go elsewhere
+
+	// A fleet's figures: how many instances synced through an aggregator
+	// at the fault, which held the lease then, and when every live one
+	// did again after it (zero if never).
+	fleetAtFault int
+	aggregator   int
+	fleetBack    time.Time
 
 	canary        *canary
 	requests      atomic.Int64
@@ -249,8 +281,10 @@ func runScenario(t *testing.T, sc scenario) *run {
 	r := &run{sc: sc, shift: shift, clock: func() time.Time { return time.Now().Add(shift) }}
 	r.t0 = start.Add(shift)
 	name := randomName("faults-")
-	handlers := make([]http.Handler, nRooms)
-	for i := range nRooms {
+	n := cmp.Or(sc.rooms, nRooms)
+	handlers := make([]http.Handler, n)
+	r.down = make([]atomic.Bool, n)
+	for i := range n {
 		logs := &Buffer{}
 		st := &traced{Store: sc.open(t, i), clock: r.clock}
 		r.stores = append(r.stores, st)
@@ -264,6 +298,7 @@ func runScenario(t *testing.T, sc scenario) *run {
 			Keys:              [][]byte{key},
 			Now:               r.clock,
 			Logger:            slog.New(slog.NewTextHandler(logs, nil)).With("instance", i+1),
+			FleetSync:         sc.fleet,
 		}, st)
 		require.NoError(t, err)
 		t.Cleanup(func() {
@@ -283,6 +318,9 @@ func runScenario(t *testing.T, sc scenario) *run {
 		}
 	})
 
+	if sc.setup != nil {
+		sc.setup(r)
+	}
 	r.canary = startCanary(t)
 	time.Sleep(time.Until(start))
 	at := func(d time.Duration) time.Time { return start.Add(d) }
@@ -308,8 +346,17 @@ func runScenario(t *testing.T, sc scenario) *run {
 	launch(2, wave2, wave2At)
 
 	time.Sleep(time.Until(at(faultAt)))
+	if sc.fleet {
+		r.fleetAtFault, r.aggregator = r.fleetSyncing(time.Time{})
+	}
 	r.faultAt = r.clock()
 	r.inFault.Store(true)
+	fleetDone := make(chan struct{})
+	if sc.fleet {
+		go r.watchFleet(ctx, fleetDone)
+	} else {
+		close(fleetDone)
+	}
 	sc.inject(t)
 	if sc.heal != nil {
 		lasts := sc.lasts
@@ -330,8 +377,58 @@ func runScenario(t *testing.T, sc scenario) *run {
 	time.Sleep(time.Until(end))
 	cancel()
 	wg.Wait()
+	<-fleetDone
 	r.endedAt = r.clock()
 	return r
+}
+
+// fleetSyncing returns how many live instances synced through an
+// aggregator at their latest sync (Stats.Aggregated), that sync ending
+// after since, and the index of the one holding the lease (-1 for none,
+// or for more than one).
+func (r *run) fleetSyncing(since time.Time) (on, holder int) {
+	holder = -1
+	holders := 0
+	for i, rm := range r.rooms {
+		if r.down[i].Load() {
+			continue
+		}
+		s := rm.Stats()
+		if s.Aggregated && s.Synced.After(since) {
+			on++
+		}
+		if s.Aggregating {
+			holder = i
+			holders++
+		}
+	}
+	if holders != 1 {
+		holder = -1
+	}
+	return on, holder
+}
+
+// watchFleet records, once the fault is over, the first moment every live
+// instance synced through an aggregator since, and one held the lease.
+func (r *run) watchFleet(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	for ctx.Err() == nil {
+		if !r.inFault.Load() {
+			live := 0
+			for i := range r.down {
+				if !r.down[i].Load() {
+					live++
+				}
+			}
+			if on, holder := r.fleetSyncing(r.healedAt); on == live && holder >= 0 {
+				r.fleetBack = r.clock()
+				return
+			}
+		}
+		if !sleepUntil(ctx, time.Now().Add(20*time.Millisecond)) {
+			return
+		}
+	}
 }
 
 // slowRequest notes a request that took lat from began: excused if the
@@ -478,6 +575,9 @@ func (r *run) browse(ctx context.Context, v *visitor, handlers []http.Handler, r
 		w := httptest.NewRecorder()
 		began := time.Now()
 		room := rng.IntN(len(handlers))
+		for r.down[room].Load() {
+			room = rng.IntN(len(handlers))
+		}
 		handlers[room].ServeHTTP(w, req)
 		lat := time.Since(began)
 		r.requests.Add(1)
@@ -715,7 +815,7 @@ func (r *run) check(t *testing.T) {
 	from, to := r.faultAt.Add(-r.shift), r.endedAt.Add(-r.shift) // real time
 	for i, l := range r.logs {
 		want := 0
-		if kind.outage {
+		if kind.outage || i < kind.cut {
 			want = 1
 		}
 		assert.Equal(t, want, countLines(l, "store unreachable", from, to), "instance %d: store unreachable lines from the fault on", i+1)
@@ -734,6 +834,19 @@ func (r *run) check(t *testing.T) {
 		} else {
 			assert.Zero(t, l.Count("shared state went back"), "instance %d: state went back lines", i+1)
 		}
+	}
+
+	// A fleet synced through its aggregator before the fault, and does
+	// again soon after it.
+	if r.sc.fleet {
+		assert.Equal(t, len(r.rooms), r.fleetAtFault, "instances syncing through the aggregator at the fault")
+		fleetBack := r.fleetBack.Sub(r.healedAt)
+		if assert.False(t, r.fleetBack.IsZero(), "the fleet syncs through an aggregator again after the fault") {
+			assert.LessOrEqual(t, fleetBack, fleetRecoverySyncs*syncInterval,
+				"every live instance syncs through an aggregator again within %d sync intervals", fleetRecoverySyncs)
+		}
+		t.Logf("fleet: %d instances, all syncing through the aggregator at the fault (instance %d holding the lease); all again %v after the fault (%.1f sync intervals)",
+			len(r.rooms), r.aggregator+1, fleetBack.Round(time.Millisecond), float64(fleetBack)/float64(syncInterval))
 	}
 
 	// No request waited on the store. A request may be slow because the

@@ -10,13 +10,14 @@ import (
 )
 
 // Proxy is a loopback TCP proxy between a store client and its server that
-// can slow the traffic down or hold back a reply. It forwards bytes as
+// can slow the traffic down, hold back a reply or cut the clients off. It forwards bytes as
 // they come, in order, in both directions.
 type Proxy struct {
 	ln     net.Listener
 	target string
 	delay  atomic.Int64 // ns added to each direction of every round trip
 	stall  atomic.Pointer[stall]
+	cut    atomic.Bool // connections are dropped (Cut)
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -67,6 +68,21 @@ func (p *Proxy) StallReply(marker []byte, hold time.Duration) <-chan struct{} {
 	return s.done
 }
 
+// Cut drops every connection through the proxy and every new one until
+// Mend: the clients are cut off from the server (a network partition),
+// which serves on for others.
+func (p *Proxy) Cut() {
+	p.cut.Store(true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// Mend ends a Cut: new connections are forwarded again.
+func (p *Proxy) Mend() { p.cut.Store(false) }
+
 // Close stops accepting, closes every connection and waits for the
 // forwarding goroutines. It is idempotent.
 func (p *Proxy) Close() {
@@ -87,7 +103,7 @@ func (p *Proxy) Close() {
 func (p *Proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || p.cut.Load() {
 		_ = c.Close()
 		return false
 	}
@@ -108,6 +124,10 @@ func (p *Proxy) accept() {
 		client, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		if p.cut.Load() {
+			_ = client.Close()
+			continue
 		}
 		server, err := net.DialTimeout("tcp", p.target, 2*time.Second)
 		if err != nil {

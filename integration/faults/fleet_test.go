@@ -1,0 +1,138 @@
+package faults
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// fleetRooms is the size of the fleet scenarios: above fleetMin (32, in
+// the root package), so that the instances sync through an aggregator.
+const fleetRooms = 40
+
+// fleetCut is how many of a fleet's instances a partition cuts off from
+// the store.
+const fleetCut = 4
+
+// dumpLag is how long before a restart from an older dump the dump is
+// taken: the writes of those seconds, acknowledged, are lost.
+const dumpLag = 3 * time.Second
+
+// TestRedisFleet runs the scenarios with a fleet of fleetRooms instances
+// syncing through an aggregator (Config.FleetSync), against a
+// redis-server of each test's own: killed and restarted empty, emptied
+// with FLUSHALL, paused with SIGSTOP, restarted from a dump taken dumpLag
+// earlier (every key goes back), fleetCut instances cut off from it
+// while the rest go on, and the aggregator stopped. The checks are the
+// three-instance scenarios', and the fleet's own: every instance synced
+// through the aggregator at the fault, and does again within
+// fleetRecoverySyncs of its end. Measured (docs/design.md, "Faults at
+// fleet scale"): the first admission 0.1 to 27.7 intervals after the
+// fault, the fleet through an aggregator again 1.3 to 22.9.
+func TestRedisFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping in -short mode: six scenarios of about 20 s, each with 40 instances, against a redis-server")
+	}
+	for _, tc := range []struct {
+		name  string
+		kind  faultKind
+		lag   time.Duration
+		fault func(srv *RedisServer, cut *Proxy, r **run) (inject, heal func(*testing.T))
+	}{
+		{
+			name: "killed and restarted empty",
+			kind: faultKind{outage: true, loss: true},
+			fault: func(srv *RedisServer, _ *Proxy, _ **run) (func(*testing.T), func(*testing.T)) {
+				return func(*testing.T) { srv.Kill() },
+					func(t *testing.T) { require.NoError(t, srv.Start(), "restarting redis-server on its port") }
+			},
+		},
+		{
+			name: "FLUSHALL",
+			kind: faultKind{loss: true},
+			fault: func(srv *RedisServer, _ *Proxy, _ **run) (func(*testing.T), func(*testing.T)) {
+				return func(t *testing.T) {
+					require.NoError(t, srv.Client().FlushAll(context.Background()).Err())
+				}, nil
+			},
+		},
+		{
+			name: "paused with SIGSTOP",
+			kind: faultKind{outage: true},
+			fault: func(srv *RedisServer, _ *Proxy, _ **run) (func(*testing.T), func(*testing.T)) {
+				return func(t *testing.T) { require.NoError(t, srv.Pause()) },
+					func(t *testing.T) { require.NoError(t, srv.Resume()) }
+			},
+		},
+		{
+			name: "restarted from an older dump",
+			kind: faultKind{outage: true, rollback: true},
+			lag:  dumpLag,
+			fault: func(srv *RedisServer, _ *Proxy, _ **run) (func(*testing.T), func(*testing.T)) {
+				return func(t *testing.T) {
+						require.NoError(t, srv.Client().Save(context.Background()).Err())
+						time.Sleep(dumpLag)
+						srv.Kill()
+					}, func(t *testing.T) {
+						require.NoError(t, srv.Start(), "restarting redis-server from its dump")
+					}
+			},
+		},
+		{
+			name: "a partition cuts some instances off",
+			kind: faultKind{cut: fleetCut},
+			fault: func(_ *RedisServer, p *Proxy, _ **run) (func(*testing.T), func(*testing.T)) {
+				return func(*testing.T) { p.Cut() }, func(*testing.T) { p.Mend() }
+			},
+		},
+		{
+			name: "the aggregator stopped",
+			fault: func(_ *RedisServer, _ *Proxy, r **run) (func(*testing.T), func(*testing.T)) {
+				return func(t *testing.T) {
+					i := (*r).aggregator
+					require.GreaterOrEqual(t, i, 0, "an instance holds the lease")
+					(*r).down[i].Store(true)
+					require.NoError(t, (*r).rooms[i].Close())
+				}, nil
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// In parallel, as many as go test's -parallel: a scenario
+			// takes a third of a core with the race detector, most of
+			// its 20 s being waits.
+			t.Parallel()
+			srv := StartRedis(t)
+			p := StartProxy(t, srv.Addr())
+			prefix := randomName("faults:") + ":"
+			var r *run
+			inject, heal := tc.fault(srv, p, &r)
+			lasts := time.Duration(0)
+			if tc.lag > 0 {
+				lasts = tc.lag + faultFor
+			}
+			r = runScenario(t, scenario{
+				name: "redis fleet " + tc.name,
+				kind: tc.kind,
+				open: func(t *testing.T, i int) store.Store {
+					if i < tc.kind.cut {
+						return redisStore(t, p.Addr(), prefix)
+					}
+					return redisStore(t, srv.Addr(), prefix)
+				},
+				inject: inject,
+				heal:   heal,
+				lag:    tc.lag,
+				lasts:  lasts,
+				rooms:  fleetRooms,
+				fleet:  true,
+				setup:  func(rr *run) { r = rr },
+			})
+			r.check(t)
+		})
+	}
+}
