@@ -151,6 +151,10 @@ type fleetState struct {
 	// ackedAt when it last moved (local ms).
 	acked   uint64
 	ackedAt int64
+	// wroteAt is when (local ms) the instance last wrote its mailbox (or
+	// the state, by a classic sync): the aggregator drops the record of
+	// an instance whose mailbox is older than the instance TTL.
+	wroteAt int64
 	// viewAt is when (local ms) the latest view was installed, or the
 	// instance joined the fleet.
 	viewAt int64
@@ -359,12 +363,21 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 			}
 			return errFleetFallback
 		}
-		f.on, f.ackedAt = true, local
+		f.on, f.ackedAt, f.wroteAt = true, local, local
 	}
 	if !f.on || local-f.ackedAt > rm.fleetPatience() {
 		if f.on {
 			rm.log.Debug("waitingroom: classic sync: no round acknowledged this instance's mailbox within its patience")
 		}
+		f.on = false
+		return errFleetFallback
+	}
+	if local-f.wroteAt > rm.instanceTTL() {
+		// Its mailbox writes have failed for longer than the instance
+		// TTL: the aggregator has dropped its record (and given its
+		// grant to others). A classic sync brings it back into the
+		// state, and finds out whether the state went back meanwhile.
+		rm.log.Debug("waitingroom: classic sync: this instance's mailbox was not written for an instance TTL")
 		f.on = false
 		return errFleetFallback
 	}
@@ -454,6 +467,9 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		return errFleetFallback
 	}
 	f.wrote = f.wrote || err == nil
+	if err == nil {
+		f.wroteAt = local
+	}
 	if err == nil && f.classicVersion == 0 && f.acked == 0 && !f.named {
 		err = rm.nameSelf(ctx, now)
 		f.named, f.namedAt = err == nil, local
@@ -471,8 +487,8 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		// The write failed: a store that is down, or one too loaded to
 		// answer in time (on SQL, a pool whose connections are all
 		// busy). The instance tries its mailbox again at its next sync,
-		// until its patience runs out, rather than falling back to a
-		// classic sync at once: that would take the room's row lock
+		// as long as its latest write is within the instance TTL (see
+		// above), rather than falling back to a classic sync at once: that would take the room's row lock
 		// where the store is already short of time, and others would
 		// follow. The batch stays in rm.unacked and goes out with the
 		// next write (the state applies it once, by its sequence

@@ -194,6 +194,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		classicVersion: version,
 		acked:          rm.seq,
 		ackedAt:        rm.localNow(),
+		wroteAt:        rm.localNow(),
 		viewAt:         rm.localNow(),
 		adopted:        rm.fleet.adopted,
 	}
