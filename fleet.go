@@ -151,10 +151,10 @@ type fleetState struct {
 	// ackedAt when it last moved (local ms).
 	acked   uint64
 	ackedAt int64
-	// wroteAt is when (local ms) the instance last wrote its mailbox (or
-	// the state, by a classic sync): the aggregator drops the record of
-	// an instance whose mailbox is older than the instance TTL.
-	wroteAt int64
+	// mailboxAt is when (local ms) the instance last wrote its mailbox
+	// (or the state, by a classic sync): the aggregator drops the record
+	// of an instance whose mailbox is older than the instance TTL.
+	mailboxAt int64
 	// viewAt is when (local ms) the latest view was installed, or the
 	// instance joined the fleet.
 	viewAt int64
@@ -168,6 +168,8 @@ type fleetState struct {
 	waited, named bool
 	// namedAt is when (local ms) it last named itself in a join record.
 	namedAt int64
+	// wroteAt is when (shared-clock ms) it last wrote its mailbox.
+	wroteAt int64
 	// wrote reports that the instance wrote its mailbox since its latest
 	// classic sync: a mailbox missing then was lost (a store restarted
 	// empty, or emptied), and the state with it, likely.
@@ -210,6 +212,12 @@ type mailbox struct {
 	Back bool   `json:"bk,omitempty"`
 	Had  uint64 `json:"hd,omitempty"`
 	Upto uint64 `json:"up,omitempty"`
+	// Prev is when (shared-clock ms) the instance last wrote its mailbox
+	// before this write, as it remembers it (0: not since its latest
+	// classic sync). An instance silent for an instance TTL may have
+	// been dropped from the state as such; one that was not, and that
+	// the state has no record of, the state went back on.
+	Prev int64 `json:"pv,omitempty"`
 }
 
 // goneBack is what an aggregator found a state that went back lacks of
@@ -363,7 +371,7 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 			}
 			return errFleetFallback
 		}
-		f.on, f.ackedAt, f.wroteAt = true, local, local
+		f.on, f.ackedAt, f.mailboxAt = true, local, local
 	}
 	if !f.on || local-f.ackedAt > rm.fleetPatience() {
 		if f.on {
@@ -372,7 +380,7 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		f.on = false
 		return errFleetFallback
 	}
-	if local-f.wroteAt > rm.instanceTTL() {
+	if local-f.mailboxAt > rm.instanceTTL() {
 		// Its mailbox writes have failed for longer than the instance
 		// TTL: the aggregator has dropped its record (and given its
 		// grant to others). A classic sync brings it back into the
@@ -453,7 +461,7 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 				mb.Batches = append(mb.Batches, toWire(u))
 			}
 		}
-		mb.Seq, mb.Seen, mb.Held, mb.In = rm.seq, now, held, rm.epoch
+		mb.Seq, mb.Seen, mb.Held, mb.In, mb.Prev = rm.seq, now, held, rm.epoch, f.wroteAt
 		adopted = mb.Adopted
 		mb.write(st)
 		return nil
@@ -468,7 +476,7 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 	}
 	f.wrote = f.wrote || err == nil
 	if err == nil {
-		f.wroteAt = local
+		f.wroteAt, f.mailboxAt = now, local
 	}
 	if err == nil && f.classicVersion == 0 && f.acked == 0 && !f.named {
 		err = rm.nameSelf(ctx, now)
@@ -973,9 +981,12 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		// instance has had the time to (the grace, as a classic sync
 		// that finds the state went back sets it).
 		// A live instance of this epoch that the state has no record of
-		// although its batches were applied went back the same way (to
-		// before it joined, or to a version a later sync dropped it
-		// from as silent): it is brought in again.
+		// although its batches were applied, and that did not stop
+		// writing its mailbox for an instance TTL (it cannot have been
+		// dropped as silent), went back the same way (to before it
+		// joined, or to a version a later sync dropped it from as
+		// silent): it is brought in again. One that did stop is brought
+		// in as it names itself again, as a joining instance.
 		back := maps.Clone(f.back)
 		lacks := func(id string, had, upto uint64) {
 			if b, ok := back[id]; ok {
@@ -996,7 +1007,8 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		}
 		var unrecorded []string
 		for _, id := range peers {
-			if mb := byID[id]; mb != nil && !recorded[id] && mb.In == st.Epoch && mb.Acked > 0 && mb.Seen+rm.instanceTTL() >= now {
+			if mb := byID[id]; mb != nil && !recorded[id] && mb.In == st.Epoch && mb.Acked > 0 && mb.Seen+rm.instanceTTL() >= now &&
+				mb.Prev != 0 && mb.Seen-mb.Prev <= rm.instanceTTL() {
 				lacks(id, 0, mb.Acked)
 				unrecorded = append(unrecorded, id)
 			}

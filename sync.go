@@ -194,7 +194,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		classicVersion: version,
 		acked:          rm.seq,
 		ackedAt:        rm.localNow(),
-		wroteAt:        rm.localNow(),
+		mailboxAt:      rm.localNow(),
 		viewAt:         rm.localNow(),
 		adopted:        rm.fleet.adopted,
 	}

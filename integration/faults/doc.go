@@ -46,9 +46,8 @@
 // The helpers of this package (the servers, the proxy, the log buffer) are
 // exported for the soak program in package soak below this one.
 //
-// The scenarios run for about 20 s each, one after the other but for the
-// fleet's six, which run in parallel (two at a time on two cores: about
-// 75 s; on a loaded machine, -parallel 1); go test -short skips them. A
+// The scenarios run for about 20 s each (25 s for a fleet's), one after
+// the other; go test -short skips them. A
 // missing server binary skips them with a message, or fails them when
 // WAITINGROOM_REQUIRE_SERVICES=1 (see internal/servicetest).
 package faults
