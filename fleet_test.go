@@ -41,6 +41,20 @@ func orderedIDs() (ordered func(mutate func(*Config)) func(*Config)) {
 	}
 }
 
+// simulatedFleet skips a test under the race detector when the test is a
+// fleet simulated on one goroutine (the surge harness): minutes of CPU
+// that the detector multiplies by five for races it cannot see there.
+// scripts/test.sh runs these tests (every TestFleet and TestSurge) again
+// without it. TestFleetAggregatorKilled and the small fleet tests still
+// run under the detector, with the aggregator's concurrent mailbox
+// writes.
+func simulatedFleet(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("a fleet simulated on one goroutine: scripts/test.sh runs it without the race detector")
+	}
+}
+
 // classicSync returns mutate with FleetSync off: the same rooms syncing
 // the classic way, to compare a fleet with.
 func classicSync(mutate func(*Config)) func(*Config) {
@@ -112,6 +126,7 @@ func surgeUtilization(t *testing.T, res surgeResult, total, perMinute int, fifo 
 // order holds, utilization is that of a few instances, and the fleet did
 // sync the fleet way.
 func TestFleetSurgeLimitsExact(t *testing.T) {
+	simulatedFleet(t)
 	t.Parallel()
 	ordered := orderedIDs()
 	for _, tc := range []struct {
@@ -217,6 +232,7 @@ func TestFleetAggregatorKilled(t *testing.T) {
 // returns to the aggregator once it is gone, and the limits hold all
 // along.
 func TestFleetMixedWithCurrentRelease(t *testing.T) {
+	simulatedFleet(t)
 	t.Parallel()
 	ordered := orderedIDs()
 	clk := newClock()
@@ -465,6 +481,7 @@ func TestFleetCapable(t *testing.T) {
 // limits and FIFO order hold; utilization is that of as many instances
 // syncing the classic way, within 2 points.
 func TestFleetJoinMidSurge(t *testing.T) {
+	simulatedFleet(t)
 	t.Parallel()
 	ordered := orderedIDs()
 	for _, tc := range []struct {
@@ -568,6 +585,7 @@ func (s *mailboxFaults) Update(ctx context.Context, room string, fn func(*store.
 // limits and FIFO order hold either way, and the instances sync through
 // the aggregator again once their writes go through.
 func TestFleetMailboxWriteFails(t *testing.T) {
+	simulatedFleet(t)
 	t.Parallel()
 	ordered := orderedIDs()
 	for _, tc := range []struct {
@@ -654,6 +672,7 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 // room (mailboxes, view, join records: a store restarted from a dump
 // taken 20 s before), and the limits and the FIFO order hold.
 func TestFleetStateRollbackKeepsLimits(t *testing.T) {
+	simulatedFleet(t)
 	t.Parallel()
 	ordered := orderedIDs()
 	for _, tc := range []struct {

@@ -489,3 +489,30 @@ func TestStateRollbackKeepsLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestStateLossVoidsGrants: an instance that finds the state lost lets
+// nobody in on what was left of the grant it held before. That grant was
+// carved from a state that is gone; the rebuilt one counts the admissions
+// the instances report again, not the grants of the lost state, so a
+// grant kept across the loss can take a slot the rebuilt state gives
+// out again (seen with a fleet of 40 after FLUSHALL: 31 admissions in a
+// minute that allowed 30).
+func TestStateLossVoidsGrants(t *testing.T) {
+	clk := newClock()
+	st := &wipeable{Store: memstore.New()}
+	tr := newTestRoomOn(t, clk, st, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 100, 100
+	})
+	require.True(t, admitted(tr.get(&visitor{}, "")))
+	tr.mu.Lock()
+	held := tr.grant.total()
+	tr.mu.Unlock()
+	require.Positive(t, held, "the instance holds a grant before the loss")
+	st.wipe()
+	clk.Add(time.Second)
+	tr.sync()
+	tr.mu.Lock()
+	assert.Zero(t, tr.grant.total(), "what was left of the grant after the loss")
+	tr.mu.Unlock()
+	assert.True(t, isWaiting(tr.get(&visitor{}, "")), "nobody new is let in until the grace after the loss ends")
+}

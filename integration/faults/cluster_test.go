@@ -45,6 +45,10 @@ func TestRedisClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: a scenario of about 20 s against a Redis Cluster")
 	}
+	// The three-instance suites run side by side (each against servers
+	// of its own, mostly waiting on their timelines); the fleet's run
+	// alone before them.
+	t.Parallel()
 	rc := servicetest.StartRedisCluster(t)
 	admin := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs()})
 	t.Cleanup(func() { _ = admin.Close() })

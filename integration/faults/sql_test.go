@@ -122,6 +122,10 @@ func TestPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: three scenarios of about 20 s against a PostgreSQL cluster")
 	}
+	// The three-instance suites run side by side (each against servers
+	// of its own, mostly waiting on their timelines); the fleet's run
+	// alone before them.
+	t.Parallel()
 	srv := StartPostgres(t)
 	admin := srv.DB()
 	admin.SetMaxOpenConns(4)
@@ -134,6 +138,10 @@ func TestMariaDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: three scenarios of about 20 s against a MariaDB server")
 	}
+	// The three-instance suites run side by side (each against servers
+	// of its own, mostly waiting on their timelines); the fleet's run
+	// alone before them.
+	t.Parallel()
 	srv := StartMariaDB(t)
 	admin := srv.DB()
 	admin.SetMaxOpenConns(4)
