@@ -719,14 +719,7 @@ func TestFleetStateRollbackKeepsLimits(t *testing.T) {
 				},
 			}.run(t, clk, rooms)
 			require.Equal(t, 2, rewound)
-			assert.LessOrEqual(t, res.maxActive, tc.total, "active visitors")
-			for m, n := range res.admittedPerMinute {
-				assert.LessOrEqual(t, n, tc.perMinute, "minute %d", m)
-			}
-			assert.Zero(t, res.inversions, "FIFO order after the state went back")
-			for _, rm := range rooms {
-				assert.Equal(t, rooms[0].epoch, rm.epoch, "the epoch is unchanged")
-			}
+			checkWentBack(t, res, rooms, tc.total, tc.perMinute)
 		})
 	}
 }

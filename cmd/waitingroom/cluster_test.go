@@ -56,14 +56,7 @@ func TestRedisCluster(t *testing.T) {
 		baseB := start(t, append(common, "-store", urlB)...)
 		both := []string{baseA + "/", baseB + "/"}
 
-		first := browser(t)
-		require.True(t, getHonouringRefresh(t, first, both, time.Now().Add(10*time.Second)), "the first browser gets in")
-		for _, u := range both {
-			_, body := get(t, first, u)
-			assert.Contains(t, body, "You're in", "the first browser passes on both proxies")
-		}
-		second := browser(t)
-		assert.False(t, getHonouringRefresh(t, second, both, time.Now().Add(3*time.Second)), "the second browser waits on both proxies")
+		oneBetweenTwoProxies(t, both)
 	})
 
 	t.Run("the room's keys share a slot", func(t *testing.T) {

@@ -534,14 +534,7 @@ func TestSharedStore(t *testing.T) {
 			baseB := start(t, append(common, b...)...)
 			both := []string{baseA + "/", baseB + "/"}
 
-			first := browser(t)
-			require.True(t, getHonouringRefresh(t, first, both, time.Now().Add(10*time.Second)), "the first browser gets in")
-			for _, u := range both {
-				_, body := get(t, first, u)
-				assert.Contains(t, body, "You're in", "the first browser passes on both proxies")
-			}
-			second := browser(t)
-			assert.False(t, getHonouringRefresh(t, second, both, time.Now().Add(3*time.Second)), "the second browser waits on both proxies")
+			oneBetweenTwoProxies(t, both)
 		})
 	}
 }
@@ -590,4 +583,19 @@ func TestCreateSchemaConcurrently(t *testing.T) {
 		r := <-results
 		assert.Equal(t, 0, r.code, r.stderr)
 	}
+}
+
+// oneBetweenTwoProxies checks two proxies of one room with room for one
+// visitor (both, their URLs): the first browser gets in and passes on
+// both, the second waits on both.
+func oneBetweenTwoProxies(t *testing.T, both []string) {
+	t.Helper()
+	first := browser(t)
+	require.True(t, getHonouringRefresh(t, first, both, time.Now().Add(10*time.Second)), "the first browser gets in")
+	for _, u := range both {
+		_, body := get(t, first, u)
+		assert.Contains(t, body, "You're in", "the first browser passes on both proxies")
+	}
+	second := browser(t)
+	assert.False(t, getHonouringRefresh(t, second, both, time.Now().Add(3*time.Second)), "the second browser waits on both proxies")
 }
