@@ -31,9 +31,9 @@ for mod in "${modules[@]}"; do
     # The simulator runs below, at full size without the race detector:
     # it drives the rooms from one goroutine, where the detector finds
     # nothing and costs minutes.
-    pkgs=$(GOWORK=off go list ./... | grep -v '/sim$')
-    if [[ ${#race[@]} -eq 0 ]]; then
-      pkgs=$(GOWORK=off go list ./...)
+    pkgs=$(GOWORK=off go list ./...)
+    if [[ ${#race[@]} -gt 0 ]]; then
+      pkgs=$(grep -v '/sim$' <<<"$pkgs")
     fi
     # shellcheck disable=SC2086
     GOWORK=off go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 "$@" $pkgs || status=1
