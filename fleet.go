@@ -684,9 +684,12 @@ func (rm *Room) readView(ctx context.Context) error {
 		// A read that failed (on a loaded store, most often one that
 		// timed out) leaves the view of the latest sync in place, as a
 		// view not yet published does; the instance reads it again at
-		// its next sync rather than falling back to a classic sync.
-		rm.counters.syncErrors.Add(1)
-		return fmt.Errorf("waitingroom: sync: reading the fleet's view: %w", err)
+		// its next sync rather than falling back to a classic sync. The
+		// sync failed all the same, and says so as a classic one does
+		// (the error count, Ready, the outage's log lines): an
+		// aggregator's round that outlived the sync's deadline (a store
+		// that stopped answering mid-round) ends here.
+		return rm.syncFailed(ctx, fmt.Errorf("reading the fleet's view: %w", err))
 	}
 	if err != nil {
 		if rm.fleet.on {

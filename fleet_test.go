@@ -630,6 +630,8 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 			from, until := start.Add(90*time.Second), start.Add(90*time.Second+tc.lasts)
 			var classic int64
 			allOn := time.Time{}
+			unready := 0 // faulty instances Ready reported unready during the fault
+			readyAfter := true
 			res := surge{
 				visitors: 1000, arrivals: 150 * time.Second, browse: 90 * time.Second,
 				duration: 4 * time.Minute, abandon: 0.01, seed: 13,
@@ -645,6 +647,16 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 					if now.Equal(until) {
 						for _, i := range faulty {
 							classic += clients[i].states.Load()
+							// A failed sync, whichever key failed, says
+							// so as a classic one does.
+							if rooms[i].Ready(context.Background()) != nil {
+								unready++
+							}
+						}
+					}
+					if now.Equal(until.Add(10 * time.Second)) {
+						for _, i := range faulty {
+							readyAfter = readyAfter && rooms[i].Ready(context.Background()) == nil
 						}
 					}
 					if on, _ := fleetOn(rooms); now.After(until) && allOn.IsZero() && on == len(rooms) {
@@ -654,6 +666,8 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 			}.run(t, clk, rooms)
 			surgeUtilization(t, res, 1000, 100, true)
 			assert.Positive(t, res.syncErrors, "the faulty instances' syncs failed")
+			assert.Equal(t, len(faulty), unready, "faulty instances unready at the end of the fault")
+			assert.True(t, readyAfter, "the faulty instances ready again after it")
 			if tc.fallsBack {
 				assert.Positive(t, classic, "past their patience, the faulty instances synced the classic way")
 			} else {

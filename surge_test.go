@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	mrand "math/rand/v2"
@@ -46,6 +47,15 @@ type surge struct {
 	// returns the rooms that start then (created, and synced once, by
 	// it): they serve from then on.
 	join func(now time.Time) []*Room
+	// synced, if set, says which rooms the harness syncs every step (the
+	// others sync when something else has them sync).
+	synced func(i int) bool
+	// tick is the simulated step (default a second): every room syncs
+	// once a tick, and requests fall on ticks.
+	tick time.Duration
+	// revisit is how often an admitted visitor makes a request (default
+	// 30 s).
+	revisit time.Duration
 }
 
 type simVisitor struct {
@@ -84,7 +94,8 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 	}
 	res := surgeResult{admittedPerMinute: map[int64]int{}, backlog: map[int64]int{}, visitors: vs}
 	ctx := context.Background()
-	for now := start; now.Before(start.Add(s.duration)); now = now.Add(time.Second) {
+	tick, revisit := cmp.Or(s.tick, time.Second), cmp.Or(s.revisit, 30*time.Second)
+	for now := start; now.Before(start.Add(s.duration)); now = now.Add(tick) {
 		clk.Set(now)
 		if s.join != nil {
 			for _, rm := range s.join(now) {
@@ -99,7 +110,7 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 			s.inspect(now, vs)
 		}
 		for _, i := range rng.Perm(len(rooms)) {
-			if s.down == nil || !s.down(i) {
+			if (s.down == nil || !s.down(i)) && (s.synced == nil || s.synced(i)) {
 				err := rooms[i].Sync(ctx)
 				if err != nil && s.failing != nil && s.failing(i) {
 					res.syncErrors++
@@ -142,14 +153,14 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 				if now.Sub(v.admittedAt) >= s.browse {
 					v.gone = true
 				}
-				v.next = now.Add(30 * time.Second)
+				v.next = now.Add(revisit)
 			case Waiting:
 				res.waitingResponses++
 				if rng.Float64() < s.abandon {
 					v.gone = true
 					continue
 				}
-				v.next = now.Add(d.RefreshAfter).Add(time.Second - 1).Truncate(time.Second)
+				v.next = now.Add(d.RefreshAfter).Add(tick - 1).Truncate(tick)
 			default:
 				t.Fatalf("unexpected outcome %v", d.Outcome)
 			}
@@ -158,7 +169,7 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 			}
 		}
 		res.maxActive = max(res.maxActive, active)
-		if now.Unix()%60 == 59 {
+		if now.Add(tick).Unix()%60 == 0 && now.Unix()%60 == 59 {
 			for _, v := range vs {
 				if !v.gone && v.admittedAt.IsZero() && !now.Before(v.arrive) {
 					res.backlog[now.Unix()/60]++

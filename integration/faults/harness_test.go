@@ -874,6 +874,18 @@ func (r *run) timeline() string {
 	}
 	var ls []line
 	from, to := r.faultAt.Add(-time.Second), r.healedAt.Add(maxRecoverySyncs*syncInterval)
+	// A minute over NewUsersPerMinute is shown whole, from a second
+	// before its first admission.
+	for m, n := range r.perMinute() {
+		if n <= perMinute {
+			continue
+		}
+		for _, v := range r.admissions() {
+			if v.acceptedAt.Truncate(time.Minute).Equal(m) && v.acceptedAt.Add(-time.Second).Before(from) {
+				from = v.acceptedAt.Add(-time.Second)
+			}
+		}
+	}
 	for _, v := range r.admissions() {
 		if v.acceptedAt.After(from) && v.acceptedAt.Before(to) {
 			ls = append(ls, line{v.acceptedAt, fmt.Sprintf("instance %d let in visitor %d (wave %d, bucket %s)", v.room+1, v.id, v.wave, v.bucket.Format("15:04"))})
