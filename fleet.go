@@ -454,6 +454,11 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 			keep = max(need, mb.Fair)
 			held = min(budget+keep, left)
 			mb.Adopted = mb.Version
+		} else if g != nil {
+			// A grant this instance will never adopt (carved before its
+			// latest classic sync, or in another epoch) is not pending:
+			// the aggregator carves it a new one (see aggregate).
+			mb.Grant = nil
 		}
 		mb.Batches = mb.Batches[:0]
 		for _, u := range rm.unacked {
@@ -1056,14 +1061,32 @@ func (rm *Room) aggregate(sctx context.Context) error {
 					d.add(w.delta())
 				}
 			}
+			// A grant carved and not adopted yet counts as held. One
+			// carved from an earlier write than the latest (it reached
+			// the mailbox after the instance wrote again) is the
+			// instance's to adopt at its next write, charged with every
+			// admission since that earlier write: this round carves
+			// nothing for it. A grant carved now would be charged only
+			// from the latest write, and the admissions in between,
+			// which the state counts from this round on, would be
+			// counted twice as held and once as admitted, and admitted
+			// again from the new grant (31 in a minute of 30, at the
+			// start of a surge).
 			held := mb.Held
-			if g := mb.pendingGrant(); g != nil {
-				held = max(held, g.total())
+			pending := mb.pendingGrant()
+			if pending != nil {
+				held = max(held, pending.total())
 			}
 			p := rm.params(now)
 			p.id, p.seq, p.held = id, mb.Seq, held
 			p.settings, p.policy, p.times = settings, pol, times
 			g, v := applySync(st, p, d)
+			if pending != nil && mb.Base < mb.Seq {
+				g = nil
+				if k := slices.IndexFunc(st.Instances, func(in store.Instance) bool { return in.ID == id }); k >= 0 {
+					st.Instances[k].Grant = held
+				}
+			}
 			obs.waits = append(obs.waits, v.observed.waits...)
 			obs.sessions = append(obs.sessions, v.observed.sessions...)
 			obs.abandoned += v.observed.abandoned

@@ -3,6 +3,8 @@ package waitingroom
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -767,5 +769,128 @@ func TestFleetWipedStoreNoticedAtOnce(t *testing.T) {
 	for i, rm := range rooms {
 		require.NoError(t, rm.Sync(ctx))
 		assert.NotEqual(t, old, rm.epoch, "instance %d rebuilt the state at its first sync after the wipe", i)
+	}
+}
+
+// lateGrants is an instance's store client through which the aggregator's
+// round, writing a grant into another instance's mailbox, first has that
+// instance sync: the grant reaches the mailbox after the instance wrote it
+// again, as it does when a round's writes run late. A round writes the
+// grants after its Update of the state, and before it publishes the view.
+type lateGrants struct {
+	store.Store
+	name    string
+	own     int // the index of the instance whose client it is
+	rooms   *[]*Room
+	mu      *sync.Mutex // one such sync at a time: the rooms share the surge's random source
+	writing atomic.Bool // between the round's Update of the state and its view
+	raced   *atomic.Int64
+	hooked  []atomic.Bool // the instances it had sync since the step began
+	// admitted counts, by minute, the visitors let in before those syncs.
+	admitted map[int64]int
+}
+
+func (s *lateGrants) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	switch {
+	case room == s.name:
+		s.writing.Store(true)
+	case room == viewKey(s.name) || strings.HasPrefix(room, s.name+"#fleet-join:"):
+		s.writing.Store(false)
+	case s.writing.Load() && strings.HasPrefix(room, s.name+"#fleet:"):
+		id := strings.TrimPrefix(room, s.name+"#fleet:")
+		for i, rm := range *s.rooms {
+			if i != s.own && rm.id == id && s.mu.TryLock() {
+				// A visitor comes first: admissions between the round's
+				// read of the mailbox and the instance's next write.
+				req := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/"}, Header: http.Header{}}
+				if d, err := rm.Check(req); err == nil && d.Outcome == Admitted {
+					s.admitted[rm.now()/60_000]++
+				}
+				if rm.Sync(ctx) == nil {
+					s.raced.Add(1)
+					s.hooked[i].Store(true)
+				}
+				s.mu.Unlock()
+			}
+		}
+	}
+	return s.Store.Update(ctx, room, fn)
+}
+
+// TestFleetGrantLandsAfterNextWrite has every grant the aggregator carves
+// reach its instance's mailbox after the instance wrote it again: the
+// round then finds, next to the instance's latest write, a grant carved
+// from the write before, which the instance adopts at its next write,
+// charged with the admissions since that earlier write. Before the round
+// waited for it, it carved a new grant on top, charged only from the
+// latest write, and the limits did not hold (found as 31 admissions in a
+// minute of 30 at the start of a surge).
+func TestFleetGrantLandsAfterNextWrite(t *testing.T) {
+	simulatedFleet(t)
+	t.Parallel()
+	ordered := orderedIDs()
+	for _, tc := range []struct {
+		name   string
+		method QueueingMethod
+	}{
+		{"fifo", FIFO},
+		{"random", Random},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			mem := memstore.New()
+			mutate := ordered(func(c *Config) {
+				c.QueueingMethod = tc.method
+				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
+				c.SessionDuration = time.Minute
+				c.SyncInterval = -1
+				c.FleetSync = true
+			})
+			var (
+				rooms  []*Room
+				mu     sync.Mutex
+				raced  atomic.Int64
+				hooked = make([]atomic.Bool, fleetSize)
+				extra  = map[int64]int{}
+			)
+			for i := range fleetSize {
+				c := &lateGrants{Store: mem, name: "launch", own: i, rooms: &rooms, mu: &mu, raced: &raced, hooked: hooked, admitted: extra}
+				rooms = append(rooms, newTestRoomOn(t, clk, c, mutate).Room)
+			}
+			for _, rm := range rooms {
+				require.NoError(t, rm.Sync(context.Background()))
+			}
+			_, leader := fleetOn(rooms)
+			require.GreaterOrEqual(t, leader, 0, "a lease holder")
+			minOn := fleetSize
+			res := surge{
+				visitors: 1000, arrivals: 150 * time.Second, browse: 90 * time.Second,
+				duration: 5 * time.Minute, abandon: 0.01, seed: 11,
+				// The others sync as the round writes their grants,
+				// between the round's read of their mailbox and the
+				// grant's write, and not again before the next round;
+				// those the round had not sync, at their turn.
+				synced: func(i int) bool { return i == leader || !hooked[i].Load() },
+				step: func(now time.Time) {
+					for i := range hooked {
+						hooked[i].Store(false)
+					}
+					if now.Sub(newClock().Now()) > 10*time.Second {
+						on, _ := fleetOn(rooms)
+						minOn = min(minOn, on)
+					}
+				},
+			}.run(t, clk, rooms)
+			n := 0
+			for m, k := range extra {
+				res.admittedPerMinute[m] += k
+				n += k
+			}
+			surgeUtilization(t, res, 1000, 100, tc.method == FIFO)
+			assert.Positive(t, n, "visitors let in between a round's read of a mailbox and its instance's next write")
+			assert.Equal(t, fleetSize, minOn, "every instance synced through the aggregator all along")
+			assert.Greater(t, raced.Load(), int64(1000), "syncs between a round's carve and its grant's write")
+			t.Logf("%d syncs between a round's carve and its grant's write", raced.Load())
+		})
 	}
 }

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -34,38 +33,27 @@ const dumpLag = 3 * time.Second
 // fleetRecoverySyncs of its end. Measured (docs/design.md, "Faults at
 // fleet scale"): the first admission 1.6 to 27.7 intervals after the
 // fault, the fleet through an aggregator again 1.6 to 22.9.
-// knownLossDefect is why the scenarios that lose the state or set it back
-// are skipped: a known defect, found by them and not fixed yet. With the
-// state lost (killed and restarted empty, FLUSHALL) or gone back (a dump)
-// under a fleet of 40, some runs admitted 31 in a minute that allowed 30,
-// the first admission after the grace (docs/design.md, "Faults at fleet
-// scale").
-const knownLossDefect = "known defect: a fleet whose state is lost or goes back can admit one over NewUsersPerMinute in the minute of the fault (docs/design.md); WAITINGROOM_FLEET_LOSS=1 runs it"
-
 func TestRedisFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: six scenarios of about 20 s, each with 40 instances, against a redis-server")
 	}
 	for _, tc := range []struct {
 		name  string
-		known string // a known defect the scenario shows: it is skipped, saying so
 		kind  faultKind
 		lag   time.Duration
 		fault func(srv *RedisServer, cut *Proxy, r **run) (inject, heal func(*testing.T))
 	}{
 		{
-			name:  "killed and restarted empty",
-			known: knownLossDefect,
-			kind:  faultKind{outage: true, loss: true},
+			name: "killed and restarted empty",
+			kind: faultKind{outage: true, loss: true},
 			fault: func(srv *RedisServer, _ *Proxy, _ **run) (func(*testing.T), func(*testing.T)) {
 				return func(*testing.T) { srv.Kill() },
 					func(t *testing.T) { require.NoError(t, srv.Start(), "restarting redis-server on its port") }
 			},
 		},
 		{
-			name:  "FLUSHALL",
-			known: knownLossDefect,
-			kind:  faultKind{loss: true},
+			name: "FLUSHALL",
+			kind: faultKind{loss: true},
 			fault: func(srv *RedisServer, _ *Proxy, _ **run) (func(*testing.T), func(*testing.T)) {
 				return func(t *testing.T) {
 					require.NoError(t, srv.Client().FlushAll(context.Background()).Err())
@@ -81,10 +69,9 @@ func TestRedisFleet(t *testing.T) {
 			},
 		},
 		{
-			name:  "restarted from an older dump",
-			known: knownLossDefect,
-			kind:  faultKind{outage: true, rollback: true},
-			lag:   dumpLag,
+			name: "restarted from an older dump",
+			kind: faultKind{outage: true, rollback: true},
+			lag:  dumpLag,
 			fault: func(srv *RedisServer, _ *Proxy, _ **run) (func(*testing.T), func(*testing.T)) {
 				return func(t *testing.T) {
 						require.NoError(t, srv.Client().Save(context.Background()).Err())
@@ -115,9 +102,6 @@ func TestRedisFleet(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.known != "" && os.Getenv("WAITINGROOM_FLEET_LOSS") != "1" {
-				t.Skip(tc.known)
-			}
 			// One after the other: run in parallel, two fleets forming at
 			// once on two cores made syncs miss their deadline before
 			// any fault (docs/design.md, "Faults at fleet scale").
