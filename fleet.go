@@ -914,6 +914,14 @@ func (rm *Room) aggregate(sctx context.Context) error {
 	boxes := make([]*mailbox, len(peers))
 	rm.eachPeer(peers, func(i int) {
 		_ = rm.store.Update(ctx, mailboxKey(rm.cfg.Name, peers[i]), func(st *store.State) error {
+			if st.Epoch == 0 {
+				// No mailbox: one the store lost (emptied, restarted
+				// without its data). Stamping it would recreate it, and
+				// its instance would not find it lost at its next write
+				// (errMailboxLost), going on through a fleet whose state
+				// is gone until its patience ran out.
+				return errReadOnly
+			}
 			mb := readMailbox(st)
 			if mb.Term > term {
 				return errNotLeader

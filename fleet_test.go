@@ -746,31 +746,100 @@ func TestFleetStateRollbackKeepsLimits(t *testing.T) {
 // rather than going on through an aggregator that is no more until the
 // fleet's patience (three instance TTLs) runs out.
 func TestFleetWipedStoreNoticedAtOnce(t *testing.T) {
-	ordered := orderedIDs()
-	clk := newClock()
-	st := &wipeable{Store: memstore.New()}
-	rooms := instances(t, clk, st, fleetSize, ordered(func(c *Config) {
-		c.SyncInterval = -1
-		c.FleetSync = true
-	}))
-	ctx := context.Background()
-	for range 2 {
-		clk.Add(time.Second)
-		for _, rm := range rooms {
-			require.NoError(t, rm.Sync(ctx))
-		}
-	}
-	on, leader := fleetOn(rooms)
-	require.Equal(t, fleetSize, on)
-	require.GreaterOrEqual(t, leader, 0)
-	old := rooms[0].epoch
-	st.wipe()
-	clk.Add(time.Second)
-	for i, rm := range rooms {
-		require.NoError(t, rm.Sync(ctx))
-		assert.NotEqual(t, old, rm.epoch, "instance %d rebuilt the state at its first sync after the wipe", i)
+	for _, tc := range []struct {
+		name string
+		// at: the store is emptied as the aggregator's round reads the
+		// first of the room's join records, after its own mailbox write
+		// (the aggregator syncs first); otherwise between two syncs.
+		at string
+	}{
+		{"between syncs", ""},
+		{"during the aggregator's round", "#fleet-join:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ordered := orderedIDs()
+			clk := newClock()
+			st := &wipedAt{st: memstore.New()}
+			rooms := instances(t, clk, st, fleetSize, ordered(func(c *Config) {
+				c.SyncInterval = -1
+				c.FleetSync = true
+			}))
+			ctx := context.Background()
+			for range 2 {
+				clk.Add(time.Second)
+				for _, rm := range rooms {
+					require.NoError(t, rm.Sync(ctx))
+				}
+			}
+			on, leader := fleetOn(rooms)
+			require.Equal(t, fleetSize, on)
+			require.GreaterOrEqual(t, leader, 0)
+			old := rooms[0].epoch
+			clk.Add(time.Second)
+			order := []*Room{rooms[leader]}
+			for i, rm := range rooms {
+				if i != leader {
+					order = append(order, rm)
+				}
+			}
+			if tc.at == "" {
+				st.wipe()
+			} else {
+				st.arm(tc.at)
+			}
+			for i, rm := range order {
+				require.NoError(t, rm.Sync(ctx))
+				if i == 0 && tc.at != "" {
+					// Its mailbox was written before the store was
+					// emptied: it finds it lost at its next sync.
+					continue
+				}
+				assert.NotEqual(t, old, rm.epoch, "instance %s rebuilt the state at its first sync after the wipe", rm.id)
+			}
+			require.NoError(t, order[0].Sync(ctx))
+			assert.NotEqual(t, old, order[0].epoch, "the aggregator rebuilt the state at its second sync after the wipe")
+		})
 	}
 }
+
+// wipedAt is a store that can lose its whole content, at once or at the
+// first Update of a key that contains a given string (before it).
+type wipedAt struct {
+	mu sync.Mutex
+	st store.Store
+	at string
+}
+
+func (w *wipedAt) wipe() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.st = memstore.New()
+}
+
+func (w *wipedAt) arm(at string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.at = at
+}
+
+func (w *wipedAt) store(room string) store.Store {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.at != "" && strings.Contains(room, w.at) {
+		w.st, w.at = memstore.New(), ""
+	}
+	return w.st
+}
+
+func (w *wipedAt) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	return w.store(room).Update(ctx, room, fn)
+}
+
+func (w *wipedAt) Read(ctx context.Context, room string) (*store.State, error) {
+	return w.store(room).(store.Reader).Read(ctx, room)
+}
+
+func (w *wipedAt) Close() error { return nil }
 
 // lateGrants is an instance's store client through which the aggregator's
 // round, writing a grant into another instance's mailbox, first has that
