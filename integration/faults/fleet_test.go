@@ -92,12 +92,7 @@ func TestRedisFleet(t *testing.T) {
 		{
 			name: "the aggregator stopped",
 			fault: func(_ *RedisServer, _ *Proxy, r **run) (func(*testing.T), func(*testing.T)) {
-				return func(t *testing.T) {
-					i := (*r).aggregator
-					require.GreaterOrEqual(t, i, 0, "an instance holds the lease")
-					(*r).down[i].Store(true)
-					require.NoError(t, (*r).rooms[i].Close())
-				}, nil
+				return func(t *testing.T) { stopAggregator(t, *r) }, nil
 			},
 		},
 	} {
@@ -134,4 +129,13 @@ func TestRedisFleet(t *testing.T) {
 			r.check(t)
 		})
 	}
+}
+
+// stopAggregator stops the instance holding the fleet's lease at the
+// fault (Close: no last sync) and sends its visitors to the others.
+func stopAggregator(t *testing.T, r *run) {
+	i := r.aggregator
+	require.GreaterOrEqual(t, i, 0, "an instance holds the lease")
+	r.down[i].Store(true)
+	require.NoError(t, r.rooms[i].Close())
 }

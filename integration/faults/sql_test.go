@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"database/sql"
+	"os"
 	"testing"
 	"time"
 
@@ -25,17 +26,26 @@ type sqlServer struct {
 // lockFor is how long another session holds the room's row.
 const lockFor = 5 * time.Second
 
-// runSQL runs the SQL scenarios against srv, each on a table of its own.
-func runSQL(t *testing.T, srv sqlServer) {
-	for _, tc := range []struct {
+// fleetPool is the connections the instances of a fleet scenario share
+// on SQL: one pool, as BenchmarkFleet's instances do (40 pools of their
+// own would ask more of the server than its max_connections).
+const fleetPool = 40
+
+// runSQL runs the SQL scenarios against srv, each on a table of its own:
+// with three instances, or with fleet, fleetRooms syncing through an
+// aggregator, on a pool of fleetPool connections they share, and one
+// scenario more, the aggregator stopped.
+func runSQL(t *testing.T, srv sqlServer, fleet bool) {
+	type sqlFault struct {
 		name  string
 		kind  faultKind
-		fault func(t *testing.T, table string) (inject, heal func(*testing.T))
-	}{
+		fault func(t *testing.T, table string, r **run) (inject, heal func(*testing.T))
+	}
+	faults := []sqlFault{
 		{
 			name: "server restarted",
 			kind: faultKind{outage: true},
-			fault: func(*testing.T, string) (func(*testing.T), func(*testing.T)) {
+			fault: func(*testing.T, string, **run) (func(*testing.T), func(*testing.T)) {
 				return func(*testing.T) { srv.stop() },
 					func(t *testing.T) { require.NoError(t, srv.start(), "restarting the server") }
 			},
@@ -43,7 +53,7 @@ func runSQL(t *testing.T, srv sqlServer) {
 		{
 			name: "row deleted",
 			kind: faultKind{loss: true},
-			fault: func(_ *testing.T, table string) (func(*testing.T), func(*testing.T)) {
+			fault: func(_ *testing.T, table string, _ **run) (func(*testing.T), func(*testing.T)) {
 				return func(t *testing.T) {
 					_, err := srv.admin.Exec("DELETE FROM " + table)
 					require.NoError(t, err)
@@ -53,7 +63,7 @@ func runSQL(t *testing.T, srv sqlServer) {
 		{
 			name: "row locked by another session",
 			kind: faultKind{outage: true},
-			fault: func(_ *testing.T, table string) (func(*testing.T), func(*testing.T)) {
+			fault: func(_ *testing.T, table string, _ **run) (func(*testing.T), func(*testing.T)) {
 				done := make(chan error, 1)
 				return func(t *testing.T) {
 						locked := make(chan error, 1)
@@ -64,28 +74,56 @@ func runSQL(t *testing.T, srv sqlServer) {
 					}
 			},
 		},
-	} {
+	}
+	if fleet {
+		faults = append(faults, sqlFault{
+			name: "the aggregator stopped",
+			fault: func(_ *testing.T, _ string, r **run) (func(*testing.T), func(*testing.T)) {
+				return func(t *testing.T) { stopAggregator(t, *r) }, nil
+			},
+		})
+	}
+	for _, tc := range faults {
 		t.Run(tc.name, func(t *testing.T) {
 			table := randomName("faults_")
 			s, err := sqlstore.New(srv.admin, srv.dialect, sqlstore.Options{Table: table})
 			require.NoError(t, err)
 			require.NoError(t, s.CreateSchema(context.Background()))
 			t.Cleanup(func() { _, _ = srv.admin.Exec("DROP TABLE IF EXISTS " + table) })
-			inject, heal := tc.fault(t, table)
-			r := runScenario(t, scenario{
+			var r *run
+			inject, heal := tc.fault(t, table, &r)
+			var shared *sql.DB
+			if fleet {
+				db, err := sql.Open(srv.driver, srv.dsn)
+				require.NoError(t, err)
+				db.SetMaxOpenConns(fleetPool)
+				t.Cleanup(func() { _ = db.Close() })
+				shared = db
+			}
+			sc := scenario{
 				name: srv.dialect.String() + " " + tc.name,
 				kind: tc.kind,
 				open: func(t *testing.T, _ int) store.Store {
-					db, err := sql.Open(srv.driver, srv.dsn)
-					require.NoError(t, err)
-					t.Cleanup(func() { _ = db.Close() })
+					db := shared
+					if db == nil {
+						var err error
+						db, err = sql.Open(srv.driver, srv.dsn)
+						require.NoError(t, err)
+						t.Cleanup(func() { _ = db.Close() })
+					}
 					st, err := sqlstore.New(db, srv.dialect, sqlstore.Options{Table: table})
 					require.NoError(t, err)
 					return st
 				},
 				inject: inject,
 				heal:   heal,
-			})
+				setup:  func(rr *run) { r = rr },
+			}
+			if fleet {
+				sc.name = srv.dialect.String() + " fleet " + tc.name
+				sc.rooms, sc.fleet = fleetRooms, true
+			}
+			r = runScenario(t, sc)
 			r.check(t)
 		})
 	}
@@ -129,7 +167,7 @@ func TestPostgres(t *testing.T) {
 	srv := StartPostgres(t)
 	admin := srv.DB()
 	admin.SetMaxOpenConns(4)
-	runSQL(t, sqlServer{dialect: sqlstore.Postgres, driver: "pgx", dsn: srv.DSN(), admin: admin, stop: srv.Stop, start: srv.Start})
+	runSQL(t, sqlServer{dialect: sqlstore.Postgres, driver: "pgx", dsn: srv.DSN(), admin: admin, stop: srv.Stop, start: srv.Start}, false)
 }
 
 // TestMariaDB runs the SQL scenarios against a MariaDB server of the
@@ -145,5 +183,43 @@ func TestMariaDB(t *testing.T) {
 	srv := StartMariaDB(t)
 	admin := srv.DB()
 	admin.SetMaxOpenConns(4)
-	runSQL(t, sqlServer{dialect: sqlstore.MySQL, driver: "mysql", dsn: srv.DSN(), admin: admin, stop: srv.Stop, start: srv.Start})
+	runSQL(t, sqlServer{dialect: sqlstore.MySQL, driver: "mysql", dsn: srv.DSN(), admin: admin, stop: srv.Stop, start: srv.Start}, false)
+}
+
+// knownSQLFleet is why the SQL fleet scenarios are skipped unless
+// WAITINGROOM_FLEET_SQL=1: they fail, for reasons found and not fixed yet
+// (docs/design.md, "Faults at fleet scale").
+const knownSQLFleet = "known failures: on PostgreSQL, syncs of a fleet of 40 on one pool of 40 time out before any fault, and after the rows are deleted nobody is let in for 12 s; on MariaDB, after a restart, instances are told the state went back (docs/design.md); WAITINGROOM_FLEET_SQL=1 runs them"
+
+// TestPostgresFleet runs the SQL scenarios with a fleet of fleetRooms
+// instances syncing through an aggregator against a PostgreSQL cluster of
+// the test's own: restarted, every row of the room deleted (the state,
+// the mailboxes, the view), every row locked by another session for
+// lockFor, and the aggregator stopped.
+func TestPostgresFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping in -short mode: four scenarios of about 20 s, each with 40 instances, against a PostgreSQL cluster")
+	}
+	if os.Getenv("WAITINGROOM_FLEET_SQL") != "1" {
+		t.Skip(knownSQLFleet)
+	}
+	srv := StartPostgres(t)
+	admin := srv.DB()
+	admin.SetMaxOpenConns(4)
+	runSQL(t, sqlServer{dialect: sqlstore.Postgres, driver: "pgx", dsn: srv.DSN(), admin: admin, stop: srv.Stop, start: srv.Start}, true)
+}
+
+// TestMariaDBFleet is TestPostgresFleet against a MariaDB server of the
+// test's own.
+func TestMariaDBFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping in -short mode: four scenarios of about 20 s, each with 40 instances, against a MariaDB server")
+	}
+	if os.Getenv("WAITINGROOM_FLEET_SQL") != "1" {
+		t.Skip(knownSQLFleet)
+	}
+	srv := StartMariaDB(t)
+	admin := srv.DB()
+	admin.SetMaxOpenConns(4)
+	runSQL(t, sqlServer{dialect: sqlstore.MySQL, driver: "mysql", dsn: srv.DSN(), admin: admin, stop: srv.Stop, start: srv.Start}, true)
 }
