@@ -1023,7 +1023,11 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		}
 		var unrecorded []string
 		for _, id := range peers {
-			if mb := byID[id]; mb != nil && !recorded[id] && mb.In == st.Epoch && mb.Acked > 0 && mb.Seen+rm.instanceTTL() >= now &&
+			// One this aggregator dropped as silent itself was silent,
+			// though it wrote again since (a write that committed late,
+			// after a round read its mailbox): it joins again.
+			_, silent := rm.gone[id]
+			if mb := byID[id]; mb != nil && !recorded[id] && !silent && mb.In == st.Epoch && mb.Acked > 0 && mb.Seen+rm.instanceTTL() >= now &&
 				mb.Prev != 0 && mb.Seen-mb.Prev <= rm.instanceTTL() {
 				lacks(id, 0, mb.Acked)
 				unrecorded = append(unrecorded, id)
@@ -1086,7 +1090,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 				held = max(held, pending.total())
 			}
 			p := rm.params(now)
-			p.id, p.seq, p.held = id, mb.Seq, held
+			p.id, p.seq, p.held, p.round = id, mb.Seq, held, true
 			p.settings, p.policy, p.times = settings, pol, times
 			g, v := applySync(st, p, d)
 			if pending != nil && mb.Base < mb.Seq {
@@ -1126,6 +1130,9 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		return fmt.Errorf("waitingroom: aggregator round: %w", err)
 	}
 	rm.afterSync(ctx, merged)
+	for id := range out {
+		delete(rm.gone, id) // in the state again: not gone
+	}
 	rm.noteGone(dropped)
 	// The instances the state went back on are told so in their
 	// mailboxes; those whose mailbox is not written are told at the next

@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -960,6 +961,164 @@ func TestFleetGrantLandsAfterNextWrite(t *testing.T) {
 			assert.Equal(t, fleetSize, minOn, "every instance synced through the aggregator all along")
 			assert.Greater(t, raced.Load(), int64(1000), "syncs between a round's carve and its grant's write")
 			t.Logf("%d syncs between a round's carve and its grant's write", raced.Load())
+		})
+	}
+}
+
+// countingHandler counts the log records whose message contains match.
+type countingHandler struct {
+	match string
+	n     *atomic.Int64
+}
+
+func (h countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h countingHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.match) {
+		h.n.Add(1)
+	}
+	return nil
+}
+
+func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countingHandler) WithGroup(string) slog.Handler      { return h }
+
+// slowWrite is a store client whose next mailbox write, once armed, is
+// held up: the clock moves on by lag and before runs (the others sync)
+// before the write goes through.
+type slowWrite struct {
+	store.Store
+	clk    *clock
+	lag    time.Duration
+	before func()
+	armed  bool
+}
+
+func (s *slowWrite) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	if s.armed && strings.Contains(room, "#fleet:") {
+		s.armed = false
+		s.clk.Add(s.lag)
+		s.before()
+	}
+	return s.Store.Update(ctx, room, fn)
+}
+
+// TestFleetSilentIsNoGoingBack has an instance's mailbox write commit late,
+// after a round found its mailbox silent for longer than the instance TTL
+// and dropped its record: the instance, whose mailbox says its batches
+// were applied and who writes again at once, joins again. The aggregator
+// does not take it for one the state went back on (it did not), which
+// would set the grace and have the instance send its counts twice.
+func TestFleetSilentIsNoGoingBack(t *testing.T) {
+	ordered := orderedIDs()
+	clk := newClock()
+	mem := memstore.New()
+	var wentBack atomic.Int64
+	mutate := ordered(func(c *Config) {
+		c.SyncInterval = -1
+		c.FleetSync = true
+		c.Logger = slog.New(countingHandler{match: "went back", n: &wentBack})
+	})
+	clients := make([]*slowWrite, fleetSize)
+	rooms := make([]*Room, fleetSize)
+	for i := range rooms {
+		clients[i] = &slowWrite{Store: mem, clk: clk}
+		rooms[i] = newTestRoomOn(t, clk, clients[i], mutate).Room
+	}
+	ctx := context.Background()
+	leader := -1
+	// others syncs every instance but the aggregator and skip, then the
+	// aggregator.
+	others := func(skip int) {
+		for i, rm := range rooms {
+			if i != skip && i != leader {
+				require.NoError(t, rm.Sync(ctx))
+			}
+		}
+		if leader >= 0 {
+			require.NoError(t, rooms[leader].Sync(ctx))
+		}
+	}
+	for range 3 {
+		clk.Add(time.Second)
+		others(-1)
+	}
+	on, leader := fleetOn(rooms)
+	require.Equal(t, fleetSize, on)
+	require.GreaterOrEqual(t, leader, 0)
+	x := (leader + 1) % fleetSize
+	clk.Add(time.Second)
+	others(-1)
+	// x stays silent for 2.9 s while the others sync every second; its
+	// next write, begun then, is held up 0.2 s, during which they sync
+	// again, the aggregator last: its round has news from every instance
+	// but x, whose mailbox and record are 3.1 s old by then (an instance
+	// TTL is 3 s), and drops it. x's write then goes through, saying
+	// (Prev) that it wrote 2.9 s before: within the TTL.
+	for range 2 {
+		clk.Add(time.Second)
+		others(x)
+	}
+	clk.Add(900 * time.Millisecond)
+	clients[x].lag = 200 * time.Millisecond
+	clients[x].before = func() { others(x) }
+	clients[x].armed = true
+	require.NoError(t, rooms[x].Sync(ctx))
+	assert.Equal(t, fleetSize-1, rooms[leader].Stats().Instances, "the round dropped the silent instance")
+	// x writes again at once, within the TTL of that write, before the
+	// next round.
+	clk.Add(200 * time.Millisecond)
+	require.NoError(t, rooms[x].Sync(ctx))
+	for range 6 {
+		clk.Add(time.Second)
+		others(x)
+		require.NoError(t, rooms[x].Sync(ctx))
+	}
+	assert.Zero(t, wentBack.Load(), "instances told the state went back")
+	on, _ = fleetOn(rooms)
+	assert.Equal(t, fleetSize, on, "every instance syncs through the aggregator")
+	assert.Equal(t, fleetSize, rooms[leader].Stats().Instances, "the instance joined again")
+}
+
+// TestSilentFleetRecordsDropped checks who drops the record of a fleet
+// instance silent for longer than the instance TTL: while a live lease
+// says an aggregator keeps the fleet's records (from their mailboxes,
+// which they write whether or not its rounds commit), only its round; a
+// classic sync drops the others' records as ever, and the fleet's once
+// the lease has expired.
+func TestSilentFleetRecordsDropped(t *testing.T) {
+	const now, ttl = int64(1_000_000), int64(3000)
+	fleet, classic := "a+"+fleetTag, "b+s4"
+	for _, tc := range []struct {
+		name  string
+		lease int64 // ms since the lease was renewed; -1 for none
+		round bool
+		kept  []string
+	}{
+		{"classic sync, live lease", 0, false, []string{fleet}},
+		{"round, live lease", 0, true, nil},
+		{"classic sync, no lease", -1, false, nil},
+		{"classic sync, expired lease", fleetLeaseTTLs*ttl + 1, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &store.State{Epoch: 1, Instances: []store.Instance{
+				{ID: fleet, Seen: now - ttl - 1, Grant: 1},
+				{ID: classic, Seen: now - ttl - 1, Grant: 1},
+			}}
+			if tc.lease >= 0 {
+				st.Instances = append(st.Instances, store.Instance{ID: leasePrefix + "c+" + fleetTag, Seen: now - tc.lease})
+			}
+			p := syncParams{now: now, id: "c+" + fleetTag, instanceTTL: ttl, round: tc.round, waitWindow: 44_000, dueWindow: 27_000,
+				settings: Settings{QueueingMethod: FIFO, TotalActiveUsers: 10, NewUsersPerMinute: 10}}
+			p.policy = policy{Settings: p.settings, method: &fifoMethod}
+			applySync(st, p, newDelta())
+			var kept []string
+			for _, in := range st.Instances {
+				if in.ID == fleet || in.ID == classic {
+					kept = append(kept, in.ID)
+				}
+			}
+			assert.Equal(t, tc.kept, kept)
 		})
 	}
 }

@@ -172,6 +172,10 @@ type syncParams struct {
 	// A visitor who misses a refresh still counts as waiting (waitWindow)
 	// but holds no slot that newer visitors could use.
 	dueWindow int64
+	// round reports a sync made by the fleet's aggregator for an instance
+	// (fleet.go), which refreshes the records of the instances from their
+	// mailboxes before it drops the silent ones.
+	round bool
 }
 
 // bucketCount is the number of visitors waiting in one arrival bucket and
@@ -325,13 +329,25 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	// Instances: drop the silent ones (their grants return to the pool),
 	// settle this one's previous grant (what it used is in d.admitted, the
 	// rest is returned) and update its traffic.
+	// While a live lease says an aggregator syncs the fleet, the records
+	// of the fleet's instances are its to drop: it keeps them alive from
+	// their mailboxes, which they write whether or not its rounds commit.
+	// Dropped by another sync while the rounds stalled (the store slow or
+	// back from an outage), an instance that never stopped writing its
+	// mailbox would look to the aggregator like one the state went back
+	// on (see aggregate).
+	leased := false
+	if l := leaseOf(st); l != nil {
+		leased = l.Seen+p.instanceTTL*fleetLeaseTTLs >= now
+	}
 	self := -1
 	st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
 		ttl := p.instanceTTL
 		if isLease(in.ID) {
 			ttl *= fleetLeaseTTLs // fleet.go
 		}
-		drop := in.ID != p.id && in.Seen+ttl < now
+		drop := in.ID != p.id && in.Seen+ttl < now &&
+			(p.round || !leased || !fleetCapable(in.ID) || isLease(in.ID))
 		if drop && fleetCapable(in.ID) && !isLease(in.ID) {
 			v.dropped = append(v.dropped, in.ID)
 		}
