@@ -164,10 +164,7 @@ func TestPostgres(t *testing.T) {
 	// of its own, mostly waiting on their timelines); the fleet's run
 	// alone before them.
 	t.Parallel()
-	srv := StartPostgres(t)
-	admin := srv.DB()
-	admin.SetMaxOpenConns(4)
-	runSQL(t, sqlServer{dialect: sqlstore.Postgres, driver: "pgx", dsn: srv.DSN(), admin: admin, stop: srv.Stop, start: srv.Start}, false)
+	runSQL(t, postgres(t), false)
 }
 
 // TestMariaDB runs the SQL scenarios against a MariaDB server of the
@@ -180,10 +177,7 @@ func TestMariaDB(t *testing.T) {
 	// of its own, mostly waiting on their timelines); the fleet's run
 	// alone before them.
 	t.Parallel()
-	srv := StartMariaDB(t)
-	admin := srv.DB()
-	admin.SetMaxOpenConns(4)
-	runSQL(t, sqlServer{dialect: sqlstore.MySQL, driver: "mysql", dsn: srv.DSN(), admin: admin, stop: srv.Stop, start: srv.Start}, false)
+	runSQL(t, mariaDB(t), false)
 }
 
 // knownPostgresFleet is why the PostgreSQL fleet scenarios are skipped
@@ -203,10 +197,7 @@ func TestPostgresFleet(t *testing.T) {
 	if os.Getenv("WAITINGROOM_FLEET_SQL") != "1" {
 		t.Skip(knownPostgresFleet)
 	}
-	srv := StartPostgres(t)
-	admin := srv.DB()
-	admin.SetMaxOpenConns(4)
-	runSQL(t, sqlServer{dialect: sqlstore.Postgres, driver: "pgx", dsn: srv.DSN(), admin: admin, stop: srv.Stop, start: srv.Start}, true)
+	runSQL(t, postgres(t), true)
 }
 
 // TestMariaDBFleet is TestPostgresFleet against a MariaDB server of the
@@ -215,8 +206,21 @@ func TestMariaDBFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: four scenarios of about 20 s, each with 40 instances, against a MariaDB server")
 	}
+	runSQL(t, mariaDB(t), true)
+}
+
+// postgres starts a PostgreSQL cluster of the test's own.
+func postgres(t *testing.T) sqlServer {
+	srv := StartPostgres(t)
+	admin := srv.DB()
+	admin.SetMaxOpenConns(4)
+	return sqlServer{dialect: sqlstore.Postgres, driver: "pgx", dsn: srv.DSN(), admin: admin, stop: srv.Stop, start: srv.Start}
+}
+
+// mariaDB starts a MariaDB server of the test's own.
+func mariaDB(t *testing.T) sqlServer {
 	srv := StartMariaDB(t)
 	admin := srv.DB()
 	admin.SetMaxOpenConns(4)
-	runSQL(t, sqlServer{dialect: sqlstore.MySQL, driver: "mysql", dsn: srv.DSN(), admin: admin, stop: srv.Stop, start: srv.Start}, true)
+	return sqlServer{dialect: sqlstore.MySQL, driver: "mysql", dsn: srv.DSN(), admin: admin, stop: srv.Stop, start: srv.Start}
 }
