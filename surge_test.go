@@ -1,7 +1,6 @@
 package waitingroom
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	mrand "math/rand/v2"
@@ -50,12 +49,6 @@ type surge struct {
 	// synced, if set, says which rooms the harness syncs every step (the
 	// others sync when something else has them sync).
 	synced func(i int) bool
-	// tick is the simulated step (default a second): every room syncs
-	// once a tick, and requests fall on ticks.
-	tick time.Duration
-	// revisit is how often an admitted visitor makes a request (default
-	// 30 s).
-	revisit time.Duration
 }
 
 type simVisitor struct {
@@ -94,8 +87,7 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 	}
 	res := surgeResult{admittedPerMinute: map[int64]int{}, backlog: map[int64]int{}, visitors: vs}
 	ctx := context.Background()
-	tick, revisit := cmp.Or(s.tick, time.Second), cmp.Or(s.revisit, 30*time.Second)
-	for now := start; now.Before(start.Add(s.duration)); now = now.Add(tick) {
+	for now := start; now.Before(start.Add(s.duration)); now = now.Add(time.Second) {
 		clk.Set(now)
 		if s.join != nil {
 			for _, rm := range s.join(now) {
@@ -153,14 +145,14 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 				if now.Sub(v.admittedAt) >= s.browse {
 					v.gone = true
 				}
-				v.next = now.Add(revisit)
+				v.next = now.Add(30 * time.Second)
 			case Waiting:
 				res.waitingResponses++
 				if rng.Float64() < s.abandon {
 					v.gone = true
 					continue
 				}
-				v.next = now.Add(d.RefreshAfter).Add(tick - 1).Truncate(tick)
+				v.next = now.Add(d.RefreshAfter).Add(time.Second - 1).Truncate(time.Second)
 			default:
 				t.Fatalf("unexpected outcome %v", d.Outcome)
 			}
@@ -169,7 +161,7 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 			}
 		}
 		res.maxActive = max(res.maxActive, active)
-		if now.Add(tick).Unix()%60 == 0 && now.Unix()%60 == 59 {
+		if now.Unix()%60 == 59 {
 			for _, v := range vs {
 				if !v.gone && v.admittedAt.IsZero() && !now.Before(v.arrive) {
 					res.backlog[now.Unix()/60]++
