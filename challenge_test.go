@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -183,7 +184,15 @@ func TestChallengeAdversarial(t *testing.T) {
 		passes bool
 	}{
 		{"valid", func(t *testing.T, s setup) string { return solve(t, s.puzzle) }, true},
-		{"unsolved", func(t *testing.T, s setup) string { return s.puzzle + ".1" }, false},
+		{"unsolved", func(t *testing.T, s setup) string {
+			// A nonce that does not solve it: one in 256 does, at
+			// difficulty 8.
+			for n := 0; ; n++ {
+				if a := s.puzzle + "." + strconv.Itoa(n); !solves(a, 8) {
+					return a
+				}
+			}
+		}, false},
 		{"forged seed", func(t *testing.T, s setup) string {
 			parts := strings.SplitN(s.puzzle, ".", 2)
 			return solve(t, "AAAAAAAAAAAAAAAAAAAAAA."+parts[1])
