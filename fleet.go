@@ -182,6 +182,9 @@ type fleetState struct {
 	// back are, as aggregator, the instances whose mailbox has yet to be
 	// told that the state went back without some of their batches.
 	back map[string]goneBack
+	// roundVersion is the state's Version this instance's latest round
+	// committed: a state below it went back.
+	roundVersion uint64
 }
 
 type usedBatch struct {
@@ -949,13 +952,14 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		fair    int64
 	}
 	var (
-		out     map[string]carved
-		version uint64
-		epoch   uint64
-		pub     store.State
-		merged  *view
-		dropped []string
-		gone    map[string]goneBack
+		out      map[string]carved
+		version  uint64
+		epoch    uint64
+		pub      store.State
+		merged   *view
+		dropped  []string
+		gone     map[string]goneBack
+		wentBack bool
 	)
 	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
 		out = map[string]carved{}
@@ -967,12 +971,16 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			return errNotLeader
 		}
 		lease.Seen = now
+		// The state went back since this aggregator's latest round (a
+		// failover, a restart from an older dump): the mailboxes did too.
+		wentBack = st.Version < f.roundVersion
 		// A mailbox holds a grant carved at a Version the state is below:
 		// the state went back. Its Version goes on from the newest
 		// carved, so that every grant this round carves is newer than
 		// any in a mailbox (the mailboxes take none older than theirs).
 		for _, mb := range byID {
 			if mb.Epoch == st.Epoch {
+				wentBack = wentBack || st.Version < max(mb.Version, mb.Adopted)
 				st.Version = max(st.Version, mb.Version, mb.Adopted)
 			}
 		}
@@ -1091,6 +1099,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			}
 			p := rm.params(now)
 			p.id, p.seq, p.held, p.round = id, mb.Seq, held, true
+			p.keepSilent = wentBack || rm.keepSilent(local)
 			p.settings, p.policy, p.times = settings, pol, times
 			g, v := applySync(st, p, d)
 			if pending != nil && mb.Base < mb.Seq {
@@ -1127,8 +1136,13 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		return nil
 	}
 	if err != nil {
+		rm.steadySince = -1
 		return fmt.Errorf("waitingroom: aggregator round: %w", err)
 	}
+	if wentBack {
+		rm.steadySince = rm.localNow()
+	}
+	f.roundVersion = version
 	rm.afterSync(ctx, merged)
 	for id := range out {
 		delete(rm.gone, id) // in the state again: not gone

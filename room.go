@@ -105,6 +105,19 @@ type Room struct {
 	applied []applied  // counts of the syncs applied lately, in case the state goes back; under syncMu
 	outage  bool       // the latest sync failed; under syncMu
 	fleet   fleetState // the fleet protocol (fleet.go); under syncMu
+	// steadySince is when (local ms) this instance's syncs went through
+	// again after a failure, or found a state that had gone back: 0 if
+	// neither happened, -1 while its syncs fail; under syncMu. From a
+	// failure until an instance TTL after that, a sync drops no instance
+	// as silent (syncParams.keepSilent, Room.keepSilent): a record's age says that its instance
+	// stopped only if this one could sync all along and the store kept
+	// what the others wrote. After an outage, or a failover that took
+	// the latest writes with it, every record is old because the store
+	// was, and an instance dropped then is taken for a new one when it
+	// syncs again: the batches the state lost, which its record would
+	// have shown missing, are never sent again (their waiting counts,
+	// which keep FIFO's order, and their admissions among them).
+	steadySince int64
 	// aggregated and aggregating report, for Stats, that the latest sync
 	// went through the fleet's aggregator, and that this instance held
 	// the fleet's lease after it.

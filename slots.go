@@ -176,6 +176,10 @@ type syncParams struct {
 	// (fleet.go), which refreshes the records of the instances from their
 	// mailboxes before it drops the silent ones.
 	round bool
+	// keepSilent keeps the records of silent instances but expired
+	// leases: the syncing instance has not synced without a failure for
+	// an instance TTL yet, or the state went back (see Room.steadySince).
+	keepSilent bool
 }
 
 // bucketCount is the number of visitors waiting in one arrival bucket and
@@ -347,7 +351,7 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 			ttl *= fleetLeaseTTLs // fleet.go
 		}
 		drop := in.ID != p.id && in.Seen+ttl < now &&
-			(p.round || !leased || !fleetCapable(in.ID) || isLease(in.ID))
+			(isLease(in.ID) || !p.keepSilent && (p.round || !leased || !fleetCapable(in.ID)))
 		if drop && fleetCapable(in.ID) && !isLease(in.ID) {
 			v.dropped = append(v.dropped, in.ID)
 		}

@@ -152,6 +152,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 			rm.known.each(dd.session)
 			rm.mu.Unlock()
 		}
+		p.keepSilent = wentBack || rm.keepSilent(local)
 		if rebuilt || wentBack || recover {
 			// After a loss or an outage, counts of other instances may not
 			// be in the state yet: nobody is admitted until every instance
@@ -202,6 +203,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		rm.log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", rm.epoch, "epoch", epoch)
 	}
 	if wentBack {
+		rm.steadySince = rm.localNow()
 		rm.log.Warn("waitingroom: the shared state went back to an earlier version (the store lost writes it had acknowledged); this instance contributed its counts again", "version", rm.version)
 	}
 	rm.version = version
@@ -241,6 +243,7 @@ func (rm *Room) syncFailed(ctx context.Context, err error) error {
 		return fmt.Errorf("waitingroom: sync: %w", err)
 	}
 	rm.counters.syncErrors.Add(1)
+	rm.steadySince = -1 // see Room.steadySince
 	f := failureOf(err)
 	if f == failOther && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		// The store did not say, but it did not answer in time.
@@ -257,9 +260,19 @@ func (rm *Room) syncFailed(ctx context.Context, err error) error {
 	return err
 }
 
+// keepSilent reports that a sync at local (ms) must drop no instance as
+// silent: this instance's syncs failed since, or less than an instance TTL
+// before (see Room.steadySince). Under syncMu.
+func (rm *Room) keepSilent(local int64) bool {
+	return rm.steadySince < 0 || rm.steadySince > 0 && local-rm.steadySince < rm.instanceTTL()
+}
+
 // syncSucceeded ends an outage after a sync that went through: one line
 // says so.
 func (rm *Room) syncSucceeded() {
+	if rm.steadySince < 0 {
+		rm.steadySince = rm.localNow()
+	}
 	if rm.outage {
 		rm.outage = false
 		rm.healthy.Store(true)

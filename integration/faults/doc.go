@@ -24,14 +24,17 @@
 //     taken 3 s before it was killed (every key goes back); four
 //     instances cut off from it by a loopback proxy while the rest go
 //     on; the aggregator (the instance holding the fleet's lease)
-//     stopped.
+//     stopped. And the Redis Cluster failover above with the fleet
+//     (cluster_test.go): every key of the room is in its slot, mailboxes
+//     included, so the failover takes all of them back together.
 //
 // and then checks, from the visitors' side, what the design promises
 // through any store failure under the default FailClosed policy: no 5xx,
 // admitted visitors keep passing, the limits hold (admissions per minute,
 // visitors active at once), waiting visitors keep their arrival minute and
 // are let in first-in-first-out, the room admits again within a bounded
-// time once the store is back, each instance logs one line per outage,
+// time once the store is back (and New Users Per Minute's release over
+// the minute lets it), each instance logs one line per outage,
 // and no request waits on the store; a fleet also syncs through its
 // aggregator before the fault (Stats.Aggregated) and again within a
 // bounded time after it.
