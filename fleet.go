@@ -1041,46 +1041,47 @@ func (rm *Room) aggregate(sctx context.Context) error {
 				unrecorded = append(unrecorded, id)
 			}
 		}
-		var obs observations
-		var due []store.Tally
 		dropped = nil
 		ids := make([]string, 0, len(st.Instances)+len(joiners))
 		present := make(map[string]bool, len(st.Instances))
+		applied := make(map[string]uint64, len(st.Instances))
 		for _, in := range st.Instances {
 			ids = append(ids, in.ID)
 			present[in.ID] = true
+			applied[in.ID] = in.Seq
 		}
 		for _, id := range append(joiners, unrecorded...) {
 			if !present[id] {
 				ids = append(ids, id)
 			}
 		}
+		// Every instance's news is merged into the state at once, then
+		// each is carved a grant (applyRound): one pass over the state
+		// whatever the fleet's size.
+		var members []member
+		var ds []*delta
 		for _, id := range ids {
 			mb := byID[id]
-			j := slices.IndexFunc(st.Instances, func(in store.Instance) bool { return in.ID == id })
 			if mb == nil || mb.Seen+rm.instanceTTL() < now {
 				continue // an instance in classic syncs, or gone
 			}
-			var applied uint64
-			switch {
-			case j >= 0:
-				applied = st.Instances[j].Seq
-			case mb.In != st.Epoch || !joining[id] && !slices.Contains(unrecorded, id):
+			if !present[id] && (mb.In != st.Epoch || !joining[id] && !slices.Contains(unrecorded, id)) {
 				// Not in the state: it joins through its mailbox, and
 				// only the state it joined (another's counts were
 				// counted in a state that is lost; it rebuilds that
 				// with a classic sync).
 				continue
 			}
-			if mb.Seq <= applied {
+			if mb.Seq <= applied[id] {
 				continue // no news, or a classic sync applied it
 			}
-			d := newDelta()
+			md := newDelta()
 			for _, w := range mb.Batches {
-				if w.Seq > applied {
-					d.add(w.delta())
+				if w.Seq > applied[id] {
+					md.add(w.delta())
 				}
 			}
+			ds = append(ds, md)
 			// A grant carved and not adopted yet counts as held. One
 			// carved from an earlier write than the latest (it reached
 			// the mailbox after the instance wrote again) is the
@@ -1097,29 +1098,22 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			if pending != nil {
 				held = max(held, pending.total())
 			}
-			p := rm.params(now)
-			p.id, p.seq, p.held, p.round = id, mb.Seq, held, true
-			p.keepSilent = wentBack || rm.keepSilent(local)
-			p.settings, p.policy, p.times = settings, pol, times
-			g, v := applySync(st, p, d)
-			if pending != nil && mb.Base < mb.Seq {
-				g = nil
-				if k := slices.IndexFunc(st.Instances, func(in store.Instance) bool { return in.ID == id }); k >= 0 {
-					st.Instances[k].Grant = held
-				}
-			}
-			obs.waits = append(obs.waits, v.observed.waits...)
-			obs.sessions = append(obs.sessions, v.observed.sessions...)
-			obs.abandoned += v.observed.abandoned
-			due = append(due, v.due...)
-			dropped = append(dropped, v.dropped...)
-			out[id] = carved{g: g, base: mb.Seq, applied: mb.Seq, fair: v.fair}
-			merged = v
+			members = append(members, member{id: id, seq: mb.Seq, held: held, attempts: md.attempts,
+				noCarve: pending != nil && mb.Base < mb.Seq})
 		}
-		if merged == nil {
+		if len(members) == 0 {
 			return errReadOnly // nobody had news: nothing to write
 		}
-		merged.observed, merged.due = obs, due
+		p := rm.params(now)
+		p.id, p.round = "", true
+		p.keepSilent = wentBack || rm.keepSilent(local)
+		p.settings, p.policy, p.times = settings, pol, times
+		cs, v := applyRound(st, p, members, ds)
+		for i, m := range members {
+			out[m.id] = carved{g: cs[i].g, base: m.seq, applied: m.seq, fair: cs[i].fair}
+		}
+		dropped = v.dropped
+		merged = v
 		f.peers, _ = fleetPeers(st, rm.id)
 		if len(f.peers) < fleetMin/2 || !merged.current {
 			// An instance that does not sync the fleet way joined, or

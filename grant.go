@@ -89,7 +89,9 @@ func (g grant) charge(used map[int64]int64) {
 // more than what the other instances' grants leave, and lays it out over
 // the buckets. The grant includes what the instance still holds (held),
 // which is never taken back; a nil grant leaves the holding as it is.
-func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, held int64) grant {
+// ahead are admissions v counts that the release (the pace) leaves out:
+// those of the instances a round carves for after this one (applyRound).
+func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, held, ahead int64) grant {
 	s := p.policy
 	if s.Suspended || s.QueueAll || s.prequeue || s.method.layout == nil {
 		return nil
@@ -107,13 +109,14 @@ func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, 
 	// until the visitors they are reserved for come by.
 	limit := int64(s.NewUsersPerMinute)
 	target := limit
-	if v.waiting >= target-v.admittedThisMinute {
+	released := v.admittedThisMinute - ahead // what the release counts
+	if v.waiting >= target-released {
 		into := float64(p.now-minuteOf(p.now)*60_000+p.syncInterval) / 60_000
 		target = min(target, int64(math.Ceil(float64(s.NewUsersPerMinute)*into)))
 	}
 	room := int64(s.TotalActiveUsers) - v.active
 	free := max(0, min(room, limit-v.admittedThisMinute))
-	paced := max(0, min(room, target-v.admittedThisMinute))
+	paced := max(0, min(room+ahead, target-released))
 	// Pacing is for visitors who race for too few slots. In an ordered
 	// queue, the oldest buckets whose due visitors the free slots cover
 	// entirely race for nothing: they keep their slots whatever the pace,
@@ -121,7 +124,7 @@ func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, 
 	// waiting was covered) would push them behind the pace, after those
 	// newer visitors.
 	if s.method.ordered {
-		paced = max(paced, coveredWhole(buckets, free))
+		paced = max(paced, coveredWhole(buckets, max(0, min(room+ahead, limit-released))))
 	}
 	v.fair = int64(math.Ceil(float64(paced) * share))
 	extra := min(max(0, free-others-held), max(0, v.fair-held))

@@ -233,6 +233,145 @@ type view struct {
 // previous grant and carves a new one from the free slots. It is the whole
 // shared-state algorithm; it does no I/O and runs inside Store.Update.
 func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
+	out, v := applyRound(st, p, []member{{id: p.id, seq: p.seq, held: p.held, attempts: d.attempts}}, []*delta{d})
+	v.fair = out[0].fair
+	return out[0].g, v
+}
+
+// member is an instance whose news a sync applies: the classic sync's own,
+// or each instance a round of the fleet's aggregator applies (fleet.go).
+type member struct {
+	id  string
+	seq uint64 // its latest batch, now applied
+	// held is what it may still admit beyond the admissions its batches
+	// bring (Instance.Grant until the carve).
+	held     int64
+	attempts int64 // its admission attempts since its previous sync
+	// noCarve: carve it nothing this time; its record holds held.
+	noCarve bool
+}
+
+// carving is what applyRound carved for a member: its grant (nil: its
+// holding stays as it is) and its share of the paced slots (view.fair).
+type carving struct {
+	g    grant
+	fair int64
+}
+
+// applyRound is applySync for several instances at once: ds holds the
+// news of each member, which are merged into st together, once; then
+// every member's record is settled, and a grant carved for each, in
+// order, from the slots the merged state leaves free. p is the sync's
+// parameters but for the member's own (p.id, p.seq, p.held). The merge,
+// the pass over the sessions and the cells, is done once however many
+// members there are: a round that applied every instance's news by a
+// sync of its own went over the whole state once per instance.
+//
+// Each member's release (the pace, see carve) is the one it would have
+// had from a sync of its own, the members after it not applied yet: it
+// does not count the admissions the later members bring, which they made
+// from grants carved (and paced) before. What every member may take is
+// bounded by the merged state, so the limits are exact either way;
+// pacing against every admission of the round would give the members
+// carved first fewer slots than a round of syncs did (FIFO utilization
+// at 40 instances, 0.931 against 0.958).
+func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([]carving, *view) {
+	ahead := laterAdmissions(st, minuteOf(p.now), ds)
+	d := ds[0]
+	if len(ds) > 1 {
+		d = newDelta()
+		for _, o := range ds {
+			d.add(o)
+		}
+	}
+	v, admitted, obs := mergeShared(st, &p, d)
+	settleMembers(st, &p, v, members)
+	v.due = tallySync(st, &p, v, &obs, admitted)
+	v.observed = obs
+	out := make([]carving, len(members))
+	if p.now < st.Grace {
+		return out, v
+	}
+	// The share follows traffic, with a floor so that an instance that
+	// happened to see nobody lately can still admit the next visitor.
+	index := make(map[string]int, len(st.Instances))
+	var grants int64
+	var traffic float64
+	for i, in := range st.Instances {
+		index[in.ID] = i
+		grants += max(in.Grant, 0)
+		traffic += max(in.Traffic, 0)
+	}
+	fair := 1 / float64(max(v.instances, 1))
+	buckets := reserveBuckets(v.buckets, &p.policy)
+	for i, m := range members {
+		if m.noCarve {
+			continue
+		}
+		me := &st.Instances[index[m.id]]
+		share := fair
+		if traffic > 0 {
+			share = max(max(me.Traffic, 0)/traffic, fair/2)
+		}
+		held := max(me.Grant, 0)
+		g := carve(p, v, buckets, share, grants-held, m.held, ahead[i])
+		out[i] = carving{g: g, fair: v.fair}
+		if g != nil {
+			me.Grant = g.total()
+			grants += g.total() - held
+		}
+	}
+	return out, v
+}
+
+// laterAdmissions returns, for each of the deltas in order, how many
+// visitors the deltas after it let in during the minute nowMin that st
+// (before the merge) and the deltas before do not count yet.
+func laterAdmissions(st *store.State, nowMin int64, ds []*delta) []int64 {
+	later := make([]int64, len(ds))
+	if len(ds) < 2 {
+		return later
+	}
+	counted := map[uint64]bool{}
+	for _, d := range ds[1:] {
+		for id, x := range d.sessions {
+			if floorDiv(x.Admitted, 60) == nowMin {
+				counted[id] = false
+			}
+		}
+	}
+	if len(counted) == 0 {
+		return later
+	}
+	for _, x := range st.Sessions {
+		if _, ok := counted[x.ID]; ok {
+			counted[x.ID] = true
+		}
+	}
+	for id := range ds[0].sessions {
+		if _, ok := counted[id]; ok {
+			counted[id] = true
+		}
+	}
+	for i := 1; i < len(ds); i++ {
+		var n int64
+		for id, x := range ds[i].sessions {
+			if floorDiv(x.Admitted, 60) == nowMin && !counted[id] {
+				counted[id] = true
+				n++
+			}
+		}
+		for j := range i {
+			later[j] += n
+		}
+	}
+	return later
+}
+
+// mergeShared merges d into what st shares among the instances (sessions,
+// admissions, waiting cells), drops what expired there and returns the
+// view of it, the admissions by minute and what the merge observed.
+func mergeShared(st *store.State, p *syncParams, d *delta) (*view, map[int64]int64, observations) {
 	now := p.now
 	nowMin := minuteOf(now)
 
@@ -242,7 +381,6 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	}
 
 	v := &view{at: now, settings: p.settings}
-
 	// Sessions: one record per visitor, so a report merges into the
 	// record of its ID however many holders of the cookie sent it. An
 	// admission counts when it brings an ID the state did not have.
@@ -330,9 +468,15 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 		v.waiting += v.buckets[i].waiting
 	}
 
-	// Instances: drop the silent ones (their grants return to the pool),
-	// settle this one's previous grant (what it used is in d.admitted, the
-	// rest is returned) and update its traffic.
+	return v, admitted, obs
+}
+
+// settleMembers drops the silent instances' records (their grants return
+// to the pool), and settles the members': each record's sequence number,
+// time and traffic, and its grant, which holds what the member still holds
+// until a carve. It counts the instances and the formats they read into v.
+func settleMembers(st *store.State, p *syncParams, v *view, members []member) {
+	now := p.now
 	// While a live lease says an aggregator syncs the fleet, the records
 	// of the fleet's instances are its to drop: it keeps them alive from
 	// their mailboxes, which they write whether or not its rounds commit.
@@ -344,43 +488,42 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 	if l := leaseOf(st); l != nil {
 		leased = l.Seen+p.instanceTTL*fleetLeaseTTLs >= now
 	}
-	self := -1
+	syncing := make(map[string]bool, len(members))
+	for _, m := range members {
+		syncing[m.id] = true
+	}
 	st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
 		ttl := p.instanceTTL
 		if isLease(in.ID) {
 			ttl *= fleetLeaseTTLs // fleet.go
 		}
-		drop := in.ID != p.id && in.Seen+ttl < now &&
+		drop := !syncing[in.ID] && in.Seen+ttl < now &&
 			(isLease(in.ID) || !p.keepSilent && (p.round || !leased || !fleetCapable(in.ID)))
 		if drop && fleetCapable(in.ID) && !isLease(in.ID) {
 			v.dropped = append(v.dropped, in.ID)
 		}
 		return drop
 	})
-	for i := range st.Instances {
-		if st.Instances[i].ID == p.id {
-			self = i
-		}
+	index := make(map[string]int, len(st.Instances)+len(members))
+	for i, in := range st.Instances {
+		index[in.ID] = i
 	}
-	if self < 0 {
-		st.Instances = append(st.Instances, store.Instance{ID: p.id})
-		self = len(st.Instances) - 1
+	for _, m := range members {
+		if _, ok := index[m.id]; !ok {
+			st.Instances = append(st.Instances, store.Instance{ID: m.id})
+			index[m.id] = len(st.Instances) - 1
+		}
 	}
 	v.current, v.cookie, v.passes = writeFormats(st)
-	me := &st.Instances[self]
-	me.Traffic = (1-trafficWeight)*me.Traffic + trafficWeight*float64(d.attempts)
-	me.Seen = now
-	me.Seq = p.seq
-	// What this instance kept of its previous grant to use while this sync
-	// is in flight stays on the books; the rest returns to the pool.
-	held := p.held
-	var others int64
-	var traffic float64
-	for _, in := range st.Instances {
-		if in.ID != p.id {
-			others += max(in.Grant, 0)
-		}
-		traffic += max(in.Traffic, 0)
+	for _, m := range members {
+		me := &st.Instances[index[m.id]]
+		me.Traffic = (1-trafficWeight)*me.Traffic + trafficWeight*float64(m.attempts)
+		me.Seen = now
+		me.Seq = m.seq
+		// What the member kept of its previous grant to use while its
+		// sync is in flight stays on the books; the rest returns to the
+		// pool.
+		me.Grant = m.held
 	}
 	// The aggregator's lease (fleet.go) is a record among the instances,
 	// not an instance.
@@ -390,26 +533,6 @@ func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
 			v.instances--
 		}
 	}
-	// The share follows traffic, with a floor so that an instance that
-	// happened to see nobody lately can still admit the next visitor.
-	fair := 1 / float64(max(v.instances, 1))
-	share := fair
-	if traffic > 0 {
-		share = max(max(me.Traffic, 0)/traffic, fair/2)
-	}
-
-	v.due = tallySync(st, &p, v, &obs, admitted)
-	v.observed = obs
-
-	me.Grant = held
-	if now < st.Grace {
-		return nil, v
-	}
-	g := carve(p, v, reserveBuckets(v.buckets, &p.policy), share, others, held)
-	if g != nil {
-		me.Grant = g.total()
-	}
-	return g, v
 }
 
 // mergeCells returns the cells of cs (sorted by bucket and slot) with the
