@@ -383,6 +383,7 @@ type rewindable struct {
 	clk  *clock
 	mu   sync.Mutex
 	past []snapshot // every committed state, oldest first
+	down bool       // every Update fails, as against a server that is out
 }
 
 type snapshot struct {
@@ -392,6 +393,12 @@ type snapshot struct {
 }
 
 func (r *rewindable) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	r.mu.Lock()
+	down := r.down
+	r.mu.Unlock()
+	if down {
+		return fmt.Errorf("rewindable: %w", store.ErrUnavailable)
+	}
 	var enc []byte
 	err := r.Store.Update(ctx, room, func(st *store.State) error {
 		if err := fn(st); err != nil {
@@ -451,14 +458,28 @@ func (r *rewindable) rewindKeys(t *testing.T, d time.Duration, match func(key st
 // last 20 s, which the instances were told had committed) keeps the
 // limits and the FIFO order: every instance that wrote a lost version
 // brings in again what it had sent since the state's record of it.
+// After an outage longer than an instance TTL (a failover: the primary
+// killed, its replica 3 s behind, 5 s before it takes over), every
+// record is older than the TTL: the first instance to sync must not
+// drop the others as silent, or they come back as new ones and never
+// send again what the state lost. Two things keep it from that: no sync
+// drops an instance as silent until an instance TTL after its own syncs
+// go through again (Room.steadySince), and each instance finds the
+// state's Version below the one it last wrote. Without either, 102 were
+// let in where 100 were allowed; a fleet's instances, which write their
+// mailboxes rather than the state, have only the first
+// (TestFleetStateRollbackKeepsLimits).
 func TestStateRollbackKeepsLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		total     int
 		perMinute int
+		outage    bool
 	}{
-		{"per-minute bound", 1000, 100},
-		{"total bound", 100, 100},
+		{"per-minute bound", 1000, 100, false},
+		{"total bound", 100, 100, false},
+		{"per-minute bound, after an outage", 1000, 100, true},
+		{"total bound, after an outage", 100, 100, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
@@ -474,11 +495,24 @@ func TestStateRollbackKeepsLimits(t *testing.T) {
 					// Mid-surge, with a queue waiting, the state goes back
 					// 20 s, twice: at :10 of a minute (that minute's
 					// admissions lost) and at :30.
-					if e := now.Sub(newClock().Now()); e == 130*time.Second || e == 210*time.Second {
+					e := now.Sub(newClock().Now())
+					switch {
+					case !tc.outage && (e == 130*time.Second || e == 210*time.Second):
 						st.rewind(t, rooms[0].cfg.Name, 20*time.Second)
+						rewound++
+					case tc.outage && (e == 130*time.Second || e == 210*time.Second):
+						st.mu.Lock()
+						st.down = true
+						st.mu.Unlock()
+					case tc.outage && (e == 135*time.Second || e == 215*time.Second):
+						st.mu.Lock()
+						st.down = false
+						st.mu.Unlock()
+						st.rewind(t, rooms[0].cfg.Name, 8*time.Second)
 						rewound++
 					}
 				},
+				failing: func(int) bool { return tc.outage },
 			}.run(t, clk, rooms)
 			require.Equal(t, 2, rewound)
 			checkWentBack(t, res, rooms, tc.total, tc.perMinute)
