@@ -707,16 +707,27 @@ func TestFleetStateRollbackKeepsLimits(t *testing.T) {
 		perMinute int
 		all       bool          // every key of the room goes back, not only the state
 		by        time.Duration // how far; default 20 s
+		// outage: the store is out for 5 s first (every call fails), and
+		// goes back by when it returns, as a failover does.
+		outage bool
 	}{
-		{"per-minute bound, the state", 1000, 100, false, 0},
-		{"total bound, the state", 100, 100, false, 0},
-		{"per-minute bound, every key", 1000, 100, true, 0},
-		{"total bound, every key", 100, 100, true, 0},
+		{"per-minute bound, the state", 1000, 100, false, 0, false},
+		{"total bound, the state", 100, 100, false, 0, false},
+		{"per-minute bound, every key", 1000, 100, true, 0, false},
+		{"total bound, every key", 100, 100, true, 0, false},
 		// Back by a little more than an instance TTL, as a failover whose
 		// replica lagged a few seconds takes every key: the mailboxes are
 		// older than the TTL, their instances were not silent.
-		{"per-minute bound, every key, 5 s", 1000, 100, true, 5 * time.Second},
-		{"total bound, every key, 5 s", 100, 100, true, 5 * time.Second},
+		{"per-minute bound, every key, 5 s", 1000, 100, true, 5 * time.Second, false},
+		{"total bound, every key, 5 s", 100, 100, true, 5 * time.Second, false},
+		// Out for 5 s (longer than an instance TTL: the instances fall
+		// back to classic syncs), then every key back 8 s: neither the
+		// first syncs nor the aggregator's first rounds may drop the
+		// others as silent (Room.steadySince). Without that, 104 and 102
+		// were let in where 100 were allowed; with only the rounds
+		// dropping them, 112.
+		{"per-minute bound, every key, 8 s after an outage", 1000, 100, true, 8 * time.Second, true},
+		{"total bound, every key, 8 s after an outage", 100, 100, true, 8 * time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
@@ -732,7 +743,27 @@ func TestFleetStateRollbackKeepsLimits(t *testing.T) {
 			res := surge{
 				visitors: 1200, arrivals: 4 * time.Minute, browse: 3 * time.Minute, duration: 10 * time.Minute, seed: 11,
 				step: func(now time.Time) {
-					if e := now.Sub(newClock().Now()); e == 130*time.Second || e == 210*time.Second {
+					e := now.Sub(newClock().Now())
+					if tc.outage && (e == 130*time.Second || e == 210*time.Second) {
+						st.mu.Lock()
+						st.down = true
+						st.mu.Unlock()
+						return
+					}
+					if tc.outage {
+						e -= 5 * time.Second // back when the outage ends
+						if e == 130*time.Second || e == 210*time.Second {
+							st.mu.Lock()
+							st.down = false
+							st.mu.Unlock()
+						}
+					}
+					if e == 130*time.Second || e == 210*time.Second {
+						if tc.outage {
+							st.rewindKeys(t, tc.by, func(key string) bool { return strings.HasPrefix(key, name) })
+							rewound++
+							return
+						}
 						on, leader := fleetOn(rooms)
 						require.Equal(t, fleetSize, on, "the fleet syncs through the aggregator before the state goes back")
 						require.GreaterOrEqual(t, leader, 0)
@@ -750,6 +781,7 @@ func TestFleetStateRollbackKeepsLimits(t *testing.T) {
 						rewound++
 					}
 				},
+				failing: func(int) bool { return tc.outage },
 			}.run(t, clk, rooms)
 			require.Equal(t, 2, rewound)
 			checkWentBack(t, res, rooms, tc.total, tc.perMinute)
