@@ -353,17 +353,19 @@ func laterAdmissions(st *store.State, nowMin int64, ds []*delta) []int64 {
 			counted[id] = true
 		}
 	}
+	// brings[i]: the admissions delta i is the first to bring; later[i]
+	// sums those of the deltas after it.
+	brings := make([]int64, len(ds))
 	for i := 1; i < len(ds); i++ {
-		var n int64
 		for id, x := range ds[i].sessions {
 			if floorDiv(x.Admitted, 60) == nowMin && !counted[id] {
 				counted[id] = true
-				n++
+				brings[i]++
 			}
 		}
-		for j := range i {
-			later[j] += n
-		}
+	}
+	for i := len(ds) - 2; i >= 0; i-- {
+		later[i] = later[i+1] + brings[i+1]
 	}
 	return later
 }
