@@ -1297,3 +1297,46 @@ func clone(t *testing.T, st *store.State) *store.State {
 	require.NoError(t, err)
 	return c
 }
+
+// TestLaterAdmissions checks what each instance of a round is told the
+// instances after it admitted this minute (the admissions its pace leaves
+// out): a visitor counts once, for the first instance that brings them,
+// not when the state has them already, and not when admitted in another
+// minute.
+func TestLaterAdmissions(t *testing.T) {
+	const nowMin = 1000
+	in := func(id uint64, minute int64) store.Session {
+		return store.Session{ID: id, Admitted: minute*60 + 5, Seen: minute*60 + 5}
+	}
+	deltas := func(ss ...[]store.Session) []*delta {
+		var ds []*delta
+		for _, s := range ss {
+			d := newDelta()
+			for _, x := range s {
+				d.session(x)
+			}
+			ds = append(ds, d)
+		}
+		return ds
+	}
+	for _, tc := range []struct {
+		name  string
+		state []store.Session
+		ds    []*delta
+		want  []int64
+	}{
+		{"one instance", nil, deltas([]store.Session{in(1, nowMin)}), []int64{0}},
+		{"one each", nil, deltas([]store.Session{in(1, nowMin)}, []store.Session{in(2, nowMin)}, []store.Session{in(3, nowMin)}), []int64{2, 1, 0}},
+		{"none after", nil, deltas([]store.Session{in(1, nowMin), in(2, nowMin)}, nil, nil), []int64{0, 0, 0}},
+		{"the same visitor twice (a shared cookie)", nil,
+			deltas([]store.Session{in(1, nowMin)}, []store.Session{in(2, nowMin)}, []store.Session{in(2, nowMin), in(1, nowMin)}), []int64{1, 0, 0}},
+		{"known to the state", []store.Session{in(2, nowMin)},
+			deltas(nil, []store.Session{in(2, nowMin)}, []store.Session{in(3, nowMin)}), []int64{1, 1, 0}},
+		{"another minute", nil,
+			deltas(nil, []store.Session{in(2, nowMin-1)}, []store.Session{in(3, nowMin+1), in(4, nowMin)}), []int64{1, 1, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, laterAdmissions(&store.State{Sessions: tc.state}, nowMin, tc.ds))
+		})
+	}
+}
