@@ -285,7 +285,7 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 		}
 	}
 	v, admitted, obs := mergeShared(st, &p, d)
-	settleMembers(st, &p, v, members)
+	at := settleMembers(st, &p, v, members)
 	v.due = tallySync(st, &p, v, &obs, admitted)
 	v.observed = obs
 	out := make([]carving, len(members))
@@ -294,11 +294,9 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 	}
 	// The share follows traffic, with a floor so that an instance that
 	// happened to see nobody lately can still admit the next visitor.
-	index := make(map[string]int, len(st.Instances))
 	var grants int64
 	var traffic float64
-	for i, in := range st.Instances {
-		index[in.ID] = i
+	for _, in := range st.Instances {
 		grants += max(in.Grant, 0)
 		traffic += max(in.Traffic, 0)
 	}
@@ -308,7 +306,7 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 		if m.noCarve {
 			continue
 		}
-		me := &st.Instances[index[m.id]]
+		me := &st.Instances[at[i]]
 		share := fair
 		if traffic > 0 {
 			share = max(max(me.Traffic, 0)/traffic, fair/2)
@@ -476,8 +474,9 @@ func mergeShared(st *store.State, p *syncParams, d *delta) (*view, map[int64]int
 // settleMembers drops the silent instances' records (their grants return
 // to the pool), and settles the members': each record's sequence number,
 // time and traffic, and its grant, which holds what the member still holds
-// until a carve. It counts the instances and the formats they read into v.
-func settleMembers(st *store.State, p *syncParams, v *view, members []member) {
+// until a carve. It counts the instances and the formats they read into v,
+// and returns where each member's record is in st.Instances.
+func settleMembers(st *store.State, p *syncParams, v *view, members []member) []int {
 	now := p.now
 	// While a live lease says an aggregator syncs the fleet, the records
 	// of the fleet's instances are its to drop: it keeps them alive from
@@ -517,8 +516,10 @@ func settleMembers(st *store.State, p *syncParams, v *view, members []member) {
 		}
 	}
 	v.current, v.cookie, v.passes = writeFormats(st)
-	for _, m := range members {
-		me := &st.Instances[index[m.id]]
+	at := make([]int, len(members))
+	for i, m := range members {
+		at[i] = index[m.id]
+		me := &st.Instances[at[i]]
 		me.Traffic = (1-trafficWeight)*me.Traffic + trafficWeight*float64(m.attempts)
 		me.Seen = now
 		me.Seq = m.seq
@@ -535,6 +536,7 @@ func settleMembers(st *store.State, p *syncParams, v *view, members []member) {
 			v.instances--
 		}
 	}
+	return at
 }
 
 // mergeCells returns the cells of cs (sorted by bucket and slot) with the
