@@ -169,6 +169,12 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			if rm.inflight != nil {
 				rm.inflight[from]++
 			}
+		} else if until, ok := v.picks[c.id]; ok && !fresh && now < until && rm.healthy.Load() {
+			// Picked by the fleet's aggregator (picks.go): let in from the
+			// pick's slot, whichever instance the visitor reached. Not
+			// while this instance's syncs fail: its admission might reach
+			// the state after the pick expired.
+			admit = true
 		}
 	}
 	if !fresh && slotCounted(ch.slot, now, rm.waitWindow) {
@@ -194,6 +200,18 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			next = now + powHoldRefresh // back as soon as the page's worker is done
 		}
 		c.refresh = next - now
+		if !fresh && !closed && gate == gatePass && v.fleet && pol.method.ordered && v.near(c.bucket, int64(pol.NewUsersPerMinute)) && rm.pending.mayAsk(c.id) {
+			// No slot here for a visitor whose turn is near: the fleet's
+			// aggregator may pick them for a slot that any instance lets
+			// them in from (picks.go). One the reserve holds a slot for
+			// comes back as soon as the pick can be out.
+			b := pol.bucket(c.bucket)
+			if b <= v.reservedTo {
+				next = min(next, now+rm.pickWait())
+				c.refresh = next - now
+			}
+			rm.pending.ask(c.id, b, next+rm.lateness)
+		}
 		if gate != gatePark {
 			// A parked visitor is not counted: FIFO would reserve them
 			// slots that nobody takes.

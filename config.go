@@ -241,9 +241,14 @@ type Config struct {
 	// then moves its own counts and a view of the state, one of them
 	// (holding a lease) every instance's counts, rather than every
 	// instance the whole state. Limits stay exact; grants reach instances
-	// one SyncInterval later. Default false: every sync reads and writes
-	// the whole state. See docs/design.md, "Syncing a fleet", for what it
-	// gains and costs on each store.
+	// one SyncInterval later. In FIFO, the oldest bucket's last due
+	// visitors are reserved once for the fleet, and whichever instance
+	// such a visitor reaches without a slot has them picked and let in a
+	// few seconds later: newer visitors may get in up to the visitor's
+	// refresh interval and those seconds before them, where every instance
+	// would otherwise hold its few slots for them. Default false: every
+	// sync reads and writes the whole state. See docs/design.md, "Syncing
+	// a fleet", for what it gains and costs on each store.
 	FleetSync bool
 	// OnStoreError is the policy while the store cannot be reached.
 	// Default FailClosed.

@@ -233,6 +233,7 @@ type wireBatch struct {
 	Waiting  [][3]int64      `json:"w,omitempty"` // bucket, slot, change
 	Waits    [][2]int64      `json:"x,omitempty"` // visitor ID (as int64), wait in ms
 	Attempts int64           `json:"n,omitempty"`
+	Asks     [][3]int64      `json:"k,omitempty"` // visitor ID (as int64), bucket, until (picks.go)
 }
 
 func readMailbox(st *store.State) mailbox {
@@ -278,6 +279,9 @@ func toWire(b batch) wireBatch {
 	for id, ms := range b.d.waits {
 		w.Waits = append(w.Waits, [2]int64{int64(id), ms})
 	}
+	for id, a := range b.d.asks {
+		w.Asks = append(w.Asks, [3]int64{int64(id), a.bucket, a.until})
+	}
 	return w
 }
 
@@ -291,6 +295,9 @@ func (w wireBatch) delta() *delta {
 	}
 	for _, x := range w.Waits {
 		d.wait(uint64(x[0]), x[1])
+	}
+	for _, x := range w.Asks {
+		d.ask(uint64(x[0]), x[1], x[2])
 	}
 	d.attempts = w.Attempts
 	return d
@@ -312,6 +319,7 @@ func fleetPeers(st *store.State, id string) ([]string, uint64) {
 			if in.ID == leasePrefix+id {
 				term = in.Seq
 			}
+		case notInstance(in.ID):
 		case !fleetCapable(in.ID):
 			return nil, 0
 		default:
@@ -739,6 +747,7 @@ func (rm *Room) install(ctx context.Context, st *store.State, now, local int64, 
 	p.times = rm.sessionTimes(&p.settings)
 	_, v := applySync(st, p, newDelta())
 	v.instances = fleetSize
+	v.fleet = true
 	v.due, v.observed = nil, observations{}
 	rm.finish(ctx, p, v, st.Epoch, st.SettingsVersion, nil, func() {}, now-local)
 }
@@ -863,6 +872,14 @@ func (rm *Room) removeMailboxes(ctx context.Context) {
 // maxRemovals bounds the mailboxes one sync removes, one after the other:
 // the rest wait for the next syncs.
 const maxRemovals = 16
+
+// pickWait is how soon, in ms, a visitor of a bucket the reserve covers
+// is told to come back after asking: the pick is in the view within three
+// syncs (the instance's mailbox write, the round, the view read), a sync
+// a second when the application syncs the room itself.
+func (rm *Room) pickWait() int64 {
+	return 3 * syncEvery(rm.cfg.SyncInterval.Milliseconds())
+}
 
 // fleetPatience is how long, in ms, an instance of a fleet goes on
 // syncing through the aggregator without news of it (a view, its batches
@@ -1185,7 +1202,8 @@ func (rm *Room) aggregate(sctx context.Context) error {
 }
 
 // viewOf returns the view of st: a copy without the instance records but
-// the lease's, whose Traffic is the fleet's size.
+// the lease's, whose Traffic is the fleet's size, and the picks' and the
+// reserve's (picks.go).
 func viewOf(st *store.State, fleet int) store.State {
 	pub := *st
 	pub.Instances = nil
@@ -1193,6 +1211,11 @@ func viewOf(st *store.State, fleet int) store.State {
 		vl := *l
 		vl.Traffic = float64(fleet)
 		pub.Instances = []store.Instance{vl}
+	}
+	for _, in := range st.Instances {
+		if isPick(in.ID) || isReserve(in.ID) {
+			pub.Instances = append(pub.Instances, in)
+		}
 	}
 	pub.Sessions = slices.Clone(st.Sessions)
 	pub.Waiting = slices.Clone(st.Waiting)

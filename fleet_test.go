@@ -170,16 +170,55 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 			assert.Equal(t, fleetSize, rooms[0].Stats().Instances)
 
 			// The same surge through as many instances syncing the
-			// classic way: the aggregator costs at most 2 points of
-			// utilization. (Splitting 100 admissions a minute over 40
-			// instances costs a few points itself: four instances reach
-			// 0.996 in FIFO, 40 about 0.965 either way.)
+			// classic way, and through four: the aggregator costs at most
+			// 2 points of utilization against either. (Splitting 100
+			// admissions a minute over 40 instances syncing the classic
+			// way costs a few points: four reach 0.994 in FIFO, 40 about
+			// 0.965. The fleet's reserve and picks win them back in FIFO:
+			// 0.981 to 0.998.)
 			sg.step = nil
 			clk = newClock()
 			classic := checkSurge(t, sg.run(t, clk, instances(t, clk, memstore.New(), fleetSize, classicSync(mutate))), tc.total, 100, tc.method == FIFO)
 			assert.GreaterOrEqual(t, util, classic-0.02, "utilization through the aggregator against classic syncs")
+			if tc.total >= 1000 && tc.method == FIFO {
+				clk = newClock()
+				four := checkSurge(t, sg.run(t, clk, instances(t, clk, memstore.New(), 4, classicSync(mutate))), tc.total, 100, true)
+				assert.GreaterOrEqual(t, util, four-0.02, "utilization of 40 instances through the aggregator against four")
+			}
 		})
 	}
+}
+
+// TestFleetSurgeAtScale is the FIFO surge through 200 instances, with
+// the load scaled with the fleet (500 admissions a minute and 5,000
+// visitors, as 100 and 1,000 for 40): the limits hold exactly, FIFO
+// order holds, and utilization is within 2 points of four instances'
+// (it was 0.915 against 0.993 at 400 before the fleet's reserve and
+// picks: docs/design.md).
+func TestFleetSurgeAtScale(t *testing.T) {
+	simulatedFleet(t)
+	if testing.Short() {
+		t.Skip("skipping in -short mode: 200 instances simulated for 14 minutes")
+	}
+	t.Parallel()
+	const n, perMinute, visitors = 200, 500, 5000
+	mutate := orderedIDs()(func(c *Config) {
+		c.QueueingMethod = FIFO
+		c.TotalActiveUsers, c.NewUsersPerMinute = 100*perMinute, perMinute
+		c.SessionDuration = time.Minute
+		c.SyncInterval = -1
+		c.FleetSync = true
+	})
+	sg := surge{visitors: visitors, arrivals: 150 * time.Second, browse: 90 * time.Second,
+		duration: 14 * time.Minute, abandon: 0.01, seed: 7}
+	clk := newClock()
+	rooms := instances(t, clk, memstore.New(), n, mutate)
+	util := surgeUtilization(t, sg.run(t, clk, rooms), 100*perMinute, perMinute, true)
+	on, _ := fleetOn(rooms)
+	assert.Equal(t, n, on, "every instance syncs through the aggregator")
+	clk = newClock()
+	four := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), 4, classicSync(mutate))), 100*perMinute, perMinute, true)
+	assert.GreaterOrEqual(t, util, four-0.02, "utilization of %d instances through the aggregator against four", n)
 }
 
 // TestFleetAggregatorKilled stops the aggregator mid-surge: the limits

@@ -91,7 +91,9 @@ func (g grant) charge(used map[int64]int64) {
 // which is never taken back; a nil grant leaves the holding as it is.
 // ahead are admissions v counts that the release (the pace) leaves out:
 // those of the instances a round carves for after this one (applyRound).
-func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, held, ahead int64) grant {
+// The grant is laid out over lay: buckets, or, in a fleet's round, what
+// the round has not reserved yet of their due visitors.
+func carve(p syncParams, v *view, buckets, lay []bucketCount, share float64, others, held, ahead int64) grant {
 	s := p.policy
 	if s.Suspended || s.QueueAll || s.prequeue || s.method.layout == nil {
 		return nil
@@ -111,7 +113,19 @@ func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, 
 	target := limit
 	released := v.admittedThisMinute - ahead // what the release counts
 	if v.waiting >= target-released {
-		into := float64(p.now-minuteOf(p.now)*60_000+p.syncInterval) / 60_000
+		// The release runs a sync interval ahead: what this grant may
+		// admit before the next. A grant a fleet's round carves is
+		// adopted at the instance's next mailbox write and used until
+		// the one after, and a small share waits a while for a visitor
+		// (at 40 instances and 100 a minute, slots released in the
+		// minute's last seconds went unused by its end: FIFO
+		// utilization 0.978 without the reserve's loss, 0.989 with
+		// fleetLead intervals).
+		lead := p.syncInterval
+		if p.round {
+			lead = fleetLead * syncEvery(p.syncInterval)
+		}
+		into := float64(p.now-minuteOf(p.now)*60_000+lead) / 60_000
 		target = min(target, int64(math.Ceil(float64(s.NewUsersPerMinute)*into)))
 	}
 	room := int64(s.TotalActiveUsers) - v.active
@@ -132,7 +146,21 @@ func carve(p syncParams, v *view, buckets []bucketCount, share float64, others, 
 	if n == 0 {
 		return grant{}
 	}
-	return s.method.layout(n, buckets)
+	return s.method.layout(n, lay)
+}
+
+// fleetLead is how many sync intervals ahead the release runs for a
+// grant a fleet's round carves (carve).
+const fleetLead = 3
+
+// syncEvery is the sync interval, in ms, of a room whose SyncInterval is
+// interval ms: a second when it is not positive (the application syncs
+// the room itself, as the tests' virtual clocks do every second).
+func syncEvery(interval int64) int64 {
+	if interval <= 0 {
+		return 1000
+	}
+	return interval
 }
 
 // coveredWhole is the number of due visitors in the oldest buckets that

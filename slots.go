@@ -100,6 +100,7 @@ type delta struct {
 	waiting  map[cellKey]int64        // (bucket, slot) → change
 	attempts int64                    // admission attempts (fresh visitors and due check-ins)
 	legacy   legacyDelta              // counts of the previous release's formats (compat.go)
+	asks     map[uint64]ask           // due visitors this instance had no slot for (picks.go); nil until one
 }
 
 func newDelta() *delta {
@@ -148,6 +149,9 @@ func (d *delta) add(o *delta) {
 	for id, w := range o.waits {
 		d.wait(id, w)
 	}
+	for id, a := range o.asks {
+		d.ask(id, a.bucket, a.until)
+	}
 }
 
 // syncParams is everything a sync needs besides the state and the delta.
@@ -193,12 +197,22 @@ type bucketCount struct {
 
 // view is what an instance knows of the whole room after a sync.
 type view struct {
-	at                 int64 // Unix ms of the sync
-	settings           Settings
-	settingsVersion    uint64
-	active             int64
-	sessions           []store.Session // sorted by ID
-	revoked            []uint64        // IDs of revoked sessions
+	at              int64 // Unix ms of the sync
+	settings        Settings
+	settingsVersion uint64
+	active          int64
+	sessions        []store.Session // sorted by ID
+	revoked         []uint64        // IDs of revoked sessions
+	// picks are the visitors the fleet's aggregator picked (picks.go):
+	// visitor ID → the shared-clock ms up to which any instance may let
+	// them in. nil when there are none.
+	picks map[uint64]int64
+	// fleet reports a view of a fleet's aggregator (fleet.go): its
+	// instances ask for the due visitors they have no slot for.
+	fleet bool
+	// reservedTo is the newest bucket whose due visitors the aggregator
+	// reserves slots for (picks.go); 0 for none.
+	reservedTo         int64
 	waiting            int64
 	buckets            []bucketCount // oldest first
 	admittedThisMinute int64
@@ -285,10 +299,12 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 		}
 	}
 	v, admitted, obs := mergeShared(st, &p, d)
+	picked := settlePicks(st)
 	at := settleMembers(st, &p, v, members)
 	v.due = tallySync(st, &p, v, &obs, admitted)
 	v.observed = obs
 	out := make([]carving, len(members))
+	defer func() { v.picks, v.reservedTo = picksOf(st, p.now) }()
 	if p.now < st.Grace {
 		return out, v
 	}
@@ -302,6 +318,13 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 	}
 	fair := 1 / float64(max(v.instances, 1))
 	buckets := reserveBuckets(v.buckets, &p.policy)
+	// In an ordered queue, a fleet's round picks the visitors asked for
+	// and may reserve the oldest bucket's due visitors once for the fleet
+	// (picks.go); the instances' grants are laid out over the rest.
+	lay := buckets
+	if p.round && p.policy.method.ordered {
+		lay, grants = reserveAndPick(st, p, v, buckets, d.asks, picked, grants, ahead[0])
+	}
 	for i, m := range members {
 		if m.noCarve {
 			continue
@@ -312,7 +335,7 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 			share = max(max(me.Traffic, 0)/traffic, fair/2)
 		}
 		held := max(me.Grant, 0)
-		g := carve(p, v, buckets, share, grants-held, m.held, ahead[i])
+		g := carve(p, v, buckets, lay, share, grants-held, m.held, ahead[i])
 		out[i] = carving{g: g, fair: v.fair}
 		if g != nil {
 			me.Grant = g.total()
@@ -499,8 +522,8 @@ func settleMembers(st *store.State, p *syncParams, v *view, members []member) []
 			ttl *= fleetLeaseTTLs // fleet.go
 		}
 		drop := !syncing[in.ID] && in.Seen+ttl < now &&
-			(isLease(in.ID) || !p.keepSilent && (p.round || !leased || !fleetCapable(in.ID)))
-		if drop && fleetCapable(in.ID) && !isLease(in.ID) {
+			(notInstance(in.ID) || !p.keepSilent && (p.round || !leased || !fleetCapable(in.ID)))
+		if drop && fleetCapable(in.ID) && !notInstance(in.ID) {
 			v.dropped = append(v.dropped, in.ID)
 		}
 		return drop
@@ -528,11 +551,11 @@ func settleMembers(st *store.State, p *syncParams, v *view, members []member) []
 		// pool.
 		me.Grant = m.held
 	}
-	// The aggregator's lease (fleet.go) is a record among the instances,
-	// not an instance.
+	// The aggregator's lease (fleet.go), the picks and the reserve
+	// (picks.go) are records among the instances, not instances.
 	v.instances = len(st.Instances)
 	for _, in := range st.Instances {
-		if isLease(in.ID) {
+		if notInstance(in.ID) {
 			v.instances--
 		}
 	}

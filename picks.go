@@ -1,0 +1,313 @@
+package waitingroom
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// Admission by visitor in a fleet's ordered queue (docs/design.md,
+// "Picks and the reserve").
+//
+// Every instance of a fleet reserves its grant for the due visitors of the
+// oldest buckets, so that whichever instance an older visitor reaches, no
+// newer visitor gets in before them. Once only a few of the oldest
+// bucket's visitors are due, that holds the whole fleet's slots for them:
+// with a grant of a slot or two an instance, every instance reserves its
+// slots for those few, who reach the one instance holding a slot after
+// several refreshes, or never (those who gave up count as due until their
+// due window ends). So a fleet's round reserves them once, for the fleet
+// (the reserve), and lays the instances' grants out over the newer
+// buckets; an instance that has no slot for a due visitor asks for them
+// (delta.asks, sent with its batch), the round picks the oldest asked
+// visitors (picks), and whichever instance a picked visitor reaches next
+// lets them in, from no grant of its own. A visitor of a bucket the
+// reserve covers is told to come back once the pick can be in the view
+// (pickWait), so the newer visitors let in meanwhile are ahead of them by
+// seconds, not by refreshes.
+//
+// The reserve and every pick are records among the state's instances
+// whose Grant counts as slots held, so every limit counts them: a pick
+// until the visitor's session is in the state (the admission counts
+// instead) or it expires; the reserve until the next round sets it again.
+
+// pickPrefix starts the ID of a pick's record among the state's
+// instances: "pick:", the visitor's ID in hexadecimal and the formats
+// suffix of the aggregator that picked it (so that the record reads as
+// one of this release: compat.go). Its Grant is 1, its Seen the
+// shared-clock ms up to which the visitor may be let in, its Seq the
+// bucket they asked in. settleMembers drops it an instance TTL after
+// Seen (an admission made just before may still be on its way), and
+// settlePicks as soon as the visitor's session is in the state.
+const pickPrefix = "pick:"
+
+// reservePrefix starts the ID of the reserve's record: "reserve:" and the
+// aggregator's lease ID. Its Grant is the slots reserved, its Seq the
+// newest bucket whose due visitors it covers, its Seen the round that set
+// it (it is dropped an instance TTL later, when the aggregator stopped).
+const reservePrefix = "reserve:"
+
+// maxAsks bounds the visitors a delta asks for: the others ask again at
+// their next chance.
+const maxAsks = 256
+
+// ask is a queued visitor whom an instance had no slot for at a chance
+// they were due: their bucket, as the policy maps it, and the shared-clock
+// ms by which they will have come back (their next chance, and the
+// lateness a visitor is allowed).
+type ask struct{ bucket, until int64 }
+
+func isPick(id string) bool    { return strings.HasPrefix(id, pickPrefix) }
+func isReserve(id string) bool { return strings.HasPrefix(id, reservePrefix) }
+
+// notInstance reports whether a record among a state's instances is the
+// aggregator's lease, a pick or the reserve rather than an instance.
+func notInstance(id string) bool { return isLease(id) || isPick(id) || isReserve(id) }
+
+// pickID is the ID of the record of a pick of visitor, made by the
+// aggregator of lease ID by.
+func pickID(visitor uint64, by string) string {
+	suffix := ""
+	if i := strings.LastIndexByte(by, '+'); i >= 0 {
+		suffix = by[i:]
+	}
+	return pickPrefix + strconv.FormatUint(visitor, 16) + suffix
+}
+
+// pickedVisitor returns the visitor ID of a pick's record.
+func pickedVisitor(id string) (uint64, bool) {
+	s := strings.TrimPrefix(id, pickPrefix)
+	if i := strings.IndexByte(s, '+'); i >= 0 {
+		s = s[:i]
+	}
+	v, err := strconv.ParseUint(s, 16, 64)
+	return v, err == nil
+}
+
+// ask records that visitor, of bucket b, found no slot and will be back
+// by until.
+func (d *delta) ask(visitor uint64, b, until int64) {
+	if a, ok := d.asks[visitor]; ok {
+		b, until = min(a.bucket, b), max(a.until, until)
+	}
+	if d.asks == nil {
+		d.asks = map[uint64]ask{}
+	}
+	d.asks[visitor] = ask{bucket: b, until: until}
+}
+
+// mayAsk reports whether an instance's pending delta may ask for visitor:
+// it holds fewer than maxAsks, or visitor among them. (A round merges
+// every instance's asks whole.)
+func (d *delta) mayAsk(visitor uint64) bool {
+	_, ok := d.asks[visitor]
+	return ok || len(d.asks) < maxAsks
+}
+
+// near reports whether fewer than n visitors wait in buckets older than
+// b: a due visitor of bucket b is about to be let in, and asks for a
+// slot when the instance they reached has none.
+func (v *view) near(b, n int64) bool {
+	for _, bc := range v.buckets {
+		if bc.bucket >= b {
+			return bc.before < n
+		}
+	}
+	return true
+}
+
+// picksOf returns the picks of st still good at now (visitor ID → the
+// shared-clock ms up to which they may be let in; nil for none) and the
+// newest bucket the reserve covers (0 for none).
+func picksOf(st *store.State, now int64) (map[uint64]int64, int64) {
+	var picks map[uint64]int64
+	var upto int64
+	for _, in := range st.Instances {
+		switch {
+		case isReserve(in.ID) && in.Grant > 0:
+			upto = max(upto, int64(in.Seq))
+		case isPick(in.ID) && in.Seen > now:
+			if id, ok := pickedVisitor(in.ID); ok {
+				if picks == nil {
+					picks = map[uint64]int64{}
+				}
+				picks[id] = in.Seen
+			}
+		}
+	}
+	return picks, upto
+}
+
+// settlePicks drops the records of the picks whose visitor's session is
+// in st (let in: the admission counts instead of the pick) and returns the
+// picks left, by the bucket they were asked in.
+func settlePicks(st *store.State) map[int64]int64 {
+	var byBucket map[int64]int64
+	st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
+		if !isPick(in.ID) {
+			return false
+		}
+		if id, ok := pickedVisitor(in.ID); ok && hasSession(st.Sessions, id) {
+			return true
+		}
+		if byBucket == nil {
+			byBucket = map[int64]int64{}
+		}
+		byBucket[int64(in.Seq)] += max(in.Grant, 0)
+		return false
+	})
+	return byBucket
+}
+
+// hasSession reports whether ss (sorted by ID) holds a record of id.
+func hasSession(ss []store.Session, id uint64) bool {
+	_, ok := slices.BinarySearchFunc(ss, id, func(s store.Session, id uint64) int { return cmp.Compare(s.ID, id) })
+	return ok
+}
+
+// reserveAndPick is a fleet's round's part in an ordered queue, before it
+// carves the instances' grants: it picks asked visitors and sets the
+// reserve, from the slots free and released (carve, as for one instance
+// holding every share) beyond what the instances hold, and returns the
+// buckets for the instances' grants to be laid out over (the due visitors
+// of each that no pick or reserve covers) and the slots held in all
+// (grants, plus the change). picked are the picks st holds, by bucket
+// (settlePicks); ahead is what carve leaves out of the release.
+func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCount, asks map[uint64]ask, picked map[int64]int64, grants, ahead int64) ([]bucketCount, int64) {
+	lay := slices.Clone(buckets)
+	reserved(lay, picked)
+	lease := leaseOf(st)
+	if lease == nil {
+		return lay, grants
+	}
+	var picks, before int64
+	for _, n := range picked {
+		picks += n
+	}
+	// The reserve is the aggregator's to set again: its slots and the
+	// picks' are what this part holds. (Records are changed in place or
+	// appended: the members' are where settleMembers found them.)
+	found := false
+	var was int64 // the newest bucket the reserve covered
+	for i := range st.Instances {
+		if in := &st.Instances[i]; isReserve(in.ID) {
+			before += max(in.Grant, 0)
+			if in.Grant > 0 {
+				was = max(was, int64(in.Seq))
+			}
+			in.Grant = 0
+			found = true
+		}
+	}
+	held := picks + before
+	limit := held
+	if g := carve(p, v, buckets, buckets, 1, grants-held, held, ahead); g != nil {
+		limit = g.total()
+	}
+	made := pick(st, asks, lay, limit-picks, p.now, p.waitWindow, lease.ID)
+	var n int64
+	for _, k := range made {
+		n += k
+	}
+	reserved(lay, made)
+	// The oldest bucket's due visitors, if the rest covers them
+	// entirely, are reserved once for the fleet (not a newer bucket's:
+	// its visitors would ask and wait for a pick where fresh arrivals
+	// take the instances' slots). A bucket the reserve covered keeps what
+	// it can have of it (more of its visitors were counted due since):
+	// those told to come back for their pick find it; every instance
+	// reserves for the rest.
+	left := limit - picks - n
+	var r, upto int64
+	for i := range lay {
+		if lay[i].due <= 0 {
+			continue
+		}
+		if k := min(lay[i].due, left); k == lay[i].due || k > 0 && lay[i].bucket <= was {
+			r, upto = k, lay[i].bucket
+			lay[i].due -= k
+		}
+		break
+	}
+	switch {
+	case found:
+		for i := range st.Instances {
+			if isReserve(st.Instances[i].ID) {
+				st.Instances[i] = store.Instance{ID: reservePrefix + lease.ID, Grant: r, Seq: uint64(upto), Seen: p.now}
+				break
+			}
+		}
+	case r > 0:
+		st.Instances = append(st.Instances, store.Instance{ID: reservePrefix + lease.ID, Grant: r, Seq: uint64(upto), Seen: p.now})
+	}
+	return lay, grants + n + r - before
+}
+
+// pick adds to st a record for each of up to n of the asked visitors who
+// will be back after now and whom st has neither a session nor a pick of,
+// made by the aggregator of lease ID by and good for longest ms at most
+// (an ask's until is an instance's word), and returns the picks made, by
+// bucket. It picks the oldest buckets first, and the visitors of a
+// bucket only while no due visitor of an older one is left (lay: the due
+// visitors of each bucket that no pick covers yet): those will ask too,
+// and a newer visitor picked before them would be let in first.
+func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longest int64, by string) map[int64]int64 {
+	if n <= 0 || len(asks) == 0 {
+		return nil
+	}
+	have := map[uint64]bool{}
+	for _, in := range st.Instances {
+		if isPick(in.ID) {
+			if id, ok := pickedVisitor(in.ID); ok {
+				have[id] = true
+			}
+		}
+	}
+	type asked struct {
+		id uint64
+		a  ask
+	}
+	var cs []asked
+	for id, a := range asks {
+		if a.until > now && !have[id] && !hasSession(st.Sessions, id) {
+			cs = append(cs, asked{id, a})
+		}
+	}
+	slices.SortFunc(cs, func(x, y asked) int {
+		return cmp.Or(cmp.Compare(x.a.bucket, y.a.bucket), cmp.Compare(x.a.until, y.a.until), cmp.Compare(x.id, y.id))
+	})
+	var out map[int64]int64
+	i := 0 // lay[:i] are the buckets older than the one picked from
+	var older int64
+	for _, c := range cs[:min(int64(len(cs)), n)] {
+		for i < len(lay) && lay[i].bucket < c.a.bucket {
+			older += max(0, lay[i].due-out[lay[i].bucket])
+			i++
+		}
+		if older > 0 {
+			break
+		}
+		// A pick lasts until the visitor said they would be back, and
+		// never past the longest a waiting visitor stays counted.
+		until := min(c.a.until, now+longest)
+		st.Instances = append(st.Instances, store.Instance{ID: pickID(c.id, by), Grant: 1, Seen: until, Seq: uint64(c.a.bucket)})
+		if out == nil {
+			out = map[int64]int64{}
+		}
+		out[c.a.bucket]++
+	}
+	return out
+}
+
+// reserved takes from the due visitors of buckets (oldest first) those
+// that n (bucket → slots) reserves slots for.
+func reserved(buckets []bucketCount, n map[int64]int64) {
+	for b, k := range n {
+		if i, ok := slices.BinarySearchFunc(buckets, b, func(c bucketCount, b int64) int { return cmp.Compare(c.bucket, b) }); ok {
+			buckets[i].due = max(0, buckets[i].due-k)
+		}
+	}
+}

@@ -1,0 +1,326 @@
+package waitingroom
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+)
+
+// TestReserveAndPick runs a fleet's round over a state with a queue of
+// two buckets and checks what it picks and reserves, and that the limits
+// count both.
+func TestReserveAndPick(t *testing.T) {
+	now := newClock().Now().UnixMilli() + 30_000 // 30 s into a minute
+	nowMin := minuteOf(now)
+	b0, b1 := nowMin-3, nowMin-2
+	const (
+		x, y1, y2, z = uint64(0x1001), uint64(0x2001), uint64(0x2002), uint64(0x3001)
+		agg          = "agg+s4c3p1f1"
+	)
+	future := now + 20_000
+	type want struct {
+		picked   []uint64
+		reserve  int64 // the reserve's slots
+		reserved int64 // the newest bucket it covers
+		memberB0 bool  // some instance's grant holds slots for b0
+	}
+	for _, tc := range []struct {
+		name     string
+		method   *method
+		due0     int64 // due visitors of b0 (b1 has 50)
+		admitted int64 // this minute
+		held     int64 // what each of the 40 instances holds
+		asks     map[uint64]ask
+		before   int64             // the reserve's slots before the round (covering b0)
+		picks    []uint64          // picks the state holds (bucket b0)
+		sessions []store.Session   // admitted meanwhile (in a delta)
+		edit     func(*syncParams) // changes to the parameters
+		want     want
+	}{
+		{
+			name: "a bucket's last due visitors: the one who asked picked, the rest reserved",
+			due0: 2, admitted: 20,
+			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}, y2: {b1, future}},
+			want: want{picked: []uint64{x}, reserve: 1, reserved: b0},
+		},
+		{
+			name: "no newer visitor picked while an older one is due and not picked",
+			due0: 200, admitted: 20,
+			asks: map[uint64]ask{y1: {b1, future}},
+			want: want{memberB0: true},
+		},
+		{
+			name: "many due: those who asked picked, nothing reserved, every instance reserves for them",
+			due0: 200, admitted: 20,
+			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}},
+			want: want{picked: []uint64{x}, memberB0: true},
+		},
+		{
+			name: "the instances hold every free slot: nothing picked or reserved",
+			due0: 2, admitted: 20, held: 2,
+			asks: map[uint64]ask{x: {b0, future}},
+			want: want{memberB0: true},
+		},
+		{
+			name: "asks of visitors let in, picked already or not back in time are not picked",
+			due0: 4, admitted: 20,
+			asks:     map[uint64]ask{x: {b0, future}, y1: {b0, now}, y2: {b0, future}, z: {b0, future}},
+			picks:    []uint64{y2},
+			sessions: []store.Session{{ID: z, Admitted: now/1000 - 1, Seen: now / 1000}},
+			want:     want{picked: []uint64{x, y2}, reserve: 2, reserved: b0},
+		},
+		{
+			name: "a pick whose visitor was let in is dropped",
+			due0: 2, admitted: 20,
+			picks:    []uint64{z},
+			sessions: []store.Session{{ID: z, Admitted: now/1000 - 1, Seen: now / 1000}},
+			want:     want{reserve: 2, reserved: b0},
+		},
+		{
+			name: "a bucket the reserve covered keeps what it can have of it",
+			due0: 6, admitted: 50, held: 1, before: 3,
+			edit: func(p *syncParams) { p.settings.NewUsersPerMinute, p.policy.NewUsersPerMinute = 94, 94 },
+			want: want{reserve: 4, reserved: b0, memberB0: true},
+		},
+		{
+			name: "a bucket the reserve did not cover is not reserved in part",
+			due0: 6, admitted: 50, held: 1,
+			edit: func(p *syncParams) { p.settings.NewUsersPerMinute, p.policy.NewUsersPerMinute = 94, 94 },
+			want: want{memberB0: true},
+		},
+		{
+			name:   "random: nothing picked or reserved",
+			method: &randomMethod, due0: 2, admitted: 20,
+			asks: map[uint64]ask{x: {b0, future}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.method
+			if m == nil {
+				m = &fifoMethod
+			}
+			st := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
+			st.Waiting = []store.Cell{{Bucket: b0, Slot: slotOf(now), N: tc.due0}, {Bucket: b1, Slot: slotOf(now), N: 50}}
+			st.Admitted = []store.Count{{Key: nowMin, N: tc.admitted}}
+			st.Instances = append(st.Instances, store.Instance{ID: leasePrefix + agg, Seq: 1, Seen: now - 1000})
+			if tc.before > 0 {
+				st.Instances = append(st.Instances, store.Instance{ID: reservePrefix + leasePrefix + agg, Grant: tc.before, Seq: uint64(b0), Seen: now - 1000})
+			}
+			for _, id := range tc.picks {
+				st.Instances = append(st.Instances, store.Instance{ID: pickID(id, leasePrefix+agg), Grant: 1, Seq: uint64(b0), Seen: future})
+			}
+			p := syncParams{now: now, settings: Settings{TotalActiveUsers: 1000, NewUsersPerMinute: 100},
+				times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000,
+				syncInterval: 1000, instanceTTL: 3000, round: true}
+			p.policy = policy{Settings: p.settings, method: m}
+			if tc.edit != nil {
+				tc.edit(&p)
+			}
+			members := make([]member, 40)
+			ds := make([]*delta, 40)
+			for i := range members {
+				id := fmt.Sprintf("i%03d+s4c3p1f1", i)
+				st.Instances = append(st.Instances, store.Instance{ID: id, Seen: now - 1000, Seq: 1, Grant: tc.held, Traffic: 2})
+				ds[i] = newDelta()
+				ds[i].attempts = 2
+				members[i] = member{id: id, seq: 2, held: tc.held, attempts: 2}
+			}
+			for id, a := range tc.asks {
+				ds[int(id)%40].ask(id, a.bucket, a.until)
+			}
+			for _, x := range tc.sessions {
+				ds[0].session(x)
+			}
+
+			out, v := applyRound(st, p, members, ds)
+
+			var picked []uint64
+			var reserve, reserved, grants int64
+			for _, in := range st.Instances {
+				grants += max(in.Grant, 0)
+				switch {
+				case isPick(in.ID):
+					id, ok := pickedVisitor(in.ID)
+					require.True(t, ok, in.ID)
+					picked = append(picked, id)
+					assert.Equal(t, int64(1), in.Grant, "a pick holds one slot")
+				case isReserve(in.ID) && in.Grant > 0:
+					reserve, reserved = in.Grant, int64(in.Seq)
+				}
+			}
+			slices.Sort(picked)
+			assert.Equal(t, tc.want.picked, picked, "picks")
+			assert.Equal(t, tc.want.reserve, reserve, "the reserve's slots")
+			assert.Equal(t, tc.want.reserved, reserved, "the newest bucket the reserve covers")
+			memberB0 := false
+			for _, c := range out {
+				for _, e := range c.g {
+					memberB0 = memberB0 || e.bucket == b0
+				}
+			}
+			assert.Equal(t, tc.want.memberB0, memberB0, "an instance reserves for b0")
+			assert.LessOrEqual(t, v.admittedThisMinute+grants, int64(p.settings.NewUsersPerMinute), "admitted this minute, picks, the reserve and every grant")
+			assert.LessOrEqual(t, v.active+grants, int64(p.settings.TotalActiveUsers))
+			// What the instances read of it.
+			wantPicks := map[uint64]int64(nil)
+			for _, id := range tc.want.picked {
+				if wantPicks == nil {
+					wantPicks = map[uint64]int64{}
+				}
+				wantPicks[id] = future
+			}
+			assert.Equal(t, wantPicks, v.picks, "the view's picks")
+			assert.Equal(t, tc.want.reserved, v.reservedTo, "the view's reserve")
+			assert.Equal(t, 40, v.instances, "picks and the reserve are no instances")
+		})
+	}
+}
+
+// TestPickLetsInAnywhere checks the instance's side: a picked visitor is
+// let in by an instance without a slot, as one session whichever copies
+// of the cookie come; not once the pick has expired, nor while the
+// instance's syncs fail. A visitor of a bucket the reserve covers who
+// finds no slot is asked for and told to come back soon.
+func TestPickLetsInAnywhere(t *testing.T) {
+	clk := newClock()
+	ms := memstore.New()
+	rooms := instances(t, clk, ms, 2, func(c *Config) {
+		c.QueueingMethod = FIFO
+		c.TotalActiveUsers, c.NewUsersPerMinute = 10, 1
+	})
+	a, b := rooms[0], rooms[1]
+	// Fill the minute, then queue a visitor.
+	first, err := a.Check(httptestRequest(""))
+	require.NoError(t, err)
+	require.Equal(t, Admitted, first.Outcome)
+	syncAll(t, rooms)
+	d, err := a.Check(httptestRequest(""))
+	require.NoError(t, err)
+	require.Equal(t, Waiting, d.Outcome)
+	cookie := a.cookieName + "=" + d.cookie
+	pol := a.policyAt(&a.view.Load().settings, clk.Now().UnixMilli())
+	c, _, ok := a.readCookie(httptestRequest(cookie), &pol, clk.Now().UnixMilli())
+	require.True(t, ok)
+	id, bucket := c.id, c.bucket
+	clk.Add(d.RefreshAfter)
+	syncAll(t, rooms)
+
+	setView := func(rm *Room, edit func(v *view)) {
+		v := *rm.view.Load()
+		edit(&v)
+		rm.view.Store(&v)
+	}
+	check := func(rm *Room) Decision {
+		d, err := rm.Check(httptestRequest(cookie))
+		require.NoError(t, err)
+		return d
+	}
+
+	t.Run("a visitor of a reserved bucket without a slot asks and comes back soon", func(t *testing.T) {
+		setView(b, func(v *view) { v.fleet, v.reservedTo = true, bucket })
+		got := check(b)
+		require.Equal(t, Waiting, got.Outcome)
+		assert.Equal(t, time.Duration(b.pickWait())*time.Millisecond, got.RefreshAfter)
+		b.mu.Lock()
+		asked, ok := b.pending.asks[id]
+		b.mu.Unlock()
+		require.True(t, ok, "asked for")
+		assert.Equal(t, bucket, asked.bucket)
+		clk.Add(got.RefreshAfter)
+	})
+	until := clk.Now().UnixMilli() + 5000
+	t.Run("not while the instance's syncs fail", func(t *testing.T) {
+		setView(a, func(v *view) { v.picks = map[uint64]int64{id: until} })
+		a.healthy.Store(false)
+		defer a.healthy.Store(true)
+		got := check(a)
+		assert.Equal(t, Waiting, got.Outcome)
+		clk.Add(got.RefreshAfter)
+	})
+	t.Run("not once the pick expired", func(t *testing.T) {
+		setView(b, func(v *view) { v.picks = map[uint64]int64{id: clk.Now().UnixMilli()} })
+		got := check(b)
+		assert.Equal(t, Waiting, got.Outcome)
+		clk.Add(got.RefreshAfter)
+	})
+	t.Run("let in by either instance, one session", func(t *testing.T) {
+		until := clk.Now().UnixMilli() + 5000
+		for _, rm := range rooms {
+			setView(rm, func(v *view) { v.picks = map[uint64]int64{id: until} })
+			rm.mu.Lock()
+			rm.grant = grant{} // no slot of its own
+			rm.mu.Unlock()
+		}
+		got := check(a)
+		require.Equal(t, Admitted, got.Outcome)
+		assert.Equal(t, id, got.Ticket.ID)
+		again := check(b) // the same cookie, sent again to the other instance
+		require.Equal(t, Admitted, again.Outcome)
+		assert.Equal(t, id, again.Ticket.ID)
+		syncAll(t, rooms)
+		st, err := ms.Read(t.Context(), a.cfg.Name)
+		require.NoError(t, err)
+		n := 0
+		for _, x := range st.Sessions {
+			if x.ID == id {
+				n++
+			}
+		}
+		assert.Equal(t, 1, n, "one session")
+		var admitted int64
+		for _, c := range st.Admitted {
+			admitted += c.N
+		}
+		assert.Equal(t, int64(2), admitted, "the first visitor and the picked one, counted once")
+	})
+}
+
+// syncAll syncs every room once.
+func syncAll(t *testing.T, rooms []*Room) {
+	t.Helper()
+	for _, rm := range rooms {
+		require.NoError(t, rm.Sync(t.Context()))
+	}
+}
+
+// httptestRequest is a GET of / with cookie (none when empty).
+func httptestRequest(cookie string) *http.Request {
+	r, _ := http.NewRequest(http.MethodGet, "/", nil)
+	if cookie != "" {
+		r.Header.Set("Cookie", cookie)
+	}
+	return r
+}
+
+// TestAsksOnTheWire checks that asks go out with a batch and come back.
+func TestAsksOnTheWire(t *testing.T) {
+	d := newDelta()
+	d.ask(7, 100, 5000)
+	d.ask(7, 99, 6000) // the same visitor again: the older bucket, the later return
+	d.ask(8, 101, 7000)
+	back := toWire(batch{seq: 3, d: d}).delta()
+	assert.Equal(t, map[uint64]ask{7: {99, 6000}, 8: {101, 7000}}, back.asks)
+	for i := range uint64(maxAsks) {
+		assert.True(t, d.mayAsk(100+i) || len(d.asks) >= maxAsks)
+		if d.mayAsk(100 + i) {
+			d.ask(100+i, 100, 5000)
+		}
+	}
+	assert.Len(t, d.asks, maxAsks, "an instance asks for maxAsks visitors at most")
+	assert.False(t, d.mayAsk(1<<40), "no more")
+	assert.True(t, d.mayAsk(7), "but again for one it asked for")
+	other := newDelta()
+	other.ask(1<<40, 100, 5000)
+	merged := newDelta()
+	merged.add(d)
+	merged.add(other)
+	assert.Len(t, merged.asks, maxAsks+1, "a round merges every instance's asks")
+}
