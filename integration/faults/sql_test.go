@@ -180,11 +180,6 @@ func TestMariaDB(t *testing.T) {
 	runSQL(t, mariaDB(t), false)
 }
 
-// knownPostgresFleet is why the PostgreSQL fleet scenarios are skipped
-// unless WAITINGROOM_FLEET_SQL=1: they fail, for reasons found and not
-// fixed yet (docs/design.md, "Faults at fleet scale").
-const knownPostgresFleet = "known failures: on PostgreSQL, syncs of a fleet of 40 on one pool of 40 time out before any fault, and after the rows are deleted nobody is let in for 12 s (docs/design.md); WAITINGROOM_FLEET_SQL=1 runs them"
-
 // TestPostgresFleet runs the SQL scenarios with a fleet of fleetRooms
 // instances syncing through an aggregator against a PostgreSQL cluster of
 // the test's own: restarted, every row of the room deleted (the state,
@@ -193,9 +188,6 @@ const knownPostgresFleet = "known failures: on PostgreSQL, syncs of a fleet of 4
 func TestPostgresFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: four scenarios of about 20 s, each with 40 instances, against a PostgreSQL cluster")
-	}
-	if os.Getenv("WAITINGROOM_FLEET_SQL") != "1" {
-		t.Skip(knownPostgresFleet)
 	}
 	runSQL(t, postgres(t), true)
 }
