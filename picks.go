@@ -178,7 +178,7 @@ func hasSession(ss []store.Session, id uint64) bool {
 // (settlePicks); ahead is what carve leaves out of the release.
 func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCount, asks map[uint64]ask, picked map[int64]int64, grants, ahead int64) ([]bucketCount, int64) {
 	lay := slices.Clone(buckets)
-	reserved(lay, picked)
+	coverDue(lay, picked)
 	lease := leaseOf(st)
 	if lease == nil {
 		return lay, grants
@@ -212,7 +212,7 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 	for _, k := range made {
 		n += k
 	}
-	reserved(lay, made)
+	coverDue(lay, made)
 	// The oldest bucket's due visitors, if the rest covers them
 	// entirely, are reserved once for the fleet (not a newer bucket's:
 	// its visitors would ask and wait for a pick where fresh arrivals
@@ -302,9 +302,9 @@ func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longe
 	return out
 }
 
-// reserved takes from the due visitors of buckets (oldest first) those
-// that n (bucket → slots) reserves slots for.
-func reserved(buckets []bucketCount, n map[int64]int64) {
+// coverDue takes from the due visitors of buckets (oldest first) those
+// that n (bucket → slots) holds slots for.
+func coverDue(buckets []bucketCount, n map[int64]int64) {
 	for b, k := range n {
 		if i, ok := slices.BinarySearchFunc(buckets, b, func(c bucketCount, b int64) int { return cmp.Compare(c.bucket, b) }); ok {
 			buckets[i].due = max(0, buckets[i].due-k)

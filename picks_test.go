@@ -198,16 +198,16 @@ func TestPickLetsInAnywhere(t *testing.T) {
 	})
 	a, b := rooms[0], rooms[1]
 	// Fill the minute, then queue a visitor.
-	first, err := a.Check(httptestRequest(""))
+	first, err := a.Check((&visitor{cookie: ""}).request(http.MethodGet, ""))
 	require.NoError(t, err)
 	require.Equal(t, Admitted, first.Outcome)
 	syncAll(t, rooms)
-	d, err := a.Check(httptestRequest(""))
+	d, err := a.Check((&visitor{cookie: ""}).request(http.MethodGet, ""))
 	require.NoError(t, err)
 	require.Equal(t, Waiting, d.Outcome)
 	cookie := a.cookieName + "=" + d.cookie
 	pol := a.policyAt(&a.view.Load().settings, clk.Now().UnixMilli())
-	c, _, ok := a.readCookie(httptestRequest(cookie), &pol, clk.Now().UnixMilli())
+	c, _, ok := a.readCookie((&visitor{cookie: cookie}).request(http.MethodGet, ""), &pol, clk.Now().UnixMilli())
 	require.True(t, ok)
 	id, bucket := c.id, c.bucket
 	clk.Add(d.RefreshAfter)
@@ -219,7 +219,7 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		rm.view.Store(&v)
 	}
 	check := func(rm *Room) Decision {
-		d, err := rm.Check(httptestRequest(cookie))
+		d, err := rm.Check((&visitor{cookie: cookie}).request(http.MethodGet, ""))
 		require.NoError(t, err)
 		return d
 	}
@@ -289,15 +289,6 @@ func syncAll(t *testing.T, rooms []*Room) {
 	for _, rm := range rooms {
 		require.NoError(t, rm.Sync(t.Context()))
 	}
-}
-
-// httptestRequest is a GET of / with cookie (none when empty).
-func httptestRequest(cookie string) *http.Request {
-	r, _ := http.NewRequest(http.MethodGet, "/", nil)
-	if cookie != "" {
-		r.Header.Set("Cookie", cookie)
-	}
-	return r
 }
 
 // TestAsksOnTheWire checks that asks go out with a batch and come back.
