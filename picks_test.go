@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"testing"
@@ -314,4 +315,148 @@ func TestAsksOnTheWire(t *testing.T) {
 	merged.add(d)
 	merged.add(other)
 	assert.Len(t, merged.asks, maxAsks+1, "a round merges every instance's asks")
+}
+
+// TestReserveAndPickRandom runs rounds over random queues, holdings,
+// picks, a reserve and asks, and checks what every round must keep: the
+// limits with the picks and the reserve counted, picks only of visitors
+// asked for (or picked before) and not let in, no visitor of a bucket
+// picked while an older one has a due visitor no pick covers, one reserve
+// of the oldest bucket with due visitors left, for no more of them than
+// are left.
+func TestReserveAndPickRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 14))
+	const agg = "agg+s4c3p1f1"
+	lease := leasePrefix + agg
+	for trial := range 2000 {
+		now := newClock().Now().UnixMilli() + rng.Int64N(60_000)
+		nowMin := minuteOf(now)
+		perMinute := 10 + rng.Int64N(200)
+		total := perMinute + rng.Int64N(500)
+		st := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
+		nb := 1 + rng.IntN(4)
+		for b := range nb {
+			if n := rng.Int64N(30); n > 0 {
+				st.Waiting = append(st.Waiting, store.Cell{Bucket: nowMin - 10 + int64(b), Slot: slotOf(now), N: n})
+			}
+		}
+		admitted := rng.Int64N(perMinute + 1)
+		st.Admitted = []store.Count{{Key: nowMin, N: admitted}}
+		st.Instances = append(st.Instances, store.Instance{ID: lease, Seq: 1, Seen: now - 1000})
+		// What is held before the round, within the limits: picks, a
+		// reserve, the instances' grants.
+		room := perMinute - admitted
+		take := func(most int64) int64 {
+			k := min(room, rng.Int64N(most+1))
+			room -= k
+			return k
+		}
+		before := map[uint64]bool{}
+		let := map[uint64]bool{} // visitors let in this round
+		var ds []*delta
+		var members []member
+		nPicks := int(take(5))
+		for i := range nPicks {
+			id := uint64(0x100 + i)
+			before[id] = true
+			st.Instances = append(st.Instances, store.Instance{ID: pickID(id, lease), Grant: 1, Seq: uint64(nowMin - 10 + int64(rng.IntN(nb))), Seen: now + 5000})
+		}
+		if r := take(5); r > 0 {
+			st.Instances = append(st.Instances, store.Instance{ID: reservePrefix + lease, Grant: r, Seq: uint64(nowMin - 10 + int64(rng.IntN(nb))), Seen: now - 1000})
+		}
+		for i := range 5 + rng.IntN(36) {
+			id := fmt.Sprintf("i%03d+s4c3p1f1", i)
+			held := take(3)
+			st.Instances = append(st.Instances, store.Instance{ID: id, Seen: now - 1000, Seq: 1, Grant: held, Traffic: rng.Float64() * 5})
+			d := newDelta()
+			d.attempts = rng.Int64N(5)
+			ds = append(ds, d)
+			members = append(members, member{id: id, seq: 2, held: held, attempts: d.attempts})
+		}
+		asked := map[uint64]bool{}
+		for i := range rng.IntN(40) {
+			id := uint64(0x1000 + i)
+			if rng.IntN(5) == 0 {
+				id = uint64(0x100 + rng.IntN(8)) // one picked before, or not
+			}
+			until := now + rng.Int64N(40_000) - 5000
+			ds[rng.IntN(len(ds))].ask(id, nowMin-10+int64(rng.IntN(nb)), until)
+			asked[id] = true
+			if rng.IntN(6) == 0 && !let[id] { // let in meanwhile, by its pick or from an instance's grant
+				j := rng.IntN(len(ds))
+				if !before[id] {
+					for k := range members {
+						if members[(j+k)%len(members)].held > 0 {
+							j = (j + k) % len(members)
+							break
+						}
+					}
+					if members[j].held == 0 {
+						continue
+					}
+					members[j].held--
+				}
+				let[id] = true
+				ds[j].session(store.Session{ID: id, Admitted: now/1000 - 1, Seen: now / 1000})
+			}
+		}
+		p := syncParams{now: now, settings: Settings{TotalActiveUsers: int(total), NewUsersPerMinute: int(perMinute)},
+			times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000,
+			syncInterval: 1000, instanceTTL: 3000, round: true}
+		p.policy = policy{Settings: p.settings, method: &fifoMethod}
+
+		_, v := applyRound(st, p, members, ds)
+
+		var grants, reserves int64
+		picks := map[int64]int64{}
+		var newPicks []store.Instance
+		var reserve *store.Instance
+		for i, in := range st.Instances {
+			grants += max(in.Grant, 0)
+			switch {
+			case isPick(in.ID):
+				id, ok := pickedVisitor(in.ID)
+				require.True(t, ok)
+				require.False(t, let[id], "trial %d: a pick of a visitor let in", trial)
+				picks[int64(in.Seq)]++
+				if !before[id] {
+					require.True(t, asked[id], "trial %d: a pick of a visitor nobody asked for", trial)
+					require.Greater(t, in.Seen, now, "trial %d: a pick that is over", trial)
+					require.LessOrEqual(t, in.Seen, now+p.waitWindow, "trial %d: a pick for too long", trial)
+					newPicks = append(newPicks, in)
+				}
+			case isReserve(in.ID) && in.Grant > 0:
+				reserves++
+				reserve = &st.Instances[i]
+			}
+		}
+		require.LessOrEqual(t, v.admittedThisMinute+grants, perMinute, "trial %d: admitted this minute and every slot held", trial)
+		require.LessOrEqual(t, v.active+grants, total, "trial %d: active and every slot held", trial)
+		require.LessOrEqual(t, reserves, int64(1), "trial %d: one reserve", trial)
+		// The due visitors that no pick covers, by bucket, oldest first.
+		var left []bucketCount
+		for _, b := range v.buckets {
+			left = append(left, bucketCount{bucket: b.bucket, due: max(0, b.due-picks[b.bucket])})
+		}
+		for _, in := range newPicks {
+			for _, b := range left {
+				if b.bucket < int64(in.Seq) {
+					require.Zero(t, b.due, "trial %d: a visitor of bucket %d picked while bucket %d has due visitors left", trial, in.Seq, b.bucket)
+				}
+			}
+		}
+		if reserve != nil {
+			var oldest *bucketCount
+			for i := range left {
+				if left[i].due > 0 {
+					oldest = &left[i]
+					break
+				}
+			}
+			require.NotNil(t, oldest, "trial %d: a reserve with no due visitor left", trial)
+			assert.Equal(t, oldest.bucket, int64(reserve.Seq), "trial %d: the reserve is the oldest bucket's", trial)
+			assert.LessOrEqual(t, reserve.Grant, oldest.due, "trial %d: no more than its due visitors left", trial)
+			assert.Equal(t, oldest.bucket, v.reservedTo, "trial %d: the view says so", trial)
+		}
+	}
 }
