@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -266,6 +267,22 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		again := check(b) // the same cookie, sent again to the other instance
 		require.Equal(t, Admitted, again.Outcome)
 		assert.Equal(t, id, again.Ticket.ID)
+		// A browser's parallel requests with the old waiting cookie, six
+		// to each instance at once.
+		var wg sync.WaitGroup
+		got6 := make([]Decision, 12)
+		errs := make([]error, 12)
+		for i := range got6 {
+			wg.Go(func() {
+				got6[i], errs[i] = rooms[i%2].Check((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+			})
+		}
+		wg.Wait()
+		for i, d := range got6 {
+			require.NoError(t, errs[i])
+			assert.Equal(t, Admitted, d.Outcome, "request %d", i)
+			assert.Equal(t, id, d.Ticket.ID, "request %d", i)
+		}
 		syncAll(t, rooms)
 		st, err := ms.Read(t.Context(), a.cfg.Name)
 		require.NoError(t, err)
