@@ -200,17 +200,22 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			next = now + powHoldRefresh // back as soon as the page's worker is done
 		}
 		c.refresh = next - now
-		if !fresh && !closed && gate == gatePass && v.fleet && pol.method.ordered && v.near(c.bucket, int64(pol.NewUsersPerMinute)) && rm.pending.mayAsk(c.id) {
+		if !fresh && !closed && gate == gatePass && pol.method.ordered && v.near(c.bucket, int64(pol.NewUsersPerMinute)) {
 			// No slot here for a visitor whose turn is near: the fleet's
 			// aggregator may pick them for a slot that any instance lets
 			// them in from (picks.go). One the reserve holds a slot for
-			// comes back as soon as the pick can be out.
+			// comes back as soon as the pick can be out; so does one
+			// whom a view without the aggregator (a classic sync, while
+			// the fleet forms again after an outage) shows reserved.
 			b := pol.bucket(c.bucket)
-			if b <= v.reservedTo {
+			asked := v.fleet && rm.pending.mayAsk(c.id)
+			if b <= v.reservedTo && (asked || !v.fleet) {
 				next = min(next, now+rm.pickWait())
 				c.refresh = next - now
 			}
-			rm.pending.ask(c.id, b, next+rm.lateness)
+			if asked {
+				rm.pending.ask(c.id, b, next+rm.lateness)
+			}
 		}
 		if gate != gatePark {
 			// A parked visitor is not counted: FIFO would reserve them

@@ -185,6 +185,10 @@ type fleetState struct {
 	// roundVersion is the state's Version this instance's latest round
 	// committed: a state below it went back.
 	roundVersion uint64
+	// reserved is the newest bucket the reserve of this instance's latest
+	// round covered (picks.go), 0 for none: a state that went back to
+	// before it has it again (syncParams.reserved).
+	reserved int64
 }
 
 type usedBatch struct {
@@ -578,7 +582,7 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		if err := rm.aggregate(ctx); err != nil {
 			rm.log.Debug("waitingroom: aggregator round failed", "err", err)
 			if errors.Is(err, errNotLeader) {
-				f.term = 0
+				f.term, f.reserved = 0, 0
 			}
 		}
 	}
@@ -1124,6 +1128,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		p := rm.params(now)
 		p.id, p.round = "", true
 		p.keepSilent = wentBack || rm.keepSilent(local)
+		p.reserved = f.reserved
 		p.settings, p.policy, p.times = settings, pol, times
 		cs, v := applyRound(st, p, members, ds)
 		for i, m := range members {
@@ -1154,6 +1159,12 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		rm.steadySince = rm.localNow()
 	}
 	f.roundVersion = version
+	f.reserved = 0
+	for _, in := range pub.Instances {
+		if isReserve(in.ID) {
+			f.reserved = int64(in.Seq)
+		}
+	}
 	rm.afterSync(ctx, merged)
 	for id := range out {
 		delete(rm.gone, id) // in the state again: not gone

@@ -130,7 +130,7 @@ func carve(p syncParams, v *view, buckets, lay []bucketCount, share float64, oth
 		target = min(target, int64(math.Ceil(float64(s.NewUsersPerMinute)*into)))
 	}
 	room := int64(s.TotalActiveUsers) - v.active
-	free := max(0, min(room, limit-v.admittedThisMinute))
+	free := freeSlots(&s, v)
 	paced := max(0, min(room+ahead, target-released))
 	// Pacing is for visitors who race for too few slots. In an ordered
 	// queue, the oldest buckets whose due visitors the free slots cover
@@ -148,6 +148,13 @@ func carve(p syncParams, v *view, buckets, lay []bucketCount, share float64, oth
 		return grant{}
 	}
 	return s.method.layout(n, lay)
+}
+
+// freeSlots is how many visitors s allows to be let in now beyond those
+// v counts (admitted this minute, active), held grants included.
+func freeSlots(s *policy, v *view) int64 {
+	room := int64(s.TotalActiveUsers) - v.active
+	return max(0, min(room, int64(s.NewUsersPerMinute)-v.admittedThisMinute))
 }
 
 // fleetLead is how many sync intervals ahead the release runs for a

@@ -46,8 +46,10 @@ const pickPrefix = "pick:"
 
 // reservePrefix starts the ID of the reserve's record: "reserve:" and the
 // aggregator's lease ID. Its Grant is the slots reserved, its Seq the
-// newest bucket whose due visitors it covers, its Seen the round that set
-// it (it is dropped an instance TTL later, when the aggregator stopped).
+// newest bucket whose due visitors it covers (with no slot, possibly:
+// reserveAndPick), its Seen the round that set it (it is dropped an
+// instance TTL later, when the aggregator stopped, but not through a gap:
+// keepReserve, settleMembers).
 const reservePrefix = "reserve:"
 
 // maxAsks bounds the visitors a delta asks for: the others ask again at
@@ -127,7 +129,7 @@ func picksOf(st *store.State, now int64) (map[uint64]int64, int64) {
 	var upto int64
 	for _, in := range st.Instances {
 		switch {
-		case isReserve(in.ID) && in.Grant > 0:
+		case isReserve(in.ID):
 			upto = max(upto, int64(in.Seq))
 		case isPick(in.ID) && in.Seen > now:
 			if id, ok := pickedVisitor(in.ID); ok {
@@ -168,6 +170,25 @@ func hasSession(ss []store.Session, id uint64) bool {
 	return ok
 }
 
+// keepReserve keeps the reserve of st through a grace, when a round
+// carves nothing: its record is marked as set at p.now, and covers the
+// buckets the aggregator's latest round reserved (p.reserved) if the
+// state went back to before that. A record the state did not have holds
+// no slot: the visitors it covers are told to come back soon, and the
+// first round after the grace reserves for them what it can.
+func keepReserve(st *store.State, p syncParams) {
+	for i := range st.Instances {
+		if in := &st.Instances[i]; isReserve(in.ID) {
+			in.Seen = max(in.Seen, p.now)
+			in.Seq = uint64(max(int64(in.Seq), p.reserved))
+			return
+		}
+	}
+	if l := leaseOf(st); l != nil && p.reserved > 0 {
+		st.Instances = append(st.Instances, store.Instance{ID: reservePrefix + l.ID, Seq: uint64(p.reserved), Seen: p.now})
+	}
+}
+
 // reserveAndPick is a fleet's round's part in an ordered queue, before it
 // carves the instances' grants: it picks asked visitors and sets the
 // reserve, from the slots free and released (carve, as for one instance
@@ -191,20 +212,28 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 	// picks' are what this part holds. (Records are changed in place or
 	// appended: the members' are where settleMembers found them.)
 	found := false
-	var was int64 // the newest bucket the reserve covered
+	// was: the newest bucket the reserve covered (a record kept through
+	// a grace may hold no slot yet), or the aggregator's latest round's
+	// if the state went back to before it.
+	was := p.reserved
 	for i := range st.Instances {
 		if in := &st.Instances[i]; isReserve(in.ID) {
 			before += max(in.Grant, 0)
-			if in.Grant > 0 {
-				was = max(was, int64(in.Seq))
-			}
+			was = max(was, int64(in.Seq))
 			in.Grant = 0
 			found = true
 		}
 	}
-	held := picks + before
+	// The picks are held: each is a slot promised to a visitor. So is
+	// the reserve (the release does not take back what it gave), but
+	// only as far as the slots free now allow: nobody is let in from it
+	// but by a pick. (Kept whole, a reserve read back from a state that
+	// went back, where the admissions of the lost seconds are reported
+	// again, would give out slots that those admissions took.)
+	kept := min(before, max(0, freeSlots(&p.policy, v)-(grants-before)))
+	held := picks + kept
 	limit := held
-	if g := carve(p, v, buckets, buckets, 1, grants-held, held, ahead); g != nil {
+	if g := carve(p, v, buckets, buckets, 1, grants-before-picks, held, ahead); g != nil {
 		limit = g.total()
 	}
 	made := pick(st, asks, lay, limit-picks, p.now, p.waitWindow, lease.ID)
@@ -216,17 +245,21 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 	// The oldest bucket's due visitors, if the rest covers them
 	// entirely, are reserved once for the fleet (not a newer bucket's:
 	// its visitors would ask and wait for a pick where fresh arrivals
-	// take the instances' slots). A bucket the reserve covered keeps what
-	// it can have of it (more of its visitors were counted due since):
-	// those told to come back for their pick find it; every instance
-	// reserves for the rest.
-	left := limit - picks - n
+	// take the instances' slots). A bucket the reserve covered stays
+	// covered, with what it can have of the slots, none at all if need
+	// be (more of its visitors were counted due since; after a gap, the
+	// visitors let in during the lost seconds count as due for a due
+	// window: their sessions come back, not their check-ins): its
+	// visitors are told to come back soon and picked as slots come free,
+	// rather than in a refresh interval, after the newer visitors let in
+	// meanwhile. Every instance reserves for the rest.
+	left := max(0, limit-picks-n)
 	var r, upto int64
 	for i := range lay {
 		if lay[i].due <= 0 {
 			continue
 		}
-		if k := min(lay[i].due, left); k == lay[i].due || k > 0 && lay[i].bucket <= was {
+		if k := min(lay[i].due, left); k == lay[i].due || lay[i].bucket <= was {
 			r, upto = k, lay[i].bucket
 			lay[i].due -= k
 		}
@@ -240,7 +273,7 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 				break
 			}
 		}
-	case r > 0:
+	case upto > 0:
 		st.Instances = append(st.Instances, store.Instance{ID: reservePrefix + lease.ID, Grant: r, Seq: uint64(upto), Seen: p.now})
 	}
 	return lay, grants + n + r - before

@@ -93,6 +93,31 @@ func TestReserveAndPick(t *testing.T) {
 			want: want{reserve: 4, reserved: b0, memberB0: true},
 		},
 		{
+			// A state that went back: the reserve read back was set
+			// when more slots were free than now (the sessions of the
+			// lost seconds are reported again), and 3 are. Kept whole,
+			// it gave 4 picks and 2 reserved: 6 held for 3. The bucket
+			// stays covered, with no slot: its visitors come back soon.
+			name: "a reserve the free slots no longer cover shrinks to them",
+			due0: 6, admitted: 20, before: 6,
+			asks: map[uint64]ask{x: {b0, future}, y1: {b0, future}, y2: {b0, future}, z: {b0, future}},
+			edit: func(p *syncParams) { p.settings.TotalActiveUsers, p.policy.TotalActiveUsers = 3, 3 },
+			want: want{picked: []uint64{x, y1, y2}, reserved: b0},
+		},
+		{
+			// The state went back to before the aggregator's latest
+			// round reserved b0 (no reserve record): b0 stays covered,
+			// with no slot.
+			name: "a state that went back to before the reserve: the bucket stays covered",
+			due0: 6, admitted: 20,
+			asks: map[uint64]ask{x: {b0, future}},
+			edit: func(p *syncParams) {
+				p.settings.TotalActiveUsers, p.policy.TotalActiveUsers = 1, 1
+				p.reserved = b0
+			},
+			want: want{picked: []uint64{x}, reserved: b0},
+		},
+		{
 			name: "a bucket the reserve did not cover is not reserved in part",
 			due0: 6, admitted: 50, held: 1,
 			edit: func(p *syncParams) { p.settings.NewUsersPerMinute, p.policy.NewUsersPerMinute = 94, 94 },
@@ -154,7 +179,7 @@ func TestReserveAndPick(t *testing.T) {
 					require.True(t, ok, in.ID)
 					picked = append(picked, id)
 					assert.Equal(t, int64(1), in.Grant, "a pick holds one slot")
-				case isReserve(in.ID) && in.Grant > 0:
+				case isReserve(in.ID):
 					reserve, reserved = in.Grant, int64(in.Seq)
 				}
 			}
@@ -236,6 +261,19 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		b.mu.Unlock()
 		require.True(t, ok, "asked for")
 		assert.Equal(t, bucket, asked.bucket)
+		clk.Add(got.RefreshAfter)
+	})
+	t.Run("a view of a classic sync that shows the reserve: back soon, not asked", func(t *testing.T) {
+		// The fleet forms again after an outage: the aggregator's
+		// reserve is in the state, its rounds are not back yet.
+		setView(a, func(v *view) { v.fleet, v.reservedTo = false, bucket })
+		got := check(a)
+		require.Equal(t, Waiting, got.Outcome)
+		assert.Equal(t, time.Duration(a.pickWait())*time.Millisecond, got.RefreshAfter)
+		a.mu.Lock()
+		_, asked := a.pending.asks[id]
+		a.mu.Unlock()
+		assert.False(t, asked, "no aggregator to ask")
 		clk.Add(got.RefreshAfter)
 	})
 	until := clk.Now().UnixMilli() + 5000
@@ -475,5 +513,93 @@ func TestReserveAndPickRandom(t *testing.T) {
 			assert.LessOrEqual(t, reserve.Grant, oldest.due, "trial %d: no more than its due visitors left", trial)
 			assert.Equal(t, oldest.bucket, v.reservedTo, "trial %d: the view says so", trial)
 		}
+	}
+}
+
+// TestReserveKeptThroughGap checks that the reserve outlives a gap (a
+// state that went back, an outage): a round in a grace keeps it and
+// carves nothing; a round in a grace over a state that went back to
+// before the aggregator's latest reserve covers that reserve's buckets
+// again, with no slot; a classic sync that must drop no record as silent
+// keeps a reserve that looks stale, and one that may, drops it.
+func TestReserveKeptThroughGap(t *testing.T) {
+	now := newClock().Now().UnixMilli() + 30_000
+	nowMin := minuteOf(now)
+	b0, b1 := nowMin-3, nowMin-2
+	const agg = "agg+s4c3p1f1"
+	reserveID := reservePrefix + leasePrefix + agg
+	for _, tc := range []struct {
+		name       string
+		round      bool
+		grace      bool  // the state's grace runs
+		keepSilent bool  // the sync may drop no record as silent
+		record     int64 // the reserve record's slots (covering b0, set 5 s ago); -1: none
+		reserved   int64 // the aggregator's latest round's reserve covered up to
+		want       *store.Instance
+	}{
+		{
+			name:  "a round in a grace keeps the reserve, marked as set now",
+			round: true, grace: true, record: 3,
+			want: &store.Instance{ID: reserveID, Grant: 3, Seq: uint64(b0), Seen: now},
+		},
+		{
+			name:  "a round in a grace over a state that went back to before the reserve covers its buckets again, with no slot",
+			round: true, grace: true, record: -1, reserved: b0,
+			want: &store.Instance{ID: reserveID, Seq: uint64(b0), Seen: now},
+		},
+		{
+			name:  "a round in a grace over a state that went back to a reserve of an older bucket covers the newer one",
+			round: true, grace: true, record: 3, reserved: b1,
+			want: &store.Instance{ID: reserveID, Grant: 3, Seq: uint64(b1), Seen: now},
+		},
+		{
+			name:  "a round in a grace with no reserve before makes none",
+			round: true, grace: true, record: -1,
+		},
+		{
+			name:       "a classic sync that must drop no record as silent keeps a reserve that looks stale",
+			keepSilent: true, record: 3,
+			want: &store.Instance{ID: reserveID, Grant: 3, Seq: uint64(b0), Seen: now - 5000},
+		},
+		{
+			name:   "a classic sync that may drop silent records drops a stale reserve",
+			record: 3,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
+			st.Waiting = []store.Cell{{Bucket: b0, Slot: slotOf(now), N: 20}, {Bucket: b1, Slot: slotOf(now), N: 50}}
+			st.Admitted = []store.Count{{Key: nowMin, N: 20}}
+			st.Instances = append(st.Instances, store.Instance{ID: leasePrefix + agg, Seq: 1, Seen: now - 1000})
+			if tc.record >= 0 {
+				st.Instances = append(st.Instances, store.Instance{ID: reserveID, Grant: tc.record, Seq: uint64(b0), Seen: now - 5000})
+			}
+			if tc.grace {
+				st.Grace = now + 2000
+			}
+			p := syncParams{now: now, settings: Settings{TotalActiveUsers: 1000, NewUsersPerMinute: 100},
+				times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000,
+				syncInterval: 1000, instanceTTL: 3000, round: tc.round, keepSilent: tc.keepSilent, reserved: tc.reserved}
+			p.policy = policy{Settings: p.settings, method: &fifoMethod}
+			const id = "i000+s4c3p1f1"
+			st.Instances = append(st.Instances, store.Instance{ID: id, Seen: now - 1000, Seq: 1, Traffic: 2})
+			out, v := applyRound(st, p, []member{{id: id, seq: 2, attempts: 2}}, []*delta{newDelta()})
+
+			var got *store.Instance
+			for _, in := range st.Instances {
+				if isReserve(in.ID) {
+					got = &in
+				}
+			}
+			assert.Equal(t, tc.want, got, "the reserve's record")
+			wantTo := int64(0)
+			if tc.want != nil {
+				wantTo = int64(tc.want.Seq)
+			}
+			assert.Equal(t, wantTo, v.reservedTo, "the view's reserve")
+			if tc.grace {
+				assert.Nil(t, out[0].g, "nothing carved in a grace")
+			}
+		})
 	}
 }

@@ -184,6 +184,9 @@ type syncParams struct {
 	// leases: the syncing instance has not synced without a failure for
 	// an instance TTL yet, or the state went back (see Room.steadySince).
 	keepSilent bool
+	// reserved is, for a fleet's round, the newest bucket the reserve of
+	// the aggregator's latest round covered (fleetState.reserved).
+	reserved int64
 }
 
 // bucketCount is the number of visitors waiting in one arrival bucket and
@@ -306,6 +309,13 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 	out := make([]carving, len(members))
 	defer func() { v.picks, v.reservedTo = picksOf(st, p.now) }()
 	if p.now < st.Grace {
+		// Nothing is carved while a grace runs, but the reserve stays
+		// (its visitors are told to come back soon rather than in a
+		// refresh interval): the first round after sets it again, within
+		// the slots free then.
+		if p.round {
+			keepReserve(st, p)
+		}
 		return out, v
 	}
 	// The share follows traffic, with a floor so that an instance that
@@ -521,8 +531,22 @@ func settleMembers(st *store.State, p *syncParams, v *view, members []member) []
 		if isLease(in.ID) {
 			ttl *= fleetLeaseTTLs // fleet.go
 		}
-		drop := !syncing[in.ID] && in.Seen+ttl < now &&
-			(notInstance(in.ID) || !p.keepSilent && (p.round || !leased || !fleetCapable(in.ID)))
+		// The picks and the reserve (picks.go) are kept with the silent
+		// instances, and through a grace: read back from a state that
+		// went back, or after an outage, they look stale but are the
+		// slots the aggregator set aside for the oldest visitors (they
+		// hold slots, so keeping them a while is on the safe side of
+		// every limit).
+		var gone bool
+		switch {
+		case isLease(in.ID):
+			gone = true
+		case notInstance(in.ID):
+			gone = !p.keepSilent && now >= st.Grace
+		default:
+			gone = !p.keepSilent && (p.round || !leased || !fleetCapable(in.ID))
+		}
+		drop := !syncing[in.ID] && in.Seen+ttl < now && gone
 		if drop && fleetCapable(in.ID) && !notInstance(in.ID) {
 			v.dropped = append(v.dropped, in.ID)
 		}
