@@ -251,30 +251,30 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		return d
 	}
 
-	t.Run("a visitor of a reserved bucket without a slot asks and comes back soon", func(t *testing.T) {
-		setView(b, func(v *view) { v.fleet, v.reservedTo = true, bucket })
-		got := check(b)
+	// backSoon checks that rm, whose view shows the visitor's bucket
+	// reserved (by a fleet's round or not), tells them to come back
+	// once a pick can be out, and returns what it asked for them.
+	backSoon := func(t *testing.T, rm *Room, fleet bool) (ask, bool) {
+		setView(rm, func(v *view) { v.fleet, v.reservedTo = fleet, bucket })
+		got := check(rm)
 		require.Equal(t, Waiting, got.Outcome)
-		assert.Equal(t, time.Duration(b.pickWait())*time.Millisecond, got.RefreshAfter)
-		b.mu.Lock()
-		asked, ok := b.pending.asks[id]
-		b.mu.Unlock()
+		assert.Equal(t, time.Duration(rm.pickWait())*time.Millisecond, got.RefreshAfter, "back soon")
+		rm.mu.Lock()
+		asked, ok := rm.pending.asks[id]
+		rm.mu.Unlock()
+		clk.Add(got.RefreshAfter)
+		return asked, ok
+	}
+	t.Run("a visitor of a reserved bucket without a slot asks and comes back soon", func(t *testing.T) {
+		asked, ok := backSoon(t, b, true)
 		require.True(t, ok, "asked for")
 		assert.Equal(t, bucket, asked.bucket)
-		clk.Add(got.RefreshAfter)
 	})
 	t.Run("a view of a classic sync that shows the reserve: back soon, not asked", func(t *testing.T) {
 		// The fleet forms again after an outage: the aggregator's
 		// reserve is in the state, its rounds are not back yet.
-		setView(a, func(v *view) { v.fleet, v.reservedTo = false, bucket })
-		got := check(a)
-		require.Equal(t, Waiting, got.Outcome)
-		assert.Equal(t, time.Duration(a.pickWait())*time.Millisecond, got.RefreshAfter)
-		a.mu.Lock()
-		_, asked := a.pending.asks[id]
-		a.mu.Unlock()
-		assert.False(t, asked, "no aggregator to ask")
-		clk.Add(got.RefreshAfter)
+		_, ok := backSoon(t, a, false)
+		assert.False(t, ok, "no aggregator to ask")
 	})
 	until := clk.Now().UnixMilli() + 5000
 	t.Run("not while the instance's syncs fail", func(t *testing.T) {
