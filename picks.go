@@ -46,8 +46,8 @@ const pickPrefix = "pick:"
 
 // reservePrefix starts the ID of the reserve's record: "reserve:" and the
 // aggregator's lease ID. Its Grant is the slots reserved, its Seq the
-// newest bucket whose due visitors it covers (with no slot, possibly:
-// reserveAndPick), its Seen the round that set it (it is dropped an
+// newest bucket whose due visitors it covers (with no slot while a grace
+// runs: keepReserve), its Seen the round that set it (it is dropped an
 // instance TTL later, when the aggregator stopped, but not through a gap:
 // keepReserve, settleMembers).
 const reservePrefix = "reserve:"
@@ -245,21 +245,17 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 	// The oldest bucket's due visitors, if the rest covers them
 	// entirely, are reserved once for the fleet (not a newer bucket's:
 	// its visitors would ask and wait for a pick where fresh arrivals
-	// take the instances' slots). A bucket the reserve covered stays
-	// covered, with what it can have of the slots, none at all if need
-	// be (more of its visitors were counted due since; after a gap, the
-	// visitors let in during the lost seconds count as due for a due
-	// window: their sessions come back, not their check-ins): its
-	// visitors are told to come back soon and picked as slots come free,
-	// rather than in a refresh interval, after the newer visitors let in
-	// meanwhile. Every instance reserves for the rest.
+	// take the instances' slots). A bucket the reserve covered keeps what
+	// it can have of it (more of its visitors were counted due since, or
+	// the state went back: p.reserved): those told to come back for their
+	// pick find it; every instance reserves for the rest.
 	left := max(0, limit-picks-n)
 	var r, upto int64
 	for i := range lay {
 		if lay[i].due <= 0 {
 			continue
 		}
-		if k := min(lay[i].due, left); k == lay[i].due || lay[i].bucket <= was {
+		if k := min(lay[i].due, left); k == lay[i].due || k > 0 && lay[i].bucket <= was {
 			r, upto = k, lay[i].bucket
 			lay[i].due -= k
 		}

@@ -96,26 +96,25 @@ func TestReserveAndPick(t *testing.T) {
 			// A state that went back: the reserve read back was set
 			// when more slots were free than now (the sessions of the
 			// lost seconds are reported again), and 3 are. Kept whole,
-			// it gave 4 picks and 2 reserved: 6 held for 3. The bucket
-			// stays covered, with no slot: its visitors come back soon.
+			// it gave 4 picks and 2 reserved: 6 held for 3.
 			name: "a reserve the free slots no longer cover shrinks to them",
 			due0: 6, admitted: 20, before: 6,
 			asks: map[uint64]ask{x: {b0, future}, y1: {b0, future}, y2: {b0, future}, z: {b0, future}},
 			edit: func(p *syncParams) { p.settings.TotalActiveUsers, p.policy.TotalActiveUsers = 3, 3 },
-			want: want{picked: []uint64{x, y1, y2}, reserved: b0},
+			want: want{picked: []uint64{x, y1, y2}},
 		},
 		{
 			// The state went back to before the aggregator's latest
-			// round reserved b0 (no reserve record): b0 stays covered,
-			// with no slot.
-			name: "a state that went back to before the reserve: the bucket stays covered",
+			// round reserved b0 (no reserve record): b0 keeps what it
+			// can have, 2 of its 5 due visitors not picked.
+			name: "a state that went back to before the reserve: the bucket keeps what it can have",
 			due0: 6, admitted: 20,
 			asks: map[uint64]ask{x: {b0, future}},
 			edit: func(p *syncParams) {
-				p.settings.TotalActiveUsers, p.policy.TotalActiveUsers = 1, 1
+				p.settings.TotalActiveUsers, p.policy.TotalActiveUsers = 3, 3
 				p.reserved = b0
 			},
-			want: want{picked: []uint64{x}, reserved: b0},
+			want: want{picked: []uint64{x}, reserve: 2, reserved: b0},
 		},
 		{
 			name: "a bucket the reserve did not cover is not reserved in part",
