@@ -219,6 +219,10 @@ type mailbox struct {
 	Back bool   `json:"bk,omitempty"`
 	Had  uint64 `json:"hd,omitempty"`
 	Upto uint64 `json:"up,omitempty"`
+	// Left is set by an instance that is closing, with its last batch and
+	// nothing held: the next round applies it and removes its record, its
+	// grant back to the pool (lostToSilence counts nothing for it).
+	Left bool `json:"lf,omitempty"`
 	// Prev is when (shared-clock ms) the instance last wrote its mailbox
 	// before this write, as it remembers it (0: not since its latest
 	// classic sync). An instance silent for an instance TTL may have
@@ -357,8 +361,11 @@ func (rm *Room) takeLease(st *store.State, now int64, current bool) {
 
 // fleetSync is Sync the fleet way: the mailbox, the round if this
 // instance holds the lease, the view. It returns errFleetFallback, with
-// nothing lost, when a classic sync must be made instead.
-func (rm *Room) fleetSync(ctx context.Context) error {
+// nothing lost, when a classic sync must be made instead. Leaving, it
+// writes the instance's last batch to its mailbox marked Left (the next
+// round applies it and removes the instance's record), runs that round
+// if the instance holds the lease, and reads no view.
+func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 	f := &rm.fleet
 	f.viewed = false
 	local := rm.localNow()
@@ -368,6 +375,9 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 	// a join record, which the aggregator empties every round. It has no
 	// grant until the aggregator carves one.
 	joining := !f.on && f.classicVersion == 0 && fleetCapable(rm.id)
+	if joining && leaving {
+		return errFleetFallback // no record to remove: the classic sync applies what it let in
+	}
 	if joining {
 		rm.mu.Lock()
 		legacy := !rm.pending.legacy.empty()
@@ -458,7 +468,9 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		}
 		held := budget
 		mb.Adopted = max(mb.Adopted, f.adopted)
-		if g := mb.pendingGrant(); g != nil && mb.Version > f.classicVersion && mb.Epoch == rm.epoch {
+		if g := mb.pendingGrant(); leaving {
+			mb.Left = true
+		} else if g != nil && mb.Version > f.classicVersion && mb.Epoch == rm.epoch {
 			adopt, base = g, mb.Base
 			// What may be admitted from this write on: admissions from
 			// the budget while the write is on its way and what is kept
@@ -498,7 +510,9 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 	if err == nil {
 		f.wroteAt, f.mailboxAt = now, local
 	}
-	if err == nil && f.classicVersion == 0 && f.acked == 0 && !f.named {
+	if err == nil && leaving {
+		// Named or not, it is gone.
+	} else if err == nil && f.classicVersion == 0 && f.acked == 0 && !f.named {
 		err = rm.nameSelf(ctx, now)
 		f.named, f.namedAt = err == nil, local
 	} else if err == nil && f.acked > 0 && local-f.ackedAt > rm.instanceTTL() && local-f.namedAt > rm.instanceTTL() {
@@ -575,7 +589,7 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 		rm.mu.Unlock()
 		rm.log.Warn("waitingroom: the shared state went back to an earlier version (the store lost writes it had acknowledged); this instance contributes its counts again", "had", back.had, "applied", back.upto)
 	}
-	if f.term == 0 && rm.takesOver(now) {
+	if f.term == 0 && !leaving && rm.takesOver(now) {
 		rm.takeOver(ctx, now)
 	}
 	if f.term != 0 {
@@ -586,8 +600,8 @@ func (rm *Room) fleetSync(ctx context.Context) error {
 			}
 		}
 	}
-	if joining {
-		return nil // the view was read before the mailbox was written
+	if joining || leaving {
+		return nil // the view was read before the mailbox was written, or is not needed
 	}
 	return rm.readView(ctx)
 }
@@ -1046,7 +1060,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		recorded := make(map[string]bool, len(st.Instances))
 		for _, in := range st.Instances {
 			recorded[in.ID] = true
-			if mb := byID[in.ID]; mb != nil && !isLease(in.ID) && in.Seq < mb.Acked && mb.Seen+rm.instanceTTL() >= now {
+			if mb := byID[in.ID]; mb != nil && !mb.Left && !isLease(in.ID) && in.Seq < mb.Acked && mb.Seen+rm.instanceTTL() >= now {
 				lacks(in.ID, in.Seq, mb.Acked)
 			}
 		}
@@ -1056,7 +1070,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			// though it wrote again since (a write that committed late,
 			// after a round read its mailbox): it joins again.
 			_, silent := rm.gone[id]
-			if mb := byID[id]; mb != nil && !recorded[id] && !silent && mb.In == st.Epoch && mb.Acked > 0 && mb.Seen+rm.instanceTTL() >= now &&
+			if mb := byID[id]; mb != nil && !mb.Left && !recorded[id] && !silent && mb.In == st.Epoch && mb.Acked > 0 && mb.Seen+rm.instanceTTL() >= now &&
 				mb.Prev != 0 && mb.Seen-mb.Prev <= rm.instanceTTL() {
 				lacks(id, 0, mb.Acked)
 				unrecorded = append(unrecorded, id)
@@ -1083,6 +1097,21 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		var ds []*delta
 		for _, id := range ids {
 			mb := byID[id]
+			if mb != nil && mb.Left {
+				// Closing: its last batch is applied if it was not, and
+				// its record removed, however long ago it wrote.
+				if present[id] && mb.In == st.Epoch {
+					md := newDelta()
+					for _, w := range mb.Batches {
+						if w.Seq > applied[id] {
+							md.add(w.delta())
+						}
+					}
+					ds = append(ds, md)
+					members = append(members, member{id: id, seq: max(mb.Seq, applied[id]), leaving: true})
+				}
+				continue
+			}
 			if mb == nil || mb.Seen+rm.instanceTTL() < now {
 				continue // an instance in classic syncs, or gone
 			}

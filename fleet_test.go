@@ -299,7 +299,6 @@ func TestFleetMixedWithCurrentRelease(t *testing.T) {
 	old.store = st
 	old.id = instanceID(false) // "+s4c2": the current release, or an instance without FleetSync
 	old.grant = nil            // what its own room granted it is not this room's
-	old.grant = nil            // what its own room granted it is not this room's
 	rooms = append(rooms, old)
 	start := newClock().Now()
 	joins, leaves := start.Add(60*time.Second), start.Add(180*time.Second)

@@ -96,12 +96,14 @@ func TestReserveAndPick(t *testing.T) {
 			// A state that went back: the reserve read back was set
 			// when more slots were free than now (the sessions of the
 			// lost seconds are reported again), and 3 are. Kept whole,
-			// it gave 4 picks and 2 reserved: 6 held for 3.
+			// it gave 4 picks and 2 reserved: 6 held for 3. The bucket
+			// stays covered with no slot: its visitors who ask are told
+			// to come back soon for the next picks, not in a refresh.
 			name: "a reserve the free slots no longer cover shrinks to them",
 			due0: 6, admitted: 20, before: 6,
 			asks: map[uint64]ask{x: {b0, future}, y1: {b0, future}, y2: {b0, future}, z: {b0, future}},
 			edit: func(p *syncParams) { p.settings.TotalActiveUsers, p.policy.TotalActiveUsers = 3, 3 },
-			want: want{picked: []uint64{x, y1, y2}},
+			want: want{picked: []uint64{x, y1, y2}, reserved: b0},
 		},
 		{
 			// The state went back to before the aggregator's latest

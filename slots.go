@@ -2,8 +2,10 @@ package waitingroom
 
 import (
 	"cmp"
+	"hash/fnv"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/go-waitingroom/waitingroom/store"
 )
@@ -168,6 +170,9 @@ type syncParams struct {
 	// held is what the instance kept of its grant to use while this sync
 	// is in flight.
 	held int64
+	// leaving reports that the instance is closing: the sync removes its
+	// record (member.leaving).
+	leaving bool
 	// history reports that the store keeps the room's history: the state
 	// keeps the tallies of the recent minutes (tally.go).
 	history bool
@@ -250,7 +255,7 @@ type view struct {
 // previous grant and carves a new one from the free slots. It is the whole
 // shared-state algorithm; it does no I/O and runs inside Store.Update.
 func applySync(st *store.State, p syncParams, d *delta) (grant, *view) {
-	out, v := applyRound(st, p, []member{{id: p.id, seq: p.seq, held: p.held, attempts: d.attempts}}, []*delta{d})
+	out, v := applyRound(st, p, []member{{id: p.id, seq: p.seq, held: p.held, attempts: d.attempts, leaving: p.leaving}}, []*delta{d})
 	v.fair = out[0].fair
 	return out[0].g, v
 }
@@ -266,6 +271,10 @@ type member struct {
 	attempts int64 // its admission attempts since its previous sync
 	// noCarve: carve it nothing this time; its record holds held.
 	noCarve bool
+	// leaving: the instance is closing (Close): its news is its last, it
+	// holds nothing, and its record goes with this sync, its grant back to
+	// the pool.
+	leaving bool
 }
 
 // carving is what applyRound carved for a member: its grant (nil: its
@@ -301,9 +310,28 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 			d.add(o)
 		}
 	}
+	if lost := lostToSilence(st, &p, members); len(lost) > 0 {
+		if d == ds[0] {
+			d = newDelta() // the member's batch may be sent again
+			d.add(ds[0])
+		}
+		for _, x := range lost {
+			d.session(x)
+		}
+	}
 	v, admitted, obs := mergeShared(st, &p, d)
 	picked := settlePicks(st)
 	at := settleMembers(st, &p, v, members)
+	defer func() {
+		for _, m := range members {
+			if m.leaving {
+				st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool { return in.ID == m.id })
+				if fleetCapable(m.id) {
+					v.dropped = append(v.dropped, m.id)
+				}
+			}
+		}
+	}()
 	v.due = tallySync(st, &p, v, &obs, admitted)
 	v.observed = obs
 	out := make([]carving, len(members))
@@ -336,7 +364,7 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 		lay, grants = reserveAndPick(st, p, v, buckets, d.asks, picked, grants, ahead[0])
 	}
 	for i, m := range members {
-		if m.noCarve {
+		if m.noCarve || m.leaving {
 			continue
 		}
 		me := &st.Instances[at[i]]
@@ -504,12 +532,10 @@ func mergeShared(st *store.State, p *syncParams, d *delta) (*view, map[int64]int
 	return v, admitted, obs
 }
 
-// settleMembers drops the silent instances' records (their grants return
-// to the pool), and settles the members': each record's sequence number,
-// time and traffic, and its grant, which holds what the member still holds
-// until a carve. It counts the instances and the formats they read into v,
-// and returns where each member's record is in st.Instances.
-func settleMembers(st *store.State, p *syncParams, v *view, members []member) []int {
+// silentDrops returns whether a sync of members drops a record among st's
+// instances as silent: an instance's, the lease's, a pick's or the
+// reserve's not renewed within its time to live.
+func silentDrops(st *store.State, p *syncParams, members []member) func(store.Instance) bool {
 	now := p.now
 	// While a live lease says an aggregator syncs the fleet, the records
 	// of the fleet's instances are its to drop: it keeps them alive from
@@ -526,7 +552,7 @@ func settleMembers(st *store.State, p *syncParams, v *view, members []member) []
 	for _, m := range members {
 		syncing[m.id] = true
 	}
-	st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
+	return func(in store.Instance) bool {
 		ttl := p.instanceTTL
 		if isLease(in.ID) {
 			ttl *= fleetLeaseTTLs // fleet.go
@@ -546,7 +572,76 @@ func settleMembers(st *store.State, p *syncParams, v *view, members []member) []
 		default:
 			gone = !p.keepSilent && (p.round || !leased || !fleetCapable(in.ID))
 		}
-		drop := !syncing[in.ID] && in.Seen+ttl < now && gone
+		return !syncing[in.ID] && in.Seen+ttl < now && gone
+	}
+}
+
+// lostToSilence returns a session record for each admission that the
+// instances a sync of members drops as silent (silentDrops) may have made
+// and not reported: an instance that stopped (it crashed, or was closed)
+// or lost the store may have let visitors in from its grant after its
+// latest sync, and reached the state with them no more. Their records
+// count those admissions in the minute of the drop and as active for a
+// session, so the grant that goes back to the pool does not let in a
+// second visitor for a slot one may have taken. An instance may have let
+// in any visitor picked for the fleet (picks.go) too: the picks still
+// held count once more, whoever was dropped. What the records count that
+// was not let in, or is reported later by another instance (a sign of
+// life of such a session), is a slot or two lost, on the safe side of
+// every limit, once for each instance that stops.
+//
+// The records' IDs are derived from the dropped records', so a sync that
+// is tried again adds the same ones; they are no visitor's (a visitor's ID
+// is random: one in 2^64 would be).
+func lostToSilence(st *store.State, p *syncParams, members []member) []store.Session {
+	drops := silentDrops(st, p, members)
+	var lost []store.Session
+	var picks []string
+	dropped := false
+	add := func(parts ...string) {
+		h := fnv.New64a()
+		for _, s := range parts {
+			_, _ = h.Write([]byte(s))
+			_, _ = h.Write([]byte{0})
+		}
+		sec := floorDiv(p.now, 1000)
+		lost = append(lost, store.Session{ID: h.Sum64()%(store.MinLegacyID-1) + 1, Admitted: sec, Seen: sec, End: sessionEnd(&p.policy, p.now)})
+	}
+	for _, in := range st.Instances {
+		drop := drops(in)
+		switch {
+		case isPick(in.ID):
+			if id, ok := pickedVisitor(in.ID); ok && !drop && in.Grant > 0 && !hasSession(st.Sessions, id) {
+				picks = append(picks, in.ID)
+			}
+		case notInstance(in.ID) || !drop:
+		default:
+			dropped = true
+			seq := strconv.FormatUint(in.Seq, 10)
+			for k := range max(in.Grant, 0) {
+				add("lost", in.ID, seq, strconv.FormatInt(k, 10))
+			}
+		}
+	}
+	if dropped {
+		for _, id := range picks {
+			add("lost-pick", id, strconv.FormatInt(p.now, 10))
+		}
+	}
+	return lost
+}
+
+// settleMembers drops the silent instances' records (their grants return
+// to the pool, counted first as admissions they may have made:
+// lostToSilence), and settles the members': each record's sequence number,
+// time and traffic, and its grant, which holds what the member still holds
+// until a carve. It counts the instances and the formats they read into v,
+// and returns where each member's record is in st.Instances.
+func settleMembers(st *store.State, p *syncParams, v *view, members []member) []int {
+	now := p.now
+	drops := silentDrops(st, p, members)
+	st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
+		drop := drops(in)
 		if drop && fleetCapable(in.ID) && !notInstance(in.ID) {
 			v.dropped = append(v.dropped, in.ID)
 		}

@@ -33,9 +33,27 @@ func (rm *Room) Sync(ctx context.Context) error {
 	if rm.closed.Load() {
 		return ErrClosed
 	}
+	return rm.sync(ctx, false)
+}
+
+// sync is Sync; leaving, it is the last sync of an instance that is
+// closing (leave).
+func (rm *Room) sync(ctx context.Context, leaving bool) error {
 	rm.syncMu.Lock()
 	defer rm.syncMu.Unlock()
-	if err := rm.fleetSync(ctx); !errors.Is(err, errFleetFallback) {
+	if leaving && (rm.epoch == 0 || !rm.healthy.Load()) {
+		return errNoLeave
+	}
+	if leaving {
+		// Nobody is let in from here on: what was let in goes out with
+		// this sync, and the instance's record goes with it (its grant
+		// back to the pool, with nothing counted as lost: lostToSilence).
+		rm.mu.Lock()
+		rm.grant, rm.inflight = nil, nil
+		rm.healthy.Store(false) // nor from a pick (Check)
+		rm.mu.Unlock()
+	}
+	if err := rm.fleetSync(ctx, leaving); !errors.Is(err, errFleetFallback) {
 		if err == nil {
 			rm.syncSucceeded()
 			rm.aggregated.Store(rm.fleet.on && rm.fleet.viewed)
@@ -73,6 +91,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		syncInterval: max(rm.cfg.SyncInterval, 0).Milliseconds(),
 		instanceTTL:  rm.instanceTTL(),
 		held:         held,
+		leaving:      leaving,
 		dueWindow:    rm.waitWindow/2 + dueMargin,
 		history:      rm.kept.store != nil,
 	}
@@ -166,7 +185,7 @@ func (rm *Room) Sync(ctx context.Context) error {
 		st.Version++
 		st.Clock = now
 		g, v = applySync(st, p, dd)
-		rm.takeLease(st, now, v.current)
+		rm.takeLease(st, now, v.current && !leaving)
 		epoch, version = st.Epoch, st.Version
 		peers, term = fleetPeers(st, rm.id)
 		leased = leaseOf(st) != nil
@@ -577,16 +596,41 @@ func policyEffect(p StoreErrorPolicy) string {
 
 // Close stops the background sync and makes Check, Sync, Update and Ready
 // return ErrClosed. It cancels the context of the sync in flight, if any,
-// and returns once the background loop has stopped: at once with a Store
-// that honours its context's cancellation, as the stores of this module do.
-// It logs no error for the sync it cancels. It does not close the store,
-// which the caller owns. Close is idempotent.
+// and waits for the background loop to stop: at once with a Store that
+// honours its context's cancellation, as the stores of this module do.
+// It logs no error for the sync it cancels.
+//
+// Then, if the instance's latest sync went through, Close makes its last
+// one (within the time a sync is given, 2 s or two SyncIntervals): it
+// brings in the admissions made since, and takes the instance's record
+// out of the shared state, its grant back to the pool. An instance that
+// stops without it (a crash, a Close that could not reach the store) is
+// dropped from the state an instance TTL later, and the grant it held is
+// counted as admitted then, since it may have been used (docs/design.md,
+// "Instances that stop"). It does not close the store, which the caller
+// owns. Close is idempotent.
 func (rm *Room) Close() error {
 	if rm.closed.CompareAndSwap(false, true) {
 		close(rm.stop)
+		<-rm.loopDone
+		rm.leave()
+		return nil
 	}
 	<-rm.loopDone
 	return nil
+}
+
+// errNoLeave: the instance never synced, or its latest sync failed; it
+// makes no last sync (Close).
+var errNoLeave = errors.New("waitingroom: no last sync")
+
+// leave is Close's last sync, if the latest went through.
+func (rm *Room) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout(rm.cfg.SyncInterval))
+	defer cancel()
+	if err := rm.sync(ctx, true); err != nil && !errors.Is(err, errNoLeave) {
+		rm.log.Debug("waitingroom: the last sync before closing failed; the instance is dropped from the state as silent", "err", err)
+	}
 }
 
 // logPhase logs the room's state changes between two views: queueing

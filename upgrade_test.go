@@ -290,6 +290,12 @@ func TestUpgradeFromPreviousState(t *testing.T) {
 	// The previous release's instance last synced at 72 s: at 76 s it is
 	// past its TTL (3 s).
 	clk := testclock.New(testclock.Start.Add(76 * time.Second))
+	// It had used its grant and reported it before it stopped. (A slot
+	// it still held would count as admitted when it is dropped, as in
+	// TestUpgradeMixedFleet.)
+	prev := st.prev(t)
+	prev.Instances[0].Grant = 0
+	st.b = prevMarshalState(prev)
 	ur := newUpgradeRoom(t, clk, st)
 	ur.sync()
 
@@ -467,7 +473,10 @@ func TestUpgradeMixedFleet(t *testing.T) {
 	assert.Equal(t, byte(store.PreviousEncoding), st.bytes()[0], "within the TTL, still live")
 	tick(140 * time.Second)
 	assert.Equal(t, byte(store.EncodingVersion), st.bytes()[0])
-	assert.Equal(t, 4, ur.Stats().Active)
+	// Dropped, it did not say whether it let anyone in from the slot
+	// it held: that slot counts as an admission, and as active for a
+	// session (lostToSilence).
+	assert.Equal(t, 5, ur.Stats().Active, "a1, a2, a3, a5 and the slot the stopped instance held")
 
 	// Cookies of version 1 still counted by second are converted once:
 	// no visitor counted twice, no admission counted again. Re-issued,
@@ -482,7 +491,7 @@ func TestUpgradeMixedFleet(t *testing.T) {
 	_, err = prevDecodeCookie(old.codec, a1)
 	require.Error(t, err, "cookies of version 2 again")
 	tick(141 * time.Second)
-	assert.Equal(t, 4, ur.Stats().Active, "a1, a2, a3, a5")
+	assert.Equal(t, 5, ur.Stats().Active, "a1, a2, a3, a5, the stopped instance's slot")
 	assert.Equal(t, admitted, ur.Stats().AdmittedThisMinute)
 	tick(142 * time.Second)
 	cur := st.current(t)
