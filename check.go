@@ -200,7 +200,26 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			next = now + powHoldRefresh // back as soon as the page's worker is done
 		}
 		c.refresh = next - now
-		if !fresh && !closed && gate == gatePass && pol.method.ordered && v.near(c.bucket, int64(pol.NewUsersPerMinute)) {
+		if !fresh && !closed && gate == gatePass && !pol.method.ordered && v.fleet && v.scarce && pol.method.layout != nil {
+			// Random, with fewer slots than the fleet's instances: every
+			// slot goes by pick, drawn among the visitors asked for. A
+			// visitor is asked for with the odds that four times the
+			// slots of a refresh interval give every waiting visitor,
+			// and comes back as soon as the pick can be out: the picks
+			// are used within seconds (those of a minute's last seconds
+			// would count against it, used in the next), and the
+			// visitors not asked for keep their refresh interval. The
+			// draw is the visitor's for a whole refresh interval of the
+			// shared clock: copies of a cookie, or old cookies sent
+			// again, at any instance, draw the same.
+			refresh := rm.cfg.RefreshInterval.Milliseconds()
+			odds := 4 * float64(pol.NewUsersPerMinute) * float64(refresh) / 60_000 / float64(max(1, v.waiting))
+			if rm.pending.mayAsk(c.id) && float64(successor(c.id, floorDiv(now, refresh))>>11)/(1<<53) < odds {
+				next = min(next, now+rm.pickWait())
+				c.refresh = next - now
+				rm.pending.ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
+			}
+		} else if !fresh && !closed && gate == gatePass && pol.method.ordered && v.near(c.bucket, int64(pol.NewUsersPerMinute)) {
 			// No slot here for a visitor whose turn is near: the fleet's
 			// aggregator may pick them for a slot that any instance lets
 			// them in from (picks.go). One the reserve holds a slot for
@@ -209,7 +228,11 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			// the fleet forms again after an outage) shows reserved.
 			b := pol.bucket(c.bucket)
 			asked := v.fleet && rm.pending.mayAsk(c.id)
-			if b <= v.reservedTo && (asked || !v.fleet) {
+			// With fewer slots than instances, every slot goes by
+			// pick: one whose turn comes within a refresh interval comes
+			// back as soon as the pick can be out, too.
+			soon := v.scarce && asked && v.near(c.bucket, max(1, int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000))
+			if b <= v.reservedTo && (asked || !v.fleet) || soon {
 				next = min(next, now+rm.pickWait())
 				c.refresh = next - now
 			}

@@ -246,7 +246,12 @@ type Config struct {
 	// such a visitor reaches without a slot has them picked and let in a
 	// few seconds later: newer visitors may get in up to the visitor's
 	// refresh interval and those seconds before them, where every instance
-	// would otherwise hold its few slots for them. Default false: every
+	// would otherwise hold its few slots for them. When the limits give
+	// fewer than four slots an instance and a queue waits, every slot
+	// goes by pick, in either method: the visitors near their turn (in
+	// FIFO) or drawn (in random) check in every few seconds for it,
+	// rather than each instance holding a slot that its few visitors
+	// rarely take. Default false: every
 	// sync reads and writes the whole state. See docs/design.md, "Syncing
 	// a fleet", for what it gains and costs on each store.
 	FleetSync bool

@@ -211,6 +211,7 @@ type mailbox struct {
 	Adopted uint64      `json:"av,omitempty"` // the Version of the grant the instance adopted
 	Epoch   uint64      `json:"e,omitempty"`  // the state's epoch the grant belongs to
 	Fair    int64       `json:"f,omitempty"`  // the instance's share of the paced slots at the carve
+	Scarce  bool        `json:"sc,omitempty"` // carved with fewer slots than instances: keep none of it (fleetScarce)
 	In      uint64      `json:"in,omitempty"` // the epoch of the state the instance joined through its mailbox
 	// Back is set by an aggregator that found the state without some of
 	// the instance's batches it had applied: the state went back (see
@@ -479,6 +480,9 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 			// learns that the write committed).
 			left := max(0, g.total()-rm.usedSince(base).total)
 			keep = max(need, mb.Fair)
+			if mb.Scarce {
+				keep = 0 // its slots go back to the pool, for picks
+			}
 			held = min(budget+keep, left)
 			mb.Adopted = mb.Version
 		} else if g != nil {
@@ -766,6 +770,7 @@ func (rm *Room) install(ctx context.Context, st *store.State, now, local int64, 
 	_, v := applySync(st, p, newDelta())
 	v.instances = fleetSize
 	v.fleet = true
+	v.scarce = fleetScarce(&p, v)
 	v.due, v.observed = nil, observations{}
 	rm.finish(ctx, p, v, st.Epoch, st.SettingsVersion, nil, func() {}, now-local)
 }
@@ -923,6 +928,7 @@ func (rm *Room) params(now int64) syncParams {
 		instanceTTL:  rm.instanceTTL(),
 		dueWindow:    rm.waitWindow/2 + dueMargin,
 		history:      rm.kept.store != nil,
+		scarceBelow:  fleetScarceBelow,
 	}
 }
 
@@ -985,6 +991,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		base    uint64
 		applied uint64
 		fair    int64
+		scarce  bool
 	}
 	var (
 		out      map[string]carved
@@ -1161,7 +1168,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		p.settings, p.policy, p.times = settings, pol, times
 		cs, v := applyRound(st, p, members, ds)
 		for i, m := range members {
-			out[m.id] = carved{g: cs[i].g, base: m.seq, applied: m.seq, fair: cs[i].fair}
+			out[m.id] = carved{g: cs[i].g, base: m.seq, applied: m.seq, fair: cs[i].fair, scarce: cs[i].scarce}
 		}
 		dropped = v.dropped
 		merged = v
@@ -1227,7 +1234,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 				for _, e := range c.g {
 					mb.Grant = append(mb.Grant, [2]int64{e.bucket, e.n})
 				}
-				mb.Version, mb.Base, mb.Epoch, mb.Fair = version, c.base, epoch, c.fair
+				mb.Version, mb.Base, mb.Epoch, mb.Fair, mb.Scarce = version, c.base, epoch, c.fair, c.scarce
 			}
 			mb.write(st)
 			return nil

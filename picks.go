@@ -189,6 +189,30 @@ func keepReserve(st *store.State, p syncParams) {
 	}
 }
 
+// fleetScarce reports whether a fleet's round, or an instance of it,
+// sees few slots for its instances while a queue waits (more visitors
+// waiting than may be let in now): New Users Per Minute, or Total Active
+// Users, below p.scarceBelow slots an instance (fleetScarceBelow). A
+// grant carved then is a slot or two, or none, and an instance holding
+// one waits for a visitor who may take it while the visitors waiting at
+// the others find none: 1,000 instances at 100 a minute let in a quarter
+// of it in FIFO and under two thirds in random; 40 at 100 a minute, 0.985
+// in FIFO. So every slot goes by pick: the round carves the instances
+// nothing more, they keep none of the grants they adopt, and they ask
+// for their waiting visitors in either method (in random, the round
+// draws among them).
+func fleetScarce(p *syncParams, v *view) bool {
+	if p.policy.method.layout == nil || v.instances <= 0 {
+		return false
+	}
+	slots := int64(min(p.policy.NewUsersPerMinute, p.policy.TotalActiveUsers))
+	return slots < int64(v.instances)*p.scarceBelow && v.waiting > freeSlots(&p.policy, v)
+}
+
+// fleetScarceBelow is the number of slots an instance below which a fleet
+// admits its waiting visitors by pick only (fleetScarce).
+const fleetScarceBelow = 4
+
 // reserveAndPick is a fleet's round's part in an ordered queue, before it
 // carves the instances' grants: it picks asked visitors and sets the
 // reserve, from the slots free and released (carve, as for one instance
@@ -236,12 +260,25 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 	if g := carve(p, v, buckets, buckets, 1, grants-before-picks, held, ahead); g != nil {
 		limit = g.total()
 	}
-	made := pick(st, asks, lay, limit-picks, p.now, p.waitWindow, lease.ID)
+	ordered := p.policy.method.ordered
+	made := pick(st, asks, lay, limit-picks, p.now, p.waitWindow, lease.ID, ordered)
 	var n int64
 	for _, k := range made {
 		n += k
 	}
 	coverDue(lay, made)
+	if !ordered {
+		// Random (fleetScarce): no order to keep, so no reserve. (Its
+		// record, if the room was FIFO, is left where it is with no
+		// slot: the members' records are where settleMembers found
+		// them.)
+		for i := range st.Instances {
+			if isReserve(st.Instances[i].ID) {
+				st.Instances[i] = store.Instance{ID: reservePrefix + lease.ID, Seen: p.now}
+			}
+		}
+		return lay, grants + n - before
+	}
 	// The oldest bucket's due visitors, if the rest covers them
 	// entirely, are reserved once for the fleet (not a newer bucket's:
 	// its visitors would ask and wait for a pick where fresh arrivals
@@ -283,11 +320,13 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 // will be back after now and whom st has neither a session nor a pick of,
 // made by the aggregator of lease ID by and good for longest ms at most
 // (an ask's until is an instance's word), and returns the picks made, by
-// bucket. It picks the oldest buckets first, and the visitors of a
-// bucket only while no due visitor of an older one is left (lay: the due
-// visitors of each bucket that no pick covers yet): those will ask too,
-// and a newer visitor picked before them would be let in first.
-func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longest int64, by string) map[int64]int64 {
+// bucket. Ordered, it picks the oldest buckets first, and the visitors
+// of a bucket only while no due visitor of an older one is left (lay: the
+// due visitors of each bucket that no pick covers yet): those will ask
+// too, and a newer visitor picked before them would be let in first.
+// Otherwise (random) it draws them at random: every waiting visitor asks
+// once a refresh interval, so each has the same chance.
+func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longest int64, by string, ordered bool) map[int64]int64 {
 	if n <= 0 || len(asks) == 0 {
 		return nil
 	}
@@ -309,9 +348,16 @@ func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longe
 			cs = append(cs, asked{id, a})
 		}
 	}
-	slices.SortFunc(cs, func(x, y asked) int {
-		return cmp.Or(cmp.Compare(x.a.bucket, y.a.bucket), cmp.Compare(x.a.until, y.a.until), cmp.Compare(x.id, y.id))
-	})
+	if ordered {
+		slices.SortFunc(cs, func(x, y asked) int {
+			return cmp.Or(cmp.Compare(x.a.bucket, y.a.bucket), cmp.Compare(x.a.until, y.a.until), cmp.Compare(x.id, y.id))
+		})
+	} else {
+		// A draw that the round's time and the visitor decide, so a
+		// retried round draws the same.
+		draw := func(id uint64) uint64 { return successor(id, now) }
+		slices.SortFunc(cs, func(x, y asked) int { return cmp.Or(cmp.Compare(draw(x.id), draw(y.id)), cmp.Compare(x.id, y.id)) })
+	}
 	var out map[int64]int64
 	i := 0 // lay[:i] are the buckets older than the one picked from
 	var older int64
@@ -320,7 +366,7 @@ func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longe
 			older += max(0, lay[i].due-out[lay[i].bucket])
 			i++
 		}
-		if older > 0 {
+		if older > 0 && ordered {
 			break
 		}
 		// A pick lasts until the visitor said they would be back, and

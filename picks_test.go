@@ -45,6 +45,7 @@ func TestReserveAndPick(t *testing.T) {
 		picks    []uint64          // picks the state holds (bucket b0)
 		sessions []store.Session   // admitted meanwhile (in a delta)
 		edit     func(*syncParams) // changes to the parameters
+		scarce   bool              // the fleet's instances below fleetScarceBelow slots each
 		want     want
 	}{
 		{
@@ -129,6 +130,33 @@ func TestReserveAndPick(t *testing.T) {
 			method: &randomMethod, due0: 2, admitted: 20,
 			asks: map[uint64]ask{x: {b0, future}},
 		},
+		{
+			// 100 a minute for 40 instances: every slot goes by pick.
+			name: "few slots an instance: those who asked picked, the instances given nothing",
+			due0: 200, admitted: 20, scarce: true,
+			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}},
+			want: want{picked: []uint64{x}},
+		},
+		{
+			name: "few slots an instance: what the instances hold is laid out again, nothing added",
+			due0: 200, admitted: 20, held: 1, scarce: true,
+			asks: map[uint64]ask{x: {b0, future}},
+			want: want{picked: []uint64{x}, memberB0: true},
+		},
+		{
+			name:   "few slots an instance, random: the asked picked, whatever their bucket",
+			method: &randomMethod, due0: 200, admitted: 20, scarce: true,
+			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}, y2: {b1, future}, z: {b0, future}},
+			want: want{picked: []uint64{x, y1, y2, z}},
+		},
+		{
+			// 30 s into the minute, three intervals ahead, the release
+			// is at 56: 3 left, drawn among the 4 asked.
+			name:   "few slots an instance, random: as many as the release allows",
+			method: &randomMethod, due0: 200, admitted: 53, scarce: true,
+			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}, y2: {b1, future}, z: {b0, future}},
+			want: want{picked: []uint64{y1, y2, z}},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := tc.method
@@ -149,6 +177,9 @@ func TestReserveAndPick(t *testing.T) {
 				times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000,
 				syncInterval: 1000, instanceTTL: 3000, round: true}
 			p.policy = policy{Settings: p.settings, method: m}
+			if tc.scarce {
+				p.scarceBelow = fleetScarceBelow
+			}
 			if tc.edit != nil {
 				tc.edit(&p)
 			}
@@ -195,6 +226,12 @@ func TestReserveAndPick(t *testing.T) {
 				}
 			}
 			assert.Equal(t, tc.want.memberB0, memberB0, "an instance reserves for b0")
+			if tc.scarce {
+				for i, c := range out {
+					assert.LessOrEqual(t, c.g.total(), tc.held, "instance %d: nothing added to what it held", i)
+					assert.True(t, c.scarce, "instance %d: told to keep none of it", i)
+				}
+			}
 			assert.LessOrEqual(t, v.admittedThisMinute+grants, int64(p.settings.NewUsersPerMinute), "admitted this minute, picks, the reserve and every grant")
 			assert.LessOrEqual(t, v.active+grants, int64(p.settings.TotalActiveUsers))
 			// What the instances read of it.
@@ -210,6 +247,77 @@ func TestReserveAndPick(t *testing.T) {
 			assert.Equal(t, 40, v.instances, "picks and the reserve are no instances")
 		})
 	}
+}
+
+// TestScarceRandomAsks checks the instance's side of a fleet with few
+// slots an instance in random (fleetScarce): a waiting visitor is asked
+// for at a chance with the odds that four times a refresh interval's
+// slots give every waiting visitor, and comes back soon when asked for;
+// the draw is the visitor's for the refresh interval, so a copy of the
+// cookie sent to another instance (one cookie on many machines) draws
+// the same and gains nothing.
+func TestScarceRandomAsks(t *testing.T) {
+	clk := newClock()
+	rooms := instances(t, clk, memstore.New(), 2, func(c *Config) {
+		c.QueueingMethod = Random
+		c.TotalActiveUsers, c.NewUsersPerMinute = 60, 60
+		c.RefreshJitter = -1
+	})
+	a := rooms[0]
+	const waiting = 300
+	var cookies []string
+	for range waiting + 60 {
+		if len(cookies) == waiting {
+			break
+		}
+		d, err := a.Check((&visitor{}).request(http.MethodGet, ""))
+		require.NoError(t, err)
+		if d.Outcome == Waiting {
+			cookies = append(cookies, a.cookieName+"="+d.cookie)
+		}
+	}
+	require.Len(t, cookies, waiting)
+	clk.Add(a.cfg.RefreshInterval + time.Second)
+	// At the start of a refresh interval of the shared clock: the 3 s
+	// of requests below stay within it.
+	refresh := a.cfg.RefreshInterval.Milliseconds()
+	clk.Add(time.Duration(refresh-clk.Now().UnixMilli()%refresh+100) * time.Millisecond)
+	for _, rm := range rooms {
+		v := *rm.view.Load()
+		v.fleet, v.scarce, v.waiting = true, true, waiting
+		rm.view.Store(&v)
+		rm.mu.Lock()
+		rm.grant = grant{} // every slot goes by pick
+		rm.mu.Unlock()
+	}
+	asked := 0
+	for i, cookie := range cookies {
+		var got [2]bool
+		for j, rm := range rooms {
+			clk.Add(5 * time.Millisecond) // the copy comes a little later
+			d, err := rm.Check((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+			require.NoError(t, err)
+			require.Equal(t, Waiting, d.Outcome)
+			pol := rm.policyAt(&rm.view.Load().settings, clk.Now().UnixMilli())
+			c, _, ok := rm.readCookie((&visitor{cookie: cookie}).request(http.MethodGet, ""), &pol, clk.Now().UnixMilli())
+			require.True(t, ok)
+			rm.mu.Lock()
+			_, got[j] = rm.pending.asks[c.id]
+			rm.mu.Unlock()
+			if got[j] {
+				assert.Equal(t, time.Duration(rm.pickWait())*time.Millisecond, d.RefreshAfter, "visitor %d asked for: back soon", i)
+			} else {
+				assert.Greater(t, d.RefreshAfter, rm.cfg.RefreshInterval/2, "visitor %d not asked for: back in about a refresh interval", i)
+			}
+		}
+		assert.Equal(t, got[0], got[1], "visitor %d: the same draw at either instance", i)
+		if got[0] {
+			asked++
+		}
+	}
+	// The odds: 4 × 60 a minute × 20 s / 300 waiting = 4/15, 80 of 300.
+	t.Logf("%d of %d asked for", asked, waiting)
+	assert.InDelta(t, 80, asked, 25, "visitors asked for")
 }
 
 // TestPickLetsInAnywhere checks the instance's side: a picked visitor is
@@ -270,6 +378,17 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		asked, ok := backSoon(t, b, true)
 		require.True(t, ok, "asked for")
 		assert.Equal(t, bucket, asked.bucket)
+	})
+	t.Run("few slots an instance: a visitor whose turn is near asks and comes back soon", func(t *testing.T) {
+		setView(b, func(v *view) { v.fleet, v.scarce, v.reservedTo = true, true, 0 })
+		got := check(b)
+		require.Equal(t, Waiting, got.Outcome)
+		assert.Equal(t, time.Duration(b.pickWait())*time.Millisecond, got.RefreshAfter, "back soon")
+		b.mu.Lock()
+		_, ok := b.pending.asks[id]
+		b.mu.Unlock()
+		assert.True(t, ok, "asked for")
+		clk.Add(got.RefreshAfter)
 	})
 	t.Run("a view of a classic sync that shows the reserve: back soon, not asked", func(t *testing.T) {
 		// The fleet forms again after an outage: the aggregator's
@@ -459,9 +578,16 @@ func TestReserveAndPickRandom(t *testing.T) {
 		p := syncParams{now: now, settings: Settings{TotalActiveUsers: int(total), NewUsersPerMinute: int(perMinute)},
 			times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000,
 			syncInterval: 1000, instanceTTL: 3000, round: true}
-		p.policy = policy{Settings: p.settings, method: &fifoMethod}
+		m := &fifoMethod
+		if rng.IntN(3) == 0 {
+			m = &randomMethod
+		}
+		p.policy = policy{Settings: p.settings, method: m}
+		if rng.IntN(2) == 0 {
+			p.scarceBelow = fleetScarceBelow // every slot by pick when the instances have few
+		}
 
-		_, v := applyRound(st, p, members, ds)
+		out, v := applyRound(st, p, members, ds)
 
 		var grants, reserves int64
 		picks := map[int64]int64{}
@@ -486,9 +612,22 @@ func TestReserveAndPickRandom(t *testing.T) {
 				reserve = &st.Instances[i]
 			}
 		}
-		require.LessOrEqual(t, v.admittedThisMinute+grants, perMinute, "trial %d: admitted this minute and every slot held", trial)
+		require.LessOrEqual(t, v.admittedThisMinute+grants, perMinute, "trial %d: admitted this minute and every slot held (random %v, scarce %v %v)", trial, m == &randomMethod, p.scarceBelow, v.scarce)
 		require.LessOrEqual(t, v.active+grants, total, "trial %d: active and every slot held", trial)
 		require.LessOrEqual(t, reserves, int64(1), "trial %d: one reserve", trial)
+		if v.scarce {
+			for i, c := range out {
+				require.LessOrEqual(t, c.g.total(), members[i].held, "trial %d: few slots an instance, and one carved more than it held", trial)
+			}
+		}
+		if m == &randomMethod {
+			if v.scarce {
+				require.Zero(t, reserves, "trial %d: no reserve in random", trial)
+			} else {
+				require.Empty(t, newPicks, "trial %d: no pick in random with slots enough", trial)
+			}
+			continue // no order to keep
+		}
 		// The due visitors that no pick covers, by bucket, oldest first.
 		var left []bucketCount
 		for _, b := range v.buckets {

@@ -192,6 +192,9 @@ type syncParams struct {
 	// reserved is, for a fleet's round, the newest bucket the reserve of
 	// the aggregator's latest round covered (fleetState.reserved).
 	reserved int64
+	// scarceBelow is, for a fleet, the number of slots an instance below
+	// which every slot goes by pick (fleetScarce); 0 for never.
+	scarceBelow int64
 }
 
 // bucketCount is the number of visitors waiting in one arrival bucket and
@@ -218,6 +221,10 @@ type view struct {
 	// fleet reports a view of a fleet's aggregator (fleet.go): its
 	// instances ask for the due visitors they have no slot for.
 	fleet bool
+	// scarce reports a fleet with fewer slots than instances while a
+	// queue waits (fleetScarce): its instances ask for their waiting
+	// visitors in either method.
+	scarce bool
 	// reservedTo is the newest bucket whose due visitors the aggregator
 	// reserves slots for (picks.go); 0 for none.
 	reservedTo         int64
@@ -282,6 +289,9 @@ type member struct {
 type carving struct {
 	g    grant
 	fair int64
+	// scarce: the round carved in a fleet with fewer slots than
+	// instances (fleetScarce): the instance keeps none of its grant.
+	scarce bool
 }
 
 // applyRound is applySync for several instances at once: ds holds the
@@ -360,7 +370,9 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 	// and may reserve the oldest bucket's due visitors once for the fleet
 	// (picks.go); the instances' grants are laid out over the rest.
 	lay := buckets
-	if p.round && p.policy.method.ordered {
+	scarce := p.round && fleetScarce(&p, v)
+	v.scarce = scarce
+	if p.round && (p.policy.method.ordered || scarce) {
 		lay, grants = reserveAndPick(st, p, v, buckets, d.asks, picked, grants, ahead[0])
 	}
 	for i, m := range members {
@@ -369,12 +381,15 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 		}
 		me := &st.Instances[at[i]]
 		share := fair
-		if traffic > 0 {
+		switch {
+		case scarce:
+			share = 0 // every slot goes by pick
+		case traffic > 0:
 			share = max(max(me.Traffic, 0)/traffic, fair/2)
 		}
 		held := max(me.Grant, 0)
 		g := carve(p, v, buckets, lay, share, grants-held, m.held, ahead[i])
-		out[i] = carving{g: g, fair: v.fair}
+		out[i] = carving{g: g, fair: v.fair, scarce: scarce}
 		if g != nil {
 			me.Grant = g.total()
 			grants += g.total() - held
