@@ -201,8 +201,8 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		}
 		c.refresh = next - now
 		if !fresh && !closed && gate == gatePass && !pol.method.ordered && v.fleet && v.scarce && pol.method.layout != nil {
-			// Random, with fewer slots than the fleet's instances: every
-			// slot goes by pick, drawn among the visitors asked for. A
+			// Random, in a fleet with few slots an instance (fleetScarce):
+			// every slot goes by pick, drawn among the visitors asked for. A
 			// visitor is asked for with the odds that four times the
 			// slots of a refresh interval give every waiting visitor,
 			// and comes back as soon as the pick can be out: the picks
@@ -228,9 +228,9 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			// the fleet forms again after an outage) shows reserved.
 			b := pol.bucket(c.bucket)
 			asked := v.fleet && rm.pending.mayAsk(c.id)
-			// With fewer slots than instances, every slot goes by
-			// pick: one whose turn comes within a refresh interval comes
-			// back as soon as the pick can be out, too.
+			// With few slots an instance (fleetScarce), every slot goes
+			// by pick: one whose turn comes within a refresh interval
+			// comes back as soon as the pick can be out, too.
 			soon := v.scarce && asked && v.near(c.bucket, max(1, int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000))
 			if b <= v.reservedTo && (asked || !v.fleet) || soon {
 				next = min(next, now+rm.pickWait())

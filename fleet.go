@@ -211,7 +211,7 @@ type mailbox struct {
 	Adopted uint64      `json:"av,omitempty"` // the Version of the grant the instance adopted
 	Epoch   uint64      `json:"e,omitempty"`  // the state's epoch the grant belongs to
 	Fair    int64       `json:"f,omitempty"`  // the instance's share of the paced slots at the carve
-	Scarce  bool        `json:"sc,omitempty"` // carved with fewer slots than instances: keep none of it (fleetScarce)
+	Scarce  bool        `json:"sc,omitempty"` // carved with few slots an instance: keep none of it (fleetScarce)
 	In      uint64      `json:"in,omitempty"` // the epoch of the state the instance joined through its mailbox
 	// Back is set by an aggregator that found the state without some of
 	// the instance's batches it had applied: the state went back (see

@@ -360,11 +360,11 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		return d
 	}
 
-	// backSoon checks that rm, whose view shows the visitor's bucket
-	// reserved (by a fleet's round or not), tells them to come back
-	// once a pick can be out, and returns what it asked for them.
-	backSoon := func(t *testing.T, rm *Room, fleet bool) (ask, bool) {
-		setView(rm, func(v *view) { v.fleet, v.reservedTo = fleet, bucket })
+	// backSoon checks that rm, whose view edit makes, tells the visitor
+	// to come back once a pick can be out, and returns what it asked
+	// for them.
+	backSoon := func(t *testing.T, rm *Room, edit func(v *view)) (ask, bool) {
+		setView(rm, edit)
 		got := check(rm)
 		require.Equal(t, Waiting, got.Outcome)
 		assert.Equal(t, time.Duration(rm.pickWait())*time.Millisecond, got.RefreshAfter, "back soon")
@@ -375,25 +375,19 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		return asked, ok
 	}
 	t.Run("a visitor of a reserved bucket without a slot asks and comes back soon", func(t *testing.T) {
-		asked, ok := backSoon(t, b, true)
+		asked, ok := backSoon(t, b, func(v *view) { v.fleet, v.reservedTo = true, bucket })
 		require.True(t, ok, "asked for")
 		assert.Equal(t, bucket, asked.bucket)
 	})
 	t.Run("few slots an instance: a visitor whose turn is near asks and comes back soon", func(t *testing.T) {
-		setView(b, func(v *view) { v.fleet, v.scarce, v.reservedTo = true, true, 0 })
-		got := check(b)
-		require.Equal(t, Waiting, got.Outcome)
-		assert.Equal(t, time.Duration(b.pickWait())*time.Millisecond, got.RefreshAfter, "back soon")
-		b.mu.Lock()
-		_, ok := b.pending.asks[id]
-		b.mu.Unlock()
+		_, ok := backSoon(t, b, func(v *view) { v.fleet, v.scarce, v.reservedTo = true, true, 0 })
 		assert.True(t, ok, "asked for")
-		clk.Add(got.RefreshAfter)
+		setView(b, func(v *view) { v.scarce = false })
 	})
 	t.Run("a view of a classic sync that shows the reserve: back soon, not asked", func(t *testing.T) {
 		// The fleet forms again after an outage: the aggregator's
 		// reserve is in the state, its rounds are not back yet.
-		_, ok := backSoon(t, a, false)
+		_, ok := backSoon(t, a, func(v *view) { v.fleet, v.reservedTo = false, bucket })
 		assert.False(t, ok, "no aggregator to ask")
 	})
 	until := clk.Now().UnixMilli() + 5000

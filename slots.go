@@ -221,9 +221,9 @@ type view struct {
 	// fleet reports a view of a fleet's aggregator (fleet.go): its
 	// instances ask for the due visitors they have no slot for.
 	fleet bool
-	// scarce reports a fleet with fewer slots than instances while a
-	// queue waits (fleetScarce): its instances ask for their waiting
-	// visitors in either method.
+	// scarce reports a fleet with few slots an instance while a queue
+	// waits (fleetScarce): its instances ask for their waiting visitors
+	// in either method.
 	scarce bool
 	// reservedTo is the newest bucket whose due visitors the aggregator
 	// reserves slots for (picks.go); 0 for none.
@@ -289,8 +289,8 @@ type member struct {
 type carving struct {
 	g    grant
 	fair int64
-	// scarce: the round carved in a fleet with fewer slots than
-	// instances (fleetScarce): the instance keeps none of its grant.
+	// scarce: the round carved in a fleet with few slots an instance
+	// (fleetScarce): the instance keeps none of its grant.
 	scarce bool
 }
 

@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,4 +143,51 @@ func inversions(vs []sim.Visitor, slack time.Duration) int {
 		}
 	}
 	return n
+}
+
+// TestFleetSurgeOnRealStores runs a fleet of 200 instances syncing
+// through an aggregator (Config.FleetSync) on each real server store,
+// under one virtual clock, through a surge: the limits hold exactly,
+// admissions reach the limits while demand exceeds them, and FIFO order
+// holds across the instances; at 500 admissions a minute (2.5 slots an
+// instance: every slot by pick) and 2,000 (10: grants). The store's
+// speed does not change what the virtual clock sees: this is the
+// accounting on each real store at that size, not its latency
+// (BenchmarkFleet in multiproc). WAITINGROOM_FLEET_SURGE=1 runs it: a
+// few minutes a store.
+func TestFleetSurgeOnRealStores(t *testing.T) {
+	if os.Getenv("WAITINGROOM_FLEET_SURGE") != "1" {
+		t.Skip("200 instances through a surge on each real store take minutes: WAITINGROOM_FLEET_SURGE=1 runs it")
+	}
+	stores := realStores(t)
+	delete(stores, "sqlite")
+	if only := os.Getenv("WAITINGROOM_FLEET_SURGE_STORES"); only != "" {
+		for name := range stores {
+			if !strings.Contains(only, name) {
+				delete(stores, name)
+			}
+		}
+	}
+	for name, open := range stores {
+		for _, perMinute := range []int{500, 2000} {
+			t.Run(fmt.Sprintf("%s/%d a minute", name, perMinute), func(t *testing.T) {
+				started := time.Now()
+				res, err := sim.Run(context.Background(), sim.Options{
+					Visitors: 5 * perMinute, Arrivals: time.Minute, Browse: time.Minute,
+					Duration: 7 * time.Minute, Abandon: 0.01, Seed: 21,
+					Instances: 200, Store: open(t),
+					TotalActiveUsers: 100 * perMinute, NewUsersPerMinute: perMinute, SessionDuration: time.Minute,
+					Configure: func(c *waitingroom.Config) { c.FleetSync = true },
+				})
+				require.NoError(t, err)
+				assert.LessOrEqual(t, res.MaxAdmittedPerMinute, perMinute)
+				require.Positive(t, res.SaturatedMinutes)
+				assert.GreaterOrEqual(t, res.Utilization, 0.95, "utilization while demand exceeds the limits")
+				n := inversions(res.VisitorRecords, 2*waitingroom.DefaultRefreshInterval)
+				assert.Zero(t, n, "FIFO order across instances")
+				t.Logf("%s, %d a minute: utilization %.3f over %d saturated minutes; %d admitted; inversions %d; %v",
+					name, perMinute, res.Utilization, res.SaturatedMinutes, res.Admitted, n, time.Since(started).Round(time.Second))
+			})
+		}
+	}
 }
