@@ -153,8 +153,9 @@ func inversions(vs []sim.Visitor, slack time.Duration) int {
 // instance: every slot by pick) and 2,000 (10: grants). The store's
 // speed does not change what the virtual clock sees: this is the
 // accounting on each real store at that size, not its latency
-// (BenchmarkFleet in multiproc). WAITINGROOM_FLEET_SURGE=1 runs it: a
-// few minutes a store.
+// (BenchmarkFleet in multiproc). WAITINGROOM_FLEET_SURGE=1 runs it
+// (WAITINGROOM_FLEET_SURGE_STORES names the stores): about a minute a
+// case on Redis, four to six on PostgreSQL and MariaDB.
 func TestFleetSurgeOnRealStores(t *testing.T) {
 	if os.Getenv("WAITINGROOM_FLEET_SURGE") != "1" {
 		t.Skip("200 instances through a surge on each real store take minutes: WAITINGROOM_FLEET_SURGE=1 runs it")
