@@ -324,8 +324,9 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 // of a bucket only while no due visitor of an older one is left (lay: the
 // due visitors of each bucket that no pick covers yet): those will ask
 // too, and a newer visitor picked before them would be let in first.
-// Otherwise (random) it draws them at random: every waiting visitor asks
-// once a refresh interval, so each has the same chance.
+// Otherwise (random, with few slots an instance) it draws among them at
+// random: the instances ask for visitors drawn at their chances, once a
+// refresh interval of the shared clock each (check.go).
 func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longest int64, by string, ordered bool) map[int64]int64 {
 	if n <= 0 || len(asks) == 0 {
 		return nil
