@@ -983,6 +983,10 @@ func (r *run) timeline() string {
 // in [from, to) (the time field of slog's text format; zero from means no
 // bound).
 func countLines(buf *Buffer, s string, from, to time.Time) int {
+	// The log stamps its lines to the millisecond, cutting off the rest:
+	// a line written in from's millisecond but after from shows a stamp
+	// before it. Bounds cut the same way put such a line on the right side.
+	from, to = from.Truncate(time.Millisecond), to.Truncate(time.Millisecond)
 	n := 0
 	for _, line := range strings.Split(buf.String(), "\n") {
 		if !strings.Contains(line, s) {
