@@ -126,12 +126,19 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		ch  chance
 		due int64 // when the chance now taken was due; 0 for a new place
 	)
+	// Random with several instances: only the visitors the draw holds
+	// (draw.go) take a slot, and they may ask again before their chance
+	// is due (the draw gives nothing more to whoever asks more often).
+	// Every slot by pick (fleetScarce) draws its own way, below.
+	drawing := (!fresh || ok) && !closed && !pol.method.ordered && !pol.method.passes &&
+		pol.method.layout != nil && v.instances > 1 && !v.scarce
+	won := drawing && drawn(v, pol, c.id, now, rm.cfg.RefreshInterval.Milliseconds())
 	if !fresh {
 		// One chance per refresh interval, whichever copy of the cookie
 		// asks: a copy sent again is as early as the latest one.
 		var seen bool
 		switch ch, seen = rm.chances.get(c.id); {
-		case seen && now < ch.next:
+		case seen && now < ch.next && !won:
 			rm.mu.Unlock()
 			// The latest attempt is this cookie's when its interval
 			// leads to the chance due; a copy's (older) says nothing
@@ -163,7 +170,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 	}
 	rm.pending.attempts++
 	admit := !closed && pol.method.passes && gate == gatePass
-	if !closed && !admit && gate == gatePass {
+	if !closed && !admit && gate == gatePass && (!drawing || won) {
 		var from int64
 		if from, admit = rm.grant.take(pol.bucket(c.bucket), fresh); admit {
 			if rm.inflight != nil {
@@ -200,6 +207,12 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			next = now + powHoldRefresh // back as soon as the page's worker is done
 		}
 		c.refresh = next - now
+		if won && gate == gatePass {
+			// The draw holds the visitor, and no slot is free here: back
+			// soon, while it is theirs.
+			next = now + drawRetry(rm.cfg.RefreshInterval.Milliseconds())
+			c.refresh = next - now
+		}
 		if !fresh && !closed && gate == gatePass && !pol.method.ordered && v.fleet && v.scarce && pol.method.layout != nil {
 			// Random, in a fleet with few slots an instance (fleetScarce):
 			// every slot goes by pick, drawn among the visitors asked for. A

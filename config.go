@@ -266,6 +266,14 @@ type Config struct {
 	// the room is used from one goroutine (as by a simulator, which passes
 	// a seeded source to be deterministic).
 	Random func() float64
+	// Identities draws new visitors' identities: random 64-bit values,
+	// unique across every instance of the room (zero, and the top 2³²
+	// values, are drawn again). Random admission on several
+	// instances draws by identity, so a simulator passes seeded sources,
+	// one for each instance, to be deterministic; anything else should
+	// leave it nil. Default math/rand/v2's Uint64. The same concurrency
+	// rule as Random's.
+	Identities func() uint64
 	// Logger receives the room's logs: state changes and store outages,
 	// never one line per request. Default slog.Default().
 	Logger *slog.Logger
@@ -531,6 +539,9 @@ func (c Config) normalize() (Config, error) {
 	}
 	if c.Random == nil {
 		c.Random = mrand.Float64
+	}
+	if c.Identities == nil {
+		c.Identities = mrand.Uint64
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

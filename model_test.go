@@ -384,6 +384,7 @@ type model struct {
 	firstByM     map[int64]int         // distinct IDs first seen, by minute
 	chances      map[uint64]int64      // latest chance by identity
 	chanceAt     map[chanceKey][]int64 // latest chances by identity and instance
+	drawnAt      map[chanceKey]int64   // latest returns of a visitor the draw holds (random, several instances)
 	copied       map[uint64]bool       // identities whose cookie was copied or replayed
 	clients      []*mClient
 	groups       []*mGroup
@@ -426,6 +427,7 @@ func newModel(t *testing.T, tc modelCase, seed uint64) *model {
 		firstByM: map[int64]int{},
 		chances:  map[uint64]int64{},
 		chanceAt: map[chanceKey][]int64{},
+		drawnAt:  map[chanceKey]int64{},
 		copied:   map[uint64]bool{},
 		bursts:   map[int]int{},
 		failures: map[string]int{},
@@ -814,6 +816,14 @@ func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
 		m.chances[r.state.id] = now
 		if copies {
 			m.copied[r.state.id] = true
+		}
+		if m.tc.instances > 1 && m.methodAt(now) == Random && r.state.refresh == drawRetry(modelRefresh.Milliseconds()) {
+			// Random on several instances: a visitor the draw holds
+			// (draw.go), who found no slot, back soon. Not a
+			// chance: the draw is, whoever asks and however often. (The
+			// instance counts them waiting, as at a chance.)
+			m.drawnAt[chanceKey{r.state.id, r.inst}] = now
+			continue
 		}
 		// One chance per refresh interval per instance, whichever copy
 		// of the cookie asks. The shortest interval drawn is the
@@ -1290,7 +1300,11 @@ func (m *model) waitingCount(now int64) (distinct, bound int) {
 		switch {
 		case m.copied[id]:
 			for i := range m.rooms {
-				if past := m.chanceAt[chanceKey{id, i}]; len(past) > 0 && slotCounted(slotOf(past[len(past)-1]), now, m.waitWindow) {
+				last := m.drawnAt[chanceKey{id, i}]
+				if past := m.chanceAt[chanceKey{id, i}]; len(past) > 0 {
+					last = max(last, past[len(past)-1])
+				}
+				if last > 0 && slotCounted(slotOf(last), now, m.waitWindow) {
 					bound++
 				}
 			}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -218,7 +217,7 @@ var randomID = func() string {
 // newID draws a visitor identity: random, never 0 nor a legacy record's.
 func (rm *Room) newID() uint64 {
 	for {
-		if id := mrand.Uint64(); id != 0 && id < store.MinLegacyID {
+		if id := rm.cfg.Identities(); id != 0 && id < store.MinLegacyID {
 			return id
 		}
 	}

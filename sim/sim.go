@@ -173,6 +173,9 @@ func newRun(o Options) (*run, error) {
 		}
 		cfg.Now = now
 		cfg.Random = mrand.New(mrand.NewPCG(o.Seed, uint64(i)+1)).Float64
+		// Identities too: random admission on several instances draws by
+		// them.
+		cfg.Identities = mrand.New(mrand.NewPCG(o.Seed^0x1d, uint64(i)+1)).Uint64
 		cfg.SyncInterval = -1
 		rm, err := waitingroom.New(cfg, r.st)
 		if err != nil {

@@ -48,13 +48,20 @@ func simulate(t *testing.T, o Options) *Result {
 // accounted for. It reports whether they held.
 func holds(t *testing.T, res *Result) bool {
 	t.Helper()
+	return holdsCounting(t, res, 0)
+}
+
+// holdsCounting is holds allowing the waiting count to fall short of the
+// visitors waiting by up to short at some moments.
+func holdsCounting(t *testing.T, res *Result, short int) bool {
+	t.Helper()
 	ok := true
 	for _, m := range res.Minutes {
 		ok = assert.LessOrEqual(t, m.Admissions, res.NewUsersPerMinute, "minute %d: admissions above NewUsersPerMinute", m.Minute) && ok
 		ok = assert.LessOrEqual(t, m.PeakActive, res.TotalActiveUsers, "minute %d: active visitors above TotalActiveUsers", m.Minute) && ok
 		ok = assert.LessOrEqual(t, m.Admitted, m.Admissions, "minute %d", m.Minute) && ok
 	}
-	ok = assert.Zero(t, res.undercount, "the room counted fewer visitors waiting than were") && ok
+	ok = assert.LessOrEqual(t, res.undercount, short, "the room counted fewer visitors waiting than were") && ok
 	ok = assert.Equal(t, res.Visitors, res.Admitted+res.Abandoned+res.StillWaiting+res.TurnedAway+res.NotArrived) && ok
 	return ok
 }

@@ -1,0 +1,137 @@
+package waitingroom
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+)
+
+func TestDrawOdds(t *testing.T) {
+	const refresh = 20_000
+	for _, tc := range []struct {
+		name             string
+		perMinute, total int
+		active, waiting  int64
+		recent           float64 // view.perMinute
+		want             float64
+	}{
+		{"a long queue: an interval's slots over the waiting", 60, 1000, 0, 300, 0, 20.0 / 300},
+		{"fewer waiting than an interval brings: everyone", 60, 1000, 0, 10, 0, 1},
+		{"nobody counted waiting: everyone", 60, 1000, 0, 0, 0, 1},
+		{"Total Active Users binds: the slots come as fast as lately", 60, 100, 100, 300, 30, 10.0 / 300},
+		{"Total Active Users binds, some room left", 60, 100, 85, 300, 30, 15.0 / 300},
+		{"Total Active Users binds, nothing let in lately: one slot", 60, 100, 100, 300, 0, 1.0 / 300},
+		{"a slot a minute: at least one an interval", 1, 1000, 0, 300, 0, 1.0 / 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &view{active: tc.active, waiting: tc.waiting, perMinute: tc.recent}
+			p := &policy{}
+			p.NewUsersPerMinute, p.TotalActiveUsers = tc.perMinute, tc.total
+			assert.InDelta(t, tc.want, drawOdds(v, p, refresh), 1e-12)
+		})
+	}
+}
+
+// TestDrawAcrossInstances checks the draw of a random room on several
+// instances (draw.go): copies of a waiting cookie at either instance draw
+// the same; a visitor the draw holds is let in at whichever instance has a
+// slot, even right after a chance at the other, and one it does not hold
+// is not, however often and wherever its copies ask; a visitor the draw
+// holds who finds no slot comes back soon.
+func TestDrawAcrossInstances(t *testing.T) {
+	clk := newClock()
+	rooms := instances(t, clk, memstore.New(), 2, func(c *Config) {
+		c.QueueingMethod = Random
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 60
+		c.RefreshJitter = -1
+	})
+	a := rooms[0]
+	const waiting = 300
+	var cookies []string
+	for range waiting + 60 {
+		if len(cookies) == waiting {
+			break
+		}
+		d, err := a.Check((&visitor{}).request(http.MethodGet, ""))
+		require.NoError(t, err)
+		if d.Outcome == Waiting {
+			cookies = append(cookies, a.cookieName+"="+d.cookie)
+		}
+	}
+	require.Len(t, cookies, waiting)
+	clk.Add(a.cfg.RefreshInterval + time.Second)
+	// At the start of a refresh interval of the shared clock: the
+	// requests below stay within it.
+	refresh := a.cfg.RefreshInterval.Milliseconds()
+	clk.Add(time.Duration(refresh-clk.Now().UnixMilli()%refresh+100) * time.Millisecond)
+	setGrant := func(n int64) {
+		for _, rm := range rooms {
+			v := *rm.view.Load()
+			v.waiting, v.instances, v.active, v.perMinute = waiting, 2, 0, 0
+			rm.view.Store(&v)
+			rm.mu.Lock()
+			rm.grant = grant{}
+			if n > 0 {
+				rm.grant = grant{{bucket: anyBucket, n: n}}
+			}
+			rm.mu.Unlock()
+		}
+	}
+
+	// No slot anywhere: who the draw holds comes back soon (a quarter of
+	// the interval), at either instance alike.
+	setGrant(0)
+	held := make([]bool, waiting)
+	n := 0
+	for i, cookie := range cookies {
+		var got [2]bool
+		for j, rm := range rooms {
+			clk.Add(5 * time.Millisecond) // the copy comes a little later
+			d, err := rm.Check((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+			require.NoError(t, err)
+			require.Equal(t, Waiting, d.Outcome)
+			got[j] = d.RefreshAfter == time.Duration(drawRetry(refresh))*time.Millisecond
+			if !got[j] {
+				assert.Greater(t, d.RefreshAfter, a.cfg.RefreshInterval/2, "visitor %d, instance %d: not held, back in about a refresh interval", i, j)
+			}
+		}
+		assert.Equal(t, got[0], got[1], "visitor %d: the same draw at either instance", i)
+		held[i] = got[0]
+		if got[0] {
+			n++
+		}
+	}
+	// The odds: 60 a minute × 20 s / 300 waiting = 1/15 an interval,
+	// held for three: 1 − (14/15)³ of 300, 56.
+	t.Logf("%d of %d held by the draw", n, waiting)
+	assert.InDelta(t, 56, n, 20, "visitors the draw holds")
+
+	// Slots at both instances: whoever the draw holds is let in at the
+	// first, once (seconds later, before their chance is due); the
+	// others are not, however often their copies ask at either.
+	setGrant(int64(waiting))
+	before := a.Counters().Admitted
+	for range 3 {
+		clk.Add(time.Second)
+		for i, cookie := range cookies {
+			for j, rm := range rooms {
+				if held[i] && j > 0 {
+					continue // the session is instance 0's until it syncs
+				}
+				d, err := rm.Check((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+				require.NoError(t, err)
+				want := Waiting
+				if held[i] {
+					want = Admitted
+				}
+				assert.Equal(t, want, d.Outcome, "visitor %d, instance %d (held by the draw: %v)", i, j, held[i])
+			}
+		}
+	}
+	assert.Equal(t, uint64(n), a.Counters().Admitted-before, "admissions: one for each visitor the draw holds")
+}
