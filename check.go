@@ -132,7 +132,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 	// Every slot by pick (fleetScarce) draws its own way, below.
 	drawing := (!fresh || ok) && !closed && !pol.method.ordered && !pol.method.passes &&
 		pol.method.layout != nil && v.instances > 1 && !v.scarce
-	won := drawing && drawn(v, pol, c.id, now, rm.cfg.RefreshInterval.Milliseconds())
+	won := drawing && drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds(), drawMargin*rm.drawOddsLocked(v, pol, now))
 	if !fresh {
 		// One chance per refresh interval, whichever copy of the cookie
 		// asks: a copy sent again is as early as the latest one.
@@ -216,18 +216,23 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		if !fresh && !closed && gate == gatePass && !pol.method.ordered && v.fleet && v.scarce && pol.method.layout != nil {
 			// Random, in a fleet with few slots an instance (fleetScarce):
 			// every slot goes by pick, drawn among the visitors asked for. A
-			// visitor is asked for with the odds that four times the
-			// slots of a refresh interval give every waiting visitor,
-			// and comes back as soon as the pick can be out: the picks
-			// are used within seconds (those of a minute's last seconds
-			// would count against it, used in the next), and the
-			// visitors not asked for keep their refresh interval. The
-			// draw is the visitor's for a whole refresh interval of the
-			// shared clock: copies of a cookie, or old cookies sent
-			// again, at any instance, draw the same.
+			// visitor is asked for while the draw (draw.go) holds them,
+			// with twice its odds (drawScarceMargin), and comes back as
+			// soon as the pick can be out: the picks are used within
+			// seconds (those of a minute's last seconds would count
+			// against it, used in the next), and the visitors not asked
+			// for keep their refresh interval. The draw is the visitor's
+			// and the shared clock's: copies of a cookie, or old cookies
+			// sent again, at any instance, draw the same, and a visitor
+			// the draw holds is asked for at every chance while it does,
+			// however few they take. (Asked for at a draw of their own
+			// with four times the odds, groups of five clients sharing a
+			// cookie across 40 instances waited 0.54 of polite visitors'
+			// wait: each client's chance put them in another round's
+			// draw.)
 			refresh := rm.cfg.RefreshInterval.Milliseconds()
-			odds := 4 * float64(pol.NewUsersPerMinute) * float64(refresh) / 60_000 / float64(max(1, v.waiting))
-			if rm.pending.mayAsk(c.id) && float64(successor(c.id, floorDiv(now, refresh))>>11)/(1<<53) < odds {
+			odds := min(1, drawScarceMargin*rm.drawOddsLocked(v, pol, now))
+			if rm.pending.mayAsk(c.id) && drawn(c.id, now, refresh, odds) {
 				next = min(next, now+rm.pickWait())
 				c.refresh = next - now
 				rm.pending.ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
@@ -540,4 +545,25 @@ func (rm *Room) estimate(v *view, p *policy, b int64, fresh bool) Estimate {
 		return Estimate{}
 	}
 	return p.method.estimate(v, p, p.bucket(b), fresh)
+}
+
+// drawOddsLocked returns the odds of the draw (draw.go) of the refresh
+// interval of the shared clock that now (Unix ms) is in, as of view v
+// under policy p: worked out at this instance's first draw of the
+// interval and kept for the rest of it, so that a visitor who asks more
+// often does not find the odds at their highest. rm.mu must be held.
+func (rm *Room) drawOddsLocked(v *view, p *policy, now int64) float64 {
+	refresh := rm.cfg.RefreshInterval.Milliseconds()
+	w := floorDiv(now, refresh)
+	if d := &rm.draw; d.interval != w || d.settings != v.settingsVersion || d.interval == 0 {
+		*d = drawInterval{interval: w, settings: v.settingsVersion, odds: drawOdds(v, p, refresh, now)}
+	}
+	return rm.draw.odds
+}
+
+// drawInterval is an instance's odds of the draw in one refresh interval.
+type drawInterval struct {
+	interval int64  // the interval's number (ms / RefreshInterval)
+	settings uint64 // the version of the settings they were worked out under
+	odds     float64
 }

@@ -285,6 +285,8 @@ func TestScarceRandomAsks(t *testing.T) {
 	for _, rm := range rooms {
 		v := *rm.view.Load()
 		v.fleet, v.scarce, v.waiting = true, true, waiting
+		// The minute's slots all taken: the odds are an interval's.
+		v.at, v.admittedThisMinute, v.active = clk.Now().UnixMilli(), 60, 0
 		rm.view.Store(&v)
 		rm.mu.Lock()
 		rm.grant = grant{} // every slot goes by pick
@@ -315,9 +317,10 @@ func TestScarceRandomAsks(t *testing.T) {
 			asked++
 		}
 	}
-	// The odds: 4 × 60 a minute × 20 s / 300 waiting = 4/15, 80 of 300.
+	// The odds: 2 × 60 a minute × 20 s / 300 waiting = 2/15 an
+	// interval, held for three: 1 − (13/15)³ of 300, 105.
 	t.Logf("%d of %d asked for", asked, waiting)
-	assert.InDelta(t, 80, asked, 25, "visitors asked for")
+	assert.InDelta(t, 105, asked, 25, "visitors asked for")
 }
 
 // TestPickLetsInAnywhere checks the instance's side: a picked visitor is

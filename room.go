@@ -29,6 +29,7 @@ type Room struct {
 	// the wall clock through wallMillis, the same time as time.Now at
 	// half its cost on linux/amd64.
 	sysClock   bool
+	draw       drawInterval // the odds of the draw (check.go); under mu
 	cookieName string
 	sameSite   http.SameSite
 	secure     bool
