@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	mrand "math/rand/v2"
 	"net/http"
 	"testing"
 	"time"
@@ -57,31 +58,10 @@ func TestDrawOdds(t *testing.T) {
 // is not, however often and wherever its copies ask; a visitor the draw
 // holds who finds no slot comes back soon.
 func TestDrawAcrossInstances(t *testing.T) {
-	clk := newClock()
-	rooms := instances(t, clk, memstore.New(), 2, func(c *Config) {
-		c.QueueingMethod = Random
-		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 60
-		c.RefreshJitter = -1
-	})
-	a := rooms[0]
 	const waiting = 300
-	var cookies []string
-	for range waiting + 60 {
-		if len(cookies) == waiting {
-			break
-		}
-		d, err := a.Check((&visitor{}).request(http.MethodGet, ""))
-		require.NoError(t, err)
-		if d.Outcome == Waiting {
-			cookies = append(cookies, a.cookieName+"="+d.cookie)
-		}
-	}
-	require.Len(t, cookies, waiting)
-	clk.Add(a.cfg.RefreshInterval + time.Second)
-	// At the start of a refresh interval of the shared clock: the
-	// requests below stay within it.
+	clk, rooms, cookies := randomPairQueued(t, 1000, waiting)
+	a := rooms[0]
 	refresh := a.cfg.RefreshInterval.Milliseconds()
-	clk.Add(time.Duration(refresh-clk.Now().UnixMilli()%refresh+100) * time.Millisecond)
 	setGrant := func(n int64) {
 		for _, rm := range rooms {
 			v := *rm.view.Load()
@@ -105,11 +85,7 @@ func TestDrawAcrossInstances(t *testing.T) {
 	n := 0
 	for i, cookie := range cookies {
 		var got [2]bool
-		for j, rm := range rooms {
-			clk.Add(5 * time.Millisecond) // the copy comes a little later
-			d, err := rm.Check((&visitor{cookie: cookie}).request(http.MethodGet, ""))
-			require.NoError(t, err)
-			require.Equal(t, Waiting, d.Outcome)
+		for j, d := range copiesWaiting(t, clk, rooms, cookie) {
 			got[j] = d.RefreshAfter == time.Duration(drawRetry(refresh))*time.Millisecond
 			if !got[j] {
 				assert.Greater(t, d.RefreshAfter, a.cfg.RefreshInterval/2, "visitor %d, instance %d: not held, back in about a refresh interval", i, j)
@@ -149,4 +125,58 @@ func TestDrawAcrossInstances(t *testing.T) {
 		}
 	}
 	assert.Equal(t, uint64(n), a.Counters().Admitted-before, "admissions: one for each visitor the draw holds")
+}
+
+// randomPairQueued is two instances of a random room on a memstore, 60
+// a minute and total active at most, no jitter, seeded identities, and
+// the cookies of n visitors queued at the first (waitingCookies).
+func randomPairQueued(t *testing.T, total, n int) (*clock, []*Room, []string) {
+	t.Helper()
+	clk := newClock()
+	seq := uint64(0)
+	rooms := instances(t, clk, memstore.New(), 2, func(c *Config) {
+		c.QueueingMethod = Random
+		c.TotalActiveUsers, c.NewUsersPerMinute = total, 60
+		c.RefreshJitter = -1
+		// Identities of a seeded source: the counts below are the draw's
+		// of those, not of a run's chance.
+		seq++
+		c.Identities = mrand.New(mrand.NewPCG(7, seq)).Uint64
+	})
+	return clk, rooms, waitingCookies(t, clk, rooms[0], n)
+}
+
+// waitingCookies queues n new visitors at rm (letting in whoever a slot
+// is free for), then moves clk past their first refresh to just after the
+// start of a refresh interval of the shared clock, so that requests of a
+// few seconds stay within it. It returns their cookies ("name=value").
+func waitingCookies(t *testing.T, clk *clock, rm *Room, n int) []string {
+	t.Helper()
+	var cookies []string
+	for len(cookies) < n {
+		d, err := rm.Check((&visitor{}).request(http.MethodGet, ""))
+		require.NoError(t, err)
+		if d.Outcome == Waiting {
+			cookies = append(cookies, rm.cookieName+"="+d.cookie)
+		}
+	}
+	clk.Add(rm.cfg.RefreshInterval + time.Second)
+	refresh := rm.cfg.RefreshInterval.Milliseconds()
+	clk.Add(time.Duration(refresh-clk.Now().UnixMilli()%refresh+100) * time.Millisecond)
+	return cookies
+}
+
+// copiesWaiting sends a copy of cookie to each of rooms, 5 ms apart, and
+// returns their decisions, which must be Waiting.
+func copiesWaiting(t *testing.T, clk *clock, rooms []*Room, cookie string) []Decision {
+	t.Helper()
+	out := make([]Decision, len(rooms))
+	for j, rm := range rooms {
+		clk.Add(5 * time.Millisecond) // the copy comes a little later
+		d, err := rm.Check((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+		require.NoError(t, err)
+		require.Equal(t, Waiting, d.Outcome)
+		out[j] = d
+	}
+	return out
 }

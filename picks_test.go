@@ -257,31 +257,8 @@ func TestReserveAndPick(t *testing.T) {
 // cookie sent to another instance (one cookie on many machines) draws
 // the same and gains nothing.
 func TestScarceRandomAsks(t *testing.T) {
-	clk := newClock()
-	rooms := instances(t, clk, memstore.New(), 2, func(c *Config) {
-		c.QueueingMethod = Random
-		c.TotalActiveUsers, c.NewUsersPerMinute = 60, 60
-		c.RefreshJitter = -1
-	})
-	a := rooms[0]
 	const waiting = 300
-	var cookies []string
-	for range waiting + 60 {
-		if len(cookies) == waiting {
-			break
-		}
-		d, err := a.Check((&visitor{}).request(http.MethodGet, ""))
-		require.NoError(t, err)
-		if d.Outcome == Waiting {
-			cookies = append(cookies, a.cookieName+"="+d.cookie)
-		}
-	}
-	require.Len(t, cookies, waiting)
-	clk.Add(a.cfg.RefreshInterval + time.Second)
-	// At the start of a refresh interval of the shared clock: the 3 s
-	// of requests below stay within it.
-	refresh := a.cfg.RefreshInterval.Milliseconds()
-	clk.Add(time.Duration(refresh-clk.Now().UnixMilli()%refresh+100) * time.Millisecond)
+	clk, rooms, cookies := randomPairQueued(t, 60, waiting)
 	for _, rm := range rooms {
 		v := *rm.view.Load()
 		v.fleet, v.scarce, v.waiting = true, true, waiting
@@ -295,11 +272,8 @@ func TestScarceRandomAsks(t *testing.T) {
 	asked := 0
 	for i, cookie := range cookies {
 		var got [2]bool
-		for j, rm := range rooms {
-			clk.Add(5 * time.Millisecond) // the copy comes a little later
-			d, err := rm.Check((&visitor{cookie: cookie}).request(http.MethodGet, ""))
-			require.NoError(t, err)
-			require.Equal(t, Waiting, d.Outcome)
+		for j, d := range copiesWaiting(t, clk, rooms, cookie) {
+			rm := rooms[j]
 			pol := rm.policyAt(&rm.view.Load().settings, clk.Now().UnixMilli())
 			c, _, ok := rm.readCookie((&visitor{cookie: cookie}).request(http.MethodGet, ""), &pol, clk.Now().UnixMilli())
 			require.True(t, ok)
