@@ -253,6 +253,15 @@ func TestHostileRequests(t *testing.T) {
 		{"encoded dot segments out of the bypass prefix", func(t *testing.T, h *hostileRoom) *http.Request {
 			return hostileRequest(t, http.MethodGet, "/STATIC%2F%2e%2e%2Fcheckout")
 		}},
+		{"a control character beside dots after the bypass prefix", func(t *testing.T, h *hostileRoom) *http.Request {
+			return hostileRequest(t, http.MethodGet, "/static/..%09/checkout")
+		}},
+		{"overlong UTF-8 dots after the bypass prefix", func(t *testing.T, h *hostileRoom) *http.Request {
+			return hostileRequest(t, http.MethodGet, "/static/%C0%AE%C0%AE/checkout")
+		}},
+		{"dots under NFKC after the bypass prefix", func(t *testing.T, h *hostileRoom) *http.Request {
+			return hostileRequest(t, http.MethodGet, "/static/%E2%80%A5/checkout")
+		}},
 		{"spoofed X-Forwarded-For from a bypassed network", func(t *testing.T, h *hostileRoom) *http.Request {
 			r := hostileRequest(t, http.MethodGet, "/checkout")
 			r.Header.Set("X-Forwarded-For", "10.0.0.1")

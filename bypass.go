@@ -31,28 +31,32 @@ type Rule struct {
 func (r Rule) String() string { return r.desc }
 
 // PathPrefix matches requests whose path starts with one of prefixes,
-// ignoring case (so /STATIC/ cannot be used to reach the application
-// around a case-sensitive rule). Only canonical paths match: a path with
-// dot segments, doubled or encoded slashes ("/static/../checkout",
-// "/api%2F..%2Fstatic/x") goes through the room, whatever the application
-// would make of it. So does a path that some servers resolve elsewhere:
-// one with any percent-encoding that is not needed (as in "%2e%2e" for
-// ".."), a ';' (a path parameter, which Tomcat and Jetty strip, so that
-// "/static/..;/admin" is "/admin" to them), a '\' (a '/' to IIS and
-// others), or a segment made only of dots and spaces ("...", ".. "). End a
-// directory prefix with "/" so that "/static/" does not match
-// "/staticky".
+// ignoring ASCII case (so /STATIC/ cannot be used to reach the application
+// around a case-sensitive rule; other letters compare exactly). Only
+// canonical paths match: a path with dot segments, doubled or encoded
+// slashes ("/static/../checkout", "/api%2F..%2Fstatic/x") goes through the
+// room, whatever the application would make of it. So does a path that
+// some servers resolve elsewhere: one with any percent-encoding that is
+// not needed (as in "%2e%2e" for ".."), a ';' (a path parameter, which
+// Tomcat and Jetty strip, so that "/static/..;/admin" is "/admin" to them),
+// a '\' (a '/' to IIS and others), or a segment made only of dots and
+// spaces ("...", ".. "). And what follows the prefix must be printable
+// ASCII (bytes 0x20 to 0x7e, decoded): a control character ("..%09"), a
+// byte of a non-ASCII character or an overlong encoding ("%C0%AE", a '.'
+// to lax decoders; "%E2%80%A5", two dots once normalised) takes the path
+// through the room. A prefix that itself holds non-ASCII characters asks
+// for them, and matches them as they are. End a directory prefix with "/"
+// so that "/static/" does not match "/staticky".
 func PathPrefix(prefixes ...string) Rule {
 	lower := make([]string, len(prefixes))
 	for i, p := range prefixes {
-		lower[i] = strings.ToLower(p)
+		lower[i] = asciiLower(p)
 	}
 	return Rule{
 		desc: fmt.Sprintf("path prefix %q", prefixes),
 		match: func(r *http.Request, _ netip.Addr) bool {
 			p, ok := canonicalPath(r)
-			p = strings.ToLower(p)
-			return ok && slices.ContainsFunc(lower, func(pre string) bool { return strings.HasPrefix(p, pre) })
+			return ok && slices.ContainsFunc(lower, func(pre string) bool { return hasPathPrefix(p, pre, true) })
 		},
 	}
 }
@@ -65,9 +69,44 @@ func PathPrefixCaseSensitive(prefixes ...string) Rule {
 		desc: fmt.Sprintf("case-sensitive path prefix %q", prefixes),
 		match: func(r *http.Request, _ netip.Addr) bool {
 			p, ok := canonicalPath(r)
-			return ok && slices.ContainsFunc(ps, func(pre string) bool { return strings.HasPrefix(p, pre) })
+			return ok && slices.ContainsFunc(ps, func(pre string) bool { return hasPathPrefix(p, pre, false) })
 		},
 	}
+}
+
+// hasPathPrefix reports whether path starts with prefix (with fold, ASCII
+// letters of path compared in lower case, as prefix is given) and what
+// follows it is printable ASCII.
+func hasPathPrefix(path, prefix string, fold bool) bool {
+	if len(path) < len(prefix) {
+		return false
+	}
+	head := path[:len(prefix)]
+	if fold {
+		head = asciiLower(head)
+	}
+	if head != prefix {
+		return false
+	}
+	for i := len(prefix); i < len(path); i++ {
+		if c := path[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiLower is s with its ASCII letters in lower case and every other
+// byte as it is (strings.ToLower also folds letters such as the Kelvin
+// sign into ASCII ones, and rewrites invalid UTF-8).
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // canonicalPath returns the request's path and whether it is canonical:

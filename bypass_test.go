@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -182,6 +183,65 @@ func TestPathPrefixRefusesPathsServersNormalise(t *testing.T) {
 				d, err := tr.Check(r)
 				require.NoError(t, err)
 				assert.Equal(t, tc.want, d.Outcome == Bypassed, "outcome %v", d.Outcome)
+			})
+		}
+	}
+}
+
+// TestPathPrefixNeedsPrintableASCII: what follows a path prefix must be
+// printable ASCII once decoded. A control character beside dots
+// ("..%09", which an application that trims whitespace reads as ".."),
+// the bytes of an overlong encoding ("%C0%AE", a '.' to lax UTF-8
+// decoders) and characters that normalise to dots ("%E2%80%A5", U+2025,
+// is ".." under NFKC; "%EF%BC%8E" is a fullwidth '.') take the path
+// through the room, as does any other non-ASCII byte, unless the prefix
+// itself holds it. ASCII case alone is ignored: the Kelvin sign is no 'k'.
+func TestPathPrefixNeedsPrintableASCII(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		prefix string
+		target string
+		want   bool
+	}{
+		{"tab beside dots", "/static/", "/static/..%09/checkout", false},
+		{"tab alone", "/static/", "/static/%09", false},
+		{"newline", "/static/", "/static/..%0A/checkout", false},
+		{"NUL", "/static/", "/static/%00/x", false},
+		{"DEL", "/static/", "/static/..%7F/checkout", false},
+		{"overlong dots", "/static/", "/static/%C0%AE%C0%AE/checkout", false},
+		{"overlong slash", "/static/", "/static/..%C0%AFcheckout", false},
+		{"two dot leader", "/static/", "/static/%E2%80%A5/checkout", false},
+		{"fullwidth dots", "/static/", "/static/%EF%BC%8E%EF%BC%8E/checkout", false},
+		{"one dot leader and a dot", "/static/", "/static/%E2%80%A4./checkout", false},
+		{"non-ASCII name", "/static/", "/static/caf%C3%A9.css", false},
+		{"raw invalid UTF-8", "/static/", "/static/\xc0\xae\xc0\xae/checkout", false},
+		{"space inside a name", "/static/", "/static/a%20b.css", true},
+		{"printable punctuation", "/static/", "/static/a-b_c~d+e@f,g=h:i.css", true},
+		{"the prefix alone", "/healthz", "/healthz", true},
+		{"a non-ASCII prefix asks for it", "/café/", "/caf%C3%A9/menu.css", true},
+		{"a non-ASCII prefix, ASCII case ignored", "/café/", "/CAF%C3%A9/menu.css", true},
+		{"a non-ASCII prefix, other case of é", "/café/", "/caf%C3%89/menu.css", false},
+		{"a non-ASCII prefix, more non-ASCII after it", "/café/", "/caf%C3%A9/%C3%A9", false},
+		{"Kelvin sign is no k", "/kit/", "/%E2%84%AAit/checkout", false},
+		{"long s is no s", "/static/", "/%C5%BFtatic/x", false},
+	} {
+		for kind, rule := range map[string]Rule{
+			"PathPrefix":              PathPrefix(tc.prefix),
+			"PathPrefixCaseSensitive": PathPrefixCaseSensitive(tc.prefix),
+		} {
+			t.Run(tc.name+"/"+kind, func(t *testing.T) {
+				want := tc.want
+				if kind == "PathPrefixCaseSensitive" && tc.name == "a non-ASCII prefix, ASCII case ignored" {
+					want = false
+				}
+				tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.Bypass = []Rule{rule} })
+				r := httptest.NewRequest(http.MethodGet, "/", nil)
+				u, err := url.ParseRequestURI(tc.target)
+				require.NoError(t, err)
+				r.URL, r.RequestURI = u, tc.target
+				d, err := tr.Check(r)
+				require.NoError(t, err)
+				assert.Equal(t, want, d.Outcome == Bypassed, "outcome %v", d.Outcome)
 			})
 		}
 	}
