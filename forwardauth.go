@@ -35,8 +35,35 @@ const (
 	ForwardCookieHeader = "Waiting-Room-Cookie"
 )
 
-// ForwardAuth returns the handler that answers the auth requests of a
-// server in front of the application: nginx's auth_request, Caddy's
+// FrontDoor names the server in front of the application whose auth
+// requests ForwardAuth answers, and so the headers in which that server
+// describes the visitor's original request. The room reads those headers
+// and no others: a server passes the visitor's own headers on to the room,
+// and only those it sets itself (overwriting any a client sent) can be
+// believed. The zero value names none: ForwardAuth refuses every request.
+type FrontDoor string
+
+// The front doors ForwardAuth serves (docs/forward-auth.md has the
+// configuration of each server).
+const (
+	// FrontDoorForwarded reads X-Forwarded-Method, X-Forwarded-Uri,
+	// X-Forwarded-Host and X-Forwarded-Proto: nginx (the documented
+	// configuration sets all four), Caddy's forward_auth, Traefik's
+	// ForwardAuth (trustForwardHeader false), and any other server that
+	// overwrites all four on every auth request.
+	FrontDoorForwarded FrontDoor = "forwarded"
+	// FrontDoorIngressNginx reads X-Original-Method and X-Original-URL
+	// (scheme, host and URI), which the auth location of the ingress-nginx
+	// controller sets. It passes a client's X-Forwarded-Uri and the like
+	// on unchanged.
+	FrontDoorIngressNginx FrontDoor = "ingress-nginx"
+	// FrontDoorEnvoy reads no header: Envoy's HTTP ext_authz sends the
+	// original method, path and Host as the auth request itself.
+	FrontDoorEnvoy FrontDoor = "envoy"
+)
+
+// ForwardAuth returns the handler that answers the auth requests of door,
+// the server in front of the application: nginx's auth_request, Caddy's
 // forward_auth, Traefik's ForwardAuth, Envoy's HTTP ext_authz or
 // ingress-nginx's auth-url (docs/forward-auth.md has a configuration for
 // each). It decides on the visitor's original request as Handler does,
@@ -53,15 +80,29 @@ const (
 //     the visitor in since, a 307 to the original URI);
 //   - a closed room (ErrClosed): Config.ErrorHandler's answer.
 //
-// The original request is read from the auth request's headers when its
-// peer is one of Config.TrustedProxies: the method from X-Forwarded-Method
-// or X-Original-Method, the URI from X-Forwarded-Uri, X-Original-Uri or
-// the path and query of X-Original-Url, the host from X-Forwarded-Host
-// (else X-Original-Url's, else Host) and the scheme from
-// X-Forwarded-Proto; the client's address is read from X-Forwarded-For as
-// for ClientNetworks rules. Without those headers, or from any other
-// peer, the auth request is the original (Envoy sends the original
-// method and path). A URI that does not parse matches no path rule.
+// The original request is read from the headers of door, and only when
+// the auth request's peer is one of Config.TrustedProxies; each must come
+// once (a header given twice, or missing, is no description: a URI that
+// is missing, given twice or does not parse matches no path rule; a method
+// that is missing, given twice or is no HTTP token leaves the auth
+// request's). Every server below overwrites each header it is read
+// through (docs/forward-auth.md names the directives):
+//
+//	server          door                   method, URI, host and scheme from          set by
+//	nginx           FrontDoorForwarded     X-Forwarded-Method, -Uri, -Host, -Proto    proxy_set_header, in each location
+//	Caddy           FrontDoorForwarded     X-Forwarded-Method, -Uri, -Host, -Proto    forward_auth and its reverse_proxy
+//	Traefik         FrontDoorForwarded     X-Forwarded-Method, -Uri, -Host, -Proto    ForwardAuth, trustForwardHeader false
+//	ingress-nginx   FrontDoorIngressNginx  X-Original-Method, X-Original-URL          the controller's auth location
+//	Envoy           FrontDoorEnvoy         the auth request's method, path and Host   ext_authz
+//	another server  FrontDoorForwarded     X-Forwarded-Method, -Uri, -Host, -Proto    the server, replacing all four
+//
+// Every other header describes nothing of the original request:
+// X-Original-* behind FrontDoorForwarded, X-Forwarded-Method, -Uri, -Host
+// and -Proto behind the others, Forwarded and X-Real-Ip behind all. From
+// any other peer the auth request itself is the original. The client's
+// address, for ClientNetworks rules, is read from X-Forwarded-For as in
+// Handler, from the right (each server above writes its peer's address
+// last).
 // Cookies, Accept and every other header are the auth request's: the
 // server must pass the visitor's on.
 //
@@ -71,12 +112,24 @@ const (
 // last step), since an application's response header cannot reach the
 // room through these servers. A visitor can only revoke themselves.
 //
-// The handler is safe for concurrent use. It serves every path: mount it
-// where the server's auth requests go.
-func (rm *Room) ForwardAuth() http.Handler { return &forwardAuth{rm: rm} }
+// A door that is none of the constants gets a handler that answers every
+// request 500, and ForwardAuth logs an error, so that a mistyped door lets
+// no one through. The handler is safe for concurrent use. It serves
+// every path: mount it where the server's auth requests go.
+func (rm *Room) ForwardAuth(door FrontDoor) http.Handler {
+	switch door {
+	case FrontDoorForwarded, FrontDoorIngressNginx, FrontDoorEnvoy:
+		return &forwardAuth{rm: rm, door: door}
+	}
+	rm.log.Error("waitingroom: ForwardAuth: unknown front door; every auth request gets 500", "door", string(door))
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "waitingroom: unknown front door", http.StatusInternalServerError)
+	})
+}
 
 type forwardAuth struct {
 	rm     *Room
+	door   FrontDoor
 	warned atomic.Bool // an untrusted peer's forwarded headers were logged
 }
 
@@ -155,52 +208,50 @@ func hasRevoke(h http.Header) bool {
 	})
 }
 
+// The headers each door reads.
+var (
+	forwardedHeaders = []string{"X-Forwarded-Method", "X-Forwarded-Uri", "X-Forwarded-Host", "X-Forwarded-Proto"}
+	originalHeaders  = []string{"X-Original-Method", "X-Original-Url"}
+)
+
 // original returns the request the auth request r asks about: r itself
-// when its peer is not trusted or it carries no forwarded request line,
-// otherwise a shallow copy with the forwarded method, URI and host.
+// for FrontDoorEnvoy, or when r's peer is not trusted; otherwise a
+// shallow copy with the method, URI, host and scheme of the door's
+// headers.
 func (f *forwardAuth) original(r *http.Request) *http.Request {
 	h := r.Header
-	method := firstHeader(h, "X-Forwarded-Method", "X-Original-Method")
-	uri := firstHeader(h, "X-Forwarded-Uri", "X-Original-Uri")
-	host, proto := h.Get("X-Forwarded-Host"), h.Get("X-Forwarded-Proto")
-	if full := h.Get("X-Original-Url"); full != "" && uri == "" {
-		uri = "\x00" // set below; never parses as a URI
-		if u, err := url.Parse(full); err == nil && u.IsAbs() && u.Host != "" {
-			uri = u.RequestURI()
-			if host == "" {
-				host = u.Host
-			}
-			if proto == "" {
-				proto = u.Scheme
-			}
-		}
-	}
-	if method == "" && uri == "" && host == "" {
+	names := forwardedHeaders
+	switch f.door {
+	case FrontDoorEnvoy:
 		return r
+	case FrontDoorIngressNginx:
+		names = originalHeaders
 	}
 	rm := f.rm
 	if !trustedAddr(parseAddr(r.RemoteAddr), rm.cfg.TrustedProxies) {
-		if f.warned.CompareAndSwap(false, true) {
+		if slices.ContainsFunc(names, func(n string) bool { return len(h[n]) > 0 }) && f.warned.CompareAndSwap(false, true) {
 			rm.log.Warn("waitingroom: forward-auth request with forwarded headers from a peer outside TrustedProxies; its headers are ignored (logged once)", "peer", r.RemoteAddr)
 		}
 		return r
+	}
+	var method, uri, host, proto string
+	if f.door == FrontDoorIngressNginx {
+		method = onlyHeader(h, "X-Original-Method")
+		uri, host, proto = splitOriginalURL(onlyHeader(h, "X-Original-Url"))
+	} else {
+		method, uri = onlyHeader(h, "X-Forwarded-Method"), onlyHeader(h, "X-Forwarded-Uri")
+		host, proto = onlyHeader(h, "X-Forwarded-Host"), onlyHeader(h, "X-Forwarded-Proto")
 	}
 	o := new(http.Request)
 	*o = *r
 	if method != "" && validMethod(method) {
 		o.Method = method
 	}
-	if uri != "" {
-		u, err := url.ParseRequestURI(uri)
-		if err != nil || !strings.HasPrefix(uri, "/") {
-			// No path: no path rule matches.
-			u = &url.URL{}
-		}
-		o.URL, o.RequestURI = u, uri
-	} else {
-		u := *r.URL
-		o.URL = &u
+	u, err := url.ParseRequestURI(uri)
+	if err != nil || !strings.HasPrefix(uri, "/") {
+		u = &url.URL{} // no path: no path rule matches
 	}
+	o.URL, o.RequestURI = u, uri
 	if host != "" {
 		o.Host = host
 		o.URL.Host = host
@@ -210,6 +261,32 @@ func (f *forwardAuth) original(r *http.Request) *http.Request {
 	}
 	o.Body, o.ContentLength = http.NoBody, 0
 	return o
+}
+
+// onlyHeader is the value of the header name in h if h has exactly one,
+// "" otherwise: a server that sets the header replaces any a client sent,
+// so a second value comes from no such server.
+func onlyHeader(h http.Header, name string) string {
+	if vs := h[name]; len(vs) == 1 {
+		return vs[0]
+	}
+	return ""
+}
+
+// splitOriginalURL splits the value of ingress-nginx's X-Original-URL,
+// "$scheme://$http_host$request_uri", into the request URI (from the
+// first '/' after "://": nginx refuses a Host with a '/'), the host and
+// the scheme. A value of another shape has no URI.
+func splitOriginalURL(v string) (uri, host, scheme string) {
+	scheme, rest, ok := strings.Cut(v, "://")
+	if !ok {
+		return "", "", ""
+	}
+	i := strings.IndexByte(rest, '/')
+	if i < 0 {
+		return "", rest, scheme
+	}
+	return rest[i:], rest[:i], scheme
 }
 
 // withCookie returns r with setCookie, a Set-Cookie header of the room's
@@ -257,16 +334,6 @@ func redirectTarget(r *http.Request) string {
 		return "/"
 	}
 	return u
-}
-
-// firstHeader is the value of the first of names that r carries.
-func firstHeader(h http.Header, names ...string) string {
-	for _, n := range names {
-		if v := h.Get(n); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // validMethod reports whether m is an HTTP token.

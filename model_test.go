@@ -469,7 +469,7 @@ func newModel(t *testing.T, tc modelCase, seed uint64) *model {
 	m.methods = []methodAt{{m.start - 1, tc.method}}
 	for i, rm := range m.rooms {
 		m.hs = append(m.hs, rm.Handler(m.app(i)))
-		m.fas = append(m.fas, rm.ForwardAuth())
+		m.fas = append(m.fas, rm.ForwardAuth(FrontDoorForwarded))
 	}
 	m.populate()
 	return m

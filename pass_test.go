@@ -155,7 +155,7 @@ func TestPassSignedAsNginxChecks(t *testing.T) {
 	clk := newClock()
 	clk.Add(400 * time.Millisecond)
 	tr := passRoom(t, clk, newMemStore(), nil)
-	h := tr.ForwardAuth()
+	h := tr.ForwardAuth(FrontDoorForwarded)
 	b := &passBrowser{}
 	a := tr.passGet(h, b, "/", false)
 	require.True(t, a.passed)
@@ -203,7 +203,7 @@ func TestPassSignedAsNginxChecks(t *testing.T) {
 	tr = passRoom(t, clk, newMemStore(), func(c *Config) {
 		c.SessionDuration, c.DisableSessionRenewal = time.Minute, true
 	})
-	h = tr.ForwardAuth()
+	h = tr.ForwardAuth(FrontDoorForwarded)
 	b = &passBrowser{}
 	require.True(t, tr.passGet(h, b, "/", false).passed)
 	end := clk.Now().Add(time.Minute).Unix()
@@ -242,20 +242,20 @@ func TestPassKeepsTheSession(t *testing.T) {
 				b = passRoom(t, clk, st, mutate)
 			}
 			br := &passBrowser{}
-			in := a.passGet(a.ForwardAuth(), br, "/", false)
+			in := a.passGet(a.ForwardAuth(FrontDoorForwarded), br, "/", false)
 			require.True(t, in.passed)
 			a.sync()
 			// Requests on the pass until its last moment: the room
 			// sees none of them.
 			clk.Add(1900 * time.Millisecond)
-			got := a.passGet(a.ForwardAuth(), br, "/a", false)
+			got := a.passGet(a.ForwardAuth(FrontDoorForwarded), br, "/a", false)
 			require.True(t, got.local, "nginx passes this one itself")
 			// The next request a session later than that one.
 			clk.Add(time.Minute - 100*time.Millisecond)
 			br.pass = "" // expired: nginx asks the room
 			a.sync()
 			b.sync()
-			got = b.passGet(b.ForwardAuth(), br, "/b", false)
+			got = b.passGet(b.ForwardAuth(FrontDoorForwarded), br, "/b", false)
 			assert.True(t, got.passed, "the session lasts a session after the latest request nginx passed")
 			assert.False(t, got.local)
 			assert.Equal(t, in.ticket, got.ticket, "the same session, not a new admission")
@@ -298,7 +298,7 @@ func TestPassRevokeHoldsTheSlot(t *testing.T) {
 	}
 	a := passRoom(t, clk, st, mutate)
 	b := passRoom(t, clk, st, mutate)
-	ha, hb := a.ForwardAuth(), b.ForwardAuth()
+	ha, hb := a.ForwardAuth(FrontDoorForwarded), b.ForwardAuth(FrontDoorForwarded)
 	first := &passBrowser{}
 	require.True(t, a.passGet(ha, first, "/", false).passed)
 	a.sync()
@@ -340,7 +340,7 @@ func TestPassRevokeHoldsTheSlot(t *testing.T) {
 	assert.Equal(t, 0, b.Stats().Active, "the revoke subtracts once the pass is over")
 	for _, rm := range []*testRoom{a, b} {
 		stale := passBrowser{cookie: kept.cookie}
-		ans := rm.passGet(rm.ForwardAuth(), &stale, "/", false)
+		ans := rm.passGet(rm.ForwardAuth(FrontDoorForwarded), &stale, "/", false)
 		require.False(t, ans.passed, "%s: the revoked session is not let in again (the slot is the next visitor's)", rm.id)
 	}
 	// The minute's slot is paced over what is left of it: the next
@@ -387,7 +387,7 @@ func TestPassMixedFleet(t *testing.T) {
 	}))
 	tr.sync()
 	b := &passBrowser{}
-	require.True(t, tr.passGet(tr.ForwardAuth(), b, "/", false).passed)
+	require.True(t, tr.passGet(tr.ForwardAuth(FrontDoorForwarded), b, "/", false).passed)
 	assert.Empty(t, b.pass, "no pass in a mixed fleet")
 }
 
@@ -407,7 +407,7 @@ func TestPassAfterRevokeOnAnotherInstance(t *testing.T) {
 			}
 			a := passRoom(t, clk, st, mutate)
 			b := passRoom(t, clk, st, mutate)
-			ha, hb := a.ForwardAuth(), b.ForwardAuth()
+			ha, hb := a.ForwardAuth(FrontDoorForwarded), b.ForwardAuth(FrontDoorForwarded)
 			br := &passBrowser{}
 			require.True(t, a.passGet(ha, br, "/", false).passed)
 			a.sync()

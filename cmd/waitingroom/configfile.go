@@ -213,6 +213,7 @@ func (d *fileDecoder) settings(root *node) ([]fileValue, error) {
 		"upstream":           byFlag("upstream", setter(str, func(o *options) *string { return &o.upstream })),
 		"demo":               byFlag("demo", setter(boolean, func(o *options) *bool { return &o.demo })),
 		"forwardAuth":        byFlag("forward-auth", setter(boolean, func(o *options) *bool { return &o.forwardAuth })),
+		"frontDoor":          byFlag("front-door", setter(str, func(o *options) *string { return &o.frontDoor })),
 		"name":               byFlag("name", setter(str, func(o *options) *string { return &o.name })),
 		"totalActiveUsers":   byFlag("total-active-users", setter(integer, func(o *options) *int { return &o.total })),
 		"newUsersPerMinute":  byFlag("new-users-per-minute", setter(integer, func(o *options) *int { return &o.perMinute })),

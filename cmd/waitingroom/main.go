@@ -59,10 +59,16 @@
 // requests of the server in front of the application (nginx
 // auth_request, Caddy forward_auth, Traefik ForwardAuth, Envoy ext_authz,
 // ingress-nginx auth-url) with Room.ForwardAuth: 200 to let a request
-// through, the waiting page otherwise. The server's address belongs in
-// -trusted-proxies (trustedProxies in a file), whose X-Forwarded-* headers
-// give the original request; docs/forward-auth.md in the repository has
-// each server's configuration. With $WAITINGROOM_PASS_SECRET set, an
+// through, the waiting page otherwise. -front-door (frontDoor in a file)
+// names that server, and so the headers that describe the original
+// request, which it sets itself: nginx, caddy, traefik and generic read
+// X-Forwarded-Method, -Uri, -Host and -Proto, ingress-nginx reads
+// X-Original-Method and X-Original-URL, envoy the auth request itself.
+// It has no default: each server passes the visitor's own headers on, and
+// the room must read only those the server overwrites. The server's
+// address belongs in -trusted-proxies (trustedProxies in a file): those
+// headers are read only from it. docs/forward-auth.md in the repository
+// has each server's configuration. With $WAITINGROOM_PASS_SECRET set, an
 // admitted visitor also gets a pass that nginx checks itself for
 // -pass-duration (default 2s), sparing it most auth requests
 // (waitingroom.Pass; the secret is the one in nginx's secure_link_md5).
@@ -208,6 +214,7 @@ type options struct {
 	configPath                          string
 	listen, upstream, name, method, key string
 	demo, https, forwardAuth            bool
+	frontDoor                           string
 	host                                string
 	total, perMinute, statusCode        int
 	session, refresh, syncInterval      time.Duration
@@ -261,6 +268,20 @@ func usage(format string, a ...any) error {
 // -new-users-per-minute.
 const defaultLimit = 200
 
+// frontDoors are the values of -front-door, the servers in front, and
+// the headers each describes the original request in.
+var frontDoors = map[string]waitingroom.FrontDoor{
+	"nginx":         waitingroom.FrontDoorForwarded,
+	"caddy":         waitingroom.FrontDoorForwarded,
+	"traefik":       waitingroom.FrontDoorForwarded,
+	"generic":       waitingroom.FrontDoorForwarded,
+	"ingress-nginx": waitingroom.FrontDoorIngressNginx,
+	"envoy":         waitingroom.FrontDoorEnvoy,
+}
+
+// frontDoorNames are the values of -front-door, for messages.
+var frontDoorNames = []string{"nginx", "caddy", "traefik", "envoy", "ingress-nginx", "generic"}
+
 // Values of -host.
 const (
 	hostOriginal = "original"
@@ -277,9 +298,10 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve on")
 	fs.StringVar(&o.upstream, "upstream", "", "URL of the application to protect")
 	fs.BoolVar(&o.demo, "demo", false, "serve a built-in demo application instead of an upstream")
-	fs.BoolVar(&o.forwardAuth, "forward-auth", false, "answer the auth requests of a server in front of the application (nginx auth_request, Caddy forward_auth, Traefik, Envoy) instead of proxying to an upstream")
+	fs.BoolVar(&o.forwardAuth, "forward-auth", false, "answer the auth requests of a server in front of the application (nginx auth_request, Caddy forward_auth, Traefik, Envoy, ingress-nginx) instead of proxying to an upstream; needs -front-door")
+	fs.StringVar(&o.frontDoor, "front-door", "", "with -forward-auth, the server in front, whose own headers describe the original request: "+strings.Join(frontDoorNames, ", ")+" (no default)")
 	fs.DurationVar(&o.passDuration, "pass-duration", waitingroom.DefaultPassDuration, "with -forward-auth and $WAITINGROOM_PASS_SECRET: how long an admitted visitor's pass lasts, whole seconds, 1s to "+waitingroom.MaxPassDuration.String())
-	fs.Var(prefixList{&o.trustedProxies}, "trusted-proxies", "comma-separated `networks` (CIDR) of the proxies in front, whose X-Forwarded-* headers are believed (default none)")
+	fs.Var(prefixList{&o.trustedProxies}, "trusted-proxies", "comma-separated `networks` (CIDR) of the proxies in front, whose X-Forwarded-For (and, with -forward-auth, the headers of -front-door) is believed (default none)")
 	fs.StringVar(&o.name, "name", "default", "room name (letters, digits, - and _)")
 	fs.IntVar(&o.total, "total-active-users", defaultLimit, fmt.Sprintf("most visitors active at once, at most %d; given -new-users-per-minute alone, the default rises to it", waitingroom.MaxLimit))
 	fs.IntVar(&o.perMinute, "new-users-per-minute", defaultLimit, "most visitors let in per minute, at most -total-active-users; given -total-active-users alone, the default falls to it")
@@ -311,7 +333,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 const usageHeader = `Usage:
   waitingroom -upstream URL [flags]   put a waiting room in front of URL
   waitingroom -demo [flags]           the same, in front of a built-in demo application
-  waitingroom -forward-auth [flags]   the auth service of nginx, Caddy, Traefik or Envoy in front
+  waitingroom -forward-auth -front-door SERVER [flags]
+                                      the auth service of the server in front: nginx, caddy,
+                                      traefik, envoy, ingress-nginx or generic
   waitingroom -config FILE [flags]    with the settings in a JSON or YAML file
 
 The cookie keys come from -key, $WAITINGROOM_KEYS or $WAITINGROOM_KEY
@@ -401,6 +425,14 @@ func (o *options) check(set map[string]bool) error {
 			return usage("give exactly one of %s, not all three", strings.Join(given, ", "))
 		}
 		return usage("give exactly one of -upstream URL, -demo and -forward-auth (or upstream, demo or forwardAuth in a config file)")
+	}
+	switch _, ok := frontDoors[o.frontDoor]; {
+	case o.forwardAuth && o.frontDoor == "":
+		return usage("%s needs -front-door (frontDoor in a config file), the server in front: %s", o.label("forward-auth"), strings.Join(frontDoorNames, ", "))
+	case o.forwardAuth && !ok:
+		return usage("%s %q: want one of %s", o.label("front-door"), o.frontDoor, strings.Join(frontDoorNames, ", "))
+	case !o.forwardAuth && set["front-door"]:
+		return usage("%s applies to -forward-auth only", o.label("front-door"))
 	}
 	if o.upstream != "" {
 		u, err := url.Parse(o.upstream)
@@ -689,9 +721,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	var gate http.Handler
 	switch {
 	case o.forwardAuth:
-		gate = room.ForwardAuth()
-		if len(o.trustedProxies) == 0 {
-			log.Warn("waitingroom: -forward-auth without -trusted-proxies: the X-Forwarded-* headers of the server in front are ignored, so bypass rules see the auth request's own path")
+		door := frontDoors[o.frontDoor]
+		gate = room.ForwardAuth(door)
+		if len(o.trustedProxies) == 0 && door != waitingroom.FrontDoorEnvoy {
+			log.Warn("waitingroom: -forward-auth without -trusted-proxies: the headers of the server in front are ignored, so bypass rules see the auth request's own path", "front_door", o.frontDoor)
 		}
 	case o.demo:
 		gate = room.Handler(app)
@@ -699,7 +732,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		gate = room.Gate(app)
 	}
 	srv := o.limits.server(routes(o.healthPath, dem, gate), log)
-	log.Info("waitingroom: serving", "addr", "http://"+ln.Addr().String(), "demo", o.demo, "forward_auth", o.forwardAuth, "upstream", o.upstream,
+	log.Info("waitingroom: serving", "addr", "http://"+ln.Addr().String(), "demo", o.demo, "forward_auth", o.forwardAuth, "front_door", o.frontDoor, "upstream", o.upstream,
 		"store", o.store.redacted, "total_active_users", o.total, "new_users_per_minute", o.perMinute, "config", o.configPath)
 	if ready != nil {
 		ready <- ln.Addr().String()

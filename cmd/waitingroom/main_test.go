@@ -35,7 +35,11 @@ func TestUsageErrors(t *testing.T) {
 		{"nothing to serve", nil, "exactly one of -upstream URL, -demo and -forward-auth"},
 		{"both", []string{"-demo", "-upstream", "http://x"}, "exactly one of -upstream and -demo, not both"},
 		{"all three", []string{"-demo", "-upstream", "http://x", "-forward-auth"}, "not all three"},
-		{"host without upstream", []string{"-forward-auth", "-host", "upstream", "-key", hexKey}, "applies to an upstream only"},
+		{"host without upstream", []string{"-forward-auth", "-front-door", "nginx", "-host", "upstream", "-key", hexKey}, "applies to an upstream only"},
+		{"forward-auth without a front door", []string{"-forward-auth", "-key", hexKey}, "-forward-auth needs -front-door (frontDoor in a config file), the server in front: nginx, caddy, traefik, envoy, ingress-nginx, generic"},
+		{"unknown front door", []string{"-forward-auth", "-front-door", "apache", "-key", hexKey}, `-front-door "apache": want one of nginx, caddy`},
+		{"front door in the wrong case", []string{"-forward-auth", "-front-door", "NGINX", "-key", hexKey}, `-front-door "NGINX": want one of`},
+		{"front door without forward-auth", []string{"-demo", "-front-door", "nginx", "-key", hexKey}, "-front-door applies to -forward-auth only"},
 		{"bad trusted proxies", []string{"-forward-auth", "-trusted-proxies", "127.0.0.1/32,nope", "-key", hexKey}, `got "nope"`},
 		{"unknown flag", []string{"-demo", "-bogus"}, "bogus"},
 		{"extra argument", []string{"-demo", "extra"}, "unexpected arguments"},
@@ -69,12 +73,12 @@ func TestPassSettings(t *testing.T) {
 		want   string // the usage error, "" for none
 	}{
 		{"not for a proxy", secret, []string{"-demo", "-key", hexKey}, "WAITINGROOM_PASS_SECRET is for -forward-auth"},
-		{"duration without a secret", "", []string{"-forward-auth", "-key", hexKey, "-pass-duration", "3s"}, "-pass-duration needs WAITINGROOM_PASS_SECRET"},
-		{"short secret", "short-secret", []string{"-forward-auth", "-key", hexKey}, "22 to 128 characters"},
-		{"too long", secret, []string{"-forward-auth", "-key", hexKey, "-pass-duration", "10s"}, "between 1s and 5s"},
-		{"default", secret, []string{"-forward-auth", "-key", hexKey}, ""},
-		{"3 s", secret, []string{"-forward-auth", "-key", hexKey, "-pass-duration", "3s"}, ""},
-		{"none", "", []string{"-forward-auth", "-key", hexKey}, ""},
+		{"duration without a secret", "", []string{"-forward-auth", "-front-door", "nginx", "-key", hexKey, "-pass-duration", "3s"}, "-pass-duration needs WAITINGROOM_PASS_SECRET"},
+		{"short secret", "short-secret", []string{"-forward-auth", "-front-door", "nginx", "-key", hexKey}, "22 to 128 characters"},
+		{"too long", secret, []string{"-forward-auth", "-front-door", "nginx", "-key", hexKey, "-pass-duration", "10s"}, "between 1s and 5s"},
+		{"default", secret, []string{"-forward-auth", "-front-door", "nginx", "-key", hexKey}, ""},
+		{"3 s", secret, []string{"-forward-auth", "-front-door", "nginx", "-key", hexKey, "-pass-duration", "3s"}, ""},
+		{"none", "", []string{"-forward-auth", "-front-door", "nginx", "-key", hexKey}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			noEnv(t)
@@ -107,7 +111,7 @@ func TestHelp(t *testing.T) {
 	noEnv(t)
 	var flags []string
 	newFlagSet(&options{}).VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
-	require.Len(t, flags, 31)
+	require.Len(t, flags, 32)
 
 	for _, tc := range []struct {
 		name   string
@@ -370,4 +374,59 @@ func demoArgs(t *testing.T, args []string, file string) ([]string, string) {
 		args = append(args, "-config", path)
 	}
 	return args, path
+}
+
+// TestFrontDoor: -front-door (or frontDoor in the file) picks the headers
+// the room reads the original request from, and only those: behind each
+// server, a visitor who adds every forwarding header with a bypass path
+// waits in a full room, while the server's own request for a bypass path
+// passes.
+func TestFrontDoor(t *testing.T) {
+	noEnv(t)
+	forged := map[string]string{
+		"X-Forwarded-Method": "GET", "X-Forwarded-Uri": "/static/x.css", "X-Forwarded-Host": "shop.example", "X-Forwarded-Proto": "https",
+		"X-Original-Method": "GET", "X-Original-Uri": "/static/x.css", "X-Original-Url": "https://shop.example/static/x.css",
+		"Forwarded": "for=10.0.0.1", "X-Real-Ip": "10.0.0.1",
+	}
+	// auth is the auth request server sends for path, with the visitor's
+	// headers (client) under its own.
+	auth := func(base, server, path string, client map[string]string) *http.Request {
+		target, own := base+"/", map[string]string{}
+		switch frontDoors[server] {
+		case waitingroom.FrontDoorForwarded:
+			own = map[string]string{"X-Forwarded-Method": "GET", "X-Forwarded-Uri": path, "X-Forwarded-Host": "shop.example", "X-Forwarded-Proto": "https"}
+		case waitingroom.FrontDoorIngressNginx:
+			own = map[string]string{"X-Original-Method": "GET", "X-Original-Url": "https://shop.example" + path}
+		case waitingroom.FrontDoorEnvoy:
+			target = base + path
+		}
+		req, err := http.NewRequest(http.MethodGet, target, nil)
+		require.NoError(t, err)
+		for k, v := range client {
+			req.Header.Set(k, v)
+		}
+		for k, v := range own {
+			req.Header.Set(k, v)
+		}
+		return req
+	}
+	do := func(req *http.Request) int {
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, server := range frontDoorNames {
+		t.Run(server, func(t *testing.T) {
+			file := writeFile(t, "room.yaml", "forwardAuth: true\nfrontDoor: "+server+"\nbypass:\n  - pathPrefix: [/static/]\n")
+			base := start(t, "-config", file, "-key", hexKey, "-trusted-proxies", "127.0.0.1/32",
+				"-total-active-users", "1", "-new-users-per-minute", "1", "-health-path", "")
+			require.Equal(t, http.StatusOK, do(auth(base, server, "/product", nil)), "the first visitor takes the one slot")
+			for range 5 {
+				assert.Equal(t, http.StatusTooManyRequests, do(auth(base, server, "/checkout", forged)), "forged headers gain nothing")
+			}
+			assert.Equal(t, http.StatusOK, do(auth(base, server, "/static/app.css", nil)), "the server's own bypass path passes")
+		})
+	}
 }

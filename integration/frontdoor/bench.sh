@@ -88,9 +88,9 @@ bg() {
 limits="-total-active-users 1000000 -new-users-per-minute 1000000"
 bg "$dir/wrkserver" -mode bare -listen $APP
 # shellcheck disable=SC2086
-bg "$dir/waitingroom" -forward-auth -listen $ROOM -trusted-proxies 127.0.0.1/32 $limits
+bg "$dir/waitingroom" -forward-auth -front-door nginx -listen $ROOM -trusted-proxies 127.0.0.1/32 $limits
 # shellcheck disable=SC2086
-bg env WAITINGROOM_PASS_SECRET="$PASS_SECRET" "$dir/waitingroom" -forward-auth -listen $ROOM_PASS -trusted-proxies 127.0.0.1/32 $limits
+bg env WAITINGROOM_PASS_SECRET="$PASS_SECRET" "$dir/waitingroom" -forward-auth -front-door nginx -listen $ROOM_PASS -trusted-proxies 127.0.0.1/32 $limits
 # shellcheck disable=SC2086
 bg "$dir/waitingroom" -upstream http://$APP -listen $PROXY $limits
 wait_port $APP

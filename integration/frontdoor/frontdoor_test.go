@@ -3,6 +3,7 @@ package frontdoor
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -145,11 +146,53 @@ func requireWaiting(t testing.TB, resp *http.Response, body string) {
 	assert.NotContains(t, body, "app ")
 }
 
-// roomConfig writes a config file with the tests' bypass rule.
+// roomConfig writes a config file with the tests' bypass rules: a path
+// prefix, a method and a network (which the tests' visitors, on
+// loopback, are not in).
 func roomConfig(t testing.TB) string {
 	path := filepath.Join(t.TempDir(), "room.yaml")
-	require.NoError(t, os.WriteFile(path, []byte("bypass:\n  - pathPrefix: [/static/]\n"), 0o644))
+	require.NoError(t, os.WriteFile(path, []byte("bypass:\n  - pathPrefix: [/static/]\n  - methods: [OPTIONS]\n  - networks: [10.0.0.0/8]\n"), 0o644))
 	return path
+}
+
+// forgedForwarding are the headers a visitor adds to get past the room:
+// every forwarding header, each naming what a bypass rule lets through.
+var forgedForwarding = map[string]string{
+	"X-Forwarded-Method": "OPTIONS",
+	"X-Forwarded-Uri":    "/static/x.css",
+	"X-Forwarded-Host":   "static.example",
+	"X-Forwarded-Proto":  "https",
+	"X-Forwarded-For":    "10.0.0.1",
+	"X-Forwarded-Prefix": "/static",
+	"X-Original-Method":  "OPTIONS",
+	"X-Original-Uri":     "/static/x.css",
+	"X-Original-Url":     "https://static.example/static/x.css",
+	"Forwarded":          "for=10.0.0.1;host=static.example;proto=https",
+	"X-Real-Ip":          "10.0.0.1",
+}
+
+// forger sends requests with forgedForwarding and no cookie from
+// 127.0.0.2, an address outside the rooms' -trusted-proxies (127.0.0.1),
+// as a visitor's is.
+func forger(t testing.TB, front string) func(method, path string) (*http.Response, string) {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
+	t.Cleanup(c.CloseIdleConnections)
+	return func(method, path string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+front+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", "text/html")
+		for k, v := range forgedForwarding {
+			req.Header.Set(k, v)
+		}
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		return resp, string(body)
+	}
 }
 
 // status is the part of the admin API's /status the tests read.
@@ -195,6 +238,16 @@ func visit(t *testing.T, front string, a *app, admin string) (first, second *bro
 	assert.NotEmpty(t, second.cookie(roomCookie), "the waiting visitor's cookie reaches the browser")
 	wait := retryAfter(t, resp)
 
+	// Visitors who add every forwarding header with bypassed values
+	// wait like the second, and none reaches the application.
+	forge, before := forger(t, front), a.requests()
+	const forgeries = 20
+	for range forgeries {
+		resp, body = forge(http.MethodGet, "/checkout")
+		requireWaiting(t, resp, body)
+	}
+	assert.Equal(t, before, a.requests(), "of %d requests with forged headers, none reached the application", forgeries)
+
 	resp, body = first.get(t, "/checkout")
 	require.Equal(t, http.StatusOK, resp.StatusCode, "the admitted visitor passes again: %s", body)
 	tk2, ok := waitingroom.ParseTicket(a.lastTicket("/checkout"))
@@ -207,7 +260,7 @@ func visit(t *testing.T, front string, a *app, admin string) (first, second *bro
 	// Paths under the bypass prefix that some application resolves
 	// elsewhere wait like any other: an encoded dot segment, a control
 	// character beside dots, overlong UTF-8 dots, U+2025 (dots under NFKC).
-	before := a.requests()
+	before = a.requests()
 	for _, path := range []string{"/static/%2e%2e/cart", "/static/..%09/cart", "/static/%C0%AE%C0%AE/cart", "/static/%E2%80%A5/cart"} {
 		resp, body = second.get(t, path)
 		requireWaiting(t, resp, body)
@@ -241,17 +294,18 @@ func visit(t *testing.T, front string, a *app, admin string) (first, second *bro
 	return first, second
 }
 
-// roomArgs are the settings of the rooms of the visit: one slot, short
-// refreshes and syncs so that the test takes seconds.
-func roomArgs(t testing.TB, more ...string) []string {
-	return append([]string{"-config", roomConfig(t), "-total-active-users", "1", "-new-users-per-minute", "1",
+// roomArgs are the settings of the rooms of the visit behind door (a
+// value of -front-door): one slot, short refreshes and syncs so that the
+// test takes seconds.
+func roomArgs(t testing.TB, door string, more ...string) []string {
+	return append([]string{"-config", roomConfig(t), "-front-door", door, "-total-active-users", "1", "-new-users-per-minute", "1",
 		"-refresh-interval", "1s", "-sync-interval", "100ms"}, more...)
 }
 
 func TestNginx(t *testing.T) {
 	program(t, "nginx", "the forward-auth tests")
 	a := newApp(t)
-	addr, admin := room(t, "room", roomArgs(t)...)
+	addr, admin := room(t, "room", roomArgs(t, "nginx")...)
 	front := nginx(t, "", a.addr(), addr)
 	first, _ := visit(t, front, a, admin)
 
@@ -268,7 +322,7 @@ func TestNginx(t *testing.T) {
 func TestNginxCache(t *testing.T) {
 	program(t, "nginx", "the forward-auth tests")
 	a := newApp(t)
-	addr, admin := room(t, "room", roomArgs(t)...)
+	addr, admin := room(t, "room", roomArgs(t, "nginx")...)
 	front := nginx(t, "cache", a.addr(), addr)
 	first, _ := visit(t, front, a, admin)
 
@@ -287,7 +341,7 @@ func TestNginxPass(t *testing.T) {
 	program(t, "nginx", "the forward-auth tests")
 	a := newApp(t)
 	t.Setenv("WAITINGROOM_PASS_SECRET", passSecret)
-	addr, admin := room(t, "room", roomArgs(t, "-pass-duration", "3s")...)
+	addr, admin := room(t, "room", roomArgs(t, "nginx", "-pass-duration", "3s")...)
 	auth := newCounter(t, addr)
 	front := nginx(t, "pass", a.addr(), auth.addr())
 	first, _ := visit(t, front, a, admin)
@@ -364,7 +418,7 @@ func (c *counter) addr() string { return c.srv.Listener.Addr().String() }
 func TestCaddy(t *testing.T) {
 	bin := program(t, "caddy", "the forward-auth tests")
 	a := newApp(t)
-	addr, admin := room(t, "room", roomArgs(t)...)
+	addr, admin := room(t, "room", roomArgs(t, "caddy")...)
 	front := caddy(t, bin, replace(t, snippet(t, "caddy"), docRoom, addr, docUpstream, a.addr()))
 	visit(t, front, a, admin)
 }
@@ -392,7 +446,7 @@ func threeRooms(t *testing.T, variant string) {
 	const limit, visitors = 4, 16
 	a := newApp(t)
 	db := "sqlite://" + filepath.Join(t.TempDir(), "room.db")
-	args := []string{"-total-active-users", strconv.Itoa(limit), "-new-users-per-minute", strconv.Itoa(limit),
+	args := []string{"-front-door", "nginx", "-total-active-users", strconv.Itoa(limit), "-new-users-per-minute", strconv.Itoa(limit),
 		"-refresh-interval", "1s", "-sync-interval", "100ms", "-store", db}
 	var rooms, admins []string
 	for i := range 3 {
