@@ -268,6 +268,13 @@ func TestHostileRequests(t *testing.T) {
 			r.Header.Set("X-Real-Ip", "10.0.0.1")
 			return r
 		}},
+		{"every forwarding header naming a bypass path and network", func(t *testing.T, h *hostileRoom) *http.Request {
+			r := hostileRequest(t, http.MethodGet, "/checkout")
+			for k, vs := range forgedForwarding {
+				r.Header[k] = vs
+			}
+			return r
+		}},
 		{"HEAD", func(t *testing.T, h *hostileRoom) *http.Request {
 			return hostileRequest(t, http.MethodHead, "/checkout")
 		}},
