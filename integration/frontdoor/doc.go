@@ -4,6 +4,8 @@
 // directory, in front of a small application and of cmd/waitingroom
 // -forward-auth processes. The configurations are those of
 // docs/forward-auth/, read from it verbatim; only the addresses change.
+// The ingress-nginx annotations run in nginx inside the part of the
+// controller's configuration that an Ingress with them gets.
 //
 // The tests skip with a message naming the program (nginx, caddy) when it
 // is not on PATH, and fail instead when WAITINGROOM_REQUIRE_SERVICES=1

@@ -423,6 +423,19 @@ func TestCaddy(t *testing.T) {
 	visit(t, front, a, admin)
 }
 
+// Behind nginx configured as the ingress-nginx controller configures it
+// for the documented annotations, with the room's ingress-nginx door: the
+// same visit. The controller passes a visitor's X-Forwarded-Uri and the
+// like on to the room, which reads only X-Original-URL and
+// X-Original-Method.
+func TestIngressNginx(t *testing.T) {
+	program(t, "nginx", "the forward-auth tests")
+	a := newApp(t)
+	addr, admin := room(t, "room", roomArgs(t, "ingress-nginx")...)
+	front := ingressNginx(t, a.addr(), addr)
+	visit(t, front, a, admin)
+}
+
 // Three rooms sharing a store behind one nginx hold the limits exactly,
 // with passes or without: a crowd of visitors refreshing as told gets
 // exactly TotalActiveUsers admitted, and every admitted visitor keeps

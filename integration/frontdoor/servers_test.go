@@ -271,6 +271,13 @@ func nginx(t testing.TB, variant string, upstream string, rooms ...string) strin
 	default:
 		t.Fatalf("unknown nginx variant %q", variant)
 	}
+	return startNginx(t, bin, dir, listen, site)
+}
+
+// startNginx runs nginx with the http block's content site, listening on
+// listen, in dir; it returns listen once nginx accepts connections.
+func startNginx(t testing.TB, bin, dir, listen, site string) string {
+	t.Helper()
 	user := ""
 	if os.Geteuid() == 0 {
 		// The workers would run as nobody, who cannot reach the
@@ -293,14 +300,105 @@ http {
 `, dir, site)
 	path := filepath.Join(dir, "nginx.conf")
 	require.NoError(t, os.WriteFile(path, []byte(conf), 0o644))
-	p := start(t, "nginx", listen, dials(listen), bin, "-p", dir, "-c", path, "-e", dir+"/error.log")
+	start(t, "nginx", listen, dials(listen), bin, "-p", dir, "-c", path, "-e", dir+"/error.log")
 	t.Cleanup(func() {
 		if t.Failed() {
 			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
 			t.Logf("nginx error.log:\n%s", b)
 		}
 	})
-	return p.addr
+	return listen
+}
+
+// The annotations' addresses in docs/forward-auth/ingress-nginx.md.
+const docIngressRoom = "http://waitingroom.default.svc.cluster.local:8081"
+
+// ingressNginx starts nginx as the ingress-nginx controller would
+// configure it for docs/forward-auth/ingress-nginx.md's annotations, in
+// front of room and upstream, returning its address. What the controller
+// itself adds is the part of its template that matters here: the auth
+// location, which sets X-Original-URL, X-Original-Method, X-Real-IP,
+// X-Forwarded-For and X-Auth-Request-Redirect, clears X-Forwarded-Proto
+// and passes the visitor's other headers on, and the location that asks
+// it, copies the auth-response-headers and adds the auth answer's
+// Set-Cookie. The snippets are the page's, verbatim.
+func ingressNginx(t testing.TB, upstream, room string) string {
+	t.Helper()
+	bin := program(t, "nginx", "the forward-auth tests")
+	a := annotations(t, replace(t, snippet(t, "ingress-nginx"), docIngressRoom, "http://"+room))
+	require.Equal(t, "http://"+room+"/", a["auth-url"])
+	require.Equal(t, "Waiting-Room-Ticket", a["auth-response-headers"])
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	listen := "127.0.0.1:" + freePort(t)
+	site := fmt.Sprintf(`server {
+    listen %[1]s;
+%[2]s
+    location = /_external-auth {
+        internal;
+        proxy_pass_request_body off;
+        proxy_set_header Content-Length "";
+        proxy_set_header X-Forwarded-Proto "";
+        proxy_set_header X-Request-ID $request_id;
+        proxy_set_header Host %[3]s;
+        proxy_set_header X-Original-URL $scheme://$http_host$request_uri;
+        proxy_set_header X-Original-Method $request_method;
+        proxy_set_header X-Sent-From "nginx-ingress-controller";
+        proxy_set_header X-Real-IP $remote_addr;
+        proxy_set_header X-Forwarded-For $remote_addr;
+        proxy_set_header X-Auth-Request-Redirect $request_uri;
+        proxy_pass_request_headers on;
+%[4]s
+        proxy_http_version 1.1;
+        proxy_pass %[5]s;
+    }
+
+    location / {
+        set $auth_cookie '';
+        add_header Set-Cookie $auth_cookie;
+        auth_request /_external-auth;
+        auth_request_set $auth_cookie $upstream_http_set_cookie;
+        auth_request_set $authHeader0 $upstream_http_waiting_room_ticket;
+        proxy_set_header 'Waiting-Room-Ticket' $authHeader0;
+%[6]s
+        proxy_set_header Host $host;
+        proxy_set_header X-Real-IP $remote_addr;
+        proxy_set_header X-Forwarded-For $remote_addr;
+        proxy_pass http://%[7]s;
+    }
+}
+`, listen, a["server-snippet"], room, a["auth-snippet"], a["auth-url"], a["configuration-snippet"], upstream)
+	return startNginx(t, bin, dir, listen, site)
+}
+
+// annotations reads the nginx.ingress.kubernetes.io annotations of the
+// Ingress metadata doc: one-line values, and the block scalars (|) of the
+// snippets.
+func annotations(t testing.TB, doc string) map[string]string {
+	t.Helper()
+	const prefix = "nginx.ingress.kubernetes.io/"
+	out := map[string]string{}
+	lines := strings.Split(doc, "\n")
+	for i := 0; i < len(lines); i++ {
+		trimmed := strings.TrimLeft(lines[i], " ")
+		if !strings.HasPrefix(trimmed, prefix) {
+			continue
+		}
+		indent := len(lines[i]) - len(trimmed)
+		name, value, ok := strings.Cut(strings.TrimPrefix(trimmed, prefix), ": ")
+		require.True(t, ok, "annotation line %q", lines[i])
+		if value != "|" {
+			out[name] = value
+			continue
+		}
+		var block []string
+		for i+1 < len(lines) && (strings.TrimSpace(lines[i+1]) == "" || len(lines[i+1])-len(strings.TrimLeft(lines[i+1], " ")) > indent) {
+			i++
+			block = append(block, "    "+strings.TrimSpace(lines[i]))
+		}
+		out[name] = strings.Join(block, "\n")
+	}
+	return out
 }
 
 // caddy starts Caddy with docs/forward-auth/caddy.md's Caddyfile in front of
