@@ -123,12 +123,11 @@ type Challenge struct {
 func (c *Challenge) on() bool { return c != nil && c.Kind != ChallengeOff }
 
 // challengeOf is the challenge policy p asks of waiting visitors, or nil
-// when there is none to ask: off, a hosted one without a verifier on this
-// instance, or a fleet whose cookies cannot carry its result (an instance
-// of an earlier release is live).
+// when there is none to ask: off, or a hosted one without a verifier on
+// this instance.
 func (rm *Room) challengeOf(v *view, p *policy) *Challenge {
 	c := p.Challenge
-	if !c.on() || v.cookie < cookieVersion || (c.Kind == ChallengeHosted && rm.cfg.HostedChallenge == nil) {
+	if !c.on() || (c.Kind == ChallengeHosted && rm.cfg.HostedChallenge == nil) {
 		return nil
 	}
 	return c

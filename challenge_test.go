@@ -12,24 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/go-waitingroom/waitingroom/store"
 )
-
-// prevV2Decode opens a cookie as the release before challenges does: the
-// same layout as version 3 without the challenge's state; versions 2 and
-// 1 only.
-func prevV2Decode(c *codec, v string) (cookieState, error) {
-	raw, err := strictBase64.DecodeString(v)
-	if err != nil || len(raw) < nonceLen+tagLen+1 {
-		return cookieState{}, errBadCookie
-	}
-	pt, err := c.aeads[0].Open(nil, raw[:nonceLen], raw[nonceLen:], c.ad)
-	if err != nil || len(pt) == 0 || (pt[0] != 2 && pt[0] != 1) {
-		return cookieState{}, errBadCookie
-	}
-	return c.decode(v)
-}
 
 const jsonAccept = "application/json"
 
@@ -316,58 +299,6 @@ func TestChallengeLive(t *testing.T) {
 	w = b.getWith(&visitor{}, "")
 	require.True(t, isWaiting(w), "the first visitor waits ahead")
 	assert.Empty(t, readWaiting(t, w).Challenge, "the event turns it off")
-}
-
-// While an instance of the release before challenges shares the room,
-// cookies are written in version 2, which it reads, and the challenge is
-// off (the cookie could not carry its result); once it is gone, version 3
-// and the challenge again.
-func TestChallengeMixedFleet(t *testing.T) {
-	clk := newClock()
-	raw := &rawStore{}
-	tr := newTestRoomOn(t, clk, raw, func(c *Config) {
-		c.Challenge = &Challenge{Kind: ChallengePoW, Who: ChallengeEveryone}
-	})
-	// An instance of the release before: its ID says s4c2.
-	require.NoError(t, raw.Update(context.Background(), "launch", func(st *store.State) error {
-		st.Instances = append(st.Instances, store.Instance{ID: "0123456789abcdef+s4c2", Seen: clk.Now().UnixMilli()})
-		return nil
-	}))
-	tr.sync()
-	v := &visitor{}
-	w := tr.getWith(v, "")
-	assert.True(t, admitted(w), "no challenge in a mixed fleet")
-	val := strings.TrimPrefix(v.cookie, tr.cookieName+"=")
-	c, err := prevV2Decode(tr.codec, val)
-	require.NoError(t, err, "the release before reads the cookie")
-	assert.NotZero(t, c.acceptedAt)
-
-	// That instance is gone (instance TTL): version 3, and the challenge.
-	clk.Add(time.Minute)
-	tr.sync()
-	tr.sync()
-	v2 := &visitor{}
-	require.True(t, isWaiting(tr.getWith(v2, "")))
-	_, err = prevV2Decode(tr.codec, strings.TrimPrefix(v2.cookie, tr.cookieName+"="))
-	assert.Error(t, err, "version 3: the release before would see a new visitor")
-}
-
-// Version 3 carries the challenge's state; version 2 reads as none, and
-// a state out of range does not open.
-func TestCookieChallengeField(t *testing.T) {
-	c, err := newCodec([][]byte{testKey}, "c")
-	require.NoError(t, err)
-	s := cookieState{id: 7, bucket: 100, lastCheckIn: 6_000_000, refresh: 20_000, chal: chalPassed}
-	got, err := c.decode(c.encode(s))
-	require.NoError(t, err)
-	assert.Equal(t, s, got)
-	got, err = c.decode(c.encodeV2(s))
-	require.NoError(t, err)
-	s.chal = chalNone
-	assert.Equal(t, s, got)
-	s.chal = chalFailed + 1
-	_, err = c.decode(c.encode(s))
-	assert.ErrorIs(t, err, errBadCookie)
 }
 
 // A parked visitor's page is a waiting page like that of a visitor who has

@@ -190,7 +190,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 	}
 	if admit {
 		x := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(pol, now)}
-		rm.admittedLocked(v, x)
+		rm.reportLocked(x)
 		rm.pending.wait(c.id, observedWait(c.bucket, now, fresh))
 		rm.chances.del(c.id)
 	} else {
@@ -295,7 +295,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		d.last = now
 		d.Estimate = rm.estimate(v, pol, c.bucket, fresh)
 	}
-	d.cookie = rm.encodeCookie(v, c)
+	d.cookie = rm.codec.encode(c)
 	return nil
 }
 
@@ -309,12 +309,12 @@ func (rm *Room) join(d *Decision, v *view, p *policy, c cookieState, x store.Ses
 		return
 	}
 	t := store.Session{ID: c.id, Admitted: x.Admitted, Seen: floorDiv(d.now, 1000)}
-	rm.joinedLocked(v, t)
+	rm.reportLocked(t)
 	rm.mu.Unlock()
 	c.acceptedAt, c.lastCheckIn, c.refresh = x.Admitted*1000, d.now, 0
 	d.Outcome = Admitted
 	d.state = c
-	d.cookie = rm.encodeCookie(v, c)
+	d.cookie = rm.codec.encode(c)
 }
 
 // successor is the identity of the new place that cookie (id, lastCheckIn)
@@ -327,9 +327,6 @@ func successor(id uint64, lastCheckIn int64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
-	if x >= store.MinLegacyID {
-		x ^= 1 << 63 // never a legacy record's
-	}
 	return max(x, 1)
 }
 
@@ -352,13 +349,12 @@ func (rm *Room) admit(d *Decision, v *view, c cookieState, e *verifiedEntry, p *
 		}
 		x := store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: sec, End: sessionEnd(p, c.acceptedAt)}
 		rm.mu.Lock()
-		rm.seenLocked(v, x, &c)
+		rm.reportLocked(x)
 		rm.mu.Unlock()
 	}
 	if now-c.lastCheckIn >= p.reissue {
-		rm.reissued(v, c.lastCheckIn, now)
 		c.lastCheckIn = now
-		d.cookie = rm.encodeCookie(v, c)
+		d.cookie = rm.codec.encode(c)
 	}
 	d.state = c
 }
@@ -395,6 +391,13 @@ func sessionEnd(p *policy, acceptedAt int64) int64 {
 		return 0
 	}
 	return -floorDiv(-(acceptedAt + p.session), 1000) // rounded up
+}
+
+// reportLocked reports x, a session's admission, sign of life or revoke,
+// to the next sync and notes it. rm.mu must be held.
+func (rm *Room) reportLocked(x store.Session) {
+	rm.pending.session(x)
+	rm.noteLocked(x)
 }
 
 // noteLocked merges a report into what this instance knows of the

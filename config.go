@@ -379,23 +379,6 @@ func (s *Settings) hash() uint64 {
 	return h.Sum64() | 1 // never 0, which means "never set"
 }
 
-// previousHash is the hash the release before live session settings
-// computes for the same Config, whose Settings lack the last five fields:
-// s's hash without them.
-func (s *Settings) previousHash() uint64 {
-	p := *s
-	p.SessionDuration, p.DisableSessionRenewal, p.QueueingStatusCode, p.Template, p.Challenge = 0, false, 0, "", nil
-	return p.hash()
-}
-
-// beforeChallengeHash is the hash the release before challenges computes
-// for the same Config, whose Settings lack Challenge.
-func (s *Settings) beforeChallengeHash() uint64 {
-	p := *s
-	p.Challenge = nil
-	return p.hash()
-}
-
 // sessionDuration is the session's length in ms.
 func (s *Settings) sessionDuration() int64 {
 	if s.SessionDuration == 0 {
@@ -552,9 +535,7 @@ func (c Config) normalize() (Config, error) {
 	return c, nil
 }
 
-// settings are the live settings c starts with. Defaults are zero values,
-// so that a Config with none of the settings the previous release did not
-// have hashes as it did there.
+// settings are the live settings c starts with. Defaults are zero values.
 func (c *Config) settings() Settings {
 	s := Settings{
 		QueueingMethod:        c.QueueingMethod,

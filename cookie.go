@@ -15,8 +15,6 @@ import (
 
 	"golang.org/x/crypto/chacha20poly1305"
 	"golang.org/x/crypto/hkdf"
-
-	"github.com/go-waitingroom/waitingroom/store"
 )
 
 // MinKeyLen is the minimum length, in bytes, of every key in Config.Keys.
@@ -26,17 +24,9 @@ const MinKeyLen = 32
 // is far shorter; anything longer is treated as no cookie at all.
 const maxCookieLen = 256
 
-// cookieVersion is the first byte of a cookie's plaintext. Version 3 adds
-// the state of the visitor's challenge after the other fields. Version 2
-// (the release before challenges) has the identity but no challenge; it
-// still opens (no challenge given), and this release writes it while an
-// instance of that release shares the room (compat.go). Version 1 (the
-// release before identities, the same fields without the identity) still
-// opens too, its identity taken from the first 8 bytes of its nonce, so
-// that visitors keep their places and sessions across the upgrade; while
-// an instance of that release shares the room, cookies are written in
-// version 1, with the visitor's identity in those nonce bytes: that
-// release opens them, and this one reads the same identity back.
+// cookieVersion is the first byte of a cookie's plaintext: the version
+// of its format. A cookie of any other version opens as no cookie (the
+// visitor is new).
 const cookieVersion = 3
 
 // strictBase64 gives every cookie one spelling: values that differ only in
@@ -60,14 +50,8 @@ type cookieState struct {
 	acceptedAt  int64 // admission time; 0 while queued
 	lastCheckIn int64 // latest counted check-in
 	refresh     int64 // refresh interval given at lastCheckIn, milliseconds
-	// legacy reports that the cookie opened is of version 1: admitted,
-	// its holder was counted by the second of lastCheckIn (compat.go).
-	// Set by decode; encode ignores it.
-	legacy bool
-	// chal is the state of the visitor's challenge for this place
-	// (chalNone, chalGiven, chalPassed, chalFailed; challenge.go). Cookies
-	// of version 2 and 1 do not carry it: it reads chalNone. A byte, kept
-	// beside legacy, so the state is no larger for it.
+	// chal is the state of the visitor's challenge (chalNone, chalGiven,
+	// chalPassed, chalFailed; challenge.go).
 	chal int8
 }
 
@@ -111,47 +95,17 @@ func (c *codec) encode(s cookieState) string {
 	pt := make([]byte, 0, 48)
 	pt = append(pt, cookieVersion)
 	pt = binary.LittleEndian.AppendUint64(pt, s.id)
-	return c.seal(b, pt, s, true)
+	return c.seal(b, pt, s)
 }
 
-// encodeV2 returns the cookie value for s in version 2, which the
-// previous release reads: without the challenge's state.
-func (c *codec) encodeV2(s cookieState) string {
-	var buf [nonceLen + 64]byte
-	b := buf[:nonceLen]
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	pt := make([]byte, 0, 48)
-	pt = append(pt, 2)
-	pt = binary.LittleEndian.AppendUint64(pt, s.id)
-	return c.seal(b, pt, s, false)
-}
-
-// encodeV1 returns the cookie value for s in version 1, which the
-// previous release opens: the identity is not in the plaintext, which
-// that release would refuse, but in the first 8 bytes of the nonce, where
-// decode takes it from; the other 16 bytes are random, which keeps every
-// nonce unique.
-func (c *codec) encodeV1(s cookieState) string {
-	var buf [nonceLen + 64]byte
-	b := buf[:nonceLen]
-	binary.LittleEndian.PutUint64(b, s.id)
-	_, _ = rand.Read(b[8:]) // never fails (crypto/rand)
-	pt := make([]byte, 0, 48)
-	pt = append(pt, 1)
-	return c.seal(b, pt, s, false)
-}
-
-// seal appends the fields of s to the plaintext pt (the challenge's state
-// too when chal is set), seals it after the nonce b and returns the cookie
-// value.
-func (c *codec) seal(b, pt []byte, s cookieState, chal bool) string {
+// seal appends the fields of s to the plaintext pt, seals it after the
+// nonce b and returns the cookie value.
+func (c *codec) seal(b, pt []byte, s cookieState) string {
 	pt = binary.AppendVarint(pt, s.bucket)
 	pt = binary.AppendVarint(pt, s.acceptedAt)
 	pt = binary.AppendVarint(pt, s.lastCheckIn)
 	pt = binary.AppendVarint(pt, s.refresh)
-	if chal {
-		pt = binary.AppendVarint(pt, int64(s.chal))
-	}
+	pt = binary.AppendVarint(pt, int64(s.chal))
 	b = c.aeads[0].Seal(b, b[:nonceLen], pt, c.ad)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
@@ -190,22 +144,11 @@ func (c *codec) decode(v string) (cookieState, error) {
 	if err != nil || len(pt) == 0 {
 		return s, errBadCookie
 	}
-	version := pt[0]
-	switch version {
-	case cookieVersion, 2:
-		if len(pt) < 9 {
-			return s, errBadCookie
-		}
-		s.id = binary.LittleEndian.Uint64(pt[1:9])
-		pt = pt[9:]
-	case 1:
-		// Before identities: every copy of the cookie has the same nonce.
-		s.id = binary.LittleEndian.Uint64(nonce[:8])
-		s.legacy = true
-		pt = pt[1:]
-	default:
+	if pt[0] != cookieVersion || len(pt) < 9 {
 		return s, errBadCookie
 	}
+	s.id = binary.LittleEndian.Uint64(pt[1:9])
+	pt = pt[9:]
 	for _, f := range []*int64{&s.bucket, &s.acceptedAt, &s.lastCheckIn, &s.refresh} {
 		x, k := binary.Varint(pt)
 		if k <= 0 {
@@ -213,17 +156,12 @@ func (c *codec) decode(v string) (cookieState, error) {
 		}
 		*f, pt = x, pt[k:]
 	}
-	if version == cookieVersion {
-		x, k := binary.Varint(pt)
-		if k <= 0 || x < chalNone || x > chalFailed {
-			return cookieState{}, errBadCookie
-		}
-		s.chal, pt = int8(x), pt[k:]
+	x, k := binary.Varint(pt)
+	if k <= 0 || x < chalNone || x > chalFailed {
+		return cookieState{}, errBadCookie
 	}
-	// Identities from store.MinLegacyID up are the shared state's legacy
-	// records', never a visitor's: a cookie of version 1 whose nonce
-	// happens to start with one is not taken (one in 2³²).
-	if len(pt) != 0 || s.lastCheckIn <= 0 || s.refresh < 0 || s.acceptedAt < 0 || s.id == 0 || s.id >= store.MinLegacyID {
+	s.chal, pt = int8(x), pt[k:]
+	if len(pt) != 0 || s.lastCheckIn <= 0 || s.refresh < 0 || s.acceptedAt < 0 || s.id == 0 {
 		return cookieState{}, errBadCookie
 	}
 	return s, nil

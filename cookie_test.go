@@ -1,7 +1,9 @@
 package waitingroom
 
 import (
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/go-waitingroom/waitingroom/store"
 )
 
 var otherKey = []byte("ffffffffffffffffffffffffffffffffffff")
@@ -25,19 +25,15 @@ func TestCookieRoundTrip(t *testing.T) {
 	c := mustCodec(t, "__waitingroom_launch", testKey)
 	for _, s := range []cookieState{
 		{id: 1, bucket: 29_833_333, lastCheckIn: 1_790_000_000_123, refresh: 19_500},
-		{id: store.MinLegacyID - 1, bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000},
-		{id: 0x0123456789abcdef, bucket: -5, lastCheckIn: 1},
+		{id: 1<<64 - 1, bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000, chal: chalPassed},
+		{id: 0x0123456789abcdef, bucket: -5, lastCheckIn: 1, chal: chalFailed},
 	} {
-		for version, encode := range map[int]func(cookieState) string{2: c.encode, 1: c.encodeV1} {
-			v := encode(s)
-			assert.Less(t, len(v), 120, "cookie stays small")
-			got, err := c.decode(v)
-			require.NoError(t, err)
-			want := s
-			want.legacy = version == 1
-			assert.Equal(t, want, got, "version %d", version)
-			assert.NotEqual(t, v, encode(s), "every encoding uses a fresh nonce")
-		}
+		v := c.encode(s)
+		assert.Less(t, len(v), 120, "cookie stays small")
+		got, err := c.decode(v)
+		require.NoError(t, err)
+		assert.Equal(t, s, got)
+		assert.NotEqual(t, v, c.encode(s), "every encoding uses a fresh nonce")
 	}
 }
 
@@ -63,11 +59,9 @@ func TestCookieRejects(t *testing.T) {
 		"zero checkin":    c.encode(cookieState{id: 1, bucket: 1}),
 		"negative":        c.encode(cookieState{id: 1, bucket: 1, lastCheckIn: 5, refresh: -1}),
 		"zero identity":   c.encode(cookieState{bucket: 1, lastCheckIn: 5}),
-		// From store.MinLegacyID up, identities are the shared state's
-		// legacy records'.
-		"legacy identity":    c.encode(cookieState{id: store.MinLegacyID, bucket: 1, lastCheckIn: 5}),
-		"legacy identity v1": c.encodeV1(cookieState{id: 1<<64 - 1, bucket: 1, lastCheckIn: 5}),
-		"zero identity v1":   c.encodeV1(cookieState{bucket: 1, lastCheckIn: 5}),
+		"bad challenge":   c.encode(cookieState{id: 1, bucket: 1, lastCheckIn: 5, chal: chalFailed + 1}),
+		"other version":   sealVersion(c, 2, cookieState{id: 1, bucket: 1, lastCheckIn: 5}),
+		"next version":    sealVersion(c, cookieVersion+1, cookieState{id: 1, bucket: 1, lastCheckIn: 5}),
 	}
 	for i := range raw {
 		// Flip every byte in turn: nonce, ciphertext and tag.
@@ -93,46 +87,15 @@ func padded(raw []byte) string {
 	return v
 }
 
-// A cookie of the version before identities, as the previous release
-// writes it, still opens, so visitors keep their places and sessions
-// across an upgrade; its identity comes from its nonce, the same for
-// every copy of it and different for every cookie.
-func TestCookieOfPreviousVersion(t *testing.T) {
-	c := mustCodec(t, "__waitingroom_launch", testKey)
-	s := prevCookie{bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000}
-	v := prevEncodeCookie(c, s)
-	got, err := c.decode(v)
-	require.NoError(t, err)
-	assert.NotZero(t, got.id)
-	assert.True(t, got.legacy)
-	again, err := c.decode(v)
-	require.NoError(t, err)
-	assert.Equal(t, got, again, "copies of one cookie are one visitor")
-	assert.Equal(t, cookieState{id: got.id, bucket: s.bucket, acceptedAt: s.acceptedAt, lastCheckIn: s.lastCheckIn, legacy: true}, got)
-	other, err := c.decode(prevEncodeCookie(c, s))
-	require.NoError(t, err)
-	assert.NotEqual(t, again.id, other.id, "two cookies are two visitors")
-}
-
-// A cookie that this release writes in version 1, while instances of the
-// previous release share the room, opens there with every field, and
-// here with its identity.
-func TestCookieVersion1ForPreviousRelease(t *testing.T) {
-	c := mustCodec(t, "__waitingroom_launch", testKey)
-	for _, s := range []cookieState{
-		{id: 0x0123456789abcdef, bucket: 29_833_333, lastCheckIn: 1_790_000_000_123, refresh: 19_000},
-		{id: 42, bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000},
-	} {
-		v := c.encodeV1(s)
-		prev, err := prevDecodeCookie(c, v)
-		require.NoError(t, err, "the previous release opens it")
-		assert.Equal(t, prevCookie{bucket: s.bucket, acceptedAt: s.acceptedAt, lastCheckIn: s.lastCheckIn, refresh: s.refresh}, prev)
-		got, err := c.decode(v)
-		require.NoError(t, err)
-		assert.Equal(t, s.id, got.id, "the identity is kept")
-		_, err = prevDecodeCookie(c, c.encode(s))
-		assert.Error(t, err, "the previous release does not open version 2")
-	}
+// sealVersion is codec.encode writing version as the cookie's version: a
+// cookie of another release's format.
+func sealVersion(c *codec, version byte, s cookieState) string {
+	var buf [nonceLen + 64]byte
+	b := buf[:nonceLen]
+	_, _ = rand.Read(b)
+	pt := []byte{version}
+	pt = binary.LittleEndian.AppendUint64(pt, s.id)
+	return c.seal(b, pt, s)
 }
 
 func TestCookieKeyRotation(t *testing.T) {
@@ -185,7 +148,6 @@ func FuzzCookieDecode(f *testing.F) {
 	c := mustCodec(f, "__waitingroom_launch", testKey)
 	f.Add(c.encode(cookieState{bucket: 1, lastCheckIn: 2, refresh: 3}))
 	f.Add(c.encode(cookieState{id: 7, bucket: 1, lastCheckIn: 2, refresh: 3}))
-	f.Add(c.encodeV1(cookieState{id: 7, bucket: 1, lastCheckIn: 2, refresh: 3}))
 	f.Add("")
 	f.Add(strings.Repeat("A", 300))
 	f.Add("!!!!")
@@ -195,13 +157,8 @@ func FuzzCookieDecode(f *testing.F) {
 			assert.Equal(t, cookieState{}, s)
 			return
 		}
-		// Only a cookie this codec wrote opens, and it re-encodes, in
-		// the version it was read in.
-		encode := c.encode
-		if s.legacy {
-			encode = c.encodeV1
-		}
-		again, err := c.decode(encode(s))
+		// Only a cookie this codec wrote opens, and it re-encodes.
+		again, err := c.decode(c.encode(s))
 		require.NoError(t, err)
 		assert.Equal(t, s, again)
 	})

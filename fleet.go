@@ -72,6 +72,16 @@ import (
 // release's formats to send. A classic sync takes the lease when nobody
 // holds a live one and every live instance syncs the fleet way.
 
+// instanceID draws a new instance's ID with draw, followed, for an
+// instance that syncs through an aggregator in a large fleet, by "+" and
+// fleetTag.
+func instanceID(draw func() string, fleet bool) string {
+	if fleet {
+		return draw() + "+" + fleetTag
+	}
+	return draw()
+}
+
 // fleetTag is the letter and number an instance ID carries when the
 // instance syncs through an aggregator when it can (Config.FleetSync).
 const fleetTag = "f1"
@@ -312,11 +322,6 @@ func (w wireBatch) delta() *delta {
 	return d
 }
 
-// legacyEmpty reports whether l holds no counts of the previous release.
-func (l *legacyDelta) empty() bool {
-	return len(l.active) == 0 && len(l.admitted) == 0 && len(l.converted) == 0
-}
-
 // fleetPeers returns the fleet instances of st when every instance in it
 // syncs the fleet way (nil otherwise), and the term of the lease id holds.
 func fleetPeers(st *store.State, id string) ([]string, uint64) {
@@ -380,12 +385,6 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 		return errFleetFallback // no record to remove: the classic sync applies what it let in
 	}
 	if joining {
-		rm.mu.Lock()
-		legacy := !rm.pending.legacy.empty()
-		rm.mu.Unlock()
-		if legacy {
-			return errFleetFallback
-		}
 		if rm.readView(ctx) != nil || rm.epoch == 0 {
 			f.on = false
 			// No fleet's view: a fleet may be forming. The instance
@@ -416,11 +415,6 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 		return errFleetFallback
 	}
 	rm.mu.Lock()
-	if !rm.pending.legacy.empty() {
-		rm.mu.Unlock()
-		f.on = false
-		return errFleetFallback
-	}
 	d := rm.pending
 	rm.pending = newDelta()
 	rm.seq++
@@ -670,9 +664,6 @@ func (rm *Room) takeOver(ctx context.Context, now int64) {
 		}
 		ps, _ := fleetPeers(st, rm.id)
 		if len(ps) < fleetMin/2 {
-			return errReadOnly
-		}
-		if current, _, _ := writeFormats(st); !current {
 			return errReadOnly
 		}
 		st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool { return isLease(in.ID) })
@@ -1173,7 +1164,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		dropped = v.dropped
 		merged = v
 		f.peers, _ = fleetPeers(st, rm.id)
-		if len(f.peers) < fleetMin/2 || !merged.current {
+		if len(f.peers) < fleetMin/2 {
 			// An instance that does not sync the fleet way joined, or
 			// the fleet shrank to half the size that takes a lease: the
 			// lease ends, every instance falls back to classic syncs.

@@ -1,7 +1,6 @@
 package waitingroom
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/go-waitingroom/waitingroom/store"
 )
 
 // Every setting a visitor's experience depends on changes live: set
@@ -124,55 +121,6 @@ func (p *livePair) syncBoth() {
 		p.a.sync()
 		p.b.sync()
 	}
-}
-
-// A Config's settings hash as the previous release's did when it has none
-// of the settings that release did not have; one that has some is read from
-// a state that release wrote without them (it rewrites the settings when
-// their hash is not its own), and this release does not write them back
-// over it.
-func TestLiveSettingsWithThePreviousRelease(t *testing.T) {
-	base := baseConfig(newClock())
-	plain := base.settings()
-	assert.Equal(t, plain.hash(), plain.previousHash(), "defaults hash as before")
-	b, err := json.Marshal(plain)
-	require.NoError(t, err)
-	assert.Equal(t, `{"queueingMethod":"","totalActiveUsers":10,"newUsersPerMinute":10,"queueAll":false,"suspended":false}`, string(b))
-
-	clk, st := newClock(), newMemStore()
-	tr := newTestRoomOn(t, clk, st, func(c *Config) {
-		c.SessionDuration = 10 * time.Minute
-		c.QueueingStatusCode = http.StatusAccepted
-	})
-	s := tr.cfg.settings()
-	require.NotEqual(t, s.hash(), s.previousHash())
-	// The previous release rewrites the settings with its own hash.
-	old := s
-	old.SessionDuration, old.QueueingStatusCode = 0, 0
-	require.NoError(t, st.Update(t.Context(), tr.cfg.Name, func(state *store.State) error {
-		state.Settings, _ = json.Marshal(old)
-		state.SettingsVersion++
-		state.ConfigHash = s.previousHash()
-		return nil
-	}))
-	var version uint64
-	read := func() {
-		require.NoError(t, st.Update(t.Context(), tr.cfg.Name, func(state *store.State) error {
-			version = state.SettingsVersion
-			return nil
-		}))
-	}
-	read()
-	want := version
-	for range 3 {
-		clk.Add(time.Second)
-		tr.sync()
-	}
-	read()
-	assert.Equal(t, want, version, "this release leaves that release's settings alone")
-	got := tr.Stats().Settings
-	assert.Equal(t, 10*time.Minute, got.SessionDuration, "the settings it lacks come from the Config")
-	assert.Equal(t, http.StatusAccepted, got.QueueingStatusCode)
 }
 
 // Stats.InForce shows the event's overrides of the settings it overrides.

@@ -194,17 +194,13 @@ func revokedRecord(x *store.Session, now int64) bool {
 }
 
 // givePass adds to h the pass of the visitor d admitted, and counts it as
-// the session's sign of life until it expires. No pass while an instance
-// of the previous release shares the room (it counts sessions by the
-// second of their cookies), and none good past the end of the session's
-// record: a revoke on another instance holds the slot only until the
-// passes it knew of have expired, and this instance lets the revoked
-// cookie in until then (revokedRecord), but no longer on a pass.
+// the session's sign of life until it expires. No pass is good past the
+// end of the session's record: a revoke on another instance holds the
+// slot only until the passes it knew of have expired, and this instance
+// lets the revoked cookie in until then (revokedRecord), but no longer on
+// a pass.
 func (rm *Room) givePass(h http.Header, d *Decision) {
 	v := rm.view.Load()
-	if !v.passes {
-		return
-	}
 	c := &d.state
 	last, ok := rm.passLast(d.policy, c, d.now)
 	if !ok {
@@ -219,7 +215,7 @@ func (rm *Room) givePass(h http.Header, d *Decision) {
 		}
 		x.Seen = last
 	}
-	rm.seenLocked(v, x, c)
+	rm.reportLocked(x)
 	rm.mu.Unlock()
 	h[PassHeader] = []string{rm.passCookie(c, last, d.now)}
 }

@@ -2,7 +2,6 @@ package waitingroom
 
 import (
 	"bytes"
-	"context"
 	"crypto/md5"
 	"encoding/base64"
 	"net/http"
@@ -372,23 +371,6 @@ func (b passBrowser) ticketID(t *testing.T) uint64 {
 	p, ok := ParseTicket(tk)
 	require.True(t, ok)
 	return p.ID
-}
-
-// No pass while an instance of the release before shares the room: it
-// counts sessions by their cookies' seconds, and would not take a pass's
-// end as a sign of life.
-func TestPassMixedFleet(t *testing.T) {
-	clk := newClock()
-	raw := &rawStore{}
-	tr := passRoom(t, clk, raw, nil)
-	require.NoError(t, raw.Update(context.Background(), "launch", func(st *store.State) error {
-		st.Instances = append(st.Instances, store.Instance{ID: "0123456789abcdef+s4c3", Seen: clk.Now().UnixMilli()})
-		return nil
-	}))
-	tr.sync()
-	b := &passBrowser{}
-	require.True(t, tr.passGet(tr.ForwardAuth(FrontDoorForwarded), b, "/", false).passed)
-	assert.Empty(t, b.pass, "no pass in a mixed fleet")
 }
 
 // An instance that learns of another's revoke before the slot's hold is

@@ -111,16 +111,15 @@ func (w *revokeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // is cleared.
 func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec int64) {
 	now := rm.now()
-	v := rm.view.Load()
 	x := store.Session{ID: id, Admitted: floorDiv(acceptedAt, 1000), Seen: floorDiv(now, 1000), Revoked: true}
 	passes := rm.cfg.Pass.Secret != ""
-	if passes && v.passes {
+	if passes {
 		// A pass given before may pass the visitor for a few seconds
 		// more: the session holds its slot until the last one expires.
 		x = rm.passRevoke(id, x.Admitted, now)
 	}
 	rm.mu.Lock()
-	rm.revokedLocked(v, x, checkInSec)
+	rm.reportLocked(x)
 	rm.mu.Unlock()
 	if _, loaded := rm.revokedIDs.LoadOrStore(id, now+rm.countWindow(&rm.view.Load().settings)+rm.hold); !loaded {
 		rm.revokedN.Add(1)

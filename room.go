@@ -41,11 +41,9 @@ type Room struct {
 	id         string
 	log        *slog.Logger
 	configHash uint64
-	prevHash   uint64 // configHash as the release before live session settings computes it
-	chalHash   uint64 // configHash as the release before challenges computes it
-	hold       int64  // QueueHold in ms
-	waitWindow int64  // ms a waiting visitor counts after a check-in
-	lateness   int64  // ms a waiting visitor may be late and keep their pace
+	hold       int64 // QueueHold in ms
+	waitWindow int64 // ms a waiting visitor counts after a check-in
+	lateness   int64 // ms a waiting visitor may be late and keep their pace
 
 	view      atomic.Pointer[view]
 	history   *history     // one sample per historyInterval of syncs, for the admin page
@@ -154,11 +152,9 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		sameSite:   c.sameSite(),
 		secure:     c.secure(),
 		store:      st,
-		id:         instanceIDFrom(cfg.idSource(), cfg.FleetSync),
+		id:         instanceID(cfg.idSource(), cfg.FleetSync),
 		log:        c.Logger.With("room", c.Name),
 		configHash: func() uint64 { s := c.settings(); return s.hash() }(),
-		prevHash:   func() uint64 { s := c.settings(); return s.previousHash() }(),
-		chalHash:   func() uint64 { s := c.settings(); return s.beforeChallengeHash() }(),
 		hold:       c.QueueHold.Milliseconds(),
 		pending:    newDelta(),
 		mine:       newDelta(),
@@ -215,10 +211,10 @@ var randomID = func() string {
 	return hex.EncodeToString(b[:])
 }
 
-// newID draws a visitor identity: random, never 0 nor a legacy record's.
+// newID draws a visitor identity: random, never 0.
 func (rm *Room) newID() uint64 {
 	for {
-		if id := rm.cfg.Identities(); id != 0 && id < store.MinLegacyID {
+		if id := rm.cfg.Identities(); id != 0 {
 			return id
 		}
 	}

@@ -101,7 +101,6 @@ type delta struct {
 	waits    map[uint64]int64         // the wait, in ms, of each visitor this instance let in; nil until one
 	waiting  map[cellKey]int64        // (bucket, slot) → change
 	attempts int64                    // admission attempts (fresh visitors and due check-ins)
-	legacy   legacyDelta              // counts of the previous release's formats (compat.go)
 	asks     map[uint64]ask           // due visitors this instance had no slot for (picks.go); nil until one
 }
 
@@ -147,7 +146,6 @@ func (d *delta) add(o *delta) {
 		d.waiting[k] += v
 	}
 	d.attempts += o.attempts
-	d.legacy.add(&o.legacy)
 	for id, w := range o.waits {
 		d.wait(id, w)
 	}
@@ -240,14 +238,6 @@ type view struct {
 	// instance it carved for (before what it held): what an instance of a
 	// fleet keeps of the grant it adopts (fleet.go).
 	fair int64
-	// current reports that every live instance reads this release's
-	// formats: they are written (compat.go). False until the first sync.
-	current bool
-	// cookie is the cookie version written (compat.go).
-	cookie int
-	// passes reports that passes may be given: every live instance takes
-	// a pass's session records as pass.go says.
-	passes bool
 	// tallies are the figures of the minutes not yet written to the kept
 	// history; due those this sync took out to write, observed what it
 	// learnt (tally.go).
@@ -466,23 +456,18 @@ func mergeShared(st *store.State, p *syncParams, d *delta) (*view, map[int64]int
 		// nothing is on its way.
 		times.margin = 0
 	}
-	applyLegacy(st, d, admitted)
 	var obs observations
 	st.Sessions = mergeSessions(st.Sessions, d.sessions, func(x *store.Session) {
-		if !d.legacy.converts(x.ID) { // admitted when counted by second
-			admitted[floorDiv(x.Admitted, 60)]++
-			if w, ok := d.waits[x.ID]; ok {
-				obs.waits = append(obs.waits, minuteValue{floorDiv(x.Admitted, 60), (w + 500) / 1000})
-			}
+		admitted[floorDiv(x.Admitted, 60)]++
+		if w, ok := d.waits[x.ID]; ok {
+			obs.waits = append(obs.waits, minuteValue{floorDiv(x.Admitted, 60), (w + 500) / 1000})
 		}
 	})
 	st.Sessions = slices.DeleteFunc(st.Sessions, func(x store.Session) bool {
 		if times.kept(&x, now) {
 			return false
 		}
-		if x.ID < store.MinLegacyID {
-			obs.sessions = append(obs.sessions, max(x.Seen-x.Admitted, 0))
-		}
+		obs.sessions = append(obs.sessions, max(x.Seen-x.Admitted, 0))
 		return true
 	})
 	ends := newEndCounter(now, times)
@@ -620,7 +605,7 @@ func lostToSilence(st *store.State, p *syncParams, members []member) []store.Ses
 			_, _ = h.Write([]byte{0})
 		}
 		sec := floorDiv(p.now, 1000)
-		lost = append(lost, store.Session{ID: h.Sum64()%(store.MinLegacyID-1) + 1, Admitted: sec, Seen: sec, End: sessionEnd(&p.policy, p.now)})
+		lost = append(lost, store.Session{ID: max(h.Sum64(), 1), Admitted: sec, Seen: sec, End: sessionEnd(&p.policy, p.now)})
 	}
 	for _, in := range st.Instances {
 		drop := drops(in)
@@ -672,7 +657,6 @@ func settleMembers(st *store.State, p *syncParams, v *view, members []member) []
 			index[m.id] = len(st.Instances) - 1
 		}
 	}
-	v.current, v.cookie, v.passes = writeFormats(st)
 	at := make([]int, len(members))
 	for i, m := range members {
 		at[i] = index[m.id]

@@ -185,7 +185,7 @@ func (rm *Room) sync(ctx context.Context, leaving bool) error {
 		st.Version++
 		st.Clock = now
 		g, v = applySync(st, p, dd)
-		rm.takeLease(st, now, v.current && !leaving)
+		rm.takeLease(st, now, !leaving)
 		epoch, version = st.Epoch, st.Version
 		peers, term = fleetPeers(st, rm.id)
 		leased = leaseOf(st) != nil
@@ -208,7 +208,7 @@ func (rm *Room) sync(ctx context.Context, leaving bool) error {
 	}
 	rm.syncSucceeded()
 	rm.fleet = fleetState{
-		on:             v.current && peers != nil && leased,
+		on:             peers != nil && leased,
 		term:           term,
 		peers:          peers,
 		classicVersion: version,
@@ -353,7 +353,7 @@ func (rm *Room) sharedSettings(st *store.State) Settings {
 			return s
 		}
 	}
-	if st.ConfigHash != rm.configHash && st.ConfigHash != rm.prevHash && st.ConfigHash != rm.chalHash {
+	if st.ConfigHash != rm.configHash {
 		s := rm.cfg.settings()
 		writeSettings(st, s)
 		st.ConfigHash = rm.configHash
@@ -363,21 +363,6 @@ func (rm *Room) sharedSettings(st *store.State) Settings {
 	if err := json.Unmarshal(st.Settings, &s); err != nil || s.QueueingMethod == "" || s.validateWith(rm.checkTemplate) != nil {
 		s = rm.cfg.settings()
 		writeSettings(st, s)
-		return s
-	}
-	if st.ConfigHash != rm.configHash {
-		// Written from this Config by an instance of the previous
-		// release, which does not know the last four settings (and would
-		// write them off again, were this one to write them, at every
-		// sync until the upgrade is over): they come from the Config.
-		c := rm.cfg.settings()
-		if s.SessionDuration == 0 && !s.DisableSessionRenewal && s.QueueingStatusCode == 0 && s.Template == "" {
-			s.SessionDuration, s.DisableSessionRenewal, s.QueueingStatusCode, s.Template =
-				c.SessionDuration, c.DisableSessionRenewal, c.QueueingStatusCode, c.Template
-		}
-		if s.Challenge == nil {
-			s.Challenge = c.Challenge // nor the challenge
-		}
 	}
 	return s
 }
@@ -444,7 +429,7 @@ func (rm *Room) keepApplied(sent []batch, now int64) {
 	}
 	rm.applied = slices.Delete(rm.applied, 0, i)
 	for _, b := range sent {
-		d := &delta{sessions: map[uint64]store.Session{}, waiting: b.d.waiting, attempts: b.d.attempts, legacy: b.d.legacy}
+		d := &delta{sessions: map[uint64]store.Session{}, waiting: b.d.waiting, attempts: b.d.attempts}
 		rm.applied = append(rm.applied, applied{seq: b.seq, at: now, d: d})
 	}
 }

@@ -105,7 +105,7 @@ func tallyDelay(p *syncParams) int64 { return p.instanceTTL }
 // once the formats are chosen: a state written without tallies (an
 // instance of the release before kept history is live) gets none.
 func tallySync(st *store.State, p *syncParams, v *view, o *observations, admitted map[int64]int64) (due []store.Tally) {
-	if !p.history || st.Encoding != 0 {
+	if !p.history {
 		st.Tallies, st.Recorded = nil, 0
 		return nil
 	}

@@ -177,48 +177,6 @@ func TestKeptHistory(t *testing.T) {
 	assert.Equal(t, uint64(4), o.Sessions.Count)
 }
 
-// While an instance of the release before kept history shares the room,
-// the state is written in its encoding, without tallies, and no minute is
-// recorded; once it is gone, they are again.
-func TestKeptHistoryMixedFleet(t *testing.T) {
-	st := memstore.New()
-	tr := newTestRoomOn(t, newClock(), st, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 1000 })
-	old := func() {
-		require.NoError(t, st.Update(context.Background(), "launch", func(s *store.State) error {
-			s.Instances = append(s.Instances, store.Instance{ID: "0123456789abcdef+s3c2", Seen: tr.clk.Now().UnixMilli()})
-			return nil
-		}))
-	}
-	encoding := func() int {
-		var enc int
-		require.NoError(t, st.Update(context.Background(), "launch", func(s *store.State) error { enc = s.Encoding; return nil }))
-		return enc
-	}
-	t0 := tr.clk.Now()
-	for range 130 {
-		old()
-		tr.clk.Add(time.Second)
-		tr.get(&visitor{}, "")
-		tr.sync()
-	}
-	assert.Equal(t, store.SessionsEncoding, encoding())
-	ms, err := tr.Minutes(context.Background(), t0, t0.Add(time.Hour))
-	require.NoError(t, err)
-	assert.Empty(t, ms, "nothing recorded while the old release is live")
-	for range 130 { // the old instance is gone after its TTL
-		tr.clk.Add(time.Second)
-		tr.get(&visitor{}, "")
-		tr.sync()
-	}
-	assert.Zero(t, encoding())
-	ms, err = tr.Minutes(context.Background(), t0, t0.Add(time.Hour))
-	require.NoError(t, err)
-	require.NotEmpty(t, ms)
-	assert.False(t, ms[0].Partial)
-	assert.Equal(t, 60, ms[0].Admitted, "recorded again: a minute of arrivals, all let in")
-	assert.Equal(t, t0.Add(2*time.Minute), ms[0].Minute, "from the minute the old instance left")
-}
-
 // A store without history: Minutes says so, and the state keeps no
 // tallies.
 func TestNoHistoryStore(t *testing.T) {

@@ -1,61 +1,28 @@
 package store
 
 import (
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 )
 
 // ErrCorrupt is returned by UnmarshalState for bytes that are not a State
 // encoded by MarshalState.
 var ErrCorrupt = errors.New("waitingroom/store: corrupt state")
 
-// The first byte of every encoded state is its encoding version.
-//
-// Instances of two releases may share a room during a rolling upgrade, so
-// a release reads the previous release's encoding as well as its own, and
-// writes either: a State carries the version it was read in (Encoding),
-// and package waitingroom sets it to the newest version that every live
-// instance reads (each instance's ID says which; see docs/design.md,
-// "Rolling upgrades"). Once every instance of the previous release is
-// gone, the state is written in the current version again.
-const (
-	// EncodingVersion is the current encoding: SessionsEncoding followed
-	// by the tallies of the recent minutes (State.Tallies, Recorded).
-	EncodingVersion = 4
-	// SessionsEncoding is the encoding of the release before kept
-	// history (version 3): a record per admitted session, no tallies.
-	// This release reads it, and writes it while an instance that reads
-	// no newer one shares the room; State.Tallies are then not written.
-	SessionsEncoding = 3
-	// PreviousEncoding is the previous release's encoding (version 2):
-	// the same layout, with active visitors counted by the second of
-	// their latest check-in where version 3 keeps session records. Read,
-	// each count becomes legacy session records (MinLegacyID); written,
-	// the sessions are counted by the second of their latest sign of
-	// life again. A state of any other version (version 1 counted by
-	// 10-second slot) reads as corrupt, which stores present as a lost
-	// state.
-	PreviousEncoding = 2
-)
+// ErrVersion is returned by UnmarshalState for a state encoded in a
+// version this release does not read (EncodingVersion): one written by
+// another release of the library. Stores return it from Update and Read,
+// rather than present the state as lost, so that an instance of one
+// release never overwrites the state of another's.
+var ErrVersion = errors.New("waitingroom/store: state of another encoding version")
 
-// MinLegacyID is the smallest ID of a legacy session record: one of the
-// active visitors that a state of PreviousEncoding counted by the second
-// of their check-in, without an identity. UnmarshalState makes one record
-// per such visitor, Admitted and Seen at that second, with IDs from
-// MinLegacyID up, in the order of their seconds; no visitor's identity is
-// ever that large (package waitingroom draws, derives and accepts only
-// smaller ones), so a legacy record never merges with a visitor's.
-const MinLegacyID = 1<<64 - 1<<32
-
-// maxLegacy bounds the legacy session records UnmarshalState makes from
-// a state of PreviousEncoding (a count is a number, not a length the
-// input must hold, so it needs a bound of its own): about a million
-// visitors active at once. A state counting more reads as corrupt.
-const maxLegacy = 1 << 20
+// EncodingVersion is the first byte of every encoded state: the version
+// of the encoding. UnmarshalState reads this version only; a state of any
+// other version (written by another release of the library) is refused
+// with an error wrapping ErrVersion, never taken for a lost state.
+const EncodingVersion = 4
 
 // maxLen bounds every length read by UnmarshalState, so corrupt input
 // cannot make it allocate without limit.
@@ -63,22 +30,10 @@ const maxLen = 1 << 24
 
 // MarshalState encodes s in a compact binary form (varints). Stores that
 // keep bytes (Redis, SQL) use it so that every store shares one format.
-//
-// It writes the encoding s.Encoding names: PreviousEncoding,
-// SessionsEncoding (without the tallies), or the current one for any other
-// value. In PreviousEncoding, the sessions
-// that are neither revoked nor ended by s.Clock are counted by the
-// second of their Seen, what that release kept; the rest of the records
-// (revokes, spent places, identities) is not written.
 func MarshalState(s *State) []byte {
 	n := 64 + len(s.Settings) + 16*len(s.Sessions) + 12*len(s.Admitted) + 16*len(s.Waiting) + 48*len(s.Instances)
 	b := make([]byte, 0, n)
-	switch s.Encoding {
-	case PreviousEncoding, SessionsEncoding:
-		b = append(b, byte(s.Encoding))
-	default:
-		b = append(b, EncodingVersion)
-	}
+	b = append(b, EncodingVersion)
 	b = binary.AppendUvarint(b, s.Epoch)
 	b = binary.AppendUvarint(b, s.Version)
 	b = binary.AppendVarint(b, s.Clock)
@@ -86,11 +41,7 @@ func MarshalState(s *State) []byte {
 	b = appendBytes(b, s.Settings)
 	b = binary.AppendUvarint(b, s.SettingsVersion)
 	b = binary.AppendUvarint(b, s.ConfigHash)
-	if s.Encoding == PreviousEncoding {
-		b = appendCounts(b, activeBySecond(s.Sessions, floorDiv(s.Clock, 1000)))
-	} else {
-		b = appendSessions(b, s.Sessions)
-	}
+	b = appendSessions(b, s.Sessions)
 	b = appendCounts(b, s.Admitted)
 	b = binary.AppendUvarint(b, uint64(len(s.Waiting)))
 	var prevB, prevS int64
@@ -109,9 +60,7 @@ func MarshalState(s *State) []byte {
 		b = binary.AppendVarint(b, in.Seen)
 		b = binary.AppendUvarint(b, in.Seq)
 	}
-	if s.Encoding != PreviousEncoding && s.Encoding != SessionsEncoding {
-		b = appendTallies(b, s.Recorded, s.Tallies)
-	}
+	b = appendTallies(b, s.Recorded, s.Tallies)
 	return b
 }
 
@@ -145,70 +94,6 @@ func appendSessions(b []byte, ss []Session) []byte {
 	return b
 }
 
-// activeBySecond counts the sessions that are neither revoked nor ended
-// at now (Unix seconds) by the second they were last seen, sorted by
-// second: the active counts of PreviousEncoding.
-func activeBySecond(ss []Session, now int64) []Count {
-	by := make(map[int64]int64, len(ss))
-	for _, x := range ss {
-		if !x.Revoked && (x.End == 0 || x.End > now) {
-			by[x.Seen]++
-		}
-	}
-	cs := make([]Count, 0, len(by))
-	for k, n := range by {
-		cs = append(cs, Count{Key: k, N: n})
-	}
-	slices.SortFunc(cs, func(a, b Count) int { return cmp.Compare(a.Key, b.Key) })
-	return cs
-}
-
-// legacySessions makes the legacy session records of the active counts of
-// a state of PreviousEncoding: a record per visitor counted, Admitted and
-// Seen at the count's second, IDs from MinLegacyID up in the order of the
-// seconds. A second whose counts add up to zero or less counts nobody
-// (the previous release never wrote a second twice; one counted below
-// zero, where a visitor left whose count had moved, is not taken from
-// the other seconds, which could count a visitor still there).
-func legacySessions(cs []Count) ([]Session, error) {
-	cs = slices.Clone(cs)
-	slices.SortStableFunc(cs, func(a, b Count) int { return cmp.Compare(a.Key, b.Key) })
-	sums := cs[:0]
-	for _, c := range cs {
-		if n := len(sums); n > 0 && sums[n-1].Key == c.Key {
-			sums[n-1].N += c.N
-			continue
-		}
-		sums = append(sums, c)
-	}
-	var n int64
-	for _, c := range sums {
-		if c.N > 0 {
-			if n += c.N; n > maxLegacy {
-				return nil, fmt.Errorf("%w: more than %d active visitors counted by second", ErrCorrupt, maxLegacy)
-			}
-		}
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	ss := make([]Session, 0, n)
-	for _, c := range sums {
-		for range max(c.N, 0) {
-			ss = append(ss, Session{ID: MinLegacyID + uint64(len(ss)), Admitted: c.Key, Seen: c.Key})
-		}
-	}
-	return ss, nil
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
-}
-
 func appendBytes(b, v []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(v)))
 	return append(b, v...)
@@ -225,22 +110,17 @@ func appendCounts(b []byte, cs []Count) []byte {
 	return b
 }
 
-// UnmarshalState decodes bytes written by MarshalState, in the current
-// encoding or PreviousEncoding, and sets the State's Encoding to the one
-// it read (0 for the current one). An empty input decodes to the zero
-// State. Any other malformed input returns an error wrapping ErrCorrupt;
-// it never panics.
+// UnmarshalState decodes bytes written by MarshalState. An empty input
+// decodes to the zero State. A state of another encoding version returns
+// an error wrapping ErrVersion; any other malformed input, an error
+// wrapping ErrCorrupt. It never panics.
 func UnmarshalState(data []byte) (*State, error) {
 	s := &State{}
 	if len(data) == 0 {
 		return s, nil
 	}
-	switch data[0] {
-	case EncodingVersion:
-	case PreviousEncoding, SessionsEncoding:
-		s.Encoding = int(data[0])
-	default:
-		return nil, fmt.Errorf("%w: unknown encoding version %d", ErrCorrupt, data[0])
+	if data[0] != EncodingVersion {
+		return nil, fmt.Errorf("%w: the state is of encoding version %d, this release reads %d", ErrVersion, data[0], EncodingVersion)
 	}
 	d := decoder{b: data[1:]}
 	s.Epoch = d.uvarint()
@@ -250,16 +130,7 @@ func UnmarshalState(data []byte) (*State, error) {
 	s.Settings = d.bytes()
 	s.SettingsVersion = d.uvarint()
 	s.ConfigHash = d.uvarint()
-	if s.Encoding == PreviousEncoding {
-		if active := d.counts(); d.err == nil {
-			var err error
-			if s.Sessions, err = legacySessions(active); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		s.Sessions = d.sessions()
-	}
+	s.Sessions = d.sessions()
 	s.Admitted = d.counts()
 	if n := d.length(3); n > 0 {
 		s.Waiting = make([]Cell, n)
@@ -283,9 +154,7 @@ func UnmarshalState(data []byte) (*State, error) {
 			in.Seq = d.uvarint()
 		}
 	}
-	if s.Encoding == 0 {
-		s.Recorded, s.Tallies = d.tallies()
-	}
+	s.Recorded, s.Tallies = d.tallies()
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -423,4 +292,20 @@ func (d *decoder) counts() []Count {
 		prev = cs[i].Key
 	}
 	return cs
+}
+
+// Decode returns the state encoded in data as a Store presents it: the
+// zero State when data is empty or corrupt (a state that cannot be read
+// is a lost one), and an error wrapping ErrVersion, with no state, when
+// data is a state of another encoding version. Stores use it for every
+// read, so that they all treat a state they cannot read alike.
+func Decode(data []byte) (*State, error) {
+	st, err := UnmarshalState(data)
+	switch {
+	case errors.Is(err, ErrVersion):
+		return nil, err
+	case err != nil:
+		return &State{}, nil
+	}
+	return st, nil
 }

@@ -10,32 +10,6 @@ import (
 	"github.com/go-waitingroom/waitingroom/store/storetest"
 )
 
-// Encoding 4 keeps the tallies; written for the release before kept
-// history (SessionsEncoding), the state is that release's encoding 3,
-// everything but the tallies.
-func TestSessionsEncoding(t *testing.T) {
-	s := storetest.Sample()
-	require.NotEmpty(t, s.Tallies)
-	b := store.MarshalState(s)
-	assert.Equal(t, byte(store.EncodingVersion), b[0])
-	got, err := store.UnmarshalState(b)
-	require.NoError(t, err)
-	assert.Equal(t, s, got)
-
-	s.Encoding = store.SessionsEncoding
-	b = store.MarshalState(s)
-	assert.Equal(t, byte(store.SessionsEncoding), b[0])
-	got, err = store.UnmarshalState(b)
-	require.NoError(t, err)
-	want := *s
-	want.Tallies, want.Recorded = nil, 0
-	assert.Equal(t, &want, got)
-	// The bytes are exactly what that release wrote: its decoder rejects
-	// trailing bytes, so the tallies are not there.
-	s.Tallies, s.Recorded = nil, 0
-	assert.Equal(t, store.MarshalState(s), b)
-}
-
 func TestTallyRoundTrip(t *testing.T) {
 	tl := storetest.Sample().Tallies[0]
 	tl.Admitted = 17

@@ -21,14 +21,6 @@ type State struct {
 	// are granted because the state is being rebuilt after a loss (every
 	// instance re-contributes its counts at its next sync).
 	Grace int64
-	// Encoding is the encoding version UnmarshalState read the state in
-	// and MarshalState writes it in: 0 for the current one
-	// (EncodingVersion), SessionsEncoding or PreviousEncoding while an
-	// instance of an older release shares the room. Package waitingroom sets it at
-	// every sync; a State written without setting it keeps the version
-	// it was read in.
-	Encoding int
-
 	// Settings is the room's live configuration, encoded by package
 	// waitingroom. Stores keep it as opaque bytes.
 	Settings []byte
@@ -42,9 +34,7 @@ type State struct {
 	// visitors are the live sessions among them, so however a cookie is
 	// copied or replayed its holders count once. Their number is bounded
 	// by TotalActiveUsers plus the admissions of the last QueueHold or
-	// session, never by the number of visitors. Records with IDs from
-	// MinLegacyID up are legacy records: visitors an instance of the
-	// previous release counted, by the second of their check-in only.
+	// session, never by the number of visitors.
 	Sessions []Session
 	// Admitted counts admissions by minute (Key: Unix seconds / 60).
 	Admitted []Count
@@ -76,11 +66,8 @@ type Count struct {
 // the latest Seen, the earliest Admitted and End, and Revoked if either is,
 // so applying one twice changes nothing.
 type Session struct {
-	// ID is the visitor's random identity, fixed from their first request,
-	// below MinLegacyID; from MinLegacyID up, the record is a legacy
-	// record, which stands for one visitor counted by a state of
-	// PreviousEncoding (Admitted and Seen are the second they were
-	// counted at).
+	// ID is the visitor's random identity, fixed from their first
+	// request; never 0.
 	ID uint64
 	// Admitted is the Unix time, in seconds, of the admission.
 	Admitted int64
@@ -106,10 +93,7 @@ type Cell struct {
 // Instance is what the shared state knows of one running instance.
 type Instance struct {
 	// ID is the instance's random identifier, fixed for its lifetime.
-	// Stores keep it as opaque bytes. Package waitingroom appends to it
-	// the newest formats the instance reads (see docs/design.md,
-	// "Rolling upgrades"): an ID without them is an instance of the
-	// release that wrote PreviousEncoding.
+	// Stores keep it as opaque bytes.
 	ID string
 	// Traffic is the instance's recent rate of admission attempts
 	// (an exponentially weighted average, attempts per sync).

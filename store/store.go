@@ -76,7 +76,9 @@ type Store interface {
 	//
 	// Not found: a room that has no state yet, whose state expired, or whose
 	// stored value cannot be decoded is presented to fn as a zero State
-	// (Epoch 0). That is not an error.
+	// (Epoch 0). That is not an error. A state of another encoding version
+	// (another release's) is: Update returns an error wrapping ErrVersion
+	// without calling fn (Decode).
 	//
 	// Errors: if fn returns an error, nothing is written and Update returns
 	// fn's error unchanged. Any other error means the store could not be
@@ -113,7 +115,8 @@ type Reader interface {
 	//
 	// Not found: a room that has no state, whose state expired or was
 	// removed, or whose stored value cannot be decoded is returned as a
-	// zero State (Epoch 0), not as an error.
+	// zero State (Epoch 0), not as an error; a state of another encoding
+	// version is an error wrapping ErrVersion, as for Update.
 	//
 	// The caller owns the State returned: changing it changes nothing in
 	// the store. Errors are those of Update, classified the same way

@@ -53,9 +53,9 @@ func (s *Store) Update(ctx context.Context, room string, fn func(*store.State) e
 	if s.closed {
 		return store.ErrClosed
 	}
-	st, err := store.UnmarshalState(s.rooms[room])
+	st, err := store.Decode(s.rooms[room])
 	if err != nil {
-		st = &store.State{}
+		return err
 	}
 	if err := fn(st); err != nil {
 		return err
@@ -87,11 +87,7 @@ func (s *Store) Read(ctx context.Context, room string) (*store.State, error) {
 	if closed {
 		return nil, store.ErrClosed
 	}
-	st, err := store.UnmarshalState(b)
-	if err != nil {
-		return &store.State{}, nil
-	}
-	return st, nil
+	return store.Decode(b)
 }
 
 // Close implements store.Store: it drops every room's state.

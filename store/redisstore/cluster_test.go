@@ -2,7 +2,6 @@ package redisstore_test
 
 import (
 	"context"
-	"encoding/binary"
 	"sync"
 	"testing"
 
@@ -71,7 +70,7 @@ func TestClusterConformance(t *testing.T) {
 
 // On a Cluster, every key of a room is in its state's slot: the history,
 // and the mailboxes and view of a fleet, as package waitingroom names them.
-// The state's key is the one the release before used; rooms spread over
+// The state's key is the room's name after the prefix; rooms spread over
 // the three primaries. A KeyPrefix with a hash tag of its own keeps the
 // names as they are. A single node's keys have no tags.
 func TestClusterKeysInOneSlot(t *testing.T) {
@@ -90,7 +89,7 @@ func TestClusterKeysInOneSlot(t *testing.T) {
 		touch(s, room)
 		keys := c.keys(t)
 		state := "waitingroom:" + room
-		require.Contains(t, keys, state, "the state's key is the release before's")
+		require.Contains(t, keys, state, "the state's key is the room's")
 		require.Contains(t, keys, state+"#history{"+state+"}")
 		require.Contains(t, keys, state+"#fleet-view{"+state+"}")
 		n := 0
@@ -122,33 +121,7 @@ func TestClusterKeysInOneSlot(t *testing.T) {
 	}
 }
 
-// A history the release before wrote on a Cluster, under the key without a
-// tag, is read with the minutes this release writes under the tagged key,
-// which win a minute both hold.
-func TestClusterHistoryOfTheReleaseBefore(t *testing.T) {
-	c := startCluster(t)
-	ctx := context.Background()
-	s := redisstore.New(c.client(t), redisstore.Options{})
-	room := storetest.RoomName("hist")
-	old := "waitingroom:" + room + "#history"
-	for _, m := range []int64{10, 11, 12} { // as the release before wrote them
-		member := binary.BigEndian.AppendUint64(nil, uint64(m))
-		require.NoError(t, c.admin.ZAdd(ctx, old, redis.Z{Score: float64(m), Member: append(member, "old"...)}).Err())
-	}
-	require.NoError(t, s.AppendHistory(ctx, room, []store.Record{
-		{Minute: 12, Data: []byte("new")}, {Minute: 13, Data: []byte("new")},
-	}))
-	got, err := s.ReadHistory(ctx, room, 11, 14)
-	require.NoError(t, err)
-	assert.Equal(t, []store.Record{
-		{Minute: 11, Data: []byte("old")}, {Minute: 12, Data: []byte("new")}, {Minute: 13, Data: []byte("new")},
-	}, got)
-	n, err := c.admin.ZCard(ctx, old).Result()
-	require.NoError(t, err)
-	assert.Equal(t, int64(3), n, "this release does not write the old key")
-}
-
-// On a single node the keys are the release before's: no tags.
+// On a single node the keys have no tags.
 func TestSingleNodeKeysHaveNoTags(t *testing.T) {
 	srv := setup(t)
 	ctx := context.Background()

@@ -1,11 +1,9 @@
 package redisstore
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -80,29 +78,7 @@ func (s *Store) ReadHistory(ctx context.Context, room string, from, to int64) ([
 	if to <= from {
 		return nil, nil
 	}
-	key := s.key(room + historySuffix)
-	out, err := s.readHistory(ctx, key, from, to)
-	if err != nil || key == s.prefix+room+historySuffix {
-		return out, err
-	}
-	// On a Cluster, the release before kept the history under the key
-	// without a tag: its minutes come after those of the tagged key, and
-	// only where the tagged key has none.
-	old, err := s.readHistory(ctx, s.prefix+room+historySuffix, from, to)
-	if err != nil || len(old) == 0 {
-		return out, err
-	}
-	have := make(map[int64]bool, len(out))
-	for _, r := range out {
-		have[r.Minute] = true
-	}
-	for _, r := range old {
-		if !have[r.Minute] {
-			out = append(out, r)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b store.Record) int { return cmp.Compare(a.Minute, b.Minute) })
-	return out, nil
+	return s.readHistory(ctx, s.key(room+historySuffix), from, to)
 }
 
 // readHistory reads the minutes from to to (excluded) of the history at

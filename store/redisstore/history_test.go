@@ -13,8 +13,8 @@ import (
 	"github.com/go-waitingroom/waitingroom/store/storetest"
 )
 
-// A user with the ACL of the release before kept history keeps the state;
-// the history says which commands it lacks.
+// A user whose ACL lacks the history's commands keeps the state; the
+// history says which commands it lacks.
 func TestHistoryWithoutItsACL(t *testing.T) {
 	srv := setup(t)
 	s := redisstore.New(newClient(t, srv.aclUser(t, "+get +eval +evalsha +getrange +set")), redisstore.Options{KeyPrefix: srv.prefix})

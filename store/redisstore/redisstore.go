@@ -31,15 +31,6 @@
 // hash tag of its own, such as "{wr}:", puts every room in that tag's slot.
 // With any other client the keys are the names above without the tags.
 //
-// The state's key is the same on every client and in every release, so
-// instances of the release before, which wrote no tags, share a room's
-// state with this one during a rolling upgrade. Its history's key changes
-// on a Cluster: this release writes the tagged key and reads both, the
-// minutes of the tagged key first, so no minute recorded before the
-// upgrade is lost; instances of the release before do not see the minutes
-// this release records (they only show them; nothing else reads the
-// history). The release before had no mailboxes or views.
-//
 // Why one slot: Redis replicates asynchronously, so a primary that fails
 // may take with it the writes it acknowledged last; its replica, promoted,
 // holds every write up to some moment and none after. With all of a room's
@@ -305,8 +296,8 @@ func (s *Store) try(ctx context.Context, key string, fn func(*store.State) error
 	tag := val[:min(len(val), tagLen)]
 	st := &store.State{}
 	if len(val) > tagLen {
-		if dec, err := store.UnmarshalState(val[tagLen:]); err == nil {
-			st = dec
+		if st, err = store.Decode(val[tagLen:]); err != nil {
+			return false, nil, fmt.Errorf("waitingroom/redisstore: %q: %w", key, err)
 		}
 	}
 	if err := fn(st); err != nil {
@@ -388,9 +379,11 @@ func (s *Store) Read(ctx context.Context, room string) (*store.State, error) {
 		return nil, fmt.Errorf("waitingroom/redisstore: read %q: %w", key, s.classify(err))
 	}
 	if len(val) > tagLen {
-		if st, err := store.UnmarshalState(val[tagLen:]); err == nil {
-			return st, nil
+		st, err := store.Decode(val[tagLen:])
+		if err != nil {
+			return nil, fmt.Errorf("waitingroom/redisstore: read %q: %w", key, err)
 		}
+		return st, nil
 	}
 	return &store.State{}, nil
 }

@@ -154,7 +154,7 @@ func TestGarbageReadsAsZero(t *testing.T) {
 		{"empty", ""},
 		{"shorter than a tag", "junk"},
 		{"tag only", "12345678"},
-		{"tag and corrupt state", "12345678\xff\x00garbage"},
+		{"tag and corrupt state", "12345678\x04\xff\x00garbage"},
 		{"tag and truncated state", "12345678" + string(store.MarshalState(storetest.Sample())[:20])},
 	}
 	for _, tt := range tests {
@@ -176,6 +176,27 @@ func TestGarbageReadsAsZero(t *testing.T) {
 			}))
 		})
 	}
+}
+
+// A state of another encoding version (another release's) is refused,
+// never taken for a lost state and overwritten.
+func TestOtherVersionRefused(t *testing.T) {
+	srv := setup(t)
+	ctx := context.Background()
+	s := srv.store(t, 0)
+	room := storetest.RoomName("version")
+	value := "12345678" + string([]byte{store.EncodingVersion + 1}) + string(store.MarshalState(storetest.Sample())[1:])
+	require.NoError(t, srv.admin.Set(ctx, srv.prefix+room, value, 0).Err())
+	err := s.Update(ctx, room, func(*store.State) error {
+		t.Error("fn called with a state of another version")
+		return nil
+	})
+	require.ErrorIs(t, err, store.ErrVersion)
+	_, err = s.Read(ctx, room)
+	require.ErrorIs(t, err, store.ErrVersion)
+	got, err := srv.admin.Get(ctx, srv.prefix+room).Result()
+	require.NoError(t, err)
+	assert.Equal(t, value, got, "the value is left as it was")
 }
 
 // TestConflictRetries forces a conflict: while fn runs the first time,

@@ -519,7 +519,11 @@ func (s *Store) Read(ctx context.Context, room string) (*store.State, error) {
 		err := s.db.QueryRowContext(ctx, s.q.read, room).Scan(&data)
 		switch {
 		case err == nil:
-			return decode(data), nil
+			st, err := store.Decode(data)
+			if err != nil {
+				return nil, fmt.Errorf("waitingroom/sqlstore: read room %q: %w", room, err)
+			}
+			return st, nil
 		case errors.Is(err, sql.ErrNoRows):
 			return &store.State{}, nil
 		}
@@ -536,16 +540,6 @@ func (s *Store) Read(ctx context.Context, room string) (*store.State, error) {
 			return nil, fmt.Errorf("waitingroom/sqlstore: read room %q: %w", room, s.classify(fmt.Errorf("%w while retrying after: %w", berr, err)))
 		}
 	}
-}
-
-// decode returns the state kept in data, or the zero State if data is empty
-// or corrupt.
-func decode(data []byte) *store.State {
-	st, err := store.UnmarshalState(data)
-	if err != nil {
-		return &store.State{}
-	}
-	return st
 }
 
 // updateTx is one attempt of Update on PostgreSQL or MySQL. With create, it
@@ -573,7 +567,10 @@ func (s *Store) updateTx(ctx context.Context, room string, fn func(*store.State)
 		}
 		return err
 	}
-	st := decode(data)
+	st, err := store.Decode(data)
+	if err != nil {
+		return &fnError{fmt.Errorf("waitingroom/sqlstore: room %q: %w", room, err)}
+	}
 	if err := fn(st); err != nil {
 		return &fnError{err}
 	}
@@ -630,7 +627,10 @@ func (s *Store) updateSQLite(ctx context.Context, room string, fn func(*store.St
 		}
 		found = false
 	}
-	st := decode(data)
+	st, err := store.Decode(data)
+	if err != nil {
+		return &fnError{fmt.Errorf("waitingroom/sqlstore: room %q: %w", room, err)}
+	}
 	if err := fn(st); err != nil {
 		return &fnError{err}
 	}

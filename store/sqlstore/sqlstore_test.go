@@ -324,10 +324,9 @@ func TestUndecodableState(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
 		s := e.store(t)
 		for name, raw := range map[string][]byte{
-			"garbage":         {0xff, 0x00, 0x13, 0x37},
-			"truncated":       store.MarshalState(storetest.Sample())[:10],
-			"empty":           {},
-			"unknown version": {99, 1, 2, 3},
+			"garbage":   {store.EncodingVersion, 0xff, 0x00, 0x13, 0x37},
+			"truncated": store.MarshalState(storetest.Sample())[:10],
+			"empty":     {},
 		} {
 			t.Run(name, func(t *testing.T) {
 				room := storetest.RoomName("raw")
@@ -346,6 +345,28 @@ func TestUndecodableState(t *testing.T) {
 				assert.Equal(t, uint64(11), st.Epoch, "the new state replaces the garbage")
 			})
 		}
+	})
+}
+
+// A state of another encoding version (another release's) is refused,
+// never taken for a lost state and overwritten.
+func TestOtherVersionRefused(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		s := e.store(t)
+		room := storetest.RoomName("raw")
+		raw := append([]byte{store.EncodingVersion + 1}, store.MarshalState(storetest.Sample())[1:]...)
+		e.putRaw(t, room, raw)
+		err := s.Update(ctx(t), room, func(*store.State) error {
+			t.Error("fn called with a state of another version")
+			return nil
+		})
+		require.ErrorIs(t, err, store.ErrVersion)
+		assert.ErrorContains(t, err, "encoding version")
+		_, err = s.Read(ctx(t), room)
+		require.ErrorIs(t, err, store.ErrVersion)
+		data, _, ok := e.row(t, room)
+		require.True(t, ok)
+		assert.Equal(t, raw, data, "the row is left as it was")
 	})
 }
 
@@ -572,7 +593,7 @@ func TestZeroStateRemovesRow(t *testing.T) {
 func TestReadUndecodable(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
 		s := e.store(t)
-		for _, raw := range [][]byte{{0xff, 1, 2}, {}} {
+		for _, raw := range [][]byte{{store.EncodingVersion, 0xff, 1, 2}, {}} {
 			room := storetest.RoomName("undecodable")
 			e.putRaw(t, room, raw)
 			got, err := s.Read(ctx(t), room)
