@@ -94,6 +94,7 @@ const (
 	failUnavailable                // store.ErrUnavailable
 	failNoSchema                   // store.ErrNoSchema
 	failAuth                       // store.ErrAuth
+	failVersion                    // store.ErrVersion
 )
 
 func failureOf(err error) failure {
@@ -104,13 +105,15 @@ func failureOf(err error) failure {
 		return failAuth
 	case errors.Is(err, store.ErrUnavailable):
 		return failUnavailable
+	case errors.Is(err, store.ErrVersion):
+		return failVersion
 	}
 	return failOther
 }
 
 // misconfigured reports whether f lasts until someone fixes the store's
 // configuration.
-func (f failure) misconfigured() bool { return f == failNoSchema || f == failAuth }
+func (f failure) misconfigured() bool { return f == failNoSchema || f == failAuth || f == failVersion }
 
 // message is the start of the line the room logs when a sync fails so.
 func (f failure) message() string {
@@ -121,11 +124,13 @@ func (f failure) message() string {
 		return "waitingroom: store misconfigured: it refused the credentials or a permission (not an outage: it lasts until they are fixed)"
 	case failUnavailable:
 		return "waitingroom: store unreachable"
+	case failVersion:
+		return "waitingroom: the shared state is of another release's format (not an outage: it lasts until every instance of the room runs releases that read each other's formats)"
 	}
 	return "waitingroom: store failed"
 }
 
 // String names f in the room's log ("cause").
 func (f failure) String() string {
-	return [...]string{"other", "unavailable", "no_schema", "auth"}[f]
+	return [...]string{"other", "unavailable", "no_schema", "auth", "version"}[f]
 }

@@ -157,6 +157,7 @@ func TestFailureClasses(t *testing.T) {
 	noTable := fmt.Errorf("%w: table t does not exist; create it with (*sqlstore.Store).CreateSchema: relation \"t\" does not exist", store.ErrNoSchema)
 	auth := fmt.Errorf("%w: check the user and password: WRONGPASS", store.ErrAuth)
 	down := fmt.Errorf("%w: dial tcp: connection refused", store.ErrUnavailable)
+	version := fmt.Errorf("waitingroom/redisstore: %q: %w: the state is of encoding version 5, this release reads 4", "launch", store.ErrVersion)
 	other := errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
 	tests := []struct {
 		name string
@@ -169,6 +170,7 @@ func TestFailureClasses(t *testing.T) {
 		{"no schema", noTable, "store misconfigured: its table or keys do not exist", "no_schema", store.ErrNoSchema, true},
 		{"auth", auth, "store misconfigured: it refused the credentials or a permission", "auth", store.ErrAuth, true},
 		{"unavailable", down, "store unreachable", "unavailable", store.ErrUnavailable, false},
+		{"another release's state", version, "the shared state is of another release's format", "version", store.ErrVersion, true},
 		{"unclassified", other, "store failed", "other", nil, false},
 	}
 	for _, tt := range tests {
@@ -185,10 +187,10 @@ func TestFailureClasses(t *testing.T) {
 			err = rm.Ready(ctx) // runs the first sync: SyncInterval is negative
 			require.Error(t, err)
 			assert.ErrorIs(t, err, tt.err, "the store's error stays in the chain")
-			for _, class := range []error{store.ErrNoSchema, store.ErrAuth, store.ErrUnavailable} {
+			for _, class := range []error{store.ErrNoSchema, store.ErrAuth, store.ErrUnavailable, store.ErrVersion} {
 				assert.Equal(t, class == tt.class, errors.Is(err, class), "errors.Is(%v)", class)
 			}
-			assert.Equal(t, tt.misconfig, errors.Is(err, store.ErrNoSchema) || errors.Is(err, store.ErrAuth))
+			assert.Equal(t, tt.misconfig, errors.Is(err, store.ErrNoSchema) || errors.Is(err, store.ErrAuth) || errors.Is(err, store.ErrVersion))
 			for range 5 {
 				assert.Error(t, rm.Sync(ctx))
 			}
