@@ -15,7 +15,8 @@ import (
 
 // handle is one client of a shared memstore: closing it does not close the
 // store for the other handles, as closing one Redis client does not stop
-// the server.
+// the server. It offers all the store offers, so that the suite checks all
+// of it.
 type handle struct {
 	s      *memstore.Store
 	closed atomic.Bool
@@ -35,7 +36,26 @@ func (h *handle) Read(ctx context.Context, room string) (*store.State, error) {
 	return h.s.Read(ctx, room)
 }
 
+func (h *handle) AppendHistory(ctx context.Context, room string, recs []store.Record) error {
+	if h.closed.Load() {
+		return store.ErrClosed
+	}
+	return h.s.AppendHistory(ctx, room, recs)
+}
+
+func (h *handle) ReadHistory(ctx context.Context, room string, from, to int64) ([]store.Record, error) {
+	if h.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	return h.s.ReadHistory(ctx, room, from, to)
+}
+
 func (h *handle) Close() error { h.closed.Store(true); return nil }
+
+var (
+	_ store.HistoryStore = (*handle)(nil)
+	_ store.Reader       = (*handle)(nil)
+)
 
 func TestConformance(t *testing.T) {
 	shared := memstore.New()
