@@ -4,15 +4,20 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -640,10 +645,11 @@ func TestAttackCappedSessionCountsOnce(t *testing.T) {
 // through another instance, which used to let it through uncounted for
 // as long as the session would have lasted: revokes were known only where
 // they happened. The revoke is in the shared state now: once the revoking
-// instance and then the other one have synced (within two sync intervals)
-// every instance treats the cookie as a new visitor's. Before that, the
-// other instance still lets it pass, for at most those two intervals,
-// without counting it (the session's record stays revoked).
+// instance and then the other one have synced (the revoking one at once:
+// TestAttackRevokeReachesEveryInstance) every instance treats the cookie
+// as a new visitor's. Before that, the other instance still lets it pass,
+// until its next sync, without counting it (the session's record stays
+// revoked).
 func TestAttackRevokedCookieOnOtherInstance(t *testing.T) {
 	for _, revoke := range []string{"header", "func"} {
 		t.Run(revoke, func(t *testing.T) {
@@ -881,4 +887,97 @@ func TestAttackAdmissionLostToAnotherInstancesReport(t *testing.T) {
 			assert.Zero(t, in, "newcomers let in this minute, beyond its one admission")
 		})
 	}
+}
+
+// Attack: a revoked cookie sent to the other instances at once. The revoke
+// used to reach the shared state only at the revoking instance's next
+// sync, and the others at their sync after that: with three instances
+// syncing every second the cookie still passed elsewhere for up to 1.73 s
+// after the revoke (two SyncIntervals at worst). The revoke wakes the
+// revoking instance's sync (at most a tenth of SyncInterval after the
+// previous one began), so it reaches the state at once and every instance
+// refuses the cookie from its next sync. On the bubble's clock the store
+// answers at once: the worst case is a revoke just after the revoking
+// instance's sync.
+func TestAttackRevokeReachesEveryInstance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval = time.Second
+		st := memstore.New()
+		var (
+			rooms []*Room
+			hs    []http.Handler
+		)
+		app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-Revoke") != "" {
+				w.Header().Set(CommandHeader, "revoke")
+			}
+			tk, _ := TicketFromContext(r.Context())
+			_, _ = io.WriteString(w, strconv.FormatUint(tk.ID, 16))
+		})
+		for range 3 {
+			rm, err := New(Config{
+				Name: "launch", TotalActiveUsers: 100, NewUsersPerMinute: 100, Keys: [][]byte{testKey},
+				SyncInterval: interval, Now: time.Now, Logger: slog.New(slog.DiscardHandler),
+			}, st)
+			require.NoError(t, err)
+			defer rm.Close()
+			rooms, hs = append(rooms, rm), append(hs, rm.Handler(app))
+		}
+		// lets reports whether instance i lets cookie in as the session id.
+		lets := func(i int, cookie string, id uint64) bool {
+			r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
+			r.Header.Set("Cookie", cookie)
+			w := httptest.NewRecorder()
+			hs[i].ServeHTTP(w, r)
+			return w.Code == http.StatusOK && w.Body.String() == strconv.FormatUint(id, 16)
+		}
+		inState := func(id uint64) bool {
+			s, err := st.Read(context.Background(), "launch")
+			require.NoError(t, err)
+			return slices.ContainsFunc(s.Sessions, func(x store.Session) bool { return x.ID == id && x.Revoked })
+		}
+		time.Sleep(2 * interval) // every instance synced, with a grant
+		var worstState, worst time.Duration
+		for trial := range 4 {
+			v := &visitor{}
+			w := httptest.NewRecorder()
+			hs[0].ServeHTTP(w, v.request(http.MethodGet, ""))
+			keepCookie(v, w)
+			id, err := strconv.ParseUint(w.Body.String(), 16, 64)
+			require.NoError(t, err, "trial %d: admitted", trial)
+			time.Sleep(interval + interval/2) // every instance knows the session
+			for i := range rooms {
+				require.True(t, lets(i, v.cookie, id), "trial %d: instance %d lets the visitor in", trial, i)
+			}
+			// Revoke just after instance 0's sync, the last of a
+			// number of trial-dependent syncs.
+			for n := rooms[0].Counters().Syncs + uint64(trial); rooms[0].Counters().Syncs <= n; {
+				time.Sleep(time.Millisecond)
+			}
+			r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
+			r.Header.Set("Cookie", v.cookie)
+			r.Header.Set("X-Revoke", "1")
+			hs[0].ServeHTTP(httptest.NewRecorder(), r)
+			start := time.Now()
+			var reached time.Duration
+			open := map[int]bool{1: true, 2: true}
+			for len(open) > 0 && time.Since(start) < 3*interval {
+				if reached == 0 && inState(id) {
+					reached = time.Since(start)
+				}
+				for i := range open {
+					if !lets(i, v.cookie, id) {
+						delete(open, i)
+						worst = max(worst, time.Since(start))
+					}
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			require.Empty(t, open, "trial %d: instances that still let the revoked cookie in", trial)
+			worstState = max(worstState, reached)
+		}
+		t.Logf("a revoke reached the state within %v, every instance within %v", worstState, worst)
+		assert.LessOrEqual(t, worstState, interval/10, "the revoke reaches the state at once")
+		assert.LessOrEqual(t, worst, interval+interval/10+5*time.Millisecond, "every instance refuses the cookie from its next sync")
+	})
 }

@@ -124,6 +124,7 @@ func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec 
 	if _, loaded := rm.revokedIDs.LoadOrStore(id, now+rm.countWindow(&rm.view.Load().settings)+rm.hold); !loaded {
 		rm.revokedN.Add(1)
 		rm.counters.revoked.Add(1)
+		rm.wakeSync() // the other instances learn it at their next sync
 	}
 	// Replace any cookie set for this response with an expired one.
 	h := w.Header()

@@ -125,6 +125,9 @@ type Room struct {
 	closed                  atomic.Bool
 	stop                    chan struct{}
 	loopDone                chan struct{}
+	// wake asks the background loop for a sync before its time (a
+	// revoke: wakeSync); it holds one request.
+	wake chan struct{}
 
 	// gone are the mailboxes of fleet instances to remove, by when (local
 	// ms) (fleet.go); under syncMu.
@@ -165,6 +168,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		kept:       newKeptHistory(st),
 		stop:       make(chan struct{}),
 		loopDone:   make(chan struct{}),
+		wake:       make(chan struct{}, 1),
 	}
 	rm.cookieAttrs = rm.setCookieAttrs()
 	maxRefresh := float64(c.RefreshInterval) * (1 + c.RefreshJitter)

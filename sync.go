@@ -532,10 +532,9 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 }
 
 // loop syncs every SyncInterval (up to 10 % sooner, so instances do not
-// sync in step)
-// until Close. A failing store is retried with backoff (maxBackoff);
-// Sync logs the outage once when it begins and once when it ends. Close
-// cancels the sync in flight.
+// sync in step), and sooner when woken (wakeSync), until Close. A failing
+// store is retried with backoff (maxBackoff); Sync logs the outage once
+// when it begins and once when it ends. Close cancels the sync in flight.
 func (rm *Room) loop() {
 	defer close(rm.loopDone)
 	base, stop := context.WithCancel(context.Background())
@@ -550,12 +549,12 @@ func (rm *Room) loop() {
 	interval := rm.cfg.SyncInterval
 	wait := time.Duration(0)
 	failures := 0
+	var began time.Time
 	for {
-		select {
-		case <-rm.stop:
+		if !rm.pause(wait, began, failures == 0) {
 			return
-		case <-time.After(wait):
 		}
+		began = time.Now()
 		ctx, cancel := context.WithTimeout(base, syncTimeout(interval))
 		err := rm.Sync(ctx)
 		cancel()
@@ -571,6 +570,52 @@ func (rm *Room) loop() {
 		wait = time.Duration(float64(wait) * (0.9 + 0.1*mrand.Float64()))
 	}
 }
+
+// pause waits wait before the loop's next sync, or less if wakeable and
+// woken meanwhile: then until wakeGap after the previous sync began
+// (began), at once if that is past. It reports false when the room is
+// closing.
+func (rm *Room) pause(wait time.Duration, began time.Time, wakeable bool) bool {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	var wake <-chan struct{}
+	if wakeable {
+		wake = rm.wake
+	}
+	select {
+	case <-rm.stop:
+		return false
+	case <-t.C:
+		return true
+	case <-wake:
+	}
+	if d := time.Until(began.Add(wakeGap(rm.cfg.SyncInterval))); d > 0 {
+		t.Reset(d)
+		select {
+		case <-rm.stop:
+			return false
+		case <-t.C:
+		}
+	}
+	return true
+}
+
+// wakeSync asks the background loop to sync now rather than at its time,
+// without waiting: a revoke then reaches the shared state, and through it
+// the other instances, a SyncInterval sooner. The loop syncs no sooner
+// than wakeGap after its previous sync began, so a burst of revokes costs
+// at most ten syncs a SyncInterval; while the store fails, it keeps to its
+// backoff.
+func (rm *Room) wakeSync() {
+	select {
+	case rm.wake <- struct{}{}:
+	default: // a sync is asked for already
+	}
+}
+
+// wakeGap is the least time between the beginnings of two syncs of the
+// background loop when a revoke wakes it: a tenth of the interval.
+func wakeGap(interval time.Duration) time.Duration { return interval / 10 }
 
 func policyEffect(p StoreErrorPolicy) string {
 	if p == FailOpen {

@@ -1,6 +1,7 @@
 // Package integration holds the tests that need real servers or real
 // processes: the surge and the admin API against every real store (Redis,
-// PostgreSQL, MariaDB, SQLite) in this package, store failures in
+// PostgreSQL, MariaDB, SQLite) and how soon a revoke reaches the other
+// instances on Redis in this package, store failures in
 // integration/faults (and its soak program, integration/faults/soak),
 // several cmd/waitingroom processes sharing one store in
 // integration/multiproc, and the room behind real nginx and Caddy servers
