@@ -503,10 +503,8 @@ func (rm *Room) openCookie(raw string, now int64) (c cookieState, e *verifiedEnt
 // than the session the latest request of any holder of the visitor's
 // cookies decides, as known from the shared state and this instance.
 func (rm *Room) sessionAlive(v *view, p *policy, c cookieState, now int64) bool {
-	if rm.revokedN.Load() > 0 {
-		if _, ok := rm.revokedIDs.Load(c.id); ok {
-			return false
-		}
+	if rm.refused(c.id, now) {
+		return false
 	}
 	if !p.renew && now-c.acceptedAt >= p.session {
 		return false

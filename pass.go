@@ -168,8 +168,8 @@ func (rm *Room) expiredPass() string {
 // passRevoke is the record of a revoke at now (Unix ms) of visitor id,
 // admitted at Unix second admitted, while passes are given: the session
 // seen through the last second of any pass it may hold, and ended just
-// after it. Once that end passes, the sync takes the record for a
-// revoke (sessionTimes.revoked).
+// after it. The sync takes the record for a revoke (revokedFrom): every
+// instance that learnt of it refuses the cookie from its end.
 func (rm *Room) passRevoke(id uint64, admitted, now int64) store.Session {
 	last := floorDiv(now+rm.cfg.Pass.Duration.Milliseconds(), 1000) - 1
 	return store.Session{ID: id, Admitted: admitted, Seen: last, End: last + 1}
@@ -184,21 +184,29 @@ func appendHexID(b []byte, id uint64) []byte {
 	return b
 }
 
-// revokedRecord reports whether the record x stands for a revoked
-// session at now (Unix ms): revoked, or ended as a revoke under passes
-// ends it (passRevoke), seen through the last second before its end.
-// A session that ended on its own in its last second looks the same,
-// and is over as well: no cookie of it passes either way.
-func revokedRecord(x *store.Session, now int64) bool {
-	return x.Revoked || (x.End != 0 && x.Seen >= x.End-1 && now >= x.End*1000)
+// revokedFrom reports whether the record x stands for a revoked session,
+// and from when (Unix ms) the cookies of the session are refused: at once
+// when it is revoked; at its end when it ends as a revoke under passes
+// ends it (passRevoke), seen through the last second before its end or
+// later (a sign of life from an instance that had not learnt of it). A
+// session that ends on its own, seen in its last second, looks the same,
+// and is over at its end as well: no cookie of it passes then either way.
+func revokedFrom(x *store.Session) (from int64, ok bool) {
+	switch {
+	case x.Revoked:
+		return 0, true
+	case x.End != 0 && x.Seen >= x.End-1:
+		return x.End * 1000, true
+	}
+	return 0, false
 }
 
 // givePass adds to h the pass of the visitor d admitted, and counts it as
 // the session's sign of life until it expires. No pass is good past the
 // end of the session's record: a revoke on another instance holds the
 // slot only until the passes it knew of have expired, and this instance
-// lets the revoked cookie in until then (revokedRecord), but no longer on
-// a pass.
+// lets the revoked cookie in until then (revokedFrom), but no longer on a
+// pass.
 func (rm *Room) givePass(h http.Header, d *Decision) {
 	v := rm.view.Load()
 	c := &d.state

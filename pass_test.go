@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -377,7 +378,7 @@ func (b passBrowser) ticketID(t *testing.T) uint64 {
 // over lets the revoked cookie in until then, as the other's passes do,
 // but gives no pass good past the hold: the room stops counting the
 // session at its end, so a pass beyond it would let the revoked visitor
-// in uncounted.
+// in uncounted. At the hold's end it refuses the cookie.
 func TestPassAfterRevokeOnAnotherInstance(t *testing.T) {
 	for _, dur := range []time.Duration{2 * time.Second, 3 * time.Second, 5 * time.Second} {
 		t.Run(dur.String(), func(t *testing.T) {
@@ -392,15 +393,16 @@ func TestPassAfterRevokeOnAnotherInstance(t *testing.T) {
 			ha, hb := a.ForwardAuth(FrontDoorForwarded), b.ForwardAuth(FrontDoorForwarded)
 			br := &passBrowser{}
 			require.True(t, a.passGet(ha, br, "/", false).passed)
+			id := br.ticketID(t)
 			a.sync()
 			b.sync()
 			clk.Add(1100 * time.Millisecond)
 			kept := passBrowser{cookie: br.cookie} // its pass expired
 			require.True(t, a.passGet(ha, br, "/done", true).passed)
-			end := floorDiv(clk.Now().UnixMilli()+dur.Milliseconds(), 1000) // the hold's end, Unix s
 			clk.Add(900 * time.Millisecond)
 			a.sync()
 			b.sync()
+			end := recordOf(t, st, id).End // the hold's end, Unix s
 			for clk.Now().Unix() < end {
 				got := kept
 				ans := b.passGet(hb, &got, "/", false)
@@ -412,11 +414,74 @@ func TestPassAfterRevokeOnAnotherInstance(t *testing.T) {
 				assert.Equal(t, 1, b.Stats().Active)
 				clk.Add(500 * time.Millisecond)
 			}
+			got := kept
+			assert.False(t, b.passGet(hb, &got, "/", false).passed, "at the hold's end the revoked cookie is refused, before the next sync")
 			a.sync()
 			b.sync()
 			assert.Zero(t, b.Stats().Active, "the slot is free at the hold's end")
-			got := kept
+			got = kept
 			assert.False(t, b.passGet(hb, &got, "/", false).passed, "and the revoked cookie refused")
 		})
+	}
+}
+
+// letsIn reports whether rm lets a client holding only cookie in as the
+// session id, through forward-auth.
+func (tr *testRoom) letsIn(cookie string, id uint64) bool {
+	tr.t.Helper()
+	b := passBrowser{cookie: cookie}
+	ans := tr.passGet(tr.ForwardAuth(), &b, "/", false)
+	tk, ok := ParseTicket(ans.ticket)
+	return ans.passed && ok && tk.ID == id
+}
+
+// recordOf returns the state's record of session id.
+func recordOf(t *testing.T, st store.Store, id uint64) store.Session {
+	s, err := st.(store.Reader).Read(context.Background(), "launch")
+	require.NoError(t, err)
+	for _, x := range s.Sessions {
+		if x.ID == id {
+			return x
+		}
+	}
+	t.Fatalf("no record of session %x", id)
+	return store.Session{}
+}
+
+// An instance that learns of a revoke under passes only after the hold's
+// end (its syncs failed, or lagged) lets the revoked visitor in meanwhile
+// and reports it: a sign of life after the session's end, which does not
+// hide the revoke. It is still learned, by that instance and by every
+// other, from their next sync.
+func TestPassRevokeLearnedLate(t *testing.T) {
+	clk := newClock()
+	st := newMemStore()
+	mutate := func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 }
+	a := passRoom(t, clk, st, mutate)
+	br := &passBrowser{}
+	require.True(t, a.passGet(a.ForwardAuth(), br, "/", false).passed)
+	id := br.ticketID(t)
+	b, c := passRoom(t, clk, st, mutate), passRoom(t, clk, st, mutate)
+	for _, rm := range []*testRoom{a, b, c, a, b, c} {
+		rm.sync()
+	}
+	kept := br.cookie
+	clk.Add(time.Second)
+	require.True(t, a.passGet(a.ForwardAuth(), br, "/done", true).passed)
+	a.sync()
+	c.sync()
+	clk.Add(10 * time.Second) // b has not synced since before the revoke
+	require.True(t, b.letsIn(kept, id), "b has not learned of the revoke")
+	for range 5 {
+		b.sync()
+		a.sync()
+		c.sync()
+		for name, rm := range map[string]*testRoom{"a": a, "b": b, "c": c} {
+			assert.False(t, rm.letsIn(kept, id), "%s at %v: the revoked cookie let in", name, clk.Now().Sub(testclock.Start))
+		}
+		clk.Add(time.Second)
+	}
+	for name, rm := range map[string]*testRoom{"a": a, "b": b, "c": c} {
+		assert.Zero(t, rm.Stats().Active, name)
 	}
 }

@@ -121,8 +121,7 @@ func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec 
 	rm.mu.Lock()
 	rm.reportLocked(x)
 	rm.mu.Unlock()
-	if _, loaded := rm.revokedIDs.LoadOrStore(id, now+rm.countWindow(&rm.view.Load().settings)+rm.hold); !loaded {
-		rm.revokedN.Add(1)
+	if rm.refuse(id, revokedSpan{until: now + rm.countWindow(&rm.view.Load().settings) + rm.hold}) {
 		rm.counters.revoked.Add(1)
 		rm.wakeSync() // the other instances learn it at their next sync
 	}
@@ -145,21 +144,62 @@ func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec 
 	}
 }
 
-// learnRevoked adds the revoked sessions of the latest sync to those this
-// instance refuses, and forgets those whose records are gone by now (Unix
-// ms): their cookies would not let anyone in any more.
-func (rm *Room) learnRevoked(ids []uint64, now, keep int64) {
-	for _, id := range ids {
-		if _, loaded := rm.revokedIDs.LoadOrStore(id, now+keep); !loaded {
+// revokedAt is a revoked session of a sync's view, and the Unix ms from
+// which its cookies are refused (revokedFrom).
+type revokedAt struct {
+	id   uint64
+	from int64
+}
+
+// revokedSpan is when an instance refuses the cookies of a revoked
+// session, Unix ms: from from (0: at once), and until until, when the
+// session's record is gone and its cookies would let nobody in any more.
+type revokedSpan struct{ from, until int64 }
+
+// refuse records that the cookies of session id are refused over s; for
+// a session already refused, from the sooner of the two froms until the
+// later of the two untils. It reports whether id is new.
+func (rm *Room) refuse(id uint64, s revokedSpan) bool {
+	for {
+		old, loaded := rm.revokedIDs.LoadOrStore(id, s)
+		if !loaded {
 			rm.revokedN.Add(1)
+			return true
 		}
+		o := old.(revokedSpan)
+		if o.from <= s.from && o.until >= s.until {
+			return false
+		}
+		if rm.revokedIDs.CompareAndSwap(id, old, revokedSpan{from: min(o.from, s.from), until: max(o.until, s.until)}) {
+			return false
+		}
+	}
+}
+
+// refused reports whether the cookies of session id are refused at now
+// (Unix ms). It takes no lock.
+func (rm *Room) refused(id uint64, now int64) bool {
+	if rm.revokedN.Load() == 0 {
+		return false
+	}
+	s, ok := rm.revokedIDs.Load(id)
+	return ok && now >= s.(revokedSpan).from
+}
+
+// learnRevoked adds the revoked sessions of the latest sync to those this
+// instance refuses, each from when the sync says, and forgets those whose
+// records are gone by now (Unix ms): their cookies would not let anyone
+// in any more. Each is kept for keep ms after now, or after it starts
+// being refused if that is later.
+func (rm *Room) learnRevoked(rs []revokedAt, now, keep int64) {
+	for _, r := range rs {
+		rm.refuse(r.id, revokedSpan{from: r.from, until: max(r.from, now) + keep})
 	}
 	if rm.revokedN.Load() == 0 {
 		return
 	}
-	rm.revokedIDs.Range(func(k, until any) bool {
-		if until.(int64) <= now {
-			rm.revokedIDs.Delete(k)
+	rm.revokedIDs.Range(func(k, s any) bool {
+		if s.(revokedSpan).until <= now && rm.revokedIDs.CompareAndDelete(k, s) {
 			rm.revokedN.Add(-1)
 		}
 		return true

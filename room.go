@@ -82,10 +82,11 @@ type Room struct {
 
 	// revokedIDs holds the IDs of revoked sessions (this instance's and
 	// those of the latest sync) while their records are kept, so that a
-	// copy of a revoked cookie is a new visitor wherever it is sent.
+	// copy of a revoked cookie is a new visitor wherever it is sent, from
+	// the revoke on (at the end of its hold under passes: revokedFrom).
 	// revokedN is its length, read without a lock on every admitted
 	// request.
-	revokedIDs sync.Map // uint64 → Unix ms it stops mattering
+	revokedIDs sync.Map // uint64 → revokedSpan
 	revokedN   atomic.Int64
 
 	counters struct {

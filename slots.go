@@ -211,7 +211,7 @@ type view struct {
 	settingsVersion uint64
 	active          int64
 	sessions        []store.Session // sorted by ID
-	revoked         []uint64        // IDs of revoked sessions
+	revoked         []revokedAt     // the revoked sessions, and from when their cookies are refused
 	// picks are the visitors the fleet's aggregator picked (picks.go):
 	// visitor ID → the shared-clock ms up to which any instance may let
 	// them in. nil when there are none.
@@ -477,8 +477,8 @@ func mergeShared(st *store.State, p *syncParams, d *delta) (*view, map[int64]int
 			v.active++
 			ends.add(x)
 		}
-		if revokedRecord(x, now) {
-			v.revoked = append(v.revoked, x.ID)
+		if from, ok := revokedFrom(x); ok {
+			v.revoked = append(v.revoked, revokedAt{id: x.ID, from: from})
 		}
 	}
 	v.sessions = slices.Clone(st.Sessions)
