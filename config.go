@@ -512,6 +512,9 @@ func (c Config) normalize() (Config, error) {
 	if c.Pass, err = c.Pass.normalize(); err != nil {
 		return c, err
 	}
+	if err := c.Pass.holdFits(c.SyncInterval, c.FleetSync); err != nil {
+		return c, err
+	}
 	c.Bypass = slices.Clone(c.Bypass)
 	c.TrustedProxies = slices.Clone(c.TrustedProxies)
 	if c.OnStoreError != FailClosed && c.OnStoreError != FailOpen {

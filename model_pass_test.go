@@ -249,7 +249,9 @@ func (m *model) revokedIDs() map[uint64]bool {
 // after it revoked the session presents a revoked cookie, which brings a
 // new place, its successor identity, let in at once when there is room).
 // Each is revoked now: seen through the last second of a pass given up
-// to now, it ends the second after (passRevoke).
+// to a second from now (when syncs are the caller's, the time a revoke
+// takes to reach every instance: revokeReach), it ends the second after
+// (passRevoke).
 func (m *model) learnRevokes(c *mClient, before map[uint64]bool) {
 	m.absorb()
 	now := m.now()
@@ -268,7 +270,7 @@ func (m *model) learnRevokes(c *mClient, before map[uint64]bool) {
 		x.kinds |= 1 << c.kind
 		if !x.revoked {
 			x.revoked = true
-			x.revokeEnd = floorDiv(now+m.passDur, 1000) * 1000
+			x.revokeEnd = floorDiv(now+1000+m.passDur, 1000) * 1000
 		}
 	}
 }

@@ -77,13 +77,16 @@ import (
 //     the last second of its latest pass, and invariant 9 is checked on
 //     every request the application saw, those nginx passed on a pass
 //     included, which the room never sees;
-//   - a revoke holds the slot until no pass given up to it is good: a
-//     revoked visitor counts as active, in the limit and in the room's
-//     count, until revokeEnd, the whole second after the last second of
-//     a pass given at the revoke; its requests may reach the application
-//     until then (and a second later with several instances: one that
-//     has not synced since), never after, and no pass of it is good past
-//     then. A revoke's request brings the application "revoked", not the
+//   - a revoke holds the slot until no pass that an instance may give
+//     before it learns of the revoke is good: a revoked visitor counts as
+//     active, in the limit and in the room's count, until revokeEnd, the
+//     whole second after the last second of a pass given a second after
+//     the revoke (the time a revoke takes to reach every instance when
+//     syncs are the caller's); its requests may reach the application
+//     until then (and a second later with several instances, whose syncs
+//     here wait for the next second, the revoking instance's too: one
+//     that has not synced since), never after, and no pass of it is good
+//     past then. A revoke's request brings the application "revoked", not the
 //     identity: the model learns which sessions a burst of revokes ended
 //     from the instances (a request that reaches an instance after it
 //     revoked the session presents a revoked cookie, whose new place may
@@ -271,7 +274,8 @@ type mID struct {
 	bucket    int64
 	revoked   bool
 	// revokeEnd (Unix ms), behind nginx with passes: the revoke holds
-	// the slot until no pass given before it is good (passRevoke).
+	// the slot until no pass given up to a second after it is good
+	// (passRevoke).
 	revokeEnd int64
 	kinds     uint8 // 1<<kind of the clients that used it
 }

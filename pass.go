@@ -29,9 +29,11 @@ import (
 //     SessionDuration is never sent back to the queue, although the room
 //     does not see the requests the server passed itself;
 //   - a revoke (the revoke command, or the application's) ends the session
-//     when its latest pass expires, not before, and holds its slot until
-//     then: a client that keeps sending the pass it had gets nothing a
-//     visitor still in their session would not, and the limits hold;
+//     when the latest pass that any instance may still give it expires
+//     (an instance gives passes until it learns of the revoke, at its
+//     next sync), not before, and holds its slot until then: a client
+//     that keeps sending the pass it had gets nothing a visitor still in
+//     their session would not, and the limits hold;
 //   - a room that starts rejecting, or is suspended, answers the server's
 //     auth requests at once, but a pass given before lasts until it
 //     expires.
@@ -51,6 +53,15 @@ type Pass struct {
 	// less a second and Duration. The longer, the fewer auth requests,
 	// and the longer a revoke or a change to reject takes to reach the
 	// server. Default 2 s; at most 5 s.
+	//
+	// A revoke holds the visitor's slot until every pass that any
+	// instance may still give them has expired: up to Duration after the
+	// revoke has reached every instance, which takes SyncInterval, a
+	// tenth of it and a second at most (another SyncInterval with
+	// FleetSync). New refuses a Pass whose hold could be longer than
+	// 10 s, further ahead than the shared state believes a sign of life:
+	// with the default Duration, a SyncInterval above about 6.4 s (3.3 s
+	// with FleetSync).
 	Duration time.Duration
 }
 
@@ -91,6 +102,26 @@ func (p Pass) normalize() (Pass, error) {
 		return p, invalid("Pass.Duration must be whole seconds between 1s and %v, got %v", MaxPassDuration, p.Duration)
 	}
 	return p, nil
+}
+
+// holdFits reports an error when a revoke under p, in a room that syncs
+// every interval (through an aggregator if fleet), would hold the
+// visitor's slot further ahead than the shared state believes a sign of
+// life (maxClockLead): see Pass.Duration.
+func (p Pass) holdFits(interval time.Duration, fleet bool) error {
+	if p.Secret == "" {
+		return nil
+	}
+	hold := time.Duration(revokeReach(interval, fleet))*time.Millisecond + p.Duration
+	if hold > maxClockLead*time.Millisecond {
+		with := ""
+		if fleet {
+			with = " with FleetSync"
+		}
+		return invalid("Pass.Duration %v and SyncInterval %v%s: a revoke would hold the visitor's slot for up to %v, longer than the %v ahead the shared state believes; shorten either",
+			p.Duration, interval, with, hold, maxClockLead*time.Millisecond)
+	}
+	return nil
 }
 
 // PassHeader is the header of a forward-auth answer that gives an
@@ -167,11 +198,16 @@ func (rm *Room) expiredPass() string {
 
 // passRevoke is the record of a revoke at now (Unix ms) of visitor id,
 // admitted at Unix second admitted, while passes are given: the session
-// seen through the last second of any pass it may hold, and ended just
-// after it. The sync takes the record for a revoke (revokedFrom): every
-// instance that learnt of it refuses the cookie from its end.
+// seen through the last second of any pass that any instance may still
+// give it, and ended just after. This instance's passes end within
+// Pass.Duration of now; another instance gives passes until it learns of
+// the revoke, within revokeReach of now, each good for Pass.Duration at
+// most. The sync takes the record for a revoke (revokedFrom): every
+// instance that learnt of it refuses the cookie from its end, and gives
+// no pass good past it (givePass).
 func (rm *Room) passRevoke(id uint64, admitted, now int64) store.Session {
-	last := floorDiv(now+rm.cfg.Pass.Duration.Milliseconds(), 1000) - 1
+	reach := revokeReach(rm.cfg.SyncInterval, rm.cfg.FleetSync)
+	last := floorDiv(now+reach+rm.cfg.Pass.Duration.Milliseconds(), 1000) - 1
 	return store.Session{ID: id, Admitted: admitted, Seen: last, End: last + 1}
 }
 
@@ -204,9 +240,9 @@ func revokedFrom(x *store.Session) (from int64, ok bool) {
 // givePass adds to h the pass of the visitor d admitted, and counts it as
 // the session's sign of life until it expires. No pass is good past the
 // end of the session's record: a revoke on another instance holds the
-// slot only until the passes it knew of have expired, and this instance
-// lets the revoked cookie in until then (revokedFrom), but no longer on a
-// pass.
+// slot only until the passes that any instance may have given before it
+// learnt of the revoke have expired, and this instance lets the revoked
+// cookie in until then (revokedFrom), but no longer on a pass.
 func (rm *Room) givePass(h http.Header, d *Decision) {
 	v := rm.view.Load()
 	c := &d.state

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/md5"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -145,6 +146,38 @@ func TestPassConfig(t *testing.T) {
 	cfg.Pass = Pass{Secret: "short"}
 	_, err := New(cfg, newMemStore())
 	assert.ErrorIs(t, err, ErrInvalidConfig, "New refuses a bad pass")
+
+	// A revoke's hold (Duration and the reach of a revoke) fits in what
+	// the shared state believes ahead.
+	for _, tc := range []struct {
+		interval time.Duration
+		fleet    bool
+		duration time.Duration
+		ok       bool
+	}{
+		{-1, false, MaxPassDuration, true},
+		{0, false, MaxPassDuration, true}, // the default, 1 s: 2.1 s + 5 s
+		{time.Second, true, MaxPassDuration, true},
+		{6 * time.Second, false, DefaultPassDuration, true},
+		{7 * time.Second, false, DefaultPassDuration, false},
+		{3 * time.Second, true, DefaultPassDuration, true},
+		{4 * time.Second, true, DefaultPassDuration, false},
+		{4 * time.Second, false, MaxPassDuration, false},
+		{7 * time.Second, false, 0, true}, // no passes
+	} {
+		cfg := baseConfig(newClock())
+		cfg.SyncInterval, cfg.FleetSync = tc.interval, tc.fleet
+		if tc.duration != 0 {
+			cfg.Pass = Pass{Secret: testPassSecret, Duration: tc.duration}
+		}
+		_, err := cfg.normalize()
+		if tc.ok {
+			assert.NoError(t, err, "%+v", tc)
+			continue
+		}
+		assert.ErrorIs(t, err, ErrInvalidConfig, "%+v", tc)
+		assert.ErrorContains(t, err, "hold", "%+v", tc)
+	}
 }
 
 // A pass is what nginx checks: signed, the ticket the room gives, good
@@ -331,7 +364,9 @@ func TestPassRevokeHoldsTheSlot(t *testing.T) {
 		stale := passBrowser{cookie: kept.cookie}
 		assert.False(t, a.passGet(ha, &stale, "/", false).passed, "%d: the revoking instance refuses the cookie at once", i)
 	}
-	// The latest pass was good through 62 s; the session ends at 63 s.
+	// The latest pass was good through 62 s; the session ends at 64 s,
+	// when no pass that another instance may have given before it learnt
+	// of the revoke (within a second of it) is good either.
 	clk.Add(1500 * time.Millisecond)
 	a.sync()
 	b.sync()
@@ -425,6 +460,16 @@ func TestPassAfterRevokeOnAnotherInstance(t *testing.T) {
 	}
 }
 
+// passEnd returns the Unix second at which the pass value p stops being
+// good (nginx takes it through the second before).
+func passEnd(t *testing.T, p string) int64 {
+	m := passLinkRE.FindStringSubmatch(p)
+	require.NotNil(t, m, "a pass: %q", p)
+	last, err := strconv.ParseInt(m[2], 10, 64)
+	require.NoError(t, err)
+	return last + 1
+}
+
 // letsIn reports whether rm lets a client holding only cookie in as the
 // session id, through forward-auth.
 func (tr *testRoom) letsIn(cookie string, id uint64) bool {
@@ -446,6 +491,73 @@ func recordOf(t *testing.T, st store.Store, id uint64) store.Session {
 	}
 	t.Fatalf("no record of session %x", id)
 	return store.Session{}
+}
+
+// A revoke under passes holds the slot until every pass that any instance
+// may still give the revoked visitor has expired, those of instances that
+// learn of the revoke only at their next sync included: the revoking
+// instance syncs at once (as its woken loop does), and another that has
+// not synced since gives a full pass up to the second a revoke takes to
+// reach the others when syncs are the caller's. The slot used to be held
+// only for the passes the revoking instance knew of: such a pass was good
+// for up to two seconds more (with SyncInterval 1 s), uncounted. Once the
+// hold is over, every instance refuses the cookie, before its next sync.
+func TestPassGivenBeforeARevokeIsLearned(t *testing.T) {
+	for _, dur := range []time.Duration{2 * time.Second, 3 * time.Second, 5 * time.Second} {
+		for _, phase := range []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, 900 * time.Millisecond} {
+			t.Run(fmt.Sprintf("%v revoked %v into a second", dur, phase), func(t *testing.T) {
+				clk := newClock()
+				st := newMemStore()
+				mutate := func(c *Config) {
+					c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+					c.Pass.Duration = dur
+				}
+				a := passRoom(t, clk, st, mutate)
+				br := &passBrowser{}
+				require.True(t, a.passGet(a.ForwardAuth(), br, "/", false).passed)
+				id := br.ticketID(t)
+				rooms := []*testRoom{a, passRoom(t, clk, st, mutate), passRoom(t, clk, st, mutate)}
+				syncAll := func() {
+					for _, rm := range rooms {
+						rm.sync()
+					}
+				}
+				syncAll()
+				clk.Set(testclock.Start.Add(2*time.Second + phase))
+				syncAll()
+				kept := br.cookie
+
+				require.True(t, a.passGet(a.ForwardAuth(), br, "/done", true).passed)
+				a.sync()
+				clk.Add(900 * time.Millisecond)
+				b := passBrowser{cookie: kept}
+				require.True(t, rooms[1].passGet(rooms[1].ForwardAuth(), &b, "/", false).passed, "not synced since: the session's")
+				require.NotEmpty(t, b.pass, "and a pass")
+				end := passEnd(t, b.pass)
+
+				for clk.Now().Unix() < end {
+					clk.Add(100 * time.Millisecond)
+					syncAll()
+					if _, good := nginxPass(b.pass, a.cookieName, testPassSecret, clk.Now().Unix()); good {
+						for i, rm := range rooms {
+							require.Equal(t, 1, rm.Stats().Active, "instance %d at %v: a pass of the revoked session is good, uncounted",
+								i, clk.Now().Sub(testclock.Start))
+						}
+					}
+				}
+				hold := recordOf(t, st, id).End
+				require.GreaterOrEqual(t, hold, end, "the hold covers the pass")
+				clk.Set(time.Unix(hold, 0))
+				for i, rm := range rooms {
+					assert.False(t, rm.letsIn(kept, id), "instance %d: the revoked cookie let in at the hold's end", i)
+				}
+				syncAll()
+				for i, rm := range rooms {
+					assert.Zero(t, rm.Stats().Active, "instance %d: the slot is free at the hold's end", i)
+				}
+			})
+		}
+	}
 }
 
 // An instance that learns of a revoke under passes only after the hold's

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-waitingroom/waitingroom/store"
 )
@@ -142,6 +143,22 @@ func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec 
 		h.Add("Set-Cookie", rm.expiredPass())
 		h.Set(PassHeader, rm.expiredPass())
 	}
+}
+
+// revokeReach is the longest, in ms, a revoke at one instance takes to
+// reach every other one when they sync every interval: the revoking
+// instance syncs at once, at most wakeGap after its previous sync began;
+// each other one learns it at its next sync, within interval (with
+// FleetSync, after the aggregator's round, within another); and a second
+// goes to the round trips. With syncs left to the caller (interval not
+// positive), the second alone.
+func revokeReach(interval time.Duration, fleet bool) int64 {
+	i := max(interval, 0)
+	r := i + wakeGap(i) + time.Second
+	if fleet {
+		r += i
+	}
+	return r.Milliseconds()
 }
 
 // revokedAt is a revoked session of a sync's view, and the Unix ms from

@@ -168,11 +168,12 @@ type revoked struct {
 // 500 ms more for the round trips of a loaded machine). With passes, no
 // pass another instance gives is good past the end of the revoke's hold,
 // which counts the session until then, and the cookie is let in nowhere
-// after that end. Four (three with passes) sessions are revoked a
+// after that end (500 ms allowed for the requests' own time on a loaded
+// machine). Four (three with passes) sessions are revoked a
 // quarter (third) of an interval apart, so that the revokes fall at
 // different points of the instances' syncs; the figures are logged.
 func TestRevokeWindowOnRedis(t *testing.T) {
-	for _, passes := range []bool{false} {
+	for _, passes := range []bool{false, true} {
 		t.Run(map[bool]string{false: "cookie", true: "passes"}[passes], func(t *testing.T) {
 			f := newRevokeFleet(t, passes)
 			n := 4
@@ -241,7 +242,7 @@ func TestRevokeWindowOnRedis(t *testing.T) {
 				hold := holdOf(t, &st, r)
 				worstPass, worstHold = max(worstPass, r.passEnd), max(worstHold, hold)
 				assert.LessOrEqual(t, r.passEnd, hold, "session %d: a pass another instance gave is good past the revoke's hold", j)
-				assert.LessOrEqual(t, r.lastLet, hold+250*time.Millisecond, "session %d: let in after the revoke's hold", j)
+				assert.LessOrEqual(t, r.lastLet, hold+500*time.Millisecond, "session %d: let in after the revoke's hold", j)
 			}
 			if !passes {
 				t.Logf("cookie: the revoked cookie passed at other instances up to %v after the revoke", worstLet.Round(time.Millisecond))
