@@ -231,9 +231,11 @@ type Config struct {
 	Pass Pass
 
 	// SyncInterval is how often the room syncs with the store in the
-	// background. Default 1 second; a negative value disables the
-	// background loop (call Room.Sync yourself, as tests and the simulator
-	// do).
+	// background; a revoke makes the instance sync at once, no sooner
+	// than a tenth of SyncInterval after its previous sync began, so
+	// that the other instances refuse the revoked cookie from their next
+	// sync. Default 1 second; a negative value disables the background
+	// loop (call Room.Sync yourself, as tests and the simulator do).
 	SyncInterval time.Duration
 
 	// FleetSync lets the room sync through an aggregator once 32 or more

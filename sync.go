@@ -16,11 +16,11 @@ import (
 
 // Sync runs one sync with the store now: it merges this instance's counts
 // since the previous sync, returns its unused grant and takes a new one.
-// The background loop calls it every SyncInterval; with a negative
-// SyncInterval, tests and simulators call it themselves (under their own
-// clock). While a sync is in flight the instance admits nobody new, so the
-// grants of all instances never add up to more than the free slots. Calls
-// are serialized. On error nothing is lost: the counts are kept for the
+// The background loop calls it every SyncInterval, and sooner after a
+// revoke (wakeSync); with a negative SyncInterval, tests and simulators
+// call it themselves (under their own clock). While a sync is in flight
+// the instance admits nobody new, so the grants of all instances never add
+// up to more than the free slots. Calls are serialized. On error nothing is lost: the counts are kept for the
 // next sync.
 //
 // A failed sync's error wraps the store's, which says what is wrong (see
