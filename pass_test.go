@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"bytes"
+	"context"
 	"crypto/md5"
 	"encoding/base64"
 	"fmt"
@@ -475,7 +476,7 @@ func passEnd(t *testing.T, p string) int64 {
 func (tr *testRoom) letsIn(cookie string, id uint64) bool {
 	tr.t.Helper()
 	b := passBrowser{cookie: cookie}
-	ans := tr.passGet(tr.ForwardAuth(), &b, "/", false)
+	ans := tr.passGet(tr.ForwardAuth(FrontDoorForwarded), &b, "/", false)
 	tk, ok := ParseTicket(ans.ticket)
 	return ans.passed && ok && tk.ID == id
 }
@@ -514,7 +515,7 @@ func TestPassGivenBeforeARevokeIsLearned(t *testing.T) {
 				}
 				a := passRoom(t, clk, st, mutate)
 				br := &passBrowser{}
-				require.True(t, a.passGet(a.ForwardAuth(), br, "/", false).passed)
+				require.True(t, a.passGet(a.ForwardAuth(FrontDoorForwarded), br, "/", false).passed)
 				id := br.ticketID(t)
 				rooms := []*testRoom{a, passRoom(t, clk, st, mutate), passRoom(t, clk, st, mutate)}
 				syncAll := func() {
@@ -527,11 +528,11 @@ func TestPassGivenBeforeARevokeIsLearned(t *testing.T) {
 				syncAll()
 				kept := br.cookie
 
-				require.True(t, a.passGet(a.ForwardAuth(), br, "/done", true).passed)
+				require.True(t, a.passGet(a.ForwardAuth(FrontDoorForwarded), br, "/done", true).passed)
 				a.sync()
 				clk.Add(900 * time.Millisecond)
 				b := passBrowser{cookie: kept}
-				require.True(t, rooms[1].passGet(rooms[1].ForwardAuth(), &b, "/", false).passed, "not synced since: the session's")
+				require.True(t, rooms[1].passGet(rooms[1].ForwardAuth(FrontDoorForwarded), &b, "/", false).passed, "not synced since: the session's")
 				require.NotEmpty(t, b.pass, "and a pass")
 				end := passEnd(t, b.pass)
 
@@ -571,7 +572,7 @@ func TestPassRevokeLearnedLate(t *testing.T) {
 	mutate := func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 }
 	a := passRoom(t, clk, st, mutate)
 	br := &passBrowser{}
-	require.True(t, a.passGet(a.ForwardAuth(), br, "/", false).passed)
+	require.True(t, a.passGet(a.ForwardAuth(FrontDoorForwarded), br, "/", false).passed)
 	id := br.ticketID(t)
 	b, c := passRoom(t, clk, st, mutate), passRoom(t, clk, st, mutate)
 	for _, rm := range []*testRoom{a, b, c, a, b, c} {
@@ -579,7 +580,7 @@ func TestPassRevokeLearnedLate(t *testing.T) {
 	}
 	kept := br.cookie
 	clk.Add(time.Second)
-	require.True(t, a.passGet(a.ForwardAuth(), br, "/done", true).passed)
+	require.True(t, a.passGet(a.ForwardAuth(FrontDoorForwarded), br, "/done", true).passed)
 	a.sync()
 	c.sync()
 	clk.Add(10 * time.Second) // b has not synced since before the revoke

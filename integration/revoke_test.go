@@ -94,7 +94,7 @@ func newRevokeFleet(t *testing.T, passes bool) *revokeFleet {
 		require.NoError(t, rm.Ready(context.Background()))
 		h := rm.Handler(app)
 		if passes {
-			h = rm.ForwardAuth()
+			h = rm.ForwardAuth(waitingroom.FrontDoorForwarded)
 		}
 		f.rooms, f.hs = append(f.rooms, rm), append(f.hs, h)
 	}
