@@ -238,25 +238,6 @@ type Config struct {
 	// loop (call Room.Sync yourself, as tests and the simulator do).
 	SyncInterval time.Duration
 
-	// FleetSync lets the room sync through an aggregator once 32 or more
-	// instances share it, all with FleetSync set: each instance's sync
-	// then moves its own counts and a view of the state, one of them
-	// (holding a lease) every instance's counts, rather than every
-	// instance the whole state. Limits stay exact; grants reach instances
-	// one SyncInterval later. In FIFO, the oldest bucket's last due
-	// visitors are reserved once for the fleet, and whichever instance
-	// such a visitor reaches without a slot has them picked and let in a
-	// few seconds later: newer visitors may get in up to the visitor's
-	// refresh interval and those seconds before them, where every instance
-	// would otherwise hold its few slots for them. When the limits give
-	// fewer than four slots an instance and a queue waits, every slot
-	// goes by pick, in either method: the visitors near their turn (in
-	// FIFO) or drawn (in random) check in every few seconds for it,
-	// rather than each instance holding a slot that its few visitors
-	// rarely take. Default false: every
-	// sync reads and writes the whole state. See docs/design.md, "Syncing
-	// a fleet", for what it gains and costs on each store.
-	FleetSync bool
 	// OnStoreError is the policy while the store cannot be reached.
 	// Default FailClosed.
 	OnStoreError StoreErrorPolicy
@@ -286,6 +267,10 @@ type Config struct {
 	// newID, if set, draws the instance's ID in place of randomID (tests
 	// that need instances in a known order).
 	newID func() string
+	// fleetMin is the fewest live instances that sync through an
+	// aggregator; 0 is the default, fleetMin (tests compare a fleet with
+	// as many instances syncing on their own).
+	fleetMin int
 }
 
 // Settings are the parts of the configuration that can change while the
@@ -514,7 +499,7 @@ func (c Config) normalize() (Config, error) {
 	if c.Pass, err = c.Pass.normalize(); err != nil {
 		return c, err
 	}
-	if err := c.Pass.holdFits(c.SyncInterval, c.FleetSync); err != nil {
+	if err := c.Pass.holdFits(c.SyncInterval); err != nil {
 		return c, err
 	}
 	c.Bypass = slices.Clone(c.Bypass)
@@ -533,6 +518,9 @@ func (c Config) normalize() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.fleetMin == 0 {
+		c.fleetMin = fleetMin
 	}
 	if c.ErrorHandler == nil {
 		c.ErrorHandler = defaultErrorHandler

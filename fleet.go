@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -21,9 +20,8 @@ import (
 // Syncing a fleet. The classic sync (sync.go) reads and rewrites the whole
 // shared state, which holds a record per instance, once per instance per
 // interval: its cost per sync grows with the fleet, and past a few
-// hundred syncs a second the store cannot keep up. With Config.FleetSync,
-// once fleetMin live instances all have it, the room syncs through an
-// aggregator instead:
+// hundred syncs a second the store cannot keep up. Once fleetMin
+// instances are live, the room syncs through an aggregator instead:
 //
 //   - each instance has a mailbox, a state of its own in the store (the
 //     room's name + "#fleet:" + its ID), in which it leaves its numbered
@@ -62,41 +60,17 @@ import (
 //
 // The room falls back to classic syncs, instance by instance, whenever the
 // fleet path cannot vouch for itself: at an instance's first sync when
-// there is no fleet to join, while
-// an instance that does not advertise the fleet protocol (its ID lacks
-// "f1": an earlier release) or reads older formats is live, when the
-// lease or the view is older than the instance TTL (the aggregator
-// stopped), when the view's epoch is not the one the instance knows (the
-// state was lost), when the instance's batches stopped being applied for
-// the instance TTL, and when the instance has counts of the previous
-// release's formats to send. A classic sync takes the lease when nobody
-// holds a live one and every live instance syncs the fleet way.
-
-// instanceID draws a new instance's ID with draw, followed, for an
-// instance that syncs through an aggregator in a large fleet, by "+" and
-// fleetTag.
-func instanceID(draw func() string, fleet bool) string {
-	if fleet {
-		return draw() + "+" + fleetTag
-	}
-	return draw()
-}
-
-// fleetTag is the letter and number an instance ID carries when the
-// instance syncs through an aggregator when it can (Config.FleetSync).
-const fleetTag = "f1"
-
-// leasePrefix starts the ID of the aggregator's lease record among the
-// state's instances: "lease:" and the holder's ID. Its Seq is the lease's
-// term (the state's Version when it was taken), Seen when it was last
-// renewed; it holds no grant and no traffic.
-const leasePrefix = "lease:"
+// there is no fleet to join, when the lease or the view is older than the
+// instance TTL (the aggregator stopped), when the view's epoch is not the
+// one the instance knows (the state was lost), and when the instance's
+// batches stopped being applied for the instance TTL. A classic sync takes
+// the lease when nobody holds a live one and fleetMin instances are live.
 
 // fleetMin is the fewest live instances that sync through an aggregator.
 // A smaller fleet syncs the classic way: its store keeps up easily, and
 // each instance takes its grant at once rather than an interval after it
-// was carved. A variable for tests.
-var fleetMin = 32
+// was carved. (Config.fleetMin changes it for a room's tests.)
+const fleetMin = 32
 
 // fleetWorkers bounds the mailbox reads and writes an aggregator has in
 // flight.
@@ -114,14 +88,6 @@ var errMailboxLost = errors.New("waitingroom: the fleet mailbox was lost")
 
 // errReadOnly aborts an Update that only reads.
 var errReadOnly = errors.New("waitingroom: read only")
-
-// fleetCapable reports whether the instance of ID id syncs the fleet way.
-func fleetCapable(id string) bool {
-	i := strings.LastIndexByte(id, '+')
-	return i >= 0 && strings.Contains(id[i+1:], fleetTag)
-}
-
-func isLease(id string) bool { return strings.HasPrefix(id, leasePrefix) }
 
 func mailboxKey(room, id string) string { return room + "#fleet:" + id }
 func viewKey(room string) string        { return room + "#fleet-view" }
@@ -168,10 +134,10 @@ type fleetState struct {
 	// viewAt is when (local ms) the latest view was installed, or the
 	// instance joined the fleet.
 	viewAt int64
-	// lease is the lease record of the latest view (its Traffic the
-	// fleet's size): when it stops being renewed, an instance or two
-	// take the lease over (takeOver).
-	lease store.Instance
+	// lease is the lease of the latest view (its Fleet the fleet's size):
+	// when it stops being renewed, an instance or two take the lease over
+	// (takeOver).
+	lease store.Lease
 	// waited reports that the instance, new, found a fleet forming and
 	// waited a sync for its view (forming); named that it is named in a
 	// join record.
@@ -206,163 +172,103 @@ type usedBatch struct {
 	used map[int64]int64
 }
 
-// mailbox is an instance's mailbox, kept as JSON in the Settings of a
-// state of its own (a store keeps it like any room's state).
-type mailbox struct {
-	Term    uint64      `json:"t,omitempty"`  // the latest lease term that read it
-	Seq     uint64      `json:"q,omitempty"`  // the instance's latest batch
-	Seen    int64       `json:"s,omitempty"`  // shared-clock ms of its latest write
-	Held    int64       `json:"h,omitempty"`  // what it may admit from its latest write on
-	Batches []wireBatch `json:"b,omitempty"`  // not yet applied
-	Acked   uint64      `json:"a,omitempty"`  // the latest batch the state applied
-	Grant   [][2]int64  `json:"g,omitempty"`  // the latest grant carved: bucket, n
-	Version uint64      `json:"gv,omitempty"` // the state's Version the grant was carved at
-	Base    uint64      `json:"gb,omitempty"` // the batch whose Held it was carved from
-	Adopted uint64      `json:"av,omitempty"` // the Version of the grant the instance adopted
-	Epoch   uint64      `json:"e,omitempty"`  // the state's epoch the grant belongs to
-	Fair    int64       `json:"f,omitempty"`  // the instance's share of the paced slots at the carve
-	Scarce  bool        `json:"sc,omitempty"` // carved with few slots an instance: keep none of it (fleetScarce)
-	In      uint64      `json:"in,omitempty"` // the epoch of the state the instance joined through its mailbox
-	// Back is set by an aggregator that found the state without some of
-	// the instance's batches it had applied: the state went back (see
-	// goneBack). The instance sends again the counts of its batches
-	// numbered above Had up to Upto, and every session it knows.
-	Back bool   `json:"bk,omitempty"`
-	Had  uint64 `json:"hd,omitempty"`
-	Upto uint64 `json:"up,omitempty"`
-	// Left is set by an instance that is closing, with its last batch and
-	// nothing held: the next round applies it and removes its record, its
-	// grant back to the pool (lostToSilence counts nothing for it).
-	Left bool `json:"lf,omitempty"`
-	// Prev is when (shared-clock ms) the instance last wrote its mailbox
-	// before this write, as it remembers it (0: not since its latest
-	// classic sync). An instance silent for an instance TTL may have
-	// been dropped from the state as such; one that was not, and that
-	// the state has no record of, the state went back on.
-	Prev int64 `json:"pv,omitempty"`
-}
-
 // goneBack is what an aggregator found a state that went back lacks of
 // an instance's batches: those numbered above had up to upto.
 type goneBack struct{ had, upto uint64 }
 
-type wireBatch struct {
-	Seq      uint64          `json:"q"`
-	Sessions []store.Session `json:"s,omitempty"`
-	Waiting  [][3]int64      `json:"w,omitempty"` // bucket, slot, change
-	Waits    [][2]int64      `json:"x,omitempty"` // visitor ID (as int64), wait in ms
-	Attempts int64           `json:"n,omitempty"`
-	Asks     [][3]int64      `json:"k,omitempty"` // visitor ID (as int64), bucket, until (picks.go)
-}
-
-func readMailbox(st *store.State) mailbox {
-	var mb mailbox
-	if len(st.Settings) > 0 {
-		if err := json.Unmarshal(st.Settings, &mb); err != nil {
-			return mailbox{}
-		}
+// mailboxOf returns a copy of the mailbox in st (the zero Mailbox for
+// none), for an Update of it to change and write.
+func mailboxOf(st *store.State) store.Mailbox {
+	if st.Mailbox == nil {
+		return store.Mailbox{}
 	}
-	return mb
+	return *st.Mailbox
 }
 
-func (mb *mailbox) write(st *store.State) {
-	st.Settings, _ = json.Marshal(mb)
+// writeMailbox leaves mb in st, the state of a mailbox.
+func writeMailbox(st *store.State, mb store.Mailbox) {
+	st.Mailbox = &mb
 	st.Version++
 	if st.Epoch == 0 {
 		st.Epoch = 1
 	}
 }
 
-// pendingGrant reports the grant carved and not adopted, if any.
-func (mb *mailbox) pendingGrant() grant {
+// pendingGrant reports the grant carved for the mailbox's instance and
+// not adopted, if any.
+func pendingGrant(mb *store.Mailbox) grant {
 	if mb.Version <= mb.Adopted || mb.Grant == nil {
 		return nil
 	}
 	g := make(grant, len(mb.Grant))
 	for i, e := range mb.Grant {
-		g[i] = grantEntry{bucket: e[0], n: e[1]}
+		g[i] = grantEntry{bucket: e.Key, n: e.N}
 	}
 	return g
 }
 
-func toWire(b batch) wireBatch {
-	w := wireBatch{Seq: b.seq, Attempts: b.d.attempts}
+// toBatch is b as a mailbox carries it.
+func toBatch(b batch) store.Batch {
+	w := store.Batch{Seq: b.seq, Attempts: b.d.attempts}
 	for _, x := range b.d.sessions {
 		w.Sessions = append(w.Sessions, x)
 	}
+	slices.SortFunc(w.Sessions, func(x, y store.Session) int { return cmp.Compare(x.ID, y.ID) })
 	for k, n := range b.d.waiting {
 		if n != 0 {
-			w.Waiting = append(w.Waiting, [3]int64{k.bucket, k.slot, n})
+			w.Waiting = append(w.Waiting, store.Cell{Bucket: k.bucket, Slot: k.slot, N: n})
 		}
 	}
 	for id, ms := range b.d.waits {
-		w.Waits = append(w.Waits, [2]int64{int64(id), ms})
+		w.Waits = append(w.Waits, store.Count{Key: int64(id), N: ms})
 	}
 	for id, a := range b.d.asks {
-		w.Asks = append(w.Asks, [3]int64{int64(id), a.bucket, a.until})
+		w.Asks = append(w.Asks, store.Ask{Visitor: id, Bucket: a.bucket, Until: a.until})
 	}
 	return w
 }
 
-func (w wireBatch) delta() *delta {
+// batchDelta is the delta of a mailbox's batch.
+func batchDelta(w *store.Batch) *delta {
 	d := newDelta()
 	for _, x := range w.Sessions {
 		d.session(x)
 	}
 	for _, c := range w.Waiting {
-		d.waiting[cellKey{c[0], c[1]}] += c[2]
+		d.waiting[cellKey{c.Bucket, c.Slot}] += c.N
 	}
 	for _, x := range w.Waits {
-		d.wait(uint64(x[0]), x[1])
+		d.wait(uint64(x.Key), x.N)
 	}
-	for _, x := range w.Asks {
-		d.ask(uint64(x[0]), x[1], x[2])
+	for _, a := range w.Asks {
+		d.ask(a.Visitor, a.Bucket, a.Until)
 	}
 	d.attempts = w.Attempts
 	return d
 }
 
-// fleetPeers returns the fleet instances of st when every instance in it
-// syncs the fleet way (nil otherwise), and the term of the lease id holds.
+// fleetPeers returns the instances of st, and the term of the lease id
+// holds (0 for none).
 func fleetPeers(st *store.State, id string) ([]string, uint64) {
 	var peers []string
-	var term uint64
 	for _, in := range st.Instances {
-		switch {
-		case isLease(in.ID):
-			if in.ID == leasePrefix+id {
-				term = in.Seq
-			}
-		case notInstance(in.ID):
-		case !fleetCapable(in.ID):
-			return nil, 0
-		default:
-			peers = append(peers, in.ID)
-		}
+		peers = append(peers, in.ID)
+	}
+	var term uint64
+	if l := st.Lease; l != nil && l.Holder == id {
+		term = l.Term
 	}
 	return peers, term
 }
 
-func leaseOf(st *store.State) *store.Instance {
-	for i := range st.Instances {
-		if isLease(st.Instances[i].ID) {
-			return &st.Instances[i]
-		}
-	}
-	return nil
-}
-
 // takeLease records a lease for this instance in st when nobody holds a
-// live one (applySync dropped expired ones) and every instance syncs the
-// fleet way.
-func (rm *Room) takeLease(st *store.State, now int64, current bool) {
-	if !current || leaseOf(st) != nil {
+// live one (applySync dropped an expired one) and fleetMin instances are
+// live.
+func (rm *Room) takeLease(st *store.State, now int64, leaving bool) {
+	if leaving || st.Lease != nil || len(st.Instances) < rm.cfg.fleetMin {
 		return
 	}
-	if peers, _ := fleetPeers(st, rm.id); len(peers) < fleetMin {
-		return
-	}
-	st.Instances = append(st.Instances, store.Instance{ID: leasePrefix + rm.id, Seq: st.Version, Seen: now})
+	st.Lease = &store.Lease{Holder: rm.id, Term: st.Version, Renewed: now}
 }
 
 // fleetSync is Sync the fleet way: the mailbox, the round if this
@@ -380,12 +286,16 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 	// the settings), leaves its counts in its mailbox and names itself in
 	// a join record, which the aggregator empties every round. It has no
 	// grant until the aggregator carves one.
-	joining := !f.on && f.classicVersion == 0 && fleetCapable(rm.id)
+	joining := !f.on && f.classicVersion == 0
 	if joining && leaving {
 		return errFleetFallback // no record to remove: the classic sync applies what it let in
 	}
 	if joining {
-		if rm.readView(ctx) != nil || rm.epoch == 0 {
+		viewErr := rm.readView(ctx)
+		if err := ctx.Err(); err != nil {
+			return rm.syncFailed(ctx, err) // cancelled (Close) or timed out: no other way either
+		}
+		if viewErr != nil || rm.epoch == 0 {
 			f.on = false
 			// No fleet's view: a fleet may be forming. The instance
 			// waits for it once (its counts stay pending), else joins
@@ -450,7 +360,7 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 		if st.Epoch == 0 && f.wrote {
 			return errMailboxLost
 		}
-		mb := readMailbox(st)
+		mb := mailboxOf(st)
 		// The mailbox says which of the instance's batches the state
 		// applied as far as the instance knows, though the mailbox itself
 		// went back with the store: an aggregator that finds the state's
@@ -463,7 +373,7 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 		}
 		held := budget
 		mb.Adopted = max(mb.Adopted, f.adopted)
-		if g := mb.pendingGrant(); leaving {
+		if g := pendingGrant(&mb); leaving {
 			mb.Left = true
 		} else if g != nil && mb.Version > f.classicVersion && mb.Epoch == rm.epoch {
 			adopt, base = g, mb.Base
@@ -488,12 +398,12 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 		mb.Batches = mb.Batches[:0]
 		for _, u := range rm.unacked {
 			if u.seq > mb.Acked {
-				mb.Batches = append(mb.Batches, toWire(u))
+				mb.Batches = append(mb.Batches, toBatch(u))
 			}
 		}
 		mb.Seq, mb.Seen, mb.Held, mb.In, mb.Prev = rm.seq, now, held, rm.epoch, f.wroteAt
 		adopted = mb.Adopted
-		mb.write(st)
+		writeMailbox(st, mb)
 		return nil
 	})
 	if errors.Is(err, errMailboxLost) {
@@ -633,14 +543,14 @@ func (rm *Room) takesOver(now int64) bool {
 	l := rm.fleet.lease
 	ttl := rm.instanceTTL()
 	now = min(now, rm.fleet.viewAt+rm.offset.Load())
-	late := now - l.Seen - ttl
-	if l.ID == "" || l.ID == leasePrefix+rm.id || late < 0 {
+	late := now - l.Renewed - ttl
+	if l.Holder == "" || l.Holder == rm.id || late < 0 {
 		return false
 	}
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(rm.id))
-	_, _ = h.Write(binary.LittleEndian.AppendUint64(nil, l.Seq))
-	n := uint64(max(l.Traffic, 1))
+	_, _ = h.Write(binary.LittleEndian.AppendUint64(nil, l.Term))
+	n := uint64(max(l.Fleet, 1))
 	return h.Sum64()%n < uint64(2)<<min(late/max(ttl/2, 1), 20)
 }
 
@@ -658,17 +568,16 @@ func (rm *Room) takeOver(ctx context.Context, now int64) {
 		term  uint64
 	)
 	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
-		l := leaseOf(st)
-		if st.Epoch != rm.epoch || l != nil && (l.ID != old.ID || l.Seq != old.Seq || l.Seen > old.Seen) {
+		l := st.Lease
+		if st.Epoch != rm.epoch || l != nil && (l.Holder != old.Holder || l.Term != old.Term || l.Renewed > old.Renewed) {
 			return errReadOnly // another state, or the lease moved on
 		}
 		ps, _ := fleetPeers(st, rm.id)
-		if len(ps) < fleetMin/2 {
+		if len(ps) < rm.cfg.fleetMin/2 {
 			return errReadOnly
 		}
-		st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool { return isLease(in.ID) })
 		st.Version++
-		st.Instances = append(st.Instances, store.Instance{ID: leasePrefix + rm.id, Seq: st.Version, Seen: now})
+		st.Lease = &store.Lease{Holder: rm.id, Term: st.Version, Renewed: now}
 		peers, term = ps, st.Version
 		return nil
 	})
@@ -678,7 +587,7 @@ func (rm *Room) takeOver(ctx context.Context, now int64) {
 		}
 		return
 	}
-	rm.log.Info("waitingroom: took over the fleet's lease", "from", strings.TrimPrefix(old.ID, leasePrefix), "term", term)
+	rm.log.Info("waitingroom: took over the fleet's lease", "from", old.Holder, "term", term)
 	rm.fleet.term, rm.fleet.peers = term, peers
 }
 
@@ -733,8 +642,8 @@ func (rm *Room) readView(ctx context.Context) error {
 		return nil
 	}
 	now := max(st.Clock, local+rm.offset.Load())
-	lease := leaseOf(&st)
-	if st.Epoch != rm.epoch && rm.epoch != 0 || lease == nil || lease.Seen+rm.fleetPatience() < now || now > local+maxClockLead {
+	lease := st.Lease
+	if st.Epoch != rm.epoch && rm.epoch != 0 || lease == nil || lease.Renewed+rm.fleetPatience() < now || now > local+maxClockLead {
 		if rm.fleet.on {
 			rm.log.Debug("waitingroom: classic sync: the fleet's view is of another state, has no lease, or its lease was not renewed within the patience")
 		}
@@ -742,9 +651,7 @@ func (rm *Room) readView(ctx context.Context) error {
 		return errFleetFallback
 	}
 	rm.fleet.viewAt, rm.fleet.lease, rm.fleet.viewed = local, *lease, true
-	fleetSize := int(lease.Traffic)
-	lease.Traffic = 0
-	rm.install(ctx, &st, now, local, fleetSize)
+	rm.install(ctx, &st, now, local, int(lease.Fleet))
 	// A classic sync that finds the state older than this view knows it
 	// went back (the fleet's instances have no classic Version of late).
 	rm.version = max(rm.version, st.Version)
@@ -784,7 +691,7 @@ func (rm *Room) forming(ctx context.Context) bool {
 		return false
 	}
 	peers, _ := fleetPeers(&st, rm.id)
-	if peers == nil || len(peers) < fleetMin/2 && leaseOf(&st) == nil {
+	if len(peers) == 0 || len(peers) < rm.cfg.fleetMin/2 && st.Lease == nil {
 		return false
 	}
 	local := rm.localNow()
@@ -865,7 +772,7 @@ func (rm *Room) removeMailboxes(ctx context.Context) {
 			if st.Epoch == 0 {
 				return errReadOnly // no mailbox
 			}
-			if mb := readMailbox(st); mb.Seen+patience >= now {
+			if mb := mailboxOf(st); mb.Seen+patience >= now {
 				next = local + mb.Seen + patience - now + 1
 				return errReadOnly // written since: not yet
 			}
@@ -946,7 +853,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		joining[id] = true
 	}
 	peers := append(slices.Clone(f.peers), joiners...)
-	boxes := make([]*mailbox, len(peers))
+	boxes := make([]*store.Mailbox, len(peers))
 	rm.eachPeer(peers, func(i int) {
 		_ = rm.store.Update(ctx, mailboxKey(rm.cfg.Name, peers[i]), func(st *store.State) error {
 			if st.Epoch == 0 {
@@ -957,7 +864,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 				// is gone until its patience ran out.
 				return errReadOnly
 			}
-			mb := readMailbox(st)
+			mb := mailboxOf(st)
 			if mb.Term > term {
 				return errNotLeader
 			}
@@ -966,11 +873,11 @@ func (rm *Room) aggregate(sctx context.Context) error {
 				return errReadOnly
 			}
 			mb.Term = term
-			mb.write(st)
+			writeMailbox(st, mb)
 			return nil
 		})
 	})
-	byID := make(map[string]*mailbox, len(peers))
+	byID := make(map[string]*store.Mailbox, len(peers))
 	for i, mb := range boxes {
 		if mb != nil {
 			byID[peers[i]] = mb
@@ -999,11 +906,11 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		merged = nil
 		local := rm.localNow()
 		now := min(max(st.Clock, local+rm.offset.Load()), local+maxClockLead)
-		lease := leaseOf(st)
-		if lease == nil || lease.ID != leasePrefix+rm.id || lease.Seq != term || st.Epoch != rm.epoch {
+		lease := st.Lease
+		if lease == nil || lease.Holder != rm.id || lease.Term != term || st.Epoch != rm.epoch {
 			return errNotLeader
 		}
-		lease.Seen = now
+		lease.Renewed = now
 		// The state went back since this aggregator's latest round (a
 		// failover, a restart from an older dump): the mailboxes did too.
 		wentBack = st.Version < f.roundVersion
@@ -1027,7 +934,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		// however long the rounds take.
 		for i := range st.Instances {
 			in := &st.Instances[i]
-			if mb := byID[in.ID]; mb != nil && !isLease(in.ID) {
+			if mb := byID[in.ID]; mb != nil {
 				in.Seen = max(in.Seen, min(mb.Seen, now))
 			}
 		}
@@ -1058,7 +965,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		recorded := make(map[string]bool, len(st.Instances))
 		for _, in := range st.Instances {
 			recorded[in.ID] = true
-			if mb := byID[in.ID]; mb != nil && !mb.Left && !isLease(in.ID) && in.Seq < mb.Acked && mb.Seen+rm.instanceTTL() >= now {
+			if mb := byID[in.ID]; mb != nil && !mb.Left && in.Seq < mb.Acked && mb.Seen+rm.instanceTTL() >= now {
 				lacks(in.ID, in.Seq, mb.Acked)
 			}
 		}
@@ -1100,9 +1007,9 @@ func (rm *Room) aggregate(sctx context.Context) error {
 				// its record removed, however long ago it wrote.
 				if present[id] && mb.In == st.Epoch {
 					md := newDelta()
-					for _, w := range mb.Batches {
-						if w.Seq > applied[id] {
-							md.add(w.delta())
+					for i := range mb.Batches {
+						if mb.Batches[i].Seq > applied[id] {
+							md.add(batchDelta(&mb.Batches[i]))
 						}
 					}
 					ds = append(ds, md)
@@ -1124,9 +1031,9 @@ func (rm *Room) aggregate(sctx context.Context) error {
 				continue // no news, or a classic sync applied it
 			}
 			md := newDelta()
-			for _, w := range mb.Batches {
-				if w.Seq > applied[id] {
-					md.add(w.delta())
+			for i := range mb.Batches {
+				if mb.Batches[i].Seq > applied[id] {
+					md.add(batchDelta(&mb.Batches[i]))
 				}
 			}
 			ds = append(ds, md)
@@ -1142,7 +1049,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			// again from the new grant (31 in a minute of 30, at the
 			// start of a surge).
 			held := mb.Held
-			pending := mb.pendingGrant()
+			pending := pendingGrant(mb)
 			if pending != nil {
 				held = max(held, pending.total())
 			}
@@ -1164,11 +1071,10 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		dropped = v.dropped
 		merged = v
 		f.peers, _ = fleetPeers(st, rm.id)
-		if len(f.peers) < fleetMin/2 {
-			// An instance that does not sync the fleet way joined, or
-			// the fleet shrank to half the size that takes a lease: the
+		if len(f.peers) < rm.cfg.fleetMin/2 {
+			// The fleet shrank to half the size that takes a lease: the
 			// lease ends, every instance falls back to classic syncs.
-			st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool { return isLease(in.ID) })
+			st.Lease = nil
 		}
 		version, epoch = st.Version, st.Epoch
 		pub = viewOf(st, len(f.peers))
@@ -1187,10 +1093,8 @@ func (rm *Room) aggregate(sctx context.Context) error {
 	}
 	f.roundVersion = version
 	f.reserved = 0
-	for _, in := range pub.Instances {
-		if isReserve(in.ID) {
-			f.reserved = int64(in.Seq)
-		}
+	if pub.Reserve != nil {
+		f.reserved = pub.Reserve.Upto
 	}
 	rm.afterSync(ctx, merged)
 	for id := range out {
@@ -1209,7 +1113,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		}
 		b, isBack := gone[peers[i]]
 		err := rm.store.Update(ctx, mailboxKey(rm.cfg.Name, peers[i]), func(st *store.State) error {
-			mb := readMailbox(st)
+			mb := mailboxOf(st)
 			if mb.Term != term || mb.Version >= version {
 				return errReadOnly
 			}
@@ -1221,13 +1125,13 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			}
 			mb.Acked = max(mb.Acked, c.applied)
 			if c.g != nil {
-				mb.Grant = mb.Grant[:0]
+				mb.Grant = make([]store.Count, 0, len(c.g))
 				for _, e := range c.g {
-					mb.Grant = append(mb.Grant, [2]int64{e.bucket, e.n})
+					mb.Grant = append(mb.Grant, store.Count{Key: e.bucket, N: e.n})
 				}
 				mb.Version, mb.Base, mb.Epoch, mb.Fair, mb.Scarce = version, c.base, epoch, c.fair, c.scarce
 			}
-			mb.write(st)
+			writeMailbox(st, mb)
 			return nil
 		})
 		if err == nil && isBack {
@@ -1239,22 +1143,21 @@ func (rm *Room) aggregate(sctx context.Context) error {
 	return rm.publish(ctx, pub)
 }
 
-// viewOf returns the view of st: a copy without the instance records but
-// the lease's, whose Traffic is the fleet's size, and the picks' and the
-// reserve's (picks.go).
+// viewOf returns the view of st: a copy without the instance records,
+// whose lease carries the fleet's size.
 func viewOf(st *store.State, fleet int) store.State {
 	pub := *st
 	pub.Instances = nil
-	if l := leaseOf(st); l != nil {
-		vl := *l
-		vl.Traffic = float64(fleet)
-		pub.Instances = []store.Instance{vl}
+	if st.Lease != nil {
+		l := *st.Lease
+		l.Fleet = int64(fleet)
+		pub.Lease = &l
 	}
-	for _, in := range st.Instances {
-		if isPick(in.ID) || isReserve(in.ID) {
-			pub.Instances = append(pub.Instances, in)
-		}
+	if st.Reserve != nil {
+		r := *st.Reserve
+		pub.Reserve = &r
 	}
+	pub.Picks = slices.Clone(st.Picks)
 	pub.Sessions = slices.Clone(st.Sessions)
 	pub.Waiting = slices.Clone(st.Waiting)
 	pub.Admitted = slices.Clone(st.Admitted)

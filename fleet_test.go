@@ -60,12 +60,13 @@ func simulatedFleet(t *testing.T) {
 	}
 }
 
-// classicSync returns mutate with FleetSync off: the same rooms syncing
-// the classic way, to compare a fleet with.
+// classicSync returns mutate for rooms that never sync through an
+// aggregator: the same rooms syncing the classic way, to compare a fleet
+// with.
 func classicSync(mutate func(*Config)) func(*Config) {
 	return func(c *Config) {
 		mutate(c)
-		c.FleetSync = false
+		c.fleetMin = 1 << 30
 	}
 }
 
@@ -149,7 +150,6 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, 100
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
-				c.FleetSync = true
 			})
 			clk := newClock()
 			rooms := instances(t, clk, memstore.New(), fleetSize, mutate)
@@ -207,7 +207,6 @@ func TestFleetSurgeAtScale(t *testing.T) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 100*perMinute, perMinute
 		c.SessionDuration = time.Minute
 		c.SyncInterval = -1
-		c.FleetSync = true
 	})
 	sg := surge{visitors: visitors, arrivals: 150 * time.Second, browse: 90 * time.Second,
 		duration: 14 * time.Minute, abandon: 0.01, seed: 7}
@@ -242,7 +241,6 @@ func TestFleetSurgeFewSlots(t *testing.T) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, perMinute
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
-				c.FleetSync = true
 			})
 			sg := surge{visitors: 400, arrivals: 150 * time.Second, browse: 90 * time.Second,
 				duration: 14 * time.Minute, abandon: 0.01, seed: 7}
@@ -279,7 +277,6 @@ func TestFleetAggregatorKilled(t *testing.T) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 		c.SessionDuration = time.Minute
 		c.SyncInterval = -1
-		c.FleetSync = true
 	}))
 	_, dead := fleetOn(rooms)
 	require.GreaterOrEqual(t, dead, 0, "a lease holder")
@@ -323,57 +320,6 @@ func TestFleetAggregatorKilled(t *testing.T) {
 	assert.Equal(t, fleetSize-1, rooms[(dead+1)%fleetSize].Stats().Instances)
 }
 
-// TestFleetMixedWithCurrentRelease has an instance of the current release
-// (whose ID advertises no fleet protocol) join a fleet mid-surge and leave
-// again: the fleet falls back to classic syncs while it is live and
-// returns to the aggregator once it is gone, and the limits hold all
-// along.
-func TestFleetMixedWithCurrentRelease(t *testing.T) {
-	simulatedFleet(t)
-	t.Parallel()
-	ordered := orderedIDs()
-	clk := newClock()
-	st := memstore.New()
-	cfg := ordered(func(c *Config) {
-		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
-		c.SessionDuration = time.Minute
-		c.SyncInterval = -1
-		c.FleetSync = true
-	})
-	rooms := instances(t, clk, st, fleetSize, cfg)
-	old := newTestRoomOn(t, clk, memstore.New(), cfg).Room // a room of its own until it joins
-	old.store = st
-	old.id = instanceID(randomID, false) // an instance without FleetSync
-	old.grant = nil                      // what its own room granted it is not this room's
-	rooms = append(rooms, old)
-	start := newClock().Now()
-	joins, leaves := start.Add(60*time.Second), start.Add(180*time.Second)
-	var classic, back bool
-	res := surge{
-		visitors: 1000, arrivals: 150 * time.Second, browse: 90 * time.Second,
-		duration: 10 * time.Minute, abandon: 0.01, seed: 3,
-		down: func(i int) bool {
-			now := clk.Now()
-			return i == fleetSize && (now.Before(joins) || !now.Before(leaves))
-		},
-		step: func(now time.Time) {
-			on, _ := fleetOn(rooms[:fleetSize])
-			switch {
-			case now.After(joins.Add(5*time.Second)) && now.Before(leaves):
-				classic = classic || on == 0
-				if on > 0 && now.After(joins.Add(10*time.Second)) {
-					t.Errorf("%v: %d instances sync through an aggregator while an instance of the current release is live", now.Sub(start), on)
-				}
-			case now.After(leaves.Add(20 * time.Second)):
-				back = back || on == fleetSize
-			}
-		},
-	}.run(t, clk, rooms)
-	checkSurge(t, res, 1000, 100, true)
-	assert.True(t, classic, "classic syncs while the current release is live")
-	assert.True(t, back, "the aggregator again once it is gone")
-}
-
 // TestFleetMailboxesRemoved: the mailbox of an instance that is gone is
 // removed once it has been silent for the fleet's patience, whether the
 // aggregator or a classic sync dropped the instance from the state (the
@@ -386,7 +332,6 @@ func TestFleetMailboxesRemoved(t *testing.T) {
 	rooms := instances(t, clk, st, fleetSize, func(c *Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 		c.SyncInterval = -1
-		c.FleetSync = true
 	})
 	ctx := context.Background()
 	down := map[int]bool{}
@@ -464,7 +409,6 @@ func TestFleetViewRead(t *testing.T) {
 			rooms := instances(t, clk, st, fleetSize, func(c *Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 				c.SyncInterval = -1
-				c.FleetSync = true
 			})
 			rounds := 10
 			for range rounds {
@@ -552,21 +496,6 @@ func (r *removals) removed(room string) bool {
 	return r.gone[room]
 }
 
-func TestFleetCapable(t *testing.T) {
-	for _, tc := range []struct {
-		id   string
-		want bool
-	}{
-		{"0123456789abcdef+f1", true},
-		{"0123456789abcdef", false},
-		{"lease:0123456789abcdef+f1", true},
-		{"f1", false},
-	} {
-		assert.Equal(t, tc.want, fleetCapable(tc.id), tc.id)
-	}
-	assert.True(t, fleetCapable(instanceID(randomID, true)))
-	assert.False(t, fleetCapable(instanceID(randomID, false)))
-}
 
 // TestFleetJoinMidSurge starts more instances while a fleet syncing
 // through an aggregator serves a surge: each joins through its mailbox
@@ -592,7 +521,6 @@ func TestFleetJoinMidSurge(t *testing.T) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
-				c.FleetSync = true
 			})
 			clk := newClock()
 			st := memstore.New()
@@ -700,7 +628,6 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
-				c.FleetSync = true
 			})
 			clients := make([]*mailboxFaults, fleetSize)
 			rooms := make([]*Room, fleetSize)
@@ -818,7 +745,6 @@ func TestFleetStateRollbackKeepsLimits(t *testing.T) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.perMinute
 				c.SessionDuration = 2 * time.Minute
 				c.SyncInterval = -1
-				c.FleetSync = true
 			}))
 			name := rooms[0].cfg.Name
 			rewound := 0
@@ -893,7 +819,6 @@ func TestFleetWipedStoreNoticedAtOnce(t *testing.T) {
 			st := &wipedAt{st: memstore.New()}
 			rooms := instances(t, clk, st, fleetSize, ordered(func(c *Config) {
 				c.SyncInterval = -1
-				c.FleetSync = true
 			}))
 			ctx := context.Background()
 			for range 2 {
@@ -1044,7 +969,6 @@ func TestFleetGrantLandsAfterNextWrite(t *testing.T) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
-				c.FleetSync = true
 			})
 			var (
 				rooms  []*Room
@@ -1146,7 +1070,6 @@ func TestFleetSilentIsNoGoingBack(t *testing.T) {
 	var wentBack atomic.Int64
 	mutate := ordered(func(c *Config) {
 		c.SyncInterval = -1
-		c.FleetSync = true
 		c.Logger = slog.New(countingHandler{match: "went back", n: &wentBack})
 	})
 	clients := make([]*slowWrite, fleetSize)
@@ -1218,14 +1141,14 @@ func TestFleetSilentIsNoGoingBack(t *testing.T) {
 // the lease has expired.
 func TestSilentFleetRecordsDropped(t *testing.T) {
 	const now, ttl = int64(1_000_000), int64(3000)
-	fleet, classic := "a+"+fleetTag, "b+s4"
+	fleet, classic := "a", "b"
 	for _, tc := range []struct {
 		name  string
 		lease int64 // ms since the lease was renewed; -1 for none
 		round bool
 		kept  []string
 	}{
-		{"classic sync, live lease", 0, false, []string{fleet}},
+		{"classic sync, live lease", 0, false, []string{fleet, classic}},
 		{"round, live lease", 0, true, nil},
 		{"classic sync, no lease", -1, false, nil},
 		{"classic sync, expired lease", fleetLeaseTTLs*ttl + 1, false, nil},
@@ -1236,9 +1159,9 @@ func TestSilentFleetRecordsDropped(t *testing.T) {
 				{ID: classic, Seen: now - ttl - 1, Grant: 1},
 			}}
 			if tc.lease >= 0 {
-				st.Instances = append(st.Instances, store.Instance{ID: leasePrefix + "c+" + fleetTag, Seen: now - tc.lease})
+				st.Lease = &store.Lease{Holder: "c", Renewed: now - tc.lease}
 			}
-			p := syncParams{now: now, id: "c+" + fleetTag, instanceTTL: ttl, round: tc.round, waitWindow: 44_000, dueWindow: 27_000,
+			p := syncParams{now: now, id: "c", instanceTTL: ttl, round: tc.round, waitWindow: 44_000, dueWindow: 27_000,
 				settings: Settings{QueueingMethod: FIFO, TotalActiveUsers: 10, NewUsersPerMinute: 10}}
 			p.policy = policy{Settings: p.settings, method: &fifoMethod}
 			applySync(st, p, newDelta())

@@ -56,12 +56,12 @@ type Pass struct {
 	//
 	// A revoke holds the visitor's slot until every pass that any
 	// instance may still give them has expired: up to Duration after the
-	// revoke has reached every instance, which takes SyncInterval, a
-	// tenth of it and a second at most (another SyncInterval with
-	// FleetSync). New refuses a Pass whose hold could be longer than
-	// 10 s, further ahead than the shared state believes a sign of life:
-	// with the default Duration, a SyncInterval above about 6.4 s (3.3 s
-	// with FleetSync).
+	// revoke has reached every instance, which takes two SyncIntervals
+	// (the revoking instance's sync, and in a fleet syncing through an
+	// aggregator, its round), a tenth of one and a second at most. New
+	// refuses a Pass whose hold could be longer than 10 s, further ahead
+	// than the shared state believes a sign of life: with the default
+	// Duration, a SyncInterval above about 3.3 s.
 	Duration time.Duration
 }
 
@@ -105,21 +105,16 @@ func (p Pass) normalize() (Pass, error) {
 }
 
 // holdFits reports an error when a revoke under p, in a room that syncs
-// every interval (through an aggregator if fleet), would hold the
-// visitor's slot further ahead than the shared state believes a sign of
-// life (maxClockLead): see Pass.Duration.
-func (p Pass) holdFits(interval time.Duration, fleet bool) error {
+// every interval, would hold the visitor's slot further ahead than the
+// shared state believes a sign of life (maxClockLead): see Pass.Duration.
+func (p Pass) holdFits(interval time.Duration) error {
 	if p.Secret == "" {
 		return nil
 	}
-	hold := time.Duration(revokeReach(interval, fleet))*time.Millisecond + p.Duration
+	hold := time.Duration(revokeReach(interval))*time.Millisecond + p.Duration
 	if hold > maxClockLead*time.Millisecond {
-		with := ""
-		if fleet {
-			with = " with FleetSync"
-		}
-		return invalid("Pass.Duration %v and SyncInterval %v%s: a revoke would hold the visitor's slot for up to %v, longer than the %v ahead the shared state believes; shorten either",
-			p.Duration, interval, with, hold, maxClockLead*time.Millisecond)
+		return invalid("Pass.Duration %v and SyncInterval %v: a revoke would hold the visitor's slot for up to %v, longer than the %v ahead the shared state believes; shorten either",
+			p.Duration, interval, hold, maxClockLead*time.Millisecond)
 	}
 	return nil
 }
@@ -206,7 +201,7 @@ func (rm *Room) expiredPass() string {
 // instance that learnt of it refuses the cookie from its end, and gives
 // no pass good past it (givePass).
 func (rm *Room) passRevoke(id uint64, admitted, now int64) store.Session {
-	reach := revokeReach(rm.cfg.SyncInterval, rm.cfg.FleetSync)
+	reach := revokeReach(rm.cfg.SyncInterval)
 	last := floorDiv(now+reach+rm.cfg.Pass.Duration.Milliseconds(), 1000) - 1
 	return store.Session{ID: id, Admitted: admitted, Seen: last, End: last + 1}
 }

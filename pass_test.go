@@ -152,22 +152,19 @@ func TestPassConfig(t *testing.T) {
 	// the shared state believes ahead.
 	for _, tc := range []struct {
 		interval time.Duration
-		fleet    bool
 		duration time.Duration
 		ok       bool
 	}{
-		{-1, false, MaxPassDuration, true},
-		{0, false, MaxPassDuration, true}, // the default, 1 s: 2.1 s + 5 s
-		{time.Second, true, MaxPassDuration, true},
-		{6 * time.Second, false, DefaultPassDuration, true},
-		{7 * time.Second, false, DefaultPassDuration, false},
-		{3 * time.Second, true, DefaultPassDuration, true},
-		{4 * time.Second, true, DefaultPassDuration, false},
-		{4 * time.Second, false, MaxPassDuration, false},
-		{7 * time.Second, false, 0, true}, // no passes
+		{-1, MaxPassDuration, true},
+		{0, MaxPassDuration, true}, // the default, 1 s: 3.1 s + 5 s
+		{time.Second, MaxPassDuration, true},
+		{3 * time.Second, DefaultPassDuration, true},
+		{4 * time.Second, DefaultPassDuration, false},
+		{2 * time.Second, MaxPassDuration, false},
+		{7 * time.Second, 0, true}, // no passes
 	} {
 		cfg := baseConfig(newClock())
-		cfg.SyncInterval, cfg.FleetSync = tc.interval, tc.fleet
+		cfg.SyncInterval = tc.interval
 		if tc.duration != 0 {
 			cfg.Pass = Pass{Secret: testPassSecret, Duration: tc.duration}
 		}

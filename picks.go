@@ -3,8 +3,6 @@ package waitingroom
 import (
 	"cmp"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/go-waitingroom/waitingroom/store"
 )
@@ -29,28 +27,10 @@ import (
 // (pickWait), so the newer visitors let in meanwhile are ahead of them by
 // seconds, not by refreshes.
 //
-// The reserve and every pick are records among the state's instances
-// whose Grant counts as slots held, so every limit counts them: a pick
-// until the visitor's session is in the state (the admission counts
-// instead) or it expires; the reserve until the next round sets it again.
-
-// pickPrefix starts the ID of a pick's record among the state's
-// instances: "pick:", the visitor's ID in hexadecimal and the formats
-// suffix of the aggregator that picked it (so that the record reads as
-// one of this release: compat.go). Its Grant is 1, its Seen the
-// shared-clock ms up to which the visitor may be let in, its Seq the
-// bucket they asked in. settleMembers drops it an instance TTL after
-// Seen (an admission made just before may still be on its way), and
-// settlePicks as soon as the visitor's session is in the state.
-const pickPrefix = "pick:"
-
-// reservePrefix starts the ID of the reserve's record: "reserve:" and the
-// aggregator's lease ID. Its Grant is the slots reserved, its Seq the
-// newest bucket whose due visitors it covers (with no slot while a grace
-// runs: keepReserve), its Seen the round that set it (it is dropped an
-// instance TTL later, when the aggregator stopped, but not through a gap:
-// keepReserve, settleMembers).
-const reservePrefix = "reserve:"
+// The reserve and every pick are records of the state (State.Reserve,
+// State.Picks) whose slots every limit counts: a pick until the visitor's
+// session is in the state (the admission counts instead) or it expires;
+// the reserve until the next round sets it again.
 
 // maxAsks bounds the visitors a delta asks for: the others ask again at
 // their next chance.
@@ -61,33 +41,6 @@ const maxAsks = 256
 // ms by which they will have come back (their next chance, and the
 // lateness a visitor is allowed).
 type ask struct{ bucket, until int64 }
-
-func isPick(id string) bool    { return strings.HasPrefix(id, pickPrefix) }
-func isReserve(id string) bool { return strings.HasPrefix(id, reservePrefix) }
-
-// notInstance reports whether a record among a state's instances is the
-// aggregator's lease, a pick or the reserve rather than an instance.
-func notInstance(id string) bool { return isLease(id) || isPick(id) || isReserve(id) }
-
-// pickID is the ID of the record of a pick of visitor, made by the
-// aggregator of lease ID by.
-func pickID(visitor uint64, by string) string {
-	suffix := ""
-	if i := strings.LastIndexByte(by, '+'); i >= 0 {
-		suffix = by[i:]
-	}
-	return pickPrefix + strconv.FormatUint(visitor, 16) + suffix
-}
-
-// pickedVisitor returns the visitor ID of a pick's record.
-func pickedVisitor(id string) (uint64, bool) {
-	s := strings.TrimPrefix(id, pickPrefix)
-	if i := strings.IndexByte(s, '+'); i >= 0 {
-		s = s[:i]
-	}
-	v, err := strconv.ParseUint(s, 16, 64)
-	return v, err == nil
-}
 
 // ask records that visitor, of bucket b, found no slot and will be back
 // by until.
@@ -126,39 +79,34 @@ func (v *view) near(b, n int64) bool {
 // newest bucket the reserve covers (0 for none).
 func picksOf(st *store.State, now int64) (map[uint64]int64, int64) {
 	var picks map[uint64]int64
-	var upto int64
-	for _, in := range st.Instances {
-		switch {
-		case isReserve(in.ID):
-			upto = max(upto, int64(in.Seq))
-		case isPick(in.ID) && in.Seen > now:
-			if id, ok := pickedVisitor(in.ID); ok {
-				if picks == nil {
-					picks = map[uint64]int64{}
-				}
-				picks[id] = in.Seen
+	for _, pk := range st.Picks {
+		if pk.Until > now {
+			if picks == nil {
+				picks = map[uint64]int64{}
 			}
+			picks[pk.Visitor] = pk.Until
 		}
+	}
+	var upto int64
+	if st.Reserve != nil {
+		upto = st.Reserve.Upto
 	}
 	return picks, upto
 }
 
-// settlePicks drops the records of the picks whose visitor's session is
-// in st (let in: the admission counts instead of the pick) and returns the
-// picks left, by the bucket they were asked in.
+// settlePicks drops the picks whose visitor's session is in st (let in:
+// the admission counts instead of the pick) and returns the picks left,
+// by the bucket they were asked in.
 func settlePicks(st *store.State) map[int64]int64 {
 	var byBucket map[int64]int64
-	st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
-		if !isPick(in.ID) {
-			return false
-		}
-		if id, ok := pickedVisitor(in.ID); ok && hasSession(st.Sessions, id) {
+	st.Picks = slices.DeleteFunc(st.Picks, func(pk store.Pick) bool {
+		if hasSession(st.Sessions, pk.Visitor) {
 			return true
 		}
 		if byBucket == nil {
 			byBucket = map[int64]int64{}
 		}
-		byBucket[int64(in.Seq)] += max(in.Grant, 0)
+		byBucket[pk.Bucket]++
 		return false
 	})
 	return byBucket
@@ -177,15 +125,12 @@ func hasSession(ss []store.Session, id uint64) bool {
 // no slot: the visitors it covers are told to come back soon, and the
 // first round after the grace reserves for them what it can.
 func keepReserve(st *store.State, p syncParams) {
-	for i := range st.Instances {
-		if in := &st.Instances[i]; isReserve(in.ID) {
-			in.Seen = max(in.Seen, p.now)
-			in.Seq = uint64(max(int64(in.Seq), p.reserved))
-			return
-		}
-	}
-	if l := leaseOf(st); l != nil && p.reserved > 0 {
-		st.Instances = append(st.Instances, store.Instance{ID: reservePrefix + l.ID, Seq: uint64(p.reserved), Seen: p.now})
+	switch r := st.Reserve; {
+	case r != nil:
+		r.Set = max(r.Set, p.now)
+		r.Upto = max(r.Upto, p.reserved)
+	case st.Lease != nil && p.reserved > 0:
+		st.Reserve = &store.Reserve{Upto: p.reserved, Set: p.now}
 	}
 }
 
@@ -224,8 +169,7 @@ const fleetScarceBelow = 4
 func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCount, asks map[uint64]ask, picked map[int64]int64, grants, ahead int64) ([]bucketCount, int64) {
 	lay := slices.Clone(buckets)
 	coverDue(lay, picked)
-	lease := leaseOf(st)
-	if lease == nil {
+	if st.Lease == nil {
 		return lay, grants
 	}
 	var picks, before int64
@@ -233,20 +177,15 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 		picks += n
 	}
 	// The reserve is the aggregator's to set again: its slots and the
-	// picks' are what this part holds. (Records are changed in place or
-	// appended: the members' are where settleMembers found them.)
-	found := false
+	// picks' are what this part holds.
 	// was: the newest bucket the reserve covered (a record kept through
 	// a grace may hold no slot yet), or the aggregator's latest round's
 	// if the state went back to before it.
 	was := p.reserved
-	for i := range st.Instances {
-		if in := &st.Instances[i]; isReserve(in.ID) {
-			before += max(in.Grant, 0)
-			was = max(was, int64(in.Seq))
-			in.Grant = 0
-			found = true
-		}
+	if r := st.Reserve; r != nil {
+		before = max(r.Slots, 0)
+		was = max(was, r.Upto)
+		r.Slots = 0
 	}
 	// The picks are held: each is a slot promised to a visitor. So is
 	// the reserve (the release does not take back what it gave), but
@@ -261,7 +200,7 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 		limit = g.total()
 	}
 	ordered := p.policy.method.ordered
-	made := pick(st, asks, lay, limit-picks, p.now, p.waitWindow, lease.ID, ordered)
+	made := pick(st, asks, lay, limit-picks, p.now, p.waitWindow, ordered)
 	var n int64
 	for _, k := range made {
 		n += k
@@ -269,13 +208,9 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 	coverDue(lay, made)
 	if !ordered {
 		// Random (fleetScarce): no order to keep, so no reserve. (Its
-		// record, if the room was FIFO, is left where it is with no
-		// slot: the members' records are where settleMembers found
-		// them.)
-		for i := range st.Instances {
-			if isReserve(st.Instances[i].ID) {
-				st.Instances[i] = store.Instance{ID: reservePrefix + lease.ID, Seen: p.now}
-			}
+		// record, if the room was FIFO, is left with no slot.)
+		if r := st.Reserve; r != nil {
+			*r = store.Reserve{Set: p.now}
 		}
 		return lay, grants + n - before
 	}
@@ -302,23 +237,15 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 		}
 		break
 	}
-	switch {
-	case found:
-		for i := range st.Instances {
-			if isReserve(st.Instances[i].ID) {
-				st.Instances[i] = store.Instance{ID: reservePrefix + lease.ID, Grant: r, Seq: uint64(upto), Seen: p.now}
-				break
-			}
-		}
-	case upto > 0:
-		st.Instances = append(st.Instances, store.Instance{ID: reservePrefix + lease.ID, Grant: r, Seq: uint64(upto), Seen: p.now})
+	if st.Reserve != nil || upto > 0 {
+		st.Reserve = &store.Reserve{Slots: r, Upto: upto, Set: p.now}
 	}
 	return lay, grants + n + r - before
 }
 
-// pick adds to st a record for each of up to n of the asked visitors who
+// pick adds to st a pick of each of up to n of the asked visitors who
 // will be back after now and whom st has neither a session nor a pick of,
-// made by the aggregator of lease ID by and good for longest ms at most
+// good for longest ms at most
 // (an ask's until is an instance's word), and returns the picks made, by
 // bucket. Ordered, it picks the oldest buckets first, and the visitors
 // of a bucket only while no due visitor of an older one is left (lay: the
@@ -327,17 +254,13 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 // Otherwise (random, with few slots an instance) it draws among them at
 // random: the instances ask for visitors drawn at their chances, once a
 // refresh interval of the shared clock each (check.go).
-func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longest int64, by string, ordered bool) map[int64]int64 {
+func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longest int64, ordered bool) map[int64]int64 {
 	if n <= 0 || len(asks) == 0 {
 		return nil
 	}
 	have := map[uint64]bool{}
-	for _, in := range st.Instances {
-		if isPick(in.ID) {
-			if id, ok := pickedVisitor(in.ID); ok {
-				have[id] = true
-			}
-		}
+	for _, pk := range st.Picks {
+		have[pk.Visitor] = true
 	}
 	type asked struct {
 		id uint64
@@ -373,7 +296,7 @@ func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longe
 		// A pick lasts until the visitor said they would be back, and
 		// never past the longest a waiting visitor stays counted.
 		until := min(c.a.until, now+longest)
-		st.Instances = append(st.Instances, store.Instance{ID: pickID(c.id, by), Grant: 1, Seen: until, Seq: uint64(c.a.bucket)})
+		st.Picks = append(st.Picks, store.Pick{Visitor: c.id, Bucket: c.a.bucket, Until: until})
 		if out == nil {
 			out = map[int64]int64{}
 		}

@@ -166,12 +166,12 @@ func TestReserveAndPick(t *testing.T) {
 			st := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
 			st.Waiting = []store.Cell{{Bucket: b0, Slot: slotOf(now), N: tc.due0}, {Bucket: b1, Slot: slotOf(now), N: 50}}
 			st.Admitted = []store.Count{{Key: nowMin, N: tc.admitted}}
-			st.Instances = append(st.Instances, store.Instance{ID: leasePrefix + agg, Seq: 1, Seen: now - 1000})
+			st.Lease = &store.Lease{Holder: agg, Term: 1, Renewed: now - 1000}
 			if tc.before > 0 {
-				st.Instances = append(st.Instances, store.Instance{ID: reservePrefix + leasePrefix + agg, Grant: tc.before, Seq: uint64(b0), Seen: now - 1000})
+				st.Reserve = &store.Reserve{Slots: tc.before, Upto: b0, Set: now - 1000}
 			}
 			for _, id := range tc.picks {
-				st.Instances = append(st.Instances, store.Instance{ID: pickID(id, leasePrefix+agg), Grant: 1, Seq: uint64(b0), Seen: future})
+				st.Picks = append(st.Picks, store.Pick{Visitor: id, Bucket: b0, Until: future})
 			}
 			p := syncParams{now: now, settings: Settings{TotalActiveUsers: 1000, NewUsersPerMinute: 100},
 				times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000,
@@ -186,7 +186,7 @@ func TestReserveAndPick(t *testing.T) {
 			members := make([]member, 40)
 			ds := make([]*delta, 40)
 			for i := range members {
-				id := fmt.Sprintf("i%03d+s4c3p1f1", i)
+				id := fmt.Sprintf("i%03d", i)
 				st.Instances = append(st.Instances, store.Instance{ID: id, Seen: now - 1000, Seq: 1, Grant: tc.held, Traffic: 2})
 				ds[i] = newDelta()
 				ds[i].attempts = 2
@@ -202,18 +202,17 @@ func TestReserveAndPick(t *testing.T) {
 			out, v := applyRound(st, p, members, ds)
 
 			var picked []uint64
-			var reserve, reserved, grants int64
+			var reserve, reserved int64
+			for _, pk := range st.Picks {
+				picked = append(picked, pk.Visitor)
+			}
+			grants := int64(len(st.Picks))
 			for _, in := range st.Instances {
 				grants += max(in.Grant, 0)
-				switch {
-				case isPick(in.ID):
-					id, ok := pickedVisitor(in.ID)
-					require.True(t, ok, in.ID)
-					picked = append(picked, id)
-					assert.Equal(t, int64(1), in.Grant, "a pick holds one slot")
-				case isReserve(in.ID):
-					reserve, reserved = in.Grant, int64(in.Seq)
-				}
+			}
+			if r := st.Reserve; r != nil {
+				reserve, reserved = r.Slots, r.Upto
+				grants += max(r.Slots, 0)
 			}
 			slices.Sort(picked)
 			assert.Equal(t, tc.want.picked, picked, "picks")
@@ -444,7 +443,8 @@ func TestAsksOnTheWire(t *testing.T) {
 	d.ask(7, 100, 5000)
 	d.ask(7, 99, 6000) // the same visitor again: the older bucket, the later return
 	d.ask(8, 101, 7000)
-	back := toWire(batch{seq: 3, d: d}).delta()
+	w := toBatch(batch{seq: 3, d: d})
+	back := batchDelta(&w)
 	assert.Equal(t, map[uint64]ask{7: {99, 6000}, 8: {101, 7000}}, back.asks)
 	for i := range uint64(maxAsks) {
 		assert.True(t, d.mayAsk(100+i) || len(d.asks) >= maxAsks)
@@ -472,8 +472,7 @@ func TestAsksOnTheWire(t *testing.T) {
 // are left.
 func TestReserveAndPickRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 14))
-	const agg = "agg+s4c3p1f1"
-	lease := leasePrefix + agg
+	const agg = "agg"
 	for trial := range 2000 {
 		now := newClock().Now().UnixMilli() + rng.Int64N(60_000)
 		nowMin := minuteOf(now)
@@ -488,7 +487,7 @@ func TestReserveAndPickRandom(t *testing.T) {
 		}
 		admitted := rng.Int64N(perMinute + 1)
 		st.Admitted = []store.Count{{Key: nowMin, N: admitted}}
-		st.Instances = append(st.Instances, store.Instance{ID: lease, Seq: 1, Seen: now - 1000})
+		st.Lease = &store.Lease{Holder: agg, Term: 1, Renewed: now - 1000}
 		// What is held before the round, within the limits: picks, a
 		// reserve, the instances' grants.
 		room := perMinute - admitted
@@ -505,13 +504,13 @@ func TestReserveAndPickRandom(t *testing.T) {
 		for i := range nPicks {
 			id := uint64(0x100 + i)
 			before[id] = true
-			st.Instances = append(st.Instances, store.Instance{ID: pickID(id, lease), Grant: 1, Seq: uint64(nowMin - 10 + int64(rng.IntN(nb))), Seen: now + 5000})
+			st.Picks = append(st.Picks, store.Pick{Visitor: id, Bucket: nowMin - 10 + int64(rng.IntN(nb)), Until: now + 5000})
 		}
 		if r := take(5); r > 0 {
-			st.Instances = append(st.Instances, store.Instance{ID: reservePrefix + lease, Grant: r, Seq: uint64(nowMin - 10 + int64(rng.IntN(nb))), Seen: now - 1000})
+			st.Reserve = &store.Reserve{Slots: r, Upto: nowMin - 10 + int64(rng.IntN(nb)), Set: now - 1000}
 		}
 		for i := range 5 + rng.IntN(36) {
-			id := fmt.Sprintf("i%03d+s4c3p1f1", i)
+			id := fmt.Sprintf("i%03d", i)
 			held := take(3)
 			st.Instances = append(st.Instances, store.Instance{ID: id, Seen: now - 1000, Seq: 1, Grant: held, Traffic: rng.Float64() * 5})
 			d := newDelta()
@@ -560,28 +559,27 @@ func TestReserveAndPickRandom(t *testing.T) {
 
 		out, v := applyRound(st, p, members, ds)
 
-		var grants, reserves int64
-		picks := map[int64]int64{}
-		var newPicks []store.Instance
-		var reserve *store.Instance
-		for i, in := range st.Instances {
+		grants := int64(len(st.Picks))
+		for _, in := range st.Instances {
 			grants += max(in.Grant, 0)
-			switch {
-			case isPick(in.ID):
-				id, ok := pickedVisitor(in.ID)
-				require.True(t, ok)
-				require.False(t, let[id], "trial %d: a pick of a visitor let in", trial)
-				picks[int64(in.Seq)]++
-				if !before[id] {
-					require.True(t, asked[id], "trial %d: a pick of a visitor nobody asked for", trial)
-					require.Greater(t, in.Seen, now, "trial %d: a pick that is over", trial)
-					require.LessOrEqual(t, in.Seen, now+p.waitWindow, "trial %d: a pick for too long", trial)
-					newPicks = append(newPicks, in)
-				}
-			case isReserve(in.ID) && in.Grant > 0:
-				reserves++
-				reserve = &st.Instances[i]
+		}
+		picks := map[int64]int64{}
+		var newPicks []store.Pick
+		for _, pk := range st.Picks {
+			require.False(t, let[pk.Visitor], "trial %d: a pick of a visitor let in", trial)
+			picks[pk.Bucket]++
+			if !before[pk.Visitor] {
+				require.True(t, asked[pk.Visitor], "trial %d: a pick of a visitor nobody asked for", trial)
+				require.Greater(t, pk.Until, now, "trial %d: a pick that is over", trial)
+				require.LessOrEqual(t, pk.Until, now+p.waitWindow, "trial %d: a pick for too long", trial)
+				newPicks = append(newPicks, pk)
 			}
+		}
+		var reserves int64
+		var reserve *store.Reserve
+		if r := st.Reserve; r != nil && r.Slots > 0 {
+			reserves, reserve = 1, r
+			grants += r.Slots
 		}
 		require.LessOrEqual(t, v.admittedThisMinute+grants, perMinute, "trial %d: admitted this minute and every slot held (random %v, scarce %v %v)", trial, m == &randomMethod, p.scarceBelow, v.scarce)
 		require.LessOrEqual(t, v.active+grants, total, "trial %d: active and every slot held", trial)
@@ -604,10 +602,10 @@ func TestReserveAndPickRandom(t *testing.T) {
 		for _, b := range v.buckets {
 			left = append(left, bucketCount{bucket: b.bucket, due: max(0, b.due-picks[b.bucket])})
 		}
-		for _, in := range newPicks {
+		for _, pk := range newPicks {
 			for _, b := range left {
-				if b.bucket < int64(in.Seq) {
-					require.Zero(t, b.due, "trial %d: a visitor of bucket %d picked while bucket %d has due visitors left", trial, in.Seq, b.bucket)
+				if b.bucket < pk.Bucket {
+					require.Zero(t, b.due, "trial %d: a visitor of bucket %d picked while bucket %d has due visitors left", trial, pk.Bucket, b.bucket)
 				}
 			}
 		}
@@ -620,8 +618,8 @@ func TestReserveAndPickRandom(t *testing.T) {
 				}
 			}
 			require.NotNil(t, oldest, "trial %d: a reserve with no due visitor left", trial)
-			assert.Equal(t, oldest.bucket, int64(reserve.Seq), "trial %d: the reserve is the oldest bucket's", trial)
-			assert.LessOrEqual(t, reserve.Grant, oldest.due, "trial %d: no more than its due visitors left", trial)
+			assert.Equal(t, oldest.bucket, reserve.Upto, "trial %d: the reserve is the oldest bucket's", trial)
+			assert.LessOrEqual(t, reserve.Slots, oldest.due, "trial %d: no more than its due visitors left", trial)
 			assert.Equal(t, oldest.bucket, v.reservedTo, "trial %d: the view says so", trial)
 		}
 	}
@@ -637,8 +635,7 @@ func TestReserveKeptThroughGap(t *testing.T) {
 	now := newClock().Now().UnixMilli() + 30_000
 	nowMin := minuteOf(now)
 	b0, b1 := nowMin-3, nowMin-2
-	const agg = "agg+s4c3p1f1"
-	reserveID := reservePrefix + leasePrefix + agg
+	const agg = "agg"
 	for _, tc := range []struct {
 		name       string
 		round      bool
@@ -646,22 +643,22 @@ func TestReserveKeptThroughGap(t *testing.T) {
 		keepSilent bool  // the sync may drop no record as silent
 		record     int64 // the reserve record's slots (covering b0, set 5 s ago); -1: none
 		reserved   int64 // the aggregator's latest round's reserve covered up to
-		want       *store.Instance
+		want       *store.Reserve
 	}{
 		{
 			name:  "a round in a grace keeps the reserve, marked as set now",
 			round: true, grace: true, record: 3,
-			want: &store.Instance{ID: reserveID, Grant: 3, Seq: uint64(b0), Seen: now},
+			want: &store.Reserve{Slots: 3, Upto: b0, Set: now},
 		},
 		{
 			name:  "a round in a grace over a state that went back to before the reserve covers its buckets again, with no slot",
 			round: true, grace: true, record: -1, reserved: b0,
-			want: &store.Instance{ID: reserveID, Seq: uint64(b0), Seen: now},
+			want: &store.Reserve{Upto: b0, Set: now},
 		},
 		{
 			name:  "a round in a grace over a state that went back to a reserve of an older bucket covers the newer one",
 			round: true, grace: true, record: 3, reserved: b1,
-			want: &store.Instance{ID: reserveID, Grant: 3, Seq: uint64(b1), Seen: now},
+			want: &store.Reserve{Slots: 3, Upto: b1, Set: now},
 		},
 		{
 			name:  "a round in a grace with no reserve before makes none",
@@ -670,7 +667,7 @@ func TestReserveKeptThroughGap(t *testing.T) {
 		{
 			name:       "a classic sync that must drop no record as silent keeps a reserve that looks stale",
 			keepSilent: true, record: 3,
-			want: &store.Instance{ID: reserveID, Grant: 3, Seq: uint64(b0), Seen: now - 5000},
+			want: &store.Reserve{Slots: 3, Upto: b0, Set: now - 5000},
 		},
 		{
 			name:   "a classic sync that may drop silent records drops a stale reserve",
@@ -681,9 +678,9 @@ func TestReserveKeptThroughGap(t *testing.T) {
 			st := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
 			st.Waiting = []store.Cell{{Bucket: b0, Slot: slotOf(now), N: 20}, {Bucket: b1, Slot: slotOf(now), N: 50}}
 			st.Admitted = []store.Count{{Key: nowMin, N: 20}}
-			st.Instances = append(st.Instances, store.Instance{ID: leasePrefix + agg, Seq: 1, Seen: now - 1000})
+			st.Lease = &store.Lease{Holder: agg, Term: 1, Renewed: now - 1000}
 			if tc.record >= 0 {
-				st.Instances = append(st.Instances, store.Instance{ID: reserveID, Grant: tc.record, Seq: uint64(b0), Seen: now - 5000})
+				st.Reserve = &store.Reserve{Slots: tc.record, Upto: b0, Set: now - 5000}
 			}
 			if tc.grace {
 				st.Grace = now + 2000
@@ -692,20 +689,14 @@ func TestReserveKeptThroughGap(t *testing.T) {
 				times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000,
 				syncInterval: 1000, instanceTTL: 3000, round: tc.round, keepSilent: tc.keepSilent, reserved: tc.reserved}
 			p.policy = policy{Settings: p.settings, method: &fifoMethod}
-			const id = "i000+s4c3p1f1"
+			const id = "i000"
 			st.Instances = append(st.Instances, store.Instance{ID: id, Seen: now - 1000, Seq: 1, Traffic: 2})
 			out, v := applyRound(st, p, []member{{id: id, seq: 2, attempts: 2}}, []*delta{newDelta()})
 
-			var got *store.Instance
-			for _, in := range st.Instances {
-				if isReserve(in.ID) {
-					got = &in
-				}
-			}
-			assert.Equal(t, tc.want, got, "the reserve's record")
+			assert.Equal(t, tc.want, st.Reserve, "the reserve's record")
 			wantTo := int64(0)
 			if tc.want != nil {
-				wantTo = int64(tc.want.Seq)
+				wantTo = tc.want.Upto
 			}
 			assert.Equal(t, wantTo, v.reservedTo, "the view's reserve")
 			if tc.grace {

@@ -148,17 +148,13 @@ func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec 
 // revokeReach is the longest, in ms, a revoke at one instance takes to
 // reach every other one when they sync every interval: the revoking
 // instance syncs at once, at most wakeGap after its previous sync began;
-// each other one learns it at its next sync, within interval (with
-// FleetSync, after the aggregator's round, within another); and a second
-// goes to the round trips. With syncs left to the caller (interval not
-// positive), the second alone.
-func revokeReach(interval time.Duration, fleet bool) int64 {
+// each other one learns it at its next sync, within interval, or in a
+// fleet syncing through an aggregator, after the aggregator's round,
+// within another; and a second goes to the round trips. With syncs left
+// to the caller (interval not positive), the second alone.
+func revokeReach(interval time.Duration) int64 {
 	i := max(interval, 0)
-	r := i + wakeGap(i) + time.Second
-	if fleet {
-		r += i
-	}
-	return r.Milliseconds()
+	return (2*i + wakeGap(i) + time.Second).Milliseconds()
 }
 
 // revokedAt is a revoked session of a sync's view, and the Unix ms from

@@ -156,7 +156,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		sameSite:   c.sameSite(),
 		secure:     c.secure(),
 		store:      st,
-		id:         instanceID(cfg.idSource(), cfg.FleetSync),
+		id:         cfg.idSource()(),
 		log:        c.Logger.With("room", c.Name),
 		configHash: func() uint64 { s := c.settings(); return s.hash() }(),
 		hold:       c.QueueHold.Milliseconds(),

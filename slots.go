@@ -326,9 +326,7 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 		for _, m := range members {
 			if m.leaving {
 				st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool { return in.ID == m.id })
-				if fleetCapable(m.id) {
-					v.dropped = append(v.dropped, m.id)
-				}
+				v.dropped = append(v.dropped, m.id)
 			}
 		}
 	}()
@@ -348,7 +346,12 @@ func applyRound(st *store.State, p syncParams, members []member, ds []*delta) ([
 	}
 	// The share follows traffic, with a floor so that an instance that
 	// happened to see nobody lately can still admit the next visitor.
-	var grants int64
+	// Every slot held counts: the instances' grants, the picks' and the
+	// reserve's (picks.go).
+	grants := int64(len(st.Picks))
+	if st.Reserve != nil {
+		grants += max(st.Reserve.Slots, 0)
+	}
 	var traffic float64
 	for _, in := range st.Instances {
 		grants += max(in.Grant, 0)
@@ -532,11 +535,20 @@ func mergeShared(st *store.State, p *syncParams, d *delta) (*view, map[int64]int
 	return v, admitted, obs
 }
 
-// silentDrops returns whether a sync of members drops a record among st's
-// instances as silent: an instance's, the lease's, a pick's or the
-// reserve's not renewed within its time to live.
-func silentDrops(st *store.State, p *syncParams, members []member) func(store.Instance) bool {
+// silence is what a sync of members drops from st as silent: the
+// instances, and the fleet's lease, picks and reserve (picks.go), not
+// renewed within their time to live.
+type silence struct {
+	instance func(store.Instance) bool
+	lease    bool
+	pick     func(store.Pick) bool
+	reserve  bool
+}
+
+// silentDrops returns what a sync of members drops from st as silent.
+func silentDrops(st *store.State, p *syncParams, members []member) silence {
 	now := p.now
+	ttl := p.instanceTTL
 	// While a live lease says an aggregator syncs the fleet, the records
 	// of the fleet's instances are its to drop: it keeps them alive from
 	// their mailboxes, which they write whether or not its rounds commit.
@@ -544,35 +556,24 @@ func silentDrops(st *store.State, p *syncParams, members []member) func(store.In
 	// back from an outage), an instance that never stopped writing its
 	// mailbox would look to the aggregator like one the state went back
 	// on (see aggregate).
-	leased := false
-	if l := leaseOf(st); l != nil {
-		leased = l.Seen+p.instanceTTL*fleetLeaseTTLs >= now
-	}
+	leased := st.Lease != nil && st.Lease.Renewed+ttl*fleetLeaseTTLs >= now
 	syncing := make(map[string]bool, len(members))
 	for _, m := range members {
 		syncing[m.id] = true
 	}
-	return func(in store.Instance) bool {
-		ttl := p.instanceTTL
-		if isLease(in.ID) {
-			ttl *= fleetLeaseTTLs // fleet.go
-		}
-		// The picks and the reserve (picks.go) are kept with the silent
-		// instances, and through a grace: read back from a state that
-		// went back, or after an outage, they look stale but are the
-		// slots the aggregator set aside for the oldest visitors (they
-		// hold slots, so keeping them a while is on the safe side of
-		// every limit).
-		var gone bool
-		switch {
-		case isLease(in.ID):
-			gone = true
-		case notInstance(in.ID):
-			gone = !p.keepSilent && now >= st.Grace
-		default:
-			gone = !p.keepSilent && (p.round || !leased || !fleetCapable(in.ID))
-		}
-		return !syncing[in.ID] && in.Seen+ttl < now && gone
+	// The picks and the reserve (picks.go) are kept with the silent
+	// instances, and through a grace: read back from a state that went
+	// back, or after an outage, they look stale but are the slots the
+	// aggregator set aside for the oldest visitors (they hold slots, so
+	// keeping them a while is on the safe side of every limit).
+	held := !p.keepSilent && now >= st.Grace
+	return silence{
+		instance: func(in store.Instance) bool {
+			return !syncing[in.ID] && in.Seen+ttl < now && !p.keepSilent && (p.round || !leased)
+		},
+		lease:   st.Lease != nil && st.Lease.Renewed+ttl*fleetLeaseTTLs < now,
+		pick:    func(pk store.Pick) bool { return held && pk.Until+ttl < now },
+		reserve: st.Reserve != nil && held && st.Reserve.Set+ttl < now,
 	}
 }
 
@@ -596,8 +597,6 @@ func silentDrops(st *store.State, p *syncParams, members []member) func(store.In
 func lostToSilence(st *store.State, p *syncParams, members []member) []store.Session {
 	drops := silentDrops(st, p, members)
 	var lost []store.Session
-	var picks []string
-	dropped := false
 	add := func(parts ...string) {
 		h := fnv.New64a()
 		for _, s := range parts {
@@ -607,46 +606,50 @@ func lostToSilence(st *store.State, p *syncParams, members []member) []store.Ses
 		sec := floorDiv(p.now, 1000)
 		lost = append(lost, store.Session{ID: max(h.Sum64(), 1), Admitted: sec, Seen: sec, End: sessionEnd(&p.policy, p.now)})
 	}
+	dropped := false
 	for _, in := range st.Instances {
-		drop := drops(in)
-		switch {
-		case isPick(in.ID):
-			if id, ok := pickedVisitor(in.ID); ok && !drop && in.Grant > 0 && !hasSession(st.Sessions, id) {
-				picks = append(picks, in.ID)
-			}
-		case notInstance(in.ID) || !drop:
-		default:
-			dropped = true
-			seq := strconv.FormatUint(in.Seq, 10)
-			for k := range max(in.Grant, 0) {
-				add("lost", in.ID, seq, strconv.FormatInt(k, 10))
-			}
+		if !drops.instance(in) {
+			continue
+		}
+		dropped = true
+		seq := strconv.FormatUint(in.Seq, 10)
+		for k := range max(in.Grant, 0) {
+			add("lost", in.ID, seq, strconv.FormatInt(k, 10))
 		}
 	}
 	if dropped {
-		for _, id := range picks {
-			add("lost-pick", id, strconv.FormatInt(p.now, 10))
+		for _, pk := range st.Picks {
+			if !drops.pick(pk) && !hasSession(st.Sessions, pk.Visitor) {
+				add("lost-pick", strconv.FormatUint(pk.Visitor, 16), strconv.FormatInt(p.now, 10))
+			}
 		}
 	}
 	return lost
 }
 
-// settleMembers drops the silent instances' records (their grants return
+// settleMembers drops the silent records (the instances' grants return
 // to the pool, counted first as admissions they may have made:
 // lostToSilence), and settles the members': each record's sequence number,
 // time and traffic, and its grant, which holds what the member still holds
-// until a carve. It counts the instances and the formats they read into v,
-// and returns where each member's record is in st.Instances.
+// until a carve. It counts the instances into v, and returns where each
+// member's record is in st.Instances.
 func settleMembers(st *store.State, p *syncParams, v *view, members []member) []int {
 	now := p.now
 	drops := silentDrops(st, p, members)
 	st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
-		drop := drops(in)
-		if drop && fleetCapable(in.ID) && !notInstance(in.ID) {
+		drop := drops.instance(in)
+		if drop {
 			v.dropped = append(v.dropped, in.ID)
 		}
 		return drop
 	})
+	if drops.lease {
+		st.Lease = nil
+	}
+	st.Picks = slices.DeleteFunc(st.Picks, drops.pick)
+	if drops.reserve {
+		st.Reserve = nil
+	}
 	index := make(map[string]int, len(st.Instances)+len(members))
 	for i, in := range st.Instances {
 		index[in.ID] = i
@@ -669,14 +672,7 @@ func settleMembers(st *store.State, p *syncParams, v *view, members []member) []
 		// pool.
 		me.Grant = m.held
 	}
-	// The aggregator's lease (fleet.go), the picks and the reserve
-	// (picks.go) are records among the instances, not instances.
 	v.instances = len(st.Instances)
-	for _, in := range st.Instances {
-		if notInstance(in.ID) {
-			v.instances--
-		}
-	}
 	return at
 }
 

@@ -39,8 +39,8 @@ type Stats struct {
 	// first one.
 	Synced time.Time
 	// Aggregated reports that this instance's latest successful sync went
-	// through the fleet's aggregator (Config.FleetSync, with enough
-	// instances sharing the room) rather than reading and writing the
+	// through the fleet's aggregator (32 instances or more sharing the
+	// room) rather than reading and writing the
 	// whole shared state; Aggregating that this instance held the
 	// fleet's lease after it, and so aggregates the fleet's counts. Both
 	// are false for a room that syncs the classic way.

@@ -185,7 +185,6 @@ func TestFleetCloseLeaves(t *testing.T) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 		c.SessionDuration = 5 * time.Minute
 		c.SyncInterval = -1
-		c.FleetSync = true
 	}))
 	syncAll := func(rs []*Room) {
 		for _, rm := range rs {

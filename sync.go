@@ -185,10 +185,10 @@ func (rm *Room) sync(ctx context.Context, leaving bool) error {
 		st.Version++
 		st.Clock = now
 		g, v = applySync(st, p, dd)
-		rm.takeLease(st, now, !leaving)
+		rm.takeLease(st, now, leaving)
 		epoch, version = st.Epoch, st.Version
 		peers, term = fleetPeers(st, rm.id)
-		leased = leaseOf(st) != nil
+		leased = st.Lease != nil
 		if took = term != 0 && term == st.Version; took {
 			// The lease is new: its view goes out now, so that the
 			// instances starting meanwhile join through their mailboxes
@@ -208,7 +208,7 @@ func (rm *Room) sync(ctx context.Context, leaving bool) error {
 	}
 	rm.syncSucceeded()
 	rm.fleet = fleetState{
-		on:             peers != nil && leased,
+		on:             len(peers) > 0 && leased,
 		term:           term,
 		peers:          peers,
 		classicVersion: version,

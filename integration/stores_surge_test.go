@@ -146,7 +146,7 @@ func inversions(vs []sim.Visitor, slack time.Duration) int {
 }
 
 // TestFleetSurgeOnRealStores runs a fleet of 200 instances syncing
-// through an aggregator (Config.FleetSync) on each real server store,
+// through an aggregator on each real server store,
 // under one virtual clock, through a surge: the limits hold exactly,
 // admissions reach the limits while demand exceeds them, and FIFO order
 // holds across the instances; at 500 admissions a minute (2.5 slots an
@@ -178,7 +178,6 @@ func TestFleetSurgeOnRealStores(t *testing.T) {
 					Duration: 7 * time.Minute, Abandon: 0.01, Seed: 21,
 					Instances: 200, Store: open(t),
 					TotalActiveUsers: 100 * perMinute, NewUsersPerMinute: perMinute, SessionDuration: time.Minute,
-					Configure: func(c *waitingroom.Config) { c.FleetSync = true },
 				})
 				require.NoError(t, err)
 				assert.LessOrEqual(t, res.MaxAdmittedPerMinute, perMinute)

@@ -297,10 +297,9 @@ func TestDishonestAcrossInstances(t *testing.T) {
 	for _, fleet := range []struct {
 		name      string
 		instances int
-		fleetSync bool
-	}{{"4 classic", 4, false}, {"40 fleet", 40, true}} {
+	}{{"4 instances", 4}, {"40 instances", 40}} {
 		for _, method := range []waitingroom.QueueingMethod{waitingroom.Random, waitingroom.FIFO} {
-			held := !fleet.fleetSync && method == waitingroom.Random
+			held := fleet.instances < 32 && method == waitingroom.Random
 			for _, kind := range []string{"replayers", "cloners", "cloners every second"} {
 				t.Run(fmt.Sprintf("%s/%s/%s", fleet.name, method, kind), func(t *testing.T) {
 					if !held && !all {
@@ -309,9 +308,6 @@ func TestDishonestAcrossInstances(t *testing.T) {
 					t.Parallel()
 					o := dishonestCrowd(method, 60)
 					o.Instances = fleet.instances
-					if fleet.fleetSync {
-						o.Configure = func(c *waitingroom.Config) { c.FleetSync = true }
-					}
 					mean := func(r *Result) float64 { return r.MeanWaitClonerSeconds }
 					switch kind {
 					case "replayers":

@@ -43,15 +43,7 @@ func MarshalState(s *State) []byte {
 	b = binary.AppendUvarint(b, s.ConfigHash)
 	b = appendSessions(b, s.Sessions)
 	b = appendCounts(b, s.Admitted)
-	b = binary.AppendUvarint(b, uint64(len(s.Waiting)))
-	var prevB, prevS int64
-	for _, c := range s.Waiting {
-		// Cells are usually sorted: deltas keep them small.
-		b = binary.AppendVarint(b, c.Bucket-prevB)
-		b = binary.AppendVarint(b, c.Slot-prevS)
-		b = binary.AppendVarint(b, c.N)
-		prevB, prevS = c.Bucket, c.Slot
-	}
+	b = appendCells(b, s.Waiting)
 	b = binary.AppendUvarint(b, uint64(len(s.Instances)))
 	for _, in := range s.Instances {
 		b = appendBytes(b, []byte(in.ID))
@@ -61,6 +53,19 @@ func MarshalState(s *State) []byte {
 		b = binary.AppendUvarint(b, in.Seq)
 	}
 	b = appendTallies(b, s.Recorded, s.Tallies)
+	return appendFleet(b, s)
+}
+
+// appendCells writes cells, usually sorted: deltas keep them small.
+func appendCells(b []byte, cs []Cell) []byte {
+	b = binary.AppendUvarint(b, uint64(len(cs)))
+	var prevB, prevS int64
+	for _, c := range cs {
+		b = binary.AppendVarint(b, c.Bucket-prevB)
+		b = binary.AppendVarint(b, c.Slot-prevS)
+		b = binary.AppendVarint(b, c.N)
+		prevB, prevS = c.Bucket, c.Slot
+	}
 	return b
 }
 
@@ -132,17 +137,7 @@ func UnmarshalState(data []byte) (*State, error) {
 	s.ConfigHash = d.uvarint()
 	s.Sessions = d.sessions()
 	s.Admitted = d.counts()
-	if n := d.length(3); n > 0 {
-		s.Waiting = make([]Cell, n)
-		var prevB, prevS int64
-		for i := range s.Waiting {
-			c := &s.Waiting[i]
-			c.Bucket = prevB + d.varint()
-			c.Slot = prevS + d.varint()
-			c.N = d.varint()
-			prevB, prevS = c.Bucket, c.Slot
-		}
-	}
+	s.Waiting = d.cells()
 	if n := d.length(5); n > 0 {
 		s.Instances = make([]Instance, n)
 		for i := range s.Instances {
@@ -155,6 +150,7 @@ func UnmarshalState(data []byte) (*State, error) {
 		}
 	}
 	s.Recorded, s.Tallies = d.tallies()
+	d.fleet(s)
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -277,6 +273,23 @@ func (d *decoder) sessions() []Session {
 	}
 	d.b = b
 	return ss
+}
+
+func (d *decoder) cells() []Cell {
+	n := d.length(3)
+	if n == 0 {
+		return nil
+	}
+	cs := make([]Cell, n)
+	var prevB, prevS int64
+	for i := range cs {
+		c := &cs[i]
+		c.Bucket = prevB + d.varint()
+		c.Slot = prevS + d.varint()
+		c.N = d.varint()
+		prevB, prevS = c.Bucket, c.Slot
+	}
+	return cs
 }
 
 func (d *decoder) counts() []Count {

@@ -52,6 +52,135 @@ type State struct {
 	// only: a state written in an older encoding drops them.
 	Tallies  []Tally
 	Recorded int64
+
+	// The records of a fleet that syncs through an aggregator (package
+	// waitingroom, docs/design.md "Syncing a fleet"): its lease, the
+	// visitors it picked and the slots it reserved. Nil and empty in a
+	// room whose instances sync on their own.
+	Lease   *Lease
+	Picks   []Pick
+	Reserve *Reserve
+
+	// Mailbox is set in the state of an instance's mailbox, a state of
+	// its own under a name derived from the room's: what the instance
+	// and the aggregator exchange. Nil in a room's state.
+	Mailbox *Mailbox
+}
+
+// Lease is the record of the instance that holds a fleet's lease: the
+// aggregator, which applies every instance's counts and carves their
+// grants. A lease not renewed for three instance TTLs has expired.
+type Lease struct {
+	// Holder is the aggregator's instance ID.
+	Holder string
+	// Term is the state's Version when the lease was taken; a later term
+	// fences every earlier holder.
+	Term uint64
+	// Renewed is the Unix time, in milliseconds, of the latest renewal.
+	Renewed int64
+	// Fleet is, in the fleet's view (the state as the aggregator
+	// publishes it), the number of instances in the fleet; 0 in the
+	// room's state.
+	Fleet int64
+}
+
+// Pick is a waiting visitor whom a fleet's aggregator picked for a slot:
+// whichever instance they reach before Until lets them in, from the slot
+// the pick holds (one), which every limit counts until their session is
+// in the state or the pick expires.
+type Pick struct {
+	// Visitor is the visitor's identity.
+	Visitor uint64
+	// Bucket is the arrival bucket (Unix seconds / 60) they asked in.
+	Bucket int64
+	// Until is the Unix time, in milliseconds, up to which they may be
+	// let in.
+	Until int64
+}
+
+// Reserve is what a fleet's aggregator set aside for the due visitors of
+// the oldest buckets, for the fleet as a whole rather than for any one
+// instance.
+type Reserve struct {
+	// Slots is the number of slots held, which every limit counts.
+	Slots int64
+	// Upto is the newest arrival bucket (Unix seconds / 60) it covers.
+	Upto int64
+	// Set is the Unix time, in milliseconds, of the round that set it.
+	Set int64
+}
+
+// Mailbox is what an instance of a fleet and the aggregator exchange:
+// the instance leaves its numbered batches of counts and what it may
+// still admit; the aggregator leaves the grant it carved for the
+// instance, and which batches the state applied.
+type Mailbox struct {
+	// Term is the latest lease term that read the mailbox: an aggregator
+	// of an earlier term writes nothing into it.
+	Term uint64
+	// Seq is the instance's latest batch, Seen the Unix time, in ms, of
+	// its latest write and Prev of the write before (0: none since its
+	// latest sync of its own).
+	Seq        uint64
+	Seen, Prev int64
+	// Held is what the instance may admit from its latest write on.
+	Held int64
+	// Batches are the instance's batches the state has not applied, as
+	// far as it knows; Acked is the latest the state applied.
+	Batches []Batch
+	Acked   uint64
+	// Grant is the latest grant carved for the instance, by arrival
+	// bucket (Key; math.MaxInt64 for any bucket) and number of slots;
+	// Version is the state's Version it was carved at, Base the batch
+	// whose Held it was carved from, Epoch the state's epoch, Fair the
+	// instance's share of the slots released at the carve. Scarce says
+	// it was carved with few slots an instance: the instance keeps none
+	// of it.
+	Grant         []Count
+	Version, Base uint64
+	Epoch         uint64
+	Fair          int64
+	Scarce        bool
+	// Adopted is the Version of the latest grant the instance adopted.
+	Adopted uint64
+	// In is the epoch of the state the instance joined through its
+	// mailbox.
+	In uint64
+	// Back is set by an aggregator that found the state without some of
+	// the batches it had applied (the store lost acknowledged writes):
+	// the instance sends again those numbered above Had up to Upto.
+	Back      bool
+	Had, Upto uint64
+	// Left is set by an instance that is closing, with its last batch
+	// and nothing held.
+	Left bool
+}
+
+// Batch is the counts an instance gathered between two of its syncs,
+// numbered: a batch is applied once, whichever way it reaches the state.
+type Batch struct {
+	Seq uint64
+	// Sessions are reports of admitted visitors' sessions.
+	Sessions []Session
+	// Waiting are changes of the waiting counts.
+	Waiting []Cell
+	// Waits are the waits, in ms, of the visitors the instance let in
+	// (Key: the visitor's identity as an int64; N: the wait).
+	Waits []Count
+	// Attempts counts admission attempts.
+	Attempts int64
+	// Asks are the waiting visitors the instance had no slot for.
+	Asks []Ask
+}
+
+// Ask is a waiting visitor whom an instance had no slot for at a chance
+// they were due: the aggregator may pick them.
+type Ask struct {
+	Visitor uint64
+	// Bucket is the arrival bucket they are in (Unix seconds / 60).
+	Bucket int64
+	// Until is the Unix time, in ms, by which they will have come back.
+	Until int64
 }
 
 // Count is a counter under an integer key.

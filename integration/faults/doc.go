@@ -19,7 +19,7 @@
 //   - PostgreSQL and MariaDB: the server restarted; the room's row
 //     deleted; the row locked by another session for 5 s.
 //   - A fleet of 40 instances on Redis (fleet_test.go), syncing through
-//     an aggregator (Config.FleetSync): killed and restarted empty;
+//     an aggregator: killed and restarted empty;
 //     emptied with FLUSHALL; paused with SIGSTOP; restarted from a dump
 //     taken 3 s before it was killed (every key goes back); four
 //     instances cut off from it by a loopback proxy while the rest go

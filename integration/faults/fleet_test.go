@@ -23,7 +23,7 @@ const fleetCut = 4
 const dumpLag = 3 * time.Second
 
 // TestRedisFleet runs the scenarios with a fleet of fleetRooms instances
-// syncing through an aggregator (Config.FleetSync), against a
+// syncing through an aggregator, against a
 // redis-server of each test's own: killed and restarted empty, emptied
 // with FLUSHALL, paused with SIGSTOP, restarted from a dump taken dumpLag
 // earlier (every key goes back), fleetCut instances cut off from it

@@ -126,10 +126,10 @@ type scenario struct {
 	lag time.Duration
 	// rooms is how many instances share the room; default nRooms.
 	rooms int
-	// fleet turns Config.FleetSync on. With rooms at fleetMin (32, in
-	// the root package) or more, the instances sync through an
-	// aggregator: the run checks that every one does before the fault,
-	// and again within fleetRecoverySyncs of its end.
+	// fleet says that the rooms, fleetMin (32, in the root package) or
+	// more, sync through an aggregator: the run checks that every one
+	// does before the fault, and again within fleetRecoverySyncs of its
+	// end.
 	fleet bool
 	// setup, if not nil, is given the run once its rooms exist, before
 	// any visitor comes: for a fault that acts on them.
@@ -331,7 +331,6 @@ func runScenario(t *testing.T, sc scenario) *run {
 			Keys:              [][]byte{key},
 			Now:               r.clock,
 			Logger:            slog.New(slog.NewTextHandler(logs, nil)).With("instance", i+1),
-			FleetSync:         sc.fleet,
 		}, st)
 		require.NoError(t, err)
 		t.Cleanup(func() {

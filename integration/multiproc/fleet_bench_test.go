@@ -238,8 +238,7 @@ func fleetStores() []fleetBackend {
 	return out
 }
 
-// BenchmarkFleet is the scale benchmark, for the classic sync and with
-// Config.FleetSync: N Room values of one room, each
+// BenchmarkFleet is the scale benchmark: N Room values of one room, each
 // with its own store client, each syncing once a second (its own
 // goroutine calls Sync, with the background loop's 2 s deadline) and
 // seeing three fresh visitors a second, measured for
@@ -316,7 +315,6 @@ func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration)
 			NewUsersPerMinute: 100,
 			Keys:              [][]byte{[]byte(hexKey)},
 			SyncInterval:      -1,
-			FleetSync:         fleet,
 			Logger:            slog.New(&countingHandler{f: f}),
 		}, recorder(&fleetRecorder{Store: open(), name: name, f: f}))
 		require.NoError(b, err)
