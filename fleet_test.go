@@ -496,7 +496,6 @@ func (r *removals) removed(room string) bool {
 	return r.gone[room]
 }
 
-
 // TestFleetJoinMidSurge starts more instances while a fleet syncing
 // through an aggregator serves a surge: each joins through its mailbox
 // and a join record, never by a classic sync (which would contend for the
