@@ -369,8 +369,11 @@ const (
 
 // challengeGate decides what the challenge ch lets the chance of cookie c
 // do, answered being its answer's check (1 valid, -1 invalid, 0 none),
-// and moves c's challenge state. rm.mu is held (counters only).
-func (rm *Room) challengeGate(c *cookieState, ch *Challenge, answered int) gate {
+// and moves c's challenge state. owed says that c is a new place of a
+// visitor who had not passed the challenge at their old one: it is given
+// the challenge before any chance, as with ChallengeEveryone. rm.mu is
+// held (counters only).
+func (rm *Room) challengeGate(c *cookieState, ch *Challenge, answered int, owed bool) gate {
 	switch {
 	case c.chal == chalPassed:
 		return gatePass
@@ -379,7 +382,7 @@ func (rm *Room) challengeGate(c *cookieState, ch *Challenge, answered int) gate 
 		rm.counters.chalPassed.Add(1)
 		return gatePass
 	case c.chal == chalNone:
-		if ch.Who == ChallengeEveryone {
+		if ch.Who == ChallengeEveryone || owed {
 			c.chal = chalGiven
 			rm.counters.chalIssued.Add(1)
 			return gateHold
@@ -396,6 +399,49 @@ func (rm *Room) challengeGate(c *cookieState, ch *Challenge, answered int) gate 
 		return gatePark
 	}
 	return gatePass
+}
+
+// counts reports whether a waiting visitor whose challenge is in state s
+// after a chance counts as waiting under challenge ch (nil: none). With
+// OnFail ChallengeInfinite, a parked visitor does not (FIFO would reserve
+// them slots that nobody may take), nor, with ChallengeEveryone, one held
+// for the challenge; with ChallengeQueued, a new place's first chance
+// counts, as it would without the challenge (the challenge is given with
+// its page). A function of the state the cookie carries, so that the
+// instance giving the next chance knows whether to move a count.
+func counts(ch *Challenge, s int8) bool {
+	switch {
+	case ch == nil || ch.OnFail != ChallengeInfinite:
+		return true
+	case s == chalGiven:
+		return ch.Who != ChallengeEveryone
+	}
+	return s != chalFailed
+}
+
+// carried returns the state of the challenge that the new place a cookie
+// brings (its place lapsed or was spent, its session ended) starts with,
+// s being the cookie's: a passed challenge does not carry over (a visitor
+// passes once per place), a failed one does, and one given and not
+// passed makes the new place owed: given the challenge before any chance.
+func carried(s int8) (st int8, owed bool) {
+	switch s {
+	case chalFailed:
+		return chalFailed, false
+	case chalGiven:
+		return chalNone, true
+	}
+	return chalNone, false
+}
+
+// mergeChal is the state of a place's challenge known from two sources
+// (a copy of its cookie, and what its latest chance here left): passed if
+// either says so, otherwise the further along.
+func mergeChal(a, b int8) int8 {
+	if a == chalPassed || b == chalPassed {
+		return chalPassed
+	}
+	return max(a, b) // chalNone < chalGiven < chalFailed
 }
 
 // checkAnswer checks the answer r carries to challenge ch for visitor id

@@ -336,3 +336,218 @@ func TestChallengeParkedLooksReal(t *testing.T) {
 	assert.ElementsMatch(t, fields(b), fields(a))
 	assert.Equal(t, readWaiting(t, b).Challenge, readWaiting(t, a).Challenge)
 }
+
+// chalQueueRoom is a full room with a proof of work (difficulty 8) whose
+// sessions outlast the test, whose places lapse after two minutes, and
+// whose visitors refresh every 5 s exactly.
+func chalQueueRoom(t *testing.T, ch Challenge) *testRoom {
+	ch.Kind, ch.Difficulty = ChallengePoW, 8
+	tr := newTestRoom(t, func(c *Config) {
+		c.RefreshInterval = 5 * time.Second
+		c.RefreshJitter = -1
+		c.SessionDuration = 30 * time.Minute
+		c.QueueHold = 2 * time.Minute
+	})
+	tr.fill(10)
+	require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.Challenge = &ch }))
+	tr.sync()
+	return tr
+}
+
+// setTotal sets TotalActiveUsers live and syncs.
+func (tr *testRoom) setTotal(n int) {
+	tr.t.Helper()
+	require.NoError(tr.t, tr.Update(context.Background(), func(s *Settings) { s.TotalActiveUsers = n }))
+	tr.sync()
+}
+
+// answerOf solves the puzzle of w, if it gives one.
+func answerOf(t *testing.T, w *httptest.ResponseRecorder) string {
+	t.Helper()
+	if p := readWaiting(t, w).ChallengePuzzle; p != "" {
+		return solve(t, p)
+	}
+	return ""
+}
+
+// A client that never answers keeps the first cookie it was given, stays
+// away until its place lapsed and resends it, again and again: the new
+// place that cookie brings has not passed the challenge either. It is
+// never let in, is not counted as waiting, and FIFO keeps no slot for
+// its minute: a visitor who arrived a minute after it and answered is let
+// in at the first chance after a slot comes free.
+func TestChallengeLapsedCookieGetsNoChance(t *testing.T) {
+	for _, who := range []ChallengeWho{ChallengeQueued, ChallengeEveryone} {
+		t.Run("who "+string(who), func(t *testing.T) {
+			tr := chalQueueRoom(t, Challenge{Who: who, OnFail: ChallengeInfinite})
+			r := &visitor{}
+			require.True(t, isWaiting(tr.getWith(r, "")))
+			first := r.cookie
+			resend := func() *httptest.ResponseRecorder { return tr.getWith(&visitor{cookie: first}, "") }
+			tr.clk.Add(3 * time.Minute) // the place lapsed
+			for range 12 {              // the resender's new place: a minute older than h's
+				require.False(t, admitted(resend()))
+				tr.clk.Add(5 * time.Second)
+				tr.sync()
+			}
+			h := &visitor{}
+			w := tr.getWith(h, "")
+			require.True(t, isWaiting(w))
+			for range 3 {
+				resend()
+				tr.clk.Add(5 * time.Second)
+				w = tr.getWith(h, answerOf(t, w))
+				require.True(t, isWaiting(w))
+				tr.sync()
+			}
+			assert.Equal(t, 1, tr.Stats().Waiting, "the visitor who answered, not the resender")
+
+			tr.setTotal(11) // a slot comes free
+			in, resent := -1, 0
+			for step := range 24 {
+				tr.clk.Add(5 * time.Second)
+				if admitted(resend()) {
+					resent++
+				}
+				if admitted(tr.getWith(h, "")) {
+					in = step
+					break
+				}
+				tr.sync()
+			}
+			assert.Zero(t, resent, "the resender let in")
+			assert.Equal(t, 0, in, "the visitor who answered is let in at their first chance")
+		})
+	}
+}
+
+// A parked visitor moves no count: the visitor who answered, in the same
+// minute, stays counted as waiting at every chance of both.
+func TestChallengeParkedUncountsNobody(t *testing.T) {
+	tr := chalQueueRoom(t, Challenge{OnFail: ChallengeInfinite})
+	p, h := &visitor{}, &visitor{}
+	tr.getWith(p, "")
+	w := tr.getWith(h, "")
+	for i := range 6 {
+		tr.clk.Add(5 * time.Second)
+		require.True(t, isWaiting(tr.getWith(p, "")))
+		w = tr.getWith(h, answerOf(t, w))
+		require.True(t, isWaiting(w))
+		tr.sync()
+		assert.Equal(t, 1, tr.Stats().Waiting, "chance %d", i)
+	}
+	assert.Equal(t, uint64(1), tr.Counters().ChallengesParked)
+}
+
+// On two instances: a visitor held for the challenge by one (here, the
+// challenge was turned on while they waited) and passing it a second
+// later at the other counts once, and their next chance at the first
+// moves that count.
+func TestChallengeCountedOnceAcrossInstances(t *testing.T) {
+	clk, st := newClock(), newMemStore()
+	mutate := func(c *Config) {
+		c.RefreshInterval, c.RefreshJitter = 5*time.Second, -1
+		c.SessionDuration = 30 * time.Minute
+	}
+	a := newTestRoomOn(t, clk, st, mutate)
+	b := newTestRoomOn(t, clk, st, mutate)
+	a.fill(10)
+	a.sync()
+	b.sync()
+	clk.Set(clk.Now().Truncate(time.Minute).Add(time.Minute)) // at the start of a check-in slot
+	v := &visitor{}
+	require.True(t, isWaiting(a.getWith(v, "")))
+	require.NoError(t, a.Update(context.Background(), func(s *Settings) {
+		s.Challenge = &Challenge{Kind: ChallengePoW, Who: ChallengeEveryone, OnFail: ChallengeInfinite, Difficulty: 8}
+	}))
+	a.sync()
+	b.sync()
+	clk.Add(5 * time.Second)
+	w := a.getWith(v, "") // held
+	clk.Add(time.Second)
+	require.True(t, isWaiting(b.getWith(v, answerOf(t, w)))) // passed, counted, in the same slot
+	for i := range 4 {
+		clk.Add(5 * time.Second)
+		require.True(t, isWaiting(a.getWith(v, "")))
+		a.sync()
+		b.sync()
+		assert.Equal(t, 1, b.Stats().Waiting, "chance %d", i)
+	}
+}
+
+// The challenge's state belongs to the visitor: copies of a waiting
+// cookie, a cookie whose place lapsed, or whose session was revoked,
+// bring no plain chance. The clients here never answer, and the room
+// has room for them all along: none is let in, and each place fails at
+// most once.
+func TestChallengeStateFollowsVisitor(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		who  ChallengeWho
+		// cookie returns the cookie the client resends, once the room
+		// has room.
+		cookie func(t *testing.T, tr *testRoom, revoking http.Handler) string
+	}{
+		{"lapsed place", ChallengeQueued, func(t *testing.T, tr *testRoom, _ http.Handler) string {
+			v := &visitor{}
+			require.True(t, isWaiting(tr.getWith(v, "")))
+			tr.clk.Add(3 * time.Minute)
+			return v.cookie
+		}},
+		{"lapsed place, everyone", ChallengeEveryone, func(t *testing.T, tr *testRoom, _ http.Handler) string {
+			v := &visitor{}
+			require.True(t, isWaiting(tr.getWith(v, "")))
+			tr.clk.Add(3 * time.Minute)
+			return v.cookie
+		}},
+		{"copies of a parked place", ChallengeQueued, func(t *testing.T, tr *testRoom, _ http.Handler) string {
+			v := &visitor{}
+			require.True(t, isWaiting(tr.getWith(v, "")))
+			copied := v.cookie
+			tr.clk.Add(5 * time.Second)
+			require.True(t, isWaiting(tr.getWith(v, "")), "parked")
+			return copied
+		}},
+		{"revoked session", ChallengeQueued, func(t *testing.T, tr *testRoom, revoking http.Handler) string {
+			v := &visitor{}
+			w := tr.getWith(v, "")
+			require.True(t, isWaiting(w))
+			copied := v.cookie      // taken before the answer
+			tr.clk.Add(time.Minute) // the minute's admissions are the fill's
+			tr.setTotal(11)
+			require.True(t, admitted(tr.getWith(v, answerOf(t, w))))
+			rw := httptest.NewRecorder()
+			revoking.ServeHTTP(rw, v.request(http.MethodGet, ""))
+			require.Equal(t, http.StatusOK, rw.Code)
+			tr.clk.Add(time.Second)
+			tr.sync()
+			return copied
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := chalQueueRoom(t, Challenge{Who: tc.who, OnFail: ChallengeInfinite})
+			revoking := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				assert.True(t, Revoke(r.Context()))
+			}))
+			cookie := tc.cookie(t, tr, revoking)
+			tr.setTotal(20)
+			failed := tr.Counters().ChallengesFailed
+			// Two copies of it: one keeps what the room sets, the other
+			// resends it as it was; each takes the chance in turn.
+			keeper := &visitor{cookie: cookie}
+			for step := range 30 {
+				tr.clk.Add(5 * time.Second)
+				pair := []*visitor{keeper, {cookie: cookie}}
+				if step%2 == 1 {
+					pair[0], pair[1] = pair[1], pair[0]
+				}
+				for _, v := range pair {
+					require.False(t, admitted(tr.getWith(v, "")), "step %d", step)
+				}
+				tr.sync()
+			}
+			assert.LessOrEqual(t, tr.Counters().ChallengesFailed-failed, uint64(1), "once per place")
+			assert.Zero(t, tr.Stats().Waiting)
+		})
+	}
+}

@@ -76,11 +76,16 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 	}
 
 	// The challenge's answer, checked before the lock (a hosted one asks
-	// its service): only a held place's, which the answer is bound to.
+	// its service): bound to the place the cookie holds, or to the new
+	// place it brings once its own lapsed.
 	chal := rm.challengeOf(v, pol)
-	answered := 0
-	if chal != nil && held && c.chal != chalPassed {
-		answered = rm.checkAnswer(r, chal, c.id, now)
+	answered, answeredFor := 0, uint64(0)
+	if chal != nil && ok && (!held || c.chal != chalPassed) {
+		answeredFor = c.id
+		if !held {
+			answeredFor = successor(c.id, c.lastCheckIn)
+		}
+		answered = rm.checkAnswer(r, chal, answeredFor, now)
 	}
 
 	rm.mu.Lock()
@@ -98,11 +103,15 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		}
 	}
 	fresh := !held
+	owed := false // a new place whose visitor has not passed the challenge
 	if fresh && ok {
 		// A cookie whose place lapsed or was spent, or whose session
 		// ended, brings a new place: the same one for every copy of it
 		// (its successor identity), so that resending it is one
-		// visitor, not a new one at every request.
+		// visitor, not a new one at every request. The visitor's
+		// challenge comes along unless passed (once per place).
+		var st int8
+		st, owed = carried(c.chal)
 		id := successor(c.id, c.lastCheckIn)
 		if x, found := rm.lookupLocked(v, id); found {
 			if recordAlive(&x, pol, now) {
@@ -114,7 +123,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			// one without a cookie (not remembered).
 			id, ok = rm.newID(), false
 		}
-		c = cookieState{id: id, bucket: minuteOf(now)}
+		c = cookieState{id: id, bucket: minuteOf(now), chal: st}
 		if ch, seen := rm.chances.get(id); seen {
 			c.bucket = ch.bucket // a place held by an earlier copy
 			fresh = false
@@ -126,6 +135,9 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		ch  chance
 		due int64 // when the chance now taken was due; 0 for a new place
 	)
+	// Where the cookie says its visitor counts as waiting: at its
+	// check-in, when its challenge's state then let it count.
+	cookieCounted := counts(chal, c.chal)
 	// Random with several instances: only the visitors the draw holds
 	// (draw.go) take a slot, and they may ask again before their chance
 	// is due (the draw gives nothing more to whoever asks more often).
@@ -137,7 +149,13 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		// One chance per refresh interval, whichever copy of the cookie
 		// asks: a copy sent again is as early as the latest one.
 		var seen bool
-		switch ch, seen = rm.chances.get(c.id); {
+		ch, seen = rm.chances.get(c.id)
+		if seen {
+			// The place's challenge as its latest chance here left it:
+			// a copy of the cookie from before cannot undo it.
+			c.chal = mergeChal(c.chal, ch.chal)
+		}
+		switch {
 		case seen && now < ch.next && !won:
 			rm.mu.Unlock()
 			// The latest attempt is this cookie's when its interval
@@ -152,21 +170,30 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			return nil
 		case seen:
 			due = ch.next
-			if slotOf(c.lastCheckIn) > ch.slot {
+			switch slot := slotOf(c.lastCheckIn); {
+			case slot > ch.slot:
 				// The visitor had a chance elsewhere since this
 				// instance's (another instance's cookie is newer):
 				// their count is where that chance left it.
-				ch.bucket, ch.slot = c.bucket, slotOf(c.lastCheckIn)
+				ch.bucket, ch.slot, ch.counted = c.bucket, slot, cookieCounted
 				due = max(due, c.lastCheckIn+c.refresh)
+			case slot == ch.slot && cookieCounted:
+				// In the same slot, as when this instance held the
+				// visitor for the challenge and they passed it
+				// elsewhere a second later: counted there.
+				ch.counted = true
 			}
 		default:
-			ch = chance{bucket: c.bucket, slot: slotOf(c.lastCheckIn)}
+			ch = chance{bucket: c.bucket, slot: slotOf(c.lastCheckIn), counted: cookieCounted}
 			due = c.lastCheckIn + c.refresh
 		}
 	}
 	gate := gatePass
 	if chal != nil {
-		gate = rm.challengeGate(&c, chal, answered)
+		if answeredFor != c.id {
+			answered = 0 // an answer for another place
+		}
+		gate = rm.challengeGate(&c, chal, answered, owed)
 	}
 	rm.pending.attempts++
 	admit := !closed && pol.method.passes && gate == gatePass
@@ -184,7 +211,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			admit = true
 		}
 	}
-	if !fresh && slotCounted(ch.slot, now, rm.waitWindow) {
+	if !fresh && ch.counted && slotCounted(ch.slot, now, rm.waitWindow) {
 		// The visitor is counted where its latest chance left it.
 		rm.pending.waiting[cellKey{ch.bucket, ch.slot}]--
 	}
@@ -203,6 +230,14 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			base = due
 		}
 		next := max(base+rm.jitteredRefresh(), now+1000)
+		if chal != nil && c.chal == chalNone {
+			c.chal = chalGiven // a queued visitor's challenge, given with this page
+			rm.counters.chalIssued.Add(1)
+		}
+		// With OnFail infinite, a parked place is not counted as waiting,
+		// nor one held for the challenge (with ChallengeEveryone): FIFO
+		// would reserve them slots that nobody takes.
+		counted := counts(chal, c.chal)
 		if gate == gateHold && chal.Kind == ChallengePoW {
 			next = now + powHoldRefresh // back as soon as the page's worker is done
 		}
@@ -213,7 +248,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			next = now + drawRetry(rm.cfg.RefreshInterval.Milliseconds())
 			c.refresh = next - now
 		}
-		if !fresh && !closed && gate == gatePass && !pol.method.ordered && v.fleet && v.scarce && pol.method.layout != nil {
+		if !fresh && !closed && gate == gatePass && counted && !pol.method.ordered && v.fleet && v.scarce && pol.method.layout != nil {
 			// Random, in a fleet with few slots an instance (fleetScarce):
 			// every slot goes by pick, drawn among the visitors asked for. A
 			// visitor is asked for while the draw (draw.go) holds them,
@@ -237,7 +272,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 				c.refresh = next - now
 				rm.pending.ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
 			}
-		} else if !fresh && !closed && gate == gatePass && pol.method.ordered && v.near(c.bucket, int64(pol.NewUsersPerMinute)) {
+		} else if !fresh && !closed && gate == gatePass && counted && pol.method.ordered && v.near(c.bucket, int64(pol.NewUsersPerMinute)) {
 			// No slot here for a visitor whose turn is near: the fleet's
 			// aggregator may pick them for a slot that any instance lets
 			// them in from (picks.go). One the reserve holds a slot for
@@ -258,9 +293,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 				rm.pending.ask(c.id, b, next+rm.lateness)
 			}
 		}
-		if gate != gatePark {
-			// A parked visitor is not counted: FIFO would reserve them
-			// slots that nobody takes.
+		if counted {
 			rm.pending.waiting[cellKey{c.bucket, slotOf(now)}]++
 		}
 		if ok {
@@ -268,7 +301,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			// cookie until its first chance is due, so only a visitor who
 			// came with a cookie that brought a place is remembered: a
 			// flood of requests without one costs no memory.
-			rm.chances.set(c.id, chance{next: next, bucket: c.bucket, slot: slotOf(now)})
+			rm.chances.set(c.id, chance{next: next, bucket: c.bucket, slot: slotOf(now), chal: c.chal, counted: counted})
 		}
 	}
 	rm.mu.Unlock()
@@ -282,10 +315,6 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 	} else {
 		if fresh {
 			rm.counters.queued.Add(1)
-		}
-		if chal != nil && c.chal == chalNone {
-			c.chal = chalGiven // a queued visitor's challenge
-			rm.counters.chalIssued.Add(1)
 		}
 		if chal != nil && c.chal != chalPassed {
 			d.chal, d.state.id = chal, c.id
@@ -331,10 +360,13 @@ func successor(id uint64, lastCheckIn int64) uint64 {
 }
 
 // chance is what an instance remembers of a waiting visitor's latest
-// chance: when the next one is due, and where the visitor is counted.
+// chance: when the next one is due, where the visitor is counted (if it
+// counted them), and the state of their challenge it left.
 type chance struct {
 	next         int64 // Unix ms
 	bucket, slot int64
+	chal         int8 // chalNone, chalGiven, chalPassed, chalFailed (challenge.go)
+	counted      bool // the visitor counts as waiting at (bucket, slot)
 }
 
 // admit lets in a visitor whose session is alive: it reports the request
