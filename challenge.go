@@ -368,16 +368,16 @@ const (
 )
 
 // challengeGate decides what the challenge ch lets the chance of cookie c
-// do, answered being its answer's check (1 valid, -1 invalid, 0 none),
+// do, verdict being its answer's (answerValid, answerInvalid, answerNone),
 // and moves c's challenge state. owed says that c is a new place of a
 // visitor who had not passed the challenge at their old one: it is given
 // the challenge before any chance, as with ChallengeEveryone. rm.mu is
 // held (counters only).
-func (rm *Room) challengeGate(c *cookieState, ch *Challenge, answered int, owed bool) gate {
+func (rm *Room) challengeGate(c *cookieState, ch *Challenge, verdict int, owed bool) gate {
 	switch {
 	case c.chal == chalPassed:
 		return gatePass
-	case answered > 0:
+	case verdict == answerValid:
 		c.chal = chalPassed
 		rm.counters.chalPassed.Add(1)
 		return gatePass
@@ -444,21 +444,115 @@ func mergeChal(a, b int8) int8 {
 	return max(a, b) // chalNone < chalGiven < chalFailed
 }
 
-// checkAnswer checks the answer r carries to challenge ch for visitor id
-// at now (Unix ms): 1 valid, -1 invalid, 0 none.
-func (rm *Room) checkAnswer(r *http.Request, ch *Challenge, id uint64, now int64) int {
-	a := rm.answerOf(r)
-	if a == "" {
-		return 0
+// awaits reports whether a place whose challenge ch is in state s awaits
+// an answer before a chance can let it in: given and not passed, or
+// failed. Such a place takes no chance before it is due, not even one the
+// draw would let it take early (check.go): its answer is looked at, and a
+// hosted challenge's provider asked, once per chance.
+func awaits(ch *Challenge, s int8) bool {
+	return ch != nil && (s == chalGiven || s == chalFailed)
+}
+
+// Verdicts on an answer (answer.verdict).
+const (
+	answerNone    = 0 // no answer, or not checked yet
+	answerValid   = 1
+	answerInvalid = -1
+)
+
+// answer is what a request brings to the challenge, for the place it is
+// bound to.
+type answer struct {
+	text    string
+	id      uint64 // the place it answers for
+	kind    ChallengeKind
+	verdict int    // answerValid, answerInvalid or answerNone
+	claim   uint64 // hosted: the place whose chance this request claimed, to ask the provider
+	asked   bool   // hosted: the provider was asked, and verdict is its
+}
+
+// readAnswer returns the answer r brings to challenge ch for place id. A
+// proof of work's is checked here, at now (Unix ms): O(1), no state. A
+// hosted one's is checked once its chance is due (verdictLocked).
+func (rm *Room) readAnswer(r *http.Request, ch *Challenge, id uint64, now int64) answer {
+	a := answer{text: rm.answerOf(r), id: id, kind: ch.Kind}
+	if a.text != "" && ch.Kind == ChallengePoW {
+		a.verdict = answerInvalid
+		if rm.puzzles.verify(a.text, id, now, ch.ttl()) == nil {
+			a.verdict = answerValid
+		}
 	}
-	var err error
-	if ch.Kind == ChallengeHosted {
-		err = rm.cfg.HostedChallenge.verify(r, a)
-	} else {
-		err = rm.puzzles.verify(a, id, now, ch.ttl())
+	return a
+}
+
+// What must come before a due chance's verdict (verdictLocked).
+type verdictStep int
+
+const (
+	verdictReady verdictStep = iota // decide the chance with the verdict
+	verdictAsk                      // claimed: ask the provider, then decide again (check)
+	verdictWait                     // another request of the place asks: the page, no chance
+	verdictBusy                     // HostedChallenge.MaxInFlight calls in flight: the page, no chance
+)
+
+// verdictLocked returns the verdict on a for the due chance of place id,
+// whose challenge ch is in state s, or the step that must come first. A
+// hosted challenge's provider is asked once per chance of a place: the
+// request claims the chance (a.claim) unless another request of the place
+// holds it, or MaxInFlight calls are in flight on the room. rm.mu is held.
+func (rm *Room) verdictLocked(ch *Challenge, a *answer, id uint64, s int8) (int, verdictStep) {
+	if _, asking := rm.asking[id]; asking && a.claim != id {
+		return answerNone, verdictWait
 	}
-	if err != nil {
-		return -1
+	switch {
+	case a.asked && (a.id != id || a.kind != ch.Kind):
+		return answerNone, verdictBusy // the place or the challenge changed while asking
+	case a.id != id || a.kind != ch.Kind:
+		return answerNone, verdictReady // no answer for this place
+	case ch.Kind != ChallengeHosted || a.asked:
+		return a.verdict, verdictReady
+	case a.text == "" || s == chalPassed:
+		return answerNone, verdictReady
+	case len(rm.asking) >= rm.cfg.HostedChallenge.maxInFlight():
+		rm.counters.chalDeferred.Add(1)
+		return answerNone, verdictBusy
 	}
-	return 1
+	if rm.asking == nil {
+		rm.asking = map[uint64]struct{}{}
+	}
+	rm.asking[id] = struct{}{}
+	a.claim = id
+	return answerNone, verdictAsk
+}
+
+// answerLater answers a request whose due chance waits for a verdict
+// (verdictWait, verdictBusy): the waiting page without a chance, back in
+// a few seconds, the cookie and the challenge's state left alone. Nothing
+// for verdictAsk, which check completes.
+func (rm *Room) answerLater(d *Decision, v *view, p *policy, c cookieState, step verdictStep) {
+	if step == verdictAsk {
+		return
+	}
+	rm.tooEarly(d, v, p, c, d.now, d.now+drawRetry(rm.cfg.RefreshInterval.Milliseconds()))
+}
+
+// askProvider asks the hosted challenge's provider about a, without the
+// lock, and records its verdict in a. A provider that gives none (a
+// timeout, an error, a status other than 200) fails the answer as a
+// refusal does, counted apart.
+func (rm *Room) askProvider(r *http.Request, a *answer) {
+	a.asked, a.verdict = true, answerInvalid
+	switch err := rm.cfg.HostedChallenge.verify(r, a.text); {
+	case err == nil:
+		a.verdict = answerValid
+	case !errors.Is(err, errHosted):
+		rm.counters.chalUnverified.Add(1)
+	}
+}
+
+// unclaim ends the claim of place id's chance (verdictLocked).
+func (rm *Room) unclaim(id uint64) {
+	rm.mu.Lock()
+	delete(rm.asking, id)
+	rm.mu.Unlock()
 }

@@ -27,6 +27,24 @@ func (rm *Room) Check(r *http.Request) (Decision, error) {
 // Decision is large, and Handler keeps its own from being copied and has
 // no use for the Ticket (its context makes one when asked).
 func (rm *Room) check(r *http.Request, d *Decision) error {
+	var a answer
+	err := rm.decide(r, d, &a)
+	if a.claim != 0 {
+		// decide claimed the due chance of a place for the answer to a
+		// hosted challenge: the provider is asked without the lock, and
+		// the request decided again with its verdict. Meanwhile the
+		// place's other requests get the page without a chance.
+		defer rm.unclaim(a.claim)
+		rm.askProvider(r, &a)
+		*d = Decision{}
+		err = rm.decide(r, d, &a)
+	}
+	return err
+}
+
+// decide is check's decision, with what is known of the answer a request
+// brings to the challenge (a hosted one's verdict, once asked).
+func (rm *Room) decide(r *http.Request, d *Decision, a *answer) error {
 	if rm.closed.Load() {
 		return ErrClosed
 	}
@@ -75,17 +93,16 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		return nil
 	}
 
-	// The challenge's answer, checked before the lock (a hosted one asks
-	// its service): bound to the place the cookie holds, or to the new
-	// place it brings once its own lapsed.
+	// The challenge's answer, bound to the place the cookie holds, or to
+	// the new place it brings once its own lapsed: a proof of work is
+	// checked here, before the lock; a hosted one once its chance is due.
 	chal := rm.challengeOf(v, pol)
-	answered, answeredFor := 0, uint64(0)
-	if chal != nil && ok && (!held || c.chal != chalPassed) {
-		answeredFor = c.id
+	if chal != nil && ok && (!held || c.chal != chalPassed) && !a.asked {
+		id := c.id
 		if !held {
-			answeredFor = successor(c.id, c.lastCheckIn)
+			id = successor(c.id, c.lastCheckIn)
 		}
-		answered = rm.checkAnswer(r, chal, answeredFor, now)
+		*a = rm.readAnswer(r, chal, id, now)
 	}
 
 	rm.mu.Lock()
@@ -156,7 +173,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 			c.chal = mergeChal(c.chal, ch.chal)
 		}
 		switch {
-		case seen && now < ch.next && !won:
+		case seen && now < ch.next && (!won || awaits(chal, c.chal)):
 			rm.mu.Unlock()
 			// The latest attempt is this cookie's when its interval
 			// leads to the chance due; a copy's (older) says nothing
@@ -190,10 +207,13 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 	}
 	gate := gatePass
 	if chal != nil {
-		if answeredFor != c.id {
-			answered = 0 // an answer for another place
+		verdict, step := rm.verdictLocked(chal, a, c.id, c.chal)
+		if step != verdictReady {
+			rm.mu.Unlock()
+			rm.answerLater(d, v, pol, c, step)
+			return nil
 		}
-		gate = rm.challengeGate(&c, chal, answered, owed)
+		gate = rm.challengeGate(&c, chal, verdict, owed)
 	}
 	rm.pending.attempts++
 	admit := !closed && pol.method.passes && gate == gatePass

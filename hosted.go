@@ -40,10 +40,12 @@ var hostedProviders = map[HostedProvider]struct {
 // HostedChallenge verifies the tokens of a hosted challenge widget with its
 // provider's siteverify API: a form POST of the secret, the token and the
 // visitor's address, answered by JSON whose "success" says whether the
-// token is valid. The room asks once per place in the queue, on the
-// request that brings the token, and no more than Timeout: a provider that
-// cannot be reached fails the challenge (Challenge.OnFail decides). Safe
-// for concurrent use; do not change it after New.
+// token is valid. The room asks at most once per chance of a place in the
+// queue (a request whose chance is not due gets the page without a call),
+// with at most MaxInFlight calls at once, each no longer than Timeout: a
+// provider that cannot be reached or gives no verdict fails the challenge
+// (Challenge.OnFail decides; Counters.ChallengesUnverified). Safe for
+// concurrent use; do not change it after New.
 type HostedChallenge struct {
 	// Provider is Turnstile, HCaptcha or ReCAPTCHA. Required.
 	Provider HostedProvider
@@ -66,6 +68,23 @@ type HostedChallenge struct {
 	Client *http.Client
 	// Timeout bounds a verification. Default 5 seconds.
 	Timeout time.Duration
+	// MaxInFlight bounds the siteverify calls in flight at once on each
+	// Room (each instance has its own). A request whose answer finds that
+	// many in flight gets the waiting
+	// page without a chance and comes back in a quarter of the refresh
+	// interval (at least a second), its challenge neither passed nor
+	// failed (Counters.ChallengesDeferred). Default 64.
+	MaxInFlight int
+}
+
+// defaultHostedInFlight is HostedChallenge.MaxInFlight's default.
+const defaultHostedInFlight = 64
+
+func (h *HostedChallenge) maxInFlight() int {
+	if h.MaxInFlight == 0 {
+		return defaultHostedInFlight
+	}
+	return h.MaxInFlight
 }
 
 // validate checks h.
@@ -83,6 +102,8 @@ func (h *HostedChallenge) validate() error {
 		return invalid("HostedChallenge.MinScore must be in [0, 1], got %v", h.MinScore)
 	case h.Timeout < 0:
 		return invalid("HostedChallenge.Timeout must be ≥ 0, got %v", h.Timeout)
+	case h.MaxInFlight < 0:
+		return invalid("HostedChallenge.MaxInFlight must be ≥ 0, got %d", h.MaxInFlight)
 	}
 	return nil
 }
@@ -96,9 +117,17 @@ type siteverifyReply struct {
 	ErrorCodes []string `json:"error-codes"`
 }
 
-var errHosted = errors.New("waitingroom: hosted challenge not passed")
+var (
+	// errHosted: the provider refused the token (or it was never sent:
+	// oversized).
+	errHosted = errors.New("waitingroom: hosted challenge not passed")
+	// errNoVerdict: the provider answered with something else than a
+	// verdict.
+	errNoVerdict = errors.New("waitingroom: no verdict from the hosted challenge's provider")
+)
 
-// verify asks the provider whether token is valid for r's client.
+// verify asks the provider whether token is valid for r's client: nil,
+// errHosted when it says no, another error when it gives no verdict.
 func (h *HostedChallenge) verify(r *http.Request, token string) error {
 	if len(token) > 4096 {
 		return errHosted
@@ -135,11 +164,11 @@ func (h *HostedChallenge) verify(r *http.Request, token string) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return errHosted
+		return errNoVerdict // a rate limit, an outage
 	}
 	var rep siteverifyReply
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&rep); err != nil {
-		return errHosted
+		return errNoVerdict
 	}
 	switch {
 	case !rep.Success:

@@ -1,10 +1,14 @@
 package waitingroom
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -141,3 +145,186 @@ func TestHostedChallengeWithoutVerifier(t *testing.T) {
 	assert.True(t, admitted(tr.getWith(&visitor{}, "")))
 	assert.Zero(t, tr.Counters().ChallengesIssued)
 }
+
+// hostedRoom is a full room with a hosted challenge (Turnstile, OnFail
+// infinite) verified by the server at url, whose visitors refresh every
+// 5 s exactly.
+func hostedRoom(t *testing.T, url string, mutate func(*HostedChallenge)) *testRoom {
+	h := &HostedChallenge{Provider: Turnstile, SiteKey: "site-key", Secret: "s3cret", VerifyURL: url}
+	if mutate != nil {
+		mutate(h)
+	}
+	tr := newTestRoom(t, func(c *Config) {
+		c.RefreshInterval, c.RefreshJitter = 5*time.Second, -1
+		c.SessionDuration, c.QueueHold = 30*time.Minute, 10*time.Minute
+		c.Challenge = &Challenge{Kind: ChallengeHosted, OnFail: ChallengeInfinite}
+		c.HostedChallenge = h
+	})
+	tr.fill(10)
+	return tr
+}
+
+// The provider is asked at most once per chance of a place: 500 requests
+// of one waiting cookie with a bad token, one after the other or all at
+// once, make one siteverify call per chance the room gives the place,
+// and the place fails once.
+func TestHostedOncePerChance(t *testing.T) {
+	for _, concurrent := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sequential", true: "concurrent"}[concurrent], func(t *testing.T) {
+			srv, calls := siteverify(t, Turnstile, 0)
+			tr := hostedRoom(t, srv.URL, nil)
+			v := &visitor{}
+			require.True(t, isWaiting(tr.getWith(v, "")))
+			for chance := 1; chance <= 3; chance++ {
+				tr.clk.Add(5 * time.Second)
+				var waiting atomic.Int64
+				send := func() {
+					w := httptest.NewRecorder()
+					r := v.request(http.MethodGet, jsonAccept)
+					r.Header.Set(ChallengeHeader, "forged")
+					tr.app.ServeHTTP(w, r)
+					if isWaiting(w) {
+						waiting.Add(1)
+					}
+				}
+				if concurrent {
+					var wg sync.WaitGroup
+					for range 500 {
+						wg.Go(send)
+					}
+					wg.Wait()
+				} else {
+					for range 500 {
+						send()
+					}
+				}
+				assert.Equal(t, int64(500), waiting.Load())
+				assert.Equal(t, int64(chance), calls.Load(), "siteverify calls after %d chances", chance)
+			}
+			k := tr.Counters()
+			assert.Equal(t, uint64(1), k.ChallengesFailed, "once per place")
+			assert.Equal(t, uint64(1), k.ChallengesParked)
+		})
+	}
+}
+
+// Random on several instances, a visitor the draw holds may come back
+// before their chance is due: not one who has not passed the challenge,
+// whose answers are looked at, and the provider asked, once per chance.
+func TestHostedOncePerChanceDrawn(t *testing.T) {
+	srv, calls := siteverify(t, Turnstile, 0)
+	clk, st := newClock(), newMemStore()
+	mutate := func(c *Config) {
+		c.QueueingMethod = Random
+		c.RefreshInterval, c.RefreshJitter = 5*time.Second, -1
+		c.SessionDuration, c.QueueHold = 30*time.Minute, 10*time.Minute
+		c.Challenge = &Challenge{Kind: ChallengeHosted, OnFail: ChallengeInfinite}
+		c.HostedChallenge = &HostedChallenge{Provider: Turnstile, SiteKey: "site-key", Secret: "s3cret", VerifyURL: srv.URL}
+	}
+	tr := newTestRoomOn(t, clk, st, mutate)
+	other := newTestRoomOn(t, clk, st, mutate)
+	tr.fill(10)
+	tr.sync()
+	other.sync()
+	require.Greater(t, tr.view.Load().instances, 1)
+	v := &visitor{}
+	require.True(t, isWaiting(tr.getWith(v, "")))
+	for chance := 1; chance <= 3; chance++ {
+		clk.Add(5 * time.Second)
+		for range 100 {
+			require.True(t, isWaiting(tr.getWith(&visitor{cookie: v.cookie}, "forged")))
+		}
+		assert.Equal(t, int64(chance), calls.Load(), "siteverify calls after %d chances", chance)
+	}
+}
+
+// The siteverify calls in flight are bounded per room: a request that
+// finds MaxInFlight of them gets the waiting page without a chance and a
+// short refresh, its challenge unchanged (deferred, not failed), and is
+// verified when it comes back. A provider that gives no verdict (here a
+// 429, and a timeout) fails the answer, counted apart.
+func TestHostedInFlightBound(t *testing.T) {
+	// A call whose token is "hang" times out (at once: the transport
+	// says so).
+	timeouts := roundTripper(func(r *http.Request) (*http.Response, error) {
+		body, err := io.ReadAll(r.Body)
+		require.NoError(t, err)
+		if strings.Contains(string(body), "response=hang") {
+			return nil, context.DeadlineExceeded
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		require.NoError(t, r.ParseForm())
+		switch r.PostForm.Get("response") {
+		case "slow":
+			arrived <- struct{}{}
+			<-release
+		case "limited":
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		_, _ = w.Write([]byte(`{"success":true}`))
+	}))
+	defer srv.Close()
+	tr := hostedRoom(t, srv.URL, func(h *HostedChallenge) {
+		h.MaxInFlight, h.Timeout, h.Client = 2, time.Minute, &http.Client{Transport: timeouts}
+	})
+	vs := make([]*visitor, 5)
+	for i := range vs {
+		vs[i] = &visitor{}
+		require.True(t, isWaiting(tr.getWith(vs[i], "")))
+	}
+	tr.clk.Add(time.Minute) // past the minute of the fill's admissions
+	tr.setTotal(20)
+
+	// Two calls hang at the provider; the three other places are deferred.
+	var wg sync.WaitGroup
+	slow := make([]*httptest.ResponseRecorder, 2)
+	for i := range slow {
+		wg.Go(func() { slow[i] = tr.getWith(vs[i], "slow") })
+		select {
+		case <-arrived:
+		case <-time.After(time.Minute):
+			t.Fatal("the call did not reach the provider")
+		}
+	}
+	for _, v := range vs[2:] {
+		w := tr.getWith(v, "good")
+		require.True(t, isWaiting(w), "deferred")
+		assert.Equal(t, "1", w.Header().Get("Refresh"), "back soon")
+		assert.Equal(t, "turnstile", readWaiting(t, w).Challenge, "still the challenge")
+	}
+	close(release)
+	wg.Wait()
+	for _, w := range slow {
+		assert.True(t, admitted(w))
+	}
+	k := tr.Counters()
+	assert.Equal(t, uint64(3), k.ChallengesDeferred)
+	assert.Zero(t, k.ChallengesFailed, "deferred is not failed")
+	assert.Equal(t, int64(2), calls.Load())
+
+	// Back a second later, each is verified.
+	tr.clk.Add(time.Second)
+	for _, v := range vs[2:3] {
+		assert.True(t, admitted(tr.getWith(v, "good")))
+	}
+	assert.Equal(t, int64(3), calls.Load())
+	// No verdict: a refusal and a timeout fail the answer.
+	assert.True(t, isWaiting(tr.getWith(vs[3], "limited")))
+	assert.True(t, isWaiting(tr.getWith(vs[4], "hang")))
+	k = tr.Counters()
+	assert.Equal(t, uint64(2), k.ChallengesUnverified)
+	assert.Equal(t, uint64(2), k.ChallengesFailed)
+	assert.Equal(t, int64(4), calls.Load(), "the timeout never reached the server")
+}
+
+// roundTripper is an http.RoundTripper made of a function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -89,9 +89,14 @@ type Room struct {
 	revokedIDs sync.Map // uint64 → revokedSpan
 	revokedN   atomic.Int64
 
+	// asking holds the places whose chance waits for the hosted
+	// challenge's provider (verdictLocked), nil until one. Under mu.
+	asking map[uint64]struct{}
+
 	counters struct {
 		admitted, queued, revoked, bypassed, syncs, syncErrors atomic.Uint64
 		chalIssued, chalPassed, chalFailed, chalParked         atomic.Uint64
+		chalUnverified, chalDeferred                           atomic.Uint64
 		syncNanos                                              atomic.Int64
 	}
 

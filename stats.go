@@ -129,6 +129,15 @@ type Counters struct {
 	ChallengesPassed uint64 `json:"challengesPassed"`
 	ChallengesFailed uint64 `json:"challengesFailed"`
 	ChallengesParked uint64 `json:"challengesParked"`
+	// ChallengesUnverified counts the answers to a hosted challenge on
+	// which its provider gave no verdict (a timeout, an error, a status
+	// other than 200 such as a rate limit's 429, an unreadable reply):
+	// each fails as a refused one does. ChallengesDeferred counts the
+	// answers left for the visitor's next request because
+	// HostedChallenge.MaxInFlight calls were in flight: neither passed
+	// nor failed.
+	ChallengesUnverified uint64 `json:"challengesUnverified"`
+	ChallengesDeferred   uint64 `json:"challengesDeferred"`
 }
 
 // Counters returns this instance's running totals. It does no I/O and is
@@ -148,6 +157,9 @@ func (rm *Room) Counters() Counters {
 		ChallengesPassed: c.chalPassed.Load(),
 		ChallengesFailed: c.chalFailed.Load(),
 		ChallengesParked: c.chalParked.Load(),
+
+		ChallengesUnverified: c.chalUnverified.Load(),
+		ChallengesDeferred:   c.chalDeferred.Load(),
 	}
 }
 

@@ -97,7 +97,7 @@ var (
 	bypassedDesc = desc("bypassed_total",
 		"Requests a bypass rule let through this instance.")
 	challengesDesc = desc("challenges_total",
-		"Challenges through this instance by outcome: issued (one per place in the queue), passed, failed (came back without a valid answer), parked (failed into the infinite queue).", "outcome")
+		"Challenges through this instance by outcome: issued (one per place in the queue), passed, failed (came back without a valid answer), parked (failed into the infinite queue), unverified (a hosted answer its provider gave no verdict on: failed), deferred (a hosted answer left for the next request: too many verifications in flight).", "outcome")
 	syncsDesc = desc("syncs_total",
 		"Syncs of this instance with the store, failed ones included.")
 	syncErrorsDesc = desc("sync_errors_total",
@@ -205,7 +205,8 @@ func collectRoom(ch chan<- prometheus.Metric, r room) {
 	for _, c := range []struct {
 		outcome string
 		n       uint64
-	}{{"issued", k.ChallengesIssued}, {"passed", k.ChallengesPassed}, {"failed", k.ChallengesFailed}, {"parked", k.ChallengesParked}} {
+	}{{"issued", k.ChallengesIssued}, {"passed", k.ChallengesPassed}, {"failed", k.ChallengesFailed}, {"parked", k.ChallengesParked},
+		{"unverified", k.ChallengesUnverified}, {"deferred", k.ChallengesDeferred}} {
 		counter(challengesDesc, c.n, c.outcome)
 	}
 	counter(syncsDesc, k.Syncs)
