@@ -243,13 +243,19 @@ func (p *puzzles) issue(id uint64, at int64, diff int) string {
 	return base64.RawURLEncoding.EncodeToString(p.seed(p.keys[0], id, sec, diff)) + "." + strconv.FormatInt(sec, 10) + "." + strconv.Itoa(diff)
 }
 
-// errAnswer is why an answer fails; never shown to the client.
-var errAnswer = errors.New("waitingroom: invalid challenge answer")
+var (
+	// errAnswer is why an answer fails; never shown to the client.
+	errAnswer = errors.New("waitingroom: invalid challenge answer")
+	// errStale: a valid answer to a puzzle easier than the challenge
+	// asks now (its Difficulty was raised since the puzzle was given).
+	errStale = errors.New("waitingroom: challenge answer to an easier puzzle")
+)
 
 // verify checks answer ("<puzzle>.<nonce>") for visitor id at now (Unix
 // ms): a puzzle this room gave that visitor within ttl, solved. O(1): two
-// hashes per key at most, no state.
-func (p *puzzles) verify(answer string, id uint64, now, ttl int64) error {
+// hashes per key at most, no state. A valid answer to a puzzle of fewer
+// than least bits is errStale.
+func (p *puzzles) verify(answer string, id uint64, now, ttl int64, least int) error {
 	if len(answer) > maxAnswerLen {
 		return errAnswer
 	}
@@ -291,6 +297,9 @@ func (p *puzzles) verify(answer string, id uint64, now, ttl int64) error {
 	}
 	if !ok || !solves(answer, diff) {
 		return errAnswer
+	}
+	if diff < least {
+		return errStale
 	}
 	return nil
 }
@@ -381,6 +390,15 @@ func (rm *Room) challengeGate(c *cookieState, ch *Challenge, verdict int, owed b
 		c.chal = chalPassed
 		rm.counters.chalPassed.Add(1)
 		return gatePass
+	case verdict == answerStale:
+		// An answer to an easier puzzle than the challenge asks now:
+		// neither a pass nor a failure; a puzzle of the current
+		// difficulty with the page, and no chance.
+		if c.chal == chalNone {
+			c.chal = chalGiven
+			rm.counters.chalIssued.Add(1)
+		}
+		return gateHold
 	case c.chal == chalNone:
 		if ch.Who == ChallengeEveryone || owed {
 			c.chal = chalGiven
@@ -458,6 +476,7 @@ const (
 	answerNone    = 0 // no answer, or not checked yet
 	answerValid   = 1
 	answerInvalid = -1
+	answerStale   = 2 // valid, to a puzzle easier than the Difficulty now
 )
 
 // answer is what a request brings to the challenge, for the place it is
@@ -472,14 +491,22 @@ type answer struct {
 }
 
 // readAnswer returns the answer r brings to challenge ch for place id. A
-// proof of work's is checked here, at now (Unix ms): O(1), no state. A
+// proof of work's is checked here, at now (Unix ms): O(1), no state. Its
+// puzzle must be at least as hard as ch's Difficulty now, so that raising
+// it applies at once to the puzzles given before (answerStale), but not
+// as hard as the difficulty risen with the queue (RiseEvery): a visitor
+// who solved a puzzle just before the queue grew is not set a new one. A
 // hosted one's is checked once its chance is due (verdictLocked).
 func (rm *Room) readAnswer(r *http.Request, ch *Challenge, id uint64, now int64) answer {
 	a := answer{text: rm.answerOf(r), id: id, kind: ch.Kind}
 	if a.text != "" && ch.Kind == ChallengePoW {
-		a.verdict = answerInvalid
-		if rm.puzzles.verify(a.text, id, now, ch.ttl()) == nil {
+		switch err := rm.puzzles.verify(a.text, id, now, ch.ttl(), ch.difficulty()); err {
+		case nil:
 			a.verdict = answerValid
+		case errStale:
+			a.verdict = answerStale
+		default:
+			a.verdict = answerInvalid
 		}
 	}
 	return a

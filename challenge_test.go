@@ -551,3 +551,53 @@ func TestChallengeStateFollowsVisitor(t *testing.T) {
 		})
 	}
 }
+
+// A raised difficulty applies at once to the puzzles already given: an
+// answer to an easier puzzle than the challenge's Difficulty now is
+// neither a pass nor a failure, and the visitor is given a puzzle of the
+// current difficulty, back in a second. A rise with the queue (RiseEvery)
+// does not make earlier puzzles of the base Difficulty stale.
+func TestChallengeRaisedDifficulty(t *testing.T) {
+	t.Run("Difficulty raised", func(t *testing.T) {
+		tr := chalQueueRoom(t, Challenge{OnFail: ChallengeInfinite})
+		require.NoError(t, tr.Update(context.Background(), func(s *Settings) {
+			s.Challenge = &Challenge{Kind: ChallengePoW, OnFail: ChallengeInfinite, Difficulty: 4}
+		}))
+		tr.sync()
+		v := &visitor{}
+		w := tr.getWith(v, "")
+		require.True(t, strings.HasSuffix(readWaiting(t, w).ChallengePuzzle, ".4"))
+		old := answerOf(t, w)
+		require.NoError(t, tr.Update(context.Background(), func(s *Settings) {
+			s.Challenge = &Challenge{Kind: ChallengePoW, OnFail: ChallengeInfinite, Difficulty: 28}
+			s.TotalActiveUsers = 20 // room for the visitor
+		}))
+		tr.clk.Add(time.Minute)
+		tr.sync()
+		w = tr.getWith(v, old)
+		require.True(t, isWaiting(w), "not a pass")
+		assert.True(t, strings.HasSuffix(readWaiting(t, w).ChallengePuzzle, ".28"), "a puzzle of the current difficulty")
+		assert.Equal(t, "1", w.Header().Get("Refresh"))
+		k := tr.Counters()
+		assert.Zero(t, k.ChallengesPassed)
+		assert.Zero(t, k.ChallengesFailed, "not a failure")
+		assert.Zero(t, k.ChallengesParked)
+	})
+	t.Run("risen with the queue", func(t *testing.T) {
+		tr := chalQueueRoom(t, Challenge{RiseEvery: 1}) // Difficulty 8
+		v := &visitor{}
+		w := tr.getWith(v, "")
+		require.True(t, strings.HasSuffix(readWaiting(t, w).ChallengePuzzle, ".8"))
+		early := answerOf(t, w)
+		for range 8 { // the queue grows
+			tr.getWith(&visitor{}, "")
+		}
+		tr.sync()
+		require.GreaterOrEqual(t, tr.Stats().Waiting, 8)
+		require.Greater(t, tr.view.Load().settings.Challenge.difficultyAt(tr.view.Load().waiting), 8)
+		tr.clk.Add(5 * time.Second)
+		tr.getWith(v, early)
+		assert.Equal(t, uint64(1), tr.Counters().ChallengesPassed)
+		assert.Zero(t, tr.Counters().ChallengesFailed)
+	})
+}
