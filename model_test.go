@@ -108,7 +108,15 @@ type modelCase struct {
 	revokers         int
 	switches         bool          // FIFO ↔ random, and Reject for a minute
 	passes           time.Duration // behind nginx with passes of this Pass.Duration (model_pass_test.go)
-	seeds            []uint64
+	// challenge: a proof of work that honest browsers answer, with
+	// OnFail infinite, and silent and lapsers clients that never answer
+	// (model_challenge_test.go); paired runs each seed again without
+	// those and compares the honest browsers' admissions.
+	challenge       bool
+	who             ChallengeWho
+	silent, lapsers int
+	paired          bool
+	seeds           []uint64
 }
 
 const (
@@ -168,6 +176,7 @@ func TestModel(t *testing.T) {
 			switches: true,
 		},
 	}
+	cases = append(cases, challengeCases...)
 	for _, tc := range cases {
 		tc.seeds = seeds
 		tc.minutes = int(math.Round(float64(tc.minutes) * scale))
@@ -176,10 +185,16 @@ func TestModel(t *testing.T) {
 			var pooled randomPool
 			for _, seed := range tc.seeds {
 				t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-					m := newModel(t, tc, seed)
+					m := newModel(t, tc, seed, true)
 					m.run()
 					m.check()
 					pooled.add(m.tally)
+					if tc.paired {
+						alone := newModel(t, tc, seed, false)
+						alone.run()
+						alone.check()
+						m.compareAlone(alone)
+					}
 				})
 			}
 			pooled.check(t, tc)
@@ -197,10 +212,12 @@ const (
 	kCloner                // holds a copy of a group's waiting cookie
 	kSharer                // holds a copy of a group's admitted cookie
 	kKept                  // behind nginx: resends a revoker's cookie and pass from before its revoke
+	kSilent                // with a challenge: a browser that never answers it
+	kLapser                // with a challenge: resends its first cookie once its place lapsed, never answering
 )
 
 func (k mKind) String() string {
-	return [...]string{"honest", "revoker", "replayer", "cloner", "sharer", "kept"}[k]
+	return [...]string{"honest", "revoker", "replayer", "cloner", "sharer", "kept", "silent", "lapser"}[k]
 }
 
 const (
@@ -221,6 +238,7 @@ type mClient struct {
 	// fixedPass is the pass a client that does not keep resends: a
 	// replayer's first, a sharer's copy, a kept client's.
 	fixedPass string
+	answer    string // with a challenge: what an honest browser sends with its next request
 	gone      bool
 	next      [2]int64 // per tab, Unix ms; 0: the tab is idle
 	tabs      int
@@ -300,6 +318,7 @@ type mResp struct {
 	refresh     int64  // ms, from the Refresh header
 	state       cookieState
 	hasState    bool
+	puzzle      string // with a challenge: the waiting page's puzzle
 }
 
 // randomTally counts chances and admissions in random mode, by minute.
@@ -389,8 +408,12 @@ type model struct {
 	chances      map[uint64]int64      // latest chance by identity
 	chanceAt     map[chanceKey][]int64 // latest chances by identity and instance
 	drawnAt      map[chanceKey]int64   // latest returns of a visitor the draw holds (random, several instances)
+	heldAt       map[chanceKey]int64   // with a challenge: latest holds for it that counted the visitor waiting
 	copied       map[uint64]bool       // identities whose cookie was copied or replayed
 	clients      []*mClient
+	attackers    []*mClient // with a challenge: silent and lapsers (model_challenge_test.go)
+	arng         *mrand.Rand
+	straightIn   int // attackers let in at their first request (ChallengeQueued)
 	groups       []*mGroup
 	episodes     []*mEpisode
 	methods      []methodAt
@@ -421,17 +444,21 @@ type methodAt struct {
 	method QueueingMethod
 }
 
-func newModel(t *testing.T, tc modelCase, seed uint64) *model {
+// newModel sets up a run; attack adds the clients that never answer a
+// challenge (tc.silent, tc.lapsers).
+func newModel(t *testing.T, tc modelCase, seed uint64, attack bool) *model {
 	clk := newClock()
 	m := &model{
 		t: t, tc: tc, seed: seed, clk: clk,
 		rng:      mrand.New(mrand.NewPCG(seed, 0x5eed)),
+		arng:     mrand.New(mrand.NewPCG(seed, 0xa77)),
 		start:    clk.Now().UnixMilli(),
 		ids:      map[uint64]*mID{},
 		firstByM: map[int64]int{},
 		chances:  map[uint64]int64{},
 		chanceAt: map[chanceKey][]int64{},
 		drawnAt:  map[chanceKey]int64{},
+		heldAt:   map[chanceKey]int64{},
 		copied:   map[uint64]bool{},
 		bursts:   map[int]int{},
 		failures: map[string]int{},
@@ -458,6 +485,10 @@ func newModel(t *testing.T, tc modelCase, seed uint64) *model {
 			c.Pass = Pass{Secret: testPassSecret, Duration: tc.passes}
 			c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 		}
+		if tc.challenge {
+			c.Challenge = &Challenge{Kind: ChallengePoW, Who: tc.who, OnFail: ChallengeInfinite, Difficulty: 1}
+			c.RefreshJitter = -1 // no draws: the runs of a pair see the same intervals
+		}
 	})
 	m.codec = m.rooms[0].codec
 	m.name = m.rooms[0].cookieName
@@ -476,6 +507,9 @@ func newModel(t *testing.T, tc modelCase, seed uint64) *model {
 		m.fas = append(m.fas, rm.ForwardAuth(FrontDoorForwarded))
 	}
 	m.populate()
+	if attack {
+		m.populateAttackers()
+	}
 	return m
 }
 
@@ -647,6 +681,15 @@ func (m *model) run() {
 					}
 				}
 			}
+			// The clients that never answer a challenge act last, on
+			// their own draws, so that the other clients act as they
+			// would without them.
+			for _, i := range m.arng.Perm(len(m.attackers)) {
+				if c := m.attackers[i]; !c.gone && c.next[0] != 0 && c.next[0] <= tick {
+					m.actAttacker(c)
+					m.absorb()
+				}
+			}
 			m.checkLive()
 		}
 	}
@@ -678,6 +721,11 @@ func (m *model) pick() int { return m.rng.IntN(len(m.rooms)) }
 // send sends one request from client c with cookie (and pass, behind
 // nginx) to instance inst.
 func (m *model) send(c *mClient, inst int, cookie, pass, revoke string) mResp {
+	return m.sendWith(c, inst, cookie, pass, revoke, c.answer)
+}
+
+// sendWith is send with the answer to the challenge the request carries.
+func (m *model) sendWith(c *mClient, inst int, cookie, pass, revoke, answer string) mResp {
 	if m.tc.passes != 0 {
 		return m.sendNginx(c, inst, cookie, pass, revoke)
 	}
@@ -692,9 +740,19 @@ func (m *model) send(c *mClient, inst int, cookie, pass, revoke string) mResp {
 	if revoke != "" {
 		r.Header.Set("X-Revoke", revoke)
 	}
+	if m.tc.challenge {
+		// JSON, whose waiting page has a Refresh header and the puzzle.
+		r.Header.Set("Accept", "application/json")
+		if answer != "" {
+			r.Header.Set(ChallengeHeader, answer)
+		}
+	}
 	w := httptest.NewRecorder()
 	m.hs[inst].ServeHTTP(w, r)
 	resp := mResp{inst: inst}
+	if m.tc.challenge && w.Header().Get("Refresh") != "" {
+		resp.puzzle = m.puzzleOf(w)
+	}
 	switch {
 	case w.Code == http.StatusOK && w.Body.String() == "app":
 		resp.outcome = Admitted
@@ -751,7 +809,7 @@ func (g *burstGate) arrive() {
 // the order they arrive. It returns the responses in the order sent.
 func (m *model) burst(c *mClient, k int, revoke func(int) string) []mResp {
 	m.requests += k
-	cookie, pass := c.jar, c.pass
+	cookie, pass, answer := c.jar, c.pass, c.answer
 	insts := make([]int, k)
 	revokes := make([]string, k)
 	for i := range insts {
@@ -762,7 +820,7 @@ func (m *model) burst(c *mClient, k int, revoke func(int) string) []mResp {
 	}
 	out := make([]mResp, k)
 	if k == 1 {
-		out[0] = m.send(c, insts[0], cookie, pass, revokes[0])
+		out[0] = m.sendWith(c, insts[0], cookie, pass, revokes[0], answer)
 		m.keepCookie(c, out[0])
 		return out
 	}
@@ -774,7 +832,7 @@ func (m *model) burst(c *mClient, k int, revoke func(int) string) []mResp {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := m.send(c, insts[i], cookie, pass, revokes[i])
+			r := m.sendWith(c, insts[i], cookie, pass, revokes[i], answer)
 			if m.gate != nil && r.outcome != Admitted {
 				m.gate.arrive() // turned away before the application
 			}
@@ -791,6 +849,9 @@ func (m *model) burst(c *mClient, k int, revoke func(int) string) []mResp {
 func (m *model) keepCookie(c *mClient, r mResp) {
 	if !c.keep {
 		return
+	}
+	if m.tc.challenge && (c.kind == kHonest || c.kind == kRevoker) && r.outcome == Waiting {
+		c.answer = m.solved(r.puzzle) // for the next request
 	}
 	switch {
 	case r.cleared:
@@ -817,9 +878,25 @@ func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
 		if !r.hasState || r.state.acceptedAt != 0 || r.state.lastCheckIn != now {
 			continue
 		}
+		// With a challenge: a place held for it (back in a second) has
+		// no chance; a parked one is not counted as waiting, and has
+		// one chance per interval all the same (counts).
+		held := m.tc.challenge && r.state.chal == chalGiven && r.state.refresh == powHoldRefresh
+		if m.tc.challenge && !counts(&Challenge{Who: m.tc.who, OnFail: ChallengeInfinite}, r.state.chal) {
+			if !held {
+				m.checkInterval(r, now)
+			}
+			continue
+		}
 		m.chances[r.state.id] = now
 		if copies {
 			m.copied[r.state.id] = true
+		}
+		if held {
+			// Counted (ChallengeQueued: the new place of a visitor
+			// who had not answered), by each instance that held it.
+			m.heldAt[chanceKey{r.state.id, r.inst}] = now
+			continue
 		}
 		if m.tc.instances > 1 && m.methodAt(now) == Random && r.state.refresh == drawRetry(modelRefresh.Milliseconds()) {
 			// Random on several instances: a visitor the draw holds
@@ -829,22 +906,7 @@ func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
 			m.drawnAt[chanceKey{r.state.id, r.inst}] = now
 			continue
 		}
-		// One chance per refresh interval per instance, whichever copy
-		// of the cookie asks. The shortest interval drawn is the
-		// RefreshInterval less its jitter, rounded down to the second,
-		// and a chance taken late (by up to the room's lateness) is due
-		// an interval after it was due: n chances on one instance span
-		// at least n-1 shortest intervals, less the lateness.
-		key := chanceKey{r.state.id, r.inst}
-		past := m.chanceAt[key]
-		for j, at := range slices.Backward(past) {
-			if k := int64(len(past) - j); now-at < k*m.minRefresh-m.lateness {
-				m.fail("a place got more than one chance per refresh interval on one instance", "%s on instance %d: %d chances from %s to %s",
-					m.hexID(r.state.id), r.inst, k+1, m.rel(at), m.rel(now))
-				break
-			}
-		}
-		m.chanceAt[key] = append(past[max(0, len(past)-9):], now)
+		m.checkInterval(r, now)
 		if m.methodAt(now) == Random {
 			if honest {
 				m.tally.honestChances[minuteOf(now)]++
@@ -854,6 +916,25 @@ func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
 			}
 		}
 	}
+}
+
+// checkInterval checks and records the chance r brought at now: one per
+// refresh interval per instance, whichever copy of the cookie asks. The
+// shortest interval drawn is the RefreshInterval less its jitter, rounded
+// down to the second, and a chance taken late (by up to the room's
+// lateness) is due an interval after it was due: n chances on one
+// instance span at least n-1 shortest intervals, less the lateness.
+func (m *model) checkInterval(r mResp, now int64) {
+	key := chanceKey{r.state.id, r.inst}
+	past := m.chanceAt[key]
+	for j, at := range slices.Backward(past) {
+		if k := int64(len(past) - j); now-at < k*m.minRefresh-m.lateness {
+			m.fail("a place got more than one chance per refresh interval on one instance", "%s on instance %d: %d chances from %s to %s",
+				m.hexID(r.state.id), r.inst, k+1, m.rel(at), m.rel(now))
+			break
+		}
+	}
+	m.chanceAt[key] = append(past[max(0, len(past)-9):], now)
 }
 
 // surelyAlive reports whether the model holds the session of identity id
@@ -1212,6 +1293,9 @@ func (m *model) absorb() {
 		if rec.revoke {
 			x.revoked = true
 		}
+		if rec.client >= attackerBase {
+			continue // let straight in (actAttacker checks)
+		}
 		c := m.clients[rec.client]
 		x.kinds |= 1 << c.kind
 		c.lastApp = max(c.lastApp, rec.at)
@@ -1304,7 +1388,7 @@ func (m *model) waitingCount(now int64) (distinct, bound int) {
 		switch {
 		case m.copied[id]:
 			for i := range m.rooms {
-				last := m.drawnAt[chanceKey{id, i}]
+				last := max(m.drawnAt[chanceKey{id, i}], m.heldAt[chanceKey{id, i}])
 				if past := m.chanceAt[chanceKey{id, i}]; len(past) > 0 {
 					last = max(last, past[len(past)-1])
 				}
@@ -1494,6 +1578,7 @@ func (m *model) check() {
 		t.Logf("behind nginx: %d requests passed on a pass, %d asked the room, %d pages redirected; %d requests of revoked sessions let in before their passes expired; %d sessions admitted and revoked by one request",
 			m.local, m.requests-m.local, m.redirects, m.afterRevoke, m.freshRevoked)
 	}
+	m.logAttackers()
 	kinds := make([]string, 0, len(m.failures))
 	for k := range m.failures {
 		kinds = append(kinds, k)
