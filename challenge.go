@@ -88,8 +88,11 @@ const ChallengeHeader = "Waiting-Room-Challenge"
 // Challenge configures the challenge step: who must pass it, what failing
 // does, and how hard the built-in proof of work is. A visitor passes once
 // per place in the queue: the result is kept in their cookie (which copies
-// of the cookie share, as they share the place). Changeable with
-// Room.Update and overridable per Event. The zero value is no challenge.
+// of the cookie share, as they share the place). A challenge not passed
+// stays with the visitor: the new place that a lapsed, spent or revoked
+// cookie brings is given it again before any chance, or parked at once if
+// it was failed. Changeable with Room.Update and overridable per Event.
+// The zero value is no challenge.
 type Challenge struct {
 	// Kind is ChallengeOff, ChallengePoW or ChallengeHosted.
 	Kind ChallengeKind `json:"kind,omitempty"`
@@ -104,12 +107,15 @@ type Challenge struct {
 	OnFail ChallengeAction `json:"onFail,omitempty"`
 	// Difficulty is the proof of work's number of leading zero bits, each
 	// one doubling the expected work. Default DefaultDifficulty; 1 to
-	// MaxDifficulty.
+	// MaxDifficulty. Raised, it applies at once to the puzzles already
+	// given: an answer to an easier puzzle is neither a pass nor a
+	// failure, and the visitor is given a puzzle of the new difficulty.
 	Difficulty int `json:"difficulty,omitempty"`
 	// RiseEvery makes the work rise with the queue: one more bit each
 	// time the number of visitors waiting doubles past RiseEvery (at
 	// 2 × RiseEvery waiting, Difficulty + 1; at 4 ×, + 2). Default 0:
-	// fixed.
+	// fixed. A rise leaves the puzzles given before it good: any puzzle
+	// of at least Difficulty bits passes within its TTL.
 	RiseEvery int `json:"riseEvery,omitempty"`
 	// MaxDifficulty caps the risen difficulty. Default Difficulty + 4;
 	// Difficulty to the package's MaxDifficulty.
