@@ -483,6 +483,7 @@ const (
 	answerValid   = 1
 	answerInvalid = -1
 	answerStale   = 2 // valid, to a puzzle easier than the Difficulty now
+	answerUnknown = 3 // the hosted provider gave no verdict (unreachable, a timeout, a status other than 200)
 )
 
 // answer is what a request brings to the challenge, for the place it is
@@ -542,6 +543,8 @@ func (rm *Room) verdictLocked(ch *Challenge, a *answer, id uint64, s int8) (int,
 		return answerNone, verdictBusy // the place or the challenge changed while asking
 	case a.id != id || a.kind != ch.Kind:
 		return answerNone, verdictReady // no answer for this place
+	case a.asked && a.verdict == answerUnknown:
+		return answerNone, verdictBusy // asked again at the next chance
 	case ch.Kind != ChallengeHosted || a.asked:
 		return a.verdict, verdictReady
 	case a.text == "" || s == chalPassed:
@@ -571,14 +574,18 @@ func (rm *Room) answerLater(d *Decision, v *view, p *policy, c cookieState, step
 
 // askProvider asks the hosted challenge's provider about a, without the
 // lock, and records its verdict in a. A provider that gives none (a
-// timeout, an error, a status other than 200) fails the answer as a
-// refusal does, counted apart.
+// timeout, an error, a status other than 200: a rate limit or an outage)
+// neither passes nor fails the answer: the place gets the page without a
+// chance, its challenge's state unchanged, and the provider is asked
+// again at its next chance (counted in Counters.ChallengesUnverified), so
+// that a provider's outage parks nobody.
 func (rm *Room) askProvider(r *http.Request, a *answer) {
 	a.asked, a.verdict = true, answerInvalid
 	switch err := rm.cfg.HostedChallenge.verify(r, a.text); {
 	case err == nil:
 		a.verdict = answerValid
 	case !errors.Is(err, errHosted):
+		a.verdict = answerUnknown
 		rm.counters.chalUnverified.Add(1)
 	}
 }

@@ -42,9 +42,10 @@ var hostedProviders = map[HostedProvider]struct {
 // visitor's address, answered by JSON whose "success" says whether the
 // token is valid. The room asks at most once per chance of a place in the
 // queue (a request whose chance is not due gets the page without a call),
-// with at most MaxInFlight calls at once, each no longer than Timeout: a
-// provider that cannot be reached or gives no verdict fails the challenge
-// (Challenge.OnFail decides; Counters.ChallengesUnverified). Safe for
+// with at most MaxInFlight calls at once, each no longer than Timeout: an
+// answer on which a provider that cannot be reached gives no verdict is
+// neither passed nor failed, and asked about again at the visitor's next
+// chance (Counters.ChallengesUnverified). Safe for
 // concurrent use; do not change it after New.
 type HostedChallenge struct {
 	// Provider is Turnstile, HCaptcha or ReCAPTCHA. Required.

@@ -315,13 +315,26 @@ func TestHostedInFlightBound(t *testing.T) {
 		assert.True(t, admitted(tr.getWith(v, "good")))
 	}
 	assert.Equal(t, int64(3), calls.Load())
-	// No verdict: a refusal and a timeout fail the answer.
-	assert.True(t, isWaiting(tr.getWith(vs[3], "limited")))
-	assert.True(t, isWaiting(tr.getWith(vs[4], "hang")))
+	// No verdict (a rate limit's 429, a timeout): neither passed nor
+	// failed; the provider is asked again at the next chance, and a
+	// provider that answers then lets the visitor in (with OnFail
+	// infinite, an outage of the provider parks nobody).
+	for _, tc := range []struct {
+		v     *visitor
+		token string
+	}{{vs[3], "limited"}, {vs[4], "hang"}} {
+		w := tr.getWith(tc.v, tc.token)
+		require.True(t, isWaiting(w), tc.token)
+		assert.Equal(t, "1", w.Header().Get("Refresh"), "%s: back soon", tc.token)
+		assert.Equal(t, "turnstile", readWaiting(t, w).Challenge, "%s: still the challenge", tc.token)
+	}
 	k = tr.Counters()
 	assert.Equal(t, uint64(2), k.ChallengesUnverified)
-	assert.Equal(t, uint64(2), k.ChallengesFailed)
+	assert.Zero(t, k.ChallengesFailed, "no verdict is no failure")
 	assert.Equal(t, int64(4), calls.Load(), "the timeout never reached the server")
+	tr.clk.Add(time.Second)
+	assert.True(t, admitted(tr.getWith(vs[3], "good")), "asked again, and let in")
+	assert.Equal(t, int64(5), calls.Load())
 }
 
 // roundTripper is an http.RoundTripper made of a function.

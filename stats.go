@@ -132,7 +132,8 @@ type Counters struct {
 	// ChallengesUnverified counts the answers to a hosted challenge on
 	// which its provider gave no verdict (a timeout, an error, a status
 	// other than 200 such as a rate limit's 429, an unreadable reply):
-	// each fails as a refused one does. ChallengesDeferred counts the
+	// neither passed nor failed, each is asked again at the visitor's
+	// next chance. ChallengesDeferred counts the
 	// answers left for the visitor's next request because
 	// HostedChallenge.MaxInFlight calls were in flight: neither passed
 	// nor failed.
