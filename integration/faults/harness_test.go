@@ -70,8 +70,12 @@ const (
 	// waiting page.
 	abandon = 0.03
 	// maxLatency bounds every request through a room's handler: the
-	// request path never waits on the store.
-	maxLatency = 50 * time.Millisecond
+	// request path never waits on the store. A request that did would
+	// wait out the fault (a store stopped, paused or locked for seconds,
+	// a sync's deadline of 2 s); a second is far above what a loaded
+	// machine's scheduling adds, which is no figure for a test to assert
+	// (the benchmarks measure the request path's cost).
+	maxLatency = time.Second
 	// grantSlack is how long after a store failure begins an instance may
 	// still use the grant it held: while a sync is in flight it keeps
 	// using a little of it, until that sync fails at its deadline (2 s).
