@@ -82,7 +82,7 @@ const (
 // ChallengeHeader is the request header through which a JSON client sends
 // its answer to the challenge (the page's puzzle solved with SolvePuzzle,
 // or a hosted widget's token). Browsers send it in the cookie named after
-// the room's cookie with "_challenge" appended (page.Data.ChallengeCookie).
+// the room's cookie with "_challenge" appended (template.Data.ChallengeCookie).
 const ChallengeHeader = "Waiting-Room-Challenge"
 
 // Challenge configures the challenge step: who must pass it, what failing
@@ -327,7 +327,7 @@ func leadingZeros(h []byte) int {
 	return n
 }
 
-// SolvePuzzle solves a proof-of-work puzzle the room gave (page.Data's
+// SolvePuzzle solves a proof-of-work puzzle the room gave (template.Data's
 // ChallengePuzzle, "<seed>.<seconds>.<difficulty>") and returns the answer
 // to send in the ChallengeHeader request header: the puzzle, a dot and the
 // decimal number that makes the SHA-256 hash of the answer start with

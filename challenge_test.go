@@ -16,7 +16,7 @@ import (
 
 const jsonAccept = "application/json"
 
-// waitingJSON is the page.Data fields a JSON client reads here.
+// waitingJSON is the template.Data fields a JSON client reads here.
 type waitingJSON struct {
 	Challenge       string `json:"challenge"`
 	ChallengePuzzle string `json:"challengePuzzle"`

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // ErrInvalidConfig is wrapped by every error New returns for a Config that
@@ -178,7 +178,7 @@ type Config struct {
 	Keys [][]byte
 
 	// Template is a custom Mustache template for the waiting page.
-	// Default: the embedded page of package page. A template that does
+	// Default: the embedded page of package template. A template that does
 	// not parse makes New fail. Changeable with Room.Update; it travels
 	// in the shared state, read and written at every sync, so keep it
 	// small (inline a few kilobytes, link larger assets from another
@@ -203,15 +203,15 @@ type Config struct {
 	// aside), as the commercial product does; anything else, such as
 	// "application/json, text/plain", gets the page. Default false: JSON
 	// for any Accept header that lists application/json and not text/html
-	// (page.WantsJSON), which is what clients of earlier releases rely on,
+	// (template.WantsJSON), which is what clients of earlier releases rely on,
 	// and what a browser never sends for a page.
 	StrictJSONAccept bool
 	// Language is the language of the default page's texts and of the
-	// formatted waits, a BCP 47 tag among page.Languages(). Default
+	// formatted waits, a BCP 47 tag among template.Languages(). Default
 	// "en".
 	Language string
 	// NegotiateLanguage lets each visitor's Accept-Language choose the
-	// page's language among page.Languages(), Language being the
+	// page's language among template.Languages(), Language being the
 	// fallback. Default false.
 	NegotiateLanguage bool
 
@@ -479,8 +479,8 @@ func (c Config) normalize() (Config, error) {
 	if c.Language == "" {
 		c.Language = DefaultLanguage
 	}
-	if !page.Supported(c.Language) {
-		return c, invalid("Language %q is not one of %v", c.Language, page.Languages())
+	if !template.Supported(c.Language) {
+		return c, invalid("Language %q is not one of %v", c.Language, template.Languages())
 	}
 	if c.SyncInterval == 0 {
 		c.SyncInterval = DefaultSyncInterval

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // Percentiles of the random-queue estimate shown to visitors.
@@ -145,13 +145,13 @@ func minutes(m float64) time.Duration {
 // "unavailable" when unknown (as the commercial product writes it).
 func (e Estimate) Formatted() string { return e.FormattedIn(DefaultLanguage) }
 
-// FormattedIn is Formatted in the language lang (page.Languages).
+// FormattedIn is Formatted in the language lang (template.Languages).
 func (e Estimate) FormattedIn(lang string) string {
 	switch {
 	case !e.Known:
-		return page.FormatUnavailable(lang)
+		return template.FormatUnavailable(lang)
 	case e.P75 > 0 && e.P25 != e.P75:
-		return page.FormatWaitRange(lang, int(e.P25/time.Minute), int(e.P75/time.Minute))
+		return template.FormatWaitRange(lang, int(e.P25/time.Minute), int(e.P75/time.Minute))
 	}
-	return page.FormatWait(lang, int(e.Wait/time.Minute))
+	return template.FormatWait(lang, int(e.Wait/time.Minute))
 }

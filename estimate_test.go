@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
-	"github.com/go-waitingroom/waitingroom/page"
 	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 func TestRandomMinutesWriteUpExample(t *testing.T) {
@@ -306,12 +306,12 @@ func TestEstimateWhileSessionsHoldTheSlots(t *testing.T) {
 // the position; random, the chance at each refresh, as 1 in n, from the
 // chance a minute the median implies.
 func TestPlaceInLine(t *testing.T) {
-	fifo := &page.Data{IsFIFOQueue: true, RefreshIntervalSeconds: 20}
-	random := &page.Data{IsRandomQueue: true, RefreshIntervalSeconds: 20}
+	fifo := &template.Data{IsFIFOQueue: true, RefreshIntervalSeconds: 20}
+	random := &template.Data{IsRandomQueue: true, RefreshIntervalSeconds: 20}
 	for _, tc := range []struct {
 		name          string
 		e             Estimate
-		d             *page.Data
+		d             *template.Data
 		position, one int
 	}{
 		{"fifo", Estimate{Known: true, Position: 31}, fifo, 31, 0},
@@ -322,7 +322,7 @@ func TestPlaceInLine(t *testing.T) {
 		{"random, certain", Estimate{Known: true, ChancePerMinute: 1}, random, 0, 1},
 		{"random, slim", Estimate{ChancePerMinute: 1e-12}, random, 0, 1e9},
 		{"random, unknown", Estimate{}, random, 0, 0},
-		{"random, no refresh", Estimate{ChancePerMinute: 0.1}, &page.Data{IsRandomQueue: true}, 0, 0},
+		{"random, no refresh", Estimate{ChancePerMinute: 0.1}, &template.Data{IsRandomQueue: true}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			position, one := placeInLine(tc.e, tc.d)

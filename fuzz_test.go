@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-waitingroom/waitingroom/page"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // fuzzRooms are rooms in each mode a request can meet, all named "launch"
@@ -190,7 +190,7 @@ func FuzzTemplateData(f *testing.F) {
 		}
 		defer rm.Close()
 		bit := func(i int) bool { return flags&(1<<i) != 0 }
-		d := &page.Data{
+		d := &template.Data{
 			InWaitingRoom: bit(0), WaitTimeKnown: bit(1), QueueIsFull: bit(2), QueueAll: bit(3),
 			IsFIFOQueue: bit(4), IsRandomQueue: bit(5), IsPassthroughQueue: bit(6), IsRejectQueue: bit(7),
 			IsEventActive: bit(8), IsEventPrequeueing: bit(9), ShuffleAtEventStart: bit(10),
@@ -227,15 +227,15 @@ func FuzzTemplateData(f *testing.F) {
 			}
 		}
 		var hostile, harmless strings.Builder
-		require.NoError(t, page.Default().Render(&hostile, d, lang))
-		require.NoError(t, page.Default().Render(&harmless, &safe, lang))
+		require.NoError(t, template.Default().Render(&hostile, d, lang))
+		require.NoError(t, template.Default().Render(&harmless, &safe, lang))
 		for _, c := range []string{"<", ">", `"`, "'"} {
 			require.Equal(t, strings.Count(harmless.String(), c), strings.Count(hostile.String(), c), "%q in the default page", c)
 		}
 
 		body, err := rm.render(rm.tmpl, d, lang, true, 0)
 		require.NoError(t, err)
-		var got map[string]page.Data
+		var got map[string]template.Data
 		require.NoError(t, json.Unmarshal(body, &got), "%s", body)
 		want := *d
 		for _, s := range []*string{&want.WaitTimeFormatted, &want.LastUpdated, &want.QueueingMethod,

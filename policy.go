@@ -3,7 +3,7 @@ package waitingroom
 import (
 	"math"
 
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // policy is what governs requests at one moment: the live settings with
@@ -13,7 +13,7 @@ type policy struct {
 	session  int64 // ms
 	renew    bool
 	reissue  int64 // ms between re-issues of an admitted visitor's cookie
-	tmpl     *page.Template
+	tmpl     *template.Template
 	method   *method // what QueueingMethod does
 	event    *Event  // the event in force (pre-queue included), or nil
 	prequeue bool

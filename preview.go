@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"time"
 
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // PreviewState is a state of the waiting page that a visitor can see, as
@@ -40,7 +40,7 @@ type PreviewPage struct {
 	// Status is the status code of the response.
 	Status int `json:"status"`
 	// Data is what the template is given, and what JSON clients get.
-	Data page.Data `json:"data"`
+	Data template.Data `json:"data"`
 	// HTML is the page, or the error of the template, which then renders
 	// nothing.
 	HTML  string `json:"html"`
@@ -57,7 +57,7 @@ type PreviewPage struct {
 //
 // Nothing in the room changes: no visitor is counted, no cookie made, no
 // cached page replaced. Preview is safe for concurrent use.
-func (rm *Room) Preview(tmpl *page.Template, lang string) []PreviewPage {
+func (rm *Room) Preview(tmpl *template.Template, lang string) []PreviewPage {
 	if lang == "" {
 		lang = rm.cfg.Language
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // Preview renders every state a visitor can see, from the live template
@@ -58,10 +58,10 @@ func TestPreview(t *testing.T) {
 	pages = tr.Preview(nil, "")
 	assert.Equal(t, "<b>5 minutes to 15 minutes</b>", pages[0].HTML)
 	assert.Equal(t, http.StatusTooManyRequests, pages[0].Status)
-	other, err := page.Parse("<i>{{waitTimeFormatted}}</i>")
+	other, err := template.Parse("<i>{{waitTimeFormatted}}</i>")
 	require.NoError(t, err)
 	assert.Equal(t, "<i>od 5 minut do 15 minut</i>", tr.Preview(other, "pl")[0].HTML)
-	for _, p := range tr.Preview(page.Default(), "de") {
+	for _, p := range tr.Preview(template.Default(), "de") {
 		assert.Contains(t, p.HTML, `<html lang="de"`, p.State)
 	}
 	assert.Equal(t, Random, tr.Stats().Settings.QueueingMethod)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // productTemplate is a page written for the commercial product: its
@@ -26,7 +26,7 @@ var productTemplate string
 // reference says a visitor sees for d, and those they do not. A wait longer
 // than a day is, in the product, an unknown wait with queueIsFull set: the
 // "[full]" branch follows from the data as the room gives it.
-func productDecisions(d *page.Data) (shown, hidden []string) {
+func productDecisions(d *template.Data) (shown, hidden []string) {
 	branch := func(on bool, text string) {
 		if on {
 			shown = append(shown, text)
@@ -63,7 +63,7 @@ func productDecisions(d *page.Data) (shown, hidden []string) {
 // product's reference describes, in every state a visitor can be in: the
 // same variables, with the same meanings.
 func TestProductTemplate(t *testing.T) {
-	_, err := page.Parse(productTemplate)
+	_, err := template.Parse(productTemplate)
 	require.NoError(t, err, "it parses as it is")
 	for _, tc := range []struct {
 		name   string
@@ -73,30 +73,32 @@ func TestProductTemplate(t *testing.T) {
 		setup func(tr *testRoom)
 		// hit is the branch the state must reach, so that each case tests
 		// what it says.
-		hit func(d *page.Data) bool
+		hit func(d *template.Data) bool
 	}{
 		{"FIFO, a known wait", func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 100, 10 }, fill(10, 30),
-			func(d *page.Data) bool { return d.WaitTimeKnown && d.IsFIFOQueue && d.WaitTime > 0 }},
+			func(d *template.Data) bool { return d.WaitTimeKnown && d.IsFIFOQueue && d.WaitTime > 0 }},
 		{"FIFO, a wait over an hour", func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 100, 10 }, fill(10, 900),
-			func(d *page.Data) bool { return d.WaitTimeKnown && d.WaitTimeHours >= 1 }},
+			func(d *template.Data) bool { return d.WaitTimeKnown && d.WaitTimeHours >= 1 }},
 		{"random", func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 100, 10; c.QueueingMethod = Random }, fill(10, 30),
-			func(d *page.Data) bool {
+			func(d *template.Data) bool {
 				return d.WaitTimeKnown && d.IsRandomQueue && d.WaitTime75Percentile > d.WaitTime25Percentile
 			}},
 		{"queue all", func(c *Config) { c.QueueAll = true }, nil,
-			func(d *page.Data) bool { return d.QueueAll && !d.WaitTimeKnown }},
+			func(d *template.Data) bool { return d.QueueAll && !d.WaitTimeKnown }},
 		{"passthrough, queue all", func(c *Config) { c.QueueAll = true; c.QueueingMethod = Passthrough }, nil,
-			func(d *page.Data) bool { return d.IsPassthroughQueue && d.QueueAll }},
+			func(d *template.Data) bool { return d.IsPassthroughQueue && d.QueueAll }},
 		{"event pre-queue", func(c *Config) {
 			start := newClock().Now().Add(10 * time.Minute).Truncate(time.Minute)
 			c.Events = []Event{{Name: "sale", PrequeueStart: start.Add(-30 * time.Minute), Start: start, End: start.Add(time.Hour), ShuffleAtStart: true}}
-		}, nil, func(d *page.Data) bool { return d.IsEventActive && d.IsEventPrequeueing && d.ShuffleAtEventStart }},
+		}, nil, func(d *template.Data) bool { return d.IsEventActive && d.IsEventPrequeueing && d.ShuffleAtEventStart }},
 		{"event running", func(c *Config) {
 			start := newClock().Now().Truncate(time.Minute)
 			c.Events = []Event{{Name: "sale", Start: start, End: start.Add(time.Hour), TotalActiveUsers: 1, NewUsersPerMinute: 1}}
-		}, fill(1, 0), func(d *page.Data) bool { return d.IsEventActive && !d.IsEventPrequeueing && d.TimeUntilEventEnd > 0 }},
+		}, fill(1, 0), func(d *template.Data) bool {
+			return d.IsEventActive && !d.IsEventPrequeueing && d.TimeUntilEventEnd > 0
+		}},
 		{"reject", func(c *Config) { c.QueueingMethod = Reject }, nil,
-			func(d *page.Data) bool { return d.IsRejectQueue }},
+			func(d *template.Data) bool { return d.IsRejectQueue }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTestRoom(t, func(c *Config) {
@@ -111,7 +113,7 @@ func TestProductTemplate(t *testing.T) {
 			}
 			// Two new visitors in the same state: one asks for JSON (the
 			// data), the other for the page.
-			var body map[string]page.Data
+			var body map[string]template.Data
 			require.NoError(t, json.Unmarshal(tr.get(&visitor{}, "application/json").Body.Bytes(), &body))
 			d := body["waitingRoom"]
 			require.True(t, tc.hit(&d), "the state is reached: %+v", d)

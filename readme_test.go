@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // The README's template section lists every template variable once, and
@@ -33,7 +33,7 @@ func TestReadmeListsEveryTemplateVariable(t *testing.T) {
 		}
 	}
 	want := map[string]int{}
-	ty := reflect.TypeFor[page.Data]()
+	ty := reflect.TypeFor[template.Data]()
 	for i := range ty.NumField() {
 		tag, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
 		if tag != "-" { // not a variable of the JSON: ChallengeWidget, {{{turnstile}}}

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // pageCacheSize bounds the pages kept per sync: FIFO visitors see a page
@@ -27,15 +27,15 @@ type pageCache struct {
 }
 
 type pageKey struct {
-	data page.Data
+	data template.Data
 	json bool
-	tmpl *page.Template
+	tmpl *template.Template
 	lang string
 }
 
 // render returns the page for data, as JSON or HTML; epoch identifies the
 // view the data comes from: the pages of older views are dropped.
-func (rm *Room) render(tmpl *page.Template, data *page.Data, lang string, asJSON bool, epoch int64) ([]byte, error) {
+func (rm *Room) render(tmpl *template.Template, data *template.Data, lang string, asJSON bool, epoch int64) ([]byte, error) {
 	key := pageKey{data: *data, json: asJSON, tmpl: tmpl, lang: lang}
 	c := &rm.pages
 	c.mu.Lock()
@@ -50,7 +50,7 @@ func (rm *Room) render(tmpl *page.Template, data *page.Data, lang string, asJSON
 	var buf bytes.Buffer
 	var err error
 	if asJSON {
-		err = page.WriteJSON(&buf, rm.cfg.JSONKey, data)
+		err = template.WriteJSON(&buf, rm.cfg.JSONKey, data)
 	} else {
 		err = tmpl.Render(&buf, data, lang)
 	}
@@ -136,10 +136,10 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 // Config.StrictJSONAccept.
 func (rm *Room) wantsJSON(r *http.Request) bool {
 	if !rm.cfg.StrictJSONAccept {
-		return page.WantsJSON(r.Header.Get("Accept"))
+		return template.WantsJSON(r.Header.Get("Accept"))
 	}
 	v := r.Header.Values("Accept")
-	return len(v) == 1 && page.IsExactJSON(v[0])
+	return len(v) == 1 && template.IsExactJSON(v[0])
 }
 
 // setCookieAttrs returns what follows the value in the header that sets
@@ -170,7 +170,7 @@ func (rm *Room) RespondError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 // pageData is what the waiting page of decision d shows.
-func (rm *Room) pageData(d Decision, lang string) *page.Data {
+func (rm *Room) pageData(d Decision, lang string) *template.Data {
 	p := d.policyOrZero()
 	s, e := p.Settings, d.Estimate
 	now := d.now
@@ -186,7 +186,7 @@ func (rm *Room) pageData(d Decision, lang string) *page.Data {
 	if last == 0 {
 		last = now
 	}
-	data := &page.Data{
+	data := &template.Data{
 		InWaitingRoom:      true,
 		QueueAll:           s.QueueAll,
 		LastUpdated:        time.UnixMilli(last).UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000Z"),
@@ -218,7 +218,7 @@ func (rm *Room) pageData(d Decision, lang string) *page.Data {
 	if d.chal != nil && d.Outcome == Waiting {
 		rm.challengeData(&d, data, now)
 	}
-	data.TimeUntilEventStartFormatted = page.FormatUnavailable(lang)
+	data.TimeUntilEventStartFormatted = template.FormatUnavailable(lang)
 	data.TimeUntilEventEndFormatted = data.TimeUntilEventStartFormatted
 	if ev := p.event; ev != nil {
 		untilStart := ceilMinutes(ev.Start.UnixMilli() - now)
@@ -231,10 +231,10 @@ func (rm *Room) pageData(d Decision, lang string) *page.Data {
 		data.IsEventActive = true
 		data.ShuffleAtEventStart = ev.ShuffleAtStart
 		data.TimeUntilEventEnd = untilEnd
-		data.TimeUntilEventEndFormatted = page.FormatWait(lang, untilEnd)
+		data.TimeUntilEventEndFormatted = template.FormatWait(lang, untilEnd)
 		if p.prequeue {
 			data.TimeUntilEventStart = untilStart
-			data.TimeUntilEventStartFormatted = page.FormatWait(lang, untilStart)
+			data.TimeUntilEventStartFormatted = template.FormatWait(lang, untilStart)
 		}
 	}
 	return data
@@ -247,7 +247,7 @@ func ceilSeconds(ms int64) int {
 
 // placeInLine is what the page shows of a visitor's place: FIFO, the
 // position in line; random, the chance at each refresh as 1 in n.
-func placeInLine(e Estimate, data *page.Data) (position, oneIn int) {
+func placeInLine(e Estimate, data *template.Data) (position, oneIn int) {
 	switch {
 	case data.IsFIFOQueue:
 		return e.Position, 0
@@ -272,7 +272,7 @@ func (rm *Room) language(r *http.Request) string {
 	if !rm.cfg.NegotiateLanguage {
 		return rm.cfg.Language
 	}
-	return page.Negotiate(r.Header.Get("Accept-Language"), rm.cfg.Language)
+	return template.Negotiate(r.Header.Get("Accept-Language"), rm.cfg.Language)
 }
 
 // Handler returns the middleware: admitted and bypassed requests go to
@@ -361,7 +361,7 @@ type admittedRequest struct {
 
 // challengeData adds to data the challenge the waiting page of d gives:
 // a puzzle bound to the visitor and now (Unix ms), or a hosted widget.
-func (rm *Room) challengeData(d *Decision, data *page.Data, now int64) {
+func (rm *Room) challengeData(d *Decision, data *template.Data, now int64) {
 	var widget string
 	if d.chal.Kind == ChallengeHosted {
 		h := rm.cfg.HostedChallenge
@@ -371,7 +371,7 @@ func (rm *Room) challengeData(d *Decision, data *page.Data, now int64) {
 		data.Challenge = string(ChallengePoW)
 		data.ChallengePuzzle = rm.puzzles.issue(d.state.id, now, d.chal.difficultyAt(rm.view.Load().waiting))
 	}
-	data.ChallengeWidget = page.ChallengeScript(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", rm.cfg.CookiePath, ceilSeconds(d.RefreshAfter.Milliseconds()))
+	data.ChallengeWidget = template.ChallengeScript(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", rm.cfg.CookiePath, ceilSeconds(d.RefreshAfter.Milliseconds()))
 }
 
 // Next is the rest of a chain of handlers that return an error, as

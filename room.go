@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-waitingroom/waitingroom/page"
 	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // Name returns the room's name, Config.Name. It is safe for concurrent use.
@@ -36,7 +36,7 @@ type Room struct {
 	codec      *codec
 	puzzles    *puzzles  // the proof of work's (challenge.go)
 	verified   *verified // admitted cookies that opened lately
-	tmpl       *page.Template
+	tmpl       *template.Template
 	store      store.Store
 	id         string
 	log        *slog.Logger
@@ -49,7 +49,7 @@ type Room struct {
 	history   *history     // one sample per historyInterval of syncs, for the admin page
 	kept      *keptHistory // the store's history and what this instance observed (minutes.go)
 	pages     pageCache
-	templates sync.Map     // template source → *page.Template
+	templates sync.Map     // template source → *template.Template
 	ntemplate atomic.Int64 // entries in templates
 
 	// policy is the policy in force lately, for the view it was worked
@@ -187,8 +187,8 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		return nil, fmt.Errorf("waitingroom: challenge keys: %w", err)
 	}
 	if c.Template == "" {
-		rm.tmpl = page.Default()
-	} else if rm.tmpl, err = page.Parse(c.Template); err != nil {
+		rm.tmpl = template.Default()
+	} else if rm.tmpl, err = template.Parse(c.Template); err != nil {
 		return nil, fmt.Errorf("waitingroom: %w: Template: %w", ErrInvalidConfig, err)
 	} else {
 		rm.templates.Store(c.Template, rm.tmpl)
@@ -298,17 +298,17 @@ const maxTemplates = 32
 // default page. Templates were validated when they were set; one that
 // fails here (set by an instance with a different version) falls back to
 // the default page.
-func (rm *Room) template(src string) *page.Template {
+func (rm *Room) template(src string) *template.Template {
 	if src == "" {
-		return page.Default()
+		return template.Default()
 	}
 	if t, ok := rm.templates.Load(src); ok {
-		return t.(*page.Template)
+		return t.(*template.Template)
 	}
-	t, err := page.Parse(src)
+	t, err := template.Parse(src)
 	if err != nil {
 		rm.log.Error("waitingroom: a template in the settings does not parse; using the default page", "err", err)
-		t = page.Default()
+		t = template.Default()
 	}
 	if rm.ntemplate.Add(1) > maxTemplates {
 		// Settings changed many times: start again with the ones in use,
@@ -334,7 +334,7 @@ func (rm *Room) checkTemplate(src string) error {
 }
 
 func parseTemplate(src string) error {
-	_, err := page.Parse(src)
+	_, err := template.Parse(src)
 	return err
 }
 

@@ -8,7 +8,7 @@ package admin
 
 import (
 	"github.com/go-waitingroom/waitingroom"
-	"github.com/go-waitingroom/waitingroom/page"
+	wrtemplate "github.com/go-waitingroom/waitingroom/template"
 
 	"bytes"
 	"crypto/rand"
@@ -755,11 +755,11 @@ type previewBody struct {
 // /preview: every state as JSON, or with ?state= that state's page as
 // HTML, in a sandbox (its scripts run in an origin of their own, away from
 // the admin API and its credentials).
-func (a *admin) preview(w http.ResponseWriter, r *http.Request, tmpl *page.Template) {
+func (a *admin) preview(w http.ResponseWriter, r *http.Request, tmpl *wrtemplate.Template) {
 	q := r.URL.Query()
 	lang := q.Get("lang")
-	if lang != "" && !page.Supported(lang) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("waitingroom: language %q is not one of %v", lang, page.Languages()))
+	if lang != "" && !wrtemplate.Supported(lang) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("waitingroom: language %q is not one of %v", lang, wrtemplate.Languages()))
 		return
 	}
 	pages := a.rm.Preview(tmpl, lang)
@@ -822,9 +822,9 @@ func (a *admin) postPreview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "waitingroom: the body must hold the template to preview: {\"template\": \"...\"} (\"\" for the default page)")
 		return
 	}
-	tmpl := page.Default()
+	tmpl := wrtemplate.Default()
 	if *body.Template != "" {
-		if tmpl, err = page.Parse(*body.Template); err != nil {
+		if tmpl, err = wrtemplate.Parse(*body.Template); err != nil {
 			writeError(w, http.StatusUnprocessableEntity, "waitingroom: Template: "+err.Error())
 			return
 		}

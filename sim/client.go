@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // response is a minimal http.ResponseWriter, reset and reused for every
@@ -106,7 +106,7 @@ type pageView struct {
 // Refresh header, which a browser obeys, wins over refreshIntervalSeconds.
 // It reports false for a body that is not such JSON.
 func readPage(w *response) (pageView, bool) {
-	var d page.Data
+	var d template.Data
 	if !decodePage(w.body, &d) {
 		return pageView{}, false
 	}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"strconv"
 
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // decodePage decodes a JSON waiting response, {"<key>":{<variables>}},
@@ -12,7 +12,7 @@ import (
 // estimate); the others are checked and skipped. It reports false for
 // anything else. It reads what encoding/json would, at a small fraction of
 // the cost, which matters when a run reads millions of pages.
-func decodePage(b []byte, d *page.Data) bool {
+func decodePage(b []byte, d *template.Data) bool {
 	p := pageParser{b: b}
 	if !p.byte('{') || !p.skipString() || !p.byte(':') || !p.byte('{') {
 		return false
@@ -206,7 +206,7 @@ func (p *pageParser) integer() (int, bool) {
 }
 
 // member reads the value of the variable name into d, or skips it.
-func (p *pageParser) member(name []byte, d *page.Data) bool {
+func (p *pageParser) member(name []byte, d *template.Data) bool {
 	var ok bool
 	switch string(name) {
 	case "waitTimeKnown":

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
-	"github.com/go-waitingroom/waitingroom/page"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // simKey encrypts the visitors' cookies. A simulation has nothing to keep
@@ -616,7 +616,7 @@ func (r *run) waited(c, i int32, at int64) {
 // does.
 func (r *run) answer(v *Visitor, l *live) {
 	delete(l.req.Header, waitingroom.ChallengeHeader)
-	var d page.Data
+	var d template.Data
 	if !decodePage(r.w.body, &d) || d.ChallengePuzzle == "" || (v.Kind == Bot && !r.o.BotsSolve) {
 		return
 	}

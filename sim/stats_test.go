@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // bruteKendall is tau-b by its definition, over every pair.
@@ -142,16 +142,16 @@ func TestQuantile(t *testing.T) {
 }
 
 // pageBody renders d as the room does.
-func pageBody(t testing.TB, key string, d *page.Data) []byte {
+func pageBody(t testing.TB, key string, d *template.Data) []byte {
 	var b bytes.Buffer
-	require.NoError(t, page.WriteJSON(&b, key, d))
+	require.NoError(t, template.WriteJSON(&b, key, d))
 	return b.Bytes()
 }
 
 func TestDecodePage(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(5, 6))
 	for i := range 200 {
-		d := page.Data{
+		d := template.Data{
 			InWaitingRoom:          rng.IntN(2) == 0,
 			WaitTimeKnown:          rng.IntN(2) == 0,
 			WaitTime:               rng.IntN(2000),
@@ -167,10 +167,10 @@ func TestDecodePage(t *testing.T) {
 			PositionInLine:         rng.IntN(5000),
 		}
 		body := pageBody(t, []string{"waitingRoom", "cfWaitingRoom"}[i%2], &d)
-		var got page.Data
+		var got template.Data
 		require.True(t, decodePage(body, &got), "%s", body)
 		// What encoding/json reads, limited to what the client acts on.
-		var doc map[string]page.Data
+		var doc map[string]template.Data
 		require.NoError(t, json.Unmarshal(body, &doc))
 		for _, want := range doc {
 			assert.Equal(t, want.WaitTimeKnown, got.WaitTimeKnown)
@@ -189,19 +189,19 @@ func TestDecodePage(t *testing.T) {
 		`{"k":{"a":tru}}`, `{"k":{"a":"\x"}}`, `{"k":{"a":"\u12"}}`, `{"k":{"a":1,}}`,
 		`{"k":{"a":{"b":1}}}`, `{"k":{"a\"b":1}}`, `{"k":{"a":"` + "\n" + `"}}`, `{k:{}}`,
 	} {
-		var d page.Data
+		var d template.Data
 		assert.False(t, decodePage([]byte(bad), &d), "%q", bad)
 	}
-	var d page.Data
+	var d template.Data
 	assert.True(t, decodePage([]byte(` {"k" : { "a" : null , "b":-1e3,"refreshIntervalSeconds": 7 } } `), &d))
 	assert.Equal(t, 7, d.RefreshIntervalSeconds)
 }
 
 func FuzzDecodePage(f *testing.F) {
-	f.Add(pageBody(f, "waitingRoom", &page.Data{WaitTimeKnown: true, WaitTime: 3, RefreshIntervalSeconds: 20}))
+	f.Add(pageBody(f, "waitingRoom", &template.Data{WaitTimeKnown: true, WaitTime: 3, RefreshIntervalSeconds: 20}))
 	f.Add([]byte(`{"k":{"a":"\u00e9"}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var d page.Data
+		var d template.Data
 		ok := decodePage(b, &d)
 		var doc map[string]map[string]json.RawMessage
 		if ok {
@@ -213,7 +213,7 @@ func FuzzDecodePage(f *testing.F) {
 
 func TestReadPage(t *testing.T) {
 	w := newResponse()
-	w.body = pageBody(t, "waitingRoom", &page.Data{
+	w.body = pageBody(t, "waitingRoom", &template.Data{
 		WaitTimeKnown: true, WaitTime: 7, WaitTime25Percentile: 2, WaitTime50Percentile: 7,
 		WaitTime75Percentile: 14, QueueIsFull: true, RefreshIntervalSeconds: 19,
 	})

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // activePath is where the demo reports the sessions it has seen. It is
@@ -186,7 +186,7 @@ func (d *demo) report(w http.ResponseWriter, r *http.Request) {
 	}
 	now := d.now()
 	w.Header().Set("Cache-Control", "no-store")
-	if r.URL.Query().Get("format") != "json" && !page.WantsJSON(r.Header.Get("Accept")) {
+	if r.URL.Query().Get("format") != "json" && !template.WantsJSON(r.Header.Get("Accept")) {
 		d.mu.Lock()
 		n := d.active(now)
 		d.mu.Unlock()

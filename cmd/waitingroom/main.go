@@ -187,10 +187,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-waitingroom/waitingroom"
-	"github.com/go-waitingroom/waitingroom/page"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/redisstore"
 	"github.com/go-waitingroom/waitingroom/store/sqlstore"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 func main() {
@@ -502,7 +502,7 @@ func (o *options) check(set map[string]bool) error {
 		if err != nil {
 			return usage("%s: %v", o.label("template"), err)
 		}
-		if _, err := page.Parse(string(src)); err != nil {
+		if _, err := template.Parse(string(src)); err != nil {
 			return usage("%s %s does not parse: %v", o.label("template"), o.templatePath, err)
 		}
 		o.template = string(src)

@@ -1,14 +1,14 @@
-package page_test
+package template_test
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/go-waitingroom/waitingroom/page"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 func ExampleParse() {
-	tmpl, err := page.Parse(`<p>
+	tmpl, err := template.Parse(`<p>
 {{#waitTimeKnown}}
 Estimated wait: {{waitTimeFormatted}} ({{waitTimeHours}} h {{waitTimeHourMinutes}} min).
 {{/waitTimeKnown}}
@@ -25,7 +25,7 @@ The queue is full.
 		fmt.Println(err)
 		return
 	}
-	d := &page.Data{
+	d := &template.Data{
 		InWaitingRoom:          true,
 		WaitTimeKnown:          true,
 		WaitTime:               75,
@@ -40,7 +40,7 @@ The queue is full.
 		fmt.Println(err)
 	}
 
-	_, err = page.Parse("{{#waitTimeKnown}} never closed")
+	_, err = template.Parse("{{#waitTimeKnown}} never closed")
 	fmt.Println(err)
 	// Output:
 	// <p>
@@ -51,7 +51,7 @@ The queue is full.
 }
 
 func ExampleWriteJSON() {
-	d := &page.Data{
+	d := &template.Data{
 		InWaitingRoom:          true,
 		WaitTimeKnown:          true,
 		WaitTime:               10,
@@ -62,7 +62,7 @@ func ExampleWriteJSON() {
 		QueueingMethod:         "fifo",
 		IsFIFOQueue:            true,
 	}
-	if err := page.WriteJSON(os.Stdout, "cfWaitingRoom", d); err != nil {
+	if err := template.WriteJSON(os.Stdout, "cfWaitingRoom", d); err != nil {
 		fmt.Println(err)
 	}
 	// Output:
@@ -75,7 +75,7 @@ func ExampleWantsJSON() {
 		"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
 		"*/*",
 	} {
-		fmt.Println(page.WantsJSON(accept))
+		fmt.Println(template.WantsJSON(accept))
 	}
 	// Output:
 	// true
@@ -86,7 +86,7 @@ func ExampleWantsJSON() {
 func ExampleFormatWait() {
 	for _, lang := range []string{"en", "fr", "pl", "ja"} {
 		fmt.Printf("%s: %s | %s | %s\n", lang,
-			page.FormatWait(lang, 22), page.FormatWait(lang, 125), page.FormatWaitRange(lang, 5, 15))
+			template.FormatWait(lang, 22), template.FormatWait(lang, 125), template.FormatWaitRange(lang, 5, 15))
 	}
 	// Output:
 	// en: 22 minutes | 2 hours 5 minutes | 5 minutes to 15 minutes
@@ -103,7 +103,7 @@ func ExampleNegotiate() {
 		"sv-SE,sv;q=0.9",
 		"",
 	} {
-		fmt.Printf("%q → %s\n", header, page.Negotiate(header, "en"))
+		fmt.Printf("%q → %s\n", header, template.Negotiate(header, "en"))
 	}
 	// Output:
 	// "de-CH,de;q=0.9,en;q=0.8" → de

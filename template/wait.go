@@ -1,4 +1,4 @@
-package page
+package template
 
 // FormatWait writes a wait of the given whole minutes for people to read, in
 // the language of the BCP 47 tag lang (resolved as in Supported; English when

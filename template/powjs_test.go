@@ -1,4 +1,4 @@
-package page
+package template
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package page
+package template
 
 // languages is the table of the default page's texts, keyed by BCP 47
 // language tag. "en" must exist: it is the fallback. Keys are the tags

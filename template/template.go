@@ -73,7 +73,7 @@
 // FormatWait and FormatWaitRange write waits in each language with its
 // plural forms ("1 minute", "2 minuty", "5 minut"); pass them the language
 // passed to Render.
-package page
+package template
 
 import (
 	"bytes"
