@@ -239,11 +239,14 @@ func fleetStores() []fleetBackend {
 }
 
 // BenchmarkFleet is the scale benchmark: N Room values of one room, each
-// with its own store client, each syncing once a second (its own
-// goroutine calls Sync, with the background loop's 2 s deadline) and
-// seeing three fresh visitors a second, measured for
-// WAITINGROOM_FLEET_SECONDS (default 10) after a warm-up in which every
-// instance joins (5 s, and 1 s more per 100 instances). It reports the
+// with its own store client and the default Config (a fleet of 32 or more
+// syncs through an aggregator on its own), all started within the first
+// second, each syncing once a second (its own goroutine calls Sync, with
+// the background loop's 2 s deadline) and seeing three fresh visitors a
+// second, measured for WAITINGROOM_FLEET_SECONDS (default 10) after a
+// warm-up in which every instance joins: WAITINGROOM_FLEET_WARMUP seconds,
+// default 5 and 1 more per 100 instances; 0 measures from the start,
+// the fleet's forming included. It reports the
 // syncs a second achieved, the failed syncs, the sync's p50, p99 and
 // longest (ms), the store round trips and state bytes per sync (all
 // instances', the aggregator's included, over the syncs), and the size of
@@ -263,45 +266,42 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	for _, be := range fleetStores() {
 		for _, n := range fleetSizes() {
-			for _, fleet := range []bool{false, true} {
-				mode := map[bool]string{false: "classic", true: "fleet"}[fleet]
-				b.Run(fmt.Sprintf("store=%s/instances=%d/sync=%s", be.name, n, mode), func(b *testing.B) {
-					f := runFleet(b, be, n, fleet, time.Duration(seconds)*time.Second)
-					syncs := len(f.durations)
-					b.ReportMetric(float64(syncs)/float64(seconds), "syncs/s")
-					b.ReportMetric(float64(f.errors), "errors")
-					slices.Sort(f.durations)
-					q := func(p float64) float64 {
-						if syncs == 0 {
-							return 0
-						}
-						return float64(f.durations[int(p*float64(syncs-1))].Microseconds()) / 1000
+			b.Run(fmt.Sprintf("store=%s/instances=%d", be.name, n), func(b *testing.B) {
+				f := runFleet(b, be, n, time.Duration(seconds)*time.Second)
+				syncs := len(f.durations)
+				b.ReportMetric(float64(syncs)/float64(seconds), "syncs/s")
+				b.ReportMetric(float64(f.errors), "errors")
+				slices.Sort(f.durations)
+				q := func(p float64) float64 {
+					if syncs == 0 {
+						return 0
 					}
-					b.ReportMetric(q(0.5), "p50-ms")
-					b.ReportMetric(q(0.99), "p99-ms")
-					b.ReportMetric(q(1), "max-ms")
-					if syncs > 0 {
-						b.ReportMetric(float64(f.attempts.Load())/float64(syncs), "trips/sync")
-						b.ReportMetric(float64(f.bytes.Load())/float64(syncs), "bytes/sync")
-					}
-					b.ReportMetric(float64(f.size.Load()), "state-bytes")
-					for m, n := range f.logs {
-						b.Logf("%6d %s", n, m)
-					}
-					b.ReportMetric(float64(f.stateUpdates.Load())/float64(seconds), "state-updates/s")
-					if f.pool != nil && syncs > 0 {
-						b.ReportMetric(float64(f.poolWaits)/float64(syncs), "poolwaits/sync")
-						b.ReportMetric(float64(f.poolWait.Microseconds())/1000/float64(syncs), "poolwait-ms/sync")
-					}
-				})
-			}
+					return float64(f.durations[int(p*float64(syncs-1))].Microseconds()) / 1000
+				}
+				b.ReportMetric(q(0.5), "p50-ms")
+				b.ReportMetric(q(0.99), "p99-ms")
+				b.ReportMetric(q(1), "max-ms")
+				if syncs > 0 {
+					b.ReportMetric(float64(f.attempts.Load())/float64(syncs), "trips/sync")
+					b.ReportMetric(float64(f.bytes.Load())/float64(syncs), "bytes/sync")
+				}
+				b.ReportMetric(float64(f.size.Load()), "state-bytes")
+				for m, n := range f.logs {
+					b.Logf("%6d %s", n, m)
+				}
+				b.ReportMetric(float64(f.stateUpdates.Load())/float64(seconds), "state-updates/s")
+				if f.pool != nil && syncs > 0 {
+					b.ReportMetric(float64(f.poolWaits)/float64(syncs), "poolwaits/sync")
+					b.ReportMetric(float64(f.poolWait.Microseconds())/1000/float64(syncs), "poolwait-ms/sync")
+				}
+			})
 		}
 	}
 }
 
 // runFleet runs n instances of one room on be for d after a warm-up and
 // returns what was recorded.
-func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration) *fleetFigures {
+func runFleet(b *testing.B, be fleetBackend, n int, d time.Duration) *fleetFigures {
 	f := &fleetFigures{}
 	open := be.open(b, f)
 	name := randomName("fleet-")
@@ -361,7 +361,13 @@ func runFleet(b *testing.B, be fleetBackend, n int, fleet bool, d time.Duration)
 			}
 		})
 	}
-	time.Sleep(5*time.Second + time.Duration(n/100)*time.Second)
+	warmup := 5*time.Second + time.Duration(n/100)*time.Second
+	if s, err := strconv.Atoi(os.Getenv("WAITINGROOM_FLEET_WARMUP")); err == nil && s >= 0 {
+		warmup = time.Duration(s) * time.Second
+	}
+	if warmup > 0 {
+		time.Sleep(warmup)
+	}
 	b.ResetTimer()
 	var pool sql.DBStats
 	if f.pool != nil {
