@@ -20,11 +20,6 @@ type Sample struct {
 	// Stats fields of the same names as of that sync.
 	Active, Waiting, AdmittedThisMinute int
 	OutflowPerMinute                    float64
-	// Wait and Session are the waits of the visitors let in and the
-	// lengths of the sessions ended in the minute of the sync, up to the
-	// sync, all instances together (Minute's fields of the same names);
-	// zero when the store keeps no history.
-	Wait, Session Durations
 }
 
 // History returns the room's figures over the last hour, oldest first: at
@@ -40,8 +35,7 @@ func (rm *Room) History() []Sample {
 			continue
 		}
 		out = append(out, Sample{At: time.UnixMilli(s.at), Active: s.active, Waiting: s.waiting,
-			AdmittedThisMinute: s.admittedThisMinute, OutflowPerMinute: s.outflowPerMinute,
-			Wait: s.wait, Session: s.session})
+			AdmittedThisMinute: s.admittedThisMinute, OutflowPerMinute: s.outflowPerMinute})
 	}
 	return out
 }
@@ -52,7 +46,6 @@ type sample struct {
 	active, waiting    int
 	admittedThisMinute int
 	outflowPerMinute   float64
-	wait, session      Durations // of the sync's minute so far
 }
 
 // history is a ring of samples, at most one per historyInterval of the

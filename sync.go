@@ -329,10 +329,8 @@ func (rm *Room) finish(ctx context.Context, p syncParams, v *view, epoch, settin
 	}
 	rm.logPhase(old, v)
 	rm.view.Store(v)
-	so := v.minuteSoFar()
 	rm.history.observe(sample{at: v.at, active: int(v.active), waiting: int(v.waiting),
-		admittedThisMinute: int(v.admittedThisMinute), outflowPerMinute: v.perMinute,
-		wait: so.Wait, session: so.Session})
+		admittedThisMinute: int(v.admittedThisMinute), outflowPerMinute: v.perMinute})
 	rm.afterSync(ctx, v)
 	// Last: whoever Ready lets go finds the grant and the view in place.
 	rm.ready.set(nil)

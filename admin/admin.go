@@ -1,9 +1,10 @@
 // Package admin serves a room's admin API and status page, for operators:
-// the figures of the whole room as JSON, the last hour's history, and the
-// live settings, which PATCH /settings changes for every instance. It is
-// built on the Room's public surface (Stats, History, Counters, Update), so
-// it runs beside any room, on any mux, behind an Authenticator that it
-// refuses to do without.
+// the figures of the whole room as JSON, the last hour's history, the kept
+// history (Minutes, Reports, Coarsen), and the live settings, which PATCH
+// /settings changes for every instance. It is built on the Room's public
+// surface (Stats, History, Counters, Update) and, for the kept history,
+// on the room's store, so it runs beside any room, on any mux, behind an
+// Authenticator that it refuses to do without.
 package admin
 
 import (
@@ -137,13 +138,13 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 //	                 this instance's counters
 //	GET   /history   the last hour as JSON: a sample of active and waiting
 //	                 visitors every 10 seconds, admissions by minute
-//	GET   /minutes   the kept history (Room.Minutes): from and to (RFC
+//	GET   /minutes   the kept history (Minutes): from and to (RFC
 //	                 3339; default the last 24 hours, at most 30 days),
 //	                 step (seconds, a multiple of 60; default the finest
 //	                 that gives at most 1,440 points, a minute for CSV),
 //	                 format (json or csv); 404 if the store keeps none
 //	GET   /reports   a report per scheduled event, from its pre-queue to
-//	                 its end (waitingroom.Reports), in from and to
+//	                 its end (Reports), in from and to
 //	                 (default the last 30 days), format json or csv
 //	GET   /settings  the live waitingroom.Settings as JSON
 //	PATCH /settings  change them: a JSON object (Content-Type
@@ -183,7 +184,8 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 // Authenticator that accepts your session cookie).
 //
 // The history is the room's (Room.History), in memory (about 40 KB), one
-// sample per 10 s of syncs; the kept history (Room.Minutes) is the store's. The handler is safe for concurrent use.
+// sample per 10 s of syncs; the kept history (Minutes) is the store's.
+// The handler is safe for concurrent use.
 func Handler(rm *waitingroom.Room, auth Authenticator) (http.Handler, error) {
 	if auth == nil {
 		return nil, fmt.Errorf("waitingroom: %w: admin.Handler needs an Authenticator (see BearerToken)", waitingroom.ErrInvalidConfig)

@@ -76,6 +76,12 @@ func (f *adminFixture) sync() {
 // visit sends one visitor's request through the room and reports whether
 // it reached the application; cookie is the visitor's cookie jar.
 func (f *adminFixture) visit(cookie *string) bool {
+	return f.get(cookie).Body.String() == "app"
+}
+
+// get sends one visitor's request through the room and returns the
+// response; cookie is the visitor's cookie jar.
+func (f *adminFixture) get(cookie *string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)
 	if *cookie != "" {
 		r.Header.Set("Cookie", *cookie)
@@ -85,7 +91,7 @@ func (f *adminFixture) visit(cookie *string) bool {
 	for _, c := range w.Result().Cookies() {
 		*cookie = c.Name + "=" + c.Value
 	}
-	return w.Body.String() == "app"
+	return w
 }
 
 // do sends an authenticated admin request; header pairs are added as given.

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/go-waitingroom/waitingroom"
 )
 
 // The kept history over the admin API: GET /minutes and GET /reports.
@@ -46,8 +44,8 @@ func parseRange(r *http.Request, now time.Time, def time.Duration) (minutesRange
 	if !out.from.Before(out.to) {
 		return out, errors.New("from must be before to")
 	}
-	if out.to.Sub(out.from) > waitingroom.HistoryRetention+24*time.Hour {
-		return out, fmt.Errorf("the range is longer than the history kept (%d days)", waitingroom.HistoryRetention/(24*time.Hour))
+	if out.to.Sub(out.from) > HistoryRetention+24*time.Hour {
+		return out, fmt.Errorf("the range is longer than the history kept (%d days)", HistoryRetention/(24*time.Hour))
 	}
 	minutes := int64((out.to.Sub(out.from) + time.Minute - 1) / time.Minute)
 	out.step = time.Duration(max((minutes+maxPoints-1)/maxPoints, 1)) * time.Minute
@@ -76,7 +74,7 @@ type adminDurations struct {
 	MaxSeconds float64 `json:"maxSeconds"`
 }
 
-func durationsJSON(d waitingroom.Durations) adminDurations {
+func durationsJSON(d Durations) adminDurations {
 	return adminDurations{Count: d.Count, P50Seconds: d.P50.Seconds(), P90Seconds: d.P90.Seconds(), MaxSeconds: d.Max.Seconds()}
 }
 
@@ -126,16 +124,16 @@ func (a *admin) minutes(w http.ResponseWriter, r *http.Request, reports bool) {
 	now := a.rm.Stats().Now.UTC()
 	def := 24 * time.Hour
 	if reports {
-		def = waitingroom.HistoryRetention
+		def = HistoryRetention
 	}
 	q, err := parseRange(r, now, def)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "waitingroom: "+err.Error())
 		return
 	}
-	ms, err := a.rm.Minutes(r.Context(), q.from, q.to)
+	ms, err := Minutes(r.Context(), a.rm, q.from, q.to)
 	switch {
-	case errors.Is(err, waitingroom.ErrNoHistory):
+	case errors.Is(err, ErrNoHistory):
 		writeError(w, http.StatusNotFound, "waitingroom: the room's store keeps no history")
 		return
 	case err != nil:
@@ -144,7 +142,7 @@ func (a *admin) minutes(w http.ResponseWriter, r *http.Request, reports bool) {
 	}
 	name := a.rm.Name()
 	if reports {
-		rs := waitingroom.Reports(ms)
+		rs := Reports(ms)
 		out := make([]adminReport, 0, len(rs))
 		for _, x := range rs {
 			out = append(out, adminReport{Event: x.Event, From: x.From.UTC(), To: x.To.UTC(), Minutes: x.Minutes,
@@ -163,7 +161,7 @@ func (a *admin) minutes(w http.ResponseWriter, r *http.Request, reports bool) {
 		q.step = time.Minute // an export is minute by minute unless asked
 	}
 	out := adminMinutes{Room: name, From: q.from, To: q.to, StepSeconds: int64(q.step / time.Second), Minutes: []adminMinute{}}
-	for _, m := range waitingroom.Coarsen(ms, q.step) {
+	for _, m := range Coarsen(ms, q.step) {
 		out.Minutes = append(out.Minutes, adminMinute{Minute: m.Minute.UTC(), Active: m.Active, Waiting: m.Waiting,
 			Admitted: m.Admitted, Abandoned: m.Abandoned, TotalActiveUsers: m.TotalActiveUsers,
 			NewUsersPerMinute: m.NewUsersPerMinute, Event: m.Event,

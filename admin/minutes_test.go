@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/admin"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
@@ -195,4 +196,6 @@ func TestAdminMinutesWithoutHistory(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, w.Code, path)
 		assert.Contains(t, errorMessage(t, w), "keeps no history")
 	}
+	_, err := admin.Minutes(t.Context(), f.room, time.Time{}, f.clk.Now())
+	assert.ErrorIs(t, err, admin.ErrNoHistory)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/admin"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -44,7 +45,7 @@ func TestHistoryAccuracy(t *testing.T) {
 				TotalActiveUsers: 1, NewUsersPerMinute: 1}, st)
 			require.NoError(t, err)
 			defer rm.Close()
-			ms, err := rm.Minutes(context.Background(), start, start.Add(24*time.Hour))
+			ms, err := admin.Minutes(context.Background(), rm, start, start.Add(24*time.Hour))
 			require.NoError(t, err)
 
 			waits := map[int][]time.Duration{}
@@ -54,7 +55,7 @@ func TestHistoryAccuracy(t *testing.T) {
 					waits[m] = append(waits[m], v.Wait())
 				}
 			}
-			recorded := map[int]waitingroom.Minute{}
+			recorded := map[int]admin.Minute{}
 			abandoned, sessions := 0, 0
 			for _, m := range ms {
 				i := int(m.Minute.Sub(start) / time.Minute)

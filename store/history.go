@@ -29,7 +29,7 @@ type Record struct {
 // HistoryStore is implemented by stores that keep a room's history: one
 // small record per minute, for HistoryMinutes. It is optional: a room
 // whose store does not implement it keeps no history (see
-// waitingroom.Room.Minutes). Every store of this module implements it.
+// admin.Minutes). Every store of this module implements it.
 //
 // The rooms write at most one record per room per minute (the instance
 // whose sync closes the minute appends it), and read it when an operator

@@ -1,0 +1,29 @@
+// Package hook carries what the packages beside the root package need
+// from a Room and that is no natural public method of it: the room's own
+// parts (its store, the state as of its latest sync, its templates) that
+// applications have no use for. The root package sets these function
+// variables in an init, so they are set in any program that has a Room;
+// the packages that use them call them with the Room they were given.
+// This keeps the root package's exports to what applications use, and the
+// room's internals behind one small, documented door.
+//
+// hook cannot name the root package's types (the root package imports
+// it): a room is passed as any and is always a *waitingroom.Room.
+package hook
+
+import "github.com/go-waitingroom/waitingroom/store"
+
+// What package admin needs for the kept history (admin.Minutes).
+var (
+	// HistoryStore returns the history of room's store: nil if the store
+	// keeps none (it does not implement store.HistoryStore). It does no
+	// I/O.
+	HistoryStore func(room any) store.HistoryStore
+
+	// Unwritten returns the tallies of the minutes room's store may not
+	// show yet, oldest first within each of two runs: those this instance
+	// took out of the shared state but could not write yet, then those in
+	// the shared state as of its latest sync (the minute in progress
+	// among them). They are the caller's to keep. It does no I/O.
+	Unwritten func(room any) []store.Tally
+)
