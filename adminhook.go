@@ -1,6 +1,8 @@
 package waitingroom
 
 import (
+	"time"
+
 	"github.com/go-waitingroom/waitingroom/internal/hook"
 	"github.com/go-waitingroom/waitingroom/store"
 )
@@ -13,4 +15,23 @@ func init() {
 		rm := room.(*Room)
 		return append(rm.kept.pending(), cloneTallies(rm.view.Load().tallies)...)
 	}
+	hook.PreviewPage = func(room, settings any, now time.Time, est any, lang string) hook.Page {
+		return room.(*Room).previewPage(settings.(*Settings), now.UnixMilli(), est.(Estimate), lang)
+	}
+}
+
+// previewPage is the waiting page a waiting visitor would get at now under
+// s, with the wait e: the page Respond writes for such a decision, neither
+// counted nor cached (see hook.PreviewPage).
+func (rm *Room) previewPage(s *Settings, now int64, e Estimate, lang string) hook.Page {
+	if lang == "" {
+		lang = rm.cfg.Language
+	}
+	d := Decision{Outcome: Waiting, Estimate: e, RefreshAfter: rm.cfg.RefreshInterval.Truncate(time.Second), at: now, now: now, last: now}
+	if s.QueueingMethod == Reject {
+		d.Outcome, d.RefreshAfter = Rejected, 0
+	}
+	pol := rm.policyAt(s, now)
+	d.policy = &pol
+	return hook.Page{Status: pol.queueingStatusCode(), Data: *rm.pageData(d, lang), Template: pol.tmpl, Language: lang}
 }

@@ -1,16 +1,15 @@
 // Package admin serves a room's admin API and status page, for operators:
 // the figures of the whole room as JSON, the last hour's history, the kept
-// history (Minutes, Reports, Coarsen), and the live settings, which PATCH
-// /settings changes for every instance. It is built on the Room's public
-// surface (Stats, History, Counters, Update) and, for the kept history,
-// on the room's store, so it runs beside any room, on any mux, behind an
-// Authenticator that it refuses to do without.
+// history (Minutes, Reports, Coarsen), the waiting page in each state a
+// visitor can see (Preview), and the live settings, which PATCH /settings
+// changes for every instance. It is built on the Room's public surface
+// (Stats, History, Counters, Update) and, for the kept history and the
+// preview, on the room's store and waiting page, so it runs beside any
+// room, on any mux, behind an Authenticator that it refuses to do
+// without.
 package admin
 
 import (
-	"github.com/go-waitingroom/waitingroom"
-	wrtemplate "github.com/go-waitingroom/waitingroom/template"
-
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
@@ -29,6 +28,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-waitingroom/waitingroom"
 )
 
 // Authenticator decides whether a request to the admin API (Handler)
@@ -161,7 +162,7 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 //	                 off); the answer is the new Settings.
 //	                 Every instance follows at its next sync (Room.Update).
 //	GET   /preview   the waiting page in each state a visitor can see
-//	POST  /preview   (waitingroom.Room.Preview: queueing, queueAll,
+//	POST  /preview   (Preview: queueing, queueAll,
 //	                 eventPrequeue, reject, unknownWait), rendered from the
 //	                 live template (GET) or from the one posted
 //	                 ({"template": "..."}, "" for the default page; a
@@ -743,95 +744,6 @@ func (a *admin) patchSettings(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, got)
 	}
-}
-
-// previewBody is the body of GET and POST /preview.
-type previewBody struct {
-	// Template is "live" (GET) or "posted".
-	Template string                    `json:"template"`
-	Language string                    `json:"language"`
-	States   []waitingroom.PreviewPage `json:"states"`
-}
-
-// preview answers GET /preview and, with the template posted, POST
-// /preview: every state as JSON, or with ?state= that state's page as
-// HTML, in a sandbox (its scripts run in an origin of their own, away from
-// the admin API and its credentials).
-func (a *admin) preview(w http.ResponseWriter, r *http.Request, tmpl *wrtemplate.Template) {
-	q := r.URL.Query()
-	lang := q.Get("lang")
-	if lang != "" && !wrtemplate.Supported(lang) {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("waitingroom: language %q is not one of %v", lang, wrtemplate.Languages()))
-		return
-	}
-	pages := a.rm.Preview(tmpl, lang)
-	state := q.Get("state")
-	if state == "" {
-		body := previewBody{Template: "live", Language: lang, States: pages}
-		if tmpl != nil {
-			body.Template = "posted"
-		}
-		writeJSON(w, http.StatusOK, body)
-		return
-	}
-	for _, p := range pages {
-		if string(p.State) != state {
-			continue
-		}
-		if p.Error != "" {
-			writeError(w, http.StatusUnprocessableEntity, "waitingroom: the template fails in state "+state+": "+p.Error)
-			return
-		}
-		h := w.Header()
-		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Content-Security-Policy", "sandbox allow-scripts")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Content-Length", strconv.Itoa(len(p.HTML)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, p.HTML)
-		return
-	}
-	names := make([]string, 0, len(pages))
-	for _, p := range pages {
-		names = append(names, string(p.State))
-	}
-	writeError(w, http.StatusNotFound, fmt.Sprintf("waitingroom: no preview state %q; the states are %s", state, strings.Join(names, ", ")))
-}
-
-// postPreview reads {"template": "..."} ("" for the default page) and
-// answers as preview does with that template.
-func (a *admin) postPreview(w http.ResponseWriter, r *http.Request) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		writeError(w, http.StatusUnsupportedMediaType, "waitingroom: the body must be JSON, with Content-Type: application/json")
-		return
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxSettingsBody))
-	dec.DisallowUnknownFields()
-	var body struct {
-		Template *string `json:"template"`
-	}
-	if err := dec.Decode(&body); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("waitingroom: the body is larger than %d bytes", maxSettingsBody))
-			return
-		}
-		writeError(w, http.StatusBadRequest, "waitingroom: the body must be a JSON object {\"template\": \"...\"}: "+err.Error())
-		return
-	}
-	if body.Template == nil {
-		writeError(w, http.StatusBadRequest, "waitingroom: the body must hold the template to preview: {\"template\": \"...\"} (\"\" for the default page)")
-		return
-	}
-	tmpl := wrtemplate.Default()
-	if *body.Template != "" {
-		if tmpl, err = wrtemplate.Parse(*body.Template); err != nil {
-			writeError(w, http.StatusUnprocessableEntity, "waitingroom: Template: "+err.Error())
-			return
-		}
-	}
-	a.preview(w, r, tmpl)
 }
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {

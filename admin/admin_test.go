@@ -949,7 +949,7 @@ func TestAdminPreview(t *testing.T) {
 		for _, s := range body.States {
 			out[s["state"].(string)] = s
 		}
-		require.Len(t, out, len(waitingroom.PreviewStates()))
+		require.Len(t, out, len(admin.PreviewStates()))
 		return out
 	}
 
@@ -1016,7 +1016,7 @@ func TestAdminPreview(t *testing.T) {
 
 	// The status page links to each state.
 	page := f.do(http.MethodGet, "/", "").Body.String()
-	for _, s := range waitingroom.PreviewStates() {
+	for _, s := range admin.PreviewStates() {
 		assert.Contains(t, page, `data-state="`+string(s)+`" href="preview?state=`+string(s)+`"`)
 	}
 }

@@ -11,9 +11,15 @@
 // it): a room is passed as any and is always a *waitingroom.Room.
 package hook
 
-import "github.com/go-waitingroom/waitingroom/store"
+import (
+	"time"
 
-// What package admin needs for the kept history (admin.Minutes).
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/template"
+)
+
+// What package admin needs: the kept history (admin.Minutes) and the
+// waiting page in each state (admin.Preview).
 var (
 	// HistoryStore returns the history of room's store: nil if the store
 	// keeps none (it does not implement store.HistoryStore). It does no
@@ -26,4 +32,26 @@ var (
 	// the shared state as of its latest sync (the minute in progress
 	// among them). They are the caller's to keep. It does no I/O.
 	Unwritten func(room any) []store.Tally
+
+	// PreviewPage returns the waiting page room would give a waiting
+	// visitor at now under settings (a *waitingroom.Settings; with
+	// QueueingMethod Reject, the closed page), with the wait est (a
+	// waitingroom.Estimate), in the language lang ("" for the room's
+	// Config.Language). Nothing in the room changes: no visitor is
+	// counted, no cookie made, no page cached. It does no I/O.
+	PreviewPage func(room, settings any, now time.Time, est any, lang string) Page
 )
+
+// Page is a waiting page as PreviewPage describes it.
+type Page struct {
+	// Status is the response's status code.
+	Status int
+	// Data is what the template is given.
+	Data template.Data
+	// Template is the template the settings call for: their Template (a
+	// scheduled event's included), else the default page.
+	Template *template.Template
+	// Language is the page's language: the lang asked for, or the room's
+	// Config.Language for "".
+	Language string
+}

@@ -1,0 +1,69 @@
+package admin_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/admin"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/go-waitingroom/waitingroom/template"
+)
+
+// Preview renders every state a visitor can see, from the live template
+// or another, and leaves the room as it was.
+func TestPreview(t *testing.T) {
+	f := newAdminFixture(t, newAdminClock(), memstore.New(), func(c *waitingroom.Config) {
+		c.RefreshJitter = -1
+		c.Template = `<p>{{queueingMethod}}|{{#queueAll}}all{{/queueAll}}|{{#isEventPrequeueing}}pre {{timeUntilEventStart}}{{/isEventPrequeueing}}|` +
+			`{{#isRejectQueue}}closed{{/isRejectQueue}}|{{#waitTimeKnown}}{{waitTime}}{{/waitTimeKnown}}{{^waitTimeKnown}}unknown{{/waitTimeKnown}}|{{refreshIntervalSeconds}}</p>`
+	})
+	f.sync()
+	var v string
+	require.True(t, f.visit(&v))
+	stats, counters := f.room.Stats(), f.room.Counters()
+
+	pages := admin.Preview(f.room, nil, "")
+	require.Len(t, pages, len(admin.PreviewStates()))
+	want := map[admin.PreviewState]string{
+		admin.PreviewQueueing:      "<p>fifo||||12|20</p>",
+		admin.PreviewQueueAll:      "<p>fifo|all|||unknown|20</p>",
+		admin.PreviewEventPrequeue: "<p>fifo||pre 15||unknown|20</p>",
+		admin.PreviewReject:        "<p>reject|||closed|unknown|0</p>",
+		admin.PreviewUnknownWait:   "<p>fifo||||unknown|20</p>",
+	}
+	for i, p := range pages {
+		assert.Equal(t, admin.PreviewStates()[i], p.State)
+		assert.Equal(t, want[p.State], p.HTML, p.State)
+		assert.Empty(t, p.Error)
+		assert.Equal(t, http.StatusOK, p.Status)
+	}
+	assert.True(t, pages[2].Data.IsEventActive, "the pre-queue is part of the event")
+	assert.True(t, pages[2].Data.ShuffleAtEventStart)
+
+	assert.Equal(t, stats, f.room.Stats(), "the room is as it was")
+	assert.Equal(t, counters, f.room.Counters())
+
+	// The live settings show: random queueing, the status code, a
+	// template changed live; another template and language on request.
+	require.NoError(t, f.room.Update(t.Context(), func(s *waitingroom.Settings) {
+		s.QueueingMethod, s.QueueingStatusCode, s.Template = waitingroom.Random, http.StatusTooManyRequests, "<b>{{waitTimeFormatted}}</b>"
+	}))
+	pages = admin.Preview(f.room, nil, "")
+	assert.Equal(t, "<b>5 minutes to 15 minutes</b>", pages[0].HTML)
+	assert.Equal(t, http.StatusTooManyRequests, pages[0].Status)
+	other, err := template.Parse("<i>{{waitTimeFormatted}}</i>")
+	require.NoError(t, err)
+	assert.Equal(t, "<i>od 5 minut do 15 minut</i>", admin.Preview(f.room, other, "pl")[0].HTML)
+	for _, p := range admin.Preview(f.room, template.Default(), "de") {
+		assert.Contains(t, p.HTML, `<html lang="de"`, p.State)
+	}
+	assert.Equal(t, waitingroom.Random, f.room.Stats().Settings.QueueingMethod)
+	f.clk.Add(time.Second)
+	f.sync()
+	assert.True(t, f.visit(&v), "the admitted visitor is still in")
+}
