@@ -15,8 +15,8 @@ type Event struct {
 	// Name identifies the event in logs and the admin API. Required.
 	Name string `json:"name"`
 	// Description is free text for operators: the admin API and status
-	// page show it, visitors never see it. Default none; at most
-	// MaxEventDescription bytes of UTF-8.
+	// page show it, visitors never see it. Default none; at most 1,024
+	// bytes of UTF-8.
 	Description string `json:"description,omitempty"`
 	// Suspended keeps the event in the settings without applying it: the
 	// room goes by its own settings through the event's times, as if it
@@ -64,16 +64,16 @@ func (e *Event) opens() time.Time {
 	return e.Start
 }
 
-// MaxEventDescription is the longest Event.Description, in bytes.
-const MaxEventDescription = 1024
+// maxEventDescription is the longest Event.Description, in bytes.
+const maxEventDescription = 1024
 
 func (e *Event) validate(parse func(string) error) error {
 	name := strings.TrimSpace(e.Name)
 	switch {
 	case name == "":
 		return invalid("event name is required")
-	case len(e.Description) > MaxEventDescription:
-		return invalid("event %q: Description is %d bytes; at most %d", name, len(e.Description), MaxEventDescription)
+	case len(e.Description) > maxEventDescription:
+		return invalid("event %q: Description is %d bytes; at most %d", name, len(e.Description), maxEventDescription)
 	case !utf8.ValidString(e.Description):
 		return invalid("event %q: Description is not valid UTF-8", name)
 	case e.Start.IsZero() || e.End.IsZero():

@@ -36,7 +36,7 @@ func TestEventValidation(t *testing.T) {
 		{"template", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), Template: "{{#x}}"}}, "Template"},
 		{"overlap", []Event{ok, {Name: "b", Start: t0.Add(30 * time.Minute), End: t0.Add(2 * time.Hour)}}, "overlap"},
 		{"a suspended event overlaps all the same", []Event{ok, {Name: "b", Start: t0.Add(30 * time.Minute), End: t0.Add(2 * time.Hour), Suspended: true}}, "overlap"},
-		{"description too long", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), Description: strings.Repeat("é", MaxEventDescription/2+1)}}, "Description"},
+		{"description too long", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), Description: strings.Repeat("é", maxEventDescription/2+1)}}, "Description"},
 		{"description not UTF-8", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), Description: "caf\xe9"}}, "UTF-8"},
 		{"prequeue overlaps", []Event{ok, {Name: "b", Start: t0.Add(2 * time.Hour), End: t0.Add(3 * time.Hour), PrequeueStart: t0.Add(50 * time.Minute)}}, "overlap"},
 	} {

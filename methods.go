@@ -1,7 +1,5 @@
 package waitingroom
 
-import "slices"
-
 // QueueingMethod selects how waiting visitors are let in.
 type QueueingMethod string
 
@@ -21,14 +19,6 @@ const (
 	// page that refreshes).
 	Reject QueueingMethod = "reject"
 )
-
-// QueueingMethods returns every queueing method, in a fixed order: FIFO,
-// Random, Passthrough, Reject. It returns a new slice on every call.
-func QueueingMethods() []QueueingMethod {
-	return slices.Clone(allMethods[:])
-}
-
-var allMethods = [...]QueueingMethod{FIFO, Random, Passthrough, Reject}
 
 // method is what a queueing method does. Every method is defined here and
 // only here: the decision (Check), the grant (carve) and the estimates ask

@@ -485,6 +485,10 @@ func (a *admin) page(w http.ResponseWriter) {
 	_, _ = w.Write(buf.Bytes())
 }
 
+// queueingMethods are the queueing methods PATCH /settings accepts: all
+// of them.
+var queueingMethods = []waitingroom.QueueingMethod{waitingroom.FIFO, waitingroom.Random, waitingroom.Passthrough, waitingroom.Reject}
+
 // settingsPatch is a decoded PATCH /settings body: nil fields are left as
 // they are.
 type settingsPatch struct {
@@ -589,7 +593,7 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 			if json.Unmarshal(raw, &m) != nil {
 				return nil, fmt.Errorf("waitingroom: setting %q must be a string", key)
 			}
-			if qm := waitingroom.QueueingMethod(m); !slices.Contains(waitingroom.QueueingMethods(), qm) {
+			if qm := waitingroom.QueueingMethod(m); !slices.Contains(queueingMethods, qm) {
 				return nil, unprocessable("setting %q must be \"fifo\", \"random\", \"passthrough\" or \"reject\", got %q", key, m)
 			} else {
 				p.queueingMethod = &qm

@@ -856,7 +856,8 @@ func TestAdminEventDescriptionAndSuspended(t *testing.T) {
 		assert.Contains(t, f.do(http.MethodGet, "/", "").Body.String(), "Database &lt;upgrade&gt;", "escaped")
 	}
 
-	w = a.do(http.MethodPatch, "/settings", `{"events":[{"name":"x","description":"`+strings.Repeat("y", waitingroom.MaxEventDescription+1)+
+	// A description one byte longer than Event.Description allows.
+	w = a.do(http.MethodPatch, "/settings", `{"events":[{"name":"x","description":"`+strings.Repeat("y", 1025)+
 		`","start":"2026-05-27T18:00:00Z","end":"2026-05-27T19:00:00Z"}]}`)
 	assert.Equal(t, http.StatusUnprocessableEntity, w.Code, w.Body.String())
 }

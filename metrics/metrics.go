@@ -122,7 +122,7 @@ var (
 		waitingroom.StatusQueueing, waitingroom.StatusNotQueueing,
 		waitingroom.StatusEventPrequeueing, waitingroom.StatusSuspended,
 	}
-	methods = waitingroom.QueueingMethods()
+	methods = []waitingroom.QueueingMethod{waitingroom.FIFO, waitingroom.Random, waitingroom.Passthrough, waitingroom.Reject}
 )
 
 type collector struct {
