@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/challenge"
 )
 
 const jsonAccept = "application/json"
@@ -37,7 +40,7 @@ func (tr *testRoom) getWith(v *visitor, answer string) *httptest.ResponseRecorde
 	w := httptest.NewRecorder()
 	r := v.request(http.MethodGet, jsonAccept)
 	if answer != "" {
-		r.Header.Set(ChallengeHeader, answer)
+		r.Header.Set(challenge.Header, answer)
 	}
 	tr.app.ServeHTTP(w, r)
 	for _, c := range w.Result().Cookies() {
@@ -48,7 +51,7 @@ func (tr *testRoom) getWith(v *visitor, answer string) *httptest.ResponseRecorde
 
 func solve(t *testing.T, puzzle string) string {
 	t.Helper()
-	a, err := SolvePuzzle(context.Background(), puzzle)
+	a, err := challenge.Solve(context.Background(), puzzle)
 	require.NoError(t, err)
 	return a
 }
@@ -61,8 +64,8 @@ func (tr *testRoom) fill(n int) {
 	}
 }
 
-func powRoom(t *testing.T, ch Challenge) *testRoom {
-	ch.Kind = ChallengePoW
+func powRoom(t *testing.T, ch challenge.Policy) *testRoom {
+	ch.Kind = challenge.PoW
 	if ch.Difficulty == 0 {
 		ch.Difficulty = 8
 	}
@@ -79,7 +82,7 @@ func powRoom(t *testing.T, ch Challenge) *testRoom {
 // page, never a chance, not counted as waiting) however free the room
 // gets, and the answer lets them in.
 func TestChallengeInfiniteQueue(t *testing.T) {
-	tr := powRoom(t, Challenge{OnFail: ChallengeInfinite})
+	tr := powRoom(t, challenge.Policy{OnFail: challenge.Infinite})
 	tr.fill(10)
 	v := &visitor{}
 	w := tr.getWith(v, "")
@@ -113,7 +116,7 @@ func TestChallengeInfiniteQueue(t *testing.T) {
 
 // With OnFail log, failing is counted and the visitor queues as usual.
 func TestChallengeLogOnly(t *testing.T) {
-	tr := powRoom(t, Challenge{})
+	tr := powRoom(t, challenge.Policy{})
 	tr.fill(10)
 	v := &visitor{}
 	require.True(t, isWaiting(tr.getWith(v, "")))
@@ -124,14 +127,14 @@ func TestChallengeLogOnly(t *testing.T) {
 	assert.Zero(t, tr.Counters().ChallengesParked)
 }
 
-// Visitors let straight in are not challenged (ChallengeQueued); with
-// ChallengeEveryone they are, first held for a short refresh.
+// Visitors let straight in are not challenged (challenge.Queued); with
+// challenge.Everyone they are, first held for a short refresh.
 func TestChallengeWho(t *testing.T) {
-	tr := powRoom(t, Challenge{OnFail: ChallengeInfinite})
+	tr := powRoom(t, challenge.Policy{OnFail: challenge.Infinite})
 	assert.True(t, admitted(tr.getWith(&visitor{}, "")))
 	assert.Zero(t, tr.Counters().ChallengesIssued)
 
-	tr = powRoom(t, Challenge{Who: ChallengeEveryone, OnFail: ChallengeInfinite})
+	tr = powRoom(t, challenge.Policy{Who: challenge.Everyone, OnFail: challenge.Infinite})
 	v := &visitor{}
 	w := tr.getWith(v, "")
 	require.True(t, isWaiting(w), "held for the challenge though the room is empty")
@@ -153,7 +156,7 @@ func TestChallengeAdversarial(t *testing.T) {
 		puzzle string
 	}
 	prepare := func(t *testing.T) setup {
-		tr := powRoom(t, Challenge{OnFail: ChallengeInfinite, TTL: 5 * time.Minute})
+		tr := powRoom(t, challenge.Policy{OnFail: challenge.Infinite, TTL: 5 * time.Minute})
 		tr.fill(10)
 		v := &visitor{}
 		w := tr.getWith(v, "")
@@ -171,7 +174,7 @@ func TestChallengeAdversarial(t *testing.T) {
 			// A nonce that does not solve it: one in 256 does, at
 			// difficulty 8.
 			for n := 0; ; n++ {
-				if a := s.puzzle + "." + strconv.Itoa(n); !solves(a, 8) {
+				if a := s.puzzle + "." + strconv.Itoa(n); sha256.Sum256([]byte(a))[0] != 0 {
 					return a
 				}
 			}
@@ -201,9 +204,9 @@ func TestChallengeAdversarial(t *testing.T) {
 			// The same keys, another name: its puzzle for this identity.
 			c, ok := s.tr.readState(s.v.request(http.MethodGet, ""), s.tr.now())
 			require.True(t, ok)
-			p, err := newPuzzles([][]byte{testKey}, "other")
+			p, err := challenge.NewPuzzles([][]byte{testKey}, "other")
 			require.NoError(t, err)
-			return solve(t, p.issue(c.id, s.tr.now(), 8))
+			return solve(t, p.Issue(c.id, time.UnixMilli(s.tr.now()), 8))
 		}, false},
 		{"oversized", func(t *testing.T, s setup) string {
 			return solve(t, s.puzzle) + strings.Repeat("0", 4096)
@@ -230,50 +233,46 @@ func TestChallengeAdversarial(t *testing.T) {
 	}
 }
 
-// A replayed answer is the same visitor's: another cookie cannot use it,
-// and once it expired the same cookie cannot either (above); the puzzle
-// answered and the difficulty rise with the queue.
-func TestChallengeDifficultyRises(t *testing.T) {
-	ch := &Challenge{Difficulty: 10, RiseEvery: 100}
+// An invalid challenge.Policy (in the Config, an event or a live update)
+// or challenge.Verifier is refused with an error wrapping both
+// ErrInvalidConfig and challenge.ErrInvalid, which names the field at
+// fault. The policy's and the verifier's own bounds are tested in package
+// challenge.
+func TestChallengeInvalidConfig(t *testing.T) {
+	bad := &challenge.Policy{Kind: challenge.PoW, Difficulty: 33}
+	clk := newClock()
+	start := clk.Now().Truncate(time.Minute).Add(time.Hour)
 	for _, tc := range []struct {
-		waiting int64
-		want    int
-	}{{0, 10}, {199, 10}, {200, 11}, {399, 11}, {400, 12}, {1600, 14}, {1 << 40, 14}} {
-		assert.Equal(t, tc.want, ch.difficultyAt(tc.waiting), tc.waiting)
-	}
-	ch.MaxDifficulty = 20
-	assert.Equal(t, 20, ch.difficultyAt(1<<40))
-	assert.Equal(t, DefaultDifficulty, (&Challenge{}).difficultyAt(1<<40), "fixed by default")
-}
-
-func TestChallengeValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		c    Challenge
-		ok   bool
+		name   string
+		mutate func(c *Config)
+		field  string
 	}{
-		{"zero", Challenge{}, true},
-		{"pow", Challenge{Kind: ChallengePoW, Who: ChallengeEveryone, OnFail: ChallengeInfinite, Difficulty: 20, RiseEvery: 10, MaxDifficulty: 24, TTL: time.Hour}, true},
-		{"kind", Challenge{Kind: "captcha"}, false},
-		{"who", Challenge{Who: "all"}, false},
-		{"onFail", Challenge{OnFail: "block"}, false},
-		{"difficulty", Challenge{Difficulty: 33}, false},
-		{"negative difficulty", Challenge{Difficulty: -1}, false},
-		{"max below", Challenge{Difficulty: 20, MaxDifficulty: 19}, false},
-		{"rise", Challenge{RiseEvery: -1}, false},
-		{"ttl", Challenge{TTL: time.Second}, false},
+		{"policy", func(c *Config) { c.Challenge = bad }, "challenge.Policy.Difficulty"},
+		{"event's policy", func(c *Config) {
+			c.Events = []Event{{Name: "drop", Start: start, End: start.Add(time.Hour), Challenge: bad}}
+		}, "challenge.Policy.Difficulty"},
+		{"verifier", func(c *Config) {
+			c.ChallengeVerifier = &challenge.Verifier{Provider: challenge.Turnstile, SiteKey: "k"}
+		}, "challenge.Verifier needs SiteKey and Secret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := baseConfig(newClock())
-			cfg.Challenge = &tc.c
+			cfg := baseConfig(clk)
+			tc.mutate(&cfg)
 			_, err := New(cfg, newMemStore())
-			if tc.ok {
-				assert.NoError(t, err)
-			} else {
-				assert.ErrorIs(t, err, ErrInvalidConfig)
-			}
+			require.ErrorIs(t, err, ErrInvalidConfig)
+			assert.ErrorIs(t, err, challenge.ErrInvalid)
+			assert.Contains(t, err.Error(), "waitingroom: invalid config: ")
+			assert.Contains(t, err.Error(), tc.field)
 		})
 	}
+	t.Run("live", func(t *testing.T) {
+		tr := newTestRoom(t, nil)
+		err := tr.Update(context.Background(), func(s *Settings) { s.Challenge = bad })
+		require.ErrorIs(t, err, ErrInvalidConfig)
+		assert.ErrorIs(t, err, challenge.ErrInvalid)
+		s := Settings{QueueingMethod: FIFO, TotalActiveUsers: 1, NewUsersPerMinute: 1, Challenge: bad}
+		assert.ErrorIs(t, s.Validate(), ErrInvalidConfig)
+	})
 }
 
 // The challenge is a live setting: Room.Update turns it on for every
@@ -284,14 +283,14 @@ func TestChallengeLive(t *testing.T) {
 	a := newTestRoomOn(t, clk, st, nil)
 	b := newTestRoomOn(t, clk, st, nil)
 	require.NoError(t, a.Update(context.Background(), func(s *Settings) {
-		s.Challenge = &Challenge{Kind: ChallengePoW, Who: ChallengeEveryone, Difficulty: 4}
+		s.Challenge = &challenge.Policy{Kind: challenge.PoW, Who: challenge.Everyone, Difficulty: 4}
 	}))
 	b.sync()
 	w := b.getWith(&visitor{}, "")
 	require.True(t, isWaiting(w))
 	assert.Equal(t, "pow", readWaiting(t, w).Challenge)
 
-	off := &Challenge{}
+	off := &challenge.Policy{}
 	require.NoError(t, a.Update(context.Background(), func(s *Settings) {
 		s.Events = []Event{{Name: "open", Start: clk.Now().Truncate(time.Minute), End: clk.Now().Add(time.Hour).Truncate(time.Minute), Challenge: off}}
 	}))
@@ -305,7 +304,7 @@ func TestChallengeLive(t *testing.T) {
 // not failed: the same status, headers and JSON fields, the puzzle
 // included; only the values of the moment differ.
 func TestChallengeParkedLooksReal(t *testing.T) {
-	tr := powRoom(t, Challenge{OnFail: ChallengeInfinite})
+	tr := powRoom(t, challenge.Policy{OnFail: challenge.Infinite})
 	tr.fill(10)
 	parked, fresh := &visitor{}, &visitor{}
 	require.True(t, isWaiting(tr.getWith(parked, "")))
@@ -340,8 +339,8 @@ func TestChallengeParkedLooksReal(t *testing.T) {
 // chalQueueRoom is a full room with a proof of work (difficulty 8) whose
 // sessions outlast the test, whose places lapse after two minutes, and
 // whose visitors refresh every 5 s exactly.
-func chalQueueRoom(t *testing.T, ch Challenge) *testRoom {
-	ch.Kind, ch.Difficulty = ChallengePoW, 8
+func chalQueueRoom(t *testing.T, ch challenge.Policy) *testRoom {
+	ch.Kind, ch.Difficulty = challenge.PoW, 8
 	tr := newTestRoom(t, func(c *Config) {
 		c.RefreshInterval = 5 * time.Second
 		c.RefreshJitter = -1
@@ -377,9 +376,9 @@ func answerOf(t *testing.T, w *httptest.ResponseRecorder) string {
 // its minute: a visitor who arrived a minute after it and answered is let
 // in at the first chance after a slot comes free.
 func TestChallengeLapsedCookieGetsNoChance(t *testing.T) {
-	for _, who := range []ChallengeWho{ChallengeQueued, ChallengeEveryone} {
+	for _, who := range []challenge.Who{challenge.Queued, challenge.Everyone} {
 		t.Run("who "+string(who), func(t *testing.T) {
-			tr := chalQueueRoom(t, Challenge{Who: who, OnFail: ChallengeInfinite})
+			tr := chalQueueRoom(t, challenge.Policy{Who: who, OnFail: challenge.Infinite})
 			r := &visitor{}
 			require.True(t, isWaiting(tr.getWith(r, "")))
 			first := r.cookie
@@ -424,7 +423,7 @@ func TestChallengeLapsedCookieGetsNoChance(t *testing.T) {
 // A parked visitor moves no count: the visitor who answered, in the same
 // minute, stays counted as waiting at every chance of both.
 func TestChallengeParkedUncountsNobody(t *testing.T) {
-	tr := chalQueueRoom(t, Challenge{OnFail: ChallengeInfinite})
+	tr := chalQueueRoom(t, challenge.Policy{OnFail: challenge.Infinite})
 	p, h := &visitor{}, &visitor{}
 	tr.getWith(p, "")
 	w := tr.getWith(h, "")
@@ -458,7 +457,7 @@ func TestChallengeCountedOnceAcrossInstances(t *testing.T) {
 	v := &visitor{}
 	require.True(t, isWaiting(a.getWith(v, "")))
 	require.NoError(t, a.Update(context.Background(), func(s *Settings) {
-		s.Challenge = &Challenge{Kind: ChallengePoW, Who: ChallengeEveryone, OnFail: ChallengeInfinite, Difficulty: 8}
+		s.Challenge = &challenge.Policy{Kind: challenge.PoW, Who: challenge.Everyone, OnFail: challenge.Infinite, Difficulty: 8}
 	}))
 	a.sync()
 	b.sync()
@@ -483,24 +482,24 @@ func TestChallengeCountedOnceAcrossInstances(t *testing.T) {
 func TestChallengeStateFollowsVisitor(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		who  ChallengeWho
+		who  challenge.Who
 		// cookie returns the cookie the client resends, once the room
 		// has room.
 		cookie func(t *testing.T, tr *testRoom, revoking http.Handler) string
 	}{
-		{"lapsed place", ChallengeQueued, func(t *testing.T, tr *testRoom, _ http.Handler) string {
+		{"lapsed place", challenge.Queued, func(t *testing.T, tr *testRoom, _ http.Handler) string {
 			v := &visitor{}
 			require.True(t, isWaiting(tr.getWith(v, "")))
 			tr.clk.Add(3 * time.Minute)
 			return v.cookie
 		}},
-		{"lapsed place, everyone", ChallengeEveryone, func(t *testing.T, tr *testRoom, _ http.Handler) string {
+		{"lapsed place, everyone", challenge.Everyone, func(t *testing.T, tr *testRoom, _ http.Handler) string {
 			v := &visitor{}
 			require.True(t, isWaiting(tr.getWith(v, "")))
 			tr.clk.Add(3 * time.Minute)
 			return v.cookie
 		}},
-		{"copies of a parked place", ChallengeQueued, func(t *testing.T, tr *testRoom, _ http.Handler) string {
+		{"copies of a parked place", challenge.Queued, func(t *testing.T, tr *testRoom, _ http.Handler) string {
 			v := &visitor{}
 			require.True(t, isWaiting(tr.getWith(v, "")))
 			copied := v.cookie
@@ -508,7 +507,7 @@ func TestChallengeStateFollowsVisitor(t *testing.T) {
 			require.True(t, isWaiting(tr.getWith(v, "")), "parked")
 			return copied
 		}},
-		{"revoked session", ChallengeQueued, func(t *testing.T, tr *testRoom, revoking http.Handler) string {
+		{"revoked session", challenge.Queued, func(t *testing.T, tr *testRoom, revoking http.Handler) string {
 			v := &visitor{}
 			w := tr.getWith(v, "")
 			require.True(t, isWaiting(w))
@@ -525,7 +524,7 @@ func TestChallengeStateFollowsVisitor(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := chalQueueRoom(t, Challenge{Who: tc.who, OnFail: ChallengeInfinite})
+			tr := chalQueueRoom(t, challenge.Policy{Who: tc.who, OnFail: challenge.Infinite})
 			revoking := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				assert.True(t, Revoke(r.Context()))
 			}))
@@ -559,9 +558,9 @@ func TestChallengeStateFollowsVisitor(t *testing.T) {
 // does not make earlier puzzles of the base Difficulty stale.
 func TestChallengeRaisedDifficulty(t *testing.T) {
 	t.Run("Difficulty raised", func(t *testing.T) {
-		tr := chalQueueRoom(t, Challenge{OnFail: ChallengeInfinite})
+		tr := chalQueueRoom(t, challenge.Policy{OnFail: challenge.Infinite})
 		require.NoError(t, tr.Update(context.Background(), func(s *Settings) {
-			s.Challenge = &Challenge{Kind: ChallengePoW, OnFail: ChallengeInfinite, Difficulty: 4}
+			s.Challenge = &challenge.Policy{Kind: challenge.PoW, OnFail: challenge.Infinite, Difficulty: 4}
 		}))
 		tr.sync()
 		v := &visitor{}
@@ -569,7 +568,7 @@ func TestChallengeRaisedDifficulty(t *testing.T) {
 		require.True(t, strings.HasSuffix(readWaiting(t, w).ChallengePuzzle, ".4"))
 		old := answerOf(t, w)
 		require.NoError(t, tr.Update(context.Background(), func(s *Settings) {
-			s.Challenge = &Challenge{Kind: ChallengePoW, OnFail: ChallengeInfinite, Difficulty: 28}
+			s.Challenge = &challenge.Policy{Kind: challenge.PoW, OnFail: challenge.Infinite, Difficulty: 28}
 			s.TotalActiveUsers = 20 // room for the visitor
 		}))
 		tr.clk.Add(time.Minute)
@@ -584,7 +583,7 @@ func TestChallengeRaisedDifficulty(t *testing.T) {
 		assert.Zero(t, k.ChallengesParked)
 	})
 	t.Run("risen with the queue", func(t *testing.T) {
-		tr := chalQueueRoom(t, Challenge{RiseEvery: 1}) // Difficulty 8
+		tr := chalQueueRoom(t, challenge.Policy{RiseEvery: 1}) // Difficulty 8
 		v := &visitor{}
 		w := tr.getWith(v, "")
 		require.True(t, strings.HasSuffix(readWaiting(t, w).ChallengePuzzle, ".8"))
@@ -594,7 +593,7 @@ func TestChallengeRaisedDifficulty(t *testing.T) {
 		}
 		tr.sync()
 		require.GreaterOrEqual(t, tr.Stats().Waiting, 8)
-		require.Greater(t, tr.view.Load().settings.Challenge.difficultyAt(tr.view.Load().waiting), 8)
+		require.Greater(t, tr.view.Load().settings.Challenge.DifficultyAt(tr.view.Load().waiting), 8)
 		tr.clk.Add(5 * time.Second)
 		tr.getWith(v, early)
 		assert.Equal(t, uint64(1), tr.Counters().ChallengesPassed)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -255,10 +256,10 @@ func (rm *Room) decide(r *http.Request, d *Decision, a *answer) error {
 			rm.counters.chalIssued.Add(1)
 		}
 		// With OnFail infinite, a parked place is not counted as waiting,
-		// nor one held for the challenge (with ChallengeEveryone): FIFO
+		// nor one held for the challenge (with challenge.Everyone): FIFO
 		// would reserve them slots that nobody takes.
 		counted := counts(chal, c.chal)
-		if gate == gateHold && chal.Kind == ChallengePoW {
+		if gate == gateHold && chal.Kind == challenge.PoW {
 			next = now + powHoldRefresh // back as soon as the page's worker is done
 		}
 		c.refresh = next - now

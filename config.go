@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/template"
 )
 
@@ -184,16 +185,18 @@ type Config struct {
 	// small (inline a few kilobytes, link larger assets from another
 	// host).
 	Template string
-	// Challenge is the challenge step (challenge.go): who must pass a
-	// challenge, what failing does, and the proof of work's difficulty.
+	// Challenge is the challenge step (package challenge): who must pass
+	// a challenge, what failing does, and the proof of work's difficulty.
 	// Default nil: none. Changeable with Room.Update; overridable per
 	// Event.
-	Challenge *Challenge
-	// HostedChallenge verifies the tokens of a hosted challenge
-	// (Challenge.Kind ChallengeHosted): Turnstile, HCaptcha or ReCAPTCHA.
-	// Its secret stays in the Config, never in the shared state. Default
-	// nil: a hosted challenge (set here or live) is then off.
-	HostedChallenge *HostedChallenge
+	Challenge *challenge.Policy
+	// ChallengeVerifier verifies the tokens of a hosted challenge
+	// (Challenge.Kind challenge.Hosted): Turnstile, hCaptcha or
+	// reCAPTCHA. Its secret stays in the Config, never in the shared
+	// state. New copies it; its MaxInFlight bounds the calls in flight on
+	// this Room. Default nil: a hosted challenge (set here or live) is
+	// then off.
+	ChallengeVerifier *challenge.Verifier
 	// JSONKey is the top-level key of JSON waiting responses. Default
 	// "waitingRoom"; "cfWaitingRoom" serves clients written for the
 	// commercial product unchanged.
@@ -301,7 +304,7 @@ type Settings struct {
 	// default page.
 	Template string `json:"template,omitempty"`
 	// Challenge is the challenge step: nil means none.
-	Challenge *Challenge `json:"challenge,omitempty"`
+	Challenge *challenge.Policy `json:"challenge,omitempty"`
 }
 
 // Validate reports whether Room.Update would accept s: nil, or an error
@@ -339,8 +342,8 @@ func (s *Settings) validateWith(parse func(string) error) error {
 			return fmt.Errorf("waitingroom: %w: Template: %w", ErrInvalidConfig, err)
 		}
 	}
-	if err := s.Challenge.validate(); err != nil {
-		return err
+	if err := s.Challenge.Validate(); err != nil {
+		return invalidChallenge(err)
 	}
 	switch {
 	case !s.QueueingMethod.valid():
@@ -386,6 +389,14 @@ func invalid(format string, a ...any) error {
 	return fmt.Errorf("waitingroom: %w: "+format, append([]any{ErrInvalidConfig}, a...)...)
 }
 
+// invalidChallenge is the error of a challenge.Policy or
+// challenge.Verifier that err (from their Validate, wrapping
+// challenge.ErrInvalid and naming the field) says is invalid: it wraps
+// ErrInvalidConfig too.
+func invalidChallenge(err error) error {
+	return fmt.Errorf("waitingroom: %w: %w", ErrInvalidConfig, err)
+}
+
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // cookieNameRE is RFC 6265's token, restricted to what browsers accept.
@@ -406,12 +417,15 @@ func (c Config) normalize() (Config, error) {
 	}
 	c.Events = st.Events
 	c.Challenge = st.Challenge
-	if err := c.HostedChallenge.validate(); err != nil {
-		return c, err
+	if err := c.ChallengeVerifier.Validate(); err != nil {
+		return c, invalidChallenge(err)
 	}
-	if c.HostedChallenge != nil {
-		h := *c.HostedChallenge
-		c.HostedChallenge = &h
+	if c.ChallengeVerifier != nil {
+		h := *c.ChallengeVerifier
+		if h.MaxInFlight == 0 {
+			h.MaxInFlight = challenge.DefaultMaxInFlight
+		}
+		c.ChallengeVerifier = &h
 	}
 	if c.SessionDuration == 0 {
 		c.SessionDuration = DefaultSessionDuration
@@ -597,7 +611,7 @@ func cloneEvents(events []Event) []Event {
 }
 
 // cloneChallenge returns a copy of c that shares no memory with it.
-func cloneChallenge(c *Challenge) *Challenge {
+func cloneChallenge(c *challenge.Policy) *challenge.Policy {
 	if c == nil {
 		return nil
 	}

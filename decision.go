@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/go-waitingroom/waitingroom/challenge"
 )
 
 // Outcome is what a Decision lets a request do.
@@ -51,13 +53,13 @@ type Decision struct {
 	// request that gets a chance.
 	RefreshAfter time.Duration
 
-	cookie string      // new cookie value to set; "" leaves the visitor's alone
-	state  cookieState // the admitted visitor's cookie, for Revoke
-	policy *policy     // what governed the decision (shared, read-only); nil when bypassed
-	at     int64       // Unix ms the view behind the estimate was taken
-	now    int64       // Unix ms of the decision
-	last   int64       // Unix ms of a waiting visitor's latest attempt that counted
-	chal   *Challenge  // the challenge the waiting page gives (bound to state.id); nil for none
+	cookie string            // new cookie value to set; "" leaves the visitor's alone
+	state  cookieState       // the admitted visitor's cookie, for Revoke
+	policy *policy           // what governed the decision (shared, read-only); nil when bypassed
+	at     int64             // Unix ms the view behind the estimate was taken
+	now    int64             // Unix ms of the decision
+	last   int64             // Unix ms of a waiting visitor's latest attempt that counted
+	chal   *challenge.Policy // the challenge the waiting page gives (bound to state.id); nil for none
 }
 
 // noPolicy is the policy of a Decision that carries none.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/go-waitingroom/waitingroom/challenge"
 )
 
 // Event is a scheduled period with its own rules: a ticket sale, a
@@ -51,8 +53,8 @@ type Event struct {
 	Template string `json:"template,omitempty"`
 	// Challenge overrides the room's challenge step (Settings.Challenge)
 	// during the event, its pre-queue included; a Challenge of Kind
-	// ChallengeOff turns it off.
-	Challenge *Challenge `json:"challenge,omitempty"`
+	// challenge.Off turns it off.
+	Challenge *challenge.Policy `json:"challenge,omitempty"`
 }
 
 // opens is when the event starts to govern the room: its pre-queue, or its
@@ -100,8 +102,8 @@ func (e *Event) validate(parse func(string) error) error {
 			return fmt.Errorf("waitingroom: %w: event %q: Template: %w", ErrInvalidConfig, name, err)
 		}
 	}
-	if err := e.Challenge.validate(); err != nil {
-		return fmt.Errorf("event %q: %w", name, err)
+	if err := e.Challenge.Validate(); err != nil {
+		return fmt.Errorf("event %q: %w", name, invalidChallenge(err))
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 	"github.com/go-waitingroom/waitingroom/template"
 )
@@ -35,7 +36,7 @@ func fuzzRooms(t testing.TB, clk *clock) []*Room {
 		func(c *Config) { c.Suspended = true },
 		func(c *Config) {
 			c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
-			c.Challenge = &Challenge{Kind: ChallengePoW, Who: ChallengeEveryone, OnFail: ChallengeInfinite, Difficulty: 1}
+			c.Challenge = &challenge.Policy{Kind: challenge.PoW, Who: challenge.Everyone, OnFail: challenge.Infinite, Difficulty: 1}
 		},
 	} {
 		cfg := baseConfig(clk)
@@ -122,7 +123,7 @@ func FuzzCheck(f *testing.F) {
 			r.Header.Set("Accept", accept)
 			r.Header.Set("Accept-Language", acceptLanguage)
 			r.Header.Set("X-Forwarded-For", xff)
-			r.Header.Set(ChallengeHeader, xff) // an answer, too
+			r.Header.Set(challenge.Header, xff) // an answer, too
 			return r.WithContext(context.Background())
 		}
 

@@ -15,13 +15,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/challenge"
 )
 
 // siteverify is a local server speaking a provider's documented siteverify
 // format: a form POST of secret, response and remoteip (and sitekey for
 // hCaptcha), answered with JSON holding success, challenge_ts, hostname
 // and error-codes (and score for reCAPTCHA v3). Tokens are single use.
-func siteverify(t *testing.T, p HostedProvider, score float64) (*httptest.Server, *atomic.Int64) {
+func siteverify(t *testing.T, p challenge.Provider, score float64) (*httptest.Server, *atomic.Int64) {
 	var calls atomic.Int64
 	used := map[string]bool{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -30,7 +32,7 @@ func siteverify(t *testing.T, p HostedProvider, score float64) (*httptest.Server
 		assert.Equal(t, "application/x-www-form-urlencoded", r.Header.Get("Content-Type"))
 		require.NoError(t, r.ParseForm())
 		assert.Equal(t, "192.0.2.1", r.PostForm.Get("remoteip"))
-		if p == HCaptcha {
+		if p == challenge.HCaptcha {
 			assert.Equal(t, "site-key", r.PostForm.Get("sitekey"))
 		}
 		reply := map[string]any{"success": false, "error-codes": []string{}}
@@ -47,7 +49,7 @@ func siteverify(t *testing.T, p HostedProvider, score float64) (*httptest.Server
 			reply["success"] = true
 			reply["challenge_ts"] = "2026-05-27T15:54:00Z"
 			reply["hostname"] = "example.com"
-			if p == ReCAPTCHA {
+			if p == challenge.ReCAPTCHA {
 				reply["score"] = score
 				reply["action"] = "queue"
 			}
@@ -61,22 +63,22 @@ func siteverify(t *testing.T, p HostedProvider, score float64) (*httptest.Server
 
 func TestHostedChallenge(t *testing.T) {
 	for _, tc := range []struct {
-		provider HostedProvider
+		provider challenge.Provider
 		minScore float64
 		score    float64
 		class    string
 	}{
-		{Turnstile, 0, 0, "cf-turnstile"},
-		{HCaptcha, 0, 0, "h-captcha"},
-		{ReCAPTCHA, 0.5, 0.9, "g-recaptcha"},
+		{challenge.Turnstile, 0, 0, "cf-turnstile"},
+		{challenge.HCaptcha, 0, 0, "h-captcha"},
+		{challenge.ReCAPTCHA, 0.5, 0.9, "g-recaptcha"},
 	} {
 		t.Run(string(tc.provider), func(t *testing.T) {
 			srv, calls := siteverify(t, tc.provider, tc.score)
 			tr := newTestRoom(t, func(c *Config) {
 				c.RefreshInterval = 5 * time.Second
 				c.SessionDuration, c.QueueHold = time.Minute, 10*time.Minute
-				c.Challenge = &Challenge{Kind: ChallengeHosted, OnFail: ChallengeInfinite}
-				c.HostedChallenge = &HostedChallenge{Provider: tc.provider, SiteKey: "site-key", Secret: "s3cret",
+				c.Challenge = &challenge.Policy{Kind: challenge.Hosted, OnFail: challenge.Infinite}
+				c.ChallengeVerifier = &challenge.Verifier{Provider: tc.provider, SiteKey: "site-key", Secret: "s3cret",
 					MinScore: tc.minScore, Hostname: "example.com", VerifyURL: srv.URL}
 			})
 			tr.fill(10)
@@ -104,61 +106,33 @@ func TestHostedChallenge(t *testing.T) {
 
 			// The token is single use: replayed, the provider refuses it.
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
-			assert.Error(t, tr.cfg.HostedChallenge.verify(r, "good-token"), "replayed")
+			assert.Error(t, tr.cfg.ChallengeVerifier.Verify(r, "good-token"), "replayed")
 		})
 	}
 }
 
-// A provider that cannot be reached, or answers garbage, fails the
-// challenge; never a 5xx.
-func TestHostedChallengeUnreachable(t *testing.T) {
-	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte("<html>"))
-	}))
-	defer garbage.Close()
-	for _, u := range []string{"http://127.0.0.1:1/siteverify", garbage.URL} {
-		h := &HostedChallenge{Provider: Turnstile, SiteKey: "k", Secret: "s", VerifyURL: u, Timeout: time.Second}
-		r := httptest.NewRequest(http.MethodGet, "/", nil)
-		assert.Error(t, h.verify(r, "good"), u)
-	}
-}
-
-func TestHostedChallengeValidate(t *testing.T) {
-	for _, h := range []HostedChallenge{
-		{Provider: "captcha", SiteKey: "k", Secret: "s"},
-		{Provider: Turnstile, Secret: "s"},
-		{Provider: Turnstile, SiteKey: "k"},
-		{Provider: ReCAPTCHA, SiteKey: "k", Secret: "s", MinScore: 2},
-	} {
-		cfg := baseConfig(newClock())
-		cfg.HostedChallenge = &h
-		_, err := New(cfg, newMemStore())
-		assert.ErrorIs(t, err, ErrInvalidConfig)
-	}
-}
-
-// Without HostedChallenge, a hosted challenge is off: nobody is held.
+// Without a ChallengeVerifier, a hosted challenge is off: nobody is held.
 func TestHostedChallengeWithoutVerifier(t *testing.T) {
 	tr := newTestRoom(t, func(c *Config) {
-		c.Challenge = &Challenge{Kind: ChallengeHosted, Who: ChallengeEveryone, OnFail: ChallengeInfinite}
+		c.Challenge = &challenge.Policy{Kind: challenge.Hosted, Who: challenge.Everyone, OnFail: challenge.Infinite}
 	})
 	assert.True(t, admitted(tr.getWith(&visitor{}, "")))
 	assert.Zero(t, tr.Counters().ChallengesIssued)
 }
 
-// hostedRoom is a full room with a hosted challenge (Turnstile, OnFail
+// hostedRoom is a full room with a hosted challenge (challenge.Turnstile, OnFail
 // infinite) verified by the server at url, whose visitors refresh every
 // 5 s exactly.
-func hostedRoom(t *testing.T, url string, mutate func(*HostedChallenge)) *testRoom {
-	h := &HostedChallenge{Provider: Turnstile, SiteKey: "site-key", Secret: "s3cret", VerifyURL: url}
+func hostedRoom(t *testing.T, url string, mutate func(*challenge.Verifier)) *testRoom {
+	h := &challenge.Verifier{Provider: challenge.Turnstile, SiteKey: "site-key", Secret: "s3cret", VerifyURL: url}
 	if mutate != nil {
 		mutate(h)
 	}
 	tr := newTestRoom(t, func(c *Config) {
 		c.RefreshInterval, c.RefreshJitter = 5*time.Second, -1
 		c.SessionDuration, c.QueueHold = 30*time.Minute, 10*time.Minute
-		c.Challenge = &Challenge{Kind: ChallengeHosted, OnFail: ChallengeInfinite}
-		c.HostedChallenge = h
+		c.Challenge = &challenge.Policy{Kind: challenge.Hosted, OnFail: challenge.Infinite}
+		c.ChallengeVerifier = h
 	})
 	tr.fill(10)
 	return tr
@@ -171,7 +145,7 @@ func hostedRoom(t *testing.T, url string, mutate func(*HostedChallenge)) *testRo
 func TestHostedOncePerChance(t *testing.T) {
 	for _, concurrent := range []bool{false, true} {
 		t.Run(map[bool]string{false: "sequential", true: "concurrent"}[concurrent], func(t *testing.T) {
-			srv, calls := siteverify(t, Turnstile, 0)
+			srv, calls := siteverify(t, challenge.Turnstile, 0)
 			tr := hostedRoom(t, srv.URL, nil)
 			v := &visitor{}
 			require.True(t, isWaiting(tr.getWith(v, "")))
@@ -181,7 +155,7 @@ func TestHostedOncePerChance(t *testing.T) {
 				send := func() {
 					w := httptest.NewRecorder()
 					r := v.request(http.MethodGet, jsonAccept)
-					r.Header.Set(ChallengeHeader, "forged")
+					r.Header.Set(challenge.Header, "forged")
 					tr.app.ServeHTTP(w, r)
 					if isWaiting(w) {
 						waiting.Add(1)
@@ -212,14 +186,14 @@ func TestHostedOncePerChance(t *testing.T) {
 // before their chance is due: not one who has not passed the challenge,
 // whose answers are looked at, and the provider asked, once per chance.
 func TestHostedOncePerChanceDrawn(t *testing.T) {
-	srv, calls := siteverify(t, Turnstile, 0)
+	srv, calls := siteverify(t, challenge.Turnstile, 0)
 	clk, st := newClock(), newMemStore()
 	mutate := func(c *Config) {
 		c.QueueingMethod = Random
 		c.RefreshInterval, c.RefreshJitter = 5*time.Second, -1
 		c.SessionDuration, c.QueueHold = 30*time.Minute, 10*time.Minute
-		c.Challenge = &Challenge{Kind: ChallengeHosted, OnFail: ChallengeInfinite}
-		c.HostedChallenge = &HostedChallenge{Provider: Turnstile, SiteKey: "site-key", Secret: "s3cret", VerifyURL: srv.URL}
+		c.Challenge = &challenge.Policy{Kind: challenge.Hosted, OnFail: challenge.Infinite}
+		c.ChallengeVerifier = &challenge.Verifier{Provider: challenge.Turnstile, SiteKey: "site-key", Secret: "s3cret", VerifyURL: srv.URL}
 	}
 	tr := newTestRoomOn(t, clk, st, mutate)
 	other := newTestRoomOn(t, clk, st, mutate)
@@ -271,7 +245,7 @@ func TestHostedInFlightBound(t *testing.T) {
 		_, _ = w.Write([]byte(`{"success":true}`))
 	}))
 	defer srv.Close()
-	tr := hostedRoom(t, srv.URL, func(h *HostedChallenge) {
+	tr := hostedRoom(t, srv.URL, func(h *challenge.Verifier) {
 		h.MaxInFlight, h.Timeout, h.Client = 2, time.Minute, &http.Client{Transport: timeouts}
 	})
 	vs := make([]*visitor, 5)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"time"
+
+	"github.com/go-waitingroom/waitingroom/challenge"
 )
 
 // The model's clients with a challenge (modelCase.challenge): a proof of
@@ -40,13 +42,13 @@ var challengeCases = []modelCase{
 		name: "one instance, fifo, renewal, challenge everyone", instances: 1, method: FIFO, renew: true,
 		session: time.Minute, total: 20, perMinute: 6, minutes: 12,
 		honest: 50, sharers: [][2]int{{5, 20}},
-		challenge: true, who: ChallengeEveryone, silent: 6, lapsers: 6, paired: true,
+		challenge: true, who: challenge.Everyone, silent: 6, lapsers: 6, paired: true,
 	},
 	{
 		name: "one instance, random, no renewal, challenge everyone", instances: 1, method: Random, renew: false,
 		session: 2 * time.Minute, total: 20, perMinute: 6, minutes: 12,
 		honest: 50, sharers: [][2]int{{5, 20}},
-		challenge: true, who: ChallengeEveryone, silent: 6, lapsers: 6, paired: true,
+		challenge: true, who: challenge.Everyone, silent: 6, lapsers: 6, paired: true,
 	},
 	{
 		name: "four instances, fifo, renewal, challenge", instances: 4, method: FIFO, renew: true,
@@ -58,7 +60,7 @@ var challengeCases = []modelCase{
 		name: "four instances, random, renewal, challenge everyone", instances: 4, method: Random, renew: true,
 		session: time.Minute, total: 20, perMinute: 6, minutes: 10,
 		honest: 45, replayers: 2, cloners: [][2]int{{5, 40}}, sharers: [][2]int{{5, 40}},
-		challenge: true, who: ChallengeEveryone, silent: 6, lapsers: 6,
+		challenge: true, who: challenge.Everyone, silent: 6, lapsers: 6,
 	},
 }
 
@@ -97,7 +99,7 @@ func (m *model) actAttacker(c *mClient) {
 	}
 	r := m.sendWith(c, inst, cookie, "", "", "")
 	if r.outcome == Admitted {
-		if cookie != "" || m.tc.who != ChallengeQueued {
+		if cookie != "" || m.tc.who != challenge.Queued {
 			m.fail("a client that never answers the challenge was let in", "%s (client %d) on instance %d", c.kind, c.i, inst)
 		}
 		m.straightIn++
@@ -139,7 +141,7 @@ func (m *model) solved(puzzle string) string {
 	if puzzle == "" {
 		return ""
 	}
-	a, err := SolvePuzzle(context.Background(), puzzle)
+	a, err := challenge.Solve(context.Background(), puzzle)
 	if err != nil {
 		m.t.Errorf("seed %d: puzzle %q: %v", m.seed, puzzle, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -113,7 +114,7 @@ type modelCase struct {
 	// (model_challenge_test.go); paired runs each seed again without
 	// those and compares the honest browsers' admissions.
 	challenge       bool
-	who             ChallengeWho
+	who             challenge.Who
 	silent, lapsers int
 	paired          bool
 	seeds           []uint64
@@ -413,7 +414,7 @@ type model struct {
 	clients      []*mClient
 	attackers    []*mClient // with a challenge: silent and lapsers (model_challenge_test.go)
 	arng         *mrand.Rand
-	straightIn   int // attackers let in at their first request (ChallengeQueued)
+	straightIn   int // attackers let in at their first request (challenge.Queued)
 	groups       []*mGroup
 	episodes     []*mEpisode
 	methods      []methodAt
@@ -486,7 +487,7 @@ func newModel(t *testing.T, tc modelCase, seed uint64, attack bool) *model {
 			c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 		}
 		if tc.challenge {
-			c.Challenge = &Challenge{Kind: ChallengePoW, Who: tc.who, OnFail: ChallengeInfinite, Difficulty: 1}
+			c.Challenge = &challenge.Policy{Kind: challenge.PoW, Who: tc.who, OnFail: challenge.Infinite, Difficulty: 1}
 			c.RefreshJitter = -1 // no draws: the runs of a pair see the same intervals
 		}
 	})
@@ -744,7 +745,7 @@ func (m *model) sendWith(c *mClient, inst int, cookie, pass, revoke, answer stri
 		// JSON, whose waiting page has a Refresh header and the puzzle.
 		r.Header.Set("Accept", "application/json")
 		if answer != "" {
-			r.Header.Set(ChallengeHeader, answer)
+			r.Header.Set(challenge.Header, answer)
 		}
 	}
 	w := httptest.NewRecorder()
@@ -882,7 +883,7 @@ func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
 		// no chance; a parked one is not counted as waiting, and has
 		// one chance per interval all the same (counts).
 		held := m.tc.challenge && r.state.chal == chalGiven && r.state.refresh == powHoldRefresh
-		if m.tc.challenge && !counts(&Challenge{Who: m.tc.who, OnFail: ChallengeInfinite}, r.state.chal) {
+		if m.tc.challenge && !counts(&challenge.Policy{Who: m.tc.who, OnFail: challenge.Infinite}, r.state.chal) {
 			if !held {
 				m.checkInterval(r, now)
 			}
@@ -893,7 +894,7 @@ func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
 			m.copied[r.state.id] = true
 		}
 		if held {
-			// Counted (ChallengeQueued: the new place of a visitor
+			// Counted (challenge.Queued: the new place of a visitor
 			// who had not answered), by each instance that held it.
 			m.heldAt[chanceKey{r.state.id, r.inst}] = now
 			continue

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/template"
 )
 
@@ -363,13 +364,13 @@ type admittedRequest struct {
 // a puzzle bound to the visitor and now (Unix ms), or a hosted widget.
 func (rm *Room) challengeData(d *Decision, data *template.Data, now int64) {
 	var widget string
-	if d.chal.Kind == ChallengeHosted {
-		h := rm.cfg.HostedChallenge
+	if d.chal.Kind == challenge.Hosted {
+		h := rm.cfg.ChallengeVerifier
 		data.Challenge, data.ChallengeSiteKey = string(h.Provider), h.SiteKey
-		widget = h.widget()
+		widget = h.Widget()
 	} else {
-		data.Challenge = string(ChallengePoW)
-		data.ChallengePuzzle = rm.puzzles.issue(d.state.id, now, d.chal.difficultyAt(rm.view.Load().waiting))
+		data.Challenge = string(challenge.PoW)
+		data.ChallengePuzzle = rm.puzzles.Issue(d.state.id, time.UnixMilli(now), d.chal.DifficultyAt(rm.view.Load().waiting))
 	}
 	data.ChallengeWidget = template.ChallengeScript(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", rm.cfg.CookiePath, ceilSeconds(d.RefreshAfter.Milliseconds()))
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/template"
 )
@@ -34,8 +35,8 @@ type Room struct {
 	sameSite   http.SameSite
 	secure     bool
 	codec      *codec
-	puzzles    *puzzles  // the proof of work's (challenge.go)
-	verified   *verified // admitted cookies that opened lately
+	puzzles    *challenge.Puzzles // the proof of work's
+	verified   *verified          // admitted cookies that opened lately
 	tmpl       *template.Template
 	store      store.Store
 	id         string
@@ -183,7 +184,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 	if rm.codec, err = newCodec(c.Keys, rm.cookieName); err != nil {
 		return nil, fmt.Errorf("waitingroom: cookie keys: %w", err)
 	}
-	if rm.puzzles, err = newPuzzles(c.Keys, c.Name); err != nil {
+	if rm.puzzles, err = challenge.NewPuzzles(c.Keys, c.Name); err != nil {
 		return nil, fmt.Errorf("waitingroom: challenge keys: %w", err)
 	}
 	if c.Template == "" {

@@ -124,7 +124,7 @@ type Counters struct {
 	// queue), ChallengesPassed the valid answers, ChallengesFailed the
 	// visitors who came back without one (once per place), and
 	// ChallengesParked those of them put in the infinite queue
-	// (Challenge.OnFail ChallengeInfinite).
+	// (challenge.Policy.OnFail challenge.Infinite).
 	ChallengesIssued uint64 `json:"challengesIssued"`
 	ChallengesPassed uint64 `json:"challengesPassed"`
 	ChallengesFailed uint64 `json:"challengesFailed"`
@@ -135,7 +135,7 @@ type Counters struct {
 	// neither passed nor failed, each is asked again at the visitor's
 	// next chance. ChallengesDeferred counts the
 	// answers left for the visitor's next request because
-	// HostedChallenge.MaxInFlight calls were in flight: neither passed
+	// challenge.Verifier.MaxInFlight calls were in flight: neither passed
 	// nor failed.
 	ChallengesUnverified uint64 `json:"challengesUnverified"`
 	ChallengesDeferred   uint64 `json:"challengesDeferred"`

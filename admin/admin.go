@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/challenge"
 )
 
 // Authenticator decides whether a request to the admin API (Handler)
@@ -157,7 +158,7 @@ var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 //	                 default), disableSessionRenewal, queueingStatusCode
 //	                 (200, 202 or 429; 0 for the default) and template
 //	                 (Mustache source; "" for the default page) and
-//	                 challenge (a waitingroom.Challenge object, such as
+//	                 challenge (a challenge.Policy object, such as
 //	                 {"kind":"pow","onFail":"infinite"}; {} turns it
 //	                 off); the answer is the new Settings.
 //	                 Every instance follows at its next sync (Room.Update).
@@ -502,7 +503,7 @@ type settingsPatch struct {
 	disableSessionRenewal *bool
 	queueingStatusCode    *int
 	template              *string
-	challenge             *waitingroom.Challenge // {} turns it off
+	challenge             *challenge.Policy // {} turns it off
 }
 
 func (p *settingsPatch) apply(s *waitingroom.Settings) {
@@ -538,7 +539,7 @@ func (p *settingsPatch) apply(s *waitingroom.Settings) {
 	}
 	if p.challenge != nil {
 		s.Challenge = p.challenge
-		if p.challenge.Kind == waitingroom.ChallengeOff {
+		if p.challenge.Kind == challenge.Off {
 			s.Challenge = nil
 		}
 	}
@@ -655,7 +656,7 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 		case "challenge":
 			dec := json.NewDecoder(bytes.NewReader(raw))
 			dec.DisallowUnknownFields()
-			var ch waitingroom.Challenge
+			var ch challenge.Policy
 			if err := dec.Decode(&ch); err != nil {
 				return nil, fmt.Errorf("waitingroom: setting %q must be a challenge object: %w", key, err)
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/admin"
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
@@ -348,7 +349,7 @@ func TestAdminPatchSettings(t *testing.T) {
 		{"status code", `{"queueingStatusCode":429}`, "", func(s *waitingroom.Settings) { s.QueueingStatusCode = 429 }},
 		{"template", `{"template":"<p>{{waitTime}}</p>"}`, "", func(s *waitingroom.Settings) { s.Template = "<p>{{waitTime}}</p>" }},
 		{"challenge", `{"challenge":{"kind":"pow","onFail":"infinite","difficulty":18}}`, "", func(s *waitingroom.Settings) {
-			s.Challenge = &waitingroom.Challenge{Kind: waitingroom.ChallengePoW, OnFail: waitingroom.ChallengeInfinite, Difficulty: 18}
+			s.Challenge = &challenge.Policy{Kind: challenge.PoW, OnFail: challenge.Infinite, Difficulty: 18}
 		}},
 		{"challenge off", `{"challenge":{}}`, "", func(s *waitingroom.Settings) { s.Challenge = nil }},
 	} {
@@ -426,8 +427,8 @@ func TestAdminPatchSettingsRefusesBadInput(t *testing.T) {
 		{"template with a partial", `{"template":"{{> header}}"}`, nil, false, http.StatusUnprocessableEntity, "partials"},
 		{"challenge as string", `{"challenge":"pow"}`, nil, false, http.StatusBadRequest, `"challenge" must be a challenge object`},
 		{"challenge unknown field", `{"challenge":{"kind":"pow","level":3}}`, nil, false, http.StatusBadRequest, `"challenge" must be a challenge object`},
-		{"challenge unknown kind", `{"challenge":{"kind":"captcha"}}`, nil, false, http.StatusUnprocessableEntity, "Challenge.Kind"},
-		{"challenge too hard", `{"challenge":{"kind":"pow","difficulty":40}}`, nil, false, http.StatusUnprocessableEntity, "Challenge.Difficulty"},
+		{"challenge unknown kind", `{"challenge":{"kind":"captcha"}}`, nil, false, http.StatusUnprocessableEntity, "challenge.Policy.Kind"},
+		{"challenge too hard", `{"challenge":{"kind":"pow","difficulty":40}}`, nil, false, http.StatusUnprocessableEntity, "challenge.Policy.Difficulty"},
 		{"cross-site browser request", `{"queueAll":true}`, []string{"Sec-Fetch-Site", "cross-site"}, false, http.StatusForbidden, "cross-origin"},
 		{"other origin", `{"queueAll":true}`, []string{"Origin", "https://attacker.test"}, false, http.StatusForbidden, "cross-origin"},
 	} {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -23,7 +24,7 @@ type BotCosts struct {
 	// upper bound of the bot's own cost, which makes the comparison with
 	// a challenge conservative.
 	Request time.Duration
-	// HashesPerSecond is the rate of waitingroom.SolvePuzzle's hashes on
+	// HashesPerSecond is the rate of challenge.Solve's hashes on
 	// one core.
 	HashesPerSecond float64
 }
@@ -42,12 +43,12 @@ func (c BotCosts) Solve(difficulty int) time.Duration {
 // two. It uses the calling goroutine only.
 func MeasureBotCosts(ctx context.Context, budget time.Duration) (BotCosts, error) {
 	var c BotCosts
-	// The hash rate: every try of SolvePuzzle is one hash, and the
+	// The hash rate: every try of challenge.Solve is one hash, and the
 	// answer's number says how many it took.
 	var hashes float64
 	start := time.Now()
 	for i := 0; time.Since(start) < budget; i++ {
-		a, err := waitingroom.SolvePuzzle(ctx, "bench"+strconv.Itoa(i)+".0.12")
+		a, err := challenge.Solve(ctx, "bench"+strconv.Itoa(i)+".0.12")
 		if err != nil {
 			return c, err
 		}
@@ -92,7 +93,7 @@ func MeasureBotCosts(ctx context.Context, budget time.Duration) (BotCosts, error
 func MeasureSolve(ctx context.Context, difficulty, n int) (time.Duration, error) {
 	start := time.Now()
 	for i := range n {
-		if _, err := waitingroom.SolvePuzzle(ctx, "solve"+strconv.Itoa(i)+".0."+strconv.Itoa(difficulty)); err != nil {
+		if _, err := challenge.Solve(ctx, "solve"+strconv.Itoa(i)+".0."+strconv.Itoa(difficulty)); err != nil {
 			return 0, err
 		}
 	}
@@ -108,8 +109,8 @@ type BotScenario struct {
 	// run of thousands of solves is quick: the room's behaviour does not
 	// depend on it, only the cost does.
 	Difficulty int
-	// Infinite parks those who fail (Challenge.OnFail infinite), and the
-	// bots do not answer.
+	// Infinite parks those who fail (challenge.Policy.OnFail infinite),
+	// and the bots do not answer.
 	Infinite bool
 }
 
@@ -155,9 +156,9 @@ func BotFarm(ctx context.Context, base Options, costs BotCosts) ([]BotRow, error
 			o.BotsSolve = !sc.Infinite
 			configure := base.Configure
 			if sc.Difficulty > 0 {
-				ch := &waitingroom.Challenge{Kind: waitingroom.ChallengePoW, Difficulty: 1}
+				ch := &challenge.Policy{Kind: challenge.PoW, Difficulty: 1}
 				if sc.Infinite {
-					ch.OnFail = waitingroom.ChallengeInfinite
+					ch.OnFail = challenge.Infinite
 				}
 				o.Configure = func(c *waitingroom.Config) {
 					if configure != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 	"github.com/go-waitingroom/waitingroom/template"
@@ -189,7 +190,7 @@ func newRun(o Options) (*run, error) {
 	// The room's own defaults fill what the Config (after Configure)
 	// leaves unset.
 	r.method = cmp.Or(cfg.QueueingMethod, waitingroom.FIFO)
-	r.challenged = cfg.Challenge != nil && cfg.Challenge.Kind != waitingroom.ChallengeOff
+	r.challenged = cfg.Challenge != nil && cfg.Challenge.Kind != challenge.Off
 	r.total, r.per = cfg.TotalActiveUsers, cfg.NewUsersPerMinute
 	session := cmp.Or(cfg.SessionDuration, waitingroom.DefaultSessionDuration)
 	r.sessMs = session.Milliseconds()
@@ -615,16 +616,16 @@ func (r *run) waited(c, i int32, at int64) {
 // answer with the next request, as the page's script or a JSON client
 // does.
 func (r *run) answer(v *Visitor, l *live) {
-	delete(l.req.Header, waitingroom.ChallengeHeader)
+	delete(l.req.Header, challenge.Header)
 	var d template.Data
 	if !decodePage(r.w.body, &d) || d.ChallengePuzzle == "" || (v.Kind == Bot && !r.o.BotsSolve) {
 		return
 	}
-	a, err := waitingroom.SolvePuzzle(r.ctx, d.ChallengePuzzle)
+	a, err := challenge.Solve(r.ctx, d.ChallengePuzzle)
 	if err != nil {
 		return
 	}
-	l.req.Header[waitingroom.ChallengeHeader] = []string{a}
+	l.req.Header[challenge.Header] = []string{a}
 	if v.Kind == Bot {
 		r.res.BotSolves++
 	} else {

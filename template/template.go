@@ -187,7 +187,7 @@ type Data struct {
 	// ChallengePuzzle is the proof of work to solve: "<seed>.<seconds>.
 	// <difficulty>". The answer is the puzzle, a dot and the decimal
 	// number n for which SHA-256 of the answer starts with difficulty
-	// zero bits (waitingroom.SolvePuzzle); a JSON client sends it in the
+	// zero bits (challenge.Solve); a JSON client sends it in the
 	// Waiting-Room-Challenge header of its next request, when
 	// refreshIntervalSeconds have passed since lastUpdated.
 	ChallengePuzzle string `json:"challengePuzzle,omitempty"`

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -30,10 +31,10 @@ func challengeSite(t *testing.T) *site {
 		RefreshInterval:   time.Second,
 		RefreshJitter:     -1,
 		SyncInterval:      -1,
-		Challenge: &waitingroom.Challenge{
-			Kind:   waitingroom.ChallengePoW,
-			Who:    waitingroom.ChallengeEveryone,
-			OnFail: waitingroom.ChallengeInfinite,
+		Challenge: &challenge.Policy{
+			Kind:   challenge.PoW,
+			Who:    challenge.Everyone,
+			OnFail: challenge.Infinite,
 		},
 		Logger: slog.New(slog.DiscardHandler),
 	}, memstore.New())

@@ -3,7 +3,7 @@
 // for JSON, comes back after refreshIntervalSeconds (earlier requests get
 // no new chance), and prints the estimate until it is let in. Then it
 // prints the application's answer. When the room gives it a proof of work
-// (challengePuzzle), it solves it with waitingroom.SolvePuzzle while it
+// (challengePuzzle), it solves it with challenge.Solve while it
 // waits and sends the answer in the Waiting-Room-Challenge header of its
 // next request.
 //
@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/challenge"
 )
 
 func main() {
@@ -127,7 +128,7 @@ func (w *waiter) wait(ctx context.Context, url string) ([]byte, error) {
 		}
 		answer = ""
 		if st.ChallengePuzzle != "" {
-			if answer, err = waitingroom.SolvePuzzle(ctx, st.ChallengePuzzle); err != nil {
+			if answer, err = challenge.Solve(ctx, st.ChallengePuzzle); err != nil {
 				return nil, fmt.Errorf("solving the room's puzzle: %w", err)
 			}
 			fmt.Fprintln(w.log, "solved the room's puzzle")
@@ -148,7 +149,7 @@ func (w *waiter) get(ctx context.Context, url, answer string) (*http.Response, [
 	}
 	req.Header.Set("Accept", "application/json")
 	if answer != "" {
-		req.Header.Set(waitingroom.ChallengeHeader, answer)
+		req.Header.Set(challenge.Header, answer)
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {

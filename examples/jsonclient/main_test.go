@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/internal/demo"
 	"github.com/go-waitingroom/waitingroom/internal/spectest"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
@@ -152,8 +153,8 @@ func TestWait(t *testing.T) {
 		},
 		{
 			name: "solves the room's puzzle and sends the answer",
-			cfg: waitingroom.Config{Challenge: &waitingroom.Challenge{
-				Kind: waitingroom.ChallengePoW, OnFail: waitingroom.ChallengeInfinite, Difficulty: 8,
+			cfg: waitingroom.Config{Challenge: &challenge.Policy{
+				Kind: challenge.PoW, OnFail: challenge.Infinite, Difficulty: 8,
 			}},
 			full: true,
 			onSleep: func(t *testing.T, f *fixture, n int) {
