@@ -97,7 +97,7 @@ var (
 	bypassedDesc = desc("bypassed_total",
 		"Requests a bypass rule let through this instance.")
 	challengesDesc = desc("challenges_total",
-		"Challenges through this instance by outcome: issued (one per place in the queue), passed, failed (came back without a valid answer), parked (failed into the infinite queue), unverified (a hosted answer its provider gave no verdict on: failed), deferred (a hosted answer left for the next request: too many verifications in flight).", "outcome")
+		"Challenges through this instance by outcome: issued (one per place in the queue), passed, failed (came back without a valid answer), parked (failed into the infinite queue), unverified (a hosted answer its provider gave no verdict on: asked again at the next chance), deferred (a hosted answer left for the next request: too many verifications in flight).", "outcome")
 	syncsDesc = desc("syncs_total",
 		"Syncs of this instance with the store, failed ones included.")
 	syncErrorsDesc = desc("sync_errors_total",
