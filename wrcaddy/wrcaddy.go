@@ -226,10 +226,37 @@ func (h *Handler) Cleanup() error {
 // admin API or metrics of a program embedding Caddy.
 func (h *Handler) Room() *waitingroom.Room { return h.room }
 
-// ServeHTTP decides r: the waiting page, or the next handler with the
-// ticket in the request header TicketHeader (waitingroom.Room.ServeNext).
+// ServeHTTP runs r through the room's Handler: the waiting page, or the
+// next handler, whose error it returns (nil after the waiting page or a
+// closed room's answer). The request goes on with the request header
+// TicketHeader set to the admitted visitor's ticket (Ticket.String) or to
+// "bypassed", replacing any the client sent, for an application behind
+// Caddy to read (waitingroom.ParseTicket); its context carries the ticket
+// too (waitingroom.TicketFromContext), for a handler compiled into Caddy.
+// The next handler ends the visitor's session as behind Room.Handler: the
+// response header "Waiting-Room-Command: revoke", or waitingroom.Revoke
+// with the request's context.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	return h.room.ServeNext(w, r, next)
+	c := &call{next: next}
+	h.room.Handler(c).ServeHTTP(w, r)
+	return c.err
+}
+
+// call is Caddy's next handler as the http.Handler that the room's Handler
+// serves a request that may pass with; it keeps the handler's error.
+type call struct {
+	next   caddyhttp.Handler
+	err    error
+	ticket [1]string // the value of TicketHeader
+}
+
+func (c *call) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.ticket[0] = "bypassed"
+	if t, ok := waitingroom.TicketFromContext(r.Context()); ok {
+		c.ticket[0] = t.String()
+	}
+	r.Header[waitingroom.TicketHeader] = c.ticket[:]
+	c.err = c.next.ServeHTTP(w, r)
 }
 
 // parseCaddyfile reads the waitingroom directive.

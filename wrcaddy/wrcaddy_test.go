@@ -197,31 +197,62 @@ func TestProvisionErrors(t *testing.T) {
 	}
 }
 
-// The next handler ends a session with the response header, as behind
-// Room.Handler: the slot is free at once and the header never leaves.
+// The next handler ends a session as behind Room.Handler, whichever way it
+// asks: the response header (the product's name too), or Revoke with the
+// request's context, which carries the ticket of the request header. The
+// slot is free at once, the cookie cleared, and the header never leaves.
 func TestHandlerRevoke(t *testing.T) {
-	h := &Handler{Name: "caddy-revoke", TotalActiveUsers: 1, NewUsersPerMinute: 1, Keys: []string{hexKey},
-		SyncInterval: caddy.Duration(time.Hour), Bypass: []string{"/static/"}}
-	provision(t, h)
-	revoke := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		w.Header().Set(waitingroom.CommandHeader, "revoke")
-		_, err := io.WriteString(w, "bye")
-		return err
-	})
-	c := &client{}
-	require.Equal(t, http.StatusOK, c.get(h, "/").Code)
-	r := httptest.NewRequest(http.MethodGet, "/done", nil)
-	r.Header.Set("Cookie", c.cookie)
-	w := httptest.NewRecorder()
-	require.NoError(t, h.ServeHTTP(w, r, revoke))
-	assert.Equal(t, "bye", w.Body.String())
-	assert.Empty(t, w.Header().Values(waitingroom.CommandHeader))
-	require.NoError(t, h.Room().Sync(context.Background()))
-	assert.Zero(t, h.Room().Stats().Active, "the slot is free")
+	for _, tc := range []struct {
+		name   string
+		revoke func(t *testing.T, w http.ResponseWriter, r *http.Request)
+	}{
+		{"header", func(_ *testing.T, w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set(waitingroom.CommandHeader, "revoke")
+		}},
+		{"product header", func(_ *testing.T, w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Cf-Waiting-Room-Command", "revoke")
+		}},
+		{"Revoke", func(t *testing.T, _ http.ResponseWriter, r *http.Request) {
+			tk, ok := waitingroom.TicketFromContext(r.Context())
+			require.True(t, ok)
+			assert.Equal(t, tk.String(), r.Header.Get(waitingroom.TicketHeader))
+			assert.True(t, waitingroom.Revoke(r.Context()))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &Handler{Name: "caddy-revoke", TotalActiveUsers: 1, NewUsersPerMinute: 1, Keys: []string{hexKey},
+				SyncInterval: caddy.Duration(time.Hour), Bypass: []string{"/static/"}}
+			provision(t, h)
+			revoke := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+				tc.revoke(t, w, r)
+				_, err := io.WriteString(w, "bye")
+				return err
+			})
+			c := &client{}
+			require.Equal(t, http.StatusOK, c.get(h, "/").Code)
+			r := httptest.NewRequest(http.MethodGet, "/done", nil)
+			r.Header.Set("Cookie", c.cookie)
+			w := httptest.NewRecorder()
+			require.NoError(t, h.ServeHTTP(w, r, revoke))
+			assert.Equal(t, "bye", w.Body.String())
+			assert.Empty(t, w.Header().Values(waitingroom.CommandHeader))
+			assert.Empty(t, w.Header().Values("Cf-Waiting-Room-Command"))
+			cleared := w.Result().Cookies()
+			require.Len(t, cleared, 1)
+			assert.Equal(t, -1, cleared[0].MaxAge, "the cookie is cleared")
+			require.NoError(t, h.Room().Sync(context.Background()))
+			assert.Zero(t, h.Room().Stats().Active, "the slot is free")
+			assert.Equal(t, uint64(1), h.Room().Counters().Revoked)
+		})
+	}
 
 	// An error of the next handler goes back to Caddy.
+	h := &Handler{Name: "caddy-error", TotalActiveUsers: 1, NewUsersPerMinute: 1, Keys: []string{hexKey},
+		SyncInterval: caddy.Duration(time.Hour), Bypass: []string{"/static/"}}
+	provision(t, h)
 	boom := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return io.ErrUnexpectedEOF })
 	assert.ErrorIs(t, h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/static/x", nil), boom), io.ErrUnexpectedEOF)
+	assert.ErrorIs(t, h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil), boom), io.ErrUnexpectedEOF, "an admitted request's too")
 }
 
 // BenchmarkServeHTTP is an admitted visitor's request through the handler
