@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/internal/fronttest"
 )
 
 // This file holds what a hostile client can send and what must happen to
@@ -270,7 +272,7 @@ func TestHostileRequests(t *testing.T) {
 		}},
 		{"every forwarding header naming a bypass path and network", func(t *testing.T, h *hostileRoom) *http.Request {
 			r := hostileRequest(t, http.MethodGet, "/checkout")
-			for k, vs := range forgedForwarding {
+			for k, vs := range fronttest.ForgedForwarding {
 				r.Header[k] = vs
 			}
 			return r

@@ -228,10 +228,6 @@ type Config struct {
 	// connection's remote address is the client, and X-Forwarded-For is
 	// ignored.
 	TrustedProxies []netip.Prefix
-	// Pass gives admitted visitors a pass that a server in front of the
-	// application checks itself for a few seconds, sparing it most of its
-	// auth requests (ForwardAuth; see Pass). Default: none.
-	Pass Pass
 
 	// SyncInterval is how often the room syncs with the store in the
 	// background; a revoke makes the instance sync at once, no sooner
@@ -508,13 +504,6 @@ func (c Config) normalize() (Config, error) {
 		if !p.IsValid() {
 			return c, invalid("TrustedProxies[%d] is not a valid network", i)
 		}
-	}
-	var err error
-	if c.Pass, err = c.Pass.normalize(); err != nil {
-		return c, err
-	}
-	if err := c.Pass.holdFits(c.SyncInterval); err != nil {
-		return c, err
 	}
 	c.Bypass = slices.Clone(c.Bypass)
 	c.TrustedProxies = slices.Clone(c.TrustedProxies)

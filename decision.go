@@ -2,8 +2,10 @@ package waitingroom
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-waitingroom/waitingroom/challenge"
@@ -155,4 +157,77 @@ const (
 // admission.
 func (c *cookieState) checkedIn() int32 {
 	return int32(floorDiv(c.lastCheckIn, 1000) - floorDiv(c.acceptedAt, 1000))
+}
+
+// TicketHeader is the header that tells an application behind a server,
+// rather than behind Handler, the ticket of the request it serves: the
+// forward-auth handler (package forwardauth) answers a request that may
+// pass with it, for the server in front to copy onto the request it sends
+// the application, and the Caddy module sets it on the request itself.
+// Its value is "id=<16 hex digits>; bucket=<RFC 3339>; accepted=<RFC
+// 3339, ms>" for an admitted visitor (Ticket.String; ParseTicket reads
+// it), "bypassed" for a request a bypass rule or a suspended room let
+// through, and "revoked" for the forward-auth request that ended the
+// session. It is on every such request, so that a server that copies it
+// overwrites whatever a client sent under that name.
+const TicketHeader = "Waiting-Room-Ticket"
+
+// String returns the ticket as TicketHeader carries it: "id=<16 hex
+// digits>; bucket=<RFC 3339>; accepted=<RFC 3339, ms>", in UTC.
+// ParseTicket reads it back.
+func (t Ticket) String() string {
+	b := make([]byte, 0, 96)
+	b = append(b, "id="...)
+	b = appendHexID(b, t.ID)
+	b = append(b, "; bucket="...)
+	b = t.Bucket.UTC().AppendFormat(b, time.RFC3339)
+	b = append(b, "; accepted="...)
+	b = t.AcceptedAt.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+	return string(b)
+}
+
+// appendHexID appends id as 16 lower-case hex digits.
+func appendHexID(b []byte, id uint64) []byte {
+	const digits = "0123456789abcdef"
+	for i := 60; i >= 0; i -= 4 {
+		b = append(b, digits[id>>uint(i)&0xf])
+	}
+	return b
+}
+
+// ParseTicket reads the value of TicketHeader that the room gave an
+// admitted visitor's request: ok is false for "bypassed", "revoked" or
+// anything else. The application behind a forward-auth server reads the
+// ticket this way, from the header its server copies from the room's
+// answer: the server must overwrite the client's own header of that name
+// (docs/forward-auth.md).
+func ParseTicket(v string) (t Ticket, ok bool) {
+	var seen int
+	for part := range strings.SplitSeq(v, ";") {
+		k, val, found := strings.Cut(strings.TrimSpace(part), "=")
+		if !found {
+			return Ticket{}, false
+		}
+		var err error
+		switch k {
+		case "id":
+			var b []byte
+			if b, err = hex.DecodeString(val); err == nil && len(b) == 8 {
+				for _, x := range b {
+					t.ID = t.ID<<8 | uint64(x)
+				}
+				seen |= 1
+			}
+		case "bucket":
+			t.Bucket, err = time.Parse(time.RFC3339, val)
+			seen |= 2
+		case "accepted":
+			t.AcceptedAt, err = time.Parse(time.RFC3339, val)
+			seen |= 4
+		}
+		if err != nil {
+			return Ticket{}, false
+		}
+	}
+	return t, seen == 7
 }

@@ -43,6 +43,7 @@ type testRoom struct {
 	t   testing.TB
 	clk *clock
 	app http.Handler
+	fa  http.Handler // the forward-auth handler, when the test has one (passRoom)
 }
 
 func newTestRoom(t testing.TB, mutate func(*Config)) *testRoom {

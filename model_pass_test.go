@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/go-waitingroom/waitingroom/internal/fronttest"
 )
 
 // The model's clients behind nginx with passes (modelCase.passes): every
 // request goes through a model of docs/forward-auth/nginx.md's configuration in
-// front of ForwardAuth. A request with a good pass (nginxPass, at the
+// front of the forward-auth handler (NewForwardAuth). A request with a good pass (nginxPass, at the
 // clock's second) reaches the application with the pass's ticket and
 // the room never sees it; any other asks the room (mode "status", with
 // the revoke command in the revoke location), and on a 401 nginx's
@@ -75,7 +77,7 @@ func (m *model) nginxFollow(c *mClient, inst int, cookie, pass, revoke string, d
 	}
 	hdr := map[string]string{
 		"X-Forwarded-Method": http.MethodGet, "X-Forwarded-Uri": "/", "X-Forwarded-Host": "shop.example",
-		"X-Forwarded-Proto": "https", "X-Forwarded-For": visitorAddr, ForwardAuthHeader: forwardStatus,
+		"X-Forwarded-Proto": "https", "X-Forwarded-For": visitorAddr, modeHeader: modeStatus,
 	}
 	r := authRequest(http.MethodGet, "http://127.0.0.1:8081/", hdr, jar)
 	if revoke != "" {
@@ -88,13 +90,13 @@ func (m *model) nginxFollow(c *mClient, inst int, cookie, pass, revoke string, d
 	}
 	set := w.Header().Values("Set-Cookie")
 	if w.Code == http.StatusOK {
-		set = append(set, w.Header().Values(PassHeader)...)
+		set = append(set, w.Header().Values(passHeader)...)
 		m.appNginx(inst, c.i, w.Header().Get(TicketHeader))
 		resp.outcome = Admitted
 	} else {
 		// error_page: the page of that decision, from any instance.
-		hdr[ForwardAuthHeader] = forwardPage
-		hdr[ForwardCookieHeader] = strings.Join(set, ", ")
+		hdr[modeHeader] = modePage
+		hdr[fwdCookieHeader] = strings.Join(set, ", ")
 		page := authRequest(http.MethodGet, "http://127.0.0.1:8081/", hdr, jar)
 		pw := httptest.NewRecorder()
 		pinst := m.pickNginx()
@@ -181,14 +183,13 @@ func (m *model) pickNginx() int {
 // gavePass notes the last second of a pass the room gave.
 func (m *model) gavePass(v string) {
 	tk, ok := nginxPass(v, m.name, testPassSecret, 0)
-	link := passLinkRE.FindStringSubmatch(v)
-	if !ok || link == nil {
+	last, read := fronttest.PassLast(v)
+	if !ok || !read {
 		m.t.Errorf("seed %d: a pass nginx does not read: %q", m.seed, v)
 		return
 	}
 	t, ok := ParseTicket(tk)
-	last, err := strconv.ParseInt(link[2], 10, 64)
-	if !ok || err != nil {
+	if !ok {
 		m.t.Errorf("seed %d: a pass nginx does not read: %q", m.seed, v)
 		return
 	}

@@ -61,7 +61,7 @@ import (
 //
 // Behind nginx with passes (modelCase.passes; model_pass_test.go), every
 // request goes through a model of docs/forward-auth/nginx.md's nginx in front
-// of ForwardAuth: a good pass (checked as secure_link does, at the
+// of the forward-auth handler: a good pass (checked as secure_link does, at the
 // clock's second) reaches the application without the room, any other
 // request asks the room, and a page request follows a 401 to any
 // instance; the Set-Cookie and Waiting-Room-Pass answers go into the
@@ -385,7 +385,7 @@ type model struct {
 	end   int64
 	rooms []*Room
 	hs    []http.Handler
-	fas   []http.Handler // behind nginx: each instance's ForwardAuth
+	fas   []http.Handler // behind nginx: each instance's forward-auth handler
 	codec *codec
 	name  string // the cookie's name
 
@@ -483,7 +483,6 @@ func newModel(t *testing.T, tc modelCase, seed uint64, attack bool) *model {
 		c.QueueHold = modelHold
 		c.Random = random
 		if tc.passes != 0 {
-			c.Pass = Pass{Secret: testPassSecret, Duration: tc.passes}
 			c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 		}
 		if tc.challenge {
@@ -505,7 +504,9 @@ func newModel(t *testing.T, tc modelCase, seed uint64, attack bool) *model {
 	m.methods = []methodAt{{m.start - 1, tc.method}}
 	for i, rm := range m.rooms {
 		m.hs = append(m.hs, rm.Handler(m.app(i)))
-		m.fas = append(m.fas, rm.ForwardAuth(FrontDoorForwarded))
+		if tc.passes != 0 {
+			m.fas = append(m.fas, NewForwardAuth(rm, testPassSecret, tc.passes))
+		}
 	}
 	m.populate()
 	if attack {

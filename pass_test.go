@@ -1,56 +1,60 @@
 package waitingroom
 
 import (
-	"bytes"
 	"context"
-	"crypto/md5"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/internal/fronttest"
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
-const testPassSecret = "pass-secret-0123456789abcdef"
+const testPassSecret = fronttest.PassSecret
 
-// The regular expressions of docs/forward-auth/nginx.md's maps.
-var (
-	passLinkRE   = regexp.MustCompile(`^([A-Za-z0-9_-]{22})\.([0-9]{1,12})_`)
-	passDataRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{22}\.([0-9]{1,12}_[0-9a-f]{16}_[0-9TZ:.-]{20,32}_[0-9TZ:.-]{20,32})$`)
-	passTicketRE = regexp.MustCompile(`^[A-Za-z0-9_-]{22}\.[0-9]{1,12}_([0-9a-f]{16})_([0-9TZ:.-]{20,32})_([0-9TZ:.-]{20,32})$`)
+// Headers of package forwardauth, which the tests of this package cannot
+// import (it imports this package).
+const (
+	modeHeader      = "Waiting-Room-Forward-Auth"
+	fwdCookieHeader = "Waiting-Room-Cookie"
+	passHeader      = "Waiting-Room-Pass"
+	modeStatus      = "status"
+	modePage        = "page"
+	proxyAddr       = "192.0.2.10:41000"
+	visitorAddr     = "203.0.113.7"
 )
 
-// nginxPass checks the value of a pass cookie as docs/forward-auth/nginx.md's
-// configuration has nginx check it at Unix second now: the maps, then
-// secure_link (the base64url MD5 of "$data <cookie name> <secret>", and
-// the expiry second not past), for the room of cookie name. It returns
-// the ticket nginx gives the application.
+// NewForwardAuth returns package forwardauth's handler for rm behind the
+// forwarded front door (nginx's), with passes of secret lasting d: a
+// test file of package waitingroom_test sets it, since the tests of this
+// package cannot import forwardauth.
+var NewForwardAuth func(rm *Room, secret string, d time.Duration) http.Handler
+
+// nginxPass checks a pass as nginx does (fronttest.CheckPass).
 func nginxPass(value, name, secret string, now int64) (ticket string, ok bool) {
-	link, data, tk := passLinkRE.FindStringSubmatch(value), passDataRE.FindStringSubmatch(value), passTicketRE.FindStringSubmatch(value)
-	if link == nil || data == nil || tk == nil {
-		return "", false
+	return fronttest.CheckPass(value, name, secret, now)
+}
+
+// authRequest is the auth request nginx sends from its address for the
+// headers h and the visitor's cookie.
+func authRequest(method, target string, h map[string]string, cookie string) *http.Request {
+	r := httptest.NewRequest(method, target, nil)
+	r.RemoteAddr = proxyAddr
+	for k, v := range h {
+		r.Header.Set(k, v)
 	}
-	sig, err := base64.RawURLEncoding.DecodeString(link[1])
-	if err != nil || len(sig) != md5.Size {
-		return "", false
+	r.Header.Set("Accept", "text/html")
+	if cookie != "" {
+		r.Header.Set("Cookie", cookie)
 	}
-	want := md5.Sum([]byte(data[1] + " " + name + " " + secret))
-	expires, err := strconv.ParseInt(link[2], 10, 64)
-	if err != nil || !bytes.Equal(sig, want[:]) || expires < now {
-		return "", false
-	}
-	return "id=" + tk[1] + "; bucket=" + tk[2] + "; accepted=" + tk[3], true
+	return r
 }
 
 // passBrowser is a browser behind nginx configured with passes: its
@@ -77,7 +81,7 @@ func (tr *testRoom) passGet(h http.Handler, b *passBrowser, uri string, revoke b
 	}
 	r := authRequest(http.MethodGet, "http://127.0.0.1:8081/", map[string]string{
 		"X-Forwarded-Method": http.MethodGet, "X-Forwarded-Uri": uri, "X-Forwarded-Host": "shop.example",
-		"X-Forwarded-Proto": "https", ForwardAuthHeader: "status",
+		"X-Forwarded-Proto": "https", modeHeader: modeStatus,
 	}, b.cookie)
 	if revoke {
 		r.Header.Set(CommandHeader, "revoke")
@@ -85,7 +89,7 @@ func (tr *testRoom) passGet(h http.Handler, b *passBrowser, uri string, revoke b
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	set := w.Header().Values("Set-Cookie")
-	set = append(set, w.Header().Values(PassHeader)...)
+	set = append(set, w.Header().Values(passHeader)...)
 	for _, c := range (&http.Response{Header: http.Header{"Set-Cookie": set}}).Cookies() {
 		switch {
 		case c.Name == tr.cookieName && c.MaxAge < 0:
@@ -101,157 +105,18 @@ func (tr *testRoom) passGet(h http.Handler, b *passBrowser, uri string, revoke b
 	return passAnswer{passed: w.Code == http.StatusOK, ticket: w.Header().Get(TicketHeader)}
 }
 
-func passRoom(t *testing.T, clk *clock, st store.Store, mutate func(*Config)) *testRoom {
-	return newTestRoomOn(t, clk, st, func(c *Config) {
-		c.Pass = Pass{Secret: testPassSecret}
+// passRoom is a room behind nginx's trusted address, with its
+// forward-auth handler (fa) giving passes of Duration d (0: the
+// default).
+func passRoom(t *testing.T, clk *clock, st store.Store, d time.Duration, mutate func(*Config)) *testRoom {
+	tr := newTestRoomOn(t, clk, st, func(c *Config) {
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 		if mutate != nil {
 			mutate(c)
 		}
 	})
-}
-
-func TestPassConfig(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		pass Pass
-		want Pass
-		err  string
-	}{
-		{"none", Pass{}, Pass{}, ""},
-		{"default duration", Pass{Secret: testPassSecret}, Pass{Secret: testPassSecret, Duration: DefaultPassDuration}, ""},
-		{"5 s", Pass{Secret: testPassSecret, Duration: 5 * time.Second}, Pass{Secret: testPassSecret, Duration: 5 * time.Second}, ""},
-		{"duration without a secret", Pass{Duration: time.Second}, Pass{}, "without Pass.Secret"},
-		{"short secret", Pass{Secret: "short"}, Pass{}, "22 to 128"},
-		{"secret nginx would read as a variable", Pass{Secret: "$abcdefghijklmnopqrstuvwxyz"}, Pass{}, "22 to 128"},
-		{"secret with a space", Pass{Secret: "abcdefghijk lmnopqrstuvwxyz"}, Pass{}, "22 to 128"},
-		{"too long", Pass{Secret: testPassSecret, Duration: 6 * time.Second}, Pass{}, "between 1s and 5s"},
-		{"not whole seconds", Pass{Secret: testPassSecret, Duration: 1500 * time.Millisecond}, Pass{}, "whole seconds"},
-		{"negative", Pass{Secret: testPassSecret, Duration: -time.Second}, Pass{}, "between"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := tc.pass.normalize()
-			if tc.err != "" {
-				require.ErrorIs(t, err, ErrInvalidConfig)
-				assert.ErrorContains(t, err, tc.err)
-				assert.NotContains(t, err.Error(), tc.pass.Secret[:min(len(tc.pass.Secret), 5)]+"x", "the secret is not shown")
-				assert.Equal(t, err, tc.pass.Validate())
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, got)
-			assert.NoError(t, tc.pass.Validate())
-		})
-	}
-	cfg := baseConfig(newClock())
-	cfg.Pass = Pass{Secret: "short"}
-	_, err := New(cfg, newMemStore())
-	assert.ErrorIs(t, err, ErrInvalidConfig, "New refuses a bad pass")
-
-	// A revoke's hold (Duration and the reach of a revoke) fits in what
-	// the shared state believes ahead.
-	for _, tc := range []struct {
-		interval time.Duration
-		duration time.Duration
-		ok       bool
-	}{
-		{-1, MaxPassDuration, true},
-		{0, MaxPassDuration, true}, // the default, 1 s: 3.1 s + 5 s
-		{time.Second, MaxPassDuration, true},
-		{3 * time.Second, DefaultPassDuration, true},
-		{4 * time.Second, DefaultPassDuration, false},
-		{2 * time.Second, MaxPassDuration, false},
-		{7 * time.Second, 0, true}, // no passes
-	} {
-		cfg := baseConfig(newClock())
-		cfg.SyncInterval = tc.interval
-		if tc.duration != 0 {
-			cfg.Pass = Pass{Secret: testPassSecret, Duration: tc.duration}
-		}
-		_, err := cfg.normalize()
-		if tc.ok {
-			assert.NoError(t, err, "%+v", tc)
-			continue
-		}
-		assert.ErrorIs(t, err, ErrInvalidConfig, "%+v", tc)
-		assert.ErrorContains(t, err, "hold", "%+v", tc)
-	}
-}
-
-// A pass is what nginx checks: signed, the ticket the room gives, good
-// through the last second of Duration, with the room cookie's
-// attributes; a change to any character, or a pass past its second,
-// does not pass.
-func TestPassSignedAsNginxChecks(t *testing.T) {
-	clk := newClock()
-	clk.Add(400 * time.Millisecond)
-	tr := passRoom(t, clk, newMemStore(), nil)
-	h := tr.ForwardAuth(FrontDoorForwarded)
-	b := &passBrowser{}
-	a := tr.passGet(h, b, "/", false)
-	require.True(t, a.passed)
-	require.False(t, a.local)
-	require.NotEmpty(t, b.pass, "an admitted visitor gets a pass")
-
-	w := httptest.NewRecorder()
-	r := authRequest(http.MethodGet, "http://127.0.0.1:8081/", map[string]string{"X-Forwarded-Uri": "/"}, b.cookie)
-	h.ServeHTTP(w, r)
-	line := w.Header().Get(PassHeader)
-	assert.Contains(t, line, "; Max-Age=2; Path=/; HttpOnly; SameSite=Lax")
-	assert.True(t, strings.HasPrefix(line, tr.cookieName+"_pass="))
-
-	now := clk.Now().Unix()
-	tk, ok := nginxPass(b.pass, tr.cookieName, testPassSecret, now)
-	require.True(t, ok, "nginx takes the pass: %q", b.pass)
-	assert.Equal(t, a.ticket, tk, "the application gets the room's ticket from the pass")
-	_, ok = nginxPass(b.pass, tr.cookieName, testPassSecret, now+1)
-	assert.True(t, ok, "good through the second that holds now+Duration-1s")
-	_, ok = nginxPass(b.pass, tr.cookieName, testPassSecret, now+2)
-	assert.False(t, ok, "not a second more")
-	_, ok = nginxPass(b.pass, tr.cookieName, "another-secret-0123456789", now)
-	assert.False(t, ok, "another secret")
-	_, ok = nginxPass(b.pass, DefaultCookieName+"_other", testPassSecret, now)
-	assert.False(t, ok, "another room's, with the same secret")
-	sig := func(v string) []byte { b, _ := base64.RawURLEncoding.DecodeString(v[:22]); return b }
-	for i := range len(b.pass) {
-		for _, c := range []byte{'0', '9', 'a', 'f', 'A', 'Q', '_', '-', 'T', ':'} {
-			if b.pass[i] == c {
-				continue
-			}
-			forged := b.pass[:i] + string(c) + b.pass[i+1:]
-			if i < 22 && bytes.Equal(sig(forged), sig(b.pass)) {
-				continue // the same signature: the last character's unused bits
-			}
-			if _, ok := nginxPass(forged, tr.cookieName, testPassSecret, now); ok {
-				t.Fatalf("a pass changed at %d (%q) passes", i, forged)
-			}
-		}
-	}
-
-	// With a session that ends whatever the visitor does, no pass
-	// outlives it.
-	clk = newClock()
-	tr = passRoom(t, clk, newMemStore(), func(c *Config) {
-		c.SessionDuration, c.DisableSessionRenewal = time.Minute, true
-	})
-	h = tr.ForwardAuth(FrontDoorForwarded)
-	b = &passBrowser{}
-	require.True(t, tr.passGet(h, b, "/", false).passed)
-	end := clk.Now().Add(time.Minute).Unix()
-	clk.Add(58500 * time.Millisecond)
-	b.pass = ""
-	require.True(t, tr.passGet(h, b, "/", false).passed)
-	require.NotEmpty(t, b.pass)
-	_, ok = nginxPass(b.pass, tr.cookieName, testPassSecret, end-1)
-	assert.True(t, ok)
-	_, ok = nginxPass(b.pass, tr.cookieName, testPassSecret, end)
-	assert.False(t, ok, "the pass ends with the session")
-	clk.Add(time.Second) // 0.5 s before the end
-	b.pass = ""
-	require.True(t, tr.passGet(h, b, "/", false).passed)
-	require.NotEmpty(t, b.pass)
-	_, ok = nginxPass(b.pass, tr.cookieName, testPassSecret, end)
-	assert.False(t, ok, "the pass ends with the session")
+	tr.fa = NewForwardAuth(tr.Room, testPassSecret, d)
+	return tr
 }
 
 // Invariant 9 behind nginx with passes: the room does not see the
@@ -267,26 +132,26 @@ func TestPassKeepsTheSession(t *testing.T) {
 				c.SessionDuration = time.Minute
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
 			}
-			a := passRoom(t, clk, st, mutate)
+			a := passRoom(t, clk, st, 0, mutate)
 			b := a
 			if other {
-				b = passRoom(t, clk, st, mutate)
+				b = passRoom(t, clk, st, 0, mutate)
 			}
 			br := &passBrowser{}
-			in := a.passGet(a.ForwardAuth(FrontDoorForwarded), br, "/", false)
+			in := a.passGet(a.fa, br, "/", false)
 			require.True(t, in.passed)
 			a.sync()
 			// Requests on the pass until its last moment: the room
 			// sees none of them.
 			clk.Add(1900 * time.Millisecond)
-			got := a.passGet(a.ForwardAuth(FrontDoorForwarded), br, "/a", false)
+			got := a.passGet(a.fa, br, "/a", false)
 			require.True(t, got.local, "nginx passes this one itself")
 			// The next request a session later than that one.
 			clk.Add(time.Minute - 100*time.Millisecond)
 			br.pass = "" // expired: nginx asks the room
 			a.sync()
 			b.sync()
-			got = b.passGet(b.ForwardAuth(FrontDoorForwarded), br, "/b", false)
+			got = b.passGet(b.fa, br, "/b", false)
 			assert.True(t, got.passed, "the session lasts a session after the latest request nginx passed")
 			assert.False(t, got.local)
 			assert.Equal(t, in.ticket, got.ticket, "the same session, not a new admission")
@@ -323,13 +188,10 @@ func testclockStartUnix() int64 { return newClock().Now().Unix() }
 func TestPassRevokeHoldsTheSlot(t *testing.T) {
 	clk := newClock()
 	st := newMemStore()
-	mutate := func(c *Config) {
-		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
-		c.Pass.Duration = 3 * time.Second
-	}
-	a := passRoom(t, clk, st, mutate)
-	b := passRoom(t, clk, st, mutate)
-	ha, hb := a.ForwardAuth(FrontDoorForwarded), b.ForwardAuth(FrontDoorForwarded)
+	mutate := func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 }
+	a := passRoom(t, clk, st, 3*time.Second, mutate)
+	b := passRoom(t, clk, st, 3*time.Second, mutate)
+	ha, hb := a.fa, b.fa
 	first := &passBrowser{}
 	require.True(t, a.passGet(ha, first, "/", false).passed)
 	a.sync()
@@ -373,7 +235,7 @@ func TestPassRevokeHoldsTheSlot(t *testing.T) {
 	assert.Equal(t, 0, b.Stats().Active, "the revoke subtracts once the pass is over")
 	for _, rm := range []*testRoom{a, b} {
 		stale := passBrowser{cookie: kept.cookie}
-		ans := rm.passGet(rm.ForwardAuth(FrontDoorForwarded), &stale, "/", false)
+		ans := rm.passGet(rm.fa, &stale, "/", false)
 		require.False(t, ans.passed, "%s: the revoked session is not let in again (the slot is the next visitor's)", rm.id)
 	}
 	// The minute's slot is paced over what is left of it: the next
@@ -417,13 +279,10 @@ func TestPassAfterRevokeOnAnotherInstance(t *testing.T) {
 		t.Run(dur.String(), func(t *testing.T) {
 			clk := newClock()
 			st := newMemStore()
-			mutate := func(c *Config) {
-				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
-				c.Pass.Duration = dur
-			}
-			a := passRoom(t, clk, st, mutate)
-			b := passRoom(t, clk, st, mutate)
-			ha, hb := a.ForwardAuth(FrontDoorForwarded), b.ForwardAuth(FrontDoorForwarded)
+			mutate := func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 }
+			a := passRoom(t, clk, st, dur, mutate)
+			b := passRoom(t, clk, st, dur, mutate)
+			ha, hb := a.fa, b.fa
 			br := &passBrowser{}
 			require.True(t, a.passGet(ha, br, "/", false).passed)
 			id := br.ticketID(t)
@@ -461,10 +320,8 @@ func TestPassAfterRevokeOnAnotherInstance(t *testing.T) {
 // passEnd returns the Unix second at which the pass value p stops being
 // good (nginx takes it through the second before).
 func passEnd(t *testing.T, p string) int64 {
-	m := passLinkRE.FindStringSubmatch(p)
-	require.NotNil(t, m, "a pass: %q", p)
-	last, err := strconv.ParseInt(m[2], 10, 64)
-	require.NoError(t, err)
+	last, ok := fronttest.PassLast(p)
+	require.True(t, ok, "a pass: %q", p)
 	return last + 1
 }
 
@@ -473,7 +330,7 @@ func passEnd(t *testing.T, p string) int64 {
 func (tr *testRoom) letsIn(cookie string, id uint64) bool {
 	tr.t.Helper()
 	b := passBrowser{cookie: cookie}
-	ans := tr.passGet(tr.ForwardAuth(FrontDoorForwarded), &b, "/", false)
+	ans := tr.passGet(tr.fa, &b, "/", false)
 	tk, ok := ParseTicket(ans.ticket)
 	return ans.passed && ok && tk.ID == id
 }
@@ -506,15 +363,12 @@ func TestPassGivenBeforeARevokeIsLearned(t *testing.T) {
 			t.Run(fmt.Sprintf("%v revoked %v into a second", dur, phase), func(t *testing.T) {
 				clk := newClock()
 				st := newMemStore()
-				mutate := func(c *Config) {
-					c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
-					c.Pass.Duration = dur
-				}
-				a := passRoom(t, clk, st, mutate)
+				mutate := func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 }
+				a := passRoom(t, clk, st, dur, mutate)
 				br := &passBrowser{}
-				require.True(t, a.passGet(a.ForwardAuth(FrontDoorForwarded), br, "/", false).passed)
+				require.True(t, a.passGet(a.fa, br, "/", false).passed)
 				id := br.ticketID(t)
-				rooms := []*testRoom{a, passRoom(t, clk, st, mutate), passRoom(t, clk, st, mutate)}
+				rooms := []*testRoom{a, passRoom(t, clk, st, dur, mutate), passRoom(t, clk, st, dur, mutate)}
 				syncAll := func() {
 					for _, rm := range rooms {
 						rm.sync()
@@ -525,11 +379,11 @@ func TestPassGivenBeforeARevokeIsLearned(t *testing.T) {
 				syncAll()
 				kept := br.cookie
 
-				require.True(t, a.passGet(a.ForwardAuth(FrontDoorForwarded), br, "/done", true).passed)
+				require.True(t, a.passGet(a.fa, br, "/done", true).passed)
 				a.sync()
 				clk.Add(900 * time.Millisecond)
 				b := passBrowser{cookie: kept}
-				require.True(t, rooms[1].passGet(rooms[1].ForwardAuth(FrontDoorForwarded), &b, "/", false).passed, "not synced since: the session's")
+				require.True(t, rooms[1].passGet(rooms[1].fa, &b, "/", false).passed, "not synced since: the session's")
 				require.NotEmpty(t, b.pass, "and a pass")
 				end := passEnd(t, b.pass)
 
@@ -567,17 +421,17 @@ func TestPassRevokeLearnedLate(t *testing.T) {
 	clk := newClock()
 	st := newMemStore()
 	mutate := func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 }
-	a := passRoom(t, clk, st, mutate)
+	a := passRoom(t, clk, st, 0, mutate)
 	br := &passBrowser{}
-	require.True(t, a.passGet(a.ForwardAuth(FrontDoorForwarded), br, "/", false).passed)
+	require.True(t, a.passGet(a.fa, br, "/", false).passed)
 	id := br.ticketID(t)
-	b, c := passRoom(t, clk, st, mutate), passRoom(t, clk, st, mutate)
+	b, c := passRoom(t, clk, st, 0, mutate), passRoom(t, clk, st, 0, mutate)
 	for _, rm := range []*testRoom{a, b, c, a, b, c} {
 		rm.sync()
 	}
 	kept := br.cookie
 	clk.Add(time.Second)
-	require.True(t, a.passGet(a.ForwardAuth(FrontDoorForwarded), br, "/done", true).passed)
+	require.True(t, a.passGet(a.fa, br, "/done", true).passed)
 	a.sync()
 	c.sync()
 	clk.Add(10 * time.Second) // b has not synced since before the revoke
@@ -593,5 +447,31 @@ func TestPassRevokeLearnedLate(t *testing.T) {
 	}
 	for name, rm := range map[string]*testRoom{"a": a, "b": b, "c": c} {
 		assert.Zero(t, rm.Stats().Active, name)
+	}
+}
+
+// A room told of passes keeps the longest, which its revokes' hold
+// covers, and refuses one whose hold would reach further ahead than the
+// shared state believes, keeping what it had.
+func TestExpectPasses(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.SyncInterval = 2 * time.Second })
+	assert.Zero(t, tr.passes.Load(), "no passes until told")
+	for _, tc := range []struct {
+		d    time.Duration
+		ok   bool
+		want int64
+	}{
+		{2 * time.Second, true, 2000},
+		{time.Second, true, 2000},
+		{4 * time.Second, true, 4000},
+		{5 * time.Second, false, 4000}, // 2 × 2 s + 0.2 s + 1 s + 5 s > 10 s
+	} {
+		err := tr.expectPasses(tc.d)
+		if tc.ok {
+			assert.NoError(t, err, "%v", tc.d)
+		} else {
+			assert.ErrorIs(t, err, ErrInvalidConfig, "%v", tc.d)
+		}
+		assert.Equal(t, tc.want, tr.passes.Load(), "%v", tc.d)
 	}
 }

@@ -421,6 +421,8 @@ func (rm *Room) ServeNext(w http.ResponseWriter, r *http.Request, next Next) err
 	return err
 }
 
+var bypassedTicket = []string{"bypassed"}
+
 // admittedHeader is what ServeNext allocates for an admitted request
 // besides the ticket's text: the writer that watches for a revoke, and
 // the header's value.

@@ -113,11 +113,10 @@ func (w *revokeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec int64) {
 	now := rm.now()
 	x := store.Session{ID: id, Admitted: floorDiv(acceptedAt, 1000), Seen: floorDiv(now, 1000), Revoked: true}
-	passes := rm.cfg.Pass.Secret != ""
-	if passes {
+	if d := rm.passes.Load(); d > 0 {
 		// A pass given before may pass the visitor for a few seconds
 		// more: the session holds its slot until the last one expires.
-		x = rm.passRevoke(id, x.Admitted, now)
+		x = rm.passRevoke(id, x.Admitted, now, d)
 	}
 	rm.mu.Lock()
 	rm.reportLocked(x)
@@ -139,10 +138,6 @@ func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec 
 		Name: rm.cookieName, Value: "", Path: rm.cfg.CookiePath, Domain: rm.cfg.CookieDomain,
 		MaxAge: -1, HttpOnly: true, Secure: rm.secure, SameSite: rm.sameSite,
 	})
-	if passes {
-		h.Add("Set-Cookie", rm.expiredPass())
-		h.Set(PassHeader, rm.expiredPass())
-	}
 }
 
 // revokeReach is the longest, in ms, a revoke at one instance takes to

@@ -89,6 +89,9 @@ type Room struct {
 	// request.
 	revokedIDs sync.Map // uint64 → revokedSpan
 	revokedN   atomic.Int64
+	// passes is the longest, in ms, that the passes of a handler in front
+	// of the room last (expectPasses); 0: none are given.
+	passes atomic.Int64
 
 	// asking holds the places whose chance waits for the hosted
 	// challenge's provider (verdictLocked), nil until one. Under mu.

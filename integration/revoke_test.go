@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/forwardauth"
 	"github.com/go-waitingroom/waitingroom/internal/servicetest"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/redisstore"
@@ -52,7 +53,7 @@ func redisClients(t *testing.T, n int) []store.Store {
 // revokeFleet is three instances of a room on one Redis, syncing in the
 // background every SyncInterval on the real clock, in front of an
 // application that answers with the ticket's ID; with passes, asked
-// through ForwardAuth as nginx asks it.
+// through the forward-auth handler as nginx asks it.
 type revokeFleet struct {
 	t      *testing.T
 	passes bool
@@ -85,16 +86,15 @@ func newRevokeFleet(t *testing.T, passes bool) *revokeFleet {
 			SyncInterval: revokeInterval,
 			Logger:       slog.New(slog.DiscardHandler),
 		}
-		if passes {
-			cfg.Pass = waitingroom.Pass{Secret: "pass-secret-0123456789abcdef", Duration: revokePassDuration}
-		}
 		rm, err := waitingroom.New(cfg, st)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = rm.Close() })
 		require.NoError(t, rm.Ready(context.Background()))
 		h := rm.Handler(app)
 		if passes {
-			h = rm.ForwardAuth(waitingroom.FrontDoorForwarded)
+			h, err = forwardauth.New(rm, forwardauth.Options{FrontDoor: forwardauth.Forwarded,
+				Pass: forwardauth.Pass{Secret: "pass-secret-0123456789abcdef", Duration: revokePassDuration}})
+			require.NoError(t, err)
 		}
 		f.rooms, f.hs = append(f.rooms, rm), append(f.hs, h)
 	}
@@ -137,7 +137,7 @@ func (f *revokeFleet) ask(i int, cookie string, revoke bool) answer {
 		if ok {
 			a.id = tk.ID
 		}
-		if p := w.Header().Get(waitingroom.PassHeader); p != "" {
+		if p := w.Header().Get(forwardauth.PassHeader); p != "" {
 			v, _, _ := strings.Cut(strings.TrimPrefix(p, "__waitingroom_revoke_pass="), ";")
 			if _, rest, ok := strings.Cut(v, "."); ok {
 				last, _, _ := strings.Cut(rest, "_")

@@ -58,7 +58,7 @@
 // With -forward-auth the command proxies nothing: it answers the auth
 // requests of the server in front of the application (nginx
 // auth_request, Caddy forward_auth, Traefik ForwardAuth, Envoy ext_authz,
-// ingress-nginx auth-url) with Room.ForwardAuth: 200 to let a request
+// ingress-nginx auth-url) with package forwardauth: 200 to let a request
 // through, the waiting page otherwise. -front-door (frontDoor in a file)
 // names that server, and so the headers that describe the original
 // request, which it sets itself: nginx, caddy, traefik and generic read
@@ -71,7 +71,7 @@
 // has each server's configuration. With $WAITINGROOM_PASS_SECRET set, an
 // admitted visitor also gets a pass that nginx checks itself for
 // -pass-duration (default 2s), sparing it most auth requests
-// (waitingroom.Pass; the secret is the one in nginx's secure_link_md5).
+// (forwardauth.Pass; the secret is the one in nginx's secure_link_md5).
 //
 // # Connections
 //
@@ -187,6 +187,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/forwardauth"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/redisstore"
 	"github.com/go-waitingroom/waitingroom/store/sqlstore"
@@ -270,13 +271,13 @@ const defaultLimit = 200
 
 // frontDoors are the values of -front-door, the servers in front, and
 // the headers each describes the original request in.
-var frontDoors = map[string]waitingroom.FrontDoor{
-	"nginx":         waitingroom.FrontDoorForwarded,
-	"caddy":         waitingroom.FrontDoorForwarded,
-	"traefik":       waitingroom.FrontDoorForwarded,
-	"generic":       waitingroom.FrontDoorForwarded,
-	"ingress-nginx": waitingroom.FrontDoorIngressNginx,
-	"envoy":         waitingroom.FrontDoorEnvoy,
+var frontDoors = map[string]forwardauth.FrontDoor{
+	"nginx":         forwardauth.Forwarded,
+	"caddy":         forwardauth.Forwarded,
+	"traefik":       forwardauth.Forwarded,
+	"generic":       forwardauth.Forwarded,
+	"ingress-nginx": forwardauth.IngressNginx,
+	"envoy":         forwardauth.Envoy,
 }
 
 // frontDoorNames are the values of -front-door, for messages.
@@ -300,7 +301,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.demo, "demo", false, "serve a built-in demo application instead of an upstream")
 	fs.BoolVar(&o.forwardAuth, "forward-auth", false, "answer the auth requests of a server in front of the application (nginx auth_request, Caddy forward_auth, Traefik, Envoy, ingress-nginx) instead of proxying to an upstream; needs -front-door")
 	fs.StringVar(&o.frontDoor, "front-door", "", "with -forward-auth, the server in front, whose own headers describe the original request: "+strings.Join(frontDoorNames, ", ")+" (no default)")
-	fs.DurationVar(&o.passDuration, "pass-duration", waitingroom.DefaultPassDuration, "with -forward-auth and $WAITINGROOM_PASS_SECRET: how long an admitted visitor's pass lasts, whole seconds, 1s to "+waitingroom.MaxPassDuration.String())
+	fs.DurationVar(&o.passDuration, "pass-duration", forwardauth.DefaultPassDuration, "with -forward-auth and $WAITINGROOM_PASS_SECRET: how long an admitted visitor's pass lasts, whole seconds, 1s to "+forwardauth.MaxPassDuration.String())
 	fs.Var(prefixList{&o.trustedProxies}, "trusted-proxies", "comma-separated `networks` (CIDR) of the proxies in front, whose X-Forwarded-For (and, with -forward-auth, the headers of -front-door) is believed (default none)")
 	fs.StringVar(&o.name, "name", "default", "room name (letters, digits, - and _)")
 	fs.IntVar(&o.total, "total-active-users", defaultLimit, fmt.Sprintf("most visitors active at once, at most %d; given -new-users-per-minute alone, the default rises to it", waitingroom.MaxLimit))
@@ -608,18 +609,23 @@ func (o *options) roomConfig(keys [][]byte, log *slog.Logger) waitingroom.Config
 		NegotiateLanguage:  o.negotiateLanguage,
 		Bypass:             o.bypass,
 		TrustedProxies:     o.trustedProxies,
-		Pass:               o.pass(),
 		SyncInterval:       o.syncInterval,
 		Logger:             log,
 	}
 }
 
-// pass is the room's Pass: none without a secret.
-func (o *options) pass() waitingroom.Pass {
+// forwardAuthOptions are the forward-auth handler's options: the server
+// in front, and passes when there is a secret.
+func (o *options) forwardAuthOptions() forwardauth.Options {
+	return forwardauth.Options{FrontDoor: frontDoors[o.frontDoor], Pass: o.pass()}
+}
+
+// pass is the forward-auth handler's Pass: none without a secret.
+func (o *options) pass() forwardauth.Pass {
 	if o.passSecret == "" {
-		return waitingroom.Pass{}
+		return forwardauth.Pass{}
 	}
-	return waitingroom.Pass{Secret: o.passSecret, Duration: o.passDuration}
+	return forwardauth.Pass{Secret: o.passSecret, Duration: o.passDuration}
 }
 
 // run runs the command until ctx is done. The usage of -h goes to stdout,
@@ -697,6 +703,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		return 2
 	}
 	defer room.Close()
+	var gate http.Handler
+	if o.forwardAuth {
+		// The passes' hold is checked against the room's SyncInterval: a
+		// usage error, as the Config's.
+		fa := o.forwardAuthOptions()
+		if gate, err = forwardauth.New(room, fa); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		if len(o.trustedProxies) == 0 && fa.FrontDoor != forwardauth.Envoy {
+			log.Warn("waitingroom: -forward-auth without -trusted-proxies: the headers of the server in front are ignored, so bypass rules see the auth request's own path", "front_door", o.frontDoor)
+		}
+	} else {
+		gate = room.Handler(app)
+	}
 	// The background sync has started: its first sync makes a store that
 	// cannot be reached, refuses the credentials or lacks its table fail
 	// the start-up, and gives the room its first grant before the first
@@ -714,22 +735,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	if err != nil {
 		fmt.Fprintln(stderr, "waitingroom:", err)
 		return 1
-	}
-	// The upstream is another server: it cannot read the ticket from the
-	// request's context, so the proxy spares the request's copy (Gate);
-	// the demo application reads it.
-	var gate http.Handler
-	switch {
-	case o.forwardAuth:
-		door := frontDoors[o.frontDoor]
-		gate = room.ForwardAuth(door)
-		if len(o.trustedProxies) == 0 && door != waitingroom.FrontDoorEnvoy {
-			log.Warn("waitingroom: -forward-auth without -trusted-proxies: the headers of the server in front are ignored, so bypass rules see the auth request's own path", "front_door", o.frontDoor)
-		}
-	case o.demo:
-		gate = room.Handler(app)
-	default:
-		gate = room.Gate(app)
 	}
 	srv := o.limits.server(routes(o.healthPath, dem, gate), log)
 	log.Info("waitingroom: serving", "addr", "http://"+ln.Addr().String(), "demo", o.demo, "forward_auth", o.forwardAuth, "front_door", o.frontDoor, "upstream", o.upstream,

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/forwardauth"
 )
 
 const hexKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
@@ -63,7 +64,7 @@ func TestUsageErrors(t *testing.T) {
 
 // The pass secret comes from the environment, for -forward-auth only,
 // and -pass-duration needs it; a bad one is a usage error that does not
-// show it; a good one reaches the room's Config.
+// show it; a good one reaches the forward-auth handler's Options.
 func TestPassSettings(t *testing.T) {
 	const secret = "cmd-pass-secret-0123456789"
 	for _, tc := range []struct {
@@ -93,7 +94,7 @@ func TestPassSettings(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			p := o.roomConfig(nil, nil).Pass
+			p := o.forwardAuthOptions().Pass
 			assert.Equal(t, tc.secret, p.Secret)
 			if tc.secret != "" {
 				assert.Equal(t, o.passDuration, p.Duration)
@@ -101,6 +102,16 @@ func TestPassSettings(t *testing.T) {
 			}
 		})
 	}
+
+	// A pass whose revoke's hold the room's SyncInterval makes too long
+	// is a usage error, before anything is served.
+	noEnv(t)
+	t.Setenv("WAITINGROOM_PASS_SECRET", secret)
+	var stderr bytes.Buffer
+	code := run(t.Context(), []string{"-forward-auth", "-front-door", "nginx", "-key", hexKey, "-listen", "127.0.0.1:0", "-sync-interval", "4s"}, io.Discard, &stderr, nil)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "a revoke would hold the visitor's slot")
+	assert.NotContains(t, stderr.String(), secret)
 }
 
 // TestHelp: -h, -help and --help print the usage, every flag with its
@@ -393,11 +404,11 @@ func TestFrontDoor(t *testing.T) {
 	auth := func(base, server, path string, client map[string]string) *http.Request {
 		target, own := base+"/", map[string]string{}
 		switch frontDoors[server] {
-		case waitingroom.FrontDoorForwarded:
+		case forwardauth.Forwarded:
 			own = map[string]string{"X-Forwarded-Method": "GET", "X-Forwarded-Uri": path, "X-Forwarded-Host": "shop.example", "X-Forwarded-Proto": "https"}
-		case waitingroom.FrontDoorIngressNginx:
+		case forwardauth.IngressNginx:
 			own = map[string]string{"X-Original-Method": "GET", "X-Original-Url": "https://shop.example" + path}
-		case waitingroom.FrontDoorEnvoy:
+		case forwardauth.Envoy:
 			target = base + path
 		}
 		req, err := http.NewRequest(http.MethodGet, target, nil)

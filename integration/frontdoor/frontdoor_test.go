@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/forwardauth"
 )
 
 // roomCookie is the name of the rooms' cookie (room name "default").
@@ -404,7 +405,7 @@ func newCounter(t testing.TB, room string) *counter {
 	require.NoError(t, err)
 	p := httputil.NewSingleHostReverseProxy(target)
 	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(waitingroom.ForwardAuthHeader) == "status" {
+		if r.Header.Get(forwardauth.ModeHeader) == "status" {
 			c.n.Add(1)
 		}
 		p.ServeHTTP(w, r)

@@ -1,4 +1,4 @@
-package waitingroom
+package forwardauth
 
 import (
 	"net/http"
@@ -11,10 +11,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/internal/fronttest"
 )
 
 // frontServer replays what a server in front of the application does with
-// ForwardAuth, from its documented behaviour (docs/forward-auth.md and the
+// the forward-auth handler, from its documented behaviour (docs/forward-auth.md and the
 // servers' sources): the auth requests it sends for a visitor's request,
 // and what the visitor gets from the answers.
 type frontServer struct {
@@ -69,34 +72,16 @@ func appendedFor(client http.Header) string {
 	return strings.Join(append(slices.Clone(client.Values("X-Forwarded-For")), visitorAddr), ", ")
 }
 
-// forgedForwarding is what a visitor adds to get past the room: every
-// forwarding header, each naming what a bypass rule lets through (a path
-// under /static/, OPTIONS, a bypassed network, a bypassed host), each
-// family twice over (a second value could hide behind a server's).
-var forgedForwarding = http.Header{
-	"X-Forwarded-Method": {"OPTIONS", "OPTIONS"},
-	"X-Forwarded-Uri":    {"/static/x.css", "/static/y.css"},
-	"X-Forwarded-Host":   {"static.example"},
-	"X-Forwarded-Proto":  {"https"},
-	"X-Forwarded-For":    {"10.0.0.1"},
-	"X-Forwarded-Prefix": {"/static"},
-	"X-Forwarded-Path":   {"/static/x.css"},
-	"X-Original-Method":  {"OPTIONS"},
-	"X-Original-Uri":     {"/static/x.css"},
-	"X-Original-Url":     {"https://static.example/static/x.css", "https://static.example/static/y.css"},
-	"X-Rewrite-Url":      {"/static/x.css"},
-	"Forwarded":          {"for=10.0.0.1;host=static.example;proto=https"},
-	"X-Real-Ip":          {"10.0.0.1"},
-	"X-Client-Ip":        {"10.0.0.1"},
-}
+// forgedForwarding is what a visitor adds to get past the room.
+var forgedForwarding = fronttest.ForgedForwarding
 
 // forgeryBypass are the bypass rules the forged headers aim at.
-func forgeryBypass(t testing.TB) []Rule {
-	return []Rule{
-		PathPrefix("/static/"),
-		Methods(http.MethodOptions),
+func forgeryBypass(t testing.TB) []waitingroom.Rule {
+	return []waitingroom.Rule{
+		waitingroom.PathPrefix("/static/"),
+		waitingroom.Methods(http.MethodOptions),
 		mustNetworks(t, "10.0.0.0/8"),
-		Match(func(r *http.Request) bool { return r.Host == "static.example" || r.URL.Host == "static.example" }),
+		waitingroom.Match(func(r *http.Request) bool { return r.Host == "static.example" || r.URL.Host == "static.example" }),
 	}
 }
 
@@ -109,11 +94,11 @@ var frontServers = []frontServer{{
 	// @waitingroom with the same headers, mode page and the Set-Cookie of
 	// the first answer; add_header Set-Cookie on a pass.
 	name: "nginx",
-	door: FrontDoorForwarded,
+	door: Forwarded,
 	auth: func(method, uri, cookie string, client http.Header) *http.Request {
 		return relayed(http.MethodGet, "http://127.0.0.1:8081/", client, map[string]string{
 			"X-Forwarded-Method": method, "X-Forwarded-Uri": uri, "X-Forwarded-Host": "shop.example",
-			"X-Forwarded-Proto": "https", "X-Forwarded-For": appendedFor(client), ForwardAuthHeader: "status",
+			"X-Forwarded-Proto": "https", "X-Forwarded-For": appendedFor(client), ModeHeader: "status",
 		}, cookie)
 	},
 	nginx:       true,
@@ -126,7 +111,7 @@ var frontServers = []frontServer{{
 	// answer goes to the visitor as it is; the cookie of a pass through
 	// copy_headers and a header directive.
 	name: "caddy",
-	door: FrontDoorForwarded,
+	door: Forwarded,
 	auth: func(method, uri, cookie string, client http.Header) *http.Request {
 		return relayed(http.MethodGet, "http://127.0.0.1:8081/", client, map[string]string{
 			"X-Forwarded-Method": method, "X-Forwarded-Uri": uri, "X-Forwarded-Host": "shop.example",
@@ -141,7 +126,7 @@ var frontServers = []frontServer{{
 	// non-2xx answer goes to the visitor; addAuthCookiesToResponse copies
 	// the named cookies of a pass.
 	name: "traefik",
-	door: FrontDoorForwarded,
+	door: Forwarded,
 	auth: func(method, uri, cookie string, client http.Header) *http.Request {
 		kept := http.Header{}
 		for k, vs := range client {
@@ -157,7 +142,7 @@ var frontServers = []frontServer{{
 	passCookies: func(h http.Header) []string {
 		var out []string
 		for _, v := range h.Values("Set-Cookie") {
-			if strings.HasPrefix(v, DefaultCookieName+"_launch=") {
+			if strings.HasPrefix(v, cookieName+"=") {
 				out = append(out, v)
 			}
 		}
@@ -172,7 +157,7 @@ var frontServers = []frontServer{{
 	// A denial goes to the visitor with its body;
 	// allowed_client_headers_on_success: set-cookie.
 	name: "envoy",
-	door: FrontDoorEnvoy,
+	door: Envoy,
 	auth: func(method, uri, cookie string, client http.Header) *http.Request {
 		r := relayed(method, "http://shop.example"+uri, client, map[string]string{
 			"X-Forwarded-For": appendedFor(client),
@@ -190,12 +175,12 @@ var frontServers = []frontServer{{
 	// on); error_page as nginx's, through auth-snippet and
 	// configuration-snippet.
 	name: "ingress-nginx",
-	door: FrontDoorIngressNginx,
+	door: IngressNginx,
 	auth: func(method, uri, cookie string, client http.Header) *http.Request {
 		r := relayed(http.MethodGet, "http://waitingroom.default.svc:8081/", client, map[string]string{
 			"X-Original-Url": "https://shop.example" + uri, "X-Original-Method": method,
 			"X-Forwarded-For": visitorAddr, "X-Real-Ip": visitorAddr, "X-Sent-From": "nginx-ingress-controller",
-			"X-Auth-Request-Redirect": uri, ForwardAuthHeader: "status",
+			"X-Auth-Request-Redirect": uri, ModeHeader: "status",
 		}, cookie)
 		r.Header.Del("X-Forwarded-Proto")
 		return r
@@ -204,7 +189,7 @@ var frontServers = []frontServer{{
 	passCookies: allSetCookies,
 }}
 
-// seen is what a visitor gets from a server in front of ForwardAuth.
+// seen is what a visitor gets from a server in front of the handler.
 type seen struct {
 	passed bool
 	ticket string                     // the header the application gets
@@ -227,13 +212,13 @@ func (fs frontServer) through(h http.Handler, v *visitor, method, uri string, cl
 	}
 	if w.Code >= 200 && w.Code < 300 {
 		keep(fs.passCookies(w.Header()))
-		return seen{passed: true, ticket: w.Header().Get(TicketHeader)}
+		return seen{passed: true, ticket: w.Header().Get(waitingroom.TicketHeader)}
 	}
 	if fs.nginx && w.Code == http.StatusUnauthorized {
 		r := fs.auth(method, uri, v.cookie, client)
-		r.Header.Set(ForwardAuthHeader, "page")
+		r.Header.Set(ModeHeader, "page")
 		if c := w.Header().Get("Set-Cookie"); c != "" {
-			r.Header.Set(ForwardCookieHeader, c)
+			r.Header.Set(CookieHeader, c)
 		}
 		w = httptest.NewRecorder()
 		h.ServeHTTP(w, r)
@@ -251,18 +236,18 @@ func (fs frontServer) through(h http.Handler, v *visitor, method, uri string, cl
 func TestForwardAuthServers(t *testing.T) {
 	for _, fs := range frontServers {
 		t.Run(fs.name, func(t *testing.T) {
-			tr := newTestRoom(t, func(c *Config) {
+			tr := newTestRoom(t, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
 				c.Bypass = forgeryBypass(t)
 				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 			})
-			h := tr.ForwardAuth(fs.door)
+			h := tr.handler(fs.door, Pass{})
 			first, second := &visitor{}, &visitor{}
 
 			s := fs.through(h, first, http.MethodGet, "/product?id=7", nil)
 			require.True(t, s.passed, "the first visitor is let in")
 			require.NotEmpty(t, first.cookie, "the cookie of a pass reaches the browser")
-			tk, ok := ParseTicket(s.ticket)
+			tk, ok := waitingroom.ParseTicket(s.ticket)
 			require.True(t, ok, "ticket %q", s.ticket)
 			assert.NotZero(t, tk.ID)
 			assert.Equal(t, tr.clk.Now().Truncate(time.Millisecond).UTC(), tk.AcceptedAt)
@@ -279,7 +264,7 @@ func TestForwardAuthServers(t *testing.T) {
 
 			s = fs.through(h, first, http.MethodGet, "/checkout", nil)
 			assert.True(t, s.passed, "the admitted visitor passes again")
-			_, ok = ParseTicket(s.ticket)
+			_, ok = waitingroom.ParseTicket(s.ticket)
 			assert.True(t, ok)
 
 			s = fs.through(h, second, http.MethodGet, "/static/app.css", forgedForwarding)
@@ -295,11 +280,11 @@ func TestForwardAuthServers(t *testing.T) {
 			// The server sends the revoke command on the request that
 			// ends the visit: the slot is free and the cookie expired.
 			r := fs.auth(http.MethodGet, "/thanks", first.cookie, nil)
-			r.Header.Set(CommandHeader, "revoke")
+			r.Header.Set(waitingroom.CommandHeader, "revoke")
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)
 			assert.Equal(t, http.StatusOK, w.Code, "the request that revokes passes")
-			assert.Equal(t, "revoked", w.Header().Get(TicketHeader))
+			assert.Equal(t, "revoked", w.Header().Get(waitingroom.TicketHeader))
 			cs := (&http.Response{Header: w.Header()}).Cookies()
 			require.Len(t, cs, 1)
 			assert.Equal(t, -1, cs[0].MaxAge)
@@ -323,12 +308,12 @@ func TestForwardAuthForgedForwarding(t *testing.T) {
 	const n = 20
 	for _, fs := range frontServers {
 		t.Run(fs.name, func(t *testing.T) {
-			tr := newTestRoom(t, func(c *Config) {
+			tr := newTestRoom(t, func(c *waitingroom.Config) {
 				c.QueueAll = true
 				c.Bypass = forgeryBypass(t)
 				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 			})
-			h := tr.ForwardAuth(fs.door)
+			h := tr.handler(fs.door, Pass{})
 			passed := 0
 			for range n {
 				for _, m := range []string{http.MethodGet, http.MethodPost} {
@@ -349,12 +334,12 @@ func TestForwardAuthForgedForwarding(t *testing.T) {
 // page nginx asks for after the 401 is that decision's, and takes none
 // and counts no one again.
 func TestForwardAuthPageTakesNoChance(t *testing.T) {
-	tr := newTestRoom(t, func(c *Config) {
+	tr := newTestRoom(t, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 	})
 	nginx := frontServers[0]
-	h := tr.ForwardAuth(nginx.door)
+	h := tr.handler(nginx.door, Pass{})
 	require.True(t, nginx.through(h, &visitor{}, http.MethodGet, "/", nil).passed)
 	tr.sync()
 
@@ -370,8 +355,8 @@ func TestForwardAuthPageTakesNoChance(t *testing.T) {
 	tr.clk.Add(50 * time.Millisecond)
 	before := tr.Counters()
 	r = nginx.auth(http.MethodGet, "/", v.cookie, nil)
-	r.Header.Set(ForwardAuthHeader, "page")
-	r.Header.Set(ForwardCookieHeader, setCookie)
+	r.Header.Set(ModeHeader, "page")
+	r.Header.Set(CookieHeader, setCookie)
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	assert.True(t, isWaiting(w))
@@ -383,10 +368,10 @@ func TestForwardAuthPageTakesNoChance(t *testing.T) {
 
 	// A Waiting-Room-Cookie that is not the room's is ignored, and page
 	// mode never answers a 2xx, which a server would take for a pass.
-	for _, c := range []string{"", "other=abc", DefaultCookieName + "_launch=not base64!", "garbage"} {
+	for _, c := range []string{"", "other=abc", cookieName + "=not base64!", "garbage"} {
 		r = nginx.auth(http.MethodGet, "/", "", nil)
-		r.Header.Set(ForwardAuthHeader, "page")
-		r.Header.Set(ForwardCookieHeader, c)
+		r.Header.Set(ModeHeader, "page")
+		r.Header.Set(CookieHeader, c)
 		w = httptest.NewRecorder()
 		h.ServeHTTP(w, r)
 		assert.False(t, w.Code >= 200 && w.Code < 300, "%q: %d", c, w.Code)
@@ -397,21 +382,21 @@ func TestForwardAuthPageTakesNoChance(t *testing.T) {
 // TrustedProxies: from anyone else the auth request is the original, and
 // a client cannot reach a bypass path by naming it in a header of another
 // door, twice, or from elsewhere. Garbage in the headers is ordinary
-// input; a door that is none of the constants refuses every request.
+// input; a door that is none of the constants is refused.
 func TestForwardAuthTrust(t *testing.T) {
-	tr := newTestRoom(t, func(c *Config) {
+	tr := newTestRoom(t, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
-		c.Bypass = []Rule{PathPrefix("/static/"), Methods(http.MethodOptions)}
+		c.Bypass = []waitingroom.Rule{waitingroom.PathPrefix("/static/"), waitingroom.Methods(http.MethodOptions)}
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 	})
 	caddy := frontServers[1]
-	require.True(t, caddy.through(tr.ForwardAuth(caddy.door), &visitor{}, http.MethodGet, "/", nil).passed)
+	require.True(t, caddy.through(tr.handler(caddy.door, Pass{}), &visitor{}, http.MethodGet, "/", nil).passed)
 	tr.sync()
 
 	const (
-		fwd     = FrontDoorForwarded
-		ingress = FrontDoorIngressNginx
-		envoy   = FrontDoorEnvoy
+		fwd     = Forwarded
+		ingress = IngressNginx
+		envoy   = Envoy
 		other   = "198.51.100.1:5000"
 	)
 	cases := []struct {
@@ -456,13 +441,10 @@ func TestForwardAuthTrust(t *testing.T) {
 		{"X-Forwarded-Uri to the envoy door", envoy, proxyAddr, map[string][]string{"X-Forwarded-Uri": {"/static/a"}}, "/cart", false},
 		{"X-Original-URL to the envoy door", envoy, proxyAddr, map[string][]string{"X-Original-Url": {"https://h/static/a"}}, "/cart", false},
 		{"X-Forwarded-Method to the envoy door", envoy, proxyAddr, map[string][]string{"X-Forwarded-Method": {"OPTIONS"}}, "/cart", false},
-
-		{"no door", "", proxyAddr, nil, "/static/a", false},
-		{"an unknown door", "nginx", proxyAddr, map[string][]string{"X-Forwarded-Uri": {"/static/a"}}, "/static/a", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := tr.ForwardAuth(c.door)
+			h := tr.handler(c.door, Pass{})
 			r := httptest.NewRequest(http.MethodGet, c.target, nil)
 			r.RemoteAddr = c.peer
 			for k, v := range c.header {
@@ -471,54 +453,44 @@ func TestForwardAuthTrust(t *testing.T) {
 			w := httptest.NewRecorder()
 			require.NotPanics(t, func() { h.ServeHTTP(w, r) })
 			assert.Equal(t, c.pass, w.Code == http.StatusOK, "status %d", w.Code)
-			if c.door == "" || c.door == "nginx" {
-				assert.Equal(t, http.StatusInternalServerError, w.Code)
-			}
 		})
 	}
-}
 
-// The ticket header reads back as the ticket; anything else is not one.
-func TestParseTicket(t *testing.T) {
-	tk := Ticket{ID: 0x00ab_cdef_0123_4567, Bucket: time.Unix(1_764_615_600, 0).UTC(), AcceptedAt: time.UnixMilli(1_764_615_723_123).UTC()}
-	v := tk.String()
-	assert.Equal(t, "id=00abcdef01234567; bucket=2025-12-01T19:00:00Z; accepted=2025-12-01T19:02:03.123Z", v)
-	got, ok := ParseTicket(v)
-	require.True(t, ok)
-	assert.Equal(t, tk, got)
-	for _, bad := range []string{"", "bypassed", "revoked", "id=00; bucket=x; accepted=y", "id=00abcdef01234567; bucket=2025-12-01T19:00:00Z",
-		"id=zzzzzzzzzzzzzzzz; bucket=2025-12-01T19:00:00Z; accepted=2025-12-01T19:02:03.123Z"} {
-		_, ok := ParseTicket(bad)
-		assert.False(t, ok, "%q", bad)
+	// A door that is none of the constants is a mistake in the
+	// configuration, never a handler that would let anyone through.
+	for _, door := range []FrontDoor{"", "nginx", "Forwarded"} {
+		h, err := New(tr.Room, Options{FrontDoor: door})
+		assert.ErrorIs(t, err, waitingroom.ErrInvalidConfig, "%q", door)
+		assert.Nil(t, h)
 	}
 }
 
-// Whatever a server or a client puts in the headers, ForwardAuth never
+// Whatever a server or a client puts in the headers, the handler never
 // panics, lets no one into a full room but through a bypass rule, and
 // never answers a 2xx in page mode.
 func FuzzForwardAuth(f *testing.F) {
 	f.Add(uint8(0), "GET", "/static/a.css", "", "shop.example", "", "")
 	f.Add(uint8(0), "OPTIONS", "/static/../cart", "status", "", "", "")
-	f.Add(uint8(1), "GET", "", "page", "", "https://h/static/x", DefaultCookieName+"_launch=abc")
+	f.Add(uint8(1), "GET", "", "page", "", "https://h/static/x", cookieName+"=abc")
 	f.Add(uint8(1), "P\x00ST", "%zz", "page", "\x01", "http://[::1", "garbage")
 	f.Add(uint8(2), "OPTIONS", "/static/a", "", "", "https://h/static/x", "")
-	tr := newTestRoom(f, func(c *Config) {
+	tr := newTestRoom(f, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
-		c.Bypass = []Rule{PathPrefix("/static/")}
+		c.Bypass = []waitingroom.Rule{waitingroom.PathPrefix("/static/")}
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
 	})
-	doors := []FrontDoor{FrontDoorForwarded, FrontDoorIngressNginx, FrontDoorEnvoy}
+	doors := []FrontDoor{Forwarded, IngressNginx, Envoy}
 	hs := make([]http.Handler, len(doors))
 	for i, d := range doors {
-		hs[i] = tr.ForwardAuth(d)
+		hs[i] = tr.handler(d, Pass{})
 	}
 	require.True(f, frontServers[1].through(hs[0], &visitor{}, http.MethodGet, "/", nil).passed)
 	tr.sync()
 	f.Fuzz(func(t *testing.T, door uint8, method, uri, mode, host, original, cookie string) {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.RemoteAddr = proxyAddr
-		for k, v := range map[string]string{"X-Forwarded-Method": method, "X-Forwarded-Uri": uri, ForwardAuthHeader: mode,
-			"X-Forwarded-Host": host, "X-Original-Url": original, "X-Original-Method": method, ForwardCookieHeader: cookie} {
+		for k, v := range map[string]string{"X-Forwarded-Method": method, "X-Forwarded-Uri": uri, ModeHeader: mode,
+			"X-Forwarded-Host": host, "X-Original-Url": original, "X-Original-Method": method, CookieHeader: cookie} {
 			if v != "" {
 				r.Header[http.CanonicalHeaderKey(k)] = []string{v}
 			}
@@ -527,26 +499,7 @@ func FuzzForwardAuth(f *testing.F) {
 		hs[int(door)%len(hs)].ServeHTTP(w, r)
 		if w.Code >= 200 && w.Code < 300 {
 			require.NotEqual(t, "page", mode, "a 2xx in page mode")
-			require.Equal(t, "bypassed", w.Header().Get(TicketHeader), "the room is full: only a bypass rule lets a request through")
+			require.Equal(t, "bypassed", w.Header().Get(waitingroom.TicketHeader), "the room is full: only a bypass rule lets a request through")
 		}
-	})
-}
-
-// ParseTicket never panics, and what it reads, String writes back.
-func FuzzParseTicket(f *testing.F) {
-	f.Add("id=00abcdef01234567; bucket=2025-12-01T19:00:00Z; accepted=2025-12-01T19:02:03.123Z")
-	f.Add("bypassed")
-	f.Add("id=; bucket=; accepted=")
-	f.Add("id=0000000000000001; bucket=9999-12-31T23:00:00-05:00; accepted=0000-01-01T00:30:00+01:00")
-	f.Fuzz(func(t *testing.T, v string) {
-		tk, ok := ParseTicket(v)
-		inRange := func(x time.Time) bool { y := x.UTC().Year(); return y >= 0 && y <= 9999 }
-		if !ok || !inRange(tk.Bucket) || !inRange(tk.AcceptedAt) {
-			return // an offset can move a time out of the years RFC 3339 writes
-		}
-		again, ok := ParseTicket(tk.String())
-		require.True(t, ok, "%q", tk.String())
-		require.Equal(t, tk.ID, again.ID)
-		require.True(t, tk.Bucket.Truncate(time.Second).Equal(again.Bucket), "%v %v", tk.Bucket, again.Bucket)
 	})
 }

@@ -1,0 +1,66 @@
+// Package hook is how the packages built on the root package waitingroom
+// reach what they need of a room and is no part of its public API.
+//
+// It exists for forwardauth. The forward-auth handler is built on
+// Room.Handler, as an application is, but it answers for a server in
+// front rather than serving the request: it reads the original request
+// from that server's headers only when it comes from one of the room's
+// TrustedProxies, it sets the room's cookie for the server to pass on,
+// and it gives admitted visitors passes, which the room must take as
+// signs of life of their sessions (and cap by the sessions' ends) and
+// which a revoke's hold must outlast. Exported from the root, each of
+// these would be part of every user's API for the sake of one handler;
+// here they stay inside the module.
+//
+// The root package sets every variable in an init, so they are set in
+// any program that holds a room. They are keyed on a room, passed as any
+// (a *waitingroom.Room: this package cannot name it, since the root
+// imports it), or on the context of a request that Room.Handler passes
+// on. Each is safe for concurrent use.
+package hook
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"time"
+)
+
+// Front is what a handler in front of a room needs to know of it.
+type Front struct {
+	// CookieName is the name of the room's cookie.
+	CookieName string
+	// CookieAttrs is what follows "name=value" in the Set-Cookie header
+	// of the room's cookie: "; Path=/; HttpOnly; SameSite=Lax" and the
+	// like.
+	CookieAttrs string
+	// TrustedProxies are the room's Config.TrustedProxies.
+	TrustedProxies []netip.Prefix
+	// Logger is the room's.
+	Logger *slog.Logger
+}
+
+var (
+	// FrontOf returns what a handler in front of room needs to know of
+	// it.
+	FrontOf func(room any) Front
+
+	// ExpectPasses tells room that a handler in front of it gives passes
+	// that last up to d: from then on a revoke holds the visitor's slot
+	// until every pass that any instance may still give them has
+	// expired. The room keeps the longest d it was told. It returns an
+	// error wrapping waitingroom.ErrInvalidConfig, and keeps nothing,
+	// when such a hold could reach further ahead than the shared state
+	// believes a sign of life.
+	ExpectPasses func(room any, d time.Duration) error
+
+	// GivePass records a pass that lasts up to d, given now to the
+	// admitted visitor whose request ctx is (Room.Handler's), as a sign
+	// of life of their session until the pass expires. The pass ends at
+	// the end of Unix second last: before d has passed from now (Unix
+	// ms), before the end of a session that ends whatever the visitor
+	// does, and before the end of a revoke's hold that the room knows of.
+	// ok is false, and nothing is recorded, when no pass may be given:
+	// ctx is no admitted visitor's, or an end is too close.
+	GivePass func(ctx context.Context, d time.Duration) (last, now int64, ok bool)
+)
