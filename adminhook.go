@@ -27,9 +27,9 @@ func (rm *Room) previewPage(s *Settings, now int64, e Estimate, lang string) hoo
 	if lang == "" {
 		lang = rm.cfg.Language
 	}
-	d := Decision{Outcome: Waiting, Estimate: e, RefreshAfter: rm.cfg.RefreshInterval.Truncate(time.Second), at: now, now: now, last: now}
+	d := decision{Outcome: outcomeWaiting, Estimate: e, RefreshAfter: rm.cfg.RefreshInterval.Truncate(time.Second), at: now, now: now, last: now}
 	if s.QueueingMethod == Reject {
-		d.Outcome, d.RefreshAfter = Rejected, 0
+		d.Outcome, d.RefreshAfter = outcomeRejected, 0
 	}
 	pol := rm.policyAt(s, now)
 	d.policy = &pol

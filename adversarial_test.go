@@ -310,8 +310,9 @@ func TestHostileRequests(t *testing.T) {
 	}
 }
 
-// The same requests through Check, as framework adapters use it: the
-// decision is one of the four outcomes and never passes.
+// The same requests through the room's decision alone (check, which
+// Handler writes the effect of): the decision is one of the four outcomes
+// and never passes.
 func TestHostileRequestsCheck(t *testing.T) {
 	h := newHostileRoom(t, nil)
 	for _, r := range []*http.Request{
@@ -319,10 +320,10 @@ func TestHostileRequestsCheck(t *testing.T) {
 		hostileRequest(t, http.MethodGet, "/checkout", h.cookie(strings.Repeat("A", 5<<10))),
 		hostileRequest(t, http.MethodConnect, "example.com:443", h.cookie("")),
 	} {
-		d, err := h.Check(r)
+		d, err := h.checkRequest(r)
 		require.NoError(t, err)
-		assert.Equal(t, Waiting, d.Outcome)
-		assert.False(t, d.Pass())
+		assert.Equal(t, outcomeWaiting, d.Outcome)
+		assert.False(t, d.pass())
 		assert.Positive(t, d.RefreshAfter)
 	}
 	assert.Equal(t, int64(1), h.grant.total())
@@ -497,16 +498,16 @@ func TestFutureTimestamps(t *testing.T) {
 			v := &visitor{cookie: tr.cookieName + "=" + tr.codec.encode(s)}
 			admissions := tr.Counters().Admitted
 
-			d, err := tr.Check(v.request(http.MethodGet, ""))
+			d, err := tr.checkRequest(v.request(http.MethodGet, ""))
 			require.NoError(t, err)
-			assert.NotEqual(t, Admitted, d.Outcome, "a cookie from the future is no admission")
+			assert.NotEqual(t, outcomeAdmitted, d.Outcome, "a cookie from the future is no admission")
 			assert.Equal(t, admissions, tr.Counters().Admitted)
 			if tc.keepPlace {
-				assert.Equal(t, Waiting, d.Outcome)
+				assert.Equal(t, outcomeWaiting, d.Outcome)
 				assert.LessOrEqual(t, d.RefreshAfter, 20*time.Second+maxClockLead*time.Millisecond)
 				return
 			}
-			assert.Equal(t, Waiting, d.Outcome)
+			assert.Equal(t, outcomeWaiting, d.Outcome)
 			assert.LessOrEqual(t, d.RefreshAfter, 20*time.Second, "no refresh hours away: the visitor is not frozen")
 			require.NotEmpty(t, d.cookie, "the visitor gets a new cookie")
 			c, err := tr.codec.decode(d.cookie)
@@ -517,9 +518,9 @@ func TestFutureTimestamps(t *testing.T) {
 
 			// Ten minutes on, with the same cookie: still not in.
 			tr.clk.Add(10 * time.Minute)
-			d, err = tr.Check(v.request(http.MethodGet, ""))
+			d, err = tr.checkRequest(v.request(http.MethodGet, ""))
 			require.NoError(t, err)
-			assert.NotEqual(t, Admitted, d.Outcome)
+			assert.NotEqual(t, outcomeAdmitted, d.Outcome)
 		})
 	}
 }
@@ -559,9 +560,9 @@ func TestBypassNeedsACanonicalPath(t *testing.T) {
 	} {
 		t.Run(target, func(t *testing.T) {
 			tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.Bypass = []Rule{PathPrefix("/static/")} })
-			d, err := tr.Check(httptest.NewRequest(http.MethodGet, target, nil))
+			d, err := tr.checkRequest(httptest.NewRequest(http.MethodGet, target, nil))
 			require.NoError(t, err)
-			assert.NotEqual(t, Bypassed, d.Outcome)
+			assert.NotEqual(t, outcomeBypassed, d.Outcome)
 		})
 	}
 }

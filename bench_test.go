@@ -159,7 +159,7 @@ func serveCrowd(b *testing.B, h http.Handler, c *crowd) {
 
 // BenchmarkAdmitted measures the admitted path on the real clock: a crowd
 // of benchVisitors admitted visitors, each request from the next of them,
-// through the room's Handler (h=room) or Check alone (h=check), next to the
+// through the room's Handler (h=room) or its decision alone (h=check), next to the
 // same requests to the bare handler (h=bare). The room syncs with the
 // in-memory store every second in the background, as in production.
 //
@@ -183,17 +183,13 @@ func BenchmarkAdmitted(b *testing.B) {
 		rm, c := admittedRoom(b)
 		serveCrowd(b, rm.Handler(bareHandler()), c)
 	})
-	b.Run("h=gate", func(b *testing.B) {
-		rm, c := admittedRoom(b)
-		serveCrowd(b, rm.Gate(bareHandler()), c)
-	})
 	b.Run("h=check", func(b *testing.B) {
 		rm, c := admittedRoom(b)
 		c.noCopy = true // no allocation but the room's: the cookie is read from memory
 		b.ReportAllocs()
 		for b.Loop() {
-			d, _ := rm.Check(c.next())
-			if d.Outcome != Admitted {
+			d, _ := rm.checkRequest(c.next())
+			if d.Outcome != outcomeAdmitted {
 				b.Fatal(d.Outcome)
 			}
 			if d.cookie != "" {
@@ -204,8 +200,8 @@ func BenchmarkAdmitted(b *testing.B) {
 }
 
 // BenchmarkAdmittedPaired serves the crowd of BenchmarkAdmitted through the
-// room (its Handler, h=handler, or its Gate, h=gate), or through a peer that
-// only puts a value in the request's context (h=withvalue), and through
+// room (its Handler, h=handler), or through a peer that only puts a value
+// in the request's context (h=withvalue), and through
 // the bare handler in turn, 64 requests to each at a time
 // (the order alternating), in one run, and reports the time per request of
 // each (bare-ns/req, room-ns/req) and their ratio (room/bare); ns/op is
@@ -215,14 +211,11 @@ func BenchmarkAdmitted(b *testing.B) {
 // allocation slows the bare handler too: the ratio is, if anything, below
 // that of separate runs.
 func BenchmarkAdmittedPaired(b *testing.B) {
-	for _, h := range []string{"handler", "gate", "withvalue"} {
+	for _, h := range []string{"handler", "withvalue"} {
 		b.Run("h="+h, func(b *testing.B) {
 			rm, c := admittedRoom(b)
 			room := rm.Handler(bareHandler())
-			switch h {
-			case "gate":
-				room = rm.Gate(bareHandler())
-			case "withvalue":
+			if h == "withvalue" {
 				room = withValue(bareHandler())
 			}
 			servePaired(b, room, bareHandler(), c)
@@ -285,7 +278,7 @@ func servePaired(b *testing.B, room, bare http.Handler, c *crowd) {
 // from run to run.
 func BenchmarkAdmittedPace(b *testing.B) {
 	for _, every := range []time.Duration{time.Millisecond, time.Second, 10 * time.Second} {
-		for _, h := range []string{"bare", "room", "gate"} {
+		for _, h := range []string{"bare", "room"} {
 			b.Run(fmt.Sprintf("every=%v/h=%s", every, h), func(b *testing.B) {
 				step := every / benchVisitors
 				st := memstore.New()
@@ -307,11 +300,8 @@ func BenchmarkAdmittedPace(b *testing.B) {
 					c.keep(w)
 				}
 				handler := room
-				switch h {
-				case "bare":
+				if h == "bare" {
 					handler = bareHandler()
-				case "gate":
-					handler = rm.Gate(bareHandler())
 				}
 				perSecond := int(time.Second / step)
 				b.ReportAllocs()

@@ -64,9 +64,9 @@ func TestBypassRules(t *testing.T) {
 			for k, v := range tc.req.header {
 				r.Header.Set(k, v)
 			}
-			d, err := tr.Check(r)
+			d, err := tr.checkRequest(r)
 			require.NoError(t, err)
-			assert.Equal(t, tc.want, d.Outcome == Bypassed, "outcome %v", d.Outcome)
+			assert.Equal(t, tc.want, d.Outcome == outcomeBypassed, "outcome %v", d.Outcome)
 		})
 	}
 }
@@ -180,9 +180,9 @@ func TestPathPrefixRefusesPathsServersNormalise(t *testing.T) {
 				if tc.path != "" {
 					r.URL.Path, r.URL.RawPath = tc.path, ""
 				}
-				d, err := tr.Check(r)
+				d, err := tr.checkRequest(r)
 				require.NoError(t, err)
-				assert.Equal(t, tc.want, d.Outcome == Bypassed, "outcome %v", d.Outcome)
+				assert.Equal(t, tc.want, d.Outcome == outcomeBypassed, "outcome %v", d.Outcome)
 			})
 		}
 	}
@@ -239,9 +239,9 @@ func TestPathPrefixNeedsPrintableASCII(t *testing.T) {
 				u, err := url.ParseRequestURI(tc.target)
 				require.NoError(t, err)
 				r.URL, r.RequestURI = u, tc.target
-				d, err := tr.Check(r)
+				d, err := tr.checkRequest(r)
 				require.NoError(t, err)
-				assert.Equal(t, want, d.Outcome == Bypassed, "outcome %v", d.Outcome)
+				assert.Equal(t, want, d.Outcome == outcomeBypassed, "outcome %v", d.Outcome)
 			})
 		}
 	}

@@ -238,7 +238,7 @@ func (rm *Room) verdictLocked(ch *challenge.Policy, a *answer, id uint64, s int8
 // (verdictWait, verdictBusy): the waiting page without a chance, back in
 // a few seconds, the cookie and the challenge's state left alone. Nothing
 // for verdictAsk, which check completes.
-func (rm *Room) answerLater(d *Decision, v *view, p *policy, c cookieState, step verdictStep) {
+func (rm *Room) answerLater(d *decision, v *view, p *policy, c cookieState, step verdictStep) {
 	if step == verdictAsk {
 		return
 	}

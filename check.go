@@ -11,23 +11,13 @@ import (
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
-// Check decides what happens to r without writing a response. It does no
-// store I/O: every decision is local, against the grant of the latest
-// sync. A missing, malformed, tampered, foreign or expired cookie is
-// ordinary input: the visitor is new. The only error is ErrClosed.
-func (rm *Room) Check(r *http.Request) (Decision, error) {
-	var d Decision
-	err := rm.check(r, &d)
-	if d.Outcome == Admitted {
-		d.Ticket = d.state.ticket()
-	}
-	return d, err
-}
-
-// check is Check deciding into d, which is zero, all but the Ticket: a
-// Decision is large, and Handler keeps its own from being copied and has
-// no use for the Ticket (its context makes one when asked).
-func (rm *Room) check(r *http.Request, d *Decision) error {
+// check decides what happens to r, into d, which is zero, without writing
+// a response (a decision is large: Handler keeps its own from being
+// copied). It does no store I/O: every decision is local, against the
+// grant of the latest sync. A missing, malformed, tampered, foreign or
+// expired cookie is ordinary input: the visitor is new. The only error is
+// ErrClosed.
+func (rm *Room) check(r *http.Request, d *decision) error {
 	var a answer
 	err := rm.decide(r, d, &a)
 	if a.claim != 0 {
@@ -37,7 +27,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 		// place's other requests get the page without a chance.
 		defer rm.unclaim(a.claim)
 		rm.askProvider(r, &a)
-		*d = Decision{}
+		*d = decision{}
 		err = rm.decide(r, d, &a)
 	}
 	return err
@@ -45,7 +35,7 @@ func (rm *Room) check(r *http.Request, d *Decision) error {
 
 // decide is check's decision, with what is known of the answer a request
 // brings to the challenge (a hosted one's verdict, once asked).
-func (rm *Room) decide(r *http.Request, d *Decision, a *answer) error {
+func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 	if rm.closed.Load() {
 		return ErrClosed
 	}
@@ -54,7 +44,7 @@ func (rm *Room) decide(r *http.Request, d *Decision, a *answer) error {
 		if !v.settings.Suspended {
 			rm.counters.bypassed.Add(1)
 		}
-		d.Outcome = Bypassed
+		d.Outcome = outcomeBypassed
 		return nil
 	}
 	now := rm.now()
@@ -80,11 +70,11 @@ func (rm *Room) decide(r *http.Request, d *Decision, a *answer) error {
 		// The session is over: back of the queue (below, not held).
 	}
 	if rm.cfg.OnStoreError == FailOpen && !rm.healthy.Load() {
-		d.Outcome = Bypassed
+		d.Outcome = outcomeBypassed
 		return nil
 	}
 	if shut && !closed {
-		d.Outcome = Rejected
+		d.Outcome = outcomeRejected
 		return nil
 	}
 	held := ok && c.acceptedAt == 0 && now-c.lastCheckIn < rm.hold
@@ -331,7 +321,7 @@ func (rm *Room) decide(r *http.Request, d *Decision, a *answer) error {
 	if admit {
 		rm.counters.admitted.Add(1)
 		c.acceptedAt, c.refresh = now, 0
-		d.Outcome = Admitted
+		d.Outcome = outcomeAdmitted
 		d.state = c
 	} else {
 		if fresh {
@@ -340,7 +330,7 @@ func (rm *Room) decide(r *http.Request, d *Decision, a *answer) error {
 		if chal != nil && c.chal != chalPassed {
 			d.chal, d.state.id = chal, c.id
 		}
-		d.Outcome = Waiting
+		d.Outcome = outcomeWaiting
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
 		d.last = now
 		d.Estimate = rm.estimate(v, pol, c.bucket, fresh)
@@ -352,7 +342,7 @@ func (rm *Room) decide(r *http.Request, d *Decision, a *answer) error {
 // join lets the holder of a copy of a waiting cookie into the session its
 // place became (recorded as x): the same visitor, no new admission. The
 // request is a sign of life of the session. rm.mu is held, and released.
-func (rm *Room) join(d *Decision, v *view, p *policy, c cookieState, x store.Session) {
+func (rm *Room) join(d *decision, v *view, p *policy, c cookieState, x store.Session) {
 	if p.method.rejects {
 		rm.mu.Unlock()
 		rm.tooEarly(d, v, p, c, d.now, d.now+rm.cfg.RefreshInterval.Milliseconds())
@@ -362,7 +352,7 @@ func (rm *Room) join(d *Decision, v *view, p *policy, c cookieState, x store.Ses
 	rm.reportLocked(t)
 	rm.mu.Unlock()
 	c.acceptedAt, c.lastCheckIn, c.refresh = x.Admitted*1000, d.now, 0
-	d.Outcome = Admitted
+	d.Outcome = outcomeAdmitted
 	d.state = c
 	d.cookie = rm.codec.encode(c)
 }
@@ -393,8 +383,8 @@ type chance struct {
 // admit lets in a visitor whose session is alive: it reports the request
 // as a sign of life of the session (at most once a second for each
 // cookie value) and re-issues the cookie when it is due.
-func (rm *Room) admit(d *Decision, v *view, c cookieState, e *verifiedEntry, p *policy, now int64) {
-	d.Outcome = Admitted
+func (rm *Room) admit(d *decision, v *view, c cookieState, e *verifiedEntry, p *policy, now int64) {
+	d.Outcome = outcomeAdmitted
 	sec := floorDiv(now, 1000)
 	if e == nil || e.touched.Load() != sec {
 		if e != nil {
@@ -415,9 +405,9 @@ func (rm *Room) admit(d *Decision, v *view, c cookieState, e *verifiedEntry, p *
 // shutOut answers an admitted visitor while the room rejects everyone:
 // the closed page, or the waiting page with QueueAll or a pre-queue. The
 // visitor's cookie is left alone.
-func (rm *Room) shutOut(d *Decision, v *view, p *policy, c cookieState, waiting bool) {
+func (rm *Room) shutOut(d *decision, v *view, p *policy, c cookieState, waiting bool) {
 	if !waiting {
-		d.Outcome = Rejected
+		d.Outcome = outcomeRejected
 		return
 	}
 	rm.tooEarly(d, v, p, c, d.now, d.now+rm.cfg.RefreshInterval.Milliseconds())
@@ -427,8 +417,8 @@ func (rm *Room) shutOut(d *Decision, v *view, p *policy, c cookieState, waiting 
 // (Unix ms): the same page, the cookie left alone. last (Unix ms) is the
 // visitor's latest attempt that counted, which the page shows as
 // lastUpdated.
-func (rm *Room) tooEarly(d *Decision, v *view, p *policy, c cookieState, last, next int64) {
-	d.Outcome = Waiting
+func (rm *Room) tooEarly(d *decision, v *view, p *policy, c cookieState, last, next int64) {
+	d.Outcome = outcomeWaiting
 	d.RefreshAfter = time.Duration(max(next-d.now, 1000)) * time.Millisecond
 	d.last = min(last, d.now)
 	if ch := rm.challengeOf(v, p); ch != nil && (c.chal == chalGiven || c.chal == chalFailed) {

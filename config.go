@@ -259,7 +259,8 @@ type Config struct {
 	// Logger receives the room's logs: state changes and store outages,
 	// never one line per request. Default slog.Default().
 	Logger *slog.Logger
-	// ErrorHandler writes the response when Check fails (a closed room).
+	// ErrorHandler writes the response to a request Handler gets once the
+	// room is closed (err is ErrClosed).
 	// Default: 503 with a plain body and no internals.
 	ErrorHandler func(w http.ResponseWriter, r *http.Request, err error)
 

@@ -3,7 +3,6 @@ package waitingroom
 import (
 	"context"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -11,23 +10,8 @@ import (
 	"github.com/go-waitingroom/waitingroom/challenge"
 )
 
-// Outcome is what a Decision lets a request do.
-type Outcome int
-
-// String returns the outcome's name.
-func (o Outcome) String() string {
-	switch o {
-	case Admitted:
-		return "admitted"
-	case Waiting:
-		return "waiting"
-	case Rejected:
-		return "rejected"
-	case Bypassed:
-		return "bypassed"
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
-}
+// outcome is what a decision lets a request do.
+type outcome int
 
 // Ticket is what an admitted visitor holds.
 type Ticket struct {
@@ -43,12 +27,10 @@ type Ticket struct {
 	AcceptedAt time.Time
 }
 
-// Decision is the room's verdict on one request, made by Check without
-// writing anything. Pass it to Respond to write its effect.
-type Decision struct {
-	Outcome Outcome
-	// Ticket is set when Outcome is Admitted.
-	Ticket Ticket
+// decision is the room's verdict on one request, made by check without
+// writing anything; respond writes its effect.
+type decision struct {
+	Outcome outcome
 	// Estimate is the visitor's wait estimate when Outcome is Waiting.
 	Estimate Estimate
 	// RefreshAfter is how long a waiting visitor must wait before the next
@@ -64,27 +46,26 @@ type Decision struct {
 	chal   *challenge.Policy // the challenge the waiting page gives (bound to state.id); nil for none
 }
 
-// noPolicy is the policy of a Decision that carries none.
+// noPolicy is the policy of a decision that carries none.
 var noPolicy policy
 
 // policyOrZero returns the policy that governed d, or a zero one for a
-// Decision that Check did not make.
-func (d *Decision) policyOrZero() *policy {
+// decision that check did not make.
+func (d *decision) policyOrZero() *policy {
 	if d.policy == nil {
 		return &noPolicy
 	}
 	return d.policy
 }
 
-// Pass reports whether the request may go on to the application.
-func (d Decision) Pass() bool { return d.Outcome == Admitted || d.Outcome == Bypassed }
+// pass reports whether the request may go on to the application.
+func (d decision) pass() bool { return d.Outcome == outcomeAdmitted || d.Outcome == outcomeBypassed }
 
 type ticketKey struct{}
 
 // ticketCtx carries a ticket inline: one allocation, where
-// context.WithValue would take two (the context and the boxed ticket).
-// Within Handler it also holds the writer that Revoke uses; elsewhere that
-// writer is the zero value.
+// context.WithValue would take two (the context and the boxed ticket). It
+// also holds the writer that Revoke uses.
 type ticketCtx struct {
 	context.Context
 	id         uint64
@@ -114,20 +95,10 @@ func (c *ticketCtx) ticket() Ticket {
 	return s.ticket()
 }
 
-// Context returns parent carrying the decision's ticket when the visitor is
-// admitted, for TicketFromContext; otherwise parent itself. Revoke does not
-// work in such a context: use Handler, or the response header
-// Waiting-Room-Command: revoke with Handler.
-func (d Decision) Context(parent context.Context) context.Context {
-	if d.Outcome != Admitted {
-		return parent
-	}
-	return &ticketCtx{Context: parent, id: d.state.id, acceptedAt: d.state.acceptedAt, bucket: int32(d.state.bucket), checkedIn: d.state.checkedIn()}
-}
-
 // TicketFromContext returns the ticket of the admitted visitor whose
-// request ctx belongs to. ok is false outside Room.Handler (behind Room.Gate
-// too) or for requests that were not admitted (bypassed ones included).
+// request ctx belongs to. ok is false outside Room.Handler (and the
+// adapters built on it: wrgin, wrcaddy) or for requests that were not
+// admitted (bypassed ones included).
 func TicketFromContext(ctx context.Context) (Ticket, bool) {
 	if c, ok := ctx.Value(ticketKey{}).(*ticketCtx); ok {
 		return c.ticket(), true
@@ -141,16 +112,16 @@ func (c *cookieState) ticket() Ticket {
 }
 
 const (
-	// Admitted: the visitor has a slot; the request goes to the application.
-	Admitted Outcome = iota + 1
-	// Waiting: the visitor waits; the response is the waiting page.
-	Waiting
-	// Rejected: the room turns visitors away (QueueingMethod Reject); the
+	// outcomeAdmitted: the visitor has a slot; the request goes to the application.
+	outcomeAdmitted outcome = iota + 1
+	// outcomeWaiting: the visitor waits; the response is the waiting page.
+	outcomeWaiting
+	// outcomeRejected: the room turns visitors away (QueueingMethod Reject); the
 	// response is the closed page, which does not refresh.
-	Rejected
-	// Bypassed: the room is suspended (or the store is down under
+	outcomeRejected
+	// outcomeBypassed: the room is suspended (or the store is down under
 	// FailOpen); the request goes to the application uncounted.
-	Bypassed
+	outcomeBypassed
 )
 
 // checkedIn is the second of c's latest check-in counted from that of its

@@ -1,7 +1,6 @@
 package waitingroom
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestTicketInContext: the ticket an admitted request carries in its
-// context, through Handler or Decision.Context, is the Decision's, for a
-// cookie opened afresh and for one the room remembers; only Handler's
-// context lets the application revoke.
+// TestTicketInContext: the ticket an admitted request carries in Handler's
+// context is its decision's, for a cookie opened afresh and for one the
+// room remembers, and the context lets the application revoke; once
+// revoked, the cookie is a new visitor's.
 func TestTicketInContext(t *testing.T) {
 	tr := newTestRoom(t, nil)
 	v := &visitor{}
@@ -33,18 +32,12 @@ func TestTicketInContext(t *testing.T) {
 	require.True(t, admitted(tr.get(v, "")))
 	first := inHandler
 	for range 2 { // opened, then remembered
-		d, err := tr.Check(v.request(http.MethodGet, ""))
+		d, err := tr.checkRequest(v.request(http.MethodGet, ""))
 		require.NoError(t, err)
-		require.Equal(t, Admitted, d.Outcome)
-		assert.Equal(t, first, d.Ticket)
+		require.Equal(t, outcomeAdmitted, d.Outcome)
+		assert.Equal(t, first, d.state.ticket())
 		require.True(t, admitted(tr.get(v, "")))
-		assert.Equal(t, d.Ticket, inHandler)
-
-		ctx := d.Context(context.Background())
-		got, ok := TicketFromContext(ctx)
-		require.True(t, ok)
-		assert.Equal(t, d.Ticket, got)
-		assert.False(t, Revoke(ctx), "outside Handler, Revoke does nothing")
+		assert.Equal(t, first, inHandler)
 	}
 
 	w := tr.get(&visitor{cookie: v.cookie}, "")
@@ -53,14 +46,12 @@ func TestTicketInContext(t *testing.T) {
 	r.URL.RawQuery = "revoke"
 	tr.app.ServeHTTP(w, r)
 	assert.True(t, revoked, "Revoke works in Handler's context")
-	d, err := tr.Check(v.request(http.MethodGet, ""))
+	d, err := tr.checkRequest(v.request(http.MethodGet, ""))
 	require.NoError(t, err)
-	assert.NotEqual(t, first.ID, d.Ticket.ID, "the session is over: the cookie is a new visitor's")
-	waiting := Decision{Outcome: Waiting}
-	assert.Equal(t, context.Background(), waiting.Context(context.Background()), "no ticket for a visitor who is not admitted")
+	assert.NotEqual(t, first.ID, d.state.id, "the session is over: the cookie is a new visitor's")
 }
 
-// TestSetCookieHeader: the header Respond writes to set the cookie is,
+// TestSetCookieHeader: the header respond writes to set the cookie is,
 // byte for byte, what http.SetCookie writes for the same cookie, whatever
 // the cookie's attributes and value.
 func TestSetCookieHeader(t *testing.T) {
@@ -80,11 +71,11 @@ func TestSetCookieHeader(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTestRoom(t, tc.mutate)
 			for range 50 {
-				d, err := tr.Check(httptest.NewRequest(http.MethodGet, "/", nil))
+				d, err := tr.checkRequest(httptest.NewRequest(http.MethodGet, "/", nil))
 				require.NoError(t, err)
 				require.NotEmpty(t, d.cookie)
 				got := httptest.NewRecorder()
-				tr.Respond(got, httptest.NewRequest(http.MethodGet, "/", nil), d)
+				tr.respond(got, httptest.NewRequest(http.MethodGet, "/", nil), d)
 				want := httptest.NewRecorder()
 				http.SetCookie(want, &http.Cookie{
 					Name: tr.cookieName, Value: d.cookie, Path: tr.cfg.CookiePath, Domain: tr.cfg.CookieDomain,

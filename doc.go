@@ -69,9 +69,12 @@
 // sqlstore keep it in Redis, PostgreSQL, MySQL/MariaDB or SQLite so that
 // many processes share one queue. storetest is the conformance suite.
 //
-// # Decide apart from respond
+// # One way in
 //
-// Room.Check decides what happens to a request without writing anything;
-// Room.Respond writes the decision's effect; Room.Handler is built on both,
-// and so are framework adapters.
+// Room.Handler is the only way to put the room in front of an
+// application; everything else is built on it: the gin adapter (wrgin),
+// the Caddy module (wrcaddy) and the forward-auth handler that answers
+// nginx, Caddy, Traefik, Envoy or ingress-nginx (package forwardauth). So
+// a visitor is decided on, and a session revoked (Revoke, or the response
+// header CommandHeader), the same way behind each of them.
 package waitingroom

@@ -114,11 +114,11 @@ func TestDrawAcrossInstances(t *testing.T) {
 				if held[i] && j > 0 {
 					continue // the session is instance 0's until it syncs
 				}
-				d, err := rm.Check((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+				d, err := rm.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
 				require.NoError(t, err)
-				want := Waiting
+				want := outcomeWaiting
 				if held[i] {
-					want = Admitted
+					want = outcomeAdmitted
 				}
 				assert.Equal(t, want, d.Outcome, "visitor %d, instance %d (held by the draw: %v)", i, j, held[i])
 			}
@@ -154,9 +154,9 @@ func waitingCookies(t *testing.T, clk *clock, rm *Room, n int) []string {
 	t.Helper()
 	var cookies []string
 	for len(cookies) < n {
-		d, err := rm.Check((&visitor{}).request(http.MethodGet, ""))
+		d, err := rm.checkRequest((&visitor{}).request(http.MethodGet, ""))
 		require.NoError(t, err)
-		if d.Outcome == Waiting {
+		if d.Outcome == outcomeWaiting {
 			cookies = append(cookies, rm.cookieName+"="+d.cookie)
 		}
 	}
@@ -168,14 +168,14 @@ func waitingCookies(t *testing.T, clk *clock, rm *Room, n int) []string {
 
 // copiesWaiting sends a copy of cookie to each of rooms, 5 ms apart, and
 // returns their decisions, which must be Waiting.
-func copiesWaiting(t *testing.T, clk *clock, rooms []*Room, cookie string) []Decision {
+func copiesWaiting(t *testing.T, clk *clock, rooms []*Room, cookie string) []decision {
 	t.Helper()
-	out := make([]Decision, len(rooms))
+	out := make([]decision, len(rooms))
 	for j, rm := range rooms {
 		clk.Add(5 * time.Millisecond) // the copy comes a little later
-		d, err := rm.Check((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+		d, err := rm.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
 		require.NoError(t, err)
-		require.Equal(t, Waiting, d.Outcome)
+		require.Equal(t, outcomeWaiting, d.Outcome)
 		out[j] = d
 	}
 	return out

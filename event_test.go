@@ -90,7 +90,7 @@ func TestEventPhases(t *testing.T) {
 	assert.True(t, isWaiting(w), "during the pre-queue every new visitor waits")
 	assert.Contains(t, w.Body.String(), "event random", "the event's template and method apply")
 	assert.True(t, admitted(tr.get(early, "")), "admitted visitors keep their session")
-	d, err := tr.Check((&visitor{}).request(http.MethodGet, ""))
+	d, err := tr.checkRequest((&visitor{}).request(http.MethodGet, ""))
 	require.NoError(t, err)
 	assert.False(t, d.Estimate.Known)
 
@@ -237,12 +237,12 @@ func shuffleRun(t *testing.T, seed uint64, prequeue, after int) (order []int, at
 			if v.in || now.Before(v.next) {
 				continue
 			}
-			d, err := tr.Check(v.req)
+			d, err := tr.checkRequest(v.req)
 			require.NoError(t, err)
 			if d.cookie != "" {
 				v.req.Header.Set("Cookie", tr.cookieName+"="+d.cookie)
 			}
-			if d.Outcome == Admitted {
+			if d.Outcome == outcomeAdmitted {
 				v.in = true
 				order = append(order, id)
 				at = append(at, now)

@@ -73,31 +73,9 @@ func ExampleRoom_Handler() {
 	// Output: 200 429 no-store
 }
 
-func ExampleRoom_Check() {
-	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "api",
-		TotalActiveUsers:  10,
-		NewUsersPerMinute: 10,
-		Keys:              [][]byte{secret},
-		QueueAll:          true,
-	}, memstore.New())
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer room.Close()
-
-	// Decide without writing, for example to answer in the API's own
-	// format; Respond would write the room's JSON or HTML page instead.
-	r := httptest.NewRequest(http.MethodGet, "/orders", nil)
-	d, err := room.Check(r)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(d.Outcome, d.Pass(), d.RefreshAfter > 0)
-	// Output: waiting false true
-}
-
-func ExampleRoom_Respond() {
+// A client that asks for JSON gets the waiting page as JSON, under
+// Config.JSONKey.
+func ExampleRoom_Handler_json() {
 	room, err := waitingroom.New(waitingroom.Config{
 		Name:              "api",
 		TotalActiveUsers:  10,
@@ -110,18 +88,15 @@ func ExampleRoom_Respond() {
 		log.Fatal(err)
 	}
 	defer room.Close()
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "the application") })
 
-	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r := httptest.NewRequest(http.MethodGet, "/orders", nil)
 	r.Header.Set("Accept", "application/json")
 	w := httptest.NewRecorder()
-	d, _ := room.Check(r)
-	if room.Respond(w, r, d) {
-		fmt.Println("serve the application")
-		return
-	}
+	room.Handler(app).ServeHTTP(w, r)
 	body, _ := io.ReadAll(w.Body)
-	fmt.Println(w.Code, strings.Contains(string(body), `"cfWaitingRoom":{"inWaitingRoom":true`))
-	// Output: 200 true
+	fmt.Println(w.Code, w.Header().Get("Refresh") != "", strings.Contains(string(body), `"cfWaitingRoom":{"inWaitingRoom":true`))
+	// Output: 200 true true
 }
 
 func ExampleRoom_Update() {

@@ -927,7 +927,7 @@ func (s *lateGrants) Update(ctx context.Context, room string, fn func(*store.Sta
 				// A visitor comes first: admissions between the round's
 				// read of the mailbox and the instance's next write.
 				req := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/"}, Header: http.Header{}}
-				if d, err := rm.Check(req); err == nil && d.Outcome == Admitted {
+				if d, err := rm.checkRequest(req); err == nil && d.Outcome == outcomeAdmitted {
 					s.admitted[rm.now()/60_000]++
 				}
 				if rm.Sync(ctx) == nil {

@@ -69,8 +69,8 @@ func fuzzCookies(t testing.TB) (queued, admittedCookie string) {
 	return queued, admittedCookie
 }
 
-// FuzzCheck sends arbitrary requests to rooms in every mode: Check decides
-// one of the four outcomes without error, Respond and Handler never panic
+// FuzzCheck sends arbitrary requests to rooms in every mode: check decides
+// one of the four outcomes without error, respond and Handler never panic
 // and never answer 5xx, and a request that may not pass never reaches the
 // application.
 func FuzzCheck(f *testing.F) {
@@ -128,15 +128,15 @@ func FuzzCheck(f *testing.F) {
 		}
 
 		r := newRequest()
-		d, err := rm.Check(r)
+		d, err := rm.checkRequest(r)
 		require.NoError(t, err)
-		require.Contains(t, []Outcome{Admitted, Waiting, Rejected, Bypassed}, d.Outcome)
-		if d.Outcome == Waiting {
+		require.Contains(t, []outcome{outcomeAdmitted, outcomeWaiting, outcomeRejected, outcomeBypassed}, d.Outcome)
+		if d.Outcome == outcomeWaiting {
 			require.Positive(t, d.RefreshAfter)
 		}
 		w := httptest.NewRecorder()
-		pass := rm.Respond(w, r, d)
-		require.Equal(t, d.Pass(), pass)
+		pass := rm.respond(w, r, d)
+		require.Equal(t, d.pass(), pass)
 		if !pass {
 			require.Less(t, w.Code, 500)
 			require.NotEmpty(t, w.Body.Bytes())

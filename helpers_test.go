@@ -117,7 +117,7 @@ func isClosedPage(w *httptest.ResponseRecorder) bool {
 	return isRoomPage(w) && !refresh
 }
 
-// isRoomPage reports whether w is a page the room rendered (Respond): not
+// isRoomPage reports whether w is a page the room rendered (respond): not
 // the application's response, one of the statuses QueueingStatusCode
 // allows, Cache-Control no-store, and the HTML or JSON content type of the
 // page. The default error page (503, text/plain) is none of these.
@@ -184,4 +184,12 @@ func TestPageHelpers(t *testing.T) {
 			assert.Equal(t, tc.errPage, isErrorPage(tc.w), "isErrorPage")
 		})
 	}
+}
+
+// checkRequest is the room's decision on r, as Handler makes it, without
+// writing anything.
+func (rm *Room) checkRequest(r *http.Request) (decision, error) {
+	var d decision
+	err := rm.check(r, &d)
+	return d, err
 }

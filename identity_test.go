@@ -204,13 +204,13 @@ func TestBypassedCommandHeader(t *testing.T) {
 	tr := newTestRoom(t, func(c *Config) { c.Bypass = []Rule{PathPrefix("/static/")} })
 	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(CommandHeader, "revoke")
-		w.Header().Set(ProductCommandHeader, "revoke")
+		w.Header().Set(productCommandHeader, "revoke")
 	}))
 	w := httptest.NewRecorder()
 	tr.app.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://example.com/static/a.css", nil))
 	assert.Equal(t, http.StatusOK, w.Code)
 	assert.Empty(t, w.Header().Values(CommandHeader))
-	assert.Empty(t, w.Header().Values(ProductCommandHeader))
+	assert.Empty(t, w.Header().Values(productCommandHeader))
 	assert.Zero(t, tr.Counters().Revoked)
 }
 

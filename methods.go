@@ -21,7 +21,7 @@ const (
 )
 
 // method is what a queueing method does. Every method is defined here and
-// only here: the decision (Check), the grant (carve) and the estimates ask
+// only here: the decision (check), the grant (carve) and the estimates ask
 // the policy's method rather than test the method's name.
 type method struct {
 	// passes lets every visitor in at once, counted, without a grant.

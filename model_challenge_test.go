@@ -98,7 +98,7 @@ func (m *model) actAttacker(c *mClient) {
 		cookie = c.fixed
 	}
 	r := m.sendWith(c, inst, cookie, "", "", "")
-	if r.outcome == Admitted {
+	if r.outcome == outcomeAdmitted {
 		if cookie != "" || m.tc.who != challenge.Queued {
 			m.fail("a client that never answers the challenge was let in", "%s (client %d) on instance %d", c.kind, c.i, inst)
 		}

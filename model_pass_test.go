@@ -61,7 +61,7 @@ func (m *model) nginxFollow(c *mClient, inst int, cookie, pass, revoke string, d
 	if pass != "" && revoke == "" {
 		if tk, ok := nginxPass(pass, m.name, testPassSecret, now/1000); ok {
 			m.appNginx(inst, c.i, tk)
-			resp.outcome, resp.local = Admitted, true
+			resp.outcome, resp.local = outcomeAdmitted, true
 			m.mu.Lock()
 			m.local++
 			m.mu.Unlock()
@@ -92,7 +92,7 @@ func (m *model) nginxFollow(c *mClient, inst int, cookie, pass, revoke string, d
 	if w.Code == http.StatusOK {
 		set = append(set, w.Header().Values(passHeader)...)
 		m.appNginx(inst, c.i, w.Header().Get(TicketHeader))
-		resp.outcome = Admitted
+		resp.outcome = outcomeAdmitted
 	} else {
 		// error_page: the page of that decision, from any instance.
 		hdr[modeHeader] = modePage
@@ -131,7 +131,7 @@ func (m *model) nginxFollow(c *mClient, inst int, cookie, pass, revoke string, d
 			st, _ := m.codec.decode(cookie)
 			m.t.Errorf("seed %d: redirected four times (client %d %s, cookie %+v, set %q)", m.seed, c.i, c.kind, st, set)
 		case pw.Header().Get("Refresh") != "":
-			resp.outcome = Waiting
+			resp.outcome = outcomeWaiting
 			secs, err := strconv.Atoi(pw.Header().Get("Refresh"))
 			if err != nil || secs < 1 {
 				m.t.Errorf("seed %d: Refresh header %q", m.seed, pw.Header().Get("Refresh"))
@@ -139,7 +139,7 @@ func (m *model) nginxFollow(c *mClient, inst int, cookie, pass, revoke string, d
 			}
 			resp.refresh = int64(secs) * 1000
 		default:
-			resp.outcome = Rejected
+			resp.outcome = outcomeRejected
 		}
 		_, _ = io.Copy(io.Discard, pw.Body)
 	}

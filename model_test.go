@@ -309,7 +309,7 @@ type appRecord struct {
 }
 
 type mResp struct {
-	outcome     Outcome
+	outcome     outcome
 	inst        int
 	set         string // cookie value set
 	cleared     bool
@@ -757,9 +757,9 @@ func (m *model) sendWith(c *mClient, inst int, cookie, pass, revoke, answer stri
 	}
 	switch {
 	case w.Code == http.StatusOK && w.Body.String() == "app":
-		resp.outcome = Admitted
+		resp.outcome = outcomeAdmitted
 	case w.Header().Get("Refresh") != "":
-		resp.outcome = Waiting
+		resp.outcome = outcomeWaiting
 		secs, err := strconv.Atoi(w.Header().Get("Refresh"))
 		if err != nil || secs < 1 {
 			m.t.Errorf("seed %d: Refresh header %q", m.seed, w.Header().Get("Refresh"))
@@ -767,7 +767,7 @@ func (m *model) sendWith(c *mClient, inst int, cookie, pass, revoke, answer stri
 		}
 		resp.refresh = int64(secs) * 1000
 	default:
-		resp.outcome = Rejected
+		resp.outcome = outcomeRejected
 	}
 	if w.Code >= 500 {
 		m.t.Errorf("seed %d: status %d", m.seed, w.Code)
@@ -835,7 +835,7 @@ func (m *model) burst(c *mClient, k int, revoke func(int) string) []mResp {
 		go func() {
 			defer wg.Done()
 			r := m.sendWith(c, insts[i], cookie, pass, revokes[i], answer)
-			if m.gate != nil && r.outcome != Admitted {
+			if m.gate != nil && r.outcome != outcomeAdmitted {
 				m.gate.arrive() // turned away before the application
 			}
 			jar.Lock()
@@ -852,7 +852,7 @@ func (m *model) keepCookie(c *mClient, r mResp) {
 	if !c.keep {
 		return
 	}
-	if m.tc.challenge && (c.kind == kHonest || c.kind == kRevoker) && r.outcome == Waiting {
+	if m.tc.challenge && (c.kind == kHonest || c.kind == kRevoker) && r.outcome == outcomeWaiting {
 		c.answer = m.solved(r.puzzle) // for the next request
 	}
 	switch {
@@ -1013,7 +1013,7 @@ func (m *model) actHonest(c *mClient, tab int) {
 		rs = m.burst(c, k, nil)
 	} else {
 		rs = m.burst(c, 1, nil)
-		if rs[0].outcome == Admitted {
+		if rs[0].outcome == outcomeAdmitted {
 			rs = append(rs, m.burst(c, k-1, nil)...)
 		}
 	}
@@ -1022,7 +1022,7 @@ func (m *model) actHonest(c *mClient, tab int) {
 	in, out := 0, 0
 	var last mResp
 	for _, r := range rs {
-		if r.outcome == Admitted {
+		if r.outcome == outcomeAdmitted {
 			in++
 		} else {
 			out++
@@ -1057,7 +1057,7 @@ func (m *model) actHonest(c *mClient, tab int) {
 			c.ep.interrupted = true
 		}
 		c.next[tab] = now + modelRefresh.Milliseconds()
-	case last.outcome == Waiting:
+	case last.outcome == outcomeWaiting:
 		if c.phase != phaseWaiting || (last.hasState && c.ep != nil && last.state.bucket != c.ep.bucket && last.state.lastCheckIn == now) {
 			m.startWaiting(c, last, now)
 		}

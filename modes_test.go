@@ -69,9 +69,9 @@ func TestExpiredSessionQueuesAtTheBack(t *testing.T) {
 	w := tr.get(early, "")
 	assert.True(t, isWaiting(w))
 	tr.clk.Add(time.Second)
-	d, err := tr.Check(early.request(http.MethodGet, ""))
+	d, err := tr.checkRequest(early.request(http.MethodGet, ""))
 	require.NoError(t, err)
-	assert.Equal(t, Waiting, d.Outcome)
+	assert.Equal(t, outcomeWaiting, d.Outcome)
 }
 
 func TestQueueHold(t *testing.T) {
@@ -113,21 +113,21 @@ func TestModes(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		mutate     func(*Config)
-		newVisitor Outcome
+		newVisitor outcome
 		cookie     bool
 		refresh    bool
 		contains   string
 	}{
-		{"fifo with room", nil, Admitted, true, false, ""},
-		{"queue all", func(c *Config) { c.QueueAll = true }, Waiting, true, true, "not admitting"},
-		{"suspended", func(c *Config) { c.Suspended = true; c.QueueAll = true }, Bypassed, false, false, ""},
-		{"passthrough", func(c *Config) { c.QueueingMethod = Passthrough }, Admitted, true, false, ""},
-		{"reject", func(c *Config) { c.QueueingMethod = Reject }, Rejected, false, false, ""},
+		{"fifo with room", nil, outcomeAdmitted, true, false, ""},
+		{"queue all", func(c *Config) { c.QueueAll = true }, outcomeWaiting, true, true, "not admitting"},
+		{"suspended", func(c *Config) { c.Suspended = true; c.QueueAll = true }, outcomeBypassed, false, false, ""},
+		{"passthrough", func(c *Config) { c.QueueingMethod = Passthrough }, outcomeAdmitted, true, false, ""},
+		{"reject", func(c *Config) { c.QueueingMethod = Reject }, outcomeRejected, false, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTestRoom(t, tc.mutate)
 			v := &visitor{}
-			d, err := tr.Check(v.request(http.MethodGet, ""))
+			d, err := tr.checkRequest(v.request(http.MethodGet, ""))
 			require.NoError(t, err)
 			assert.Equal(t, tc.newVisitor, d.Outcome)
 			w := tr.get(v, "")
@@ -248,7 +248,7 @@ func TestClosedRoom(t *testing.T) {
 	tr := newTestRoom(t, nil)
 	require.NoError(t, tr.Close())
 	require.NoError(t, tr.Close())
-	_, err := tr.Check((&visitor{}).request(http.MethodGet, ""))
+	_, err := tr.checkRequest((&visitor{}).request(http.MethodGet, ""))
 	assert.ErrorIs(t, err, ErrClosed)
 	w := tr.get(&visitor{}, "")
 	assert.True(t, isErrorPage(w), "%d %v", w.Code, w.Header())

@@ -310,13 +310,13 @@ func TestPickLetsInAnywhere(t *testing.T) {
 	})
 	a, b := rooms[0], rooms[1]
 	// Fill the minute, then queue a visitor.
-	first, err := a.Check((&visitor{cookie: ""}).request(http.MethodGet, ""))
+	first, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
 	require.NoError(t, err)
-	require.Equal(t, Admitted, first.Outcome)
+	require.Equal(t, outcomeAdmitted, first.Outcome)
 	syncAll(t, rooms)
-	d, err := a.Check((&visitor{cookie: ""}).request(http.MethodGet, ""))
+	d, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
 	require.NoError(t, err)
-	require.Equal(t, Waiting, d.Outcome)
+	require.Equal(t, outcomeWaiting, d.Outcome)
 	cookie := a.cookieName + "=" + d.cookie
 	pol := a.policyAt(&a.view.Load().settings, clk.Now().UnixMilli())
 	c, _, ok := a.readCookie((&visitor{cookie: cookie}).request(http.MethodGet, ""), &pol, clk.Now().UnixMilli())
@@ -330,8 +330,8 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		edit(&v)
 		rm.view.Store(&v)
 	}
-	check := func(rm *Room) Decision {
-		d, err := rm.Check((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+	check := func(rm *Room) decision {
+		d, err := rm.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
 		require.NoError(t, err)
 		return d
 	}
@@ -342,7 +342,7 @@ func TestPickLetsInAnywhere(t *testing.T) {
 	backSoon := func(t *testing.T, rm *Room, edit func(v *view)) (ask, bool) {
 		setView(rm, edit)
 		got := check(rm)
-		require.Equal(t, Waiting, got.Outcome)
+		require.Equal(t, outcomeWaiting, got.Outcome)
 		assert.Equal(t, time.Duration(rm.pickWait())*time.Millisecond, got.RefreshAfter, "back soon")
 		rm.mu.Lock()
 		asked, ok := rm.pending.asks[id]
@@ -372,13 +372,13 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		a.healthy.Store(false)
 		defer a.healthy.Store(true)
 		got := check(a)
-		assert.Equal(t, Waiting, got.Outcome)
+		assert.Equal(t, outcomeWaiting, got.Outcome)
 		clk.Add(got.RefreshAfter)
 	})
 	t.Run("not once the pick expired", func(t *testing.T) {
 		setView(b, func(v *view) { v.picks = map[uint64]int64{id: clk.Now().UnixMilli()} })
 		got := check(b)
-		assert.Equal(t, Waiting, got.Outcome)
+		assert.Equal(t, outcomeWaiting, got.Outcome)
 		clk.Add(got.RefreshAfter)
 	})
 	t.Run("let in by either instance, one session", func(t *testing.T) {
@@ -390,26 +390,26 @@ func TestPickLetsInAnywhere(t *testing.T) {
 			rm.mu.Unlock()
 		}
 		got := check(a)
-		require.Equal(t, Admitted, got.Outcome)
-		assert.Equal(t, id, got.Ticket.ID)
+		require.Equal(t, outcomeAdmitted, got.Outcome)
+		assert.Equal(t, id, got.state.id)
 		again := check(b) // the same cookie, sent again to the other instance
-		require.Equal(t, Admitted, again.Outcome)
-		assert.Equal(t, id, again.Ticket.ID)
+		require.Equal(t, outcomeAdmitted, again.Outcome)
+		assert.Equal(t, id, again.state.id)
 		// A browser's parallel requests with the old waiting cookie, six
 		// to each instance at once.
 		var wg sync.WaitGroup
-		got6 := make([]Decision, 12)
+		got6 := make([]decision, 12)
 		errs := make([]error, 12)
 		for i := range got6 {
 			wg.Go(func() {
-				got6[i], errs[i] = rooms[i%2].Check((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+				got6[i], errs[i] = rooms[i%2].checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
 			})
 		}
 		wg.Wait()
 		for i, d := range got6 {
 			require.NoError(t, errs[i])
-			assert.Equal(t, Admitted, d.Outcome, "request %d", i)
-			assert.Equal(t, id, d.Ticket.ID, "request %d", i)
+			assert.Equal(t, outcomeAdmitted, d.Outcome, "request %d", i)
+			assert.Equal(t, id, d.state.id, "request %d", i)
 		}
 		syncAll(t, rooms)
 		st, err := ms.Read(t.Context(), a.cfg.Name)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestPolicyOf checks the policy Check uses, worked out once per view and
+// TestPolicyOf checks the policy check uses, worked out once per view and
 // span between event boundaries, against policyAt worked out afresh: at
 // every boundary of two events, a millisecond either side, and at random
 // instants in random order (the cache is asked about earlier times too,
@@ -89,14 +89,14 @@ func TestPolicyEventStartsMidSecond(t *testing.T) {
 	assert.True(t, admitted(tr.get(v, "")), "and not after")
 }
 
-// TestRespondDecisionNotFromCheck: a Decision made by hand carries no
-// policy; Respond writes it with the room's page all the same.
+// TestRespondDecisionNotFromCheck: a decision made by hand carries no
+// policy; respond writes it with the room's page all the same.
 func TestRespondDecisionNotFromCheck(t *testing.T) {
 	tr := newTestRoom(t, nil)
-	for _, d := range []Decision{{}, {Outcome: Waiting, RefreshAfter: time.Second}, {Outcome: Rejected}, {Outcome: Admitted}, {Outcome: Bypassed}} {
+	for _, d := range []decision{{}, {Outcome: outcomeWaiting, RefreshAfter: time.Second}, {Outcome: outcomeRejected}, {Outcome: outcomeAdmitted}, {Outcome: outcomeBypassed}} {
 		w := httptest.NewRecorder()
-		pass := tr.Respond(w, httptest.NewRequest(http.MethodGet, "/", nil), d)
-		assert.Equal(t, d.Pass(), pass, d.Outcome)
+		pass := tr.respond(w, httptest.NewRequest(http.MethodGet, "/", nil), d)
+		assert.Equal(t, d.pass(), pass, d.Outcome)
 		if !pass {
 			assert.Equal(t, tr.cfg.QueueingStatusCode, w.Code, d.Outcome)
 			assert.NotEmpty(t, w.Body.String(), d.Outcome)

@@ -302,10 +302,10 @@ func TestReadyMeansAdmitting(t *testing.T) {
 		rm, err := New(readyConfig(&logs), memstore.New())
 		require.NoError(t, err)
 		require.NoError(t, rm.Ready(context.Background()))
-		d, err := rm.Check(httptest.NewRequest(http.MethodGet, "/", nil))
+		d, err := rm.checkRequest(httptest.NewRequest(http.MethodGet, "/", nil))
 		require.NoError(t, rm.Close())
 		require.NoError(t, err)
-		require.Equal(t, Admitted, d.Outcome, "room %d: the first visitor after Ready", i)
+		require.Equal(t, outcomeAdmitted, d.Outcome, "room %d: the first visitor after Ready", i)
 	}
 }
 

@@ -23,7 +23,7 @@ const pageCacheSize = 512
 // rendered once: every early refresh, and the visitors of one second.
 type pageCache struct {
 	mu    sync.Mutex
-	epoch int64 // the view of the cached pages (Decision.at)
+	epoch int64 // the view of the cached pages (decision.at)
 	pages map[pageKey][]byte
 }
 
@@ -67,22 +67,21 @@ func (rm *Room) render(tmpl *template.Template, data *template.Data, lang string
 	return b, nil
 }
 
-// Respond writes the effect of d, a decision Check made for r: the visitor
+// respond writes the effect of d, a decision check made for r: the visitor
 // cookie when it changed and, when the request may not pass, the waiting
 // page (or the closed page) with the configured status code. It reports
 // whether the request may go on to the application; if so, nothing but the
-// cookie has been written and the caller serves the request. Handler and
-// framework adapters are built on Check and Respond.
+// cookie has been written and the caller serves the request.
 //
 // Waiting responses carry Cache-Control: no-store and, except the closed
 // page, a Refresh header; they are JSON when the request's Accept header
 // lists application/json and not text/html (with Config.StrictJSONAccept:
 // when it is exactly application/json), HTML otherwise.
-func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool {
+func (rm *Room) respond(w http.ResponseWriter, r *http.Request, d decision) bool {
 	if d.cookie != "" {
 		w.Header().Add("Set-Cookie", rm.cookieName+"="+d.cookie+rm.cookieAttrs)
 	}
-	if d.Pass() {
+	if d.pass() {
 		return true
 	}
 	lang := rm.language(r)
@@ -95,11 +94,11 @@ func (rm *Room) Respond(w http.ResponseWriter, r *http.Request, d Decision) bool
 	}
 	pol := d.policyOrZero()
 	if pol.method == nil {
-		// Not a decision of Check: the settings in force now.
+		// Not a decision of check: the settings in force now.
 		pol = rm.policyOf(rm.view.Load(), rm.now())
 	}
 	status := pol.queueingStatusCode()
-	if d.Outcome == Waiting {
+	if d.Outcome == outcomeWaiting {
 		// The time left until the next chance, where the page's
 		// refreshIntervalSeconds counts from lastUpdated: a browser
 		// follows the header (the first refresh it reads), and comes
@@ -145,7 +144,7 @@ func (rm *Room) wantsJSON(r *http.Request) bool {
 
 // setCookieAttrs returns what follows the value in the header that sets
 // the room's cookie, as http.SetCookie writes it. The cookie's name and
-// value need no quoting or escaping (a value is base64url), so Respond
+// value need no quoting or escaping (a value is base64url), so respond
 // writes the header as name=value followed by these, for a fraction of
 // what http.SetCookie costs.
 func (rm *Room) setCookieAttrs() string {
@@ -164,14 +163,8 @@ func (rm *Room) setCookieAttrs() string {
 	return strings.TrimPrefix(c.String(), rm.cookieName+"=v")
 }
 
-// RespondError writes the response for an error from Check (a closed room) with
-// Config.ErrorHandler, for adapters built on Check and Respond.
-func (rm *Room) RespondError(w http.ResponseWriter, r *http.Request, err error) {
-	rm.cfg.ErrorHandler(w, r, err)
-}
-
 // pageData is what the waiting page of decision d shows.
-func (rm *Room) pageData(d Decision, lang string) *template.Data {
+func (rm *Room) pageData(d decision, lang string) *template.Data {
 	p := d.policyOrZero()
 	s, e := p.Settings, d.Estimate
 	now := d.now
@@ -197,7 +190,7 @@ func (rm *Room) pageData(d Decision, lang string) *template.Data {
 		IsPassthroughQueue: s.QueueingMethod == Passthrough,
 		IsRejectQueue:      s.QueueingMethod == Reject,
 	}
-	if d.Outcome == Waiting {
+	if d.Outcome == outcomeWaiting {
 		// From the latest attempt to the next chance: the visitor's
 		// interval, which an early refresh does not shorten.
 		data.RefreshIntervalSeconds = ceilSeconds(now + d.RefreshAfter.Milliseconds() - last)
@@ -216,7 +209,7 @@ func (rm *Room) pageData(d Decision, lang string) *template.Data {
 	// wait too long to estimate.
 	data.WaitTimeFormatted = e.FormattedIn(lang)
 	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data)
-	if d.chal != nil && d.Outcome == Waiting {
+	if d.chal != nil && d.Outcome == outcomeWaiting {
 		rm.challengeData(&d, data, now)
 	}
 	data.TimeUntilEventStartFormatted = template.FormatUnavailable(lang)
@@ -279,8 +272,11 @@ func (rm *Room) language(r *http.Request) string {
 // Handler returns the middleware: admitted and bypassed requests go to
 // next, with the ticket in their context (TicketFromContext); everyone else
 // gets the waiting page, as HTML or, for clients that ask for JSON only,
-// as JSON. The method value is the middleware: chi's r.Use(room.Handler)
-// works as it is.
+// as JSON; once the room is closed, Config.ErrorHandler answers. The
+// method value is the middleware: chi's r.Use(room.Handler) works as it
+// is. It is the one way in: the gin adapter (wrgin), the Caddy module
+// (wrcaddy) and the forward-auth handler (package forwardauth) are built
+// on it. The handler is safe for concurrent use.
 //
 // The application ends an admitted visitor's session, freeing their slot
 // at once, with the response header "Waiting-Room-Command: revoke" or the
@@ -292,54 +288,32 @@ func (rm *Room) Handler(next http.Handler) http.Handler {
 	return &handler{rm: rm, next: next}
 }
 
-// Gate returns the middleware of Handler for an application that does not
-// read the ticket from the request's context, such as a reverse proxy to
-// another server: admitted requests reach next as they came, rather than
-// as a copy carrying a context, which is most of what an admitted request
-// costs Handler (docs/performance.md). TicketFromContext and Revoke find
-// nothing behind Gate; the response header "Waiting-Room-Command: revoke"
-// ends the session as it does behind Handler, and everything else is
-// Handler's.
-func (rm *Room) Gate(next http.Handler) http.Handler {
-	return &handler{rm: rm, next: next, gate: true}
-}
-
-// handler is the middleware of Handler and Gate. Its ServeHTTP is a method
-// rather than a closure so that it is compiled here, where the request
-// copy of WithContext is known to stay on the stack, and not inlined into
+// handler is the middleware of Handler. Its ServeHTTP is a method rather
+// than a closure so that it is compiled here, where the request copy of
+// WithContext is known to stay on the stack, and not inlined into
 // callers.
 type handler struct {
 	rm   *Room
 	next http.Handler
-	gate bool // Gate: admitted requests go on as they came
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := h.rm
-	var d Decision
+	var d decision
 	if err := rm.check(r, &d); err != nil {
-		rm.RespondError(w, r, err)
+		rm.cfg.ErrorHandler(w, r, err)
 		return
 	}
 	// An admitted visitor's cookie is mostly left alone: nothing to write.
-	if (d.Outcome != Admitted || d.cookie != "") && !rm.Respond(w, r, d) {
+	if (d.Outcome != outcomeAdmitted || d.cookie != "") && !rm.respond(w, r, d) {
 		return
 	}
-	if d.Outcome != Admitted {
+	if d.Outcome != outcomeAdmitted {
 		// Bypassed: the command header is the room's, never the
 		// client's, whatever the application sends.
 		rw := &revokeWriter{ResponseWriter: w, rm: rm}
 		h.next.ServeHTTP(rw, r)
 		rw.commit()
-		return
-	}
-	if h.gate {
-		// One allocation, for the writer that watches for a revoke and
-		// the ticket it revokes; the request goes on as it came.
-		tc := &ticketCtx{}
-		tc.set(d.state, rm, w)
-		h.next.ServeHTTP(&tc.rw, r)
-		tc.rw.commit()
 		return
 	}
 	// One allocation for the request carrying the ticket, its context and
@@ -362,7 +336,7 @@ type admittedRequest struct {
 
 // challengeData adds to data the challenge the waiting page of d gives:
 // a puzzle bound to the visitor and now (Unix ms), or a hosted widget.
-func (rm *Room) challengeData(d *Decision, data *template.Data, now int64) {
+func (rm *Room) challengeData(d *decision, data *template.Data, now int64) {
 	var widget string
 	if d.chal.Kind == challenge.Hosted {
 		h := rm.cfg.ChallengeVerifier
@@ -373,60 +347,4 @@ func (rm *Room) challengeData(d *Decision, data *template.Data, now int64) {
 		data.ChallengePuzzle = rm.puzzles.Issue(d.state.id, time.UnixMilli(now), d.chal.DifficultyAt(rm.view.Load().waiting))
 	}
 	data.ChallengeWidget = template.ChallengeScript(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", rm.cfg.CookiePath, ceilSeconds(d.RefreshAfter.Milliseconds()))
-}
-
-// Next is the rest of a chain of handlers that return an error, as
-// Caddy's caddyhttp.Handler is: ServeNext serves an admitted request
-// with it.
-type Next interface {
-	ServeHTTP(http.ResponseWriter, *http.Request) error
-}
-
-// ServeNext is Gate for a server whose handlers return an error, such as
-// Caddy (the wrcaddy module is built on it): it decides on r as Handler
-// does and, when the request may pass, serves it with next and returns
-// next's error; otherwise it writes the waiting page and returns nil, as
-// it does after answering with Config.ErrorHandler once the room is
-// closed.
-//
-// The request goes on as it came, but for its header TicketHeader, which
-// ServeNext sets to the admitted visitor's ticket (Ticket.String) or to
-// "bypassed", replacing any the client sent, for an application behind
-// the server to read (ParseTicket). The response header
-// "Waiting-Room-Command: revoke" ends the session as behind Handler.
-// An admitted request costs two allocations: the writer that watches for
-// a revoke, and the ticket's text. Safe for concurrent use.
-func (rm *Room) ServeNext(w http.ResponseWriter, r *http.Request, next Next) error {
-	var d Decision
-	if err := rm.check(r, &d); err != nil {
-		rm.RespondError(w, r, err)
-		return nil
-	}
-	if (d.Outcome != Admitted || d.cookie != "") && !rm.Respond(w, r, d) {
-		return nil
-	}
-	if d.Outcome != Admitted {
-		r.Header[TicketHeader] = bypassedTicket
-		rw := &revokeWriter{ResponseWriter: w, rm: rm}
-		err := next.ServeHTTP(rw, r)
-		rw.commit()
-		return err
-	}
-	a := &admittedHeader{}
-	a.tc.set(d.state, rm, w)
-	a.ticket[0] = d.state.ticket().String()
-	r.Header[TicketHeader] = a.ticket[:]
-	err := next.ServeHTTP(&a.tc.rw, r)
-	a.tc.rw.commit()
-	return err
-}
-
-var bypassedTicket = []string{"bypassed"}
-
-// admittedHeader is what ServeNext allocates for an admitted request
-// besides the ticket's text: the writer that watches for a revoke, and
-// the header's value.
-type admittedHeader struct {
-	tc     ticketCtx
-	ticket [1]string
 }

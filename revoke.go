@@ -12,26 +12,30 @@ import (
 )
 
 // CommandHeader is the response header through which the application gives
-// the room a command: "revoke" ends the visitor's session. Handler removes
-// it before the response leaves.
+// the room a command: "revoke" (in any case) ends the admitted visitor's
+// session, as Revoke does. Handler obeys it, and removes it before the
+// response leaves, bypassed responses included (where it is not obeyed),
+// behind every adapter built on Handler (wrgin, wrcaddy, the forward-auth
+// handler of package forwardauth). Handler takes the commercial product's
+// name for it, "Cf-Waiting-Room-Command" (its "origin commands"), the same
+// way, so an application written for the product revokes sessions here
+// unchanged.
 const CommandHeader = "Waiting-Room-Command"
 
-// ProductCommandHeader is the name the commercial product gives the
-// command header (its "origin commands"). Handler takes it as CommandHeader
-// and removes it the same way, so an application written for the product
-// revokes sessions here unchanged.
-const ProductCommandHeader = "Cf-Waiting-Room-Command"
+// productCommandHeader is the commercial product's name for CommandHeader.
+const productCommandHeader = "Cf-Waiting-Room-Command"
 
 // Revoke ends the session of the admitted visitor whose request ctx
 // belongs to, freeing their slot at once: their cookie is cleared and they
 // are a new visitor at their next request. Call it from the application
-// behind Room.Handler before the response is written; it reports whether
-// the session will be ended (false outside Handler, behind Gate included,
-// for requests that were not admitted, or once the response has been
-// written).
+// behind Room.Handler (or an adapter built on it: wrgin, wrcaddy) before
+// the response is written; it reports whether the session will be ended
+// (false outside Handler, for requests that were not admitted, or once
+// the response has been written). It is the response header CommandHeader
+// "revoke", given from the request's side.
 func Revoke(ctx context.Context) bool {
 	c, ok := ctx.Value(ticketKey{}).(*ticketCtx)
-	if !ok || c.rw.ResponseWriter == nil || c.rw.committed {
+	if !ok || c.rw.committed {
 		return false
 	}
 	c.rw.revoked = true
@@ -59,7 +63,7 @@ func (w *revokeWriter) commit() {
 	w.committed = true
 	h := w.ResponseWriter.Header()
 	w.command(h, CommandHeader)
-	w.command(h, ProductCommandHeader)
+	w.command(h, productCommandHeader)
 	if w.revoked && w.tc != nil {
 		w.rm.revoke(w.ResponseWriter, w.tc.id, w.tc.acceptedAt, floorDiv(w.tc.acceptedAt, 1000)+int64(w.tc.checkedIn))
 	}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func TestRevoke(t *testing.T) {
 			w.Header().Set(CommandHeader, "reboot")
 		}, false},
 		{"the product's header", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set(ProductCommandHeader, "revoke")
+			w.Header().Set(productCommandHeader, "revoke")
 			_, _ = io.WriteString(w, "bye")
 		}, true},
 		{"the product's header, any case, with WriteHeader", func(w http.ResponseWriter, r *http.Request) {
@@ -52,7 +53,7 @@ func TestRevoke(t *testing.T) {
 			w.WriteHeader(http.StatusAccepted)
 		}, true},
 		{"the product's header, unknown command", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set(ProductCommandHeader, "reboot")
+			w.Header().Set(productCommandHeader, "reboot")
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,7 +66,7 @@ func TestRevoke(t *testing.T) {
 			tr.app = tr.Handler(tc.app)
 			w := tr.get(v, "")
 			assert.Empty(t, w.Header().Values(CommandHeader), "the command never reaches the client")
-			assert.Empty(t, w.Header().Values(ProductCommandHeader), "nor the product's")
+			assert.Empty(t, w.Header().Values(productCommandHeader), "nor the product's")
 			tr.sync()
 			if !tc.revoke {
 				assert.Equal(t, 1, tr.Stats().Active)
@@ -86,15 +87,62 @@ func TestRevoke(t *testing.T) {
 	}
 }
 
+// Revoke finds nothing to revoke outside Handler, nor behind it for a
+// request that was not admitted.
 func TestRevokeOutsideHandler(t *testing.T) {
 	assert.False(t, Revoke(t.Context()))
-	tr := newTestRoom(t, nil)
-	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	d, err := tr.Check(r)
-	require.NoError(t, err)
-	assert.False(t, Revoke(d.Context(r.Context())), "a context from Decision.Context has no writer")
-	_, ok := TicketFromContext(d.Context(r.Context()))
-	assert.True(t, ok)
+	tr := newTestRoom(t, func(c *Config) { c.Bypass = []Rule{PathPrefix("/static/")} })
+	var revoked, ticket bool
+	h := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, ticket = TicketFromContext(r.Context())
+		revoked = Revoke(r.Context())
+	}))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/static/app.js", nil))
+	assert.False(t, ticket, "a bypassed request has no ticket")
+	assert.False(t, revoked)
+	assert.Zero(t, tr.Counters().Revoked)
+}
+
+// A browser's parallel requests and copies of one cookie through Handler,
+// one of them revoking: every request is answered, the session ends once,
+// and its slot is free at the next sync (run with -race).
+func TestParallelRevoke(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 })
+	v := &visitor{}
+	require.True(t, admitted(tr.get(v, "")))
+	tr.sync()
+	require.Equal(t, 1, tr.Stats().Active)
+
+	h := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/logout" {
+			w.Header().Set(CommandHeader, "revoke")
+		}
+		_, _ = io.WriteString(w, "app")
+	}))
+	var wg sync.WaitGroup
+	codes := make([]int, 12)
+	for i := range codes {
+		wg.Go(func() {
+			r := v.request(http.MethodGet, "")
+			if i == 5 {
+				r.URL.Path = "/logout"
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			codes[i] = w.Code
+			assert.Empty(t, w.Header().Values(CommandHeader))
+		})
+	}
+	wg.Wait()
+	for i, c := range codes {
+		assert.Equal(t, http.StatusOK, c, "request %d", i)
+	}
+	tr.sync()
+	assert.Zero(t, tr.Stats().Active, "the slot is free")
+	assert.Equal(t, uint64(1), tr.Counters().Revoked, "revoked once")
+	// The revoked cookie, resent, is a new visitor's: not let in past the
+	// minute's one admission already spent.
+	assert.False(t, admitted(tr.get(v, "")), "a revoked cookie does not pass again")
 }
 
 func TestAdmittedWriterPassesThrough(t *testing.T) {

@@ -19,7 +19,8 @@ import (
 // Name returns the room's name, Config.Name. It is safe for concurrent use.
 func (rm *Room) Name() string { return rm.cfg.Name }
 
-// ErrClosed is returned by Check, Sync and Update after Room.Close.
+// ErrClosed is returned by Sync, Update and Ready after Room.Close, and
+// given to Config.ErrorHandler for the requests Handler gets then.
 var ErrClosed = errors.New("waitingroom: room is closed")
 
 // Room is a virtual waiting room. Create it with New; it is safe for

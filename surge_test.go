@@ -126,7 +126,7 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 				i = (i + 1) % len(rooms)
 			}
 			rm := rooms[i]
-			d, err := rm.Check(v.req)
+			d, err := rm.checkRequest(v.req)
 			require.NoError(t, err)
 			if d.cookie != "" {
 				v.req.Header.Set("Cookie", rm.cookieName+"="+d.cookie)
@@ -136,17 +136,17 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 			}
 			v.lastRequest = now
 			switch d.Outcome {
-			case Admitted:
+			case outcomeAdmitted:
 				if v.admittedAt.IsZero() {
 					v.admittedAt = now
-					v.bucket = d.Ticket.Bucket.Unix() / 60
+					v.bucket = d.state.bucket
 					res.admittedPerMinute[now.Add(s.lead).Unix()/60]++
 				}
 				if now.Sub(v.admittedAt) >= s.browse {
 					v.gone = true
 				}
 				v.next = now.Add(30 * time.Second)
-			case Waiting:
+			case outcomeWaiting:
 				res.waitingResponses++
 				if rng.Float64() < s.abandon {
 					v.gone = true

@@ -50,7 +50,7 @@ func (rm *Room) sync(ctx context.Context, leaving bool) error {
 		// back to the pool, with nothing counted as lost: lostToSilence).
 		rm.mu.Lock()
 		rm.grant, rm.inflight = nil, nil
-		rm.healthy.Store(false) // nor from a pick (Check)
+		rm.healthy.Store(false) // nor from a pick (check)
 		rm.mu.Unlock()
 	}
 	if err := rm.fleetSync(ctx, leaving); !errors.Is(err, errFleetFallback) {
@@ -622,8 +622,8 @@ func policyEffect(p StoreErrorPolicy) string {
 	return "fail-closed: admitted visitors pass, everyone else waits until it is back"
 }
 
-// Close stops the background sync and makes Check, Sync, Update and Ready
-// return ErrClosed. It cancels the context of the sync in flight, if any,
+// Close stops the background sync and makes Sync, Update and Ready return
+// ErrClosed, and Handler answer with Config.ErrorHandler. It cancels the context of the sync in flight, if any,
 // and waits for the background loop to stop: at once with a Store that
 // honours its context's cancellation, as the stores of this module do.
 // It logs no error for the sync it cancels.

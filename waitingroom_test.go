@@ -106,11 +106,11 @@ func TestNewLeavesCallersConfigAlone(t *testing.T) {
 	require.NoError(t, rm.Sync(context.Background()))
 	v := &visitor{}
 	r := v.request(http.MethodGet, "")
-	d, err := rm.Check(r)
+	d, err := rm.checkRequest(r)
 	require.NoError(t, err)
-	require.Equal(t, Admitted, d.Outcome)
+	require.Equal(t, outcomeAdmitted, d.Outcome)
 	w := httptest.NewRecorder()
-	require.True(t, rm.Respond(w, r, d))
+	require.True(t, rm.respond(w, r, d))
 	v.cookie = w.Result().Cookies()[0].String()
 	roomCfg, roomSettings := deepCopy(rm.cfg), deepCopy(rm.view.Load().settings)
 	scribble(reflect.ValueOf(&cfg).Elem())
@@ -123,9 +123,9 @@ func TestNewLeavesCallersConfigAlone(t *testing.T) {
 	for _, d := range deepDiff("room's Settings", roomSettings, rm.view.Load().settings) {
 		t.Errorf("changing the caller's Config after New changed the %s", d)
 	}
-	d, err = rm.Check(v.request(http.MethodGet, ""))
+	d, err = rm.checkRequest(v.request(http.MethodGet, ""))
 	require.NoError(t, err)
-	assert.Equal(t, Admitted, d.Outcome, "the cookie issued before still opens: the room's keys are its own")
+	assert.Equal(t, outcomeAdmitted, d.Outcome, "the cookie issued before still opens: the room's keys are its own")
 }
 
 // deepCopy returns a copy of v that shares no memory its owner can change

@@ -244,8 +244,6 @@ func withRateLimit(next http.Handler) http.Handler {
 //     minute before the run; the visitors keep the new cookie, which the
 //     room opens at their next request), the turnover of the room's memory
 //     of opened cookies every minute.
-//   - h=room-gate: the same through Room.Gate, which passes the request on
-//     as it came, without the ticket in its context.
 //   - h=securecookie-{json,gob}: a session cookie of four int64 fields,
 //     decoded, encoded again and set, with either serializer.
 //   - h=securecookie-{json,gob}-decode: the same cookie, only decoded.
@@ -270,11 +268,6 @@ func BenchmarkRequest(b *testing.B) {
 			st := memstore.New()
 			c := admitted(b, st)
 			return newRoom(b, st, nil).Handler(app), c
-		}, true},
-		{"room-gate", func(b *testing.B) (http.Handler, *crowd) {
-			st := memstore.New()
-			c := admitted(b, st)
-			return newRoom(b, st, nil).Gate(app), c
 		}, true},
 	}
 	for _, s := range []struct {

@@ -389,10 +389,11 @@ func busyRoom(t *testing.T, name string, method waitingroom.QueueingMethod) (*wa
 	ctx := context.Background()
 	require.NoError(t, room.Sync(ctx))
 	if method != waitingroom.Reject {
+		fill := room.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "app") }))
 		for i := range 130 {
-			d, err := room.Check(httptest.NewRequest(http.MethodGet, "/", nil))
-			require.NoError(t, err)
-			require.Equal(t, i < 10, d.Pass(), "visitor %d", i)
+			w := httptest.NewRecorder()
+			fill.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+			require.Equal(t, i < 10, w.Body.String() == "app", "visitor %d", i)
 		}
 		now = now.Add(15 * time.Second)
 		require.NoError(t, room.Sync(ctx))
