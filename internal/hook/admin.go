@@ -1,14 +1,3 @@
-// Package hook carries what the packages beside the root package need
-// from a Room and that is no natural public method of it: the room's own
-// parts (its store, the state as of its latest sync, its templates) that
-// applications have no use for. The root package sets these function
-// variables in an init, so they are set in any program that has a Room;
-// the packages that use them call them with the Room they were given.
-// This keeps the root package's exports to what applications use, and the
-// room's internals behind one small, documented door.
-//
-// hook cannot name the root package's types (the root package imports
-// it): a room is passed as any and is always a *waitingroom.Room.
 package hook
 
 import (

@@ -1,22 +1,3 @@
-// Package hook is how the packages built on the root package waitingroom
-// reach what they need of a room and is no part of its public API.
-//
-// It exists for forwardauth. The forward-auth handler is built on
-// Room.Handler, as an application is, but it answers for a server in
-// front rather than serving the request: it reads the original request
-// from that server's headers only when it comes from one of the room's
-// TrustedProxies, it sets the room's cookie for the server to pass on,
-// and it gives admitted visitors passes, which the room must take as
-// signs of life of their sessions (and cap by the sessions' ends) and
-// which a revoke's hold must outlast. Exported from the root, each of
-// these would be part of every user's API for the sake of one handler;
-// here they stay inside the module.
-//
-// The root package sets every variable in an init, so they are set in
-// any program that holds a room. They are keyed on a room, passed as any
-// (a *waitingroom.Room: this package cannot name it, since the root
-// imports it), or on the context of a request that Room.Handler passes
-// on. Each is safe for concurrent use.
 package hook
 
 import (
