@@ -132,7 +132,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 			id, ok = rm.newID(), false
 		}
 		c = cookieState{id: id, bucket: minuteOf(now), chal: st}
-		if ch, seen := rm.chances.get(id); seen {
+		if ch, seen := rm.chances.Get(id); seen {
 			c.bucket = ch.bucket // a place held by an earlier copy
 			fresh = false
 		}
@@ -157,7 +157,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 		// One chance per refresh interval, whichever copy of the cookie
 		// asks: a copy sent again is as early as the latest one.
 		var seen bool
-		ch, seen = rm.chances.get(c.id)
+		ch, seen = rm.chances.Get(c.id)
 		if seen {
 			// The place's challenge as its latest chance here left it:
 			// a copy of the cookie from before cannot undo it.
@@ -230,7 +230,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 		x := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(pol, now)}
 		rm.reportLocked(x)
 		rm.pending.wait(c.id, observedWait(c.bucket, now, fresh))
-		rm.chances.del(c.id)
+		rm.chances.Del(c.id)
 	} else {
 		// The next chance is due an interval after this one was due, not
 		// after the request came: a visitor a little late (the page's
@@ -312,7 +312,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 			// cookie until its first chance is due, so only a visitor who
 			// came with a cookie that brought a place is remembered: a
 			// flood of requests without one costs no memory.
-			rm.chances.set(c.id, chance{next: next, bucket: c.bucket, slot: slotOf(now), chal: c.chal, counted: counted})
+			rm.chances.Set(c.id, chance{next: next, bucket: c.bucket, slot: slotOf(now), chal: c.chal, counted: counted})
 		}
 	}
 	rm.mu.Unlock()
@@ -446,11 +446,11 @@ func (rm *Room) reportLocked(x store.Session) {
 // noteLocked merges a report into what this instance knows of the
 // sessions. rm.mu must be held.
 func (rm *Room) noteLocked(x store.Session) {
-	if o, ok := rm.known.get(x.ID); ok {
+	if o, ok := rm.known.Get(x.ID); ok {
 		mergeSession(&o, x)
 		x = o
 	}
-	rm.known.set(x.ID, x)
+	rm.known.Set(x.ID, x)
 }
 
 // lookupLocked returns what is known of the session of visitor id: the
@@ -458,7 +458,7 @@ func (rm *Room) noteLocked(x store.Session) {
 // rm.mu must be held.
 func (rm *Room) lookupLocked(v *view, id uint64) (store.Session, bool) {
 	x, found := v.session(id)
-	if k, ok := rm.known.get(id); ok {
+	if k, ok := rm.known.Get(id); ok {
 		if !found {
 			x = k
 		} else {

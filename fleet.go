@@ -493,7 +493,7 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 				rm.pending.add(a.d)
 			}
 		}
-		rm.known.each(rm.pending.session)
+		rm.known.Each(rm.pending.session)
 		rm.mu.Unlock()
 		rm.log.Warn("waitingroom: the shared state went back to an earlier version (the store lost writes it had acknowledged); this instance contributes its counts again", "had", back.had, "applied", back.upto)
 	}

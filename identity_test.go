@@ -293,13 +293,13 @@ func TestLapsedCookieIsOneNewVisitor(t *testing.T) {
 	}
 
 	tr.mu.Lock()
-	before := tr.chances.len()
+	before := tr.chances.Len()
 	tr.mu.Unlock()
 	for range 100 {
 		require.True(t, isWaiting(tr.send("")))
 	}
 	tr.mu.Lock()
-	assert.Equal(t, before, tr.chances.len(), "no memory for visitors without a cookie")
+	assert.Equal(t, before, tr.chances.Len(), "no memory for visitors without a cookie")
 	tr.mu.Unlock()
 }
 
@@ -331,33 +331,4 @@ func TestCappedSessionQueuesBehindTheWaiting(t *testing.T) {
 	assert.True(t, admitted(tr.get(waiting, "")), "the visitor who waited gets the slot")
 	tr.sync()
 	assert.Equal(t, 1, tr.Stats().Active)
-}
-
-// An entry of generations lives from one to two periods after it was last
-// set, and the map is never walked to forget it.
-func TestGenerations(t *testing.T) {
-	g := newGenerations[int]()
-	g.set(1, 10)
-	g.turn(0, 100) // turned at 0: 1 is in the previous generation
-	g.set(2, 20)
-	v, ok := g.get(1)
-	require.True(t, ok)
-	assert.Equal(t, 10, v)
-	g.turn(99, 100) // not a period yet
-	_, ok = g.get(1)
-	assert.True(t, ok)
-	g.set(1, 11) // set again: current again
-	g.turn(100, 100)
-	v, ok = g.get(1)
-	require.True(t, ok, "set within the period: kept")
-	assert.Equal(t, 11, v)
-	_, ok = g.get(2)
-	assert.True(t, ok, "a period after it was set: kept")
-	g.turn(200, 100)
-	_, ok = g.get(2)
-	assert.False(t, ok, "two periods after it was set: gone")
-	g.del(1)
-	_, ok = g.get(1)
-	assert.False(t, ok)
-	assert.Zero(t, g.len())
 }

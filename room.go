@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom/challenge"
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/template"
 )
@@ -77,10 +78,10 @@ type Room struct {
 	// sync: those it admitted, saw or revoked, by visitor ID, kept at
 	// least as long as the state keeps them (for a rebuild after a loss).
 	// Under mu.
-	known generations[store.Session]
+	known share.Memory[store.Session]
 	// chances remembers, by visitor ID, the latest chance this instance
 	// gave each waiting visitor, for at least one waiting window. Under mu.
-	chances generations[chance]
+	chances share.Memory[chance]
 
 	// revokedIDs holds the IDs of revoked sessions (this instance's and
 	// those of the latest sync) while their records are kept, so that a
@@ -172,8 +173,8 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		hold:       c.QueueHold.Milliseconds(),
 		pending:    newDelta(),
 		mine:       newDelta(),
-		known:      newGenerations[store.Session](),
-		chances:    newGenerations[chance](),
+		known:      share.NewMemory[store.Session](),
+		chances:    share.NewMemory[chance](),
 		verified:   newVerified(max(1024, 2*int64(c.TotalActiveUsers))),
 		history:    newHistory(),
 		kept:       newKeptHistory(st),

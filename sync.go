@@ -168,7 +168,7 @@ func (rm *Room) sync(ctx context.Context, leaving bool) error {
 			// And every session it knows (merging makes a session
 			// reported twice count once).
 			rm.mu.Lock()
-			rm.known.each(dd.session)
+			rm.known.Each(dd.session)
 			rm.mu.Unlock()
 		}
 		p.keepSilent = wentBack || rm.keepSilent(local)
@@ -318,8 +318,8 @@ func (rm *Room) finish(ctx context.Context, p syncParams, v *view, epoch, settin
 	// periods as long as it must be kept: a session until none of its
 	// cookies can be presented, a chance while the count it left counts
 	// (a waiting window after the end of its check-in slot).
-	rm.known.turn(p.now, p.times.window+p.times.hold+p.times.margin)
-	rm.chances.turn(p.now, rm.waitWindow+1000*slotSeconds)
+	rm.known.Turn(p.now, p.times.window+p.times.hold+p.times.margin)
+	rm.chances.Turn(p.now, rm.waitWindow+1000*slotSeconds)
 	setGrant()
 	rm.mu.Unlock()
 	v.settingsVersion = settingsVersion
