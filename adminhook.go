@@ -10,11 +10,11 @@ import (
 // What package admin gets from a room through internal/hook: the parts of
 // the room an operator's tools read and applications have no use for.
 func init() {
-	hook.HistoryStore = func(room any) store.HistoryStore { return room.(*Room).kept.store }
-	hook.Unwritten = func(room any) []store.Tally {
-		rm := room.(*Room)
-		return append(rm.kept.pending(), cloneTallies(rm.view.Load().tallies)...)
+	hook.HistoryStore = func(room any) store.HistoryStore {
+		hs, _ := room.(*Room).store.(store.HistoryStore)
+		return hs
 	}
+	hook.Unwritten = func(room any) []store.Tally { return room.(*Room).syncer.Unwritten() }
 	hook.PreviewPage = func(room, settings any, now time.Time, est any, lang string) hook.Page {
 		return room.(*Room).previewPage(settings.(*Settings), now.UnixMilli(), est.(Estimate), lang)
 	}

@@ -68,7 +68,7 @@ func newHostileRoom(t *testing.T, mutate func(*Config)) *hostileRoom {
 	tr.sync()
 	h.nowBucket = minuteOf(tr.clk.Now().UnixMilli())
 	require.Greater(t, h.nowBucket, h.oldBucket)
-	require.Equal(t, grant{{bucket: h.oldBucket, n: 1}}, tr.grant, "one slot, reserved for the patient's minute")
+	require.Equal(t, grant{{Bucket: h.oldBucket, N: 1}}, tr.local.Grant(), "one slot, reserved for the patient's minute")
 	var ok bool
 	h.state, ok = tr.readState(h.patient.request(http.MethodGet, ""), tr.now())
 	require.True(t, ok)
@@ -127,7 +127,7 @@ func (h *hostileRoom) assertGainsNothing(t *testing.T, r *http.Request) {
 		assert.Zero(t, s.acceptedAt, "a new cookie never says admitted")
 		assert.GreaterOrEqual(t, s.bucket, h.nowBucket, "no place earlier than a new arrival's")
 	}
-	assert.Equal(t, int64(1), h.grant.total(), "the patient's reserved slot is untouched")
+	assert.Equal(t, int64(1), h.local.Grant().Total(), "the patient's reserved slot is untouched")
 	assert.True(t, admitted(h.get(h.patient, "")), "the patient gets their slot")
 }
 
@@ -326,7 +326,7 @@ func TestHostileRequestsCheck(t *testing.T) {
 		assert.False(t, d.pass())
 		assert.Positive(t, d.RefreshAfter)
 	}
-	assert.Equal(t, int64(1), h.grant.total())
+	assert.Equal(t, int64(1), h.local.Grant().Total())
 }
 
 func TestRetiredKey(t *testing.T) {

@@ -265,7 +265,7 @@ func (rm *Room) askProvider(r *http.Request, a *answer) {
 
 // unclaim ends the claim of place id's chance (verdictLocked).
 func (rm *Room) unclaim(id uint64) {
-	rm.mu.Lock()
+	rm.local.Lock()
 	delete(rm.asking, id)
-	rm.mu.Unlock()
+	rm.local.Unlock()
 }

@@ -105,7 +105,7 @@ func TestChallengeInfiniteQueue(t *testing.T) {
 	k := tr.Counters()
 	assert.Equal(t, uint64(1), k.ChallengesFailed, "once per place")
 	assert.Equal(t, uint64(1), k.ChallengesParked)
-	assert.Zero(t, tr.view.Load().waiting, "a parked visitor reserves no slot")
+	assert.Zero(t, tr.syncer.Snapshot().Waiting, "a parked visitor reserves no slot")
 
 	// Solving the latest puzzle lets them in at the next chance.
 	a := solve(t, readWaiting(t, w).ChallengePuzzle)
@@ -593,7 +593,7 @@ func TestChallengeRaisedDifficulty(t *testing.T) {
 		}
 		tr.sync()
 		require.GreaterOrEqual(t, tr.Stats().Waiting, 8)
-		require.Greater(t, tr.view.Load().settings.Challenge.DifficultyAt(tr.view.Load().waiting), 8)
+		require.Greater(t, tr.syncer.Snapshot().Settings.Challenge.DifficultyAt(tr.syncer.Snapshot().Waiting), 8)
 		tr.clk.Add(5 * time.Second)
 		tr.getWith(v, early)
 		assert.Equal(t, uint64(1), tr.Counters().ChallengesPassed)

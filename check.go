@@ -1,13 +1,12 @@
 package waitingroom
 
 import (
-	"cmp"
 	"math"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/go-waitingroom/waitingroom/challenge"
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -39,9 +38,9 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 	if rm.closed.Load() {
 		return ErrClosed
 	}
-	v := rm.view.Load()
-	if v.settings.Suspended || rm.bypassed(r) {
-		if !v.settings.Suspended {
+	v := rm.syncer.Snapshot()
+	if v.Settings.Suspended || rm.bypassed(r) {
+		if !v.Settings.Suspended {
 			rm.counters.bypassed.Add(1)
 		}
 		d.Outcome = outcomeBypassed
@@ -49,7 +48,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 	}
 	now := rm.now()
 	pol := rm.policyOf(v, now)
-	d.policy, d.at, d.now = pol, v.at, now
+	d.policy, d.at, d.now = pol, v.At, now
 	// Reject closes the site: nobody reaches the application, admitted
 	// visitors included. With QueueAll or a pre-queue as well, visitors
 	// wait on a page that refreshes (and new ones take their places), so
@@ -69,7 +68,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 		}
 		// The session is over: back of the queue (below, not held).
 	}
-	if rm.cfg.OnStoreError == FailOpen && !rm.healthy.Load() {
+	if rm.cfg.OnStoreError == FailOpen && !rm.syncer.Healthy() {
 		d.Outcome = outcomeBypassed
 		return nil
 	}
@@ -96,7 +95,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 		*a = rm.readAnswer(r, chal, id, now)
 	}
 
-	rm.mu.Lock()
+	rm.local.Lock()
 	if ok && c.acceptedAt == 0 {
 		// One place, one admission: a place that became a session is
 		// that session for every holder of a copy of its cookie (lapsed
@@ -151,7 +150,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 	// is due (the draw gives nothing more to whoever asks more often).
 	// Every slot by pick (fleetScarce) draws its own way, below.
 	drawing := (!fresh || ok) && !closed && !pol.method.ordered && !pol.method.passes &&
-		pol.method.layout != nil && v.instances > 1 && !v.scarce
+		pol.method.layout != nil && v.Instances > 1 && !v.Scarce
 	won := drawing && drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds(), drawMargin*rm.drawOddsLocked(v, pol, now))
 	if !fresh {
 		// One chance per refresh interval, whichever copy of the cookie
@@ -165,7 +164,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 		}
 		switch {
 		case seen && now < ch.next && (!won || awaits(chal, c.chal)):
-			rm.mu.Unlock()
+			rm.local.Unlock()
 			// The latest attempt is this cookie's when its interval
 			// leads to the chance due; a copy's (older) says nothing
 			// of it, and the nominal interval stands in for the one
@@ -200,36 +199,32 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 	if chal != nil {
 		verdict, step := rm.verdictLocked(chal, a, c.id, c.chal)
 		if step != verdictReady {
-			rm.mu.Unlock()
+			rm.local.Unlock()
 			rm.answerLater(d, v, pol, c, step)
 			return nil
 		}
 		gate = rm.challengeGate(&c, chal, verdict, owed)
 	}
-	rm.pending.attempts++
+	rm.local.Attempt()
 	admit := !closed && pol.method.passes && gate == gatePass
 	if !closed && !admit && gate == gatePass && (!drawing || won) {
-		var from int64
-		if from, admit = rm.grant.take(pol.bucket(c.bucket), fresh); admit {
-			if rm.inflight != nil {
-				rm.inflight[from]++
-			}
-		} else if until, ok := v.picks[c.id]; ok && !fresh && now < until && rm.healthy.Load() {
-			// Picked by the fleet's aggregator (picks.go): let in from the
-			// pick's slot, whichever instance the visitor reached. Not
-			// while this instance's syncs fail: its admission might reach
-			// the state after the pick expired.
+		admit = rm.local.Take(pol.bucket(c.bucket), fresh)
+		if until, ok := v.Picks[c.id]; !admit && ok && !fresh && now < until && rm.syncer.Healthy() {
+			// Picked by the fleet's aggregator (share's picks.go): let in
+			// from the pick's slot, whichever instance the visitor
+			// reached. Not while this instance's syncs fail: its
+			// admission might reach the state after the pick expired.
 			admit = true
 		}
 	}
 	if !fresh && ch.counted && slotCounted(ch.slot, now, rm.waitWindow) {
 		// The visitor is counted where its latest chance left it.
-		rm.pending.waiting[cellKey{ch.bucket, ch.slot}]--
+		rm.local.Count(ch.bucket, ch.slot, -1)
 	}
 	if admit {
 		x := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(pol, now)}
 		rm.reportLocked(x)
-		rm.pending.wait(c.id, observedWait(c.bucket, now, fresh))
+		rm.local.Wait(c.id, observedWait(c.bucket, now, fresh))
 		rm.chances.Del(c.id)
 	} else {
 		// The next chance is due an interval after this one was due, not
@@ -259,7 +254,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 			next = now + drawRetry(rm.cfg.RefreshInterval.Milliseconds())
 			c.refresh = next - now
 		}
-		if !fresh && !closed && gate == gatePass && counted && !pol.method.ordered && v.fleet && v.scarce && pol.method.layout != nil {
+		if !fresh && !closed && gate == gatePass && counted && !pol.method.ordered && v.Fleet && v.Scarce && pol.method.layout != nil {
 			// Random, in a fleet with few slots an instance (fleetScarce):
 			// every slot goes by pick, drawn among the visitors asked for. A
 			// visitor is asked for while the draw (draw.go) holds them,
@@ -278,12 +273,12 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 			// draw.)
 			refresh := rm.cfg.RefreshInterval.Milliseconds()
 			odds := min(1, drawScarceMargin*rm.drawOddsLocked(v, pol, now))
-			if rm.pending.mayAsk(c.id) && drawn(c.id, now, refresh, odds) {
-				next = min(next, now+rm.pickWait())
+			if rm.local.MayAsk(c.id) && drawn(c.id, now, refresh, odds) {
+				next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 				c.refresh = next - now
-				rm.pending.ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
+				rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
 			}
-		} else if !fresh && !closed && gate == gatePass && counted && pol.method.ordered && v.near(c.bucket, int64(pol.NewUsersPerMinute)) {
+		} else if !fresh && !closed && gate == gatePass && counted && pol.method.ordered && v.Near(c.bucket, int64(pol.NewUsersPerMinute)) {
 			// No slot here for a visitor whose turn is near: the fleet's
 			// aggregator may pick them for a slot that any instance lets
 			// them in from (picks.go). One the reserve holds a slot for
@@ -291,21 +286,21 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 			// whom a view without the aggregator (a classic sync, while
 			// the fleet forms again after an outage) shows reserved.
 			b := pol.bucket(c.bucket)
-			asked := v.fleet && rm.pending.mayAsk(c.id)
+			asked := v.Fleet && rm.local.MayAsk(c.id)
 			// With few slots an instance (fleetScarce), every slot goes
 			// by pick: one whose turn comes within a refresh interval
 			// comes back as soon as the pick can be out, too.
-			soon := v.scarce && asked && v.near(c.bucket, max(1, int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000))
-			if b <= v.reservedTo && (asked || !v.fleet) || soon {
-				next = min(next, now+rm.pickWait())
+			soon := v.Scarce && asked && v.Near(c.bucket, max(1, int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000))
+			if b <= v.ReservedTo && (asked || !v.Fleet) || soon {
+				next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 				c.refresh = next - now
 			}
 			if asked {
-				rm.pending.ask(c.id, b, next+rm.lateness)
+				rm.local.Ask(c.id, b, next+rm.lateness)
 			}
 		}
 		if counted {
-			rm.pending.waiting[cellKey{c.bucket, slotOf(now)}]++
+			rm.local.Count(c.bucket, slotOf(now), 1)
 		}
 		if ok {
 			// A new visitor's copies (if any) are held back by their own
@@ -315,7 +310,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 			rm.chances.Set(c.id, chance{next: next, bucket: c.bucket, slot: slotOf(now), chal: c.chal, counted: counted})
 		}
 	}
-	rm.mu.Unlock()
+	rm.local.Unlock()
 
 	c.lastCheckIn = now
 	if admit {
@@ -344,13 +339,13 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 // request is a sign of life of the session. rm.mu is held, and released.
 func (rm *Room) join(d *decision, v *view, p *policy, c cookieState, x store.Session) {
 	if p.method.rejects {
-		rm.mu.Unlock()
+		rm.local.Unlock()
 		rm.tooEarly(d, v, p, c, d.now, d.now+rm.cfg.RefreshInterval.Milliseconds())
 		return
 	}
 	t := store.Session{ID: c.id, Admitted: x.Admitted, Seen: floorDiv(d.now, 1000)}
 	rm.reportLocked(t)
-	rm.mu.Unlock()
+	rm.local.Unlock()
 	c.acceptedAt, c.lastCheckIn, c.refresh = x.Admitted*1000, d.now, 0
 	d.Outcome = outcomeAdmitted
 	d.state = c
@@ -360,15 +355,7 @@ func (rm *Room) join(d *decision, v *view, p *policy, c cookieState, x store.Ses
 // successor is the identity of the new place that cookie (id, lastCheckIn)
 // brings once its own place lapsed or its session ended: a mix of the two,
 // the same for every copy of the cookie.
-func successor(id uint64, lastCheckIn int64) uint64 {
-	x := id ^ uint64(lastCheckIn)*0x9e3779b97f4a7c15
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return max(x, 1)
-}
+func successor(id uint64, lastCheckIn int64) uint64 { return share.Mix(id, lastCheckIn) }
 
 // chance is what an instance remembers of a waiting visitor's latest
 // chance: when the next one is due, where the visitor is counted (if it
@@ -391,9 +378,9 @@ func (rm *Room) admit(d *decision, v *view, c cookieState, e *verifiedEntry, p *
 			e.touched.Store(sec)
 		}
 		x := store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: sec, End: sessionEnd(p, c.acceptedAt)}
-		rm.mu.Lock()
+		rm.local.Lock()
 		rm.reportLocked(x)
-		rm.mu.Unlock()
+		rm.local.Unlock()
 	}
 	if now-c.lastCheckIn >= p.reissue {
 		c.lastCheckIn = now
@@ -437,45 +424,14 @@ func sessionEnd(p *policy, acceptedAt int64) int64 {
 }
 
 // reportLocked reports x, a session's admission, sign of life or revoke,
-// to the next sync and notes it. rm.mu must be held.
-func (rm *Room) reportLocked(x store.Session) {
-	rm.pending.session(x)
-	rm.noteLocked(x)
-}
-
-// noteLocked merges a report into what this instance knows of the
-// sessions. rm.mu must be held.
-func (rm *Room) noteLocked(x store.Session) {
-	if o, ok := rm.known.Get(x.ID); ok {
-		mergeSession(&o, x)
-		x = o
-	}
-	rm.known.Set(x.ID, x)
-}
+// to the next sync and notes it. The local lock must be held.
+func (rm *Room) reportLocked(x store.Session) { rm.local.Report(x) }
 
 // lookupLocked returns what is known of the session of visitor id: the
 // record of the latest sync merged with this instance's reports since.
-// rm.mu must be held.
+// The local lock must be held.
 func (rm *Room) lookupLocked(v *view, id uint64) (store.Session, bool) {
-	x, found := v.session(id)
-	if k, ok := rm.known.Get(id); ok {
-		if !found {
-			x = k
-		} else {
-			mergeSession(&x, k)
-		}
-		found = true
-	}
-	return x, found
-}
-
-// session returns the record of visitor id as of the view's sync.
-func (v *view) session(id uint64) (store.Session, bool) {
-	i, ok := slices.BinarySearchFunc(v.sessions, id, func(x store.Session, id uint64) int { return cmp.Compare(x.ID, id) })
-	if !ok {
-		return store.Session{}, false
-	}
-	return v.sessions[i], true
+	return rm.local.Lookup(&v.View, id)
 }
 
 // recordAlive reports whether the session recorded as x is alive at now
@@ -555,9 +511,9 @@ func (rm *Room) sessionAlive(v *view, p *policy, c cookieState, now int64) bool 
 	if now-c.lastCheckIn < p.session {
 		return true
 	}
-	rm.mu.Lock()
+	rm.local.Lock()
 	x, found := rm.lookupLocked(v, c.id)
-	rm.mu.Unlock()
+	rm.local.Unlock()
 	return found && recordAlive(&x, p, now)
 }
 
@@ -595,12 +551,13 @@ func (rm *Room) estimate(v *view, p *policy, b int64, fresh bool) Estimate {
 // interval of the shared clock that now (Unix ms) is in, as of view v
 // under policy p: worked out at this instance's first draw of the
 // interval and kept for the rest of it, so that a visitor who asks more
-// often does not find the odds at their highest. rm.mu must be held.
+// often does not find the odds at their highest. The local lock must be
+// held.
 func (rm *Room) drawOddsLocked(v *view, p *policy, now int64) float64 {
 	refresh := rm.cfg.RefreshInterval.Milliseconds()
 	w := floorDiv(now, refresh)
-	if d := &rm.draw; d.interval != w || d.settings != v.settingsVersion || d.interval == 0 {
-		*d = drawInterval{interval: w, settings: v.settingsVersion, odds: drawOdds(v, p, refresh, now)}
+	if d := &rm.draw; d.interval != w || d.settings != v.SettingsVersion || d.interval == 0 {
+		*d = drawInterval{interval: w, settings: v.SettingsVersion, odds: drawOdds(v, p, refresh, now)}
 	}
 	return rm.draw.odds
 }

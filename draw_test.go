@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -37,14 +38,14 @@ func TestDrawOdds(t *testing.T) {
 		{"a slot a minute: at least one an interval", 1, 1000, 0, 300, 1, 0, 1.0 / 300},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := &view{at: now - 500, active: tc.active, waiting: tc.waiting, admittedThisMinute: tc.admitted, perMinute: tc.recent}
+			v := &view{View: share.View{At: now - 500, Active: tc.active, Waiting: tc.waiting, AdmittedThisMinute: tc.admitted, PerMinute: tc.recent}}
 			p := &policy{}
 			p.NewUsersPerMinute, p.TotalActiveUsers = tc.perMinute, tc.total
 			assert.InDelta(t, tc.want, drawOdds(v, p, refresh, now), 1e-12)
 		})
 	}
 	t.Run("a view of the minute before: nothing let in this minute yet", func(t *testing.T) {
-		v := &view{at: now - 40_000, waiting: 300, admittedThisMinute: 60}
+		v := &view{View: share.View{At: now - 40_000, Waiting: 300, AdmittedThisMinute: 60}}
 		p := &policy{}
 		p.NewUsersPerMinute, p.TotalActiveUsers = 60, 1000
 		assert.InDelta(t, 45.0/300, drawOdds(v, p, refresh, now), 1e-12)
@@ -64,17 +65,17 @@ func TestDrawAcrossInstances(t *testing.T) {
 	refresh := a.cfg.RefreshInterval.Milliseconds()
 	setGrant := func(n int64) {
 		for _, rm := range rooms {
-			v := *rm.view.Load()
-			// The minute's slots all taken: the odds are an interval's.
-			v.waiting, v.instances, v.active, v.perMinute = waiting, 2, 0, 0
-			v.at, v.admittedThisMinute = clk.Now().UnixMilli(), 60
-			rm.view.Store(&v)
-			rm.mu.Lock()
-			rm.grant = grant{}
+			rm.syncer.Amend(func(v *view) {
+				// The minute's slots all taken: the odds are an interval's.
+				v.Waiting, v.Instances, v.Active, v.PerMinute = waiting, 2, 0, 0
+				v.At, v.AdmittedThisMinute = clk.Now().UnixMilli(), 60
+			})
+			rm.local.Lock()
+			rm.local.SetGrant(grant{})
 			if n > 0 {
-				rm.grant = grant{{bucket: anyBucket, n: n}}
+				rm.local.SetGrant(grant{{Bucket: anyBucket, N: n}})
 			}
-			rm.mu.Unlock()
+			rm.local.Unlock()
 		}
 	}
 

@@ -46,14 +46,14 @@ type Estimate struct {
 }
 
 // fifoEstimate is the wait, as of view v under policy p, of a visitor with
-// ahead visitors in front of them (view.waitAfter).
+// ahead visitors in front of them (waitAfter).
 func fifoEstimate(v *view, p *policy, ahead float64) Estimate {
 	byRate := math.NaN()
-	if v.perMinute > 0 {
-		byRate = ahead / v.perMinute
+	if v.PerMinute > 0 {
+		byRate = ahead / v.PerMinute
 	}
 	pos := int(min(math.Round(max(ahead, 0)), 1e9)) + 1
-	m, ok := v.waitAfter(p, ahead, byRate)
+	m, ok := waitAfter(v, p, ahead, byRate)
 	if !ok {
 		if math.IsNaN(ahead) {
 			return Estimate{}
@@ -91,7 +91,7 @@ func randomAdmissions(waiting, p float64) float64 {
 // randomEstimate is the wait range, as of view v under policy p, of one of
 // waiting visitors who all have the same chance at every slot. For each
 // percentile it is the time the room takes to let in as many visitors as
-// that chance needs (view.waitAfter), the recent admission rate giving
+// that chance needs (waitAfter), the recent admission rate giving
 // the minutes that chance takes.
 func randomEstimate(v *view, p *policy, waiting float64) Estimate {
 	if waiting <= 0 {
@@ -102,10 +102,10 @@ func randomEstimate(v *view, p *policy, waiting float64) Estimate {
 	out := [...]*time.Duration{&e.P25, &e.P50, &e.P75}
 	for i, pct := range randomPercentiles {
 		byRate := math.NaN()
-		if v.perMinute > 0 {
-			byRate = randomMinutes(v.perMinute/waiting, pct)
+		if v.PerMinute > 0 {
+			byRate = randomMinutes(v.PerMinute/waiting, pct)
 		}
-		m, ok := v.waitAfter(p, randomAdmissions(waiting, pct)-1, byRate)
+		m, ok := waitAfter(v, p, randomAdmissions(waiting, pct)-1, byRate)
 		if !ok {
 			return Estimate{}
 		}
@@ -154,4 +154,78 @@ func (e Estimate) FormattedIn(lang string) string {
 		return template.FormatWaitRange(lang, int(e.P25/time.Minute), int(e.P75/time.Minute))
 	}
 	return template.FormatWait(lang, int(e.Wait/time.Minute))
+}
+
+// waitAfter is the wait, in minutes, for the admission that follows ahead
+// other visitors', as of view v under policy p, and whether it is known.
+// byRate is the wait, in minutes, the recent admission rate gives (no
+// more than ahead ÷ rate for FIFO), or NaN when nothing was let in lately.
+// The wait is the latest of the bounds that apply:
+//
+//   - the limit on new visitors: NewUsersPerMinute a minute, spread over
+//     the minute, counting those admitted this minute already;
+//   - while TotalActiveUsers binds, the slots: a visitor gets in when a
+//     slot frees, and the room knows when each live session ends unless
+//     renewed (the state counts every active visitor by the second of
+//     their latest request), so the k-th slot to free is the k-th session
+//     end. Beyond the live sessions, slots come round once per session
+//     hold: the session duration, or the active visitors over the
+//     observed outflow when that is longer (visitors who keep browsing
+//     hold their slot longer);
+//   - byRate, when the slots do not bind or the slot waited for is held
+//     by a session seen within the last minute (which may be renewed, so
+//     its end is only the earliest the slot can free). Where the ends are
+//     known, the rate is not used: slots that free in bursts (sessions
+//     that began together) make a rate that is wrong at every moment.
+//
+// The wait is unknown when the slot waited for is held by a session seen
+// within the last minute and nothing was let in lately.
+func waitAfter(v *view, p *policy, ahead, byRate float64) (float64, bool) {
+	if math.IsNaN(ahead) || v.At == 0 {
+		return 0, false // a view before the first sync knows nothing
+	}
+	ahead = min(max(ahead, 0), 1e12)
+	k := int64(ahead) + 1 // this visitor's admission, counted from the view's
+	var wait float64      // ms
+	rated := !math.IsNaN(byRate)
+	byRate *= 60_000
+
+	// New Users Per Minute, spread over each minute.
+	if nupm := int64(p.NewUsersPerMinute); nupm > 0 {
+		start := minuteOf(v.At) * 60_000
+		j := float64(v.AdmittedThisMinute + k - 1)
+		wait = max(wait, float64(start)+j*60_000/float64(nupm)-float64(v.At))
+	}
+
+	// Total Active Users: the k-th slot to free, as the sessions end.
+	tau := int64(p.TotalActiveUsers)
+	if tau <= 0 || k <= tau-v.Active {
+		if rated {
+			wait = max(wait, byRate)
+		}
+		return wait / 60_000, true
+	}
+	free := tau - v.Active // negative while more are active than the limit
+	round, i := (k-1)/tau, (k-1)%tau
+	at := v.At
+	renewing := false
+	if i >= free {
+		var ok bool
+		at, renewing, ok = v.Ends.End(i - free + 1)
+		if !ok { // fewer session records than active visitors: a legacy count
+			at, renewing = v.At+p.session, true
+		}
+	}
+	hold := float64(p.session)
+	if v.PerMinute > 0 {
+		hold = max(hold, float64(v.Active)/v.PerMinute*60_000)
+	}
+	wait = max(wait, float64(at-v.At)+float64(round)*hold)
+	if renewing {
+		if !rated {
+			return 0, false
+		}
+		wait = max(wait, byRate)
+	}
+	return wait / 60_000, true
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/template"
@@ -42,7 +43,7 @@ func TestRandomMinutes(t *testing.T) {
 func flowing(perMinute float64) (*view, *policy) {
 	at := testclock.Start.UnixMilli()
 	p := &policy{Settings: Settings{TotalActiveUsers: 1 << 40, NewUsersPerMinute: 1 << 40}, session: 5 * 60_000}
-	return &view{at: at, perMinute: perMinute}, p
+	return &view{View: share.View{At: at, PerMinute: perMinute}}, p
 }
 
 func TestFIFOEstimate(t *testing.T) {
@@ -96,19 +97,19 @@ func TestEstimateKnowsWhenSessionsEnd(t *testing.T) {
 	at := testclock.Start.UnixMilli() + 15_000 // Unix ms
 	sec := at / 1000
 	p := &policy{Settings: Settings{TotalActiveUsers: 3, NewUsersPerMinute: 3}, session: 5 * 60_000}
-	times := sessionTimes{window: p.session}
+	times := share.SessionTimes{Window: p.session}
 	// room is the view of the room with sessions last seen at the given seconds.
 	room := func(perMinute float64, seen ...int64) *view {
-		v := &view{at: at, perMinute: perMinute}
-		c := newEndCounter(at, times)
+		v := &view{View: share.View{At: at, PerMinute: perMinute}}
+		var ss []store.Session
 		for i, s := range seen {
 			x := store.Session{ID: uint64(i + 1), Admitted: sec - 15, Seen: s}
-			if times.alive(&x, at) {
-				v.active++
-				c.add(&x)
+			if times.Alive(&x, at) {
+				v.Active++
+				ss = append(ss, x)
 			}
 		}
-		v.ends = c.schedule()
+		v.Ends = share.EndsOf(at, times, ss)
 		return v
 	}
 	for _, tc := range []struct {
@@ -126,7 +127,7 @@ func TestEstimateKnowsWhenSessionsEnd(t *testing.T) {
 		{"a slot is free", room(3, sec-15, sec-15), 0, Estimate{Known: true}},
 		// The limit on new visitors binds after a free slot: three this
 		// minute already, the next one in the next minute.
-		{"free slot, minute spent", func() *view { v := room(3, sec-15, sec-15); v.admittedThisMinute = 3; return v }(), 0,
+		{"free slot, minute spent", func() *view { v := room(3, sec-15, sec-15); v.AdmittedThisMinute = 3; return v }(), 0,
 			Estimate{Known: true, Wait: time.Minute}},
 		// Nobody let in lately and the slot held by a session still in
 		// use: its end is only the earliest it can come.
@@ -156,66 +157,6 @@ func TestFormatWait(t *testing.T) {
 	}
 	assert.Equal(t, "unavailable", Estimate{}.Formatted())
 	assert.Equal(t, "10 minutes", Estimate{Known: true, Wait: 10 * time.Minute}.Formatted())
-}
-
-func TestMergeCells(t *testing.T) {
-	c := func(b, s, n int64) store.Cell { return store.Cell{Bucket: b, Slot: s, N: n} }
-	for _, tc := range []struct {
-		name string
-		cs   []store.Cell
-		d    map[cellKey]int64
-		want []store.Cell
-	}{
-		{"empty", nil, nil, nil},
-		{"only changes", nil, map[cellKey]int64{{2, 1}: 1, {1, 5}: -1}, []store.Cell{c(1, 5, -1), c(2, 1, 1)}},
-		{"no changes", []store.Cell{c(1, 1, 3)}, nil, []store.Cell{c(1, 1, 3)}},
-		{"merge", []store.Cell{c(1, 1, 3), c(1, 4, 2), c(3, 1, 1)}, map[cellKey]int64{{1, 4}: -2, {2, 9}: 5, {4, 0}: 1, {0, 0}: 7},
-			[]store.Cell{c(0, 0, 7), c(1, 1, 3), c(1, 4, 0), c(2, 9, 5), c(3, 1, 1), c(4, 0, 1)}},
-		{"unsorted state", []store.Cell{c(3, 1, 1), c(1, 1, 3)}, map[cellKey]int64{{2, 2}: 1}, []store.Cell{c(1, 1, 3), c(2, 2, 1), c(3, 1, 1)}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, mergeCells(tc.cs, tc.d))
-		})
-	}
-}
-
-// TestOutflowNeverAboveLimit holds that the admission rate the estimates
-// and Stats use never reads above the limit it measures against, however
-// early in a minute it is read: two admitted in the first 15 seconds of a
-// room's life are not 8 a minute against a limit of 2.
-func TestOutflowNeverAboveLimit(t *testing.T) {
-	const m = 29_000_000 // a minute, Unix minutes
-	for _, tc := range []struct {
-		name     string
-		admitted map[int64]int64
-		into     int64 // ms into minute m
-		limit    int64
-		want     float64
-	}{
-		{"two in the first 15 s", map[int64]int64{m: 2}, 15_000, 2, 2},
-		{"one in the first 15 s", map[int64]int64{m: 1}, 15_000, 2, 2},
-		{"one in the first 45 s", map[int64]int64{m: 1}, 45_000, 10, 1 / 0.75},
-		{"full minutes then two early", map[int64]int64{m - 2: 2, m - 1: 2, m: 2}, 5_000, 2, 2},
-		{"steady half the limit", map[int64]int64{m - 3: 5, m - 2: 5, m - 1: 5, m: 2}, 30_000, 10, 17 / 3.5},
-		{"limit lowered live", map[int64]int64{m - 1: 10, m: 10}, 59_000, 2, 2},
-		{"nothing", map[int64]int64{}, 30_000, 5, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := outflow(tc.admitted, m*60_000+tc.into, tc.limit)
-			assert.InDelta(t, tc.want, got, 1e-9)
-			assert.LessOrEqual(t, got, float64(tc.limit))
-		})
-	}
-	// Every moment of a room admitting at its limit from its first second.
-	for limit := int64(1); limit <= 7; limit++ {
-		adm := map[int64]int64{}
-		for ms := int64(0); ms < 6*60_000; ms += 1_000 {
-			mm := m + ms/60_000
-			// admissions spread over the minute, never above the limit
-			adm[mm] = min(limit, (ms%60_000)/(60_000/limit)+1)
-			assert.LessOrEqual(t, outflow(adm, m*60_000+ms, limit), float64(limit), "limit %d at %d ms", limit, ms)
-		}
-	}
 }
 
 // TestEstimateWhileSessionsHoldTheSlots replays the README's demo (3

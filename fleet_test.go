@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
@@ -75,14 +75,13 @@ func classicSync(mutate func(*Config)) func(*Config) {
 func fleetOn(rooms []*Room) (on, leader int) {
 	leader = -1
 	for i, rm := range rooms {
-		rm.syncMu.Lock()
-		if rm.fleet.on {
+		st := rm.syncer.Status()
+		if st.Fleet {
 			on++
 		}
-		if rm.fleet.term != 0 {
+		if st.Term != 0 {
 			leader = i
 		}
-		rm.syncMu.Unlock()
 	}
 	return on, leader
 }
@@ -248,7 +247,7 @@ func TestFleetSurgeFewSlots(t *testing.T) {
 			rooms := instances(t, clk, memstore.New(), n, mutate)
 			scarce := 0
 			sg.step = func(time.Time) {
-				if v := rooms[0].view.Load(); v.scarce {
+				if v := rooms[0].syncer.Snapshot(); v.Scarce {
 					scarce++
 				}
 			}
@@ -313,7 +312,7 @@ func TestFleetAggregatorKilled(t *testing.T) {
 	// A lease not renewed for an instance TTL (3 s here) is taken over by
 	// about two instances' syncs, four half a TTL later, and so on: well
 	// before the instances' patience (fleetLeaseTTLs TTLs) runs out.
-	ttl := time.Duration(rooms[0].instanceTTL()) * time.Millisecond
+	ttl := share.InstanceTTL(rooms[0].cfg.SyncInterval)
 	assert.LessOrEqual(t, recovered.Sub(killAt), 2*ttl+2*time.Second, "recovery")
 	assert.Zero(t, fellBack, "instances that fell back to classic syncs")
 	t.Logf("the fleet synced through a new aggregator %v after the kill", recovered.Sub(killAt))
@@ -346,7 +345,7 @@ func TestFleetMailboxesRemoved(t *testing.T) {
 		}
 	}
 	hasMailbox := func(i int) bool {
-		s, err := st.Read(ctx, mailboxKey(rooms[i].cfg.Name, rooms[i].id))
+		s, err := st.Read(ctx, share.MailboxKey(rooms[i].cfg.Name, rooms[i].id))
 		require.NoError(t, err)
 		return s.Epoch != 0
 	}
@@ -370,7 +369,7 @@ func TestFleetMailboxesRemoved(t *testing.T) {
 	assert.Equal(t, fleetSize-4, rooms[leader].Stats().Instances, "the silent instances dropped")
 	down[back] = false
 	run(30 * time.Second)
-	assert.False(t, st.removed(mailboxKey(rooms[back].cfg.Name, rooms[back].id)), "the mailbox of the instance that came back is kept")
+	assert.False(t, st.removed(share.MailboxKey(rooms[back].cfg.Name, rooms[back].id)), "the mailbox of the instance that came back is kept")
 	for i := range rooms {
 		assert.Equal(t, !down[i], hasMailbox(i), "instance %d: a mailbox while it lives, none once it is gone", i)
 	}
@@ -420,7 +419,7 @@ func TestFleetViewRead(t *testing.T) {
 			on, leader := fleetOn(rooms)
 			assert.Equal(t, fleetSize, on)
 			assert.GreaterOrEqual(t, leader, 0)
-			reads, updates := rec.counts(viewKey(rooms[0].cfg.Name))
+			reads, updates := rec.counts(share.ViewKey(rooms[0].cfg.Name))
 			if reader {
 				assert.GreaterOrEqual(t, reads, rounds*(fleetSize-1), "every instance reads the view each sync")
 				assert.LessOrEqual(t, updates, rounds+2, "only the aggregator updates the view")
@@ -553,10 +552,9 @@ func TestFleetJoinMidSurge(t *testing.T) {
 			require.Len(t, joined, tc.joined)
 			assert.Equal(t, len(rooms), minOn, "the fleet synced through the aggregator all along")
 			for i, rm := range joined {
-				rm.syncMu.Lock()
-				assert.Zero(t, rm.fleet.classicVersion, "instance %d joined without a classic sync", i)
-				assert.True(t, rm.fleet.on, "instance %d syncs through the aggregator", i)
-				rm.syncMu.Unlock()
+				st := rm.syncer.Status()
+				assert.False(t, st.Classic, "instance %d joined without a classic sync", i)
+				assert.True(t, st.Fleet, "instance %d syncs through the aggregator", i)
 			}
 			assert.Equal(t, n, rooms[0].Stats().Instances)
 
@@ -829,7 +827,7 @@ func TestFleetWipedStoreNoticedAtOnce(t *testing.T) {
 			on, leader := fleetOn(rooms)
 			require.Equal(t, fleetSize, on)
 			require.GreaterOrEqual(t, leader, 0)
-			old := rooms[0].epoch
+			old := rooms[0].syncer.Status().Epoch
 			clk.Add(time.Second)
 			order := []*Room{rooms[leader]}
 			for i, rm := range rooms {
@@ -849,10 +847,10 @@ func TestFleetWipedStoreNoticedAtOnce(t *testing.T) {
 					// emptied: it finds it lost at its next sync.
 					continue
 				}
-				assert.NotEqual(t, old, rm.epoch, "instance %s rebuilt the state at its first sync after the wipe", rm.id)
+				assert.NotEqual(t, old, rm.syncer.Status().Epoch, "instance %s rebuilt the state at its first sync after the wipe", rm.id)
 			}
 			require.NoError(t, order[0].Sync(ctx))
-			assert.NotEqual(t, old, order[0].epoch, "the aggregator rebuilt the state at its second sync after the wipe")
+			assert.NotEqual(t, old, order[0].syncer.Status().Epoch, "the aggregator rebuilt the state at its second sync after the wipe")
 		})
 	}
 }
@@ -918,7 +916,7 @@ func (s *lateGrants) Update(ctx context.Context, room string, fn func(*store.Sta
 	switch {
 	case room == s.name:
 		s.writing.Store(true)
-	case room == viewKey(s.name) || strings.HasPrefix(room, s.name+"#fleet-join:"):
+	case room == share.ViewKey(s.name) || strings.HasPrefix(room, s.name+"#fleet-join:"):
 		s.writing.Store(false)
 	case s.writing.Load() && strings.HasPrefix(room, s.name+"#fleet:"):
 		id := strings.TrimPrefix(room, s.name+"#fleet:")
@@ -1130,217 +1128,4 @@ func TestFleetSilentIsNoGoingBack(t *testing.T) {
 	on, _ = fleetOn(rooms)
 	assert.Equal(t, fleetSize, on, "every instance syncs through the aggregator")
 	assert.Equal(t, fleetSize, rooms[leader].Stats().Instances, "the instance joined again")
-}
-
-// TestSilentFleetRecordsDropped checks who drops the record of a fleet
-// instance silent for longer than the instance TTL: while a live lease
-// says an aggregator keeps the fleet's records (from their mailboxes,
-// which they write whether or not its rounds commit), only its round; a
-// classic sync drops the others' records as ever, and the fleet's once
-// the lease has expired.
-func TestSilentFleetRecordsDropped(t *testing.T) {
-	const now, ttl = int64(1_000_000), int64(3000)
-	fleet, classic := "a", "b"
-	for _, tc := range []struct {
-		name  string
-		lease int64 // ms since the lease was renewed; -1 for none
-		round bool
-		kept  []string
-	}{
-		{"classic sync, live lease", 0, false, []string{fleet, classic}},
-		{"round, live lease", 0, true, nil},
-		{"classic sync, no lease", -1, false, nil},
-		{"classic sync, expired lease", fleetLeaseTTLs*ttl + 1, false, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			st := &store.State{Epoch: 1, Instances: []store.Instance{
-				{ID: fleet, Seen: now - ttl - 1, Grant: 1},
-				{ID: classic, Seen: now - ttl - 1, Grant: 1},
-			}}
-			if tc.lease >= 0 {
-				st.Lease = &store.Lease{Holder: "c", Renewed: now - tc.lease}
-			}
-			p := syncParams{now: now, id: "c", instanceTTL: ttl, round: tc.round, waitWindow: 44_000, dueWindow: 27_000,
-				settings: Settings{QueueingMethod: FIFO, TotalActiveUsers: 10, NewUsersPerMinute: 10}}
-			p.policy = policy{Settings: p.settings, method: &fifoMethod}
-			applySync(st, p, newDelta())
-			var kept []string
-			for _, in := range st.Instances {
-				if in.ID == fleet || in.ID == classic {
-					kept = append(kept, in.ID)
-				}
-			}
-			assert.Equal(t, tc.kept, kept)
-		})
-	}
-}
-
-// TestApplyRoundMergesOnce checks the aggregator's round, which merges
-// every instance's news into the state at once and then carves a grant
-// for each (applyRound), against the same news applied by a sync of its
-// own per instance (applySync, as the round did before): the shared part
-// of the state (sessions, waiting cells, admissions) and the instances'
-// records come out the same, and the grants keep the limits exact:
-// admitted this minute plus every grant held within NewUsersPerMinute,
-// visitors active plus every grant within TotalActiveUsers.
-func TestApplyRoundMergesOnce(t *testing.T) {
-	for _, tc := range []struct {
-		name        string
-		method      *method
-		instances   int
-		perMinute   int
-		total       int
-		shared      int // sessions reported by two instances (one cookie, two tabs)
-		withRecords bool
-	}{
-		{"fifo, per-minute bound", &fifoMethod, 40, 100, 1000, 0, true},
-		{"fifo, total bound", &fifoMethod, 40, 100, 90, 0, true},
-		{"random, per-minute bound", &randomMethod, 40, 60, 1000, 0, true},
-		{"fifo, shared cookies", &fifoMethod, 40, 100, 1000, 10, true},
-		{"fifo, joining instances", &fifoMethod, 40, 100, 1000, 0, false},
-		{"one instance", &fifoMethod, 1, 100, 1000, 0, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(1, uint64(tc.instances)))
-			now := newClock().Now().UnixMilli() + 30_000
-			nowMin := minuteOf(now)
-			base := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
-			// A queue of five buckets, 40 sessions, 10 admissions this
-			// minute, and records of a grant of 1 each: the limits are
-			// exact before the round.
-			for b := range int64(5) {
-				for s := range int64(3) {
-					base.Waiting = append(base.Waiting, store.Cell{Bucket: nowMin - 5 + b, Slot: slotOf(now) - s, N: 1 + rng.Int64N(6)})
-				}
-			}
-			slices.SortFunc(base.Waiting, func(a, b store.Cell) int {
-				return cmp.Or(cmp.Compare(a.Bucket, b.Bucket), cmp.Compare(a.Slot, b.Slot))
-			})
-			for i := range 40 {
-				base.Sessions = append(base.Sessions, store.Session{ID: uint64(i+1) << 20, Admitted: now/1000 - 50, Seen: now/1000 - 2})
-			}
-			base.Admitted = []store.Count{{Key: nowMin, N: 10}}
-			ids := make([]string, tc.instances)
-			for i := range ids {
-				ids[i] = fmt.Sprintf("i%03d+s4c3p1f1", i)
-				if tc.withRecords {
-					base.Instances = append(base.Instances, store.Instance{ID: ids[i], Seen: now - 1000, Seq: 1, Grant: 1, Traffic: 2})
-				}
-			}
-			p := syncParams{now: now, settings: Settings{TotalActiveUsers: tc.total, NewUsersPerMinute: tc.perMinute},
-				times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000,
-				syncInterval: 1000, instanceTTL: 3000, round: true}
-			p.policy = policy{Settings: p.settings, method: tc.method}
-			members := make([]member, tc.instances)
-			ds := make([]*delta, tc.instances)
-			for i := range tc.instances {
-				d := newDelta()
-				// An admission from the grant it held (1), check-ins that
-				// move a waiting visitor to this slot, requests of
-				// admitted visitors, a revoke now and then.
-				held := int64(1)
-				if rng.IntN(2) == 0 {
-					d.session(store.Session{ID: uint64(1000 + i), Admitted: now/1000 - 1, Seen: now / 1000})
-					held = 0
-				}
-				for range 3 {
-					c := base.Waiting[rng.IntN(len(base.Waiting))]
-					d.waiting[cellKey{c.Bucket, c.Slot}]--
-					d.waiting[cellKey{c.Bucket, slotOf(now)}]++
-				}
-				x := base.Sessions[rng.IntN(len(base.Sessions))]
-				x.Seen = now / 1000
-				x.Revoked = rng.IntN(10) == 0
-				d.session(x)
-				if i < tc.shared { // the same new visitor, reported by two instances
-					d.session(store.Session{ID: 5000, Admitted: now/1000 - 1, Seen: now / 1000})
-				}
-				d.attempts = 1 + rng.Int64N(5)
-				ds[i] = d
-				members[i] = member{id: ids[i], seq: 2, held: held, attempts: d.attempts}
-			}
-
-			merged := clone(t, base)
-			out, v := applyRound(merged, p, members, ds)
-			seq := clone(t, base)
-			for i, m := range members {
-				q := p
-				q.id, q.seq, q.held = m.id, m.seq, m.held
-				applySync(seq, q, ds[i])
-			}
-
-			assert.Equal(t, seq.Sessions, merged.Sessions, "sessions")
-			assert.Equal(t, seq.Waiting, merged.Waiting, "waiting cells")
-			assert.Equal(t, seq.Admitted, merged.Admitted, "admissions")
-			require.Len(t, merged.Instances, len(seq.Instances))
-			for i, in := range merged.Instances {
-				assert.Equal(t, seq.Instances[i].ID, in.ID)
-				assert.Equal(t, seq.Instances[i].Seq, in.Seq, "instance %s: sequence number", in.ID)
-				assert.Equal(t, seq.Instances[i].Seen, in.Seen, "instance %s: seen", in.ID)
-				assert.InDelta(t, seq.Instances[i].Traffic, in.Traffic, 1e-9, "instance %s: traffic", in.ID)
-			}
-			var grants int64
-			for i, in := range merged.Instances {
-				grants += max(in.Grant, 0)
-				if g := out[i].g; g != nil {
-					assert.Equal(t, g.total(), in.Grant, "instance %s: its record holds its grant", in.ID)
-				}
-			}
-			assert.LessOrEqual(t, v.admittedThisMinute+grants, int64(tc.perMinute), "admitted this minute and every grant held")
-			assert.LessOrEqual(t, v.active+grants, int64(tc.total), "active and every grant held")
-			assert.Positive(t, grants, "the round carves")
-			t.Logf("admitted this minute %d, active %d, grants %d", v.admittedThisMinute, v.active, grants)
-		})
-	}
-}
-
-// clone returns a deep copy of st.
-func clone(t *testing.T, st *store.State) *store.State {
-	t.Helper()
-	c, err := store.UnmarshalState(store.MarshalState(st))
-	require.NoError(t, err)
-	return c
-}
-
-// TestLaterAdmissions checks what each instance of a round is told the
-// instances after it admitted this minute (the admissions its pace leaves
-// out): a visitor counts once, for the first instance that brings them,
-// not when the state has them already, and not when admitted in another
-// minute.
-func TestLaterAdmissions(t *testing.T) {
-	const nowMin = 1000
-	in := func(id uint64, minute int64) store.Session {
-		return store.Session{ID: id, Admitted: minute*60 + 5, Seen: minute*60 + 5}
-	}
-	deltas := func(ss ...[]store.Session) []*delta {
-		var ds []*delta
-		for _, s := range ss {
-			d := newDelta()
-			for _, x := range s {
-				d.session(x)
-			}
-			ds = append(ds, d)
-		}
-		return ds
-	}
-	for _, tc := range []struct {
-		name  string
-		state []store.Session
-		ds    []*delta
-		want  []int64
-	}{
-		{"one instance", nil, deltas([]store.Session{in(1, nowMin)}), []int64{0}},
-		{"one each", nil, deltas([]store.Session{in(1, nowMin)}, []store.Session{in(2, nowMin)}, []store.Session{in(3, nowMin)}), []int64{2, 1, 0}},
-		{"none after", nil, deltas([]store.Session{in(1, nowMin), in(2, nowMin)}, nil, nil), []int64{0, 0, 0}},
-		{"the same visitor twice (a shared cookie)", nil,
-			deltas([]store.Session{in(1, nowMin)}, []store.Session{in(2, nowMin)}, []store.Session{in(2, nowMin), in(1, nowMin)}), []int64{1, 0, 0}},
-		{"known to the state", []store.Session{in(2, nowMin)},
-			deltas(nil, []store.Session{in(2, nowMin)}, []store.Session{in(3, nowMin)}), []int64{1, 1, 0}},
-		{"another minute", nil,
-			deltas(nil, []store.Session{in(2, nowMin-1)}, []store.Session{in(3, nowMin+1), in(4, nowMin)}), []int64{1, 1, 0}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, laterAdmissions(&store.State{Sessions: tc.state}, nowMin, tc.ds))
-		})
-	}
 }

@@ -151,7 +151,7 @@ func newMemStore() store.Store { return memstore.New() }
 
 // readState is readCookie under the policy in force.
 func (tr *testRoom) readState(r *http.Request, now int64) (cookieState, bool) {
-	p := tr.policyAt(&tr.view.Load().settings, now)
+	p := tr.policyAt(&tr.syncer.Snapshot().Settings, now)
 	c, _, ok := tr.readCookie(r, &p, now)
 	return c, ok
 }

@@ -200,7 +200,7 @@ func TestHostedOncePerChanceDrawn(t *testing.T) {
 	tr.fill(10)
 	tr.sync()
 	other.sync()
-	require.Greater(t, tr.view.Load().instances, 1)
+	require.Greater(t, tr.syncer.Snapshot().Instances, 1)
 	v := &visitor{}
 	require.True(t, isWaiting(tr.getWith(v, "")))
 	for chance := 1; chance <= 3; chance++ {

@@ -32,18 +32,18 @@ func newIDRoom(t *testing.T, mutate func(*Config)) *idRoom {
 		if !ok {
 			panic("no ticket")
 		}
-		ir.mu.Lock()
+		ir.local.Lock()
 		ir.ids[tk.ID]++
 		ir.last = tk.ID
-		ir.mu.Unlock()
+		ir.local.Unlock()
 		_, _ = io.WriteString(w, "app")
 	}))
 	return ir
 }
 
 func (ir *idRoom) admissions() int {
-	ir.mu.Lock()
-	defer ir.mu.Unlock()
+	ir.local.Lock()
+	defer ir.local.Unlock()
 	return len(ir.ids)
 }
 
@@ -292,15 +292,15 @@ func TestLapsedCookieIsOneNewVisitor(t *testing.T) {
 		}
 	}
 
-	tr.mu.Lock()
+	tr.local.Lock()
 	before := tr.chances.Len()
-	tr.mu.Unlock()
+	tr.local.Unlock()
 	for range 100 {
 		require.True(t, isWaiting(tr.send("")))
 	}
-	tr.mu.Lock()
+	tr.local.Lock()
 	assert.Equal(t, before, tr.chances.Len(), "no memory for visitors without a cookie")
-	tr.mu.Unlock()
+	tr.local.Unlock()
 }
 
 // With renewal disabled and someone waiting, the capped visitor goes to

@@ -1,5 +1,7 @@
 package waitingroom
 
+import "github.com/go-waitingroom/waitingroom/internal/share"
+
 // QueueingMethod selects how waiting visitors are let in.
 type QueueingMethod string
 
@@ -33,8 +35,8 @@ type method struct {
 	ordered bool
 	// layout lays n free slots out over the buckets of waiting visitors
 	// (oldest first, with how many of each are due); nil for a method that
-	// grants no slots.
-	layout func(n int64, buckets []bucketCount) grant
+	// grants no slots (slots.go).
+	layout func(n int64, buckets []share.Bucket) grant
 	// estimate is the wait, as of view v under policy p, of a visitor
 	// competing in bucket b; a fresh visitor is behind everyone already
 	// waiting. nil when nobody waits for a slot.
@@ -44,37 +46,19 @@ type method struct {
 var (
 	fifoMethod = method{
 		ordered: true,
-		// Reserve for the oldest buckets first; fresh arrivals get what
-		// is left once every waiting visitor is covered. Every instance
-		// reserves for the whole of an older bucket, not for its traffic
-		// share of it: whichever instance an older visitor reaches, no
-		// newer visitor gets in before them. What goes unused returns at
-		// the next sync.
-		layout: func(n int64, buckets []bucketCount) grant {
-			g := grant{}
-			for _, b := range buckets {
-				if r := min(n, b.due); r > 0 {
-					g = append(g, grantEntry{bucket: b.bucket, n: r})
-					n -= r
-				}
-			}
-			if n > 0 {
-				g = append(g, grantEntry{bucket: anyBucket, n: n})
-			}
-			return g
-		},
+		layout:  fifoLayout,
 		// Everyone in older buckets is ahead, and on average half of the
 		// visitor's own bucket.
 		estimate: func(v *view, p *policy, b int64, fresh bool) Estimate {
-			ahead := v.waiting
-			for _, bc := range v.buckets {
+			ahead := v.Waiting
+			for _, bc := range v.Buckets {
 				if fresh {
 					break
 				}
-				if bc.bucket >= b {
-					ahead = bc.before
-					if bc.bucket == b {
-						ahead += bc.waiting / 2
+				if bc.Minute >= b {
+					ahead = bc.Before
+					if bc.Minute == b {
+						ahead += bc.Waiting / 2
 					}
 					break
 				}
@@ -83,12 +67,9 @@ var (
 		},
 	}
 	randomMethod = method{
-		// Any waiting visitor may take any slot.
-		layout: func(n int64, _ []bucketCount) grant {
-			return grant{{bucket: anyBucket, n: n}}
-		},
+		layout: randomLayout,
 		estimate: func(v *view, p *policy, _ int64, fresh bool) Estimate {
-			w := v.waiting
+			w := v.Waiting
 			if fresh {
 				w++ // the visitor competes too
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom/challenge"
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -1426,8 +1427,8 @@ func (m *model) checkSynced() {
 		m.fail("the room's active count is not the model's", "instance %d (synced last) counts %d active, the model %d to %d (%d revoked identities known)%s", m.lastSync, s.Active, lo, hi, m.revokedN(), m.explainActive(now))
 	}
 	// A revoke ends the session it was made for, and no other.
-	v := m.rooms[m.lastSync].view.Load()
-	for _, x := range v.sessions {
+	v := m.rooms[m.lastSync].syncer.Snapshot()
+	for _, x := range v.Sessions {
 		// (Behind nginx a revoke ends a record instead, and a record
 		// with renewal has no other end.)
 		if y := m.ids[x.ID]; (x.Revoked || (m.tc.passes != 0 && m.tc.renew && x.End != 0)) && (y == nil || !y.revoked) {
@@ -1440,13 +1441,13 @@ func (m *model) checkSynced() {
 		// (Identities that replayers or cloners used are left out here:
 		// the room's count of them is checked above.)
 		m.afterBurst = false
-		times := sessionTimes{window: m.session, margin: m.margin}
+		times := share.SessionTimes{Window: m.session, Margin: m.margin}
 		for id, x := range m.ids {
 			if x.revoked || x.kinds&(1<<kReplayer|1<<kCloner) != 0 || now >= (x.lastApp/1000+1)*1000+m.session+m.margin ||
 				(!m.tc.renew && now >= (x.acc/1000)*1000+m.session) {
 				continue
 			}
-			if rec, ok := v.session(id); !ok || !times.alive(&rec, now) {
+			if rec, ok := v.Session(id); !ok || !times.Alive(&rec, now) {
 				m.fail("a revoke subtracted more than once", "after a burst of revokes, the session of %s (latest request let in at %s) is not counted (record %v: %+v)", m.hexID(id), m.rel(x.lastApp), ok, rec)
 			}
 		}
@@ -1473,15 +1474,15 @@ func (m *model) explainActive(now int64) string {
 	if m.failures["the room's active count is not the model's"] >= 3 {
 		return ""
 	}
-	v := m.rooms[m.lastSync].view.Load()
-	times := sessionTimes{window: m.session, margin: m.margin}
+	v := m.rooms[m.lastSync].syncer.Snapshot()
+	times := share.SessionTimes{Window: m.session, Margin: m.margin}
 	out := ""
 	n := 0
 	for id, x := range m.ids {
 		modelAlive := (!x.revoked || now < x.revokeEnd) && now < (m.seenSec(id, x)+1)*1000+m.session+m.margin &&
 			(m.tc.renew || now < ((x.acc0+m.session+999)/1000)*1000)
-		rec, ok := v.session(id)
-		roomAlive := ok && times.alive(&rec, now)
+		rec, ok := v.Session(id)
+		roomAlive := ok && times.Alive(&rec, now)
 		if modelAlive == roomAlive || n >= 3 {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
@@ -79,7 +80,7 @@ func TestStoreOutage(t *testing.T) {
 			// Nobody is admitted until every instance had time to bring in
 			// the counts it kept during the outage.
 			assert.True(t, isWaiting(tr.get(&visitor{}, "")), "a newcomer waits out the grace")
-			tr.clk.Add(time.Duration(tr.graceAfterGap()) * time.Millisecond)
+			tr.clk.Add(share.GraceAfterGap(tr.cfg.SyncInterval))
 			tr.sync()
 			after, ok := tr.readState(waiting.request(http.MethodGet, ""), tr.now())
 			require.True(t, ok)

@@ -57,7 +57,7 @@ func givePass(ctx context.Context, d time.Duration) (last, now int64, ok bool) {
 	}
 	rm := tc.rw.rm
 	now = rm.now()
-	v := rm.view.Load()
+	v := rm.syncer.Snapshot()
 	p := rm.policyOf(v, now)
 	last = floorDiv(now+d.Milliseconds(), 1000) - 1
 	if !p.renew {
@@ -67,8 +67,8 @@ func givePass(ctx context.Context, d time.Duration) (last, now int64, ok bool) {
 		return 0, 0, false
 	}
 	x := store.Session{ID: tc.id, Admitted: floorDiv(tc.acceptedAt, 1000), Seen: last, End: sessionEnd(p, tc.acceptedAt)}
-	rm.mu.Lock()
-	defer rm.mu.Unlock()
+	rm.local.Lock()
+	defer rm.local.Unlock()
 	if k, found := rm.lookupLocked(v, tc.id); found && k.End != 0 && k.End-1 < last {
 		if last = k.End - 1; last < floorDiv(now, 1000) {
 			return 0, 0, false

@@ -165,7 +165,7 @@ func TestPassKeepsTheSession(t *testing.T) {
 			// back: the room's own check of a record seen at the
 			// auth request alone.
 			x := store.Session{ID: 1, Admitted: 0, Seen: testclockStartUnix()}
-			assert.False(t, recordAlive(&x, a.policyOf(a.view.Load(), clk.Now().UnixMilli()), clk.Now().UnixMilli()))
+			assert.False(t, recordAlive(&x, a.policyOf(a.syncer.Snapshot(), clk.Now().UnixMilli()), clk.Now().UnixMilli()))
 
 			// And a visitor who stops holds the slot only until a
 			// session (and the margin of reports on their way between
@@ -249,11 +249,11 @@ func TestPassRevokeHoldsTheSlot(t *testing.T) {
 	}
 	// The minute's one admission is the instance's that holds the slot.
 	holder, h := b, hb
-	a.mu.Lock()
-	if a.grant.total() > 0 {
+	a.local.Lock()
+	if a.local.Grant().Total() > 0 {
 		holder, h = a, ha
 	}
-	a.mu.Unlock()
+	a.local.Unlock()
 	ans := holder.passGet(h, second, "/", false)
 	require.True(t, ans.passed, "the slot goes to the next visitor")
 	tk, ok := ParseTicket(ans.ticket)

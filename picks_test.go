@@ -1,10 +1,7 @@
 package waitingroom
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,241 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
-
-// TestReserveAndPick runs a fleet's round over a state with a queue of
-// two buckets and checks what it picks and reserves, and that the limits
-// count both.
-func TestReserveAndPick(t *testing.T) {
-	now := newClock().Now().UnixMilli() + 30_000 // 30 s into a minute
-	nowMin := minuteOf(now)
-	b0, b1 := nowMin-3, nowMin-2
-	const (
-		x, y1, y2, z = uint64(0x1001), uint64(0x2001), uint64(0x2002), uint64(0x3001)
-		agg          = "agg+s4c3p1f1"
-	)
-	future := now + 20_000
-	type want struct {
-		picked   []uint64
-		reserve  int64 // the reserve's slots
-		reserved int64 // the newest bucket it covers
-		memberB0 bool  // some instance's grant holds slots for b0
-	}
-	for _, tc := range []struct {
-		name     string
-		method   *method
-		due0     int64 // due visitors of b0 (b1 has 50)
-		admitted int64 // this minute
-		held     int64 // what each of the 40 instances holds
-		asks     map[uint64]ask
-		before   int64             // the reserve's slots before the round (covering b0)
-		picks    []uint64          // picks the state holds (bucket b0)
-		sessions []store.Session   // admitted meanwhile (in a delta)
-		edit     func(*syncParams) // changes to the parameters
-		scarce   bool              // the fleet's instances below fleetScarceBelow slots each
-		want     want
-	}{
-		{
-			name: "a bucket's last due visitors: the one who asked picked, the rest reserved",
-			due0: 2, admitted: 20,
-			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}, y2: {b1, future}},
-			want: want{picked: []uint64{x}, reserve: 1, reserved: b0},
-		},
-		{
-			name: "no newer visitor picked while an older one is due and not picked",
-			due0: 200, admitted: 20,
-			asks: map[uint64]ask{y1: {b1, future}},
-			want: want{memberB0: true},
-		},
-		{
-			name: "many due: those who asked picked, nothing reserved, every instance reserves for them",
-			due0: 200, admitted: 20,
-			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}},
-			want: want{picked: []uint64{x}, memberB0: true},
-		},
-		{
-			name: "the instances hold every free slot: nothing picked or reserved",
-			due0: 2, admitted: 20, held: 2,
-			asks: map[uint64]ask{x: {b0, future}},
-			want: want{memberB0: true},
-		},
-		{
-			name: "asks of visitors let in, picked already or not back in time are not picked",
-			due0: 4, admitted: 20,
-			asks:     map[uint64]ask{x: {b0, future}, y1: {b0, now}, y2: {b0, future}, z: {b0, future}},
-			picks:    []uint64{y2},
-			sessions: []store.Session{{ID: z, Admitted: now/1000 - 1, Seen: now / 1000}},
-			want:     want{picked: []uint64{x, y2}, reserve: 2, reserved: b0},
-		},
-		{
-			name: "a pick whose visitor was let in is dropped",
-			due0: 2, admitted: 20,
-			picks:    []uint64{z},
-			sessions: []store.Session{{ID: z, Admitted: now/1000 - 1, Seen: now / 1000}},
-			want:     want{reserve: 2, reserved: b0},
-		},
-		{
-			name: "a bucket the reserve covered keeps what it can have of it",
-			due0: 6, admitted: 50, held: 1, before: 3,
-			edit: func(p *syncParams) { p.settings.NewUsersPerMinute, p.policy.NewUsersPerMinute = 94, 94 },
-			want: want{reserve: 4, reserved: b0, memberB0: true},
-		},
-		{
-			// A state that went back: the reserve read back was set
-			// when more slots were free than now (the sessions of the
-			// lost seconds are reported again), and 3 are. Kept whole,
-			// it gave 4 picks and 2 reserved: 6 held for 3. The bucket
-			// stays covered with no slot: its visitors who ask are told
-			// to come back soon for the next picks, not in a refresh.
-			name: "a reserve the free slots no longer cover shrinks to them",
-			due0: 6, admitted: 20, before: 6,
-			asks: map[uint64]ask{x: {b0, future}, y1: {b0, future}, y2: {b0, future}, z: {b0, future}},
-			edit: func(p *syncParams) { p.settings.TotalActiveUsers, p.policy.TotalActiveUsers = 3, 3 },
-			want: want{picked: []uint64{x, y1, y2}, reserved: b0},
-		},
-		{
-			// The state went back to before the aggregator's latest
-			// round reserved b0 (no reserve record): b0 keeps what it
-			// can have, 2 of its 5 due visitors not picked.
-			name: "a state that went back to before the reserve: the bucket keeps what it can have",
-			due0: 6, admitted: 20,
-			asks: map[uint64]ask{x: {b0, future}},
-			edit: func(p *syncParams) {
-				p.settings.TotalActiveUsers, p.policy.TotalActiveUsers = 3, 3
-				p.reserved = b0
-			},
-			want: want{picked: []uint64{x}, reserve: 2, reserved: b0},
-		},
-		{
-			name: "a bucket the reserve did not cover is not reserved in part",
-			due0: 6, admitted: 50, held: 1,
-			edit: func(p *syncParams) { p.settings.NewUsersPerMinute, p.policy.NewUsersPerMinute = 94, 94 },
-			want: want{memberB0: true},
-		},
-		{
-			name:   "random: nothing picked or reserved",
-			method: &randomMethod, due0: 2, admitted: 20,
-			asks: map[uint64]ask{x: {b0, future}},
-		},
-		{
-			// 100 a minute for 40 instances: every slot goes by pick.
-			name: "few slots an instance: those who asked picked, the instances given nothing",
-			due0: 200, admitted: 20, scarce: true,
-			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}},
-			want: want{picked: []uint64{x}},
-		},
-		{
-			name: "few slots an instance: what the instances hold is laid out again, nothing added",
-			due0: 200, admitted: 20, held: 1, scarce: true,
-			asks: map[uint64]ask{x: {b0, future}},
-			want: want{picked: []uint64{x}, memberB0: true},
-		},
-		{
-			name:   "few slots an instance, random: the asked picked, whatever their bucket",
-			method: &randomMethod, due0: 200, admitted: 20, scarce: true,
-			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}, y2: {b1, future}, z: {b0, future}},
-			want: want{picked: []uint64{x, y1, y2, z}},
-		},
-		{
-			// 30 s into the minute, three intervals ahead, the release
-			// is at 56: 3 left, drawn among the 4 asked.
-			name:   "few slots an instance, random: as many as the release allows",
-			method: &randomMethod, due0: 200, admitted: 53, scarce: true,
-			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}, y2: {b1, future}, z: {b0, future}},
-			want: want{picked: []uint64{y1, y2, z}},
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := tc.method
-			if m == nil {
-				m = &fifoMethod
-			}
-			st := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
-			st.Waiting = []store.Cell{{Bucket: b0, Slot: slotOf(now), N: tc.due0}, {Bucket: b1, Slot: slotOf(now), N: 50}}
-			st.Admitted = []store.Count{{Key: nowMin, N: tc.admitted}}
-			st.Lease = &store.Lease{Holder: agg, Term: 1, Renewed: now - 1000}
-			if tc.before > 0 {
-				st.Reserve = &store.Reserve{Slots: tc.before, Upto: b0, Set: now - 1000}
-			}
-			for _, id := range tc.picks {
-				st.Picks = append(st.Picks, store.Pick{Visitor: id, Bucket: b0, Until: future})
-			}
-			p := syncParams{now: now, settings: Settings{TotalActiveUsers: 1000, NewUsersPerMinute: 100},
-				times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000,
-				syncInterval: 1000, instanceTTL: 3000, round: true}
-			p.policy = policy{Settings: p.settings, method: m}
-			if tc.scarce {
-				p.scarceBelow = fleetScarceBelow
-			}
-			if tc.edit != nil {
-				tc.edit(&p)
-			}
-			members := make([]member, 40)
-			ds := make([]*delta, 40)
-			for i := range members {
-				id := fmt.Sprintf("i%03d", i)
-				st.Instances = append(st.Instances, store.Instance{ID: id, Seen: now - 1000, Seq: 1, Grant: tc.held, Traffic: 2})
-				ds[i] = newDelta()
-				ds[i].attempts = 2
-				members[i] = member{id: id, seq: 2, held: tc.held, attempts: 2}
-			}
-			for id, a := range tc.asks {
-				ds[int(id)%40].ask(id, a.bucket, a.until)
-			}
-			for _, x := range tc.sessions {
-				ds[0].session(x)
-			}
-
-			out, v := applyRound(st, p, members, ds)
-
-			var picked []uint64
-			var reserve, reserved int64
-			for _, pk := range st.Picks {
-				picked = append(picked, pk.Visitor)
-			}
-			grants := int64(len(st.Picks))
-			for _, in := range st.Instances {
-				grants += max(in.Grant, 0)
-			}
-			if r := st.Reserve; r != nil {
-				reserve, reserved = r.Slots, r.Upto
-				grants += max(r.Slots, 0)
-			}
-			slices.Sort(picked)
-			assert.Equal(t, tc.want.picked, picked, "picks")
-			assert.Equal(t, tc.want.reserve, reserve, "the reserve's slots")
-			assert.Equal(t, tc.want.reserved, reserved, "the newest bucket the reserve covers")
-			memberB0 := false
-			for _, c := range out {
-				for _, e := range c.g {
-					memberB0 = memberB0 || e.bucket == b0
-				}
-			}
-			assert.Equal(t, tc.want.memberB0, memberB0, "an instance reserves for b0")
-			if tc.scarce {
-				for i, c := range out {
-					assert.LessOrEqual(t, c.g.total(), tc.held, "instance %d: nothing added to what it held", i)
-					assert.True(t, c.scarce, "instance %d: told to keep none of it", i)
-				}
-			}
-			assert.LessOrEqual(t, v.admittedThisMinute+grants, int64(p.settings.NewUsersPerMinute), "admitted this minute, picks, the reserve and every grant")
-			assert.LessOrEqual(t, v.active+grants, int64(p.settings.TotalActiveUsers))
-			// What the instances read of it.
-			wantPicks := map[uint64]int64(nil)
-			for _, id := range tc.want.picked {
-				if wantPicks == nil {
-					wantPicks = map[uint64]int64{}
-				}
-				wantPicks[id] = future
-			}
-			assert.Equal(t, wantPicks, v.picks, "the view's picks")
-			assert.Equal(t, tc.want.reserved, v.reservedTo, "the view's reserve")
-			assert.Equal(t, 40, v.instances, "picks and the reserve are no instances")
-		})
-	}
-}
 
 // TestScarceRandomAsks checks the instance's side of a fleet with few
 // slots an instance in random (fleetScarce): a waiting visitor is asked
@@ -259,28 +24,28 @@ func TestScarceRandomAsks(t *testing.T) {
 	const waiting = 300
 	clk, rooms, cookies := randomPairQueued(t, 60, waiting)
 	for _, rm := range rooms {
-		v := *rm.view.Load()
-		v.fleet, v.scarce, v.waiting = true, true, waiting
-		// The minute's slots all taken: the odds are an interval's.
-		v.at, v.admittedThisMinute, v.active = clk.Now().UnixMilli(), 60, 0
-		rm.view.Store(&v)
-		rm.mu.Lock()
-		rm.grant = grant{} // every slot goes by pick
-		rm.mu.Unlock()
+		rm.syncer.Amend(func(v *view) {
+			v.Fleet, v.Scarce, v.Waiting = true, true, waiting
+			// The minute's slots all taken: the odds are an interval's.
+			v.At, v.AdmittedThisMinute, v.Active = clk.Now().UnixMilli(), 60, 0
+		})
+		rm.local.Lock()
+		rm.local.SetGrant(grant{}) // every slot goes by pick
+		rm.local.Unlock()
 	}
 	asked := 0
 	for i, cookie := range cookies {
 		var got [2]bool
 		for j, d := range copiesWaiting(t, clk, rooms, cookie) {
 			rm := rooms[j]
-			pol := rm.policyAt(&rm.view.Load().settings, clk.Now().UnixMilli())
+			pol := rm.policyAt(&rm.syncer.Snapshot().Settings, clk.Now().UnixMilli())
 			c, _, ok := rm.readCookie((&visitor{cookie: cookie}).request(http.MethodGet, ""), &pol, clk.Now().UnixMilli())
 			require.True(t, ok)
-			rm.mu.Lock()
-			_, got[j] = rm.pending.asks[c.id]
-			rm.mu.Unlock()
+			rm.local.Lock()
+			_, got[j] = rm.local.Asked(c.id)
+			rm.local.Unlock()
 			if got[j] {
-				assert.Equal(t, time.Duration(rm.pickWait())*time.Millisecond, d.RefreshAfter, "visitor %d asked for: back soon", i)
+				assert.Equal(t, time.Duration(share.PickWait(rm.cfg.SyncInterval))*time.Millisecond, d.RefreshAfter, "visitor %d asked for: back soon", i)
 			} else {
 				assert.Greater(t, d.RefreshAfter, rm.cfg.RefreshInterval/2, "visitor %d not asked for: back in about a refresh interval", i)
 			}
@@ -304,10 +69,15 @@ func TestScarceRandomAsks(t *testing.T) {
 func TestPickLetsInAnywhere(t *testing.T) {
 	clk := newClock()
 	ms := memstore.New()
-	rooms := instances(t, clk, ms, 2, func(c *Config) {
+	// a's store can fail (flaky), to find whether a lets a pick in while
+	// its syncs fail.
+	fa := &flaky{Store: ms}
+	mutate := func(c *Config) {
 		c.QueueingMethod = FIFO
 		c.TotalActiveUsers, c.NewUsersPerMinute = 10, 1
-	})
+	}
+	rooms := []*Room{newTestRoomOn(t, clk, fa, mutate).Room, newTestRoomOn(t, clk, ms, mutate).Room}
+	syncAll(t, rooms)
 	a, b := rooms[0], rooms[1]
 	// Fill the minute, then queue a visitor.
 	first, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
@@ -318,7 +88,7 @@ func TestPickLetsInAnywhere(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, outcomeWaiting, d.Outcome)
 	cookie := a.cookieName + "=" + d.cookie
-	pol := a.policyAt(&a.view.Load().settings, clk.Now().UnixMilli())
+	pol := a.policyAt(&a.syncer.Snapshot().Settings, clk.Now().UnixMilli())
 	c, _, ok := a.readCookie((&visitor{cookie: cookie}).request(http.MethodGet, ""), &pol, clk.Now().UnixMilli())
 	require.True(t, ok)
 	id, bucket := c.id, c.bucket
@@ -326,9 +96,7 @@ func TestPickLetsInAnywhere(t *testing.T) {
 	syncAll(t, rooms)
 
 	setView := func(rm *Room, edit func(v *view)) {
-		v := *rm.view.Load()
-		edit(&v)
-		rm.view.Store(&v)
+		rm.syncer.Amend(edit)
 	}
 	check := func(rm *Room) decision {
 		d, err := rm.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
@@ -339,44 +107,46 @@ func TestPickLetsInAnywhere(t *testing.T) {
 	// backSoon checks that rm, whose view edit makes, tells the visitor
 	// to come back once a pick can be out, and returns what it asked
 	// for them.
-	backSoon := func(t *testing.T, rm *Room, edit func(v *view)) (ask, bool) {
+	backSoon := func(t *testing.T, rm *Room, edit func(v *view)) (int64, bool) {
 		setView(rm, edit)
 		got := check(rm)
 		require.Equal(t, outcomeWaiting, got.Outcome)
-		assert.Equal(t, time.Duration(rm.pickWait())*time.Millisecond, got.RefreshAfter, "back soon")
-		rm.mu.Lock()
-		asked, ok := rm.pending.asks[id]
-		rm.mu.Unlock()
+		assert.Equal(t, time.Duration(share.PickWait(rm.cfg.SyncInterval))*time.Millisecond, got.RefreshAfter, "back soon")
+		rm.local.Lock()
+		asked, ok := rm.local.Asked(id)
+		rm.local.Unlock()
 		clk.Add(got.RefreshAfter)
 		return asked, ok
 	}
 	t.Run("a visitor of a reserved bucket without a slot asks and comes back soon", func(t *testing.T) {
-		asked, ok := backSoon(t, b, func(v *view) { v.fleet, v.reservedTo = true, bucket })
+		asked, ok := backSoon(t, b, func(v *view) { v.Fleet, v.ReservedTo = true, bucket })
 		require.True(t, ok, "asked for")
-		assert.Equal(t, bucket, asked.bucket)
+		assert.Equal(t, bucket, asked)
 	})
 	t.Run("few slots an instance: a visitor whose turn is near asks and comes back soon", func(t *testing.T) {
-		_, ok := backSoon(t, b, func(v *view) { v.fleet, v.scarce, v.reservedTo = true, true, 0 })
+		_, ok := backSoon(t, b, func(v *view) { v.Fleet, v.Scarce, v.ReservedTo = true, true, 0 })
 		assert.True(t, ok, "asked for")
-		setView(b, func(v *view) { v.scarce = false })
+		setView(b, func(v *view) { v.Scarce = false })
 	})
 	t.Run("a view of a classic sync that shows the reserve: back soon, not asked", func(t *testing.T) {
 		// The fleet forms again after an outage: the aggregator's
 		// reserve is in the state, its rounds are not back yet.
-		_, ok := backSoon(t, a, func(v *view) { v.fleet, v.reservedTo = false, bucket })
+		_, ok := backSoon(t, a, func(v *view) { v.Fleet, v.ReservedTo = false, bucket })
 		assert.False(t, ok, "no aggregator to ask")
 	})
 	until := clk.Now().UnixMilli() + 5000
 	t.Run("not while the instance's syncs fail", func(t *testing.T) {
-		setView(a, func(v *view) { v.picks = map[uint64]int64{id: until} })
-		a.healthy.Store(false)
-		defer a.healthy.Store(true)
+		fa.down.Store(true)
+		require.Error(t, a.Sync(t.Context()))
+		fa.down.Store(false)
+		defer func() { require.NoError(t, a.Sync(t.Context())) }()
+		setView(a, func(v *view) { v.Picks = map[uint64]int64{id: until} })
 		got := check(a)
 		assert.Equal(t, outcomeWaiting, got.Outcome)
 		clk.Add(got.RefreshAfter)
 	})
 	t.Run("not once the pick expired", func(t *testing.T) {
-		setView(b, func(v *view) { v.picks = map[uint64]int64{id: clk.Now().UnixMilli()} })
+		setView(b, func(v *view) { v.Picks = map[uint64]int64{id: clk.Now().UnixMilli()} })
 		got := check(b)
 		assert.Equal(t, outcomeWaiting, got.Outcome)
 		clk.Add(got.RefreshAfter)
@@ -384,10 +154,10 @@ func TestPickLetsInAnywhere(t *testing.T) {
 	t.Run("let in by either instance, one session", func(t *testing.T) {
 		until := clk.Now().UnixMilli() + 5000
 		for _, rm := range rooms {
-			setView(rm, func(v *view) { v.picks = map[uint64]int64{id: until} })
-			rm.mu.Lock()
-			rm.grant = grant{} // no slot of its own
-			rm.mu.Unlock()
+			setView(rm, func(v *view) { v.Picks = map[uint64]int64{id: until} })
+			rm.local.Lock()
+			rm.local.SetGrant(grant{}) // no slot of its own
+			rm.local.Unlock()
 		}
 		got := check(a)
 		require.Equal(t, outcomeAdmitted, got.Outcome)
@@ -434,274 +204,5 @@ func syncAll(t *testing.T, rooms []*Room) {
 	t.Helper()
 	for _, rm := range rooms {
 		require.NoError(t, rm.Sync(t.Context()))
-	}
-}
-
-// TestAsksOnTheWire checks that asks go out with a batch and come back.
-func TestAsksOnTheWire(t *testing.T) {
-	d := newDelta()
-	d.ask(7, 100, 5000)
-	d.ask(7, 99, 6000) // the same visitor again: the older bucket, the later return
-	d.ask(8, 101, 7000)
-	w := toBatch(batch{seq: 3, d: d})
-	back := batchDelta(&w)
-	assert.Equal(t, map[uint64]ask{7: {99, 6000}, 8: {101, 7000}}, back.asks)
-	for i := range uint64(maxAsks) {
-		assert.True(t, d.mayAsk(100+i) || len(d.asks) >= maxAsks)
-		if d.mayAsk(100 + i) {
-			d.ask(100+i, 100, 5000)
-		}
-	}
-	assert.Len(t, d.asks, maxAsks, "an instance asks for maxAsks visitors at most")
-	assert.False(t, d.mayAsk(1<<40), "no more")
-	assert.True(t, d.mayAsk(7), "but again for one it asked for")
-	other := newDelta()
-	other.ask(1<<40, 100, 5000)
-	merged := newDelta()
-	merged.add(d)
-	merged.add(other)
-	assert.Len(t, merged.asks, maxAsks+1, "a round merges every instance's asks")
-}
-
-// TestReserveAndPickRandom runs rounds over random queues, holdings,
-// picks, a reserve and asks, and checks what every round must keep: the
-// limits with the picks and the reserve counted, picks only of visitors
-// asked for (or picked before) and not let in, no visitor of a bucket
-// picked while an older one has a due visitor no pick covers, one reserve
-// of the oldest bucket with due visitors left, for no more of them than
-// are left.
-func TestReserveAndPickRandom(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 14))
-	const agg = "agg"
-	for trial := range 2000 {
-		now := newClock().Now().UnixMilli() + rng.Int64N(60_000)
-		nowMin := minuteOf(now)
-		perMinute := 10 + rng.Int64N(200)
-		total := perMinute + rng.Int64N(500)
-		st := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
-		nb := 1 + rng.IntN(4)
-		for b := range nb {
-			if n := rng.Int64N(30); n > 0 {
-				st.Waiting = append(st.Waiting, store.Cell{Bucket: nowMin - 10 + int64(b), Slot: slotOf(now), N: n})
-			}
-		}
-		admitted := rng.Int64N(perMinute + 1)
-		st.Admitted = []store.Count{{Key: nowMin, N: admitted}}
-		st.Lease = &store.Lease{Holder: agg, Term: 1, Renewed: now - 1000}
-		// What is held before the round, within the limits: picks, a
-		// reserve, the instances' grants.
-		room := perMinute - admitted
-		take := func(most int64) int64 {
-			k := min(room, rng.Int64N(most+1))
-			room -= k
-			return k
-		}
-		before := map[uint64]bool{}
-		let := map[uint64]bool{} // visitors let in this round
-		var ds []*delta
-		var members []member
-		nPicks := int(take(5))
-		for i := range nPicks {
-			id := uint64(0x100 + i)
-			before[id] = true
-			st.Picks = append(st.Picks, store.Pick{Visitor: id, Bucket: nowMin - 10 + int64(rng.IntN(nb)), Until: now + 5000})
-		}
-		if r := take(5); r > 0 {
-			st.Reserve = &store.Reserve{Slots: r, Upto: nowMin - 10 + int64(rng.IntN(nb)), Set: now - 1000}
-		}
-		for i := range 5 + rng.IntN(36) {
-			id := fmt.Sprintf("i%03d", i)
-			held := take(3)
-			st.Instances = append(st.Instances, store.Instance{ID: id, Seen: now - 1000, Seq: 1, Grant: held, Traffic: rng.Float64() * 5})
-			d := newDelta()
-			d.attempts = rng.Int64N(5)
-			ds = append(ds, d)
-			members = append(members, member{id: id, seq: 2, held: held, attempts: d.attempts})
-		}
-		asked := map[uint64]bool{}
-		for i := range rng.IntN(40) {
-			id := uint64(0x1000 + i)
-			if rng.IntN(5) == 0 {
-				id = uint64(0x100 + rng.IntN(8)) // one picked before, or not
-			}
-			until := now + rng.Int64N(40_000) - 5000
-			ds[rng.IntN(len(ds))].ask(id, nowMin-10+int64(rng.IntN(nb)), until)
-			asked[id] = true
-			if rng.IntN(6) == 0 && !let[id] { // let in meanwhile, by its pick or from an instance's grant
-				j := rng.IntN(len(ds))
-				if !before[id] {
-					for k := range members {
-						if members[(j+k)%len(members)].held > 0 {
-							j = (j + k) % len(members)
-							break
-						}
-					}
-					if members[j].held == 0 {
-						continue
-					}
-					members[j].held--
-				}
-				let[id] = true
-				ds[j].session(store.Session{ID: id, Admitted: now/1000 - 1, Seen: now / 1000})
-			}
-		}
-		p := syncParams{now: now, settings: Settings{TotalActiveUsers: int(total), NewUsersPerMinute: int(perMinute)},
-			times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000,
-			syncInterval: 1000, instanceTTL: 3000, round: true}
-		m := &fifoMethod
-		if rng.IntN(3) == 0 {
-			m = &randomMethod
-		}
-		p.policy = policy{Settings: p.settings, method: m}
-		if rng.IntN(2) == 0 {
-			p.scarceBelow = fleetScarceBelow // every slot by pick when the instances have few
-		}
-
-		out, v := applyRound(st, p, members, ds)
-
-		grants := int64(len(st.Picks))
-		for _, in := range st.Instances {
-			grants += max(in.Grant, 0)
-		}
-		picks := map[int64]int64{}
-		var newPicks []store.Pick
-		for _, pk := range st.Picks {
-			require.False(t, let[pk.Visitor], "trial %d: a pick of a visitor let in", trial)
-			picks[pk.Bucket]++
-			if !before[pk.Visitor] {
-				require.True(t, asked[pk.Visitor], "trial %d: a pick of a visitor nobody asked for", trial)
-				require.Greater(t, pk.Until, now, "trial %d: a pick that is over", trial)
-				require.LessOrEqual(t, pk.Until, now+p.waitWindow, "trial %d: a pick for too long", trial)
-				newPicks = append(newPicks, pk)
-			}
-		}
-		var reserves int64
-		var reserve *store.Reserve
-		if r := st.Reserve; r != nil && r.Slots > 0 {
-			reserves, reserve = 1, r
-			grants += r.Slots
-		}
-		require.LessOrEqual(t, v.admittedThisMinute+grants, perMinute, "trial %d: admitted this minute and every slot held (random %v, scarce %v %v)", trial, m == &randomMethod, p.scarceBelow, v.scarce)
-		require.LessOrEqual(t, v.active+grants, total, "trial %d: active and every slot held", trial)
-		require.LessOrEqual(t, reserves, int64(1), "trial %d: one reserve", trial)
-		if v.scarce {
-			for i, c := range out {
-				require.LessOrEqual(t, c.g.total(), members[i].held, "trial %d: few slots an instance, and one carved more than it held", trial)
-			}
-		}
-		if m == &randomMethod {
-			if v.scarce {
-				require.Zero(t, reserves, "trial %d: no reserve in random", trial)
-			} else {
-				require.Empty(t, newPicks, "trial %d: no pick in random with slots enough", trial)
-			}
-			continue // no order to keep
-		}
-		// The due visitors that no pick covers, by bucket, oldest first.
-		var left []bucketCount
-		for _, b := range v.buckets {
-			left = append(left, bucketCount{bucket: b.bucket, due: max(0, b.due-picks[b.bucket])})
-		}
-		for _, pk := range newPicks {
-			for _, b := range left {
-				if b.bucket < pk.Bucket {
-					require.Zero(t, b.due, "trial %d: a visitor of bucket %d picked while bucket %d has due visitors left", trial, pk.Bucket, b.bucket)
-				}
-			}
-		}
-		if reserve != nil {
-			var oldest *bucketCount
-			for i := range left {
-				if left[i].due > 0 {
-					oldest = &left[i]
-					break
-				}
-			}
-			require.NotNil(t, oldest, "trial %d: a reserve with no due visitor left", trial)
-			assert.Equal(t, oldest.bucket, reserve.Upto, "trial %d: the reserve is the oldest bucket's", trial)
-			assert.LessOrEqual(t, reserve.Slots, oldest.due, "trial %d: no more than its due visitors left", trial)
-			assert.Equal(t, oldest.bucket, v.reservedTo, "trial %d: the view says so", trial)
-		}
-	}
-}
-
-// TestReserveKeptThroughGap checks that the reserve outlives a gap (a
-// state that went back, an outage): a round in a grace keeps it and
-// carves nothing; a round in a grace over a state that went back to
-// before the aggregator's latest reserve covers that reserve's buckets
-// again, with no slot; a classic sync that must drop no record as silent
-// keeps a reserve that looks stale, and one that may, drops it.
-func TestReserveKeptThroughGap(t *testing.T) {
-	now := newClock().Now().UnixMilli() + 30_000
-	nowMin := minuteOf(now)
-	b0, b1 := nowMin-3, nowMin-2
-	const agg = "agg"
-	for _, tc := range []struct {
-		name       string
-		round      bool
-		grace      bool  // the state's grace runs
-		keepSilent bool  // the sync may drop no record as silent
-		record     int64 // the reserve record's slots (covering b0, set 5 s ago); -1: none
-		reserved   int64 // the aggregator's latest round's reserve covered up to
-		want       *store.Reserve
-	}{
-		{
-			name:  "a round in a grace keeps the reserve, marked as set now",
-			round: true, grace: true, record: 3,
-			want: &store.Reserve{Slots: 3, Upto: b0, Set: now},
-		},
-		{
-			name:  "a round in a grace over a state that went back to before the reserve covers its buckets again, with no slot",
-			round: true, grace: true, record: -1, reserved: b0,
-			want: &store.Reserve{Upto: b0, Set: now},
-		},
-		{
-			name:  "a round in a grace over a state that went back to a reserve of an older bucket covers the newer one",
-			round: true, grace: true, record: 3, reserved: b1,
-			want: &store.Reserve{Slots: 3, Upto: b1, Set: now},
-		},
-		{
-			name:  "a round in a grace with no reserve before makes none",
-			round: true, grace: true, record: -1,
-		},
-		{
-			name:       "a classic sync that must drop no record as silent keeps a reserve that looks stale",
-			keepSilent: true, record: 3,
-			want: &store.Reserve{Slots: 3, Upto: b0, Set: now - 5000},
-		},
-		{
-			name:   "a classic sync that may drop silent records drops a stale reserve",
-			record: 3,
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			st := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
-			st.Waiting = []store.Cell{{Bucket: b0, Slot: slotOf(now), N: 20}, {Bucket: b1, Slot: slotOf(now), N: 50}}
-			st.Admitted = []store.Count{{Key: nowMin, N: 20}}
-			st.Lease = &store.Lease{Holder: agg, Term: 1, Renewed: now - 1000}
-			if tc.record >= 0 {
-				st.Reserve = &store.Reserve{Slots: tc.record, Upto: b0, Set: now - 5000}
-			}
-			if tc.grace {
-				st.Grace = now + 2000
-			}
-			p := syncParams{now: now, settings: Settings{TotalActiveUsers: 1000, NewUsersPerMinute: 100},
-				times: sessionTimes{window: 5 * 60_000, margin: 2000, hold: 5 * 60_000}, waitWindow: 44_000, dueWindow: 27_000,
-				syncInterval: 1000, instanceTTL: 3000, round: tc.round, keepSilent: tc.keepSilent, reserved: tc.reserved}
-			p.policy = policy{Settings: p.settings, method: &fifoMethod}
-			const id = "i000"
-			st.Instances = append(st.Instances, store.Instance{ID: id, Seen: now - 1000, Seq: 1, Traffic: 2})
-			out, v := applyRound(st, p, []member{{id: id, seq: 2, attempts: 2}}, []*delta{newDelta()})
-
-			assert.Equal(t, tc.want, st.Reserve, "the reserve's record")
-			wantTo := int64(0)
-			if tc.want != nil {
-				wantTo = tc.want.Upto
-			}
-			assert.Equal(t, wantTo, v.reservedTo, "the view's reserve")
-			if tc.grace {
-				assert.Nil(t, out[0].g, "nothing carved in a grace")
-			}
-		})
 	}
 }

@@ -27,10 +27,10 @@ func TestPolicyOf(t *testing.T) {
 		{Name: "sale", Start: t0.Add(15 * time.Minute), End: t0.Add(20 * time.Minute), Template: "<p>sale</p>"},
 	}
 	tr := newTestRoomOn(t, clk, newMemStore(), func(c *Config) { c.Events = events })
-	v := tr.view.Load()
+	v := tr.syncer.Snapshot()
 
 	var instants []int64
-	for _, e := range v.settings.Events {
+	for _, e := range v.Settings.Events {
 		for _, b := range []time.Time{e.opens(), e.Start, e.End} {
 			ms := b.UnixMilli()
 			instants = append(instants, ms-1, ms, ms+1)
@@ -43,7 +43,7 @@ func TestPolicyOf(t *testing.T) {
 	}
 	for pass := range 2 {
 		for _, now := range instants {
-			want := tr.policyAt(&v.settings, now)
+			want := tr.policyAt(&v.Settings, now)
 			got := tr.policyOf(v, now)
 			require.Equal(t, want, *got, "pass %d, at %v", pass, time.UnixMilli(now).UTC())
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
@@ -99,7 +100,7 @@ func TestCloseCancelsSync(t *testing.T) {
 		require.NoError(t, rm.Close())
 		took := time.Since(start) // the bubble's clock: moves only when everyone waits
 
-		assert.Less(t, took, syncTimeout(time.Second), "Close must not wait out the sync's timeout")
+		assert.Less(t, took, share.SyncTimeout(time.Second), "Close must not wait out the sync's timeout")
 		assert.Zero(t, took)
 		assert.Equal(t, []error{context.Canceled}, st.returned(), "the store's context was cancelled, not timed out")
 		assert.NotContains(t, logs.String(), "level=ERROR", "no error for a cancellation Close caused")
@@ -119,7 +120,7 @@ func TestHangingStoreIsUnavailable(t *testing.T) {
 		defer rm.Close()
 		start := time.Now()
 		err = rm.Ready(context.Background())
-		assert.Equal(t, syncTimeout(time.Second), time.Since(start), "Ready waits for the first sync")
+		assert.Equal(t, share.SyncTimeout(time.Second), time.Since(start), "Ready waits for the first sync")
 		assert.ErrorIs(t, err, store.ErrUnavailable)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Equal(t, 1, logs.count("level=ERROR"))

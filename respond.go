@@ -95,7 +95,7 @@ func (rm *Room) respond(w http.ResponseWriter, r *http.Request, d decision) bool
 	pol := d.policyOrZero()
 	if pol.method == nil {
 		// Not a decision of check: the settings in force now.
-		pol = rm.policyOf(rm.view.Load(), rm.now())
+		pol = rm.policyOf(rm.syncer.Snapshot(), rm.now())
 	}
 	status := pol.queueingStatusCode()
 	if d.Outcome == outcomeWaiting {
@@ -344,7 +344,7 @@ func (rm *Room) challengeData(d *decision, data *template.Data, now int64) {
 		widget = h.Widget()
 	} else {
 		data.Challenge = string(challenge.PoW)
-		data.ChallengePuzzle = rm.puzzles.Issue(d.state.id, time.UnixMilli(now), d.chal.DifficultyAt(rm.view.Load().waiting))
+		data.ChallengePuzzle = rm.puzzles.Issue(d.state.id, time.UnixMilli(now), d.chal.DifficultyAt(rm.syncer.Snapshot().Waiting))
 	}
 	data.ChallengeWidget = template.ChallengeScript(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", rm.cfg.CookiePath, ceilSeconds(d.RefreshAfter.Milliseconds()))
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -122,12 +123,12 @@ func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec 
 		// more: the session holds its slot until the last one expires.
 		x = rm.passRevoke(id, x.Admitted, now, d)
 	}
-	rm.mu.Lock()
+	rm.local.Lock()
 	rm.reportLocked(x)
-	rm.mu.Unlock()
-	if rm.refuse(id, revokedSpan{until: now + rm.countWindow(&rm.view.Load().settings) + rm.hold}) {
+	rm.local.Unlock()
+	if rm.refuse(id, revokedSpan{until: now + rm.countWindow(&rm.syncer.Snapshot().Settings) + rm.hold}) {
 		rm.counters.revoked.Add(1)
-		rm.wakeSync() // the other instances learn it at their next sync
+		rm.syncer.Wake() // the other instances learn it at their next sync
 	}
 	// Replace any cookie set for this response with an expired one.
 	h := w.Header()
@@ -146,21 +147,14 @@ func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec 
 
 // revokeReach is the longest, in ms, a revoke at one instance takes to
 // reach every other one when they sync every interval: the revoking
-// instance syncs at once, at most wakeGap after its previous sync began;
+// instance syncs at once, at most share.WakeGap after its previous sync began;
 // each other one learns it at its next sync, within interval, or in a
 // fleet syncing through an aggregator, after the aggregator's round,
 // within another; and a second goes to the round trips. With syncs left
 // to the caller (interval not positive), the second alone.
 func revokeReach(interval time.Duration) int64 {
 	i := max(interval, 0)
-	return (2*i + wakeGap(i) + time.Second).Milliseconds()
-}
-
-// revokedAt is a revoked session of a sync's view, and the Unix ms from
-// which its cookies are refused (revokedFrom).
-type revokedAt struct {
-	id   uint64
-	from int64
+	return (2*i + share.WakeGap(i) + time.Second).Milliseconds()
 }
 
 // revokedSpan is when an instance refuses the cookies of a revoked
@@ -203,9 +197,9 @@ func (rm *Room) refused(id uint64, now int64) bool {
 // records are gone by now (Unix ms): their cookies would not let anyone
 // in any more. Each is kept for keep ms after now, or after it starts
 // being refused if that is later.
-func (rm *Room) learnRevoked(rs []revokedAt, now, keep int64) {
+func (rm *Room) learnRevoked(rs []share.Revoked, now, keep int64) {
 	for _, r := range rs {
-		rm.refuse(r.id, revokedSpan{from: r.from, until: max(r.from, now) + keep})
+		rm.refuse(r.ID, revokedSpan{from: r.From, until: max(r.From, now) + keep})
 	}
 	if rm.revokedN.Load() == 0 {
 		return

@@ -32,7 +32,7 @@ type Room struct {
 	// the wall clock through wallMillis, the same time as time.Now at
 	// half its cost on linux/amd64.
 	sysClock   bool
-	draw       drawInterval // the odds of the draw (check.go); under mu
+	draw       drawInterval // the odds of the draw (slots.go); under local's lock
 	cookieName string
 	sameSite   http.SameSite
 	secure     bool
@@ -48,9 +48,12 @@ type Room struct {
 	waitWindow int64 // ms a waiting visitor counts after a check-in
 	lateness   int64 // ms a waiting visitor may be late and keep their pace
 
-	view      atomic.Pointer[view]
-	history   *history     // one sample per historyInterval of syncs, for the admin page
-	kept      *keptHistory // the store's history and what this instance observed (minutes.go)
+	// syncer syncs the instance with the shared state (internal/share);
+	// local is its request path's share: the grant, the pending reports
+	// and the sessions known, under local's lock.
+	syncer    *share.Syncer[Settings]
+	local     *share.Local
+	history   *history // one sample per historyInterval of syncs, for the admin page
 	pages     pageCache
 	templates sync.Map     // template source → *template.Template
 	ntemplate atomic.Int64 // entries in templates
@@ -62,25 +65,9 @@ type Room struct {
 	// cookie (setCookieAttrs).
 	cookieAttrs string
 
-	// mu guards the grant and the pending counts. It is held for a few
-	// map updates, never across I/O.
-	mu      sync.Mutex
-	grant   grant
-	pending *delta
-	// inflight counts, by grant entry, the admissions taken while a sync
-	// is in flight; they are charged to the grant the sync brings. nil
-	// when no sync is in flight.
-	inflight map[int64]int64
-
-	offset atomic.Int64 // ms to add to Config.Now to follow the shared clock
-
-	// known is what this instance knows of sessions beyond the latest
-	// sync: those it admitted, saw or revoked, by visitor ID, kept at
-	// least as long as the state keeps them (for a rebuild after a loss).
-	// Under mu.
-	known share.Memory[store.Session]
 	// chances remembers, by visitor ID, the latest chance this instance
-	// gave each waiting visitor, for at least one waiting window. Under mu.
+	// gave each waiting visitor, for at least one waiting window. Under
+	// local's lock.
 	chances share.Memory[chance]
 
 	// revokedIDs holds the IDs of revoked sessions (this instance's and
@@ -96,54 +83,16 @@ type Room struct {
 	passes atomic.Int64
 
 	// asking holds the places whose chance waits for the hosted
-	// challenge's provider (verdictLocked), nil until one. Under mu.
+	// challenge's provider (verdictLocked), nil until one. Under local's
+	// lock.
 	asking map[uint64]struct{}
 
 	counters struct {
-		admitted, queued, revoked, bypassed, syncs, syncErrors atomic.Uint64
-		chalIssued, chalPassed, chalFailed, chalParked         atomic.Uint64
-		chalUnverified, chalDeferred                           atomic.Uint64
-		syncNanos                                              atomic.Int64
+		admitted, queued, revoked, bypassed            atomic.Uint64
+		chalIssued, chalPassed, chalFailed, chalParked atomic.Uint64
+		chalUnverified, chalDeferred                   atomic.Uint64
 	}
-
-	syncMu  sync.Mutex // serializes syncs
-	epoch   uint64     // the state epoch of the latest sync; under syncMu
-	mine    *delta     // this instance's counts over the last session; under syncMu
-	seq     uint64     // the latest sync's sequence number; under syncMu
-	unacked []batch    // counts of syncs not known to have been applied; under syncMu
-	version uint64     // the state's Version the latest classic sync wrote; under syncMu
-	applied []applied  // counts of the syncs applied lately, in case the state goes back; under syncMu
-	outage  bool       // the latest sync failed; under syncMu
-	fleet   fleetState // the fleet protocol (fleet.go); under syncMu
-	// steadySince is when (local ms) this instance's syncs went through
-	// again after a failure, or found a state that had gone back: 0 if
-	// neither happened, -1 while its syncs fail; under syncMu. From a
-	// failure until an instance TTL after that, a sync drops no instance
-	// as silent (syncParams.keepSilent, Room.keepSilent): a record's age says that its instance
-	// stopped only if this one could sync all along and the store kept
-	// what the others wrote. After an outage, or a failover that took
-	// the latest writes with it, every record is old because the store
-	// was, and an instance dropped then is taken for a new one when it
-	// syncs again: the batches the state lost, which its record would
-	// have shown missing, are never sent again (their waiting counts,
-	// which keep FIFO's order, and their admissions among them).
-	steadySince int64
-	// aggregated and aggregating report, for Stats, that the latest sync
-	// went through the fleet's aggregator, and that this instance held
-	// the fleet's lease after it.
-	aggregated, aggregating atomic.Bool
-	ready                   readiness // the outcome of the latest sync, for Ready
-	healthy                 atomic.Bool
-	closed                  atomic.Bool
-	stop                    chan struct{}
-	loopDone                chan struct{}
-	// wake asks the background loop for a sync before its time (a
-	// revoke: wakeSync); it holds one request.
-	wake chan struct{}
-
-	// gone are the mailboxes of fleet instances to remove, by when (local
-	// ms) (fleet.go); under syncMu.
-	gone map[string]int64
+	closed atomic.Bool
 }
 
 // New validates cfg and returns a Room keeping its shared state in st.
@@ -171,16 +120,9 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		log:        c.Logger.With("room", c.Name),
 		configHash: func() uint64 { s := c.settings(); return s.hash() }(),
 		hold:       c.QueueHold.Milliseconds(),
-		pending:    newDelta(),
-		mine:       newDelta(),
-		known:      share.NewMemory[store.Session](),
 		chances:    share.NewMemory[chance](),
 		verified:   newVerified(max(1024, 2*int64(c.TotalActiveUsers))),
 		history:    newHistory(),
-		kept:       newKeptHistory(st),
-		stop:       make(chan struct{}),
-		loopDone:   make(chan struct{}),
-		wake:       make(chan struct{}, 1),
 	}
 	rm.cookieAttrs = rm.setCookieAttrs()
 	maxRefresh := float64(c.RefreshInterval) * (1 + c.RefreshJitter)
@@ -200,13 +142,20 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		rm.templates.Store(c.Template, rm.tmpl)
 		rm.ntemplate.Store(1)
 	}
-	rm.view.Store(&view{settings: c.settings()})
-	rm.healthy.Store(true)
-	if c.SyncInterval > 0 {
-		go rm.loop()
-	} else {
-		close(rm.loopDone)
-	}
+	rm.syncer = share.New(share.Config{
+		Name:         c.Name,
+		ID:           rm.id,
+		Store:        st,
+		Log:          rm.log,
+		Clock:        rm.localNow,
+		SyncInterval: c.SyncInterval,
+		WaitWindow:   rm.waitWindow,
+		FleetMin:     c.fleetMin,
+		OutageEffect: policyEffect(c.OnStoreError),
+		Closed:       ErrClosed,
+	}, c.settings(), share.Host[Settings]{Settle: rm.settle, Installed: rm.installed})
+	rm.local = rm.syncer.Local()
+	rm.syncer.Start()
 	return rm, nil
 }
 
@@ -359,8 +308,8 @@ func (rm *Room) policyOf(v *view, now int64) *policy {
 	if s := rm.policy.Load(); s != nil && s.v == v && now >= s.from && now < s.until {
 		return &s.p
 	}
-	s := &policySpan{v: v, p: rm.policyAt(&v.settings, now)}
-	s.from, s.until = eventSpan(v.settings.Events, now)
+	s := &policySpan{v: v, p: rm.policyAt(&v.Settings, now)}
+	s.from, s.until = eventSpan(v.Settings.Events, now)
 	rm.policy.Store(s)
 	return &s.p
 }

@@ -64,24 +64,25 @@ type BucketStats struct {
 
 // Stats returns the room's figures as of the latest sync. It does no I/O.
 func (rm *Room) Stats() Stats {
-	v := rm.view.Load()
+	v := rm.syncer.Snapshot()
+	sc := rm.syncer.Counters()
 	now := rm.now()
-	pol := rm.policyAt(&v.settings, now)
+	pol := rm.policyAt(&v.Settings, now)
 	s := Stats{
-		Settings:           v.settings,
+		Settings:           v.Settings,
 		InForce:            pol.Settings,
 		Prequeueing:        pol.prequeue,
-		Active:             int(v.active),
-		Waiting:            int(v.waiting),
-		AdmittedThisMinute: int(v.admittedThisMinute),
-		OutflowPerMinute:   v.perMinute,
-		Instances:          v.instances,
-		Aggregated:         rm.aggregated.Load(),
-		Aggregating:        rm.aggregating.Load(),
+		Active:             int(v.Active),
+		Waiting:            int(v.Waiting),
+		AdmittedThisMinute: int(v.AdmittedThisMinute),
+		OutflowPerMinute:   v.PerMinute,
+		Instances:          v.Instances,
+		Aggregated:         sc.Aggregated,
+		Aggregating:        sc.Aggregating,
 		Estimate:           rm.estimate(v, &pol, minuteOf(now), true),
 	}
-	if v.at != 0 {
-		s.Synced = time.UnixMilli(v.at)
+	if v.At != 0 {
+		s.Synced = time.UnixMilli(v.At)
 	}
 	s.Now = time.UnixMilli(now)
 	// Callers get their own copies of what the view shares.
@@ -90,14 +91,14 @@ func (rm *Room) Stats() Stats {
 	if pol.event != nil {
 		s.Event = &cloneEvents([]Event{*pol.event})[0]
 	}
-	for _, c := range v.admitted {
+	for _, c := range v.Admitted {
 		s.AdmittedByMinute = append(s.AdmittedByMinute, MinuteCount{Minute: time.Unix(c.Key*60, 0), Admitted: int(c.N)})
 	}
 	if pol.method.passes || pol.Suspended {
 		s.Estimate = Estimate{Known: true} // nobody waits
 	}
-	for _, b := range v.buckets {
-		s.Buckets = append(s.Buckets, BucketStats{Bucket: time.Unix(b.bucket*60, 0), Waiting: int(b.waiting)})
+	for _, b := range v.Buckets {
+		s.Buckets = append(s.Buckets, BucketStats{Bucket: time.Unix(b.Minute*60, 0), Waiting: int(b.Waiting)})
 	}
 	return s
 }
@@ -145,14 +146,15 @@ type Counters struct {
 // safe for concurrent use.
 func (rm *Room) Counters() Counters {
 	c := &rm.counters
+	sc := rm.syncer.Counters()
 	return Counters{
 		Admitted:        c.admitted.Load(),
 		Queued:          c.queued.Load(),
 		Revoked:         c.revoked.Load(),
 		Bypassed:        c.bypassed.Load(),
-		Syncs:           c.syncs.Load(),
-		SyncErrors:      c.syncErrors.Load(),
-		LastSyncSeconds: float64(c.syncNanos.Load()) / 1e9,
+		Syncs:           sc.Syncs,
+		SyncErrors:      sc.Errors,
+		LastSyncSeconds: sc.Last.Seconds(),
 
 		ChallengesIssued: c.chalIssued.Load(),
 		ChallengesPassed: c.chalPassed.Load(),

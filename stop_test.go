@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"testing"
@@ -14,6 +15,9 @@ import (
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
+// errRead ends a store's Update that only reads.
+var errRead = errors.New("read only")
+
 // readRoom returns a copy of the room's shared state in st.
 func readRoom(t testing.TB, st store.Store, name string) store.State {
 	t.Helper()
@@ -22,9 +26,9 @@ func readRoom(t testing.TB, st store.Store, name string) store.State {
 		out = *s
 		out.Sessions = append([]store.Session(nil), s.Sessions...)
 		out.Instances = append([]store.Instance(nil), s.Instances...)
-		return errReadOnly
+		return errRead
 	})
-	require.ErrorIs(t, err, errReadOnly)
+	require.ErrorIs(t, err, errRead)
 	return out
 }
 
@@ -36,9 +40,9 @@ func twoSharing(t *testing.T, clk *clock, st store.Store, mutate func(*Config)) 
 	a.sync()
 	b.sync()
 	a.sync()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return a, b, int(b.grant.total())
+	b.local.Lock()
+	defer b.local.Unlock()
+	return a, b, int(b.local.Grant().Total())
 }
 
 // An instance that stops without a last sync (a crash) may have let

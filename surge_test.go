@@ -333,7 +333,7 @@ func TestClockSkew(t *testing.T) {
 	assert.Zero(t, res.inversions, "FIFO order across skewed instances")
 	assert.Greater(t, total, 1400)
 	for _, rm := range rooms {
-		assert.LessOrEqual(t, rm.offset.Load(), int64(6000), "instances follow the fastest clock")
+		assert.LessOrEqual(t, rm.syncer.Status().Offset, int64(6000), "instances follow the fastest clock")
 	}
 }
 
@@ -370,7 +370,7 @@ func TestStateLossKeepsLimits(t *testing.T) {
 	}
 	assert.Zero(t, res.inversions, "queue places survive in cookies")
 	for _, rm := range rooms {
-		assert.Equal(t, rooms[0].epoch, rm.epoch, "every instance follows the new epoch")
+		assert.Equal(t, rooms[0].syncer.Status().Epoch, rm.syncer.Status().Epoch, "every instance follows the new epoch")
 	}
 	assert.Equal(t, 3, rooms[0].Stats().Instances)
 }
@@ -531,7 +531,7 @@ func checkWentBack(t *testing.T, res surgeResult, rooms []*Room, total, perMinut
 	}
 	assert.Zero(t, res.inversions, "FIFO order after the state went back")
 	for _, rm := range rooms {
-		assert.Equal(t, rooms[0].epoch, rm.epoch, "the epoch is unchanged")
+		assert.Equal(t, rooms[0].syncer.Status().Epoch, rm.syncer.Status().Epoch, "the epoch is unchanged")
 	}
 }
 
@@ -549,15 +549,15 @@ func TestStateLossVoidsGrants(t *testing.T) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 100, 100
 	})
 	require.True(t, admitted(tr.get(&visitor{}, "")))
-	tr.mu.Lock()
-	held := tr.grant.total()
-	tr.mu.Unlock()
+	tr.local.Lock()
+	held := tr.local.Grant().Total()
+	tr.local.Unlock()
 	require.Positive(t, held, "the instance holds a grant before the loss")
 	st.wipe()
 	clk.Add(time.Second)
 	tr.sync()
-	tr.mu.Lock()
-	assert.Zero(t, tr.grant.total(), "what was left of the grant after the loss")
-	tr.mu.Unlock()
+	tr.local.Lock()
+	assert.Zero(t, tr.local.Grant().Total(), "what was left of the grant after the loss")
+	tr.local.Unlock()
 	assert.True(t, isWaiting(tr.get(&visitor{}, "")), "nobody new is let in until the grace after the loss ends")
 }

@@ -112,7 +112,7 @@ func TestNewLeavesCallersConfigAlone(t *testing.T) {
 	w := httptest.NewRecorder()
 	require.True(t, rm.respond(w, r, d))
 	v.cookie = w.Result().Cookies()[0].String()
-	roomCfg, roomSettings := deepCopy(rm.cfg), deepCopy(rm.view.Load().settings)
+	roomCfg, roomSettings := deepCopy(rm.cfg), deepCopy(rm.syncer.Snapshot().Settings)
 	scribble(reflect.ValueOf(&cfg).Elem())
 	methods[0] = http.MethodPost
 	require.NotEmpty(t, deepDiff("Config", want, cfg), "the scribbling changed nothing")
@@ -120,7 +120,7 @@ func TestNewLeavesCallersConfigAlone(t *testing.T) {
 	for _, d := range deepDiff("room's Config", roomCfg, rm.cfg) {
 		t.Errorf("changing the caller's Config after New changed the %s", d)
 	}
-	for _, d := range deepDiff("room's Settings", roomSettings, rm.view.Load().settings) {
+	for _, d := range deepDiff("room's Settings", roomSettings, rm.syncer.Snapshot().Settings) {
 		t.Errorf("changing the caller's Config after New changed the %s", d)
 	}
 	d, err = rm.checkRequest(v.request(http.MethodGet, ""))
@@ -546,7 +546,7 @@ func TestRefreshTooEarlyGetsNoChance(t *testing.T) {
 	// cookie is left alone.
 	tr.clk.Add(5*time.Minute + 10*time.Second)
 	tr.sync()
-	before := tr.grant.total()
+	before := tr.local.Grant().Total()
 	require.Positive(t, before)
 	v2 := *v
 	// Replay the same queued cookie many times within its interval.
@@ -557,7 +557,7 @@ func TestRefreshTooEarlyGetsNoChance(t *testing.T) {
 		assert.Empty(t, w.Result().Cookies())
 		assert.Equal(t, "15", w.Header().Get("Refresh"), "the remaining wait, not a fresh interval")
 	}
-	assert.Equal(t, before, tr.grant.total(), "early refreshes take no slot")
+	assert.Equal(t, before, tr.local.Grant().Total(), "early refreshes take no slot")
 	assert.Equal(t, first, v2.cookie)
 
 	tr.clk.Add(15 * time.Second)

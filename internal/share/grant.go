@@ -1,4 +1,4 @@
-package waitingroom
+package share
 
 import (
 	"cmp"
@@ -6,45 +6,46 @@ import (
 	"slices"
 )
 
-// grantEntry is a number of admissions reserved for visitors of bucket (or
-// of any bucket).
-type grantEntry struct {
-	bucket int64
-	n      int64
+// GrantEntry is a number of admissions reserved for visitors of a bucket
+// (or of any bucket: AnyBucket).
+type GrantEntry struct {
+	Bucket int64 // the bucket's minute, or AnyBucket
+	N      int64
 }
 
-// grant is what an instance may admit until its next sync, sorted by
-// bucket, oldest first. It is used under Room.mu.
-type grant []grantEntry
+// Grant is what an instance may admit until its next sync, sorted by
+// bucket, oldest first. The instance's grant is used under Local's lock.
+type Grant []GrantEntry
 
-func (g grant) total() int64 {
+// Total is the number of admissions g holds.
+func (g Grant) Total() int64 {
 	var n int64
 	for _, e := range g {
-		n += e.n
+		n += e.N
 	}
 	return n
 }
 
 // take consumes one admission for a visitor of bucket b; fresh visitors
-// (no place in the queue yet) may only take the anyBucket entry. A queued
+// (no place in the queue yet) may only take the AnyBucket entry. A queued
 // visitor takes from their own bucket first, then from the newest entries
 // down to their own: an older visitor may take a newer visitor's slot,
 // never the other way round.
 // It reports the bucket of the entry it took from.
-func (g grant) take(b int64, fresh bool) (int64, bool) {
+func (g Grant) take(b int64, fresh bool) (int64, bool) {
 	if !fresh {
-		if i, ok := slices.BinarySearchFunc(g, b, func(e grantEntry, b int64) int { return cmp.Compare(e.bucket, b) }); ok && g[i].n > 0 {
-			g[i].n--
-			return g[i].bucket, true
+		if i, ok := slices.BinarySearchFunc(g, b, func(e GrantEntry, b int64) int { return cmp.Compare(e.Bucket, b) }); ok && g[i].N > 0 {
+			g[i].N--
+			return g[i].Bucket, true
 		}
 	}
-	for i := len(g) - 1; i >= 0 && g[i].bucket >= b; i-- {
-		if fresh && g[i].bucket != anyBucket {
+	for i := len(g) - 1; i >= 0 && g[i].Bucket >= b; i-- {
+		if fresh && g[i].Bucket != AnyBucket {
 			break
 		}
-		if g[i].n > 0 {
-			g[i].n--
-			return g[i].bucket, true
+		if g[i].N > 0 {
+			g[i].N--
+			return g[i].Bucket, true
 		}
 	}
 	return 0, false
@@ -53,11 +54,11 @@ func (g grant) take(b int64, fresh bool) (int64, bool) {
 // keep returns what of g to keep using while a sync is in flight: up to n
 // admissions, from the newest entries (fresh arrivals first). g itself is
 // left as it was.
-func (g grant) keep(n int64) grant {
-	var k grant
+func (g Grant) keep(n int64) Grant {
+	var k Grant
 	for i := len(g) - 1; i >= 0 && n > 0; i-- {
-		if m := min(n, g[i].n); m > 0 {
-			k = append(k, grantEntry{bucket: g[i].bucket, n: m})
+		if m := min(n, g[i].N); m > 0 {
+			k = append(k, GrantEntry{Bucket: g[i].Bucket, N: m})
 			n -= m
 		}
 	}
@@ -68,34 +69,34 @@ func (g grant) keep(n int64) grant {
 // charge takes from g the admissions made from entries of the given
 // buckets while g was being carved: from the same entry where it can, else
 // from the newest ones.
-func (g grant) charge(used map[int64]int64) {
+func (g Grant) charge(used map[int64]int64) {
 	var rest int64
 	for b, n := range used {
-		if i, ok := slices.BinarySearchFunc(g, b, func(e grantEntry, b int64) int { return cmp.Compare(e.bucket, b) }); ok {
-			k := min(n, g[i].n)
-			g[i].n -= k
+		if i, ok := slices.BinarySearchFunc(g, b, func(e GrantEntry, b int64) int { return cmp.Compare(e.Bucket, b) }); ok {
+			k := min(n, g[i].N)
+			g[i].N -= k
 			n -= k
 		}
 		rest += n
 	}
 	for i := len(g) - 1; i >= 0 && rest > 0; i-- {
-		k := min(rest, g[i].n)
-		g[i].n -= k
+		k := min(rest, g[i].N)
+		g[i].N -= k
 		rest -= k
 	}
 }
 
-// carve sizes this instance's grant: its share of the free slots, never
-// more than what the other instances' grants leave, and lays it out over
-// the buckets. The grant includes what the instance still holds (held),
-// which is never taken back; a nil grant leaves the holding as it is.
-// ahead are admissions v counts that the release (the pace) leaves out:
-// those of the instances a round carves for after this one (applyRound).
-// The grant is laid out over lay: buckets, or, in a fleet's round, what
-// the round has not reserved yet of their due visitors.
-func carve(p syncParams, v *view, buckets, lay []bucketCount, share float64, others, held, ahead int64) grant {
-	s := p.policy
-	if s.Suspended || s.QueueAll || s.prequeue || s.method.layout == nil {
+// carve sizes this instance's grant: its share (part) of the free slots,
+// never more than what the other instances' grants leave, and lays it out
+// over the buckets. The grant includes what the instance still holds
+// (held), which is never taken back; a nil grant leaves the holding as it
+// is. ahead are admissions v counts that the release (the pace) leaves
+// out: those of the instances a round carves for after this one
+// (applyRound). The grant is laid out over lay: buckets, or, in a fleet's
+// round, what the round has not reserved yet of their due visitors.
+func carve(p params, v *View, buckets, lay []Bucket, part float64, others, held, ahead int64) Grant {
+	r := &p.rules
+	if r.Closed || r.Layout == nil {
 		return nil
 	}
 	// While more visitors wait than the minute has slots left, New Users
@@ -109,10 +110,10 @@ func carve(p syncParams, v *view, buckets, lay []bucketCount, share float64, oth
 	// minute before count against this minute's limit, not against its
 	// release, or they would hold up the first seconds of every minute
 	// until the visitors they are reserved for come by.
-	limit := int64(s.NewUsersPerMinute)
+	limit := r.NewUsersPerMinute
 	target := limit
-	released := v.admittedThisMinute - ahead // what the release counts
-	if v.waiting >= target-released {
+	released := v.AdmittedThisMinute - ahead // what the release counts
+	if v.Waiting >= target-released {
 		// The release runs a sync interval ahead: what this grant may
 		// admit before the next. A grant a fleet's round carves is
 		// adopted at the instance's next mailbox write and used until
@@ -126,11 +127,11 @@ func carve(p syncParams, v *view, buckets, lay []bucketCount, share float64, oth
 		if p.round {
 			lead = fleetLead * syncEvery(p.syncInterval)
 		}
-		into := float64(p.now-minuteOf(p.now)*60_000+lead) / 60_000
-		target = min(target, int64(math.Ceil(float64(s.NewUsersPerMinute)*into)))
+		into := float64(p.now-MinuteOf(p.now)*60_000+lead) / 60_000
+		target = min(target, int64(math.Ceil(float64(r.NewUsersPerMinute)*into)))
 	}
-	room := int64(s.TotalActiveUsers) - v.active
-	free := freeSlots(&s, v)
+	room := r.TotalActiveUsers - v.Active
+	free := freeSlots(r, v)
 	paced := max(0, min(room+ahead, target-released))
 	// Pacing is for visitors who race for too few slots. In an ordered
 	// queue, the oldest buckets whose due visitors the free slots cover
@@ -138,23 +139,23 @@ func carve(p syncParams, v *view, buckets, lay []bucketCount, share float64, oth
 	// or newer visitors let in early in the minute (while everyone
 	// waiting was covered) would push them behind the pace, after those
 	// newer visitors.
-	if s.method.ordered {
+	if r.Ordered {
 		paced = max(paced, coveredWhole(buckets, max(0, min(room+ahead, limit-released))))
 	}
-	v.fair = int64(math.Ceil(float64(paced) * share))
+	v.fair = int64(math.Ceil(float64(paced) * part))
 	extra := min(max(0, free-others-held), max(0, v.fair-held))
 	n := held + extra
 	if n == 0 {
-		return grant{}
+		return Grant{}
 	}
-	return s.method.layout(n, lay)
+	return r.Layout(n, lay)
 }
 
-// freeSlots is how many visitors s allows to be let in now beyond those
+// freeSlots is how many visitors r allows to be let in now beyond those
 // v counts (admitted this minute, active), held grants included.
-func freeSlots(s *policy, v *view) int64 {
-	room := int64(s.TotalActiveUsers) - v.active
-	return max(0, min(room, int64(s.NewUsersPerMinute)-v.admittedThisMinute))
+func freeSlots(r *Rules, v *View) int64 {
+	room := r.TotalActiveUsers - v.Active
+	return max(0, min(room, r.NewUsersPerMinute-v.AdmittedThisMinute))
 }
 
 // fleetLead is how many sync intervals ahead the release runs for a
@@ -173,30 +174,30 @@ func syncEvery(interval int64) int64 {
 
 // coveredWhole is the number of due visitors in the oldest buckets that
 // free slots cover entirely, bucket by bucket.
-func coveredWhole(buckets []bucketCount, free int64) int64 {
+func coveredWhole(buckets []Bucket, free int64) int64 {
 	var n int64
 	for _, b := range buckets {
-		if n+b.due > free {
+		if n+b.Due > free {
 			break
 		}
-		n += b.due
+		n += b.Due
 	}
 	return n
 }
 
-// reserveBuckets maps the waiting buckets through the policy (an event's
+// reserveBuckets maps the waiting buckets through the rules (an event's
 // shuffled pre-queue counts as one bucket) and merges those that map to
 // the same one. It returns the input when nothing maps.
-func reserveBuckets(bs []bucketCount, p *policy) []bucketCount {
-	if p.lottery[1] == 0 {
+func reserveBuckets(bs []Bucket, r *Rules) []Bucket {
+	if r.Lottery[1] == 0 {
 		return bs
 	}
-	out := make([]bucketCount, 0, len(bs))
+	out := make([]Bucket, 0, len(bs))
 	for _, b := range bs {
-		b.bucket = p.bucket(b.bucket)
-		if n := len(out); n > 0 && out[n-1].bucket == b.bucket {
-			out[n-1].waiting += b.waiting
-			out[n-1].due += b.due
+		b.Minute = r.Bucket(b.Minute)
+		if n := len(out); n > 0 && out[n-1].Minute == b.Minute {
+			out[n-1].Waiting += b.Waiting
+			out[n-1].Due += b.Due
 			continue
 		}
 		out = append(out, b)

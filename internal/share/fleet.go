@@ -1,4 +1,4 @@
-package waitingroom
+package share
 
 import (
 	"cmp"
@@ -20,7 +20,7 @@ import (
 // Syncing a fleet. The classic sync (sync.go) reads and rewrites the whole
 // shared state, which holds a record per instance, once per instance per
 // interval: its cost per sync grows with the fleet, and past a few
-// hundred syncs a second the store cannot keep up. Once fleetMin
+// hundred syncs a second the store cannot keep up. Once FleetMin
 // instances are live, the room syncs through an aggregator instead:
 //
 //   - each instance has a mailbox, a state of its own in the store (the
@@ -64,13 +64,7 @@ import (
 // instance TTL (the aggregator stopped), when the view's epoch is not the
 // one the instance knows (the state was lost), and when the instance's
 // batches stopped being applied for the instance TTL. A classic sync takes
-// the lease when nobody holds a live one and fleetMin instances are live.
-
-// fleetMin is the fewest live instances that sync through an aggregator.
-// A smaller fleet syncs the classic way: its store keeps up easily, and
-// each instance takes its grant at once rather than an interval after it
-// was carved. (Config.fleetMin changes it for a room's tests.)
-const fleetMin = 32
+// the lease when nobody holds a live one and FleetMin instances are live.
 
 // fleetWorkers bounds the mailbox reads and writes an aggregator has in
 // flight.
@@ -89,8 +83,11 @@ var errMailboxLost = errors.New("waitingroom: the fleet mailbox was lost")
 // errReadOnly aborts an Update that only reads.
 var errReadOnly = errors.New("waitingroom: read only")
 
-func mailboxKey(room, id string) string { return room + "#fleet:" + id }
-func viewKey(room string) string        { return room + "#fleet-view" }
+// MailboxKey is the store key of the mailbox of instance id in room.
+func MailboxKey(room, id string) string { return room + "#fleet:" + id }
+
+// ViewKey is the store key of the fleet's view of room.
+func ViewKey(room string) string { return room + "#fleet-view" }
 
 // joinKey is the name of the join record id names itself in: one of
 // joinShards, so that a fleet starting at once does not contend for one.
@@ -163,7 +160,7 @@ type fleetState struct {
 	roundVersion uint64
 	// reserved is the newest bucket the reserve of this instance's latest
 	// round covered (picks.go), 0 for none: a state that went back to
-	// before it has it again (syncParams.reserved).
+	// before it has it again (params.reserved).
 	reserved int64
 }
 
@@ -196,13 +193,13 @@ func writeMailbox(st *store.State, mb store.Mailbox) {
 
 // pendingGrant reports the grant carved for the mailbox's instance and
 // not adopted, if any.
-func pendingGrant(mb *store.Mailbox) grant {
+func pendingGrant(mb *store.Mailbox) Grant {
 	if mb.Version <= mb.Adopted || mb.Grant == nil {
 		return nil
 	}
-	g := make(grant, len(mb.Grant))
+	g := make(Grant, len(mb.Grant))
 	for i, e := range mb.Grant {
-		g[i] = grantEntry{bucket: e.Key, n: e.N}
+		g[i] = GrantEntry{Bucket: e.Key, N: e.N}
 	}
 	return g
 }
@@ -262,13 +259,13 @@ func fleetPeers(st *store.State, id string) ([]string, uint64) {
 }
 
 // takeLease records a lease for this instance in st when nobody holds a
-// live one (applySync dropped an expired one) and fleetMin instances are
+// live one (applySync dropped an expired one) and FleetMin instances are
 // live.
-func (rm *Room) takeLease(st *store.State, now int64, leaving bool) {
-	if leaving || st.Lease != nil || len(st.Instances) < rm.cfg.fleetMin {
+func (s *Syncer[S]) takeLease(st *store.State, now int64, leaving bool) {
+	if leaving || st.Lease != nil || len(st.Instances) < s.cfg.FleetMin {
 		return
 	}
-	st.Lease = &store.Lease{Holder: rm.id, Term: st.Version, Renewed: now}
+	st.Lease = &store.Lease{Holder: s.cfg.ID, Term: st.Version, Renewed: now}
 }
 
 // fleetSync is Sync the fleet way: the mailbox, the round if this
@@ -277,10 +274,10 @@ func (rm *Room) takeLease(st *store.State, now int64, leaving bool) {
 // writes the instance's last batch to its mailbox marked Left (the next
 // round applies it and removes the instance's record), runs that round
 // if the instance holds the lease, and reads no view.
-func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
-	f := &rm.fleet
+func (s *Syncer[S]) fleetSync(ctx context.Context, leaving bool) error {
+	f := &s.fleet
 	f.viewed = false
-	local := rm.localNow()
+	local := s.LocalNow()
 	// A new instance joins a fleet that syncs through an aggregator
 	// without a classic sync: it installs the view (the epoch, the clock,
 	// the settings), leaves its counts in its mailbox and names itself in
@@ -291,16 +288,16 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 		return errFleetFallback // no record to remove: the classic sync applies what it let in
 	}
 	if joining {
-		viewErr := rm.readView(ctx)
+		viewErr := s.readView(ctx)
 		if err := ctx.Err(); err != nil {
-			return rm.syncFailed(ctx, err) // cancelled (Close) or timed out: no other way either
+			return s.syncFailed(ctx, err) // cancelled (Close) or timed out: no other way either
 		}
-		if viewErr != nil || rm.epoch == 0 {
+		if viewErr != nil || s.epoch.Load() == 0 {
 			f.on = false
 			// No fleet's view: a fleet may be forming. The instance
 			// waits for it once (its counts stay pending), else joins
 			// the state by a classic sync.
-			if !f.waited && rm.forming(ctx) {
+			if !f.waited && s.forming(ctx) {
 				f.waited = true
 				return nil
 			}
@@ -308,55 +305,55 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 		}
 		f.on, f.ackedAt, f.mailboxAt = true, local, local
 	}
-	if !f.on || local-f.ackedAt > rm.fleetPatience() {
+	if !f.on || local-f.ackedAt > s.fleetPatience() {
 		if f.on {
-			rm.log.Debug("waitingroom: classic sync: no round acknowledged this instance's mailbox within its patience")
+			s.cfg.Log.Debug("waitingroom: classic sync: no round acknowledged this instance's mailbox within its patience")
 		}
 		f.on = false
 		return errFleetFallback
 	}
-	if local-f.mailboxAt > rm.instanceTTL() {
+	if local-f.mailboxAt > s.instanceTTL() {
 		// Its mailbox writes have failed for longer than the instance
 		// TTL: the aggregator has dropped its record (and given its
 		// grant to others). A classic sync brings it back into the
 		// state, and finds out whether the state went back meanwhile.
-		rm.log.Debug("waitingroom: classic sync: this instance's mailbox was not written for an instance TTL")
+		s.cfg.Log.Debug("waitingroom: classic sync: this instance's mailbox was not written for an instance TTL")
 		f.on = false
 		return errFleetFallback
 	}
-	rm.mu.Lock()
-	d := rm.pending
-	rm.pending = newDelta()
-	rm.seq++
-	b := batch{seq: rm.seq, d: d}
-	rm.unacked = append(rm.unacked, b)
-	if rm.inflight == nil {
-		rm.inflight = map[int64]int64{}
+	s.local.mu.Lock()
+	d := s.local.pending
+	s.local.pending = newDelta()
+	s.seq++
+	b := batch{seq: s.seq, d: d}
+	s.unacked = append(s.unacked, b)
+	if s.local.inflight == nil {
+		s.local.inflight = map[int64]int64{}
 	}
-	f.used = append(f.used, usedBatch{seq: rm.seq, used: rm.inflight})
-	rm.inflight = map[int64]int64{}
+	f.used = append(f.used, usedBatch{seq: s.seq, used: s.local.inflight})
+	s.local.inflight = map[int64]int64{}
 	// Of a grant it adopts, the instance keeps its fair share or what it
 	// is likely to need until the next (about one and a half intervals of
 	// the last one's attempts), whichever is more: the rest goes back to
 	// the pool at the next round. Until then it keeps its budget.
 	need := 1 + d.attempts + d.attempts/2
-	budget := rm.grant.total()
-	rm.mu.Unlock()
+	budget := s.local.grant.Total()
+	s.local.mu.Unlock()
 
 	started := time.Now()
-	defer func() { rm.counters.syncNanos.Store(int64(time.Since(started))) }()
-	rm.counters.syncs.Add(1)
+	defer func() { s.nanos.Store(int64(time.Since(started))) }()
+	s.syncs.Add(1)
 
-	now := local + rm.offset.Load()
+	now := local + s.offset.Load()
 	var (
-		adopt   grant
+		adopt   Grant
 		base    uint64
 		acked   uint64
 		keep    int64
 		back    *goneBack
 		adopted uint64
 	)
-	err := rm.store.Update(ctx, mailboxKey(rm.cfg.Name, rm.id), func(st *store.State) error {
+	err := s.cfg.Store.Update(ctx, MailboxKey(s.cfg.Name, s.cfg.ID), func(st *store.State) error {
 		if st.Epoch == 0 && f.wrote {
 			return errMailboxLost
 		}
@@ -375,14 +372,14 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 		mb.Adopted = max(mb.Adopted, f.adopted)
 		if g := pendingGrant(&mb); leaving {
 			mb.Left = true
-		} else if g != nil && mb.Version > f.classicVersion && mb.Epoch == rm.epoch {
+		} else if g != nil && mb.Version > f.classicVersion && mb.Epoch == s.epoch.Load() {
 			adopt, base = g, mb.Base
 			// What may be admitted from this write on: admissions from
 			// the budget while the write is on its way and what is kept
 			// of the grant after it, which are charged to the grant
 			// together (and the budget alone if the instance never
 			// learns that the write committed).
-			left := max(0, g.total()-rm.usedSince(base).total)
+			left := max(0, g.Total()-s.usedSince(base).total)
 			keep = max(need, mb.Fair)
 			if mb.Scarce {
 				keep = 0 // its slots go back to the pool, for picks
@@ -396,12 +393,12 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 			mb.Grant = nil
 		}
 		mb.Batches = mb.Batches[:0]
-		for _, u := range rm.unacked {
+		for _, u := range s.unacked {
 			if u.seq > mb.Acked {
 				mb.Batches = append(mb.Batches, toBatch(u))
 			}
 		}
-		mb.Seq, mb.Seen, mb.Held, mb.In, mb.Prev = rm.seq, now, held, rm.epoch, f.wroteAt
+		mb.Seq, mb.Seen, mb.Held, mb.In, mb.Prev = s.seq, now, held, s.epoch.Load(), f.wroteAt
 		adopted = mb.Adopted
 		writeMailbox(st, mb)
 		return nil
@@ -409,9 +406,9 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 	if errors.Is(err, errMailboxLost) {
 		// Not waiting for the fleet's patience to run out: a classic
 		// sync now finds out whether the state was lost with it (and
-		// rebuilds it), while the batch waits in rm.unacked.
+		// rebuilds it), while the batch waits in s.unacked.
 		f.on = false
-		rm.log.Debug("waitingroom: the fleet mailbox was lost; classic sync")
+		s.cfg.Log.Debug("waitingroom: the fleet mailbox was lost; classic sync")
 		return errFleetFallback
 	}
 	f.wrote = f.wrote || err == nil
@@ -421,15 +418,15 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 	if err == nil && leaving {
 		// Named or not, it is gone.
 	} else if err == nil && f.classicVersion == 0 && f.acked == 0 && !f.named {
-		err = rm.nameSelf(ctx, now)
+		err = s.nameSelf(ctx, now)
 		f.named, f.namedAt = err == nil, local
-	} else if err == nil && f.acked > 0 && local-f.ackedAt > rm.instanceTTL() && local-f.namedAt > rm.instanceTTL() {
+	} else if err == nil && f.acked > 0 && local-f.ackedAt > s.instanceTTL() && local-f.namedAt > s.instanceTTL() {
 		// Its batches have not been applied for an instance TTL: the
 		// aggregator may not know it any more (the state went back to a
 		// version without its record, which a classic sync then
 		// dropped as silent). It names itself again, once a TTL; the
 		// aggregator brings it in as one the state went back on.
-		if rm.nameSelf(ctx, now) == nil {
+		if s.nameSelf(ctx, now) == nil {
 			f.namedAt = local
 		}
 	}
@@ -440,7 +437,7 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 		// as long as its latest write is within the instance TTL (see
 		// above), rather than falling back to a classic sync at once: that would take the room's row lock
 		// where the store is already short of time, and others would
-		// follow. The batch stays in rm.unacked and goes out with the
+		// follow. The batch stays in s.unacked and goes out with the
 		// next write (the state applies it once, by its sequence
 		// number, whichever way it comes). As after a failed classic
 		// sync, nobody new is let in until the store answers again:
@@ -449,37 +446,37 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 		// to keep alive: it, too, tries again rather than joining by a
 		// classic sync, which, with a fleet starting at once on a
 		// loaded store, feeds the wave the join avoids.
-		rm.mu.Lock()
-		rm.grant = nil
-		rm.mu.Unlock()
-		return rm.syncFailed(ctx, err)
+		s.local.mu.Lock()
+		s.local.grant = nil
+		s.local.mu.Unlock()
+		return s.syncFailed(ctx, err)
 	}
 	for k, n := range b.d.waiting {
-		rm.mine.waiting[k] += n
+		s.mine.waiting[k] += n
 	}
-	rm.mu.Lock()
+	s.local.mu.Lock()
 	if adopt != nil {
-		charge := rm.usedSince(base)
-		for k, n := range rm.inflight {
+		charge := s.usedSince(base)
+		for k, n := range s.local.inflight {
 			charge.byEntry[k] += n
 			charge.total += n
 		}
 		adopt.charge(charge.byEntry)
-		rm.grant = adopt.keep(keep)
+		s.local.grant = adopt.keep(keep)
 		f.adopted = max(f.adopted, adopted)
 		f.used = slices.DeleteFunc(f.used, func(u usedBatch) bool { return u.seq <= base })
 	}
-	rm.mu.Unlock()
+	s.local.mu.Unlock()
 	if acked > f.acked {
 		f.acked, f.ackedAt = acked, local
 		// The batches applied are kept for a waiting window, in case the
 		// state goes back to a version without them (as a classic sync's).
 		i := 0
-		for i < len(rm.unacked) && rm.unacked[i].seq <= acked {
+		for i < len(s.unacked) && s.unacked[i].seq <= acked {
 			i++
 		}
-		rm.keepApplied(rm.unacked[:i], now)
-		rm.unacked = slices.Delete(rm.unacked, 0, i)
+		s.keepApplied(s.unacked[:i], now)
+		s.unacked = slices.Delete(s.unacked, 0, i)
 	}
 	if back != nil {
 		// The state went back without some of the batches it had
@@ -487,22 +484,22 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 		// batch, with every session the instance knows (merging makes a
 		// session reported twice count once). The aggregator that found
 		// it set the grace meanwhile.
-		rm.mu.Lock()
-		for _, a := range rm.applied {
+		s.local.mu.Lock()
+		for _, a := range s.applied {
 			if a.seq > back.had && a.seq <= back.upto {
-				rm.pending.add(a.d)
+				s.local.pending.add(a.d)
 			}
 		}
-		rm.known.Each(rm.pending.session)
-		rm.mu.Unlock()
-		rm.log.Warn("waitingroom: the shared state went back to an earlier version (the store lost writes it had acknowledged); this instance contributes its counts again", "had", back.had, "applied", back.upto)
+		s.local.known.Each(s.local.pending.session)
+		s.local.mu.Unlock()
+		s.cfg.Log.Warn("waitingroom: the shared state went back to an earlier version (the store lost writes it had acknowledged); this instance contributes its counts again", "had", back.had, "applied", back.upto)
 	}
-	if f.term == 0 && !leaving && rm.takesOver(now) {
-		rm.takeOver(ctx, now)
+	if f.term == 0 && !leaving && s.takesOver(now) {
+		s.takeOver(ctx, now)
 	}
 	if f.term != 0 {
-		if err := rm.aggregate(ctx); err != nil {
-			rm.log.Debug("waitingroom: aggregator round failed", "err", err)
+		if err := s.aggregate(ctx); err != nil {
+			s.cfg.Log.Debug("waitingroom: aggregator round failed", "err", err)
 			if errors.Is(err, errNotLeader) {
 				f.term, f.reserved = 0, 0
 			}
@@ -511,16 +508,16 @@ func (rm *Room) fleetSync(ctx context.Context, leaving bool) error {
 	if joining || leaving {
 		return nil // the view was read before the mailbox was written, or is not needed
 	}
-	return rm.readView(ctx)
+	return s.readView(ctx)
 }
 
 // nameSelf names this instance in its join record, at now.
-func (rm *Room) nameSelf(ctx context.Context, now int64) error {
-	return rm.store.Update(ctx, joinKey(rm.cfg.Name, rm.id), func(st *store.State) error {
+func (s *Syncer[S]) nameSelf(ctx context.Context, now int64) error {
+	return s.cfg.Store.Update(ctx, joinKey(s.cfg.Name, s.cfg.ID), func(st *store.State) error {
 		st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool {
-			return in.ID == rm.id || in.Seen+rm.instanceTTL() < now
+			return in.ID == s.cfg.ID || in.Seen+s.instanceTTL() < now
 		})
-		st.Instances = append(st.Instances, store.Instance{ID: rm.id, Seen: now})
+		st.Instances = append(st.Instances, store.Instance{ID: s.cfg.ID, Seen: now})
 		st.Version++
 		if st.Epoch == 0 {
 			st.Epoch = 1
@@ -539,16 +536,16 @@ func (rm *Room) nameSelf(ctx context.Context, now int64) error {
 // The lease is judged as of the latest view read: an instance whose reads
 // of the view fail (a loaded store) does not take an old view's lease for
 // an unrenewed one.
-func (rm *Room) takesOver(now int64) bool {
-	l := rm.fleet.lease
-	ttl := rm.instanceTTL()
-	now = min(now, rm.fleet.viewAt+rm.offset.Load())
+func (s *Syncer[S]) takesOver(now int64) bool {
+	l := s.fleet.lease
+	ttl := s.instanceTTL()
+	now = min(now, s.fleet.viewAt+s.offset.Load())
 	late := now - l.Renewed - ttl
-	if l.Holder == "" || l.Holder == rm.id || late < 0 {
+	if l.Holder == "" || l.Holder == s.cfg.ID || late < 0 {
 		return false
 	}
 	h := fnv.New64a()
-	_, _ = h.Write([]byte(rm.id))
+	_, _ = h.Write([]byte(s.cfg.ID))
 	_, _ = h.Write(binary.LittleEndian.AppendUint64(nil, l.Term))
 	n := uint64(max(l.Fleet, 1))
 	return h.Sum64()%n < uint64(2)<<min(late/max(ttl/2, 1), 20)
@@ -561,34 +558,34 @@ func (rm *Room) takesOver(now int64) bool {
 // next Version, above the old one's: the old holder can write neither the
 // state nor a grant into a mailbox the new term has read (see aggregate),
 // so taking over at any moment keeps grants exact.
-func (rm *Room) takeOver(ctx context.Context, now int64) {
-	old := rm.fleet.lease
+func (s *Syncer[S]) takeOver(ctx context.Context, now int64) {
+	old := s.fleet.lease
 	var (
 		peers []string
 		term  uint64
 	)
-	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
+	err := s.cfg.Store.Update(ctx, s.cfg.Name, func(st *store.State) error {
 		l := st.Lease
-		if st.Epoch != rm.epoch || l != nil && (l.Holder != old.Holder || l.Term != old.Term || l.Renewed > old.Renewed) {
+		if st.Epoch != s.epoch.Load() || l != nil && (l.Holder != old.Holder || l.Term != old.Term || l.Renewed > old.Renewed) {
 			return errReadOnly // another state, or the lease moved on
 		}
-		ps, _ := fleetPeers(st, rm.id)
-		if len(ps) < rm.cfg.fleetMin/2 {
+		ps, _ := fleetPeers(st, s.cfg.ID)
+		if len(ps) < s.cfg.FleetMin/2 {
 			return errReadOnly
 		}
 		st.Version++
-		st.Lease = &store.Lease{Holder: rm.id, Term: st.Version, Renewed: now}
+		st.Lease = &store.Lease{Holder: s.cfg.ID, Term: st.Version, Renewed: now}
 		peers, term = ps, st.Version
 		return nil
 	})
 	if err != nil {
 		if !errors.Is(err, errReadOnly) {
-			rm.log.Debug("waitingroom: taking over the fleet's lease failed", "err", err)
+			s.cfg.Log.Debug("waitingroom: taking over the fleet's lease failed", "err", err)
 		}
 		return
 	}
-	rm.log.Info("waitingroom: took over the fleet's lease", "from", old.Holder, "term", term)
-	rm.fleet.term, rm.fleet.peers = term, peers
+	s.cfg.Log.Info("waitingroom: took over the fleet's lease", "from", old.Holder, "term", term)
+	s.fleet.term, s.fleet.peers = term, peers
 }
 
 // usage is admissions by grant entry and their total.
@@ -598,10 +595,10 @@ type usage struct {
 }
 
 // usedSince returns the admissions made in the periods of the batches
-// after base (not the current period's). Under rm.mu or syncMu.
-func (rm *Room) usedSince(base uint64) usage {
+// after base (not the current period's). Under s.mu or syncMu.
+func (s *Syncer[S]) usedSince(base uint64) usage {
 	u := usage{byEntry: map[int64]int64{}}
-	for _, b := range rm.fleet.used {
+	for _, b := range s.fleet.used {
 		if b.seq > base {
 			for k, n := range b.used {
 				u.byEntry[k] += n
@@ -615,10 +612,10 @@ func (rm *Room) usedSince(base uint64) usage {
 // readView reads the room's view and installs it, as a classic sync
 // installs the state it wrote; it falls back to a classic sync when the
 // view is missing, stale, or of another epoch.
-func (rm *Room) readView(ctx context.Context) error {
-	st, err := rm.read(ctx, viewKey(rm.cfg.Name))
-	local := rm.localNow()
-	if err != nil && rm.epoch != 0 && local-rm.fleet.viewAt <= rm.fleetPatience() {
+func (s *Syncer[S]) readView(ctx context.Context) error {
+	st, err := s.read(ctx, ViewKey(s.cfg.Name))
+	local := s.LocalNow()
+	if err != nil && s.epoch.Load() != 0 && local-s.fleet.viewAt <= s.fleetPatience() {
 		// A read that failed (on a loaded store, most often one that
 		// timed out) leaves the view of the latest sync in place, as a
 		// view not yet published does; the instance reads it again at
@@ -627,50 +624,49 @@ func (rm *Room) readView(ctx context.Context) error {
 		// (the error count, Ready, the outage's log lines): an
 		// aggregator's round that outlived the sync's deadline (a store
 		// that stopped answering mid-round) ends here.
-		return rm.syncFailed(ctx, fmt.Errorf("reading the fleet's view: %w", err))
+		return s.syncFailed(ctx, fmt.Errorf("reading the fleet's view: %w", err))
 	}
 	if err != nil {
-		if rm.fleet.on {
-			rm.log.Debug("waitingroom: classic sync: the fleet's view could not be read within the patience", "err", err)
+		if s.fleet.on {
+			s.cfg.Log.Debug("waitingroom: classic sync: the fleet's view could not be read within the patience", "err", err)
 		}
-		rm.fleet.on = false
+		s.fleet.on = false
 		return errFleetFallback
 	}
-	if st.Epoch == 0 && local-rm.fleet.viewAt <= rm.fleetPatience() {
+	if st.Epoch == 0 && local-s.fleet.viewAt <= s.fleetPatience() {
 		// The aggregator has not published a view yet (its lease is
 		// new): the counts went out, the view of the latest sync stays.
 		return nil
 	}
-	now := max(st.Clock, local+rm.offset.Load())
+	now := max(st.Clock, local+s.offset.Load())
 	lease := st.Lease
-	if st.Epoch != rm.epoch && rm.epoch != 0 || lease == nil || lease.Renewed+rm.fleetPatience() < now || now > local+maxClockLead {
-		if rm.fleet.on {
-			rm.log.Debug("waitingroom: classic sync: the fleet's view is of another state, has no lease, or its lease was not renewed within the patience")
+	if st.Epoch != s.epoch.Load() && s.epoch.Load() != 0 || lease == nil || lease.Renewed+s.fleetPatience() < now || now > local+MaxClockLead {
+		if s.fleet.on {
+			s.cfg.Log.Debug("waitingroom: classic sync: the fleet's view is of another state, has no lease, or its lease was not renewed within the patience")
 		}
-		rm.fleet.on = false
+		s.fleet.on = false
 		return errFleetFallback
 	}
-	rm.fleet.viewAt, rm.fleet.lease, rm.fleet.viewed = local, *lease, true
-	rm.install(ctx, &st, now, local, int(lease.Fleet))
+	s.fleet.viewAt, s.fleet.lease, s.fleet.viewed = local, *lease, true
+	s.install(ctx, &st, now, local, int(lease.Fleet))
 	// A classic sync that finds the state older than this view knows it
 	// went back (the fleet's instances have no classic Version of late).
-	rm.version = max(rm.version, st.Version)
+	s.version = max(s.version, st.Version)
 	return nil
 }
 
 // install installs st, a view or a state read without writing it, as a
 // classic sync installs the state it wrote, with no grant.
-func (rm *Room) install(ctx context.Context, st *store.State, now, local int64, fleetSize int) {
-	p := rm.params(now)
-	p.settings = rm.sharedSettings(st)
-	p.policy = rm.policyAt(&p.settings, now)
-	p.times = rm.sessionTimes(&p.settings)
+func (s *Syncer[S]) install(ctx context.Context, st *store.State, now, local int64, fleetSize int) {
+	p := s.params(now)
+	set, rules := s.settle(st, now)
+	p.rules = rules
 	_, v := applySync(st, p, newDelta())
-	v.instances = fleetSize
-	v.fleet = true
-	v.scarce = fleetScarce(&p, v)
+	v.Instances = fleetSize
+	v.Fleet = true
+	v.Scarce = fleetScarce(&p, v)
 	v.due, v.observed = nil, observations{}
-	rm.finish(ctx, p, v, st.Epoch, st.SettingsVersion, nil, func() {}, now-local)
+	s.finish(ctx, p, v, set, st.Epoch, st.SettingsVersion, nil, func() {}, now-local)
 }
 
 // forming reports whether the room's state, read without a write, shows a
@@ -681,30 +677,30 @@ func (rm *Room) install(ctx context.Context, st *store.State, now, local int64, 
 // together with the rest of a fleet starting at once (the wave that would
 // keep the lease from being taken and the aggregator's rounds from
 // committing).
-func (rm *Room) forming(ctx context.Context) bool {
+func (s *Syncer[S]) forming(ctx context.Context) bool {
 	var st store.State
-	err := rm.store.Update(ctx, rm.cfg.Name, func(s *store.State) error {
+	err := s.cfg.Store.Update(ctx, s.cfg.Name, func(s *store.State) error {
 		st = *s
 		return errReadOnly
 	})
 	if !errors.Is(err, errReadOnly) || st.Epoch == 0 {
 		return false
 	}
-	peers, _ := fleetPeers(&st, rm.id)
-	if len(peers) == 0 || len(peers) < rm.cfg.fleetMin/2 && st.Lease == nil {
+	peers, _ := fleetPeers(&st, s.cfg.ID)
+	if len(peers) == 0 || len(peers) < s.cfg.FleetMin/2 && st.Lease == nil {
 		return false
 	}
-	local := rm.localNow()
-	now := min(max(st.Clock, local+rm.offset.Load()), local+maxClockLead)
-	rm.install(ctx, &st, now, local, len(peers))
+	local := s.LocalNow()
+	now := min(max(st.Clock, local+s.offset.Load()), local+MaxClockLead)
+	s.install(ctx, &st, now, local, len(peers))
 	return true
 }
 
 // read returns the state of key: with the store's read without a lock
 // (store.Reader) when it has one, else with an Update whose function
 // fails, which on SQL locks the row while it reads.
-func (rm *Room) read(ctx context.Context, key string) (store.State, error) {
-	if r, ok := rm.store.(store.Reader); ok {
+func (s *Syncer[S]) read(ctx context.Context, key string) (store.State, error) {
+	if r, ok := s.cfg.Store.(store.Reader); ok {
 		st, err := r.Read(ctx, key)
 		if err != nil {
 			return store.State{}, err
@@ -712,7 +708,7 @@ func (rm *Room) read(ctx context.Context, key string) (store.State, error) {
 		return *st, nil
 	}
 	var st store.State
-	err := rm.store.Update(ctx, key, func(s *store.State) error {
+	err := s.cfg.Store.Update(ctx, key, func(s *store.State) error {
 		st = *s
 		return errReadOnly
 	})
@@ -730,21 +726,21 @@ const maxGone = 4096
 // remove them once they have been silent for the fleet's patience: an
 // instance that comes back before that still reads its mailbox (which of
 // its batches were applied). Under syncMu.
-func (rm *Room) noteGone(ids []string) {
+func (s *Syncer[S]) noteGone(ids []string) {
 	if len(ids) == 0 {
 		return
 	}
-	if rm.gone == nil {
-		rm.gone = map[string]int64{}
+	if s.gone == nil {
+		s.gone = map[string]int64{}
 	}
-	due := rm.localNow() + rm.fleetPatience() - rm.instanceTTL()
+	due := s.LocalNow() + s.fleetPatience() - s.instanceTTL()
 	for _, id := range ids {
-		if len(rm.gone) >= maxGone {
-			rm.log.Debug("waitingroom: too many fleet mailboxes to remove; some stay", "max", maxGone)
+		if len(s.gone) >= maxGone {
+			s.cfg.Log.Debug("waitingroom: too many fleet mailboxes to remove; some stay", "max", maxGone)
 			return
 		}
-		if _, ok := rm.gone[id]; !ok {
-			rm.gone[id] = due
+		if _, ok := s.gone[id]; !ok {
+			s.gone[id] = due
 		}
 	}
 }
@@ -755,19 +751,19 @@ func (rm *Room) noteGone(ids []string) {
 // patience; one written since is tried again once it has been. A
 // mailbox whose Update fails is tried at the next sync; at most
 // maxRemovals a sync. Under syncMu.
-func (rm *Room) removeMailboxes(ctx context.Context) {
-	local := rm.localNow()
+func (s *Syncer[S]) removeMailboxes(ctx context.Context) {
+	local := s.LocalNow()
 	var due []string
-	for id, at := range rm.gone {
+	for id, at := range s.gone {
 		if at <= local && len(due) < maxRemovals {
 			due = append(due, id)
 		}
 	}
-	now := local + rm.offset.Load()
-	patience := rm.fleetPatience()
+	now := local + s.offset.Load()
+	patience := s.fleetPatience()
 	for _, id := range due {
 		next := int64(0) // done
-		err := rm.store.Update(ctx, mailboxKey(rm.cfg.Name, id), func(st *store.State) error {
+		err := s.cfg.Store.Update(ctx, MailboxKey(s.cfg.Name, id), func(st *store.State) error {
 			next = 0
 			if st.Epoch == 0 {
 				return errReadOnly // no mailbox
@@ -783,9 +779,9 @@ func (rm *Room) removeMailboxes(ctx context.Context) {
 			next = local
 		}
 		if next == 0 {
-			delete(rm.gone, id)
+			delete(s.gone, id)
 		} else {
-			rm.gone[id] = next
+			s.gone[id] = next
 		}
 	}
 }
@@ -794,21 +790,13 @@ func (rm *Room) removeMailboxes(ctx context.Context) {
 // the rest wait for the next syncs.
 const maxRemovals = 16
 
-// pickWait is how soon, in ms, a visitor of a bucket the reserve covers
-// is told to come back after asking: the pick is in the view within three
-// syncs (the instance's mailbox write, the round, the view read), a sync
-// a second when the application syncs the room itself.
-func (rm *Room) pickWait() int64 {
-	return 3 * syncEvery(rm.cfg.SyncInterval.Milliseconds())
-}
-
 // fleetPatience is how long, in ms, an instance of a fleet goes on
 // syncing through the aggregator without news of it (a view, its batches
 // applied) before it falls back to classic syncs: three instance TTLs, so
 // that an aggregator slowed down by a wave of classic syncs (a fleet
 // starting, every instance joining the state) is not swamped by more of
 // them. Its grants are safe meanwhile, and its batches wait in mailboxes.
-func (rm *Room) fleetPatience() int64 { return fleetLeaseTTLs * rm.instanceTTL() }
+func (s *Syncer[S]) fleetPatience() int64 { return fleetLeaseTTLs * s.instanceTTL() }
 
 // fleetLeaseTTLs is how many instance TTLs a lease outlives its latest
 // renewal: as long as the instances' patience, so that an aggregator whose
@@ -816,16 +804,16 @@ func (rm *Room) fleetPatience() int64 { return fleetLeaseTTLs * rm.instanceTTL()
 const fleetLeaseTTLs = 3
 
 // params are the sync parameters that do not depend on the state.
-func (rm *Room) params(now int64) syncParams {
-	return syncParams{
+func (s *Syncer[S]) params(now int64) params {
+	return params{
 		now:          now,
-		id:           rm.id,
-		seq:          rm.seq,
-		waitWindow:   rm.waitWindow,
-		syncInterval: max(rm.cfg.SyncInterval, 0).Milliseconds(),
-		instanceTTL:  rm.instanceTTL(),
-		dueWindow:    rm.waitWindow/2 + dueMargin,
-		history:      rm.kept.store != nil,
+		id:           s.cfg.ID,
+		seq:          s.seq,
+		waitWindow:   s.cfg.WaitWindow,
+		syncInterval: max(s.cfg.SyncInterval, 0).Milliseconds(),
+		instanceTTL:  s.instanceTTL(),
+		dueWindow:    s.cfg.WaitWindow/2 + dueMargin,
+		history:      s.history,
 		scarceBelow:  fleetScarceBelow,
 	}
 }
@@ -834,28 +822,28 @@ func (rm *Room) params(now int64) syncParams {
 // mailbox read (and fenced with this lease's term), their new batches
 // applied and their grants carved in one Update of the shared state,
 // the grants written to the mailboxes, the view published.
-func (rm *Room) aggregate(sctx context.Context) error {
+func (s *Syncer[S]) aggregate(sctx context.Context) error {
 	// The round may take longer than an instance's sync: a wave of
 	// classic syncs (a fleet starting) contends for the state. It ends
 	// with the sync's context when that is cancelled (Close).
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(sctx), 2*syncTimeout(max(rm.cfg.SyncInterval, time.Second)))
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(sctx), 2*SyncTimeout(max(s.cfg.SyncInterval, time.Second)))
 	defer cancel()
 	defer context.AfterFunc(sctx, func() {
 		if errors.Is(sctx.Err(), context.Canceled) {
 			cancel()
 		}
 	})()
-	f := &rm.fleet
+	f := &s.fleet
 	term := f.term
-	joiners := rm.joiners(ctx, f.peers)
+	joiners := s.joiners(ctx, f.peers)
 	joining := make(map[string]bool, len(joiners))
 	for _, id := range joiners {
 		joining[id] = true
 	}
 	peers := append(slices.Clone(f.peers), joiners...)
 	boxes := make([]*store.Mailbox, len(peers))
-	rm.eachPeer(peers, func(i int) {
-		_ = rm.store.Update(ctx, mailboxKey(rm.cfg.Name, peers[i]), func(st *store.State) error {
+	s.eachPeer(peers, func(i int) {
+		_ = s.cfg.Store.Update(ctx, MailboxKey(s.cfg.Name, peers[i]), func(st *store.State) error {
 			if st.Epoch == 0 {
 				// No mailbox: one the store lost (emptied, restarted
 				// without its data). Stamping it would recreate it, and
@@ -885,7 +873,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 	}
 
 	type carved struct {
-		g       grant
+		g       Grant
 		base    uint64
 		applied uint64
 		fair    int64
@@ -896,18 +884,18 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		version  uint64
 		epoch    uint64
 		pub      store.State
-		merged   *view
+		merged   *View
 		dropped  []string
 		gone     map[string]goneBack
 		wentBack bool
 	)
-	err := rm.store.Update(ctx, rm.cfg.Name, func(st *store.State) error {
+	err := s.cfg.Store.Update(ctx, s.cfg.Name, func(st *store.State) error {
 		out = map[string]carved{}
 		merged = nil
-		local := rm.localNow()
-		now := min(max(st.Clock, local+rm.offset.Load()), local+maxClockLead)
+		local := s.LocalNow()
+		now := min(max(st.Clock, local+s.offset.Load()), local+MaxClockLead)
 		lease := st.Lease
-		if lease == nil || lease.Holder != rm.id || lease.Term != term || st.Epoch != rm.epoch {
+		if lease == nil || lease.Holder != s.cfg.ID || lease.Term != term || st.Epoch != s.epoch.Load() {
 			return errNotLeader
 		}
 		lease.Renewed = now
@@ -926,9 +914,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		}
 		st.Version++
 		st.Clock = now
-		settings := rm.sharedSettings(st)
-		pol := rm.policyAt(&settings, now)
-		times := rm.sessionTimes(&settings)
+		_, rules := s.settle(st, now)
 		// An instance of the fleet is alive while it writes its mailbox:
 		// its record is kept until its mailbox is older than the TTL,
 		// however long the rounds take.
@@ -960,12 +946,12 @@ func (rm *Room) aggregate(sctx context.Context) error {
 				back = map[string]goneBack{}
 			}
 			back[id] = goneBack{had: had, upto: upto}
-			st.Grace = max(st.Grace, now+rm.graceAfterGap())
+			st.Grace = max(st.Grace, now+s.graceAfterGap())
 		}
 		recorded := make(map[string]bool, len(st.Instances))
 		for _, in := range st.Instances {
 			recorded[in.ID] = true
-			if mb := byID[in.ID]; mb != nil && !mb.Left && in.Seq < mb.Acked && mb.Seen+rm.instanceTTL() >= now {
+			if mb := byID[in.ID]; mb != nil && !mb.Left && in.Seq < mb.Acked && mb.Seen+s.instanceTTL() >= now {
 				lacks(in.ID, in.Seq, mb.Acked)
 			}
 		}
@@ -974,9 +960,9 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			// One this aggregator dropped as silent itself was silent,
 			// though it wrote again since (a write that committed late,
 			// after a round read its mailbox): it joins again.
-			_, silent := rm.gone[id]
-			if mb := byID[id]; mb != nil && !mb.Left && !recorded[id] && !silent && mb.In == st.Epoch && mb.Acked > 0 && mb.Seen+rm.instanceTTL() >= now &&
-				mb.Prev != 0 && mb.Seen-mb.Prev <= rm.instanceTTL() {
+			_, silent := s.gone[id]
+			if mb := byID[id]; mb != nil && !mb.Left && !recorded[id] && !silent && mb.In == st.Epoch && mb.Acked > 0 && mb.Seen+s.instanceTTL() >= now &&
+				mb.Prev != 0 && mb.Seen-mb.Prev <= s.instanceTTL() {
 				lacks(id, 0, mb.Acked)
 				unrecorded = append(unrecorded, id)
 			}
@@ -1017,7 +1003,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 				}
 				continue
 			}
-			if mb == nil || mb.Seen+rm.instanceTTL() < now {
+			if mb == nil || mb.Seen+s.instanceTTL() < now {
 				continue // an instance in classic syncs, or gone
 			}
 			if !present[id] && (mb.In != st.Epoch || !joining[id] && !slices.Contains(unrecorded, id)) {
@@ -1051,7 +1037,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			held := mb.Held
 			pending := pendingGrant(mb)
 			if pending != nil {
-				held = max(held, pending.total())
+				held = max(held, pending.Total())
 			}
 			members = append(members, member{id: id, seq: mb.Seq, held: held, attempts: md.attempts,
 				noCarve: pending != nil && mb.Base < mb.Seq})
@@ -1059,19 +1045,19 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		if len(members) == 0 {
 			return errReadOnly // nobody had news: nothing to write
 		}
-		p := rm.params(now)
+		p := s.params(now)
 		p.id, p.round = "", true
-		p.keepSilent = wentBack || rm.keepSilent(local)
+		p.keepSilent = wentBack || s.keepSilent(local)
 		p.reserved = f.reserved
-		p.settings, p.policy, p.times = settings, pol, times
+		p.rules = rules
 		cs, v := applyRound(st, p, members, ds)
 		for i, m := range members {
 			out[m.id] = carved{g: cs[i].g, base: m.seq, applied: m.seq, fair: cs[i].fair, scarce: cs[i].scarce}
 		}
 		dropped = v.dropped
 		merged = v
-		f.peers, _ = fleetPeers(st, rm.id)
-		if len(f.peers) < rm.cfg.fleetMin/2 {
+		f.peers, _ = fleetPeers(st, s.cfg.ID)
+		if len(f.peers) < s.cfg.FleetMin/2 {
 			// The fleet shrank to half the size that takes a lease: the
 			// lease ends, every instance falls back to classic syncs.
 			st.Lease = nil
@@ -1085,34 +1071,34 @@ func (rm *Room) aggregate(sctx context.Context) error {
 		return nil
 	}
 	if err != nil {
-		rm.steadySince = -1
+		s.steadySince = -1
 		return fmt.Errorf("waitingroom: aggregator round: %w", err)
 	}
 	if wentBack {
-		rm.steadySince = rm.localNow()
+		s.steadySince = s.LocalNow()
 	}
 	f.roundVersion = version
 	f.reserved = 0
 	if pub.Reserve != nil {
 		f.reserved = pub.Reserve.Upto
 	}
-	rm.afterSync(ctx, merged)
+	s.afterSync(ctx, merged)
 	for id := range out {
-		delete(rm.gone, id) // in the state again: not gone
+		delete(s.gone, id) // in the state again: not gone
 	}
-	rm.noteGone(dropped)
+	s.noteGone(dropped)
 	// The instances the state went back on are told so in their
 	// mailboxes; those whose mailbox is not written are told at the next
 	// round.
 	var backMu sync.Mutex
 	f.back = maps.Clone(gone)
-	rm.eachPeer(peers, func(i int) {
+	s.eachPeer(peers, func(i int) {
 		c, ok := out[peers[i]]
 		if !ok {
 			return
 		}
 		b, isBack := gone[peers[i]]
-		err := rm.store.Update(ctx, mailboxKey(rm.cfg.Name, peers[i]), func(st *store.State) error {
+		err := s.cfg.Store.Update(ctx, MailboxKey(s.cfg.Name, peers[i]), func(st *store.State) error {
 			mb := mailboxOf(st)
 			if mb.Term != term || mb.Version >= version {
 				return errReadOnly
@@ -1127,7 +1113,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			if c.g != nil {
 				mb.Grant = make([]store.Count, 0, len(c.g))
 				for _, e := range c.g {
-					mb.Grant = append(mb.Grant, store.Count{Key: e.bucket, N: e.n})
+					mb.Grant = append(mb.Grant, store.Count{Key: e.Bucket, N: e.N})
 				}
 				mb.Version, mb.Base, mb.Epoch, mb.Fair, mb.Scarce = version, c.base, epoch, c.fair, c.scarce
 			}
@@ -1140,7 +1126,7 @@ func (rm *Room) aggregate(sctx context.Context) error {
 			backMu.Unlock()
 		}
 	})
-	return rm.publish(ctx, pub)
+	return s.publish(ctx, pub)
 }
 
 // viewOf returns the view of st: a copy without the instance records,
@@ -1166,8 +1152,8 @@ func viewOf(st *store.State, fleet int) store.State {
 }
 
 // publish writes pub as the room's view unless a newer one is there.
-func (rm *Room) publish(ctx context.Context, pub store.State) error {
-	err := rm.store.Update(ctx, viewKey(rm.cfg.Name), func(st *store.State) error {
+func (s *Syncer[S]) publish(ctx context.Context, pub store.State) error {
+	err := s.cfg.Store.Update(ctx, ViewKey(s.cfg.Name), func(st *store.State) error {
 		if st.Epoch == pub.Epoch && st.Version >= pub.Version {
 			return errReadOnly
 		}
@@ -1184,24 +1170,24 @@ func (rm *Room) publish(ctx context.Context, pub store.State) error {
 // among known (the fleet instances in the state), and empties the records
 // of those that are known or gone: an instance stays named until a round
 // has brought it into the state, and a round that fails loses nobody.
-func (rm *Room) joiners(ctx context.Context, known []string) []string {
+func (s *Syncer[S]) joiners(ctx context.Context, known []string) []string {
 	in := make(map[string]bool, len(known))
 	for _, id := range known {
 		in[id] = true
 	}
-	now := rm.now()
-	ttl := rm.instanceTTL()
+	now := s.Now()
+	ttl := s.instanceTTL()
 	keys := make([]string, joinShards)
 	for i := range keys {
-		keys[i] = joinShard(rm.cfg.Name, i)
+		keys[i] = joinShard(s.cfg.Name, i)
 	}
 	var (
 		mu  sync.Mutex
 		all []store.Instance
 	)
-	rm.eachPeer(keys, func(i int) {
+	s.eachPeer(keys, func(i int) {
 		var named []store.Instance
-		err := rm.store.Update(ctx, keys[i], func(st *store.State) error {
+		err := s.cfg.Store.Update(ctx, keys[i], func(st *store.State) error {
 			n := len(st.Instances)
 			st.Instances = slices.DeleteFunc(st.Instances, func(x store.Instance) bool {
 				return in[x.ID] || x.Seen+ttl < now
@@ -1232,7 +1218,7 @@ func (rm *Room) joiners(ctx context.Context, known []string) []string {
 }
 
 // eachPeer calls fn for every index of peers, fleetWorkers at a time.
-func (rm *Room) eachPeer(peers []string, fn func(i int)) {
+func (s *Syncer[S]) eachPeer(peers []string, fn func(i int)) {
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range min(fleetWorkers, len(peers)) {

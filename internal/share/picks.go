@@ -1,4 +1,4 @@
-package waitingroom
+package share
 
 import (
 	"cmp"
@@ -31,48 +31,6 @@ import (
 // State.Picks) whose slots every limit counts: a pick until the visitor's
 // session is in the state (the admission counts instead) or it expires;
 // the reserve until the next round sets it again.
-
-// maxAsks bounds the visitors a delta asks for: the others ask again at
-// their next chance.
-const maxAsks = 256
-
-// ask is a queued visitor whom an instance had no slot for at a chance
-// they were due: their bucket, as the policy maps it, and the shared-clock
-// ms by which they will have come back (their next chance, and the
-// lateness a visitor is allowed).
-type ask struct{ bucket, until int64 }
-
-// ask records that visitor, of bucket b, found no slot and will be back
-// by until.
-func (d *delta) ask(visitor uint64, b, until int64) {
-	if a, ok := d.asks[visitor]; ok {
-		b, until = min(a.bucket, b), max(a.until, until)
-	}
-	if d.asks == nil {
-		d.asks = map[uint64]ask{}
-	}
-	d.asks[visitor] = ask{bucket: b, until: until}
-}
-
-// mayAsk reports whether an instance's pending delta may ask for visitor:
-// it holds fewer than maxAsks, or visitor among them. (A round merges
-// every instance's asks whole.)
-func (d *delta) mayAsk(visitor uint64) bool {
-	_, ok := d.asks[visitor]
-	return ok || len(d.asks) < maxAsks
-}
-
-// near reports whether fewer than n visitors wait in buckets older than
-// b: a due visitor of bucket b is about to be let in, and asks for a
-// slot when the instance they reached has none.
-func (v *view) near(b, n int64) bool {
-	for _, bc := range v.buckets {
-		if bc.bucket >= b {
-			return bc.before < n
-		}
-	}
-	return true
-}
 
 // picksOf returns the picks of st still good at now (visitor ID → the
 // shared-clock ms up to which they may be let in; nil for none) and the
@@ -124,7 +82,7 @@ func hasSession(ss []store.Session, id uint64) bool {
 // state went back to before that. A record the state did not have holds
 // no slot: the visitors it covers are told to come back soon, and the
 // first round after the grace reserves for them what it can.
-func keepReserve(st *store.State, p syncParams) {
+func keepReserve(st *store.State, p params) {
 	switch r := st.Reserve; {
 	case r != nil:
 		r.Set = max(r.Set, p.now)
@@ -146,12 +104,12 @@ func keepReserve(st *store.State, p syncParams) {
 // nothing more, they keep none of the grants they adopt, and they ask
 // for their waiting visitors in either method (in random, the round
 // draws among them).
-func fleetScarce(p *syncParams, v *view) bool {
-	if p.policy.method.layout == nil || v.instances <= 0 {
+func fleetScarce(p *params, v *View) bool {
+	if p.rules.Layout == nil || v.Instances <= 0 {
 		return false
 	}
-	slots := int64(min(p.policy.NewUsersPerMinute, p.policy.TotalActiveUsers))
-	return slots < int64(v.instances)*p.scarceBelow && v.waiting > freeSlots(&p.policy, v)
+	slots := min(p.rules.NewUsersPerMinute, p.rules.TotalActiveUsers)
+	return slots < int64(v.Instances)*p.scarceBelow && v.Waiting > freeSlots(&p.rules, v)
 }
 
 // fleetScarceBelow is the number of slots an instance below which a fleet
@@ -166,7 +124,7 @@ const fleetScarceBelow = 4
 // of each that no pick or reserve covers) and the slots held in all
 // (grants, plus the change). picked are the picks st holds, by bucket
 // (settlePicks); ahead is what carve leaves out of the release.
-func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCount, asks map[uint64]ask, picked map[int64]int64, grants, ahead int64) ([]bucketCount, int64) {
+func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, asks map[uint64]ask, picked map[int64]int64, grants, ahead int64) ([]Bucket, int64) {
 	lay := slices.Clone(buckets)
 	coverDue(lay, picked)
 	if st.Lease == nil {
@@ -193,13 +151,13 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 	// but by a pick. (Kept whole, a reserve read back from a state that
 	// went back, where the admissions of the lost seconds are reported
 	// again, would give out slots that those admissions took.)
-	kept := min(before, max(0, freeSlots(&p.policy, v)-(grants-before)))
+	kept := min(before, max(0, freeSlots(&p.rules, v)-(grants-before)))
 	held := picks + kept
 	limit := held
 	if g := carve(p, v, buckets, buckets, 1, grants-before-picks, held, ahead); g != nil {
-		limit = g.total()
+		limit = g.Total()
 	}
-	ordered := p.policy.method.ordered
+	ordered := p.rules.Ordered
 	made := pick(st, asks, lay, limit-picks, p.now, p.waitWindow, ordered)
 	var n int64
 	for _, k := range made {
@@ -228,12 +186,12 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 	left := max(0, limit-picks-n)
 	var r, upto int64
 	for i := range lay {
-		if lay[i].due <= 0 {
+		if lay[i].Due <= 0 {
 			continue
 		}
-		if k := min(lay[i].due, left); k == lay[i].due || lay[i].bucket <= was {
-			r, upto = k, lay[i].bucket
-			lay[i].due -= k
+		if k := min(lay[i].Due, left); k == lay[i].Due || lay[i].Minute <= was {
+			r, upto = k, lay[i].Minute
+			lay[i].Due -= k
 		}
 		break
 	}
@@ -253,8 +211,8 @@ func reserveAndPick(st *store.State, p syncParams, v *view, buckets []bucketCoun
 // too, and a newer visitor picked before them would be let in first.
 // Otherwise (random, with few slots an instance) it draws among them at
 // random: the instances ask for visitors drawn at their chances, once a
-// refresh interval of the shared clock each (check.go).
-func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longest int64, ordered bool) map[int64]int64 {
+// refresh interval of the shared clock each (the room's draw).
+func pick(st *store.State, asks map[uint64]ask, lay []Bucket, n, now, longest int64, ordered bool) map[int64]int64 {
 	if n <= 0 || len(asks) == 0 {
 		return nil
 	}
@@ -279,15 +237,15 @@ func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longe
 	} else {
 		// A draw that the round's time and the visitor decide, so a
 		// retried round draws the same.
-		draw := func(id uint64) uint64 { return successor(id, now) }
+		draw := func(id uint64) uint64 { return Mix(id, now) }
 		slices.SortFunc(cs, func(x, y asked) int { return cmp.Or(cmp.Compare(draw(x.id), draw(y.id)), cmp.Compare(x.id, y.id)) })
 	}
 	var out map[int64]int64
 	i := 0 // lay[:i] are the buckets older than the one picked from
 	var older int64
 	for _, c := range cs[:min(int64(len(cs)), n)] {
-		for i < len(lay) && lay[i].bucket < c.a.bucket {
-			older += max(0, lay[i].due-out[lay[i].bucket])
+		for i < len(lay) && lay[i].Minute < c.a.bucket {
+			older += max(0, lay[i].Due-out[lay[i].Minute])
 			i++
 		}
 		if older > 0 && ordered {
@@ -307,10 +265,10 @@ func pick(st *store.State, asks map[uint64]ask, lay []bucketCount, n, now, longe
 
 // coverDue takes from the due visitors of buckets (oldest first) those
 // that n (bucket → slots) holds slots for.
-func coverDue(buckets []bucketCount, n map[int64]int64) {
+func coverDue(buckets []Bucket, n map[int64]int64) {
 	for b, k := range n {
-		if i, ok := slices.BinarySearchFunc(buckets, b, func(c bucketCount, b int64) int { return cmp.Compare(c.bucket, b) }); ok {
-			buckets[i].due = max(0, buckets[i].due-k)
+		if i, ok := slices.BinarySearchFunc(buckets, b, func(c Bucket, b int64) int { return cmp.Compare(c.Minute, b) }); ok {
+			buckets[i].Due = max(0, buckets[i].Due-k)
 		}
 	}
 }

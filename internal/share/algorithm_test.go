@@ -1,0 +1,815 @@
+package share
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/go-waitingroom/waitingroom/internal/testclock"
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSilentFleetRecordsDropped checks who drops the record of a fleet
+// instance silent for longer than the instance TTL: while a live lease
+// says an aggregator keeps the fleet's records (from their mailboxes,
+// which they write whether or not its rounds commit), only its round; a
+// classic sync drops the others' records as ever, and the fleet's once
+// the lease has expired.
+func TestSilentFleetRecordsDropped(t *testing.T) {
+	const now, ttl = int64(1_000_000), int64(3000)
+	fleet, classic := "a", "b"
+	for _, tc := range []struct {
+		name  string
+		lease int64 // ms since the lease was renewed; -1 for none
+		round bool
+		kept  []string
+	}{
+		{"classic sync, live lease", 0, false, []string{fleet, classic}},
+		{"round, live lease", 0, true, nil},
+		{"classic sync, no lease", -1, false, nil},
+		{"classic sync, expired lease", fleetLeaseTTLs*ttl + 1, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &store.State{Epoch: 1, Instances: []store.Instance{
+				{ID: fleet, Seen: now - ttl - 1, Grant: 1},
+				{ID: classic, Seen: now - ttl - 1, Grant: 1},
+			}}
+			if tc.lease >= 0 {
+				st.Lease = &store.Lease{Holder: "c", Renewed: now - tc.lease}
+			}
+			p := params{now: now, id: "c", instanceTTL: ttl, round: tc.round, waitWindow: 44_000, dueWindow: 27_000,
+				rules: limits(fifo, 10, 10)}
+			applySync(st, p, newDelta())
+			var kept []string
+			for _, in := range st.Instances {
+				if in.ID == fleet || in.ID == classic {
+					kept = append(kept, in.ID)
+				}
+			}
+			assert.Equal(t, tc.kept, kept)
+		})
+	}
+}
+
+// TestApplyRoundMergesOnce checks the aggregator's round, which merges
+// every instance's news into the state at once and then carves a grant
+// for each (applyRound), against the same news applied by a sync of its
+// own per instance (applySync, as the round did before): the shared part
+// of the state (sessions, waiting cells, admissions) and the instances'
+// records come out the same, and the grants keep the limits exact:
+// admitted this minute plus every grant held within NewUsersPerMinute,
+// visitors active plus every grant within TotalActiveUsers.
+func TestApplyRoundMergesOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		method      Rules
+		instances   int
+		perMinute   int64
+		total       int64
+		shared      int // sessions reported by two instances (one cookie, two tabs)
+		withRecords bool
+	}{
+		{"fifo, per-minute bound", fifo, 40, 100, 1000, 0, true},
+		{"fifo, total bound", fifo, 40, 100, 90, 0, true},
+		{"random, per-minute bound", random, 40, 60, 1000, 0, true},
+		{"fifo, shared cookies", fifo, 40, 100, 1000, 10, true},
+		{"fifo, joining instances", fifo, 40, 100, 1000, 0, false},
+		{"one instance", fifo, 1, 100, 1000, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, uint64(tc.instances)))
+			now := testclock.Start.UnixMilli() + 30_000
+			nowMin := MinuteOf(now)
+			base := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
+			// A queue of five buckets, 40 sessions, 10 admissions this
+			// minute, and records of a grant of 1 each: the limits are
+			// exact before the round.
+			for b := range int64(5) {
+				for s := range int64(3) {
+					base.Waiting = append(base.Waiting, store.Cell{Bucket: nowMin - 5 + b, Slot: SlotOf(now) - s, N: 1 + rng.Int64N(6)})
+				}
+			}
+			slices.SortFunc(base.Waiting, func(a, b store.Cell) int {
+				return cmp.Or(cmp.Compare(a.Bucket, b.Bucket), cmp.Compare(a.Slot, b.Slot))
+			})
+			for i := range 40 {
+				base.Sessions = append(base.Sessions, store.Session{ID: uint64(i+1) << 20, Admitted: now/1000 - 50, Seen: now/1000 - 2})
+			}
+			base.Admitted = []store.Count{{Key: nowMin, N: 10}}
+			ids := make([]string, tc.instances)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("i%03d+s4c3p1f1", i)
+				if tc.withRecords {
+					base.Instances = append(base.Instances, store.Instance{ID: ids[i], Seen: now - 1000, Seq: 1, Grant: 1, Traffic: 2})
+				}
+			}
+			p := params{now: now, rules: limits(fifo, tc.total, tc.perMinute),
+				waitWindow: 44_000, dueWindow: 27_000,
+				syncInterval: 1000, instanceTTL: 3000, round: true}
+			p.rules = limits(tc.method, p.rules.TotalActiveUsers, p.rules.NewUsersPerMinute)
+			members := make([]member, tc.instances)
+			ds := make([]*delta, tc.instances)
+			for i := range tc.instances {
+				d := newDelta()
+				// An admission from the grant it held (1), check-ins that
+				// move a waiting visitor to this slot, requests of
+				// admitted visitors, a revoke now and then.
+				held := int64(1)
+				if rng.IntN(2) == 0 {
+					d.session(store.Session{ID: uint64(1000 + i), Admitted: now/1000 - 1, Seen: now / 1000})
+					held = 0
+				}
+				for range 3 {
+					c := base.Waiting[rng.IntN(len(base.Waiting))]
+					d.waiting[cellKey{c.Bucket, c.Slot}]--
+					d.waiting[cellKey{c.Bucket, SlotOf(now)}]++
+				}
+				x := base.Sessions[rng.IntN(len(base.Sessions))]
+				x.Seen = now / 1000
+				x.Revoked = rng.IntN(10) == 0
+				d.session(x)
+				if i < tc.shared { // the same new visitor, reported by two instances
+					d.session(store.Session{ID: 5000, Admitted: now/1000 - 1, Seen: now / 1000})
+				}
+				d.attempts = 1 + rng.Int64N(5)
+				ds[i] = d
+				members[i] = member{id: ids[i], seq: 2, held: held, attempts: d.attempts}
+			}
+
+			merged := clone(t, base)
+			out, v := applyRound(merged, p, members, ds)
+			seq := clone(t, base)
+			for i, m := range members {
+				q := p
+				q.id, q.seq, q.held = m.id, m.seq, m.held
+				applySync(seq, q, ds[i])
+			}
+
+			assert.Equal(t, seq.Sessions, merged.Sessions, "sessions")
+			assert.Equal(t, seq.Waiting, merged.Waiting, "waiting cells")
+			assert.Equal(t, seq.Admitted, merged.Admitted, "admissions")
+			require.Len(t, merged.Instances, len(seq.Instances))
+			for i, in := range merged.Instances {
+				assert.Equal(t, seq.Instances[i].ID, in.ID)
+				assert.Equal(t, seq.Instances[i].Seq, in.Seq, "instance %s: sequence number", in.ID)
+				assert.Equal(t, seq.Instances[i].Seen, in.Seen, "instance %s: seen", in.ID)
+				assert.InDelta(t, seq.Instances[i].Traffic, in.Traffic, 1e-9, "instance %s: traffic", in.ID)
+			}
+			var grants int64
+			for i, in := range merged.Instances {
+				grants += max(in.Grant, 0)
+				if g := out[i].g; g != nil {
+					assert.Equal(t, g.Total(), in.Grant, "instance %s: its record holds its grant", in.ID)
+				}
+			}
+			assert.LessOrEqual(t, v.AdmittedThisMinute+grants, tc.perMinute, "admitted this minute and every grant held")
+			assert.LessOrEqual(t, v.Active+grants, tc.total, "active and every grant held")
+			assert.Positive(t, grants, "the round carves")
+			t.Logf("admitted this minute %d, active %d, grants %d", v.AdmittedThisMinute, v.Active, grants)
+		})
+	}
+}
+
+// clone returns a deep copy of st.
+func clone(t *testing.T, st *store.State) *store.State {
+	t.Helper()
+	c, err := store.UnmarshalState(store.MarshalState(st))
+	require.NoError(t, err)
+	return c
+}
+
+// TestLaterAdmissions checks what each instance of a round is told the
+// instances after it admitted this minute (the admissions its pace leaves
+// out): a visitor counts once, for the first instance that brings them,
+// not when the state has them already, and not when admitted in another
+// minute.
+func TestLaterAdmissions(t *testing.T) {
+	const nowMin = 1000
+	in := func(id uint64, minute int64) store.Session {
+		return store.Session{ID: id, Admitted: minute*60 + 5, Seen: minute*60 + 5}
+	}
+	deltas := func(ss ...[]store.Session) []*delta {
+		var ds []*delta
+		for _, s := range ss {
+			d := newDelta()
+			for _, x := range s {
+				d.session(x)
+			}
+			ds = append(ds, d)
+		}
+		return ds
+	}
+	for _, tc := range []struct {
+		name  string
+		state []store.Session
+		ds    []*delta
+		want  []int64
+	}{
+		{"one instance", nil, deltas([]store.Session{in(1, nowMin)}), []int64{0}},
+		{"one each", nil, deltas([]store.Session{in(1, nowMin)}, []store.Session{in(2, nowMin)}, []store.Session{in(3, nowMin)}), []int64{2, 1, 0}},
+		{"none after", nil, deltas([]store.Session{in(1, nowMin), in(2, nowMin)}, nil, nil), []int64{0, 0, 0}},
+		{"the same visitor twice (a shared cookie)", nil,
+			deltas([]store.Session{in(1, nowMin)}, []store.Session{in(2, nowMin)}, []store.Session{in(2, nowMin), in(1, nowMin)}), []int64{1, 0, 0}},
+		{"known to the state", []store.Session{in(2, nowMin)},
+			deltas(nil, []store.Session{in(2, nowMin)}, []store.Session{in(3, nowMin)}), []int64{1, 1, 0}},
+		{"another minute", nil,
+			deltas(nil, []store.Session{in(2, nowMin-1)}, []store.Session{in(3, nowMin+1), in(4, nowMin)}), []int64{1, 1, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, laterAdmissions(&store.State{Sessions: tc.state}, nowMin, tc.ds))
+		})
+	}
+}
+
+// TestReserveAndPick runs a fleet's round over a state with a queue of
+// two buckets and checks what it picks and reserves, and that the limits
+// count both.
+func TestReserveAndPick(t *testing.T) {
+	now := testclock.Start.UnixMilli() + 30_000 // 30 s into a minute
+	nowMin := MinuteOf(now)
+	b0, b1 := nowMin-3, nowMin-2
+	const (
+		x, y1, y2, z = uint64(0x1001), uint64(0x2001), uint64(0x2002), uint64(0x3001)
+		agg          = "agg+s4c3p1f1"
+	)
+	future := now + 20_000
+	type want struct {
+		picked   []uint64
+		reserve  int64 // the reserve's slots
+		reserved int64 // the newest bucket it covers
+		memberB0 bool  // some instance's grant holds slots for b0
+	}
+	for _, tc := range []struct {
+		name     string
+		method   Rules
+		due0     int64 // due visitors of b0 (b1 has 50)
+		admitted int64 // this minute
+		held     int64 // what each of the 40 instances holds
+		asks     map[uint64]ask
+		before   int64           // the reserve's slots before the round (covering b0)
+		picks    []uint64        // picks the state holds (bucket b0)
+		sessions []store.Session // admitted meanwhile (in a delta)
+		edit     func(*params)   // changes to the parameters
+		scarce   bool            // the fleet's instances below fleetScarceBelow slots each
+		want     want
+	}{
+		{
+			name: "a bucket's last due visitors: the one who asked picked, the rest reserved",
+			due0: 2, admitted: 20,
+			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}, y2: {b1, future}},
+			want: want{picked: []uint64{x}, reserve: 1, reserved: b0},
+		},
+		{
+			name: "no newer visitor picked while an older one is due and not picked",
+			due0: 200, admitted: 20,
+			asks: map[uint64]ask{y1: {b1, future}},
+			want: want{memberB0: true},
+		},
+		{
+			name: "many due: those who asked picked, nothing reserved, every instance reserves for them",
+			due0: 200, admitted: 20,
+			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}},
+			want: want{picked: []uint64{x}, memberB0: true},
+		},
+		{
+			name: "the instances hold every free slot: nothing picked or reserved",
+			due0: 2, admitted: 20, held: 2,
+			asks: map[uint64]ask{x: {b0, future}},
+			want: want{memberB0: true},
+		},
+		{
+			name: "asks of visitors let in, picked already or not back in time are not picked",
+			due0: 4, admitted: 20,
+			asks:     map[uint64]ask{x: {b0, future}, y1: {b0, now}, y2: {b0, future}, z: {b0, future}},
+			picks:    []uint64{y2},
+			sessions: []store.Session{{ID: z, Admitted: now/1000 - 1, Seen: now / 1000}},
+			want:     want{picked: []uint64{x, y2}, reserve: 2, reserved: b0},
+		},
+		{
+			name: "a pick whose visitor was let in is dropped",
+			due0: 2, admitted: 20,
+			picks:    []uint64{z},
+			sessions: []store.Session{{ID: z, Admitted: now/1000 - 1, Seen: now / 1000}},
+			want:     want{reserve: 2, reserved: b0},
+		},
+		{
+			name: "a bucket the reserve covered keeps what it can have of it",
+			due0: 6, admitted: 50, held: 1, before: 3,
+			edit: func(p *params) { p.rules.NewUsersPerMinute = 94 },
+			want: want{reserve: 4, reserved: b0, memberB0: true},
+		},
+		{
+			// A state that went back: the reserve read back was set
+			// when more slots were free than now (the sessions of the
+			// lost seconds are reported again), and 3 are. Kept whole,
+			// it gave 4 picks and 2 reserved: 6 held for 3. The bucket
+			// stays covered with no slot: its visitors who ask are told
+			// to come back soon for the next picks, not in a refresh.
+			name: "a reserve the free slots no longer cover shrinks to them",
+			due0: 6, admitted: 20, before: 6,
+			asks: map[uint64]ask{x: {b0, future}, y1: {b0, future}, y2: {b0, future}, z: {b0, future}},
+			edit: func(p *params) { p.rules.TotalActiveUsers = 3 },
+			want: want{picked: []uint64{x, y1, y2}, reserved: b0},
+		},
+		{
+			// The state went back to before the aggregator's latest
+			// round reserved b0 (no reserve record): b0 keeps what it
+			// can have, 2 of its 5 due visitors not picked.
+			name: "a state that went back to before the reserve: the bucket keeps what it can have",
+			due0: 6, admitted: 20,
+			asks: map[uint64]ask{x: {b0, future}},
+			edit: func(p *params) {
+				p.rules.TotalActiveUsers = 3
+				p.reserved = b0
+			},
+			want: want{picked: []uint64{x}, reserve: 2, reserved: b0},
+		},
+		{
+			name: "a bucket the reserve did not cover is not reserved in part",
+			due0: 6, admitted: 50, held: 1,
+			edit: func(p *params) { p.rules.NewUsersPerMinute = 94 },
+			want: want{memberB0: true},
+		},
+		{
+			name:   "random: nothing picked or reserved",
+			method: random, due0: 2, admitted: 20,
+			asks: map[uint64]ask{x: {b0, future}},
+		},
+		{
+			// 100 a minute for 40 instances: every slot goes by pick.
+			name: "few slots an instance: those who asked picked, the instances given nothing",
+			due0: 200, admitted: 20, scarce: true,
+			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}},
+			want: want{picked: []uint64{x}},
+		},
+		{
+			name: "few slots an instance: what the instances hold is laid out again, nothing added",
+			due0: 200, admitted: 20, held: 1, scarce: true,
+			asks: map[uint64]ask{x: {b0, future}},
+			want: want{picked: []uint64{x}, memberB0: true},
+		},
+		{
+			name:   "few slots an instance, random: the asked picked, whatever their bucket",
+			method: random, due0: 200, admitted: 20, scarce: true,
+			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}, y2: {b1, future}, z: {b0, future}},
+			want: want{picked: []uint64{x, y1, y2, z}},
+		},
+		{
+			// 30 s into the minute, three intervals ahead, the release
+			// is at 56: 3 left, drawn among the 4 asked.
+			name:   "few slots an instance, random: as many as the release allows",
+			method: random, due0: 200, admitted: 53, scarce: true,
+			asks: map[uint64]ask{x: {b0, future}, y1: {b1, future}, y2: {b1, future}, z: {b0, future}},
+			want: want{picked: []uint64{y1, y2, z}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.method
+			if m.Layout == nil {
+				m = fifo
+			}
+			st := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
+			st.Waiting = []store.Cell{{Bucket: b0, Slot: SlotOf(now), N: tc.due0}, {Bucket: b1, Slot: SlotOf(now), N: 50}}
+			st.Admitted = []store.Count{{Key: nowMin, N: tc.admitted}}
+			st.Lease = &store.Lease{Holder: agg, Term: 1, Renewed: now - 1000}
+			if tc.before > 0 {
+				st.Reserve = &store.Reserve{Slots: tc.before, Upto: b0, Set: now - 1000}
+			}
+			for _, id := range tc.picks {
+				st.Picks = append(st.Picks, store.Pick{Visitor: id, Bucket: b0, Until: future})
+			}
+			p := params{now: now, rules: limits(fifo, 1000, 100),
+				waitWindow: 44_000, dueWindow: 27_000,
+				syncInterval: 1000, instanceTTL: 3000, round: true}
+			p.rules = limits(m, p.rules.TotalActiveUsers, p.rules.NewUsersPerMinute)
+			if tc.scarce {
+				p.scarceBelow = fleetScarceBelow
+			}
+			if tc.edit != nil {
+				tc.edit(&p)
+			}
+			members := make([]member, 40)
+			ds := make([]*delta, 40)
+			for i := range members {
+				id := fmt.Sprintf("i%03d", i)
+				st.Instances = append(st.Instances, store.Instance{ID: id, Seen: now - 1000, Seq: 1, Grant: tc.held, Traffic: 2})
+				ds[i] = newDelta()
+				ds[i].attempts = 2
+				members[i] = member{id: id, seq: 2, held: tc.held, attempts: 2}
+			}
+			for id, a := range tc.asks {
+				ds[int(id)%40].ask(id, a.bucket, a.until)
+			}
+			for _, x := range tc.sessions {
+				ds[0].session(x)
+			}
+
+			out, v := applyRound(st, p, members, ds)
+
+			var picked []uint64
+			var reserve, reserved int64
+			for _, pk := range st.Picks {
+				picked = append(picked, pk.Visitor)
+			}
+			grants := int64(len(st.Picks))
+			for _, in := range st.Instances {
+				grants += max(in.Grant, 0)
+			}
+			if r := st.Reserve; r != nil {
+				reserve, reserved = r.Slots, r.Upto
+				grants += max(r.Slots, 0)
+			}
+			slices.Sort(picked)
+			assert.Equal(t, tc.want.picked, picked, "picks")
+			assert.Equal(t, tc.want.reserve, reserve, "the reserve's slots")
+			assert.Equal(t, tc.want.reserved, reserved, "the newest bucket the reserve covers")
+			memberB0 := false
+			for _, c := range out {
+				for _, e := range c.g {
+					memberB0 = memberB0 || e.Bucket == b0
+				}
+			}
+			assert.Equal(t, tc.want.memberB0, memberB0, "an instance reserves for b0")
+			if tc.scarce {
+				for i, c := range out {
+					assert.LessOrEqual(t, c.g.Total(), tc.held, "instance %d: nothing added to what it held", i)
+					assert.True(t, c.scarce, "instance %d: told to keep none of it", i)
+				}
+			}
+			assert.LessOrEqual(t, v.AdmittedThisMinute+grants, p.rules.NewUsersPerMinute, "admitted this minute, picks, the reserve and every grant")
+			assert.LessOrEqual(t, v.Active+grants, p.rules.TotalActiveUsers)
+			// What the instances read of it.
+			wantPicks := map[uint64]int64(nil)
+			for _, id := range tc.want.picked {
+				if wantPicks == nil {
+					wantPicks = map[uint64]int64{}
+				}
+				wantPicks[id] = future
+			}
+			assert.Equal(t, wantPicks, v.Picks, "the view's picks")
+			assert.Equal(t, tc.want.reserved, v.ReservedTo, "the view's reserve")
+			assert.Equal(t, 40, v.Instances, "picks and the reserve are no instances")
+		})
+	}
+}
+
+// TestAsksOnTheWire checks that asks go out with a batch and come back.
+func TestAsksOnTheWire(t *testing.T) {
+	d := newDelta()
+	d.ask(7, 100, 5000)
+	d.ask(7, 99, 6000) // the same visitor again: the older bucket, the later return
+	d.ask(8, 101, 7000)
+	w := toBatch(batch{seq: 3, d: d})
+	back := batchDelta(&w)
+	assert.Equal(t, map[uint64]ask{7: {99, 6000}, 8: {101, 7000}}, back.asks)
+	for i := range uint64(maxAsks) {
+		assert.True(t, d.mayAsk(100+i) || len(d.asks) >= maxAsks)
+		if d.mayAsk(100 + i) {
+			d.ask(100+i, 100, 5000)
+		}
+	}
+	assert.Len(t, d.asks, maxAsks, "an instance asks for maxAsks visitors at most")
+	assert.False(t, d.mayAsk(1<<40), "no more")
+	assert.True(t, d.mayAsk(7), "but again for one it asked for")
+	other := newDelta()
+	other.ask(1<<40, 100, 5000)
+	merged := newDelta()
+	merged.add(d)
+	merged.add(other)
+	assert.Len(t, merged.asks, maxAsks+1, "a round merges every instance's asks")
+}
+
+// TestReserveAndPickRandom runs rounds over random queues, holdings,
+// picks, a reserve and asks, and checks what every round must keep: the
+// limits with the picks and the reserve counted, picks only of visitors
+// asked for (or picked before) and not let in, no visitor of a bucket
+// picked while an older one has a due visitor no pick covers, one reserve
+// of the oldest bucket with due visitors left, for no more of them than
+// are left.
+func TestReserveAndPickRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 14))
+	const agg = "agg"
+	for trial := range 2000 {
+		now := testclock.Start.UnixMilli() + rng.Int64N(60_000)
+		nowMin := MinuteOf(now)
+		perMinute := 10 + rng.Int64N(200)
+		total := perMinute + rng.Int64N(500)
+		st := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
+		nb := 1 + rng.IntN(4)
+		for b := range nb {
+			if n := rng.Int64N(30); n > 0 {
+				st.Waiting = append(st.Waiting, store.Cell{Bucket: nowMin - 10 + int64(b), Slot: SlotOf(now), N: n})
+			}
+		}
+		admitted := rng.Int64N(perMinute + 1)
+		st.Admitted = []store.Count{{Key: nowMin, N: admitted}}
+		st.Lease = &store.Lease{Holder: agg, Term: 1, Renewed: now - 1000}
+		// What is held before the round, within the limits: picks, a
+		// reserve, the instances' grants.
+		room := perMinute - admitted
+		take := func(most int64) int64 {
+			k := min(room, rng.Int64N(most+1))
+			room -= k
+			return k
+		}
+		before := map[uint64]bool{}
+		let := map[uint64]bool{} // visitors let in this round
+		var ds []*delta
+		var members []member
+		nPicks := int(take(5))
+		for i := range nPicks {
+			id := uint64(0x100 + i)
+			before[id] = true
+			st.Picks = append(st.Picks, store.Pick{Visitor: id, Bucket: nowMin - 10 + int64(rng.IntN(nb)), Until: now + 5000})
+		}
+		if r := take(5); r > 0 {
+			st.Reserve = &store.Reserve{Slots: r, Upto: nowMin - 10 + int64(rng.IntN(nb)), Set: now - 1000}
+		}
+		for i := range 5 + rng.IntN(36) {
+			id := fmt.Sprintf("i%03d", i)
+			held := take(3)
+			st.Instances = append(st.Instances, store.Instance{ID: id, Seen: now - 1000, Seq: 1, Grant: held, Traffic: rng.Float64() * 5})
+			d := newDelta()
+			d.attempts = rng.Int64N(5)
+			ds = append(ds, d)
+			members = append(members, member{id: id, seq: 2, held: held, attempts: d.attempts})
+		}
+		asked := map[uint64]bool{}
+		for i := range rng.IntN(40) {
+			id := uint64(0x1000 + i)
+			if rng.IntN(5) == 0 {
+				id = uint64(0x100 + rng.IntN(8)) // one picked before, or not
+			}
+			until := now + rng.Int64N(40_000) - 5000
+			ds[rng.IntN(len(ds))].ask(id, nowMin-10+int64(rng.IntN(nb)), until)
+			asked[id] = true
+			if rng.IntN(6) == 0 && !let[id] { // let in meanwhile, by its pick or from an instance's grant
+				j := rng.IntN(len(ds))
+				if !before[id] {
+					for k := range members {
+						if members[(j+k)%len(members)].held > 0 {
+							j = (j + k) % len(members)
+							break
+						}
+					}
+					if members[j].held == 0 {
+						continue
+					}
+					members[j].held--
+				}
+				let[id] = true
+				ds[j].session(store.Session{ID: id, Admitted: now/1000 - 1, Seen: now / 1000})
+			}
+		}
+		p := params{now: now, rules: limits(fifo, total, perMinute),
+			waitWindow: 44_000, dueWindow: 27_000,
+			syncInterval: 1000, instanceTTL: 3000, round: true}
+		m := fifo
+		if rng.IntN(3) == 0 {
+			m = random
+		}
+		p.rules = limits(m, p.rules.TotalActiveUsers, p.rules.NewUsersPerMinute)
+		if rng.IntN(2) == 0 {
+			p.scarceBelow = fleetScarceBelow // every slot by pick when the instances have few
+		}
+
+		out, v := applyRound(st, p, members, ds)
+
+		grants := int64(len(st.Picks))
+		for _, in := range st.Instances {
+			grants += max(in.Grant, 0)
+		}
+		picks := map[int64]int64{}
+		var newPicks []store.Pick
+		for _, pk := range st.Picks {
+			require.False(t, let[pk.Visitor], "trial %d: a pick of a visitor let in", trial)
+			picks[pk.Bucket]++
+			if !before[pk.Visitor] {
+				require.True(t, asked[pk.Visitor], "trial %d: a pick of a visitor nobody asked for", trial)
+				require.Greater(t, pk.Until, now, "trial %d: a pick that is over", trial)
+				require.LessOrEqual(t, pk.Until, now+p.waitWindow, "trial %d: a pick for too long", trial)
+				newPicks = append(newPicks, pk)
+			}
+		}
+		var reserves int64
+		var reserve *store.Reserve
+		if r := st.Reserve; r != nil && r.Slots > 0 {
+			reserves, reserve = 1, r
+			grants += r.Slots
+		}
+		require.LessOrEqual(t, v.AdmittedThisMinute+grants, perMinute, "trial %d: admitted this minute and every slot held (random %v, scarce %v %v)", trial, m.Layout != nil && !m.Ordered, p.scarceBelow, v.Scarce)
+		require.LessOrEqual(t, v.Active+grants, total, "trial %d: active and every slot held", trial)
+		require.LessOrEqual(t, reserves, int64(1), "trial %d: one reserve", trial)
+		if v.Scarce {
+			for i, c := range out {
+				require.LessOrEqual(t, c.g.Total(), members[i].held, "trial %d: few slots an instance, and one carved more than it held", trial)
+			}
+		}
+		if m.Layout != nil && !m.Ordered {
+			if v.Scarce {
+				require.Zero(t, reserves, "trial %d: no reserve in random", trial)
+			} else {
+				require.Empty(t, newPicks, "trial %d: no pick in random with slots enough", trial)
+			}
+			continue // no order to keep
+		}
+		// The due visitors that no pick covers, by bucket, oldest first.
+		var left []Bucket
+		for _, b := range v.Buckets {
+			left = append(left, Bucket{Minute: b.Minute, Due: max(0, b.Due-picks[b.Minute])})
+		}
+		for _, pk := range newPicks {
+			for _, b := range left {
+				if b.Minute < pk.Bucket {
+					require.Zero(t, b.Due, "trial %d: a visitor of bucket %d picked while bucket %d has due visitors left", trial, pk.Bucket, b.Minute)
+				}
+			}
+		}
+		if reserve != nil {
+			var oldest *Bucket
+			for i := range left {
+				if left[i].Due > 0 {
+					oldest = &left[i]
+					break
+				}
+			}
+			require.NotNil(t, oldest, "trial %d: a reserve with no due visitor left", trial)
+			assert.Equal(t, oldest.Minute, reserve.Upto, "trial %d: the reserve is the oldest bucket's", trial)
+			assert.LessOrEqual(t, reserve.Slots, oldest.Due, "trial %d: no more than its due visitors left", trial)
+			assert.Equal(t, oldest.Minute, v.ReservedTo, "trial %d: the view says so", trial)
+		}
+	}
+}
+
+// TestReserveKeptThroughGap checks that the reserve outlives a gap (a
+// state that went back, an outage): a round in a grace keeps it and
+// carves nothing; a round in a grace over a state that went back to
+// before the aggregator's latest reserve covers that reserve's buckets
+// again, with no slot; a classic sync that must drop no record as silent
+// keeps a reserve that looks stale, and one that may, drops it.
+func TestReserveKeptThroughGap(t *testing.T) {
+	now := testclock.Start.UnixMilli() + 30_000
+	nowMin := MinuteOf(now)
+	b0, b1 := nowMin-3, nowMin-2
+	const agg = "agg"
+	for _, tc := range []struct {
+		name       string
+		round      bool
+		grace      bool  // the state's grace runs
+		keepSilent bool  // the sync may drop no record as silent
+		record     int64 // the reserve record's slots (covering b0, set 5 s ago); -1: none
+		reserved   int64 // the aggregator's latest round's reserve covered up to
+		want       *store.Reserve
+	}{
+		{
+			name:  "a round in a grace keeps the reserve, marked as set now",
+			round: true, grace: true, record: 3,
+			want: &store.Reserve{Slots: 3, Upto: b0, Set: now},
+		},
+		{
+			name:  "a round in a grace over a state that went back to before the reserve covers its buckets again, with no slot",
+			round: true, grace: true, record: -1, reserved: b0,
+			want: &store.Reserve{Upto: b0, Set: now},
+		},
+		{
+			name:  "a round in a grace over a state that went back to a reserve of an older bucket covers the newer one",
+			round: true, grace: true, record: 3, reserved: b1,
+			want: &store.Reserve{Slots: 3, Upto: b1, Set: now},
+		},
+		{
+			name:  "a round in a grace with no reserve before makes none",
+			round: true, grace: true, record: -1,
+		},
+		{
+			name:       "a classic sync that must drop no record as silent keeps a reserve that looks stale",
+			keepSilent: true, record: 3,
+			want: &store.Reserve{Slots: 3, Upto: b0, Set: now - 5000},
+		},
+		{
+			name:   "a classic sync that may drop silent records drops a stale reserve",
+			record: 3,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &store.State{Version: 7, Epoch: 9, Clock: now - 1000}
+			st.Waiting = []store.Cell{{Bucket: b0, Slot: SlotOf(now), N: 20}, {Bucket: b1, Slot: SlotOf(now), N: 50}}
+			st.Admitted = []store.Count{{Key: nowMin, N: 20}}
+			st.Lease = &store.Lease{Holder: agg, Term: 1, Renewed: now - 1000}
+			if tc.record >= 0 {
+				st.Reserve = &store.Reserve{Slots: tc.record, Upto: b0, Set: now - 5000}
+			}
+			if tc.grace {
+				st.Grace = now + 2000
+			}
+			p := params{now: now, rules: limits(fifo, 1000, 100),
+				waitWindow: 44_000, dueWindow: 27_000,
+				syncInterval: 1000, instanceTTL: 3000, round: tc.round, keepSilent: tc.keepSilent, reserved: tc.reserved}
+			const id = "i000"
+			st.Instances = append(st.Instances, store.Instance{ID: id, Seen: now - 1000, Seq: 1, Traffic: 2})
+			out, v := applyRound(st, p, []member{{id: id, seq: 2, attempts: 2}}, []*delta{newDelta()})
+
+			assert.Equal(t, tc.want, st.Reserve, "the reserve's record")
+			wantTo := int64(0)
+			if tc.want != nil {
+				wantTo = tc.want.Upto
+			}
+			assert.Equal(t, wantTo, v.ReservedTo, "the view's reserve")
+			if tc.grace {
+				assert.Nil(t, out[0].g, "nothing carved in a grace")
+			}
+		})
+	}
+}
+
+func TestMergeCells(t *testing.T) {
+	c := func(b, s, n int64) store.Cell { return store.Cell{Bucket: b, Slot: s, N: n} }
+	for _, tc := range []struct {
+		name string
+		cs   []store.Cell
+		d    map[cellKey]int64
+		want []store.Cell
+	}{
+		{"empty", nil, nil, nil},
+		{"only changes", nil, map[cellKey]int64{{2, 1}: 1, {1, 5}: -1}, []store.Cell{c(1, 5, -1), c(2, 1, 1)}},
+		{"no changes", []store.Cell{c(1, 1, 3)}, nil, []store.Cell{c(1, 1, 3)}},
+		{"merge", []store.Cell{c(1, 1, 3), c(1, 4, 2), c(3, 1, 1)}, map[cellKey]int64{{1, 4}: -2, {2, 9}: 5, {4, 0}: 1, {0, 0}: 7},
+			[]store.Cell{c(0, 0, 7), c(1, 1, 3), c(1, 4, 0), c(2, 9, 5), c(3, 1, 1), c(4, 0, 1)}},
+		{"unsorted state", []store.Cell{c(3, 1, 1), c(1, 1, 3)}, map[cellKey]int64{{2, 2}: 1}, []store.Cell{c(1, 1, 3), c(2, 2, 1), c(3, 1, 1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, mergeCells(tc.cs, tc.d))
+		})
+	}
+}
+
+// TestOutflowNeverAboveLimit holds that the admission rate the estimates
+// and Stats use never reads above the limit it measures against, however
+// early in a minute it is read: two admitted in the first 15 seconds of a
+// room's life are not 8 a minute against a limit of 2.
+func TestOutflowNeverAboveLimit(t *testing.T) {
+	const m = 29_000_000 // a minute, Unix minutes
+	for _, tc := range []struct {
+		name     string
+		admitted map[int64]int64
+		into     int64 // ms into minute m
+		limit    int64
+		want     float64
+	}{
+		{"two in the first 15 s", map[int64]int64{m: 2}, 15_000, 2, 2},
+		{"one in the first 15 s", map[int64]int64{m: 1}, 15_000, 2, 2},
+		{"one in the first 45 s", map[int64]int64{m: 1}, 45_000, 10, 1 / 0.75},
+		{"full minutes then two early", map[int64]int64{m - 2: 2, m - 1: 2, m: 2}, 5_000, 2, 2},
+		{"steady half the limit", map[int64]int64{m - 3: 5, m - 2: 5, m - 1: 5, m: 2}, 30_000, 10, 17 / 3.5},
+		{"limit lowered live", map[int64]int64{m - 1: 10, m: 10}, 59_000, 2, 2},
+		{"nothing", map[int64]int64{}, 30_000, 5, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := outflow(tc.admitted, m*60_000+tc.into, tc.limit)
+			assert.InDelta(t, tc.want, got, 1e-9)
+			assert.LessOrEqual(t, got, float64(tc.limit))
+		})
+	}
+	// Every moment of a room admitting at its limit from its first second.
+	for limit := int64(1); limit <= 7; limit++ {
+		adm := map[int64]int64{}
+		for ms := int64(0); ms < 6*60_000; ms += 1_000 {
+			mm := m + ms/60_000
+			// admissions spread over the minute, never above the limit
+			adm[mm] = min(limit, (ms%60_000)/(60_000/limit)+1)
+			assert.LessOrEqual(t, outflow(adm, m*60_000+ms, limit), float64(limit), "limit %d at %d ms", limit, ms)
+		}
+	}
+}
+
+func TestRoundSeconds(t *testing.T) {
+	for _, tc := range []struct{ in, want int64 }{
+		{-5, 0}, {0, 0}, {4, 0}, {5, 10}, {594, 590}, {599, 600},
+		{600, 600}, {614, 600}, {615, 630}, {3599, 3600},
+		{3600, 3600}, {3749, 3600}, {3750, 3900},
+		{6 * 3600, 6 * 3600}, {6*3600 + 899, 6 * 3600}, {6*3600 + 900, 6*3600 + 1800},
+		{1 << 40, 48 * 3600},
+	} {
+		assert.Equal(t, tc.want, roundSeconds(tc.in), "%d s", tc.in)
+	}
+	// Every duration up to 48 hours lands in one of at most 305 buckets,
+	// within half a bucket.
+	seen := map[int64]bool{}
+	for s := int64(0); s <= 48*3600; s++ {
+		r := roundSeconds(s)
+		seen[r] = true
+		step := map[bool]int64{true: 10, false: 1800}[s < 600]
+		switch {
+		case s >= 600 && s < 3600:
+			step = 30
+		case s >= 3600 && s < 6*3600:
+			step = 300
+		}
+		assert.LessOrEqual(t, abs64(r-s), step/2, "%d s", s)
+	}
+	assert.LessOrEqual(t, len(seen), 305)
+}
+func abs64(x int64) int64 { return max(x, -x) }

@@ -1,0 +1,403 @@
+package share
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// Sync runs one sync with the store now: it merges this instance's counts
+// since the previous sync, returns its unused grant and takes a new one,
+// and installs the view it brings (Snapshot). The background loop calls it
+// every SyncInterval, and sooner when woken (Wake); with a SyncInterval
+// that is not positive, the caller calls it (tests and simulators, under
+// their own clock). While a sync is in flight the instance admits at most
+// what it kept of its grant, so the grants of all instances never add up
+// to more than the free slots. Calls are serialized. On error nothing is
+// lost: the counts are kept for the next sync.
+//
+// A failed sync's error wraps the store's, which says what is wrong (see
+// Ready); one whose ctx's deadline passed wraps store.ErrUnavailable. The
+// first failure of an outage is logged, at level ERROR, as a
+// misconfiguration (store.ErrNoSchema, store.ErrAuth, store.ErrVersion) or
+// an outage, and so is the recovery. A sync whose ctx is cancelled is no
+// failure of the store: it is neither logged as one nor counted in
+// Counters.Errors.
+func (s *Syncer[S]) Sync(ctx context.Context) error {
+	if s.closed.Load() {
+		return s.cfg.Closed
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sync(ctx, false)
+}
+
+// leave is the last sync of an instance that is closing, if its latest
+// sync went through (else the state would learn nothing from it it may
+// count on: it drops the instance as silent).
+func (s *Syncer[S]) leave(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.epoch.Load() == 0 || !s.healthy.Load() {
+		return nil
+	}
+	err := s.sync(ctx, true)
+	if err != nil {
+		s.cfg.Log.Debug("waitingroom: the last sync before closing failed; the instance is dropped from the state as silent", "err", err)
+	}
+	return err
+}
+
+// sync is Sync, under s.mu; leaving, it is the last sync of an instance
+// that is closing (leave).
+func (s *Syncer[S]) sync(ctx context.Context, leaving bool) error {
+	if leaving {
+		// Nobody is let in from here on: what was let in goes out with
+		// this sync, and the instance's record goes with it (its grant
+		// back to the pool, with nothing counted as lost: lostToSilence).
+		s.local.mu.Lock()
+		s.local.grant, s.local.inflight = nil, nil
+		s.healthy.Store(false) // nor from a pick (Healthy)
+		s.local.mu.Unlock()
+	}
+	if err := s.fleetSync(ctx, leaving); !errors.Is(err, errFleetFallback) {
+		if err == nil {
+			s.syncSucceeded()
+			s.aggregated.Store(s.fleet.on && s.fleet.viewed)
+			s.aggregating.Store(s.fleet.term != 0)
+			s.removeMailboxes(ctx)
+		}
+		return err
+	}
+
+	// A little of the grant stays in use while the sync is in flight, so
+	// that visitors arriving meanwhile are not turned away for nothing:
+	// about a tenth of what the last interval saw, at least one. What is
+	// taken from it is charged to the grant the sync brings back; the
+	// rest returns to the pool.
+	s.local.mu.Lock()
+	d := s.local.pending
+	s.local.pending = newDelta()
+	s.local.grant = s.local.grant.keep(1 + d.attempts/10)
+	// The counts go out numbered, with those of syncs that got no answer:
+	// the store applies only what it has not recorded yet.
+	s.seq++
+	s.unacked = append(s.unacked, batch{seq: s.seq, d: d})
+	batches := s.unacked
+	held := s.local.grant.Total()
+	s.local.inflight = map[int64]int64{}
+	s.local.mu.Unlock()
+
+	started := time.Now()
+	defer func() { s.nanos.Store(int64(time.Since(started))) }()
+	s.syncs.Add(1)
+	p := params{
+		id:           s.cfg.ID,
+		seq:          s.seq,
+		waitWindow:   s.cfg.WaitWindow,
+		syncInterval: max(s.cfg.SyncInterval, 0).Milliseconds(),
+		instanceTTL:  s.instanceTTL(),
+		held:         held,
+		leaving:      leaving,
+		dueWindow:    s.cfg.WaitWindow/2 + dueMargin,
+		history:      s.history,
+	}
+	var (
+		g        Grant
+		v        *View
+		set      S
+		epoch    uint64
+		offset   int64
+		rebuilt  bool
+		wentBack bool
+		recover  = s.outage
+
+		settingsVersion uint64
+		version         uint64
+		peers           []string
+		term            uint64
+		leased, took    bool
+		pub             store.State
+	)
+	err := s.cfg.Store.Update(ctx, s.cfg.Name, func(st *store.State) error {
+		// The shared clock: never behind this instance's, never more than
+		// MaxClockLead ahead of it. The local clock is read here, once the
+		// state is in hand, so that another instance's write landing first
+		// is not mistaken for skew. An instance that follows a faster
+		// clock keeps its offset from sync to sync, so that all instances
+		// agree on where minutes begin (a minute's admissions are counted
+		// under one key); the offset is at most MaxClockLead.
+		local := s.LocalNow()
+		now := min(max(st.Clock, local+s.offset.Load()), local+MaxClockLead)
+		offset = now - local
+		p.now = now
+		rebuilt = s.epoch.Load() != 0 && st.Epoch != s.epoch.Load()
+		var applied uint64 // the latest of this instance's syncs the state has
+		recorded := false
+		if !rebuilt {
+			for _, in := range st.Instances {
+				if in.ID == s.cfg.ID {
+					applied, recorded = in.Seq, true
+				}
+			}
+		}
+		// A state older than the one this instance wrote last, whose
+		// record of it lacks batches it was told were applied (by its
+		// mailbox, through the fleet's aggregator), or that has no record
+		// of it although they were applied lately (less than an instance
+		// TTL ago, so that its record cannot have been dropped as
+		// silent), went back in time: the store lost writes it had
+		// acknowledged (a failover of an asynchronously replicated store,
+		// a restart from an older dump). What those writes brought in
+		// must be brought in again.
+		wentBack = !rebuilt && s.epoch.Load() != 0 && (st.Version < s.version ||
+			recorded && applied < s.fleet.acked ||
+			!recorded && s.fleet.acked > 0 && local-s.fleet.ackedAt < s.instanceTTL())
+		dd := newDelta()
+		if wentBack {
+			for _, b := range s.applied {
+				if b.seq > applied {
+					dd.add(b.d)
+				}
+			}
+		}
+		for _, b := range batches {
+			if b.seq > applied {
+				dd.add(b.d)
+			}
+		}
+		if rebuilt {
+			// The state this instance knew was lost (or already recreated
+			// by another instance that noticed first): contribute again
+			// what it counted over the last session.
+			dd.add(s.mine)
+		}
+		if rebuilt || wentBack {
+			// And every session it knows (merging makes a session
+			// reported twice count once).
+			s.local.mu.Lock()
+			s.local.known.Each(dd.session)
+			s.local.mu.Unlock()
+		}
+		p.keepSilent = wentBack || s.keepSilent(local)
+		if rebuilt || wentBack || recover {
+			// After a loss or an outage, counts of other instances may not
+			// be in the state yet: nobody is admitted until every instance
+			// has had a sync, its retries included, to bring them in.
+			st.Grace = max(st.Grace, now+s.graceAfterGap())
+		}
+		set, p.rules = s.settle(st, now)
+		settingsVersion = st.SettingsVersion
+		st.Version++
+		st.Clock = now
+		g, v = applySync(st, p, dd)
+		s.takeLease(st, now, leaving)
+		epoch, version = st.Epoch, st.Version
+		peers, term = fleetPeers(st, s.cfg.ID)
+		leased = st.Lease != nil
+		if took = term != 0 && term == st.Version; took {
+			// The lease is new: its view goes out now, so that the
+			// instances starting meanwhile join through their mailboxes
+			// rather than by classic syncs (fleet.go).
+			pub = viewOf(st, len(peers))
+		}
+		return nil
+	})
+	if err != nil {
+		s.local.mu.Lock()
+		// The counts stay in s.unacked, to go out again with the next
+		// sync. Without a sync the store may soon give this instance's
+		// share to others: nobody new is let in until it answers again.
+		s.local.grant, s.local.inflight = nil, nil
+		s.local.mu.Unlock()
+		return s.syncFailed(ctx, err)
+	}
+	s.syncSucceeded()
+	s.fleet = fleetState{
+		on:             len(peers) > 0 && leased,
+		term:           term,
+		peers:          peers,
+		classicVersion: version,
+		acked:          s.seq,
+		ackedAt:        s.LocalNow(),
+		mailboxAt:      s.LocalNow(),
+		viewAt:         s.LocalNow(),
+		adopted:        s.fleet.adopted,
+	}
+	if rebuilt {
+		s.cfg.Log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", s.epoch.Load(), "epoch", epoch)
+	}
+	if wentBack {
+		s.steadySince = s.LocalNow()
+		s.cfg.Log.Warn("waitingroom: the shared state went back to an earlier version (the store lost writes it had acknowledged); this instance contributed its counts again", "version", s.version)
+	}
+	s.version = version
+	s.keepApplied(batches, p.now)
+	s.noteGone(v.dropped)
+	s.unacked = nil
+	s.finish(ctx, p, v, set, epoch, settingsVersion, batches, func() {
+		if g != nil {
+			g.charge(s.local.inflight)
+			s.local.grant = g
+		} else if rebuilt {
+			// The grant was carved from the state that was lost: the
+			// rebuilt one cannot vouch for it (TestStateLossVoidsGrants).
+			s.local.grant = nil
+		} // else nothing new was granted: what is left of the grant stays held
+		s.local.inflight = nil
+	}, offset)
+	s.aggregated.Store(false)
+	s.aggregating.Store(term != 0)
+	if took {
+		if err := s.publish(ctx, pub); err != nil {
+			s.cfg.Log.Debug("waitingroom: publishing the fleet's view failed", "err", err)
+		}
+	}
+	s.removeMailboxes(ctx)
+	return nil
+}
+
+// syncFailed reports a sync that failed with err: it counts it, logs the
+// outage once when it begins (and again if it turns out to be another
+// misconfiguration), marks the room unready and returns the error Sync
+// returns. A sync the caller cancelled (Close does) says nothing about
+// the store and is only logged at debug level.
+func (s *Syncer[S]) syncFailed(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		s.cfg.Log.Debug("waitingroom: sync cancelled", "err", err)
+		return fmt.Errorf("waitingroom: sync: %w", err)
+	}
+	s.errors.Add(1)
+	s.steadySince = -1 // see Syncer.steadySince
+	f := failureOf(err)
+	if f == failOther && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The store did not say, but it did not answer in time.
+		err, f = fmt.Errorf("%w: %w", store.ErrUnavailable, err), failUnavailable
+	}
+	_, _, prev := s.ready.get()
+	if !s.outage || f.misconfigured() && f != failureOf(prev) {
+		s.outage = true
+		s.healthy.Store(false)
+		s.cfg.Log.Error(f.message()+"; "+s.cfg.OutageEffect, "cause", f.String(), "err", err)
+	}
+	err = fmt.Errorf("waitingroom: sync: %w", err)
+	s.ready.set(err)
+	return err
+}
+
+// keepSilent reports that a sync at local (ms) must drop no instance as
+// silent: this instance's syncs failed since, or less than an instance TTL
+// before (see Syncer.steadySince). Under s.mu.
+func (s *Syncer[S]) keepSilent(local int64) bool {
+	return s.steadySince < 0 || s.steadySince > 0 && local-s.steadySince < s.instanceTTL()
+}
+
+// syncSucceeded ends an outage after a sync that went through: one line
+// says so.
+func (s *Syncer[S]) syncSucceeded() {
+	if s.steadySince < 0 {
+		s.steadySince = s.LocalNow()
+	}
+	if s.outage {
+		s.outage = false
+		s.healthy.Store(true)
+		s.cfg.Log.Info("waitingroom: store reachable again")
+	}
+}
+
+// finish installs what a sync learnt: the clock's offset, the counts sent
+// (for a rebuild after a loss), what the instance remembers turned over,
+// the grant (setGrant, under Local's lock) and the view, with the
+// settings set and their version, as the next snapshot.
+func (s *Syncer[S]) finish(ctx context.Context, p params, v *View, set S, epoch, settingsVersion uint64, sent []batch, setGrant func(), offset int64) {
+	s.offset.Store(offset)
+	for _, b := range sent {
+		// The sessions are in Local's known already.
+		for k, n := range b.d.waiting {
+			s.mine.waiting[k] += n
+		}
+	}
+	s.mine.prune(p.now, s.cfg.WaitWindow)
+	s.epoch.Store(epoch)
+	s.local.mu.Lock()
+	// What the instance remembers of sessions goes by turning over, in
+	// periods as long as it must be kept: until none of its cookies can
+	// be presented.
+	s.local.known.Turn(p.now, p.rules.Times.remembered())
+	setGrant()
+	s.local.mu.Unlock()
+	snap := &Snapshot[S]{View: *v, Settings: set, SettingsVersion: settingsVersion}
+	s.host.Installed(s.snap.Load(), snap)
+	s.snap.Store(snap)
+	s.afterSync(ctx, v)
+	// Last: whoever Ready lets go finds the grant and the view in place.
+	s.ready.set(nil)
+}
+
+// open readies st, read for a sync or an Update: a new state (its Epoch
+// 0) gets an epoch of its own. It returns, for Host.Settle, the settings
+// this instance last knew when st is new because the state it knew was
+// lost, nil otherwise.
+func (s *Syncer[S]) open(st *store.State) *S {
+	if st.Epoch != 0 {
+		return nil
+	}
+	st.Epoch, st.Version = newEpoch(), 0
+	if s.epoch.Load() == 0 {
+		return nil
+	}
+	set := s.snap.Load().Settings
+	return &set
+}
+
+// settle returns the live settings of st, a state read for a sync at now,
+// and the rules they mean then (Host.Settle).
+func (s *Syncer[S]) settle(st *store.State, now int64) (S, Rules) {
+	return s.host.Settle(st, now, s.open(st))
+}
+
+// dueMargin is how late, in ms, a waiting visitor may be for their next
+// check-in and still hold their FIFO reservation.
+const dueMargin = 5000
+
+func newEpoch() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}
+
+// batch is the counts of one sync, numbered.
+type batch struct {
+	seq uint64
+	d   *delta
+}
+
+// applied is the counts of a sync the state applied, kept for a waiting
+// window in case the state goes back to a version without them: the
+// waiting counts and attempts (the sessions are in Local's known).
+type applied struct {
+	seq uint64
+	at  int64 // shared-clock ms of the sync
+	d   *delta
+}
+
+// keepApplied keeps the counts of sent, a sync's batches the state
+// applied at now, and forgets those older than the waiting window: by
+// then their waiting counts have left the state anyway.
+func (s *Syncer[S]) keepApplied(sent []batch, now int64) {
+	i := 0
+	for i < len(s.applied) && s.applied[i].at < now-s.cfg.WaitWindow {
+		i++
+	}
+	s.applied = slices.Delete(s.applied, 0, i)
+	for _, b := range sent {
+		d := &delta{sessions: map[uint64]store.Session{}, waiting: b.d.waiting, attempts: b.d.attempts}
+		s.applied = append(s.applied, applied{seq: b.seq, at: now, d: d})
+	}
+}

@@ -1,0 +1,96 @@
+package share
+
+// Rules are what the room's settings in force at a moment mean to the
+// shared state's algorithm: the host works them out (Host.Settle) from
+// the settings and the event in force; the algorithm knows nothing of
+// either.
+type Rules struct {
+	// TotalActiveUsers and NewUsersPerMinute are the limits in force.
+	TotalActiveUsers, NewUsersPerMinute int64
+	// Layout lays n free slots out over the buckets of waiting visitors
+	// (oldest first, with how many of each are due) as a grant: the
+	// queueing method's slot algorithm. nil for a method that grants no
+	// slots (everyone passes, or nobody does).
+	Layout func(n int64, buckets []Bucket) Grant
+	// Ordered: visitors are let in by arrival bucket, oldest first (FIFO):
+	// a bucket whose due visitors the free slots cover entirely is not
+	// paced, and a fleet's round reserves slots and picks in order.
+	Ordered bool
+	// Closed: nobody is let in from a grant (suspended, QueueAll, an
+	// event's pre-queue): nothing is carved.
+	Closed bool
+	// Lottery merges the arrival minutes [Lottery[0], Lottery[1]) of an
+	// event's pre-queue into one bucket once the event starts
+	// (ShuffleAtStart); zero for none.
+	Lottery [2]int64
+	// Event is the name of the event in force, for the tallies; "" for
+	// none.
+	Event string
+	// Session is the session's length, in ms; Renew, that requests renew
+	// it (without, a session ends Session after its admission).
+	Session int64
+	Renew   bool
+	// Times are how long session records count and are kept.
+	Times SessionTimes
+}
+
+// Bucket is the bucket a visitor of arrival minute b competes in: the
+// pre-queue's minutes all count as its first one once the shuffle is on,
+// so that those visitors race for the same slots in random order, all
+// ahead of later arrivals.
+func (r *Rules) Bucket(b int64) int64 {
+	if r.Lottery[1] != 0 && b >= r.Lottery[0] && b < r.Lottery[1] {
+		return r.Lottery[0]
+	}
+	return b
+}
+
+// sessionEnd is the Unix second at which a session admitted at acceptedAt
+// (Unix ms) ends whatever the visitor does: 0 with session renewal.
+func (r *Rules) sessionEnd(acceptedAt int64) int64 {
+	if r.Renew {
+		return 0
+	}
+	return -FloorDiv(-(acceptedAt + r.Session), 1000) // rounded up
+}
+
+// params is everything a sync needs besides the state and the delta.
+type params struct {
+	now   int64 // Unix ms
+	id    string
+	seq   uint64 // this sync's sequence number
+	rules Rules  // the settings in force at now
+	// waitWindow is how long, in ms, a queued visitor stays counted after
+	// a check-in.
+	waitWindow   int64
+	syncInterval int64 // ms
+	instanceTTL  int64 // ms after which a silent instance loses its share
+	// held is what the instance kept of its grant to use while this sync
+	// is in flight.
+	held int64
+	// leaving reports that the instance is closing: the sync removes its
+	// record (member.leaving).
+	leaving bool
+	// history reports that the store keeps the room's history: the state
+	// keeps the tallies of the recent minutes (tally.go).
+	history bool
+	// dueWindow is how long, in ms, after a check-in a waiting visitor
+	// holds a FIFO reservation: one longest refresh interval and a margin.
+	// A visitor who misses a refresh still counts as waiting (waitWindow)
+	// but holds no slot that newer visitors could use.
+	dueWindow int64
+	// round reports a sync made by the fleet's aggregator for an instance
+	// (fleet.go), which refreshes the records of the instances from their
+	// mailboxes before it drops the silent ones.
+	round bool
+	// keepSilent keeps the records of silent instances but expired
+	// leases: the syncing instance has not synced without a failure for
+	// an instance TTL yet, or the state went back (see Syncer.steadySince).
+	keepSilent bool
+	// reserved is, for a fleet's round, the newest bucket the reserve of
+	// the aggregator's latest round covered (fleetState.reserved).
+	reserved int64
+	// scarceBelow is, for a fleet, the number of slots an instance below
+	// which every slot goes by pick (fleetScarce); 0 for never.
+	scarceBelow int64
+}

@@ -1,0 +1,120 @@
+package share
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// Bucket counts the visitors waiting in one arrival bucket and in all
+// older ones.
+type Bucket struct {
+	// Minute is the bucket: the visitors' arrival minute (Unix minutes),
+	// or, mapped through an event's shuffle (Rules.Bucket), the first
+	// minute of its pre-queue.
+	Minute int64
+	// Waiting are the visitors counted in the bucket, Before those in
+	// every older one.
+	Waiting int64
+	Before  int64
+	// Due are those of Waiting who are due to check in again: they hold a
+	// FIFO reservation.
+	Due int64
+}
+
+// Revoked is a revoked session of a view, and the Unix ms from which its
+// cookies are refused (at once, or at the end of its hold under passes).
+type Revoked struct {
+	ID   uint64
+	From int64
+}
+
+// View is what an instance knows of the whole room after a sync: the
+// shared state as the algorithm sees it (applySync). Requests read it
+// without a lock, through the latest Snapshot: nothing changes it once
+// installed.
+type View struct {
+	At       int64           // Unix ms of the sync (the shared clock)
+	Active   int64           // the active visitors
+	Sessions []store.Session // the session records, sorted by ID (Session looks one up)
+	// Revoked are the revoked sessions, and from when their cookies are
+	// refused.
+	Revoked []Revoked
+	// Picks are the visitors the fleet's aggregator picked (picks.go):
+	// visitor ID → the shared-clock ms up to which any instance may let
+	// them in. nil when there are none.
+	Picks map[uint64]int64
+	// Fleet reports a view of a fleet's aggregator (fleet.go): its
+	// instances ask for the due visitors they have no slot for.
+	Fleet bool
+	// Scarce reports a fleet with few slots an instance while a queue
+	// waits (fleetScarce): its instances ask for their waiting visitors
+	// in either method.
+	Scarce bool
+	// ReservedTo is the newest bucket whose due visitors the aggregator
+	// reserves slots for (picks.go); 0 for none.
+	ReservedTo int64
+	// Waiting are the visitors waiting, Buckets the same by arrival
+	// bucket, oldest first.
+	Waiting int64
+	Buckets []Bucket
+	// AdmittedThisMinute are the admissions of the minute of At;
+	// PerMinute the recent admissions per minute (outflow).
+	AdmittedThisMinute int64
+	PerMinute          float64
+	// Ends is when the live sessions end unless renewed.
+	Ends EndSchedule
+	// Admitted are the admissions by minute, oldest first, over the last
+	// hour.
+	Admitted []store.Count
+	// Instances is the number of instances sharing the room.
+	Instances int
+	// Tallies are the figures of the minutes not yet written to the kept
+	// history (tally.go), the admissions of each counted.
+	Tallies []store.Tally
+
+	// fair is the share of the paced slots the latest carve gave the
+	// instance it carved for (before what it held): what an instance of a
+	// fleet keeps of the grant it adopts (fleet.go).
+	fair int64
+	// due are the tallies this sync took out to write, observed what it
+	// learnt (tally.go).
+	due      []store.Tally
+	observed observations
+	// dropped are the fleet instances this sync dropped from the state:
+	// their mailboxes are removed (fleet.go).
+	dropped []string
+}
+
+// Session returns the record of visitor id as of the view's sync.
+func (v *View) Session(id uint64) (store.Session, bool) {
+	i, ok := slices.BinarySearchFunc(v.Sessions, id, func(x store.Session, id uint64) int { return cmp.Compare(x.ID, id) })
+	if !ok {
+		return store.Session{}, false
+	}
+	return v.Sessions[i], true
+}
+
+// Near reports whether fewer than n visitors wait in buckets older than
+// b: a due visitor of bucket b is about to be let in, and asks for a
+// slot when the instance they reached has none (picks.go).
+func (v *View) Near(b, n int64) bool {
+	for _, bc := range v.Buckets {
+		if bc.Minute >= b {
+			return bc.Before < n
+		}
+	}
+	return true
+}
+
+// Snapshot is the view requests read: the algorithm's View, and the live
+// settings of the room (S: the host's settings type) with their version
+// in the shared state. The Syncer installs a new one after each sync, and
+// after a settings transaction (Syncer.Amend); nobody changes one once
+// installed.
+type Snapshot[S any] struct {
+	View
+	Settings        S
+	SettingsVersion uint64
+}
