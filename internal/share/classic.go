@@ -55,7 +55,8 @@ func (s *Syncer[S]) leave(ctx context.Context) error {
 }
 
 // sync is Sync, under s.mu; leaving, it is the last sync of an instance
-// that is closing (leave).
+// that is closing (leave). It syncs through the fleet's aggregator when
+// the fleet path can vouch for itself, the classic way otherwise.
 func (s *Syncer[S]) sync(ctx context.Context, leaving bool) error {
 	if leaving {
 		// Nobody is let in from here on: what was let in goes out with
@@ -66,147 +67,57 @@ func (s *Syncer[S]) sync(ctx context.Context, leaving bool) error {
 		s.healthy.Store(false) // nor from a pick (Healthy)
 		s.local.mu.Unlock()
 	}
-	if err := s.fleetSync(ctx, leaving); !errors.Is(err, errFleetFallback) {
-		if err == nil {
-			s.syncSucceeded()
-			s.aggregated.Store(s.fleet.on && s.fleet.viewed)
-			s.aggregating.Store(s.fleet.term != 0)
-			s.removeMailboxes(ctx)
-		}
+	next, err := s.fleetSync(ctx, leaving)
+	switch {
+	case next == classic:
+		return s.classicSync(ctx, leaving)
+	case err != nil:
 		return err
 	}
+	s.syncSucceeded()
+	s.aggregated.Store(s.fleet.on && s.fleet.viewed)
+	s.aggregating.Store(s.fleet.term != 0)
+	s.removeMailboxes(ctx)
+	return nil
+}
 
-	// A little of the grant stays in use while the sync is in flight, so
-	// that visitors arriving meanwhile are not turned away for nothing:
-	// about a tenth of what the last interval saw, at least one. What is
-	// taken from it is charged to the grant the sync brings back; the
-	// rest returns to the pool.
-	s.local.mu.Lock()
-	d := s.local.pending
-	s.local.pending = newDelta()
-	s.local.grant = s.local.grant.keep(1 + d.attempts/10)
-	// The counts go out numbered, with those of syncs that got no answer:
-	// the store applies only what it has not recorded yet.
-	s.seq++
-	s.unacked = append(s.unacked, batch{seq: s.seq, d: d})
-	batches := s.unacked
-	held := s.local.grant.Total()
-	s.local.inflight = map[int64]int64{}
-	s.local.mu.Unlock()
+// classicRun is one classic sync: what goes in (the parameters, the
+// batches), what its Update of the shared state found and what it brings
+// back.
+type classicRun[S any] struct {
+	p       params
+	batches []batch
+	recover bool // the previous sync failed
 
+	offset   int64 // the shared clock's, ms
+	rebuilt  bool  // the state this instance knew was lost
+	wentBack bool  // the state went back to a version without some of its writes
+	g        Grant
+	v        *View
+	set      S
+	epoch    uint64
+	version  uint64
+	settings uint64 // the settings' version
+	peers    []string
+	term     uint64 // the lease this instance holds after the sync
+	leased   bool   // the state holds a lease
+	took     bool   // this sync took the lease: its view goes out now
+	pub      store.State
+}
+
+// classicSync is Sync the classic way: one Update of the whole shared
+// state, which applySync merges this instance's batches into and carves
+// its new grant from.
+func (s *Syncer[S]) classicSync(ctx context.Context, leaving bool) error {
+	c := &classicRun[S]{p: s.params(0), recover: s.outage}
+	c.p.leaving = leaving
+	c.batches, c.p.held = s.sendBatches()
+	c.p.seq = s.seq
 	started := time.Now()
 	defer func() { s.nanos.Store(int64(time.Since(started))) }()
 	s.syncs.Add(1)
-	p := params{
-		id:           s.cfg.ID,
-		seq:          s.seq,
-		waitWindow:   s.cfg.WaitWindow,
-		syncInterval: max(s.cfg.SyncInterval, 0).Milliseconds(),
-		instanceTTL:  s.instanceTTL(),
-		held:         held,
-		leaving:      leaving,
-		dueWindow:    s.cfg.WaitWindow/2 + dueMargin,
-		history:      s.history,
-	}
-	var (
-		g        Grant
-		v        *View
-		set      S
-		epoch    uint64
-		offset   int64
-		rebuilt  bool
-		wentBack bool
-		recover  = s.outage
-
-		settingsVersion uint64
-		version         uint64
-		peers           []string
-		term            uint64
-		leased, took    bool
-		pub             store.State
-	)
 	err := s.cfg.Store.Update(ctx, s.cfg.Name, func(st *store.State) error {
-		// The shared clock: never behind this instance's, never more than
-		// MaxClockLead ahead of it. The local clock is read here, once the
-		// state is in hand, so that another instance's write landing first
-		// is not mistaken for skew. An instance that follows a faster
-		// clock keeps its offset from sync to sync, so that all instances
-		// agree on where minutes begin (a minute's admissions are counted
-		// under one key); the offset is at most MaxClockLead.
-		local := s.LocalNow()
-		now := min(max(st.Clock, local+s.offset.Load()), local+MaxClockLead)
-		offset = now - local
-		p.now = now
-		rebuilt = s.epoch.Load() != 0 && st.Epoch != s.epoch.Load()
-		var applied uint64 // the latest of this instance's syncs the state has
-		recorded := false
-		if !rebuilt {
-			for _, in := range st.Instances {
-				if in.ID == s.cfg.ID {
-					applied, recorded = in.Seq, true
-				}
-			}
-		}
-		// A state older than the one this instance wrote last, whose
-		// record of it lacks batches it was told were applied (by its
-		// mailbox, through the fleet's aggregator), or that has no record
-		// of it although they were applied lately (less than an instance
-		// TTL ago, so that its record cannot have been dropped as
-		// silent), went back in time: the store lost writes it had
-		// acknowledged (a failover of an asynchronously replicated store,
-		// a restart from an older dump). What those writes brought in
-		// must be brought in again.
-		wentBack = !rebuilt && s.epoch.Load() != 0 && (st.Version < s.version ||
-			recorded && applied < s.fleet.acked ||
-			!recorded && s.fleet.acked > 0 && local-s.fleet.ackedAt < s.instanceTTL())
-		dd := newDelta()
-		if wentBack {
-			for _, b := range s.applied {
-				if b.seq > applied {
-					dd.add(b.d)
-				}
-			}
-		}
-		for _, b := range batches {
-			if b.seq > applied {
-				dd.add(b.d)
-			}
-		}
-		if rebuilt {
-			// The state this instance knew was lost (or already recreated
-			// by another instance that noticed first): contribute again
-			// what it counted over the last session.
-			dd.add(s.mine)
-		}
-		if rebuilt || wentBack {
-			// And every session it knows (merging makes a session
-			// reported twice count once).
-			s.local.mu.Lock()
-			s.local.known.Each(dd.session)
-			s.local.mu.Unlock()
-		}
-		p.keepSilent = wentBack || s.keepSilent(local)
-		if rebuilt || wentBack || recover {
-			// After a loss or an outage, counts of other instances may not
-			// be in the state yet: nobody is admitted until every instance
-			// has had a sync, its retries included, to bring them in.
-			st.Grace = max(st.Grace, now+s.graceAfterGap())
-		}
-		set, p.rules = s.settle(st, now)
-		settingsVersion = st.SettingsVersion
-		st.Version++
-		st.Clock = now
-		g, v = applySync(st, p, dd)
-		s.takeLease(st, now, leaving)
-		epoch, version = st.Epoch, st.Version
-		peers, term = fleetPeers(st, s.cfg.ID)
-		leased = st.Lease != nil
-		if took = term != 0 && term == st.Version; took {
-			// The lease is new: its view goes out now, so that the
-			// instances starting meanwhile join through their mailboxes
-			// rather than by classic syncs (fleet.go).
-			pub = viewOf(st, len(peers))
-		}
+		s.applyClassic(st, c)
 		return nil
 	})
 	if err != nil {
@@ -218,49 +129,176 @@ func (s *Syncer[S]) sync(ctx context.Context, leaving bool) error {
 		s.local.mu.Unlock()
 		return s.syncFailed(ctx, err)
 	}
+	s.classicSynced(ctx, c)
+	return nil
+}
+
+// sendBatches takes the pending reports out as the next numbered batch,
+// and returns it with those of syncs that got no answer (the store
+// applies only what it has not recorded yet), and what the instance keeps
+// of its grant while the sync is in flight: about a tenth of what the
+// last interval saw, at least one, so that visitors arriving meanwhile
+// are not turned away for nothing. What is taken from it is charged to
+// the grant the sync brings back; the rest returns to the pool.
+func (s *Syncer[S]) sendBatches() ([]batch, int64) {
+	l := s.local
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.pending
+	l.pending = newDelta()
+	l.grant = l.grant.keep(1 + d.attempts/10)
+	s.seq++
+	s.unacked = append(s.unacked, batch{seq: s.seq, d: d})
+	l.inflight = map[int64]int64{}
+	return s.unacked, l.grant.Total()
+}
+
+// applyClassic is the classic sync's Update of the shared state st: the
+// shared clock, what this instance must bring in again (the state was
+// lost, or went back), the grace after a gap, the settings, applySync,
+// and the fleet's lease.
+func (s *Syncer[S]) applyClassic(st *store.State, c *classicRun[S]) {
+	// The shared clock: never behind this instance's, never more than
+	// MaxClockLead ahead of it. The local clock is read here, once the
+	// state is in hand, so that another instance's write landing first
+	// is not mistaken for skew. An instance that follows a faster
+	// clock keeps its offset from sync to sync, so that all instances
+	// agree on where minutes begin (a minute's admissions are counted
+	// under one key); the offset is at most MaxClockLead.
+	local := s.LocalNow()
+	now := min(max(st.Clock, local+s.offset.Load()), local+MaxClockLead)
+	c.offset = now - local
+	c.p.now = now
+	d := s.classicNews(st, c, local)
+	c.p.keepSilent = c.wentBack || s.keepSilent(local)
+	if c.rebuilt || c.wentBack || c.recover {
+		// After a loss or an outage, counts of other instances may not
+		// be in the state yet: nobody is admitted until every instance
+		// has had a sync, its retries included, to bring them in.
+		st.Grace = max(st.Grace, now+s.graceAfterGap())
+	}
+	c.set, c.p.rules = s.settle(st, now)
+	c.settings = st.SettingsVersion
+	st.Version++
+	st.Clock = now
+	c.g, c.v = applySync(st, c.p, d)
+	s.takeLease(st, now, c.p.leaving)
+	c.epoch, c.version = st.Epoch, st.Version
+	c.peers, c.term = fleetPeers(st, s.cfg.ID)
+	c.leased = st.Lease != nil
+	if c.took = c.term != 0 && c.term == st.Version; c.took {
+		// The lease is new: its view goes out now, so that the
+		// instances starting meanwhile join through their mailboxes
+		// rather than by classic syncs (fleet.go).
+		c.pub = viewOf(st, len(c.peers))
+	}
+}
+
+// classicNews returns what the classic sync brings to st: the batches
+// the state has not applied, and, when the state this instance knew was
+// lost (c.rebuilt) or went back (c.wentBack), what it had brought in
+// before.
+func (s *Syncer[S]) classicNews(st *store.State, c *classicRun[S], local int64) *delta {
+	epoch := s.epoch.Load()
+	c.rebuilt = epoch != 0 && st.Epoch != epoch
+	var applied uint64 // the latest of this instance's syncs the state has
+	recorded := false
+	if !c.rebuilt {
+		for _, in := range st.Instances {
+			if in.ID == s.cfg.ID {
+				applied, recorded = in.Seq, true
+			}
+		}
+	}
+	// A state older than the one this instance wrote last, whose
+	// record of it lacks batches it was told were applied (by its
+	// mailbox, through the fleet's aggregator), or that has no record
+	// of it although they were applied lately (less than an instance
+	// TTL ago, so that its record cannot have been dropped as
+	// silent), went back in time: the store lost writes it had
+	// acknowledged (a failover of an asynchronously replicated store,
+	// a restart from an older dump). What those writes brought in
+	// must be brought in again.
+	c.wentBack = !c.rebuilt && epoch != 0 && (st.Version < s.version ||
+		recorded && applied < s.fleet.acked ||
+		!recorded && s.fleet.acked > 0 && local-s.fleet.ackedAt < s.instanceTTL())
+	d := newDelta()
+	if c.wentBack {
+		for _, b := range s.applied {
+			if b.seq > applied {
+				d.add(b.d)
+			}
+		}
+	}
+	for _, b := range c.batches {
+		if b.seq > applied {
+			d.add(b.d)
+		}
+	}
+	if c.rebuilt {
+		// The state this instance knew was lost (or already recreated
+		// by another instance that noticed first): contribute again
+		// what it counted over the last session.
+		d.add(s.mine)
+	}
+	if c.rebuilt || c.wentBack {
+		// And every session it knows (merging makes a session
+		// reported twice count once).
+		s.local.mu.Lock()
+		s.local.known.Each(d.session)
+		s.local.mu.Unlock()
+	}
+	return d
+}
+
+// classicSynced installs what a classic sync that went through brought:
+// the fleet's state as a classic sync leaves it, the counts it applied,
+// the grant and the view; and publishes the fleet's view if it took the
+// lease.
+func (s *Syncer[S]) classicSynced(ctx context.Context, c *classicRun[S]) {
 	s.syncSucceeded()
+	local := s.LocalNow()
 	s.fleet = fleetState{
-		on:             len(peers) > 0 && leased,
-		term:           term,
-		peers:          peers,
-		classicVersion: version,
+		on:             len(c.peers) > 0 && c.leased,
+		term:           c.term,
+		peers:          c.peers,
+		classicVersion: c.version,
 		acked:          s.seq,
-		ackedAt:        s.LocalNow(),
-		mailboxAt:      s.LocalNow(),
-		viewAt:         s.LocalNow(),
+		ackedAt:        local,
+		mailboxAt:      local,
+		viewAt:         local,
 		adopted:        s.fleet.adopted,
 	}
-	if rebuilt {
-		s.cfg.Log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", s.epoch.Load(), "epoch", epoch)
+	if c.rebuilt {
+		s.cfg.Log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", s.epoch.Load(), "epoch", c.epoch)
 	}
-	if wentBack {
-		s.steadySince = s.LocalNow()
+	if c.wentBack {
+		s.steadySince = local
 		s.cfg.Log.Warn("waitingroom: the shared state went back to an earlier version (the store lost writes it had acknowledged); this instance contributed its counts again", "version", s.version)
 	}
-	s.version = version
-	s.keepApplied(batches, p.now)
-	s.noteGone(v.dropped)
+	s.version = c.version
+	s.keepApplied(c.batches, c.p.now)
+	s.noteGone(c.v.dropped)
 	s.unacked = nil
-	s.finish(ctx, p, v, set, epoch, settingsVersion, batches, func() {
-		if g != nil {
-			g.charge(s.local.inflight)
-			s.local.grant = g
-		} else if rebuilt {
+	s.finish(ctx, c.p, c.v, c.set, c.epoch, c.settings, c.batches, func() {
+		if c.g != nil {
+			c.g.charge(s.local.inflight)
+			s.local.grant = c.g
+		} else if c.rebuilt {
 			// The grant was carved from the state that was lost: the
 			// rebuilt one cannot vouch for it (TestStateLossVoidsGrants).
 			s.local.grant = nil
 		} // else nothing new was granted: what is left of the grant stays held
 		s.local.inflight = nil
-	}, offset)
+	}, c.offset)
 	s.aggregated.Store(false)
-	s.aggregating.Store(term != 0)
-	if took {
-		if err := s.publish(ctx, pub); err != nil {
+	s.aggregating.Store(c.term != 0)
+	if c.took {
+		if err := s.publish(ctx, c.pub); err != nil {
 			s.cfg.Log.Debug("waitingroom: publishing the fleet's view failed", "err", err)
 		}
 	}
 	s.removeMailboxes(ctx)
-	return nil
 }
 
 // syncFailed reports a sync that failed with err: it counts it, logs the
