@@ -61,37 +61,13 @@ type carving struct {
 // at 40 instances, 0.931 against 0.958).
 func applyRound(st *store.State, p params, members []member, ds []*delta) ([]carving, *View) {
 	ahead := laterAdmissions(st, MinuteOf(p.now), ds)
-	d := ds[0]
-	if len(ds) > 1 {
-		d = newDelta()
-		for _, o := range ds {
-			d.add(o)
-		}
-	}
-	if lost := lostToSilence(st, &p, members); len(lost) > 0 {
-		if d == ds[0] {
-			d = newDelta() // the member's batch may be sent again
-			d.add(ds[0])
-		}
-		for _, x := range lost {
-			d.session(x)
-		}
-	}
+	d := roundNews(st, &p, members, ds)
 	v, admitted, obs := mergeShared(st, &p, d)
 	picked := settlePicks(st)
 	at := settleMembers(st, &p, v, members)
-	defer func() {
-		for _, m := range members {
-			if m.leaving {
-				st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool { return in.ID == m.id })
-				v.dropped = append(v.dropped, m.id)
-			}
-		}
-	}()
 	v.due = tallySync(st, &p, v, &obs, admitted)
 	v.observed = obs
 	out := make([]carving, len(members))
-	defer func() { v.Picks, v.ReservedTo = picksOf(st, p.now) }()
 	if p.now < st.Grace {
 		// Nothing is carved while a grace runs, but the reserve stays
 		// (its visitors are told to come back soon rather than in a
@@ -100,8 +76,49 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 		if p.round {
 			keepReserve(st, p)
 		}
-		return out, v
+	} else {
+		carveMembers(st, p, v, members, at, d.asks, picked, ahead, out)
 	}
+	v.Picks, v.ReservedTo = picksOf(st, p.now)
+	// The members that leave go, their grants back to the pool.
+	for _, m := range members {
+		if m.leaving {
+			st.Instances = slices.DeleteFunc(st.Instances, func(in store.Instance) bool { return in.ID == m.id })
+			v.dropped = append(v.dropped, m.id)
+		}
+	}
+	return out, v
+}
+
+// roundNews is the news a sync of members brings to st: their deltas
+// merged, and a session record for each admission the instances it drops
+// as silent may have made (lostToSilence).
+func roundNews(st *store.State, p *params, members []member, ds []*delta) *delta {
+	d := ds[0]
+	if len(ds) > 1 {
+		d = newDelta()
+		for _, o := range ds {
+			d.add(o)
+		}
+	}
+	if lost := lostToSilence(st, p, members); len(lost) > 0 {
+		if d == ds[0] {
+			d = newDelta() // the member's batch may be sent again
+			d.add(ds[0])
+		}
+		for _, x := range lost {
+			d.session(x)
+		}
+	}
+	return d
+}
+
+// carveMembers carves, into out, a grant for each member (their records
+// at st.Instances[at[i]]) from the slots the merged state v leaves free;
+// a fleet's round first picks the visitors asked for (asks) and sets the
+// reserve (picks.go). picked are the picks st holds, by bucket; ahead,
+// what each member's release leaves out (laterAdmissions).
+func carveMembers(st *store.State, p params, v *View, members []member, at []int, asks map[uint64]ask, picked map[int64]int64, ahead []int64, out []carving) {
 	// The share follows traffic, with a floor so that an instance that
 	// happened to see nobody lately can still admit the next visitor.
 	// Every slot held counts: the instances' grants, the picks' and the
@@ -124,7 +141,7 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 	scarce := p.round && fleetScarce(&p, v)
 	v.Scarce = scarce
 	if p.round && (p.rules.Ordered || scarce) {
-		lay, grants = reserveAndPick(st, p, v, buckets, d.asks, picked, grants, ahead[0])
+		lay, grants = reserveAndPick(st, p, v, buckets, asks, picked, grants, ahead[0])
 	}
 	for i, m := range members {
 		if m.noCarve || m.leaving {
@@ -146,7 +163,6 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 			grants += g.Total() - held
 		}
 	}
-	return out, v
 }
 
 // laterAdmissions returns, for each of the deltas in order, how many

@@ -11,25 +11,32 @@ import (
 // admissions, waiting cells), drops what expired there and returns the
 // view of it, the admissions by minute and what the merge observed.
 func mergeShared(st *store.State, p *params, d *delta) (*View, map[int64]int64, observations) {
-	now := p.now
-	nowMin := MinuteOf(now)
-
 	admitted := make(map[int64]int64, len(st.Admitted)+1)
 	for _, c := range st.Admitted {
 		admitted[c.Key] += c.N
 	}
+	v := &View{At: p.now}
+	var obs observations
+	mergeSessionsOf(st, p, d, v, admitted, &obs)
+	keepAdmitted(st, p, v, admitted)
+	mergeWaiting(st, p, d, v, &obs)
+	return v, admitted, obs
+}
 
-	v := &View{At: now}
-	// Sessions: one record per visitor, so a report merges into the
-	// record of its ID however many holders of the cookie sent it. An
-	// admission counts when it brings an ID the state did not have.
+// mergeSessionsOf merges the session reports of d into st: one record
+// per visitor, so a report merges into the record of its ID however many
+// holders of the cookie sent it, and an admission counts (in admitted,
+// by minute) when it brings an ID the state did not have. It drops the
+// records no cookie can be presented for any more, and counts into v the
+// active sessions, when they end, and the revoked ones.
+func mergeSessionsOf(st *store.State, p *params, d *delta, v *View, admitted map[int64]int64, obs *observations) {
+	now := p.now
 	times := p.rules.Times
 	if len(st.Instances) <= 1 && (len(st.Instances) == 0 || st.Instances[0].ID == p.id) {
 		// Alone, this instance's reports all arrive before it carves:
 		// nothing is on its way.
 		times.Margin = 0
 	}
-	var obs observations
 	st.Sessions = mergeSessions(st.Sessions, d.sessions, func(x *store.Session) {
 		admitted[FloorDiv(x.Admitted, 60)]++
 		if w, ok := d.waits[x.ID]; ok {
@@ -56,7 +63,12 @@ func mergeShared(st *store.State, p *params, d *delta) (*View, map[int64]int64, 
 	}
 	v.Sessions = slices.Clone(st.Sessions)
 	v.Ends = ends.schedule()
+}
 
+// keepAdmitted writes the admissions by minute (admitted) back into st,
+// an hour of them, and counts into v this minute's and the recent rate.
+func keepAdmitted(st *store.State, p *params, v *View, admitted map[int64]int64) {
+	nowMin := MinuteOf(p.now)
 	st.Admitted = st.Admitted[:0]
 	for k, n := range admitted {
 		if n != 0 && k > nowMin-historyMinutes && k <= nowMin+1 {
@@ -66,12 +78,18 @@ func mergeShared(st *store.State, p *params, d *delta) (*View, map[int64]int64, 
 	slices.SortFunc(st.Admitted, func(a, b store.Count) int { return cmp.Compare(a.Key, b.Key) })
 	v.Admitted = slices.Clone(st.Admitted)
 	v.AdmittedThisMinute = admitted[nowMin]
-	v.PerMinute = outflow(admitted, now, p.rules.NewUsersPerMinute)
+	v.PerMinute = outflow(admitted, p.now, p.rules.NewUsersPerMinute)
+}
 
-	// The waiting cells are the bulk of the state (a bucket per minute of
-	// queue, a few check-in slots each). They are kept sorted, so this
-	// instance's changes are merged in one pass, and the per-bucket totals
-	// come out in order.
+// mergeWaiting merges the waiting-count moves of d into st's cells and
+// drops those that no longer count (their visitors, counted as
+// abandoned, stopped refreshing), and counts into v the waiting visitors
+// by bucket, oldest first. The cells are the bulk of the state (a bucket
+// per minute of queue, a few check-in slots each). They are kept sorted,
+// so this instance's changes are merged in one pass, and the per-bucket
+// totals come out in order.
+func mergeWaiting(st *store.State, p *params, d *delta, v *View, obs *observations) {
+	now := p.now
 	st.Waiting = mergeCells(st.Waiting, d.waiting)
 	kept := st.Waiting[:0]
 	for _, c := range st.Waiting {
@@ -96,13 +114,9 @@ func mergeShared(st *store.State, p *params, d *delta) (*View, map[int64]int64, 
 	v.Buckets = slices.DeleteFunc(v.Buckets, func(b Bucket) bool { return b.Waiting <= 0 })
 	for i := range v.Buckets {
 		v.Buckets[i].Due = max(v.Buckets[i].Due, 0)
-	}
-	for i := range v.Buckets {
 		v.Buckets[i].Before = v.Waiting
 		v.Waiting += v.Buckets[i].Waiting
 	}
-
-	return v, admitted, obs
 }
 
 // mergeCells returns the cells of cs (sorted by bucket and slot) with the
