@@ -32,18 +32,18 @@ func newIDRoom(t *testing.T, mutate func(*Config)) *idRoom {
 		if !ok {
 			panic("no ticket")
 		}
-		ir.local.Lock()
+		ir.mu.Lock()
 		ir.ids[tk.ID]++
 		ir.last = tk.ID
-		ir.local.Unlock()
+		ir.mu.Unlock()
 		_, _ = io.WriteString(w, "app")
 	}))
 	return ir
 }
 
 func (ir *idRoom) admissions() int {
-	ir.local.Lock()
-	defer ir.local.Unlock()
+	ir.mu.Lock()
+	defer ir.mu.Unlock()
 	return len(ir.ids)
 }
 

@@ -93,20 +93,3 @@ func (rm *Room) passRevoke(id uint64, admitted, now, d int64) store.Session {
 	last := floorDiv(now+reach+d, 1000) - 1
 	return store.Session{ID: id, Admitted: admitted, Seen: last, End: last + 1}
 }
-
-// revokedFrom reports whether the record x stands for a revoked session,
-// and from when (Unix ms) the cookies of the session are refused: at once
-// when it is revoked; at its end when it ends as a revoke under passes
-// ends it (passRevoke), seen through the last second before its end or
-// later (a sign of life from an instance that had not learnt of it). A
-// session that ends on its own, seen in its last second, looks the same,
-// and is over at its end as well: no cookie of it passes then either way.
-func revokedFrom(x *store.Session) (from int64, ok bool) {
-	switch {
-	case x.Revoked:
-		return 0, true
-	case x.End != 0 && x.Seen >= x.End-1:
-		return x.End * 1000, true
-	}
-	return 0, false
-}

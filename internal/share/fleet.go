@@ -160,11 +160,6 @@ func (s *Syncer[S]) usedSince(base uint64) usage {
 // them. Its grants are safe meanwhile, and its batches wait in mailboxes.
 func (s *Syncer[S]) fleetPatience() int64 { return fleetLeaseTTLs * s.instanceTTL() }
 
-// fleetLeaseTTLs is how many instance TTLs a lease outlives its latest
-// renewal: as long as the instances' patience, so that an aggregator whose
-// rounds a wave of classic syncs slows down keeps its lease.
-const fleetLeaseTTLs = 3
-
 // params are the sync parameters that do not depend on the state.
 func (s *Syncer[S]) params(now int64) params {
 	return params{

@@ -10,7 +10,7 @@ import (
 // (or of any bucket: AnyBucket).
 type GrantEntry struct {
 	Bucket int64 // the bucket's minute, or AnyBucket
-	N      int64
+	N      int64 // admissions
 }
 
 // Grant is what an instance may admit until its next sync, sorted by

@@ -8,6 +8,11 @@ import (
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
+// fleetLeaseTTLs is how many instance TTLs a lease outlives its latest
+// renewal: as long as the instances' patience, so that an aggregator whose
+// rounds a wave of classic syncs slows down keeps its lease.
+const fleetLeaseTTLs = 3
+
 // silence is what a sync of members drops from st as silent: the
 // instances, and the fleet's lease, picks and reserve (picks.go), not
 // renewed within their time to live.

@@ -26,8 +26,8 @@ type Bucket struct {
 // Revoked is a revoked session of a view, and the Unix ms from which its
 // cookies are refused (at once, or at the end of its hold under passes).
 type Revoked struct {
-	ID   uint64
-	From int64
+	ID   uint64 // the session's visitor
+	From int64  // Unix ms
 }
 
 // View is what an instance knows of the whole room after a sync: the
@@ -115,6 +115,6 @@ func (v *View) Near(b, n int64) bool {
 // installed.
 type Snapshot[S any] struct {
 	View
-	Settings        S
-	SettingsVersion uint64
+	Settings        S      // the live settings
+	SettingsVersion uint64 // their version in the shared state; 0 before the first sync
 }
