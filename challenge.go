@@ -59,8 +59,8 @@ const (
 // do, verdict being its answer's (answerValid, answerInvalid, answerNone),
 // and moves c's challenge state. owed says that c is a new place of a
 // visitor who had not passed the challenge at their old one: it is given
-// the challenge before any chance, as with challenge.Everyone. rm.mu is
-// held (counters only).
+// the challenge before any chance, as with challenge.Everyone. The local
+// lock is held (counters only).
 func (rm *Room) challengeGate(c *cookieState, ch *challenge.Policy, verdict int, owed bool) gate {
 	switch {
 	case c.chal == chalPassed:
@@ -206,7 +206,8 @@ const (
 // whose challenge ch is in state s, or the step that must come first. A
 // hosted challenge's provider is asked once per chance of a place: the
 // request claims the chance (a.claim) unless another request of the place
-// holds it, or MaxInFlight calls are in flight on the room. rm.mu is held.
+// holds it, or MaxInFlight calls are in flight on the room. The local lock
+// is held.
 func (rm *Room) verdictLocked(ch *challenge.Policy, a *answer, id uint64, s int8) (int, verdictStep) {
 	if _, asking := rm.asking[id]; asking && a.claim != id {
 		return answerNone, verdictWait

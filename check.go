@@ -146,7 +146,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 	// check-in, when its challenge's state then let it count.
 	cookieCounted := counts(chal, c.chal)
 	// Random with several instances: only the visitors the draw holds
-	// (draw.go) take a slot, and they may ask again before their chance
+	// (slots.go) take a slot, and they may ask again before their chance
 	// is due (the draw gives nothing more to whoever asks more often).
 	// Every slot by pick (fleetScarce) draws its own way, below.
 	drawing := (!fresh || ok) && !closed && !pol.method.ordered && !pol.method.passes &&
@@ -210,7 +210,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 	if !closed && !admit && gate == gatePass && (!drawing || won) {
 		admit = rm.local.Take(pol.bucket(c.bucket), fresh)
 		if until, ok := v.Picks[c.id]; !admit && ok && !fresh && now < until && rm.syncer.Healthy() {
-			// Picked by the fleet's aggregator (share's picks.go): let in
+			// Picked by the fleet's aggregator (internal/share: picks.go): let in
 			// from the pick's slot, whichever instance the visitor
 			// reached. Not while this instance's syncs fail: its
 			// admission might reach the state after the pick expired.
@@ -257,7 +257,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 		if !fresh && !closed && gate == gatePass && counted && !pol.method.ordered && v.Fleet && v.Scarce && pol.method.layout != nil {
 			// Random, in a fleet with few slots an instance (fleetScarce):
 			// every slot goes by pick, drawn among the visitors asked for. A
-			// visitor is asked for while the draw (draw.go) holds them,
+			// visitor is asked for while the draw (slots.go) holds them,
 			// with twice its odds (drawScarceMargin), and comes back as
 			// soon as the pick can be out: the picks are used within
 			// seconds (those of a minute's last seconds would count
@@ -281,7 +281,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 		} else if !fresh && !closed && gate == gatePass && counted && pol.method.ordered && v.Near(c.bucket, int64(pol.NewUsersPerMinute)) {
 			// No slot here for a visitor whose turn is near: the fleet's
 			// aggregator may pick them for a slot that any instance lets
-			// them in from (picks.go). One the reserve holds a slot for
+			// them in from (internal/share: picks.go). One the reserve holds a slot for
 			// comes back as soon as the pick can be out; so does one
 			// whom a view without the aggregator (a classic sync, while
 			// the fleet forms again after an outage) shows reserved.
@@ -336,7 +336,8 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 
 // join lets the holder of a copy of a waiting cookie into the session its
 // place became (recorded as x): the same visitor, no new admission. The
-// request is a sign of life of the session. rm.mu is held, and released.
+// request is a sign of life of the session. The local lock is held, and
+// released.
 func (rm *Room) join(d *decision, v *view, p *policy, c cookieState, x store.Session) {
 	if p.method.rejects {
 		rm.local.Unlock()
@@ -547,7 +548,7 @@ func (rm *Room) estimate(v *view, p *policy, b int64, fresh bool) Estimate {
 	return p.method.estimate(v, p, p.bucket(b), fresh)
 }
 
-// drawOddsLocked returns the odds of the draw (draw.go) of the refresh
+// drawOddsLocked returns the odds of the draw (slots.go) of the refresh
 // interval of the shared clock that now (Unix ms) is in, as of view v
 // under policy p: worked out at this instance's first draw of the
 // interval and kept for the rest of it, so that a visitor who asks more

@@ -53,7 +53,7 @@ func TestDrawOdds(t *testing.T) {
 }
 
 // TestDrawAcrossInstances checks the draw of a random room on several
-// instances (draw.go): copies of a waiting cookie at either instance draw
+// instances (slots.go): copies of a waiting cookie at either instance draw
 // the same; a visitor the draw holds is let in at whichever instance has a
 // slot, even right after a chance at the other, and one it does not hold
 // is not, however often and wherever its copies ask; a visitor the draw

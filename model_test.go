@@ -903,7 +903,7 @@ func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
 		}
 		if m.tc.instances > 1 && m.methodAt(now) == Random && r.state.refresh == drawRetry(modelRefresh.Milliseconds()) {
 			// Random on several instances: a visitor the draw holds
-			// (draw.go), who found no slot, back soon. Not a
+			// (slots.go), who found no slot, back soon. Not a
 			// chance: the draw is, whoever asks and however often. (The
 			// instance counts them waiting, as at a chance.)
 			m.drawnAt[chanceKey{r.state.id, r.inst}] = now

@@ -76,7 +76,8 @@ func randomLayout(n int64, _ []share.Bucket) grant {
 // request takes a slot free then, as on one instance (a request without a
 // cookie is a new visitor every time, so a draw would gain nothing); a
 // cookie whose place lapsed brings a new place (successor), drawn like any
-// other. Every slot by pick (fleetScarce) draws its own way (picks.go).
+// other. Every slot by pick (fleetScarce) draws its own way
+// (internal/share: picks.go).
 
 // drawClaims is how many refresh intervals a winning draw is held: the
 // interval it was made for and the next two, so that a visitor who comes
@@ -93,10 +94,10 @@ const drawMargin = 1.0
 
 // drawScarceMargin is drawMargin where every slot goes by pick
 // (fleetScarce): the visitors the draw holds are asked for, and the round
-// draws among those asked (picks.go). More than one for each slot, so
-// that a pick finds a visitor who asked in time: with the draw's odds
-// alone, polite visitors waited 525 s at 40 instances and 60 a minute,
-// 67 s with twice them.
+// draws among those asked (internal/share: picks.go). More than one for
+// each slot, so that a pick finds a visitor who asked in time: with the
+// draw's odds alone, polite visitors waited 525 s at 40 instances and 60
+// a minute, 67 s with twice them.
 const drawScarceMargin = 2.0
 
 // drawn reports whether a random room's draw holds visitor id at now

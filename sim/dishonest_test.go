@@ -286,7 +286,7 @@ func TestReplayersAndClonersOptions(t *testing.T) {
 // and every second) with several instances: four syncing the classic way,
 // and 40 through an aggregator. Each instance remembers the chances it
 // gave, not those the others gave, so a cookie resent or shared across
-// instances would get a chance at each. In random, the draw (draw.go)
+// instances would get a chance at each. In random, the draw (slots.go)
 // makes the chances the visitor's, whatever reaches the instances: four
 // classic instances hold their crowds to 0.8 of polite visitors' wait,
 // ten runs pooled (0.36 to 0.48 without it). The rest does not hold yet
