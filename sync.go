@@ -248,6 +248,16 @@ func policyEffect(p StoreErrorPolicy) string {
 	return "fail-closed: admitted visitors pass, everyone else waits until it is back"
 }
 
+// sameEvent reports whether a and b, events of two views' settings (so
+// never the same pointer), are the same event: events do not overlap, so
+// their names and starts tell them apart.
+func sameEvent(a, b *Event) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Name == b.Name && a.Start.Equal(b.Start)
+}
+
 // logPhase logs the room's state changes between two views: queueing
 // started or stopped, an event's pre-queue or start or end.
 func (rm *Room) logPhase(old, v *view) {
@@ -261,7 +271,7 @@ func (rm *Room) logPhase(old, v *view) {
 	case old.Waiting > 0 && v.Waiting == 0:
 		rm.log.Info("waitingroom: queueing stopped", "active", v.Active)
 	}
-	if was.event != is.event || was.prequeue != is.prequeue {
+	if !sameEvent(was.event, is.event) || was.prequeue != is.prequeue {
 		switch {
 		case is.event != nil && is.prequeue:
 			rm.log.Info("waitingroom: event pre-queue opened", "event", is.event.Name, "start", is.event.Start)
