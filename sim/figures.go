@@ -11,6 +11,26 @@ import (
 // finish computes the figures of the run from the visitors' records. The
 // Result it returns holds nothing of the run but the records.
 func (r *run) finish() *Result {
+	res := r.counts()
+	kinds := r.waits(res)
+	kinds.figures(res)
+	r.bots(res)
+	r.cohort(res)
+	r.saturation(res)
+	switch r.method {
+	case waitingroom.FIFO:
+		res.EstimateError = r.estimateError()
+		res.PositionError = r.positionError()
+	case waitingroom.Random:
+		res.Calibration = r.calibration()
+	}
+	return res
+}
+
+// counts returns the Result of the run's counts: the figures it kept as
+// it went, the room's limits, the visitors and their records, those who
+// never got in and the abandoned visitors the room still counted.
+func (r *run) counts() *Result {
 	res := new(Result)
 	*res = r.res
 	res.Method = string(r.method)
@@ -26,20 +46,27 @@ func (r *run) finish() *Result {
 		res.AbandonedCountedMeanSeconds = r.ghostSum / float64(len(r.abandoned))
 	}
 	res.undercount = r.undercount
+	return res
+}
 
-	// The write-up's data: arrival minute and wait of everyone let in.
-	// The order is judged on honest visitors.
+// kindWaits sums, by kind of visitor, the waits and the admissions.
+type kindWaits [kindCount]struct {
+	sum   float64 // waits, seconds: of those let in, and of dishonest ones still waiting
+	n     int     // the visitors in sum
+	max   int     // most admissions
+	extra int     // admissions beyond one each
+}
+
+// waits sets the write-up's data (the arrival minute and wait of everyone
+// let in), the mean wait and the order of admission, judged on honest
+// visitors; it returns the waits and admissions by kind.
+func (r *run) waits(res *Result) *kindWaits {
 	res.ArrivalMinutes = make([]int, 0, res.Admitted)
 	res.WaitTimeSeconds = make([]float64, 0, res.Admitted)
 	bucket := make([]int64, 0, res.Admitted)
 	admittedAt := make([]int64, 0, res.Admitted)
 	var sum float64
-	var kinds [kindCount]struct {
-		sum   float64 // waits, seconds: of those let in, and of dishonest ones still waiting
-		n     int     // the visitors in sum
-		max   int     // most admissions
-		extra int     // admissions beyond one each
-	}
+	kinds := new(kindWaits)
 	end := time.Duration(r.sec) * time.Second
 	for i := range r.vs {
 		v := &r.vs[i]
@@ -73,26 +100,40 @@ func (r *run) finish() *Result {
 	if n := len(res.WaitTimeSeconds); n > 0 {
 		res.MeanWaitSeconds = sum / float64(n)
 	}
-	mean := func(k Kind) float64 {
-		if kinds[k].n == 0 {
-			return 0
-		}
-		return kinds[k].sum / float64(kinds[k].n)
-	}
-	polite := mean(Polite)
-	ratio := func(k Kind) float64 {
-		if polite <= 0 || kinds[k].n == 0 {
-			return 0
-		}
-		return mean(k) / polite
-	}
-	res.MeanWaitPoliteSeconds = polite
-	res.MeanWaitSpammerSeconds, res.SpammerWaitRatio = mean(Spammer), ratio(Spammer)
-	res.MeanWaitReplayerSeconds, res.ReplayerWaitRatio = mean(Replayer), ratio(Replayer)
-	res.MeanWaitClonerSeconds, res.ClonerWaitRatio = mean(Cloner), ratio(Cloner)
-	res.ReplayerMaxAdmissions, res.ReplayerExtraAdmissions = kinds[Replayer].max, kinds[Replayer].extra
-	res.ClonerMaxAdmissions, res.ClonerExtraAdmissions = kinds[Cloner].max, kinds[Cloner].extra
+	return kinds
+}
 
+// mean is the mean wait of the visitors of kind k, seconds.
+func (kw *kindWaits) mean(k Kind) float64 {
+	if kw[k].n == 0 {
+		return 0
+	}
+	return kw[k].sum / float64(kw[k].n)
+}
+
+// ratio is the mean wait of the visitors of kind k over polite visitors'.
+func (kw *kindWaits) ratio(k Kind) float64 {
+	polite := kw.mean(Polite)
+	if polite <= 0 || kw[k].n == 0 {
+		return 0
+	}
+	return kw.mean(k) / polite
+}
+
+// figures sets the mean waits of each kind, their ratio to polite
+// visitors' and the admissions of replayers and cloners.
+func (kw *kindWaits) figures(res *Result) {
+	res.MeanWaitPoliteSeconds = kw.mean(Polite)
+	res.MeanWaitSpammerSeconds, res.SpammerWaitRatio = kw.mean(Spammer), kw.ratio(Spammer)
+	res.MeanWaitReplayerSeconds, res.ReplayerWaitRatio = kw.mean(Replayer), kw.ratio(Replayer)
+	res.MeanWaitClonerSeconds, res.ClonerWaitRatio = kw.mean(Cloner), kw.ratio(Cloner)
+	res.ReplayerMaxAdmissions, res.ReplayerExtraAdmissions = kw[Replayer].max, kw[Replayer].extra
+	res.ClonerMaxAdmissions, res.ClonerExtraAdmissions = kw[Cloner].max, kw[Cloner].extra
+}
+
+// bots sets the bots' figures: their identities, requests, admissions and
+// share of everyone let in.
+func (r *run) bots(res *Result) {
 	for i := range r.vs {
 		if v := &r.vs[i]; v.Kind == Bot {
 			res.BotVisitors++
@@ -105,9 +146,12 @@ func (r *run) finish() *Result {
 	if res.Admitted > 0 {
 		res.BotShare = float64(res.BotAdmitted) / float64(res.Admitted)
 	}
+}
 
-	r.cohort(res)
-
+// saturation sets the figures of the minutes: the most admissions and
+// active sessions in one, the saturated minutes and the share of their
+// capacity used.
+func (r *run) saturation(res *Result) {
 	var admitted, capacity int
 	for _, m := range res.Minutes {
 		res.MaxAdmittedPerMinute = max(res.MaxAdmittedPerMinute, m.Admissions)
@@ -121,15 +165,6 @@ func (r *run) finish() *Result {
 	if capacity > 0 {
 		res.Utilization = float64(admitted) / float64(capacity)
 	}
-
-	switch r.method {
-	case waitingroom.FIFO:
-		res.EstimateError = r.estimateError()
-		res.PositionError = r.positionError()
-	case waitingroom.Random:
-		res.Calibration = r.calibration()
-	}
-	return res
 }
 
 func nanToZero(f float64) float64 {

@@ -269,14 +269,28 @@ var defaultStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // normalize fills in defaults and checks o. It works on a copy.
 func (o Options) normalize() (Options, error) {
-	bad := func(format string, a ...any) (Options, error) {
-		return o, fmt.Errorf("sim: invalid options: "+format, a...)
+	o.fillCrowd()
+	o.fillRoom()
+	o.fillRun()
+	for _, check := range []func() error{o.checkCrowd, o.checkDishonest, o.checkRun} {
+		if err := check(); err != nil {
+			return o, err
+		}
 	}
+	return o, nil
+}
+
+// invalid returns the error of Options that cannot work.
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("sim: invalid options: "+format, a...)
+}
+
+// fillCrowd fills in the defaults of the visitors: how many, when they
+// arrive, how they browse, spam and clone, their latency and the bots'
+// patience.
+func (o *Options) fillCrowd() {
 	if o.Visitors == 0 {
 		o.Visitors = DefaultVisitors
-	}
-	if o.Visitors < 0 || o.Visitors > 1<<31-1 {
-		return bad("Visitors %d out of range", o.Visitors)
 	}
 	if o.Arrivals == 0 {
 		o.Arrivals = DefaultArrivals
@@ -305,6 +319,11 @@ func (o Options) normalize() (Options, error) {
 	if o.BotGiveUp == 0 {
 		o.BotGiveUp = 30 * time.Minute
 	}
+}
+
+// fillRoom fills in the defaults of the rooms: how many instances, how
+// often they sync, the room's name, method and limits.
+func (o *Options) fillRoom() {
 	if o.SyncInterval == 0 {
 		o.SyncInterval = waitingroom.DefaultSyncInterval
 	}
@@ -329,6 +348,11 @@ func (o Options) normalize() (Options, error) {
 	if o.RefreshInterval == 0 {
 		o.RefreshInterval = waitingroom.DefaultRefreshInterval
 	}
+}
+
+// fillRun fills in the defaults of the run: its start (truncated to the
+// minute), the cohort's instant and the logger.
+func (o *Options) fillRun() {
 	if o.Start.IsZero() {
 		o.Start = defaultStart
 	}
@@ -339,45 +363,67 @@ func (o Options) normalize() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+}
+
+// checkCrowd checks the visitors: their number, their arrival, their
+// requests' pace and their giving up.
+func (o Options) checkCrowd() error {
 	switch {
+	case o.Visitors < 0 || o.Visitors > 1<<31-1:
+		return invalid("Visitors %d out of range", o.Visitors)
 	case o.Arrival < Uniform || o.Arrival > Spike:
-		return bad("unknown Arrival %d", o.Arrival)
+		return invalid("unknown Arrival %d", o.Arrival)
 	case o.Arrivals < 0:
-		return bad("Arrivals %v is negative", o.Arrivals)
+		return invalid("Arrivals %v is negative", o.Arrivals)
 	case o.SpikeShare < 0 || o.SpikeShare > 1:
-		return bad("SpikeShare %v is not in [0, 1]", o.SpikeShare)
+		return invalid("SpikeShare %v is not in [0, 1]", o.SpikeShare)
 	case o.SpikeSpan < 0:
-		return bad("SpikeSpan %v is negative", o.SpikeSpan)
+		return invalid("SpikeSpan %v is negative", o.SpikeSpan)
 	case o.BrowseEvery < time.Second:
-		return bad("BrowseEvery %v is under a second", o.BrowseEvery)
+		return invalid("BrowseEvery %v is under a second", o.BrowseEvery)
 	case o.SpamEvery < time.Second:
-		return bad("SpamEvery %v is under a second", o.SpamEvery)
+		return invalid("SpamEvery %v is under a second", o.SpamEvery)
 	case o.Abandon < 0 || o.Abandon > 1:
-		return bad("Abandon %v is not in [0, 1]", o.Abandon)
-	case o.Spammers < 0 || o.Spammers > 1:
-		return bad("Spammers %v is not in [0, 1]", o.Spammers)
-	case o.Replayers < 0 || o.Replayers > 1:
-		return bad("Replayers %v is not in [0, 1]", o.Replayers)
-	case o.Cloners < 0 || o.Cloners > 1:
-		return bad("Cloners %v is not in [0, 1]", o.Cloners)
-	case o.Spammers+o.Replayers+o.Cloners > 1+1e-9:
-		return bad("Spammers + Replayers + Cloners (%v) is over 1", o.Spammers+o.Replayers+o.Cloners)
-	case o.CloneSize < 2 || o.CloneSize > 1000:
-		return bad("CloneSize %d is not in [2, 1000]", o.CloneSize)
-	case o.Cloners > 0 && o.Visitors*o.CloneSize > 1<<31-1:
-		return bad("Visitors %d in groups of CloneSize %d is too many clients", o.Visitors, o.CloneSize)
-	case o.BotsPerMinute < 0 || o.BotsPerMinute > 1_000_000:
-		return bad("BotsPerMinute %d is not in [0, 1000000]", o.BotsPerMinute)
-	case o.BotGiveUp < 0:
-		return bad("BotGiveUp %v is negative", o.BotGiveUp)
-	case o.Instances < 0 || o.Instances > 1024:
-		return bad("Instances %d is not in [1, 1024]", o.Instances)
-	case o.SyncInterval < 10*time.Millisecond || o.SyncInterval > 2*time.Second:
-		return bad("SyncInterval %v is not in [10ms, 2s]", o.SyncInterval)
-	case o.Duration < 0:
-		return bad("Duration %v is negative", o.Duration)
-	case o.Duration > MaxDuration:
-		return bad("Duration %v is over %v", o.Duration, MaxDuration)
+		return invalid("Abandon %v is not in [0, 1]", o.Abandon)
 	}
-	return o, nil
+	return nil
+}
+
+// checkDishonest checks the shares of dishonest visitors, the cloner
+// groups and the bots.
+func (o Options) checkDishonest() error {
+	switch {
+	case o.Spammers < 0 || o.Spammers > 1:
+		return invalid("Spammers %v is not in [0, 1]", o.Spammers)
+	case o.Replayers < 0 || o.Replayers > 1:
+		return invalid("Replayers %v is not in [0, 1]", o.Replayers)
+	case o.Cloners < 0 || o.Cloners > 1:
+		return invalid("Cloners %v is not in [0, 1]", o.Cloners)
+	case o.Spammers+o.Replayers+o.Cloners > 1+1e-9:
+		return invalid("Spammers + Replayers + Cloners (%v) is over 1", o.Spammers+o.Replayers+o.Cloners)
+	case o.CloneSize < 2 || o.CloneSize > 1000:
+		return invalid("CloneSize %d is not in [2, 1000]", o.CloneSize)
+	case o.Cloners > 0 && o.Visitors*o.CloneSize > 1<<31-1:
+		return invalid("Visitors %d in groups of CloneSize %d is too many clients", o.Visitors, o.CloneSize)
+	case o.BotsPerMinute < 0 || o.BotsPerMinute > 1_000_000:
+		return invalid("BotsPerMinute %d is not in [0, 1000000]", o.BotsPerMinute)
+	case o.BotGiveUp < 0:
+		return invalid("BotGiveUp %v is negative", o.BotGiveUp)
+	}
+	return nil
+}
+
+// checkRun checks the instances, their syncs and the run's duration.
+func (o Options) checkRun() error {
+	switch {
+	case o.Instances < 0 || o.Instances > 1024:
+		return invalid("Instances %d is not in [1, 1024]", o.Instances)
+	case o.SyncInterval < 10*time.Millisecond || o.SyncInterval > 2*time.Second:
+		return invalid("SyncInterval %v is not in [10ms, 2s]", o.SyncInterval)
+	case o.Duration < 0:
+		return invalid("Duration %v is negative", o.Duration)
+	case o.Duration > MaxDuration:
+		return invalid("Duration %v is over %v", o.Duration, MaxDuration)
+	}
+	return nil
 }
