@@ -559,27 +559,15 @@ func unprocessable(format string, a ...any) error {
 func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
-	tok, err := dec.Token()
-	if err == io.EOF {
-		return nil, errors.New("waitingroom: the body must be a JSON object; it is empty")
-	}
-	if err != nil {
-		return nil, syntaxError(err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("waitingroom: the body must be a JSON object")
+	if err := openObject(dec); err != nil {
+		return nil, err
 	}
 	p := &settingsPatch{}
 	seen := map[string]bool{}
 	for dec.More() {
-		tok, err := dec.Token()
+		key, raw, err := nextField(dec)
 		if err != nil {
-			return nil, syntaxError(err)
-		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, syntaxError(err)
+			return nil, err
 		}
 		if seen[key] {
 			return nil, fmt.Errorf("waitingroom: setting %q appears twice", key)
@@ -588,93 +576,148 @@ func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
 		if string(raw) == "null" {
 			return nil, fmt.Errorf("waitingroom: setting %q must not be null", key)
 		}
-		switch key {
-		case "queueingMethod":
-			var m string
-			if json.Unmarshal(raw, &m) != nil {
-				return nil, fmt.Errorf("waitingroom: setting %q must be a string", key)
-			}
-			if qm := waitingroom.QueueingMethod(m); !slices.Contains(queueingMethods, qm) {
-				return nil, unprocessable("setting %q must be \"fifo\", \"random\", \"passthrough\" or \"reject\", got %q", key, m)
-			} else {
-				p.queueingMethod = &qm
-			}
-		case "totalActiveUsers", "newUsersPerMinute":
-			var n int
-			if json.Unmarshal(raw, &n) != nil {
-				return nil, fmt.Errorf("waitingroom: setting %q must be an integer", key)
-			}
-			if n <= 0 {
-				return nil, unprocessable("setting %q must be > 0, got %d", key, n)
-			}
-			if key == "totalActiveUsers" {
-				p.totalActiveUsers = &n
-			} else {
-				p.newUsersPerMinute = &n
-			}
-		case "queueAll", "suspended", "disableSessionRenewal":
-			var b bool
-			if json.Unmarshal(raw, &b) != nil {
-				return nil, fmt.Errorf("waitingroom: setting %q must be true or false", key)
-			}
-			switch key {
-			case "queueAll":
-				p.queueAll = &b
-			case "suspended":
-				p.suspended = &b
-			default:
-				p.disableSessionRenewal = &b
-			}
-		case "queueingStatusCode":
-			var n int
-			if json.Unmarshal(raw, &n) != nil {
-				return nil, fmt.Errorf("waitingroom: setting %q must be an integer", key)
-			}
-			p.queueingStatusCode = &n
-		case "sessionDuration":
-			d, err := decodeDuration(raw)
-			if err != nil {
-				return nil, fmt.Errorf("waitingroom: setting %q must be a duration such as \"10m\" or an integer of nanoseconds", key)
-			}
-			p.sessionDuration = &d
-		case "template":
-			var t string
-			if json.Unmarshal(raw, &t) != nil {
-				return nil, fmt.Errorf("waitingroom: setting %q must be a string", key)
-			}
-			p.template = &t
-		case "events":
-			// The whole list: to add, change or remove an event, send the
-			// list as it should be (GET /settings gives the current one).
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.DisallowUnknownFields()
-			var evs []waitingroom.Event
-			if err := dec.Decode(&evs); err != nil {
-				return nil, fmt.Errorf("waitingroom: setting %q must be a list of events: %w", key, err)
-			}
-			p.events = &evs
-		case "challenge":
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.DisallowUnknownFields()
-			var ch challenge.Policy
-			if err := dec.Decode(&ch); err != nil {
-				return nil, fmt.Errorf("waitingroom: setting %q must be a challenge object: %w", key, err)
-			}
-			p.challenge = &ch
-		default:
-			return nil, fmt.Errorf("waitingroom: unknown setting %q; the settings are queueingMethod, totalActiveUsers, newUsersPerMinute, queueAll, suspended, events, sessionDuration, disableSessionRenewal, queueingStatusCode, template and challenge", key)
+		if err := p.decode(key, raw); err != nil {
+			return nil, err
 		}
 	}
+	if err := closeObject(dec); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// openObject reads the '{' that opens the body.
+func openObject(dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err == io.EOF {
+		return errors.New("waitingroom: the body must be a JSON object; it is empty")
+	}
+	if err != nil {
+		return syntaxError(err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return errors.New("waitingroom: the body must be a JSON object")
+	}
+	return nil
+}
+
+// nextField reads the body's next field: its key and its value as it is.
+func nextField(dec *json.Decoder) (string, json.RawMessage, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", nil, syntaxError(err)
+	}
+	key, _ := tok.(string)
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return "", nil, syntaxError(err)
+	}
+	return key, raw, nil
+}
+
+// closeObject reads the '}' that closes the body, and makes sure nothing
+// follows it.
+func closeObject(dec *json.Decoder) error {
 	if _, err := dec.Token(); err != nil { // the closing '}'
-		return nil, syntaxError(err)
+		return syntaxError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		if err != nil {
-			return nil, syntaxError(err)
+			return syntaxError(err)
 		}
-		return nil, errors.New("waitingroom: the body must be one JSON object and nothing after it")
+		return errors.New("waitingroom: the body must be one JSON object and nothing after it")
 	}
-	return p, nil
+	return nil
+}
+
+// decode sets the setting key of the patch from its value, raw (not null).
+func (p *settingsPatch) decode(key string, raw json.RawMessage) error {
+	var err error
+	switch key {
+	case "queueingMethod":
+		p.queueingMethod, err = decodeQueueingMethod(key, raw)
+	case "totalActiveUsers":
+		p.totalActiveUsers, err = decodeLimit(key, raw)
+	case "newUsersPerMinute":
+		p.newUsersPerMinute, err = decodeLimit(key, raw)
+	case "queueAll":
+		p.queueAll, err = decodeValue[bool](key, raw, "true or false")
+	case "suspended":
+		p.suspended, err = decodeValue[bool](key, raw, "true or false")
+	case "disableSessionRenewal":
+		p.disableSessionRenewal, err = decodeValue[bool](key, raw, "true or false")
+	case "queueingStatusCode":
+		p.queueingStatusCode, err = decodeValue[int](key, raw, "an integer")
+	case "sessionDuration":
+		p.sessionDuration, err = decodeSessionDuration(key, raw)
+	case "template":
+		p.template, err = decodeValue[string](key, raw, "a string")
+	case "events":
+		// The whole list: to add, change or remove an event, send the
+		// list as it should be (GET /settings gives the current one).
+		p.events, err = decodeStrict[[]waitingroom.Event](key, raw, "a list of events")
+	case "challenge":
+		p.challenge, err = decodeStrict[challenge.Policy](key, raw, "a challenge object")
+	default:
+		return fmt.Errorf("waitingroom: unknown setting %q; the settings are queueingMethod, totalActiveUsers, newUsersPerMinute, queueAll, suspended, events, sessionDuration, disableSessionRenewal, queueingStatusCode, template and challenge", key)
+	}
+	return err
+}
+
+// decodeValue reads the value of setting key as a T; what says what it
+// must be when it is not one.
+func decodeValue[T any](key string, raw json.RawMessage, what string) (*T, error) {
+	var v T
+	if json.Unmarshal(raw, &v) != nil {
+		return nil, fmt.Errorf("waitingroom: setting %q must be %s", key, what)
+	}
+	return &v, nil
+}
+
+// decodeStrict reads the value of setting key as a T whose fields are all
+// known; what says what it must be when it is not one.
+func decodeStrict[T any](key string, raw json.RawMessage, what string) (*T, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var v T
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("waitingroom: setting %q must be %s: %w", key, what, err)
+	}
+	return &v, nil
+}
+
+// decodeQueueingMethod reads setting key as one of the queueing methods.
+func decodeQueueingMethod(key string, raw json.RawMessage) (*waitingroom.QueueingMethod, error) {
+	m, err := decodeValue[string](key, raw, "a string")
+	if err != nil {
+		return nil, err
+	}
+	qm := waitingroom.QueueingMethod(*m)
+	if !slices.Contains(queueingMethods, qm) {
+		return nil, unprocessable("setting %q must be \"fifo\", \"random\", \"passthrough\" or \"reject\", got %q", key, *m)
+	}
+	return &qm, nil
+}
+
+// decodeLimit reads setting key as a limit: an integer above 0.
+func decodeLimit(key string, raw json.RawMessage) (*int, error) {
+	n, err := decodeValue[int](key, raw, "an integer")
+	if err != nil {
+		return nil, err
+	}
+	if *n <= 0 {
+		return nil, unprocessable("setting %q must be > 0, got %d", key, *n)
+	}
+	return n, nil
+}
+
+// decodeSessionDuration reads setting key as a duration (decodeDuration).
+func decodeSessionDuration(key string, raw json.RawMessage) (*time.Duration, error) {
+	d, err := decodeDuration(raw)
+	if err != nil {
+		return nil, fmt.Errorf("waitingroom: setting %q must be a duration such as \"10m\" or an integer of nanoseconds", key)
+	}
+	return &d, nil
 }
 
 // decodeDuration reads a duration written as Go writes one ("10m",
