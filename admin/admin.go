@@ -10,27 +10,16 @@
 package admin
 
 import (
-	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	_ "embed"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"html/template"
-	"io"
-	"math"
-	"mime"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
-	"github.com/go-waitingroom/waitingroom/challenge"
 )
 
 // Authenticator decides whether a request to the admin API (Handler)
@@ -75,33 +64,6 @@ func BearerToken(token string) (Authenticator, error) {
 	}, nil
 }
 
-// eventsAt returns the event in force at t (its pre-queue included) and
-// whether it is in its pre-queue, else the next event to open after t.
-// Suspended events are passed over: they do not apply. events are sorted
-// and do not overlap (Settings.validate). A zero t finds nothing.
-func eventsAt(events []waitingroom.Event, t time.Time) (current *waitingroom.Event, prequeue bool, next *waitingroom.Event) {
-	if t.IsZero() {
-		return nil, false, nil
-	}
-	for i := range events {
-		e := &events[i]
-		if e.Suspended {
-			continue
-		}
-		opens := e.Start
-		if !e.PrequeueStart.IsZero() {
-			opens = e.PrequeueStart
-		}
-		switch {
-		case t.Before(opens):
-			return nil, false, e
-		case t.Before(e.End):
-			return e, t.Before(e.Start), nil
-		}
-	}
-	return nil, false, nil
-}
-
 // Admin API limits.
 const (
 	// historyInterval and historyWindow are the spacing and the reach of
@@ -112,11 +74,6 @@ const (
 	// size the commercial product allows a template.
 	maxSettingsBody = 1 << 20
 )
-
-//go:embed status.html
-var adminPageSource string
-
-var adminPage = template.Must(template.New("status").Parse(adminPageSource))
 
 // Handler returns the room's admin API and status page, for operators.
 // It refuses to be built without an Authenticator: auth nil returns an
@@ -195,12 +152,15 @@ func Handler(rm *waitingroom.Room, auth Authenticator) (http.Handler, error) {
 	return &admin{rm: rm, auth: auth, cop: http.NewCrossOriginProtection()}, nil
 }
 
+// admin is the handler Handler returns.
 type admin struct {
 	rm   *waitingroom.Room
 	auth Authenticator
 	cop  *http.CrossOriginProtection
 }
 
+// ServeHTTP authenticates the request, refuses one from another origin,
+// and serves the resource its path names with the method it allows.
 func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
@@ -263,548 +223,20 @@ func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// adminStatus is the body of GET /status.
-type adminStatus struct {
-	Room               string                 `json:"room"`
-	Status             waitingroom.RoomStatus `json:"status"`
-	Active             int                    `json:"active"`
-	Waiting            int                    `json:"waiting"`
-	AdmittedThisMinute int                    `json:"admittedThisMinute"`
-	OutflowPerMinute   float64                `json:"outflowPerMinute"`
-	EstimatedWait      adminEstimate          `json:"estimatedWait"`
-	Queue              []adminBucket          `json:"queue"`
-	Settings           waitingroom.Settings   `json:"settings"`
-	Instances          int                    `json:"instances"`
-	LastSync           *time.Time             `json:"lastSync"`
-	NextEvent          *adminEvent            `json:"nextEvent"`
-	Counters           waitingroom.Counters   `json:"counters"`
-}
-
-// adminEstimate is the wait of a visitor arriving now, in whole seconds
-// (multiples of 60); null where unknown or not applicable.
-type adminEstimate struct {
-	Known bool `json:"known"`
-	// Full: longer than a day.
-	Full bool `json:"full"`
-	// WaitSeconds: FIFO, the wait of a visitor arriving now, who is behind
-	// everyone (so the longest); random, the median.
-	WaitSeconds *int64 `json:"waitSeconds"`
-	// P25Seconds, P50Seconds, P75Seconds: random only.
-	P25Seconds *int64 `json:"p25Seconds"`
-	P50Seconds *int64 `json:"p50Seconds"`
-	P75Seconds *int64 `json:"p75Seconds"`
-	// Formatted as the waiting page shows it; "" when unknown.
-	Formatted string `json:"formatted"`
-}
-
-// adminEvent is the scheduled event in force (pre-queue included) or, when
-// none is, the next one to open.
-type adminEvent struct {
-	Name string `json:"name"`
-	// Description is the operators' note on the event.
-	Description   string     `json:"description"`
-	PrequeueStart *time.Time `json:"prequeueStart"`
-	Start         time.Time  `json:"start"`
-	End           time.Time  `json:"end"`
-	// InProgress: the event governs the room now (Prequeueing: its
-	// pre-queue).
-	InProgress  bool `json:"inProgress"`
-	Prequeueing bool `json:"prequeueing"`
-	// ShuffleAtStart and the overrides; zero values inherit the room's.
-	ShuffleAtStart    bool                       `json:"shuffleAtStart"`
-	TotalActiveUsers  int                        `json:"totalActiveUsers,omitempty"`
-	NewUsersPerMinute int                        `json:"newUsersPerMinute,omitempty"`
-	QueueingMethod    waitingroom.QueueingMethod `json:"queueingMethod,omitempty"`
-}
-
-func eventJSON(e *waitingroom.Event, inProgress, prequeueing bool) *adminEvent {
-	out := &adminEvent{
-		Name:              e.Name,
-		Description:       e.Description,
-		Start:             e.Start.UTC(),
-		End:               e.End.UTC(),
-		InProgress:        inProgress,
-		Prequeueing:       prequeueing,
-		ShuffleAtStart:    e.ShuffleAtStart,
-		TotalActiveUsers:  e.TotalActiveUsers,
-		NewUsersPerMinute: e.NewUsersPerMinute,
-		QueueingMethod:    e.QueueingMethod,
-	}
-	if !e.PrequeueStart.IsZero() {
-		t := e.PrequeueStart.UTC()
-		out.PrequeueStart = &t
-	}
-	return out
-}
-
-type adminBucket struct {
-	Minute  time.Time `json:"minute"`
-	Waiting int       `json:"waiting"`
-}
-
-func (a *admin) status() adminStatus {
-	s := a.rm.Stats()
-	out := adminStatus{
-		Room:               a.rm.Name(),
-		Status:             s.Status(),
-		Active:             s.Active,
-		Waiting:            s.Waiting,
-		AdmittedThisMinute: s.AdmittedThisMinute,
-		OutflowPerMinute:   math.Round(finite(s.OutflowPerMinute)*100) / 100,
-		EstimatedWait:      estimateJSON(s.Estimate, s.Settings.QueueingMethod == waitingroom.Random),
-		Queue:              make([]adminBucket, 0, len(s.Buckets)),
-		Settings:           s.Settings,
-		Instances:          s.Instances,
-	}
-	for _, b := range s.Buckets {
-		out.Queue = append(out.Queue, adminBucket{Minute: b.Bucket.UTC(), Waiting: b.Waiting})
-	}
-	if !s.Synced.IsZero() {
-		t := s.Synced.UTC()
-		out.LastSync = &t
-	}
-	switch cur, pre, next := eventsAt(s.Settings.Events, s.Synced); {
-	case cur != nil:
-		out.NextEvent = eventJSON(cur, true, pre)
-	case next != nil:
-		out.NextEvent = eventJSON(next, false, false)
-	}
-	out.Counters = a.rm.Counters()
-	return out
-}
-
-func estimateJSON(e waitingroom.Estimate, random bool) adminEstimate {
-	out := adminEstimate{Known: e.Known, Full: e.Full, Formatted: e.Formatted()}
-	if !e.Known {
-		return out
-	}
-	secs := func(d time.Duration) *int64 { n := int64(d / time.Second); return &n }
-	out.WaitSeconds = secs(e.Wait)
-	if random {
-		out.P25Seconds, out.P50Seconds, out.P75Seconds = secs(e.P25), secs(e.P50), secs(e.P75)
-	}
-	return out
-}
-
-// adminHistory is the body of GET /history.
-type adminHistory struct {
-	// Now is the room's clock.
-	Now             time.Time `json:"now"`
-	IntervalSeconds int       `json:"intervalSeconds"`
-	WindowSeconds   int       `json:"windowSeconds"`
-	// Samples, oldest first: the room's figures at most once every
-	// IntervalSeconds (the latest sync in each interval), over the last
-	// WindowSeconds.
-	Samples []historySample `json:"samples"`
-	// AdmittedPerMinute: admissions in each minute of the last hour that
-	// had any, oldest first, the current minute included.
-	AdmittedPerMinute []minuteAdmissions `json:"admittedPerMinute"`
-}
-
-type historySample struct {
-	T                  time.Time `json:"t"`
-	Active             int       `json:"active"`
-	Waiting            int       `json:"waiting"`
-	AdmittedThisMinute int       `json:"admittedThisMinute"`
-	OutflowPerMinute   float64   `json:"outflowPerMinute"`
-}
-
-type minuteAdmissions struct {
-	Minute   time.Time `json:"minute"`
-	Admitted int64     `json:"admitted"`
-}
-
-func (a *admin) history() adminHistory {
-	st := a.rm.Stats()
-	out := adminHistory{
-		Now:               st.Now.UTC(),
-		IntervalSeconds:   int(historyInterval / time.Second),
-		WindowSeconds:     int(historyWindow / time.Second),
-		Samples:           []historySample{},
-		AdmittedPerMinute: []minuteAdmissions{},
-	}
-	for _, s := range a.rm.History() {
-		out.Samples = append(out.Samples, historySample{
-			T:                  s.At.UTC(),
-			Active:             s.Active,
-			Waiting:            s.Waiting,
-			AdmittedThisMinute: s.AdmittedThisMinute,
-			OutflowPerMinute:   math.Round(s.OutflowPerMinute*100) / 100,
-		})
-	}
-	from := st.Now.Add(-historyWindow).Truncate(time.Minute)
-	for _, c := range st.AdmittedByMinute {
-		if !c.Minute.Before(from) && c.Admitted > 0 {
-			out.AdmittedPerMinute = append(out.AdmittedPerMinute, minuteAdmissions{Minute: c.Minute.UTC(), Admitted: int64(c.Admitted)})
-		}
-	}
-	return out
-}
-
-// pageData is what the status page template gets.
-type pageData struct {
-	Nonce    string
-	Status   adminStatus
-	Outflow  string
-	Wait     string
-	LastSync string
-}
-
-func (a *admin) page(w http.ResponseWriter) {
-	var n [16]byte
-	_, _ = rand.Read(n[:])
-	st := a.status()
-	d := pageData{
-		Nonce:    hex.EncodeToString(n[:]),
-		Status:   st,
-		Outflow:  strconv.FormatFloat(st.OutflowPerMinute, 'f', 1, 64),
-		Wait:     st.EstimatedWait.Formatted,
-		LastSync: "never",
-	}
-	switch {
-	case st.EstimatedWait.Full:
-		d.Wait = "more than a day"
-	case !st.EstimatedWait.Known:
-		d.Wait = "unknown"
-	}
-	if st.LastSync != nil {
-		d.LastSync = st.LastSync.Format(time.RFC3339)
-	}
-	var buf bytes.Buffer
-	if err := adminPage.Execute(&buf, d); err != nil {
-		writeError(w, http.StatusInternalServerError, "waitingroom: rendering the status page failed")
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+d.Nonce+"'; style-src 'nonce-"+d.Nonce+
-		"'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf.Bytes())
-}
-
-// queueingMethods are the queueing methods PATCH /settings accepts: all
-// of them.
-var queueingMethods = []waitingroom.QueueingMethod{waitingroom.FIFO, waitingroom.Random, waitingroom.Passthrough, waitingroom.Reject}
-
-// settingsPatch is a decoded PATCH /settings body: nil fields are left as
-// they are.
-type settingsPatch struct {
-	queueingMethod        *waitingroom.QueueingMethod
-	totalActiveUsers      *int
-	newUsersPerMinute     *int
-	queueAll              *bool
-	suspended             *bool
-	events                *[]waitingroom.Event // replaces all events when set
-	sessionDuration       *time.Duration
-	disableSessionRenewal *bool
-	queueingStatusCode    *int
-	template              *string
-	challenge             *challenge.Policy // {} turns it off
-}
-
-func (p *settingsPatch) apply(s *waitingroom.Settings) {
-	if p.events != nil {
-		s.Events = slices.Clone(*p.events)
-	}
-	if p.queueingMethod != nil {
-		s.QueueingMethod = *p.queueingMethod
-	}
-	if p.totalActiveUsers != nil {
-		s.TotalActiveUsers = *p.totalActiveUsers
-	}
-	if p.newUsersPerMinute != nil {
-		s.NewUsersPerMinute = *p.newUsersPerMinute
-	}
-	if p.queueAll != nil {
-		s.QueueAll = *p.queueAll
-	}
-	if p.suspended != nil {
-		s.Suspended = *p.suspended
-	}
-	if p.sessionDuration != nil {
-		s.SessionDuration = *p.sessionDuration
-	}
-	if p.disableSessionRenewal != nil {
-		s.DisableSessionRenewal = *p.disableSessionRenewal
-	}
-	if p.queueingStatusCode != nil {
-		s.QueueingStatusCode = *p.queueingStatusCode
-	}
-	if p.template != nil {
-		s.Template = *p.template
-	}
-	if p.challenge != nil {
-		s.Challenge = p.challenge
-		if p.challenge.Kind == challenge.Off {
-			s.Challenge = nil
-		}
-	}
-}
-
-// errUnprocessable marks a well-formed body whose values are invalid.
-type errUnprocessable struct{ msg string }
-
-func (e errUnprocessable) Error() string { return e.msg }
-
-func unprocessable(format string, a ...any) error {
-	return errUnprocessable{fmt.Sprintf("waitingroom: "+format, a...)}
-}
-
-// decodeSettingsPatch reads one JSON object with known, non-null, well-typed
-// fields, each at most once, and nothing after it.
-func decodeSettingsPatch(r io.Reader) (*settingsPatch, error) {
-	dec := json.NewDecoder(r)
-	dec.UseNumber()
-	if err := openObject(dec); err != nil {
-		return nil, err
-	}
-	p := &settingsPatch{}
-	seen := map[string]bool{}
-	for dec.More() {
-		key, raw, err := nextField(dec)
-		if err != nil {
-			return nil, err
-		}
-		if seen[key] {
-			return nil, fmt.Errorf("waitingroom: setting %q appears twice", key)
-		}
-		seen[key] = true
-		if string(raw) == "null" {
-			return nil, fmt.Errorf("waitingroom: setting %q must not be null", key)
-		}
-		if err := p.decode(key, raw); err != nil {
-			return nil, err
-		}
-	}
-	if err := closeObject(dec); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// openObject reads the '{' that opens the body.
-func openObject(dec *json.Decoder) error {
-	tok, err := dec.Token()
-	if err == io.EOF {
-		return errors.New("waitingroom: the body must be a JSON object; it is empty")
-	}
-	if err != nil {
-		return syntaxError(err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return errors.New("waitingroom: the body must be a JSON object")
-	}
-	return nil
-}
-
-// nextField reads the body's next field: its key and its value as it is.
-func nextField(dec *json.Decoder) (string, json.RawMessage, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return "", nil, syntaxError(err)
-	}
-	key, _ := tok.(string)
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return "", nil, syntaxError(err)
-	}
-	return key, raw, nil
-}
-
-// closeObject reads the '}' that closes the body, and makes sure nothing
-// follows it.
-func closeObject(dec *json.Decoder) error {
-	if _, err := dec.Token(); err != nil { // the closing '}'
-		return syntaxError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		if err != nil {
-			return syntaxError(err)
-		}
-		return errors.New("waitingroom: the body must be one JSON object and nothing after it")
-	}
-	return nil
-}
-
-// decode sets the setting key of the patch from its value, raw (not null).
-func (p *settingsPatch) decode(key string, raw json.RawMessage) error {
-	var err error
-	switch key {
-	case "queueingMethod":
-		p.queueingMethod, err = decodeQueueingMethod(key, raw)
-	case "totalActiveUsers":
-		p.totalActiveUsers, err = decodeLimit(key, raw)
-	case "newUsersPerMinute":
-		p.newUsersPerMinute, err = decodeLimit(key, raw)
-	case "queueAll":
-		p.queueAll, err = decodeValue[bool](key, raw, "true or false")
-	case "suspended":
-		p.suspended, err = decodeValue[bool](key, raw, "true or false")
-	case "disableSessionRenewal":
-		p.disableSessionRenewal, err = decodeValue[bool](key, raw, "true or false")
-	case "queueingStatusCode":
-		p.queueingStatusCode, err = decodeValue[int](key, raw, "an integer")
-	case "sessionDuration":
-		p.sessionDuration, err = decodeSessionDuration(key, raw)
-	case "template":
-		p.template, err = decodeValue[string](key, raw, "a string")
-	case "events":
-		// The whole list: to add, change or remove an event, send the
-		// list as it should be (GET /settings gives the current one).
-		p.events, err = decodeStrict[[]waitingroom.Event](key, raw, "a list of events")
-	case "challenge":
-		p.challenge, err = decodeStrict[challenge.Policy](key, raw, "a challenge object")
-	default:
-		return fmt.Errorf("waitingroom: unknown setting %q; the settings are queueingMethod, totalActiveUsers, newUsersPerMinute, queueAll, suspended, events, sessionDuration, disableSessionRenewal, queueingStatusCode, template and challenge", key)
-	}
-	return err
-}
-
-// decodeValue reads the value of setting key as a T; what says what it
-// must be when it is not one.
-func decodeValue[T any](key string, raw json.RawMessage, what string) (*T, error) {
-	var v T
-	if json.Unmarshal(raw, &v) != nil {
-		return nil, fmt.Errorf("waitingroom: setting %q must be %s", key, what)
-	}
-	return &v, nil
-}
-
-// decodeStrict reads the value of setting key as a T whose fields are all
-// known; what says what it must be when it is not one.
-func decodeStrict[T any](key string, raw json.RawMessage, what string) (*T, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var v T
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("waitingroom: setting %q must be %s: %w", key, what, err)
-	}
-	return &v, nil
-}
-
-// decodeQueueingMethod reads setting key as one of the queueing methods.
-func decodeQueueingMethod(key string, raw json.RawMessage) (*waitingroom.QueueingMethod, error) {
-	m, err := decodeValue[string](key, raw, "a string")
-	if err != nil {
-		return nil, err
-	}
-	qm := waitingroom.QueueingMethod(*m)
-	if !slices.Contains(queueingMethods, qm) {
-		return nil, unprocessable("setting %q must be \"fifo\", \"random\", \"passthrough\" or \"reject\", got %q", key, *m)
-	}
-	return &qm, nil
-}
-
-// decodeLimit reads setting key as a limit: an integer above 0.
-func decodeLimit(key string, raw json.RawMessage) (*int, error) {
-	n, err := decodeValue[int](key, raw, "an integer")
-	if err != nil {
-		return nil, err
-	}
-	if *n <= 0 {
-		return nil, unprocessable("setting %q must be > 0, got %d", key, *n)
-	}
-	return n, nil
-}
-
-// decodeSessionDuration reads setting key as a duration (decodeDuration).
-func decodeSessionDuration(key string, raw json.RawMessage) (*time.Duration, error) {
-	d, err := decodeDuration(raw)
-	if err != nil {
-		return nil, fmt.Errorf("waitingroom: setting %q must be a duration such as \"10m\" or an integer of nanoseconds", key)
-	}
-	return &d, nil
-}
-
-// decodeDuration reads a duration written as Go writes one ("10m",
-// "1m30s") or as an integer of nanoseconds, as Settings is encoded.
-func decodeDuration(raw json.RawMessage) (time.Duration, error) {
-	var str string
-	if json.Unmarshal(raw, &str) == nil {
-		return time.ParseDuration(str)
-	}
-	var n int64
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return 0, err
-	}
-	return time.Duration(n), nil
-}
-
-func syntaxError(err error) error {
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return err
-	}
-	return fmt.Errorf("waitingroom: malformed JSON: %w", err)
-}
-
-func (a *admin) patchSettings(w http.ResponseWriter, r *http.Request) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || (mt != "application/json" && mt != "application/merge-patch+json") {
-		writeError(w, http.StatusUnsupportedMediaType, "waitingroom: the body must be JSON, with Content-Type: application/json")
-		return
-	}
-	tooLarge := fmt.Sprintf("waitingroom: the body is larger than %d bytes", maxSettingsBody)
-	if r.ContentLength > maxSettingsBody {
-		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
-		return
-	}
-	p, err := decodeSettingsPatch(http.MaxBytesReader(w, r.Body, maxSettingsBody))
-	var mbe *http.MaxBytesError
-	var unp errUnprocessable
-	switch {
-	case errors.As(err, &mbe):
-		writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
-		return
-	case errors.As(err, &unp):
-		writeError(w, http.StatusUnprocessableEntity, err.Error())
-		return
-	case err != nil:
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	// Check against the settings this instance knows, for a clear message;
-	// Update checks again against the shared ones.
-	next := a.rm.Stats().Settings
-	next.Events = slices.Clone(next.Events) // validate sorts them
-	p.apply(&next)
-	if err := next.Validate(); err != nil {
-		writeError(w, http.StatusUnprocessableEntity, err.Error())
-		return
-	}
-	var got waitingroom.Settings
-	err = a.rm.Update(r.Context(), func(s *waitingroom.Settings) {
-		p.apply(s)
-		got = *s
-	})
-	switch {
-	case errors.Is(err, waitingroom.ErrInvalidConfig):
-		writeError(w, http.StatusUnprocessableEntity, err.Error())
-	case err != nil:
-		writeError(w, http.StatusServiceUnavailable, err.Error())
-	default:
-		writeJSON(w, http.StatusOK, got)
-	}
-}
-
+// methodNotAllowed answers 405, naming the methods allowed.
 func methodNotAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
 	writeError(w, http.StatusMethodNotAllowed, "waitingroom: method not allowed; use "+allow)
 }
 
+// writeError answers code with the JSON body {"error": msg}.
 func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, struct {
 		Error string `json:"error"`
 	}{msg})
 }
 
+// writeJSON answers code with v as JSON, or 500 if v cannot be encoded.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -817,11 +249,4 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
-}
-
-func finite(f float64) float64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0
-	}
-	return f
 }
