@@ -70,6 +70,8 @@ type options struct {
 	abandon      float64
 }
 
+// main reads the flags, runs the soak until its end or an interrupt, and
+// exits with its status: 1 if it failed, 2 for bad flags.
 func main() {
 	var o options
 	flag.Float64Var(&o.minutes, "minutes", 10, "how long to run")
@@ -263,6 +265,7 @@ func (s *soak) startProc(i int, upstream string) (*proc, error) {
 	return p, p.start(s.o.bin)
 }
 
+// base is the process's URL.
 func (p *proc) base() string { return fmt.Sprintf("http://127.0.0.1:%d", p.port) }
 
 // start runs the process and waits until its health check answers.
@@ -323,6 +326,7 @@ func (p *proc) stop() {
 	}
 }
 
+// stopProcs stops every process.
 func (s *soak) stopProcs() {
 	for _, p := range s.procs {
 		p.stop()
@@ -385,6 +389,8 @@ func liveHeap(line string) (float64, bool) {
 	return 0, false
 }
 
+// lastLines returns the latest lines of the process's stderr that were
+// neither traces nor counted.
 func (p *proc) lastLines() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -479,13 +485,7 @@ func (s *soak) visit(ctx context.Context, v *visitor, rng *mrand.Rand) {
 		if browsed {
 			path = "/logout"
 		}
-		p := s.procs[rng.IntN(len(s.procs))]
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base()+path, nil)
-		for name, val := range v.cookies {
-			req.AddCookie(&http.Cookie{Name: name, Value: val})
-		}
-		sent := time.Now()
-		resp, err := c.Do(req)
+		a, err := s.request(ctx, c, v, rng, path)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -494,61 +494,94 @@ func (s *soak) visit(ctx context.Context, v *visitor, rng *mrand.Rand) {
 			sleep(ctx, 100*time.Millisecond)
 			continue
 		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		got := time.Now()
-		s.requests.Add(1)
-		newCookie := false
-		for _, ck := range resp.Cookies() {
-			if ck.MaxAge < 0 {
-				delete(v.cookies, ck.Name)
-			} else {
-				v.cookies[ck.Name] = ck.Value
-				newCookie = true
-			}
-		}
-		wait := 2*time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))
-		switch {
-		case resp.StatusCode >= 500:
-			s.serverErrors.Add(1)
-			wait = time.Second
-		case string(body) == "bye":
-			s.mu.Lock()
-			v.revoked, v.gone, v.sessionEnd = true, true, sent
-			s.mu.Unlock()
-			s.revoked.Add(1)
-			return
-		case string(body) == "app":
-			s.mu.Lock()
-			if v.admittedAt.IsZero() {
-				v.admittedAt, v.sentAt = got, sent
-				s.admitted.Add(1)
-			}
-			if newCookie || v.sessionEnd.IsZero() {
-				v.sessionEnd = got.Add(s.o.session)
-			}
-			s.mu.Unlock()
-		default:
-			s.waitingPages.Add(1)
-			if in {
-				s.lost.Add(1)
-			}
-			if rng.Float64() < s.o.abandon {
-				s.mu.Lock()
-				v.gone = true
-				s.mu.Unlock()
-				s.gaveUp.Add(1)
-				return
-			}
-			secs, _ := strconv.Atoi(resp.Header.Get("Refresh"))
-			wait = time.Duration(max(secs, 1)) * time.Second
-		}
-		if !sleep(ctx, wait) {
+		wait, done := s.act(v, a, rng, in)
+		if done || !sleep(ctx, wait) {
 			return
 		}
 	}
 }
 
+// answer is what a visitor got for one request.
+type answer struct {
+	status    int
+	body      string
+	refresh   string    // the Refresh header
+	sent, got time.Time // when the request was sent, when its answer came
+	newCookie bool      // the answer set a cookie
+}
+
+// request sends visitor v's request for path, with its cookies, to a
+// process picked at random, and keeps the cookies the answer sets.
+func (s *soak) request(ctx context.Context, c *http.Client, v *visitor, rng *mrand.Rand, path string) (answer, error) {
+	p := s.procs[rng.IntN(len(s.procs))]
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base()+path, nil)
+	for name, val := range v.cookies {
+		req.AddCookie(&http.Cookie{Name: name, Value: val})
+	}
+	sent := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	a := answer{status: resp.StatusCode, body: string(body), refresh: resp.Header.Get("Refresh"), sent: sent, got: time.Now()}
+	s.requests.Add(1)
+	for _, ck := range resp.Cookies() {
+		if ck.MaxAge < 0 {
+			delete(v.cookies, ck.Name)
+		} else {
+			v.cookies[ck.Name] = ck.Value
+			a.newCookie = true
+		}
+	}
+	return a, nil
+}
+
+// act counts answer a to visitor v (in: let in before the request) and
+// returns how long v waits before the next request, or done when v is
+// gone: revoked, or given up waiting.
+func (s *soak) act(v *visitor, a answer, rng *mrand.Rand, in bool) (wait time.Duration, done bool) {
+	wait = 2*time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))
+	switch {
+	case a.status >= 500:
+		s.serverErrors.Add(1)
+		wait = time.Second
+	case a.body == "bye":
+		s.mu.Lock()
+		v.revoked, v.gone, v.sessionEnd = true, true, a.sent
+		s.mu.Unlock()
+		s.revoked.Add(1)
+		return 0, true
+	case a.body == "app":
+		s.mu.Lock()
+		if v.admittedAt.IsZero() {
+			v.admittedAt, v.sentAt = a.got, a.sent
+			s.admitted.Add(1)
+		}
+		if a.newCookie || v.sessionEnd.IsZero() {
+			v.sessionEnd = a.got.Add(s.o.session)
+		}
+		s.mu.Unlock()
+	default:
+		s.waitingPages.Add(1)
+		if in {
+			s.lost.Add(1)
+		}
+		if rng.Float64() < s.o.abandon {
+			s.mu.Lock()
+			v.gone = true
+			s.mu.Unlock()
+			s.gaveUp.Add(1)
+			return 0, true
+		}
+		secs, _ := strconv.Atoi(a.refresh)
+		wait = time.Duration(max(secs, 1)) * time.Second
+	}
+	return wait, false
+}
+
+// sleep waits d, or until ctx is done: then it returns false.
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -715,14 +748,8 @@ func (s *soak) limitsAt(from, to time.Time) (total, perMinute int) {
 // summary checks the limits and prints the final figures; it returns the
 // exit status.
 func (s *soak) summary() int {
-	status := 0
 	fmt.Println()
-	fmt.Printf("soak: %v; %d visitors arrived, %d let in, %d revoked, %d left, %d gave up; %d requests, %d 5xx, %d connection errors (process restart), %d waiting pages after admission\n",
-		time.Since(s.started).Round(time.Second), s.arrived.Load(), s.admitted.Load(), s.revoked.Load(), s.left.Load(), s.gaveUp.Load(),
-		s.requests.Load(), s.serverErrors.Load(), s.connErrors.Load(), s.lost.Load())
-
-	// Active visitors, every second, against the highest TotalActiveUsers
-	// in force over the last session (lowering the limit ends no session).
+	s.printTotals()
 	// The room's minutes and sessions follow the shared clock: while it
 	// runs ahead of this host's (a known defect, see
 	// TestSharedClockDoesNotRunAhead in package faults), sessions end that
@@ -730,6 +757,40 @@ func (s *soak) summary() int {
 	// in the room's next minute. Figures off only by that lead are
 	// reported, not failed.
 	lead := time.Duration(max(s.maxLead.Load(), 0)) * time.Millisecond
+	status := 0
+	if !s.activeHeld(lead) {
+		status = 1
+	}
+	if !s.admissionsHeld(lead) {
+		status = 1
+	}
+	if !s.roomCountsHeld() {
+		status = 1
+	}
+	s.printProcs()
+	if s.serverErrors.Load() > 0 {
+		status = 1
+	}
+	if status == 0 {
+		fmt.Println("soak: OK")
+	} else {
+		fmt.Println("soak: FAILED")
+	}
+	return status
+}
+
+// printTotals prints the run's length and the visitors' counts.
+func (s *soak) printTotals() {
+	fmt.Printf("soak: %v; %d visitors arrived, %d let in, %d revoked, %d left, %d gave up; %d requests, %d 5xx, %d connection errors (process restart), %d waiting pages after admission\n",
+		time.Since(s.started).Round(time.Second), s.arrived.Load(), s.admitted.Load(), s.revoked.Load(), s.left.Load(), s.gaveUp.Load(),
+		s.requests.Load(), s.serverErrors.Load(), s.connErrors.Load(), s.lost.Load())
+}
+
+// activeHeld checks the active visitors, every second, against the
+// highest TotalActiveUsers in force over the last session (lowering the
+// limit ends no session), and prints the peak. It reports whether they
+// held, but for seconds over the limit only with sessions lead sooner.
+func (s *soak) activeHeld(lead time.Duration) bool {
 	peak, peakAt, over, overLead := 0, time.Time{}, 0, 0
 	for t := s.started; t.Before(time.Now()); t = t.Add(time.Second) {
 		n := s.activeAt(t, 0)
@@ -747,16 +808,42 @@ func (s *soak) summary() int {
 	total, _ := s.limitsAt(peakAt.Add(-s.o.session), peakAt)
 	fmt.Printf("limits: peak active %d at %s (limit in force %d); seconds over the limit: %d, of which %d not explained by the shared clock's lead of up to %v\n",
 		peak, peakAt.Sub(s.started).Round(time.Second), total, over, overLead, lead)
-	if overLead > 0 {
-		status = 1
-	}
+	return overLead == 0
+}
 
-	// Admissions per minute from the visitors' side (the minute of the
-	// response; an admission whose request and response fall in different
-	// minutes is counted as uncertain) and from the room's own counts.
-	perMinute := map[time.Time]int{}
-	uncertain := map[time.Time]int{}
+// admissionsHeld checks the admissions per minute from the visitors' side
+// (the minute of the response; an admission whose request and response
+// fall in different minutes, or within lead of its minute's end, is
+// counted as uncertain) against NewUsersPerMinute, and prints them. It
+// reports whether the certain ones held.
+func (s *soak) admissionsHeld(lead time.Duration) bool {
+	perMinute, uncertain := s.admissionsByMinute(lead)
+	minutes := make([]time.Time, 0, len(perMinute))
+	for m := range perMinute {
+		minutes = append(minutes, m)
+	}
+	slices.SortFunc(minutes, time.Time.Compare)
+	held := true
+	var parts []string
+	for _, m := range minutes {
+		_, lim := s.limitsAt(m, m.Add(time.Minute))
+		mark := ""
+		if perMinute[m]-uncertain[m] > lim {
+			mark, held = " OVER", false
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d(%d near its ends)/%d%s", m.Format("15:04"), perMinute[m], uncertain[m], lim, mark))
+	}
+	fmt.Printf("admissions per minute, visitors' side (minute=admitted(of which within the clock lead or a round trip of the minute's ends)/limit): %s\n", strings.Join(parts, " "))
+	return held
+}
+
+// admissionsByMinute counts the visitors let in by the minute of the
+// response that let them in, and those of them uncertain.
+func (s *soak) admissionsByMinute(lead time.Duration) (perMinute, uncertain map[time.Time]int) {
+	perMinute = map[time.Time]int{}
+	uncertain = map[time.Time]int{}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, v := range s.visitors {
 		if v.admittedAt.IsZero() {
 			continue
@@ -767,53 +854,43 @@ func (s *soak) summary() int {
 			uncertain[m]++
 		}
 	}
-	s.mu.Unlock()
-	minutes := make([]time.Time, 0, len(perMinute))
-	for m := range perMinute {
-		minutes = append(minutes, m)
-	}
-	slices.SortFunc(minutes, time.Time.Compare)
-	var parts []string
-	for _, m := range minutes {
-		_, lim := s.limitsAt(m, m.Add(time.Minute))
-		mark := ""
-		if perMinute[m]-uncertain[m] > lim {
-			mark, status = " OVER", 1
-		}
-		parts = append(parts, fmt.Sprintf("%s=%d(%d near its ends)/%d%s", m.Format("15:04"), perMinute[m], uncertain[m], lim, mark))
-	}
-	fmt.Printf("admissions per minute, visitors' side (minute=admitted(of which within the clock lead or a round trip of the minute's ends)/limit): %s\n", strings.Join(parts, " "))
+	return perMinute, uncertain
+}
+
+// roomCountsHeld checks the admissions per minute from the room's own
+// counts, in the shared state, against the limits in force around each
+// minute, and prints them. It reports whether they held; a state it cannot
+// read holds.
+func (s *soak) roomCountsHeld() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if st, err := s.sharedState(ctx); err == nil {
-		parts = parts[:0]
-		for _, c := range slices.SortedFunc(slices.Values(st.Admitted), func(a, b store.Count) int { return cmp.Compare(a.Key, b.Key) }) {
-			m := time.Unix(c.Key*60, 0)
-			_, lim := s.limitsAt(m.Add(-15*time.Second), m.Add(75*time.Second))
-			mark := ""
-			if int(c.N) > lim {
-				mark, status = " OVER", 1
-			}
-			parts = append(parts, fmt.Sprintf("%s=%d/%d%s", m.Format("15:04"), c.N, lim, mark))
-		}
-		fmt.Printf("admissions per minute, the room's own counts: %s (shared clock lead %v)\n", strings.Join(parts, " "),
-			time.Duration((st.Clock-time.Now().UnixMilli())*int64(time.Millisecond)))
-	} else {
+	st, err := s.sharedState(ctx)
+	if err != nil {
 		fmt.Printf("the room's state could not be read: %v\n", err)
+		return true
 	}
+	held := true
+	var parts []string
+	for _, c := range slices.SortedFunc(slices.Values(st.Admitted), func(a, b store.Count) int { return cmp.Compare(a.Key, b.Key) }) {
+		m := time.Unix(c.Key*60, 0)
+		_, lim := s.limitsAt(m.Add(-15*time.Second), m.Add(75*time.Second))
+		mark := ""
+		if int(c.N) > lim {
+			mark, held = " OVER", false
+		}
+		parts = append(parts, fmt.Sprintf("%s=%d/%d%s", m.Format("15:04"), c.N, lim, mark))
+	}
+	fmt.Printf("admissions per minute, the room's own counts: %s (shared clock lead %v)\n", strings.Join(parts, " "),
+		time.Duration((st.Clock-time.Now().UnixMilli())*int64(time.Millisecond)))
+	return held
+}
+
+// printProcs prints each process's restarts, troubles and runtime.
+func (s *soak) printProcs() {
 	for _, p := range s.procs {
 		p.mu.Lock()
 		fmt.Printf("process %d: %d restarts, %d store-unreachable lines, %d state-lost lines, live heap %.1f MB, %d goroutines\n",
 			p.i+1, p.restarts, p.outages, p.losses, p.heapMB, p.goroutines)
 		p.mu.Unlock()
 	}
-	if s.serverErrors.Load() > 0 {
-		status = 1
-	}
-	if status == 0 {
-		fmt.Println("soak: OK")
-	} else {
-		fmt.Println("soak: FAILED")
-	}
-	return status
 }
