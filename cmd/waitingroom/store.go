@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
@@ -327,9 +328,35 @@ func storeHint(spec storeSpec, o storeOptions, err error) string {
 	case errors.Is(err, store.ErrAuth):
 		return "the store refused the credentials or a permission: check the user and password of -store (or WAITINGROOM_STORE) and the user's grants"
 	case errors.Is(err, store.ErrUnavailable):
-		return "the store cannot be reached: check that it runs and listens at the address of -store (or WAITINGROOM_STORE)"
+		reached := "the store cannot be reached"
+		if derr := dialStore(spec); derr != nil {
+			reached += " (" + derr.Error() + ")"
+		}
+		return reached + ": check that it runs and listens at the address of -store (or WAITINGROOM_STORE)"
 	}
 	return ""
+}
+
+// dialStore opens and closes a TCP connection to a Redis store's address
+// (a Cluster's first), within a second, and returns the error if it
+// failed: the client retries a refused connection until the sync's
+// deadline, whose error then says only that the time ran out. It returns
+// nil for the SQL stores, whose drivers report the dial's own error.
+func dialStore(spec storeSpec) error {
+	var addr string
+	switch {
+	case spec.redis != nil:
+		addr = spec.redis.Addr
+	case spec.cluster != nil && len(spec.cluster.Addrs) > 0:
+		addr = spec.cluster.Addrs[0]
+	default:
+		return nil
+	}
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // isMoved reports whether err holds a MOVED reply: a node of a Redis

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom/internal/servicetest"
+	"github.com/go-waitingroom/waitingroom/store"
 )
 
 func TestParseStore(t *testing.T) {
@@ -598,4 +600,30 @@ func oneBetweenTwoProxies(t *testing.T, both []string) {
 	}
 	second := browser(t)
 	assert.False(t, getHonouringRefresh(t, second, both, time.Now().Add(3*time.Second)), "the second browser waits on both proxies")
+}
+
+// TestStoreHintNamesRefusal: a first sync that ran out of time while the
+// Redis client retried a refused connection says only that the time ran
+// out; the hint adds what a dial to the store's address says.
+func TestStoreHintNamesRefusal(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	timedOut := fmt.Errorf("update: %w: %w", store.ErrUnavailable, context.DeadlineExceeded)
+	for _, tc := range []struct {
+		name string
+		spec storeSpec
+		want string
+	}{
+		{"redis", storeSpec{kind: kindRedis, redis: &redis.Options{Addr: addr}}, "connection refused"},
+		{"redis cluster", storeSpec{kind: kindRedis, cluster: &redis.ClusterOptions{Addrs: []string{addr}}}, "connection refused"},
+		{"postgres", storeSpec{kind: kindPostgres}, "the store cannot be reached: check"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hint := storeHint(tc.spec, storeOptions{}, timedOut)
+			assert.Contains(t, hint, "the store cannot be reached")
+			assert.Contains(t, hint, tc.want)
+		})
+	}
 }
