@@ -193,7 +193,7 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 // visitors, as 100 and 1,000 for 40): the limits hold exactly, FIFO
 // order holds, and utilization is within 2 points of four instances'
 // (it was 0.915 against 0.993 at 400 before the fleet's reserve and
-// picks: docs/design.md).
+// picks).
 func TestFleetSurgeAtScale(t *testing.T) {
 	simulatedFleet(t)
 	if testing.Short() {

@@ -54,9 +54,9 @@ type State struct {
 	Recorded int64
 
 	// The records of a fleet that syncs through an aggregator (package
-	// waitingroom, docs/design.md "Syncing a fleet"): its lease, the
-	// visitors it picked and the slots it reserved. Nil and empty in a
-	// room whose instances sync on their own.
+	// waitingroom, docs/design.md "A fleet syncing through an
+	// aggregator"): its lease, the visitors it picked and the slots it
+	// reserved. Nil and empty in a room whose instances sync on their own.
 	Lease   *Lease
 	Picks   []Pick
 	Reserve *Reserve

@@ -30,8 +30,8 @@ const dumpLag = 3 * time.Second
 // while the rest go on, and the aggregator stopped. The checks are the
 // three-instance scenarios', and the fleet's own: every instance synced
 // through the aggregator at the fault, and does again within
-// fleetRecoverySyncs of its end. Measured (docs/design.md, "Faults at
-// fleet scale"): the first admission 1.6 to 27.7 intervals after the
+// fleetRecoverySyncs of its end. Measured (docs/performance.md, "Through
+// store failures"): the first admission 1.6 to 27.7 intervals after the
 // fault, the fleet through an aggregator again 1.6 to 22.9.
 func TestRedisFleet(t *testing.T) {
 	if testing.Short() {
@@ -99,7 +99,7 @@ func TestRedisFleet(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// One after the other: run in parallel, two fleets forming at
 			// once on two cores made syncs miss their deadline before
-			// any fault (docs/design.md, "Faults at fleet scale").
+			// any fault.
 			srv := StartRedis(t)
 			p := StartProxy(t, srv.Addr())
 			prefix := randomName("faults:") + ":"
