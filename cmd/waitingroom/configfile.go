@@ -574,30 +574,3 @@ func (d *fileDecoder) event(n *node, path string) (waitingroom.Event, error) {
 	}
 	return e, nil
 }
-
-// probe reports whether a room accepts a Config in which set changed one
-// setting of a Config that is valid and lenient towards every other
-// setting (the widest limits, the shortest refresh, the longest hold), so
-// that an error is about that setting alone.
-func probe(set func(*waitingroom.Config)) error {
-	c := waitingroom.Config{
-		Name:              "probe",
-		TotalActiveUsers:  waitingroom.MaxLimit,
-		NewUsersPerMinute: 1,
-		RefreshInterval:   waitingroom.MinRefreshInterval,
-		QueueHold:         24 * time.Hour,
-		Keys:              [][]byte{make([]byte, waitingroom.MinKeyLen)},
-		SyncInterval:      -1,
-	}
-	set(&c)
-	room, err := waitingroom.New(c, nopStore{})
-	if err != nil {
-		return err
-	}
-	return room.Close()
-}
-
-// reason is a Config error without the prefix every one of them has.
-func reason(err error) string {
-	return strings.TrimPrefix(err.Error(), "waitingroom: "+waitingroom.ErrInvalidConfig.Error()+": ")
-}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/forwardauth"
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+func (o *options) queueingMethod() waitingroom.QueueingMethod {
+	return waitingroom.QueueingMethod(strings.ToLower(o.method))
+}
+
+// roomConfig is the room's Config.
+func (o *options) roomConfig(keys [][]byte, log *slog.Logger) waitingroom.Config {
+	return waitingroom.Config{
+		Name:               o.name,
+		TotalActiveUsers:   o.total,
+		NewUsersPerMinute:  o.perMinute,
+		SessionDuration:    o.session,
+		QueueingMethod:     o.queueingMethod(),
+		Events:             o.events,
+		RefreshInterval:    o.refresh,
+		QueueHold:          o.queueHold,
+		QueueingStatusCode: o.statusCode,
+		HTTPS:              o.https,
+		CookieDomain:       o.cookieDomain,
+		CookiePath:         o.cookiePath,
+		Keys:               keys,
+		Template:           o.template,
+		Language:           o.language,
+		NegotiateLanguage:  o.negotiateLanguage,
+		Bypass:             o.bypass,
+		TrustedProxies:     o.trustedProxies,
+		SyncInterval:       o.syncInterval,
+		Logger:             log,
+	}
+}
+
+// forwardAuthOptions are the forward-auth handler's options: the server
+// in front, and passes when there is a secret.
+func (o *options) forwardAuthOptions() forwardauth.Options {
+	return forwardauth.Options{FrontDoor: frontDoors[o.frontDoor], Pass: o.pass()}
+}
+
+// pass is the forward-auth handler's Pass: none without a secret.
+func (o *options) pass() forwardauth.Pass {
+	if o.passSecret == "" {
+		return forwardauth.Pass{}
+	}
+	return forwardauth.Pass{Secret: o.passSecret, Duration: o.passDuration}
+}
+
+// withoutSync returns cfg with the background sync disabled, to validate it
+// with a room that never runs.
+func withoutSync(cfg waitingroom.Config) waitingroom.Config {
+	cfg.SyncInterval = -1
+	return cfg
+}
+
+// nopStore is a store that is never called: it only lets New validate a
+// Config before the real store is opened.
+type nopStore struct{}
+
+func (nopStore) Update(context.Context, string, func(*store.State) error) error {
+	return errors.New("nopStore: not a store")
+}
+func (nopStore) Close() error { return nil }
+
+// probe reports whether a room accepts a Config in which set changed one
+// setting of a Config that is valid and lenient towards every other
+// setting (the widest limits, the shortest refresh, the longest hold), so
+// that an error is about that setting alone.
+func probe(set func(*waitingroom.Config)) error {
+	c := waitingroom.Config{
+		Name:              "probe",
+		TotalActiveUsers:  waitingroom.MaxLimit,
+		NewUsersPerMinute: 1,
+		RefreshInterval:   waitingroom.MinRefreshInterval,
+		QueueHold:         24 * time.Hour,
+		Keys:              [][]byte{make([]byte, waitingroom.MinKeyLen)},
+		SyncInterval:      -1,
+	}
+	set(&c)
+	room, err := waitingroom.New(c, nopStore{})
+	if err != nil {
+		return err
+	}
+	return room.Close()
+}
+
+// reason is a Config error without the prefix every one of them has.
+func reason(err error) string {
+	return strings.TrimPrefix(err.Error(), "waitingroom: "+waitingroom.ErrInvalidConfig.Error()+": ")
+}
