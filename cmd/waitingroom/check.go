@@ -17,6 +17,42 @@ import (
 // file, and works out what follows from them. set holds the flags given
 // on the command line or in the file.
 func (o *options) check(set map[string]bool) error {
+	if err := o.checkMode(); err != nil {
+		return err
+	}
+	if err := o.checkFrontDoor(set); err != nil {
+		return err
+	}
+	if err := o.checkUpstream(set); err != nil {
+		return err
+	}
+	if o.syncInterval <= 0 {
+		return usage("%s must be > 0, got %v", o.label("sync-interval"), o.syncInterval)
+	}
+	if err := o.checkLimits(); err != nil {
+		return err
+	}
+	if err := o.checkAdmin(); err != nil {
+		return err
+	}
+	if err := o.checkPass(set); err != nil {
+		return err
+	}
+	if o.healthPath != "" && !strings.HasPrefix(o.healthPath, "/") {
+		return usage("%s %q must start with /", o.label("health-path"), o.healthPath)
+	}
+	if err := o.checkStore(set); err != nil {
+		return err
+	}
+	if err := o.readTemplate(); err != nil {
+		return err
+	}
+	return o.checkRoom(set)
+}
+
+// checkMode checks that exactly one of -upstream, -demo and -forward-auth
+// is given.
+func (o *options) checkMode() error {
 	modes := 0
 	for _, on := range []bool{o.demo, o.upstream != "", o.forwardAuth} {
 		if on {
@@ -41,6 +77,12 @@ func (o *options) check(set map[string]bool) error {
 		}
 		return usage("give exactly one of -upstream URL, -demo and -forward-auth (or upstream, demo or forwardAuth in a config file)")
 	}
+	return nil
+}
+
+// checkFrontDoor checks -front-door: -forward-auth needs it, and nothing
+// else takes it.
+func (o *options) checkFrontDoor(set map[string]bool) error {
 	switch _, ok := frontDoors[o.frontDoor]; {
 	case o.forwardAuth && o.frontDoor == "":
 		return usage("%s needs -front-door (frontDoor in a config file), the server in front: %s", o.label("forward-auth"), strings.Join(frontDoorNames, ", "))
@@ -49,6 +91,12 @@ func (o *options) check(set map[string]bool) error {
 	case !o.forwardAuth && set["front-door"]:
 		return usage("%s applies to -forward-auth only", o.label("front-door"))
 	}
+	return nil
+}
+
+// checkUpstream checks -upstream, which it parses into upstreamURL, and
+// -host, which applies to an upstream only.
+func (o *options) checkUpstream(set map[string]bool) error {
 	if o.upstream != "" {
 		u, err := url.Parse(o.upstream)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -62,18 +110,24 @@ func (o *options) check(set map[string]bool) error {
 	case o.upstream == "" && set["host"]:
 		return usage("%s applies to an upstream only, not to -demo or -forward-auth", o.label("host"))
 	}
-	if o.syncInterval <= 0 {
-		return usage("%s must be > 0, got %v", o.label("sync-interval"), o.syncInterval)
-	}
-	if err := o.checkLimits(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// checkAdmin takes the admin token from $WAITINGROOM_ADMIN_TOKEN when
+// -admin-token is not given, and refuses -admin-listen without a token.
+func (o *options) checkAdmin() error {
 	if o.adminToken == "" {
 		o.adminToken = os.Getenv("WAITINGROOM_ADMIN_TOKEN")
 	}
 	if o.adminListen != "" && o.adminToken == "" {
 		return usage("%s needs -admin-token or WAITINGROOM_ADMIN_TOKEN: the admin API never runs without authentication", o.label("admin-listen"))
 	}
+	return nil
+}
+
+// checkPass takes the pass secret from $WAITINGROOM_PASS_SECRET and checks
+// it with -pass-duration; passes are for -forward-auth only.
+func (o *options) checkPass(set map[string]bool) error {
 	o.passSecret = os.Getenv("WAITINGROOM_PASS_SECRET")
 	switch {
 	case o.passSecret != "" && !o.forwardAuth:
@@ -84,9 +138,13 @@ func (o *options) check(set map[string]bool) error {
 	if err := o.pass().Validate(); err != nil {
 		return usage("%s or WAITINGROOM_PASS_SECRET: %v", o.label("pass-duration"), err)
 	}
-	if o.healthPath != "" && !strings.HasPrefix(o.healthPath, "/") {
-		return usage("%s %q must start with /", o.label("health-path"), o.healthPath)
-	}
+	return nil
+}
+
+// checkStore parses the store URL (-store or the file's store, else
+// $WAITINGROOM_STORE, else memory) into store, checks the flags that apply
+// to some stores only, and works out the default of -create-schema.
+func (o *options) checkStore(set map[string]bool) error {
 	storeLabel := o.label("store")
 	if !set["store"] {
 		storeLabel = "WAITINGROOM_STORE"
@@ -112,6 +170,12 @@ func (o *options) check(set map[string]bool) error {
 	if !set["create-schema"] {
 		o.storeOpts.createSchema = o.store.kind == kindSQLite
 	}
+	return nil
+}
+
+// readTemplate reads the waiting page of -template, if given, into
+// template, and checks that it parses.
+func (o *options) readTemplate() error {
 	if o.templatePath != "" {
 		src, err := readLimited(o.templatePath)
 		if err != nil {
@@ -122,7 +186,7 @@ func (o *options) check(set map[string]bool) error {
 		}
 		o.template = string(src)
 	}
-	return o.checkRoom(set)
+	return nil
 }
 
 // checkLimits checks the connection limits.
