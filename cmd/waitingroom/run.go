@@ -34,49 +34,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		}
 		return 2
 	}
-	keys, err := cookieKeys(o.key)
-	switch {
-	case err != nil:
+	return o.serve(ctx, log, stderr, ready)
+}
+
+// serve starts the room the settings describe, in front of its
+// application, and serves it until ctx is done. It returns run's exit
+// status, and writes why it fails to stderr.
+func (o *options) serve(ctx context.Context, log *slog.Logger, stderr io.Writer, ready chan<- string) int {
+	keys, err := o.keys(log)
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
-	case keys == nil && o.demo:
-		keys = [][]byte{make([]byte, 32)}
-		_, _ = rand.Read(keys[0])
-		log.Warn("NO KEY GIVEN: using a random cookie key for this process only. " +
-			"Visitors lose their place when it restarts, and other instances cannot read its cookies. " +
-			"Set -key or WAITINGROOM_KEY (32+ random bytes, hex or base64) for anything but a demo.")
-	case keys == nil:
-		fmt.Fprintln(stderr, "waitingroom: a cookie key is required: -key, WAITINGROOM_KEY or WAITINGROOM_KEYS (32+ random bytes, hex or base64)")
-		return 2
 	}
-
-	var (
-		app http.Handler
-		dem *demo
-	)
-	switch {
-	case o.demo:
-		dem = newDemo(o.session, time.Now)
-		app = dem
-	case o.upstreamURL != nil:
-		p := newProxy(o.upstreamURL, o.host == hostUpstream, o.https, o.trustedProxies, log)
-		defer p.Transport.(*http.Transport).CloseIdleConnections()
-		app = p
-	}
-
+	app, dem, closeApp := o.app(log)
+	defer closeApp()
 	cfg := o.roomConfig(keys, log)
 	// Validate the Config before connecting to anything: a bad setting is
 	// a usage error whatever the store.
-	check, err := waitingroom.New(withoutSync(cfg), nopStore{})
-	if err != nil {
-		if o.configPath != "" {
-			fmt.Fprintf(stderr, "waitingroom: %s and the command line: %v\n", o.configPath, err)
-		} else {
-			fmt.Fprintln(stderr, err)
-		}
+	if err := o.validate(cfg); err != nil {
+		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	_ = check.Close()
 
 	startCtx, cancelStart := context.WithTimeout(ctx, startupTimeout)
 	defer cancelStart()
@@ -92,20 +70,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		return 2
 	}
 	defer room.Close()
-	var gate http.Handler
-	if o.forwardAuth {
-		// The passes' hold is checked against the room's SyncInterval: a
-		// usage error, as the Config's.
-		fa := o.forwardAuthOptions()
-		if gate, err = forwardauth.New(room, fa); err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
-		}
-		if len(o.trustedProxies) == 0 && fa.FrontDoor != forwardauth.Envoy {
-			log.Warn("waitingroom: -forward-auth without -trusted-proxies: the headers of the server in front are ignored, so bypass rules see the auth request's own path", "front_door", o.frontDoor)
-		}
-	} else {
-		gate = room.Handler(app)
+	gate, err := o.gate(room, app, log)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
 	}
 	// The background sync has started: its first sync makes a store that
 	// cannot be reached, refuses the credentials or lacks its table fail
@@ -120,12 +88,87 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	}
 	cancelStart()
 
+	return o.listenAndServe(ctx, routes(o.healthPath, dem, gate), room, log, stderr, ready)
+}
+
+// keys returns the cookie keys given (cookieKeys). With -demo and none
+// given, it makes a random key for this process only, and warns.
+func (o *options) keys(log *slog.Logger) ([][]byte, error) {
+	keys, err := cookieKeys(o.key)
+	switch {
+	case err != nil:
+		return nil, err
+	case keys == nil && o.demo:
+		keys = [][]byte{make([]byte, 32)}
+		_, _ = rand.Read(keys[0])
+		log.Warn("NO KEY GIVEN: using a random cookie key for this process only. " +
+			"Visitors lose their place when it restarts, and other instances cannot read its cookies. " +
+			"Set -key or WAITINGROOM_KEY (32+ random bytes, hex or base64) for anything but a demo.")
+	case keys == nil:
+		return nil, errors.New("waitingroom: a cookie key is required: -key, WAITINGROOM_KEY or WAITINGROOM_KEYS (32+ random bytes, hex or base64)")
+	}
+	return keys, nil
+}
+
+// app returns the application the room is in front of: with -demo, the
+// demo (dem too, for its report), with -upstream the proxy to it, and
+// with -forward-auth none, as the command proxies nothing. closeApp
+// closes the proxy's idle connections.
+func (o *options) app(log *slog.Logger) (app http.Handler, dem *demo, closeApp func()) {
+	switch {
+	case o.demo:
+		dem = newDemo(o.session, time.Now)
+		return dem, dem, func() {}
+	case o.upstreamURL != nil:
+		p := newProxy(o.upstreamURL, o.host == hostUpstream, o.https, o.trustedProxies, log)
+		return p, nil, p.Transport.(*http.Transport).CloseIdleConnections
+	}
+	return nil, nil, func() {}
+}
+
+// validate checks cfg with a room that never runs and has no store. Its
+// error names the config file, if there is one.
+func (o *options) validate(cfg waitingroom.Config) error {
+	check, err := waitingroom.New(withoutSync(cfg), nopStore{})
+	if err != nil {
+		if o.configPath != "" {
+			return fmt.Errorf("waitingroom: %s and the command line: %v", o.configPath, err)
+		}
+		return err
+	}
+	_ = check.Close()
+	return nil
+}
+
+// gate returns what requests go through: with -forward-auth, the handler
+// of the auth requests, else the room in front of app.
+func (o *options) gate(room *waitingroom.Room, app http.Handler, log *slog.Logger) (http.Handler, error) {
+	if !o.forwardAuth {
+		return room.Handler(app), nil
+	}
+	// The passes' hold is checked against the room's SyncInterval: a
+	// usage error, as the Config's.
+	fa := o.forwardAuthOptions()
+	gate, err := forwardauth.New(room, fa)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.trustedProxies) == 0 && fa.FrontDoor != forwardauth.Envoy {
+		log.Warn("waitingroom: -forward-auth without -trusted-proxies: the headers of the server in front are ignored, so bypass rules see the auth request's own path", "front_door", o.frontDoor)
+	}
+	return gate, nil
+}
+
+// listenAndServe serves h on -listen, and the admin address on
+// -admin-listen if given, until ctx is done or serving fails, and then
+// stops. It returns run's exit status, and writes why it fails to stderr.
+func (o *options) listenAndServe(ctx context.Context, h http.Handler, room *waitingroom.Room, log *slog.Logger, stderr io.Writer, ready chan<- string) int {
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		fmt.Fprintln(stderr, "waitingroom:", err)
 		return 1
 	}
-	srv := o.limits.server(routes(o.healthPath, dem, gate), log)
+	srv := o.limits.server(h, log)
 	log.Info("waitingroom: serving", "addr", "http://"+ln.Addr().String(), "demo", o.demo, "forward_auth", o.forwardAuth, "front_door", o.frontDoor, "upstream", o.upstream,
 		"store", o.store.redacted, "total_active_users", o.total, "new_users_per_minute", o.perMinute, "config", o.configPath)
 	if ready != nil {
@@ -152,8 +195,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		return 1
 	case <-ctx.Done():
 	}
-	// Shutdown closes the listener at once, so new connections are
-	// refused, and waits for the requests in flight.
+	return stop(srv, log, stderr)
+}
+
+// stop stops srv: Shutdown closes the listener at once, so new
+// connections are refused, and waits for the requests in flight. It
+// returns run's exit status.
+func stop(srv *http.Server, log *slog.Logger, stderr io.Writer) int {
 	log.Info("waitingroom: stopping; finishing the requests in flight")
 	shutdown, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
