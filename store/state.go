@@ -48,8 +48,7 @@ type State struct {
 	// the room's kept history (HistoryStore), oldest first: a minute or
 	// two, whatever the traffic. Recorded is the latest minute (Unix
 	// seconds / 60) written or being written; later reports about it or
-	// an older one are not recorded. Both are kept in EncodingVersion
-	// only: a state written in an older encoding drops them.
+	// an older one are not recorded.
 	Tallies  []Tally
 	Recorded int64
 
