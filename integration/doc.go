@@ -5,7 +5,9 @@
 // integration/faults (and its soak program, integration/faults/soak),
 // several cmd/waitingroom processes sharing one store in
 // integration/multiproc, and the room behind real nginx and Caddy servers
-// (forward-auth) in integration/frontdoor.
+// (forward-auth) in integration/frontdoor, and the proxy of the previous
+// release beside this one on one store (an upgrade and a rollback) in
+// integration/release.
 //
 // It is a module of its own, so that the library's module does not
 // require the store drivers, the proxy or their dependencies. The proxy
