@@ -150,17 +150,73 @@ func fold(s string) string {
 }
 
 // unknown reports the unknown field k, suggesting the known one it looks
-// like or listing them all.
+// like (suggest) or listing them all.
 func (d *fileDecoder) unknown(k *node, path string, known map[string]decodeFunc) error {
 	names := make([]string, 0, len(known))
 	for name := range known {
-		if fold(name) == fold(k.value) {
-			return d.errorf(k, path, "unknown field; did you mean %s?", name)
-		}
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	if name := suggest(k.value, names); name != "" {
+		return d.errorf(k, path, "unknown field; did you mean %s?", name)
+	}
 	return d.errorf(k, path, "unknown field; known fields are %s", strings.Join(names, ", "))
+}
+
+// suggest returns the name among names that field is most likely a
+// misspelling of, or "" if none is close: the one that folds alike
+// ("total_active_users" for "totalActiveUsers"), else the one nearest in
+// edit distance once folded, if there is a single nearest one and it is
+// at most a third of the field's length away (at least 1, at most 3): a
+// letter missing, added, changed or two swapped
+// ("totalActiveUser", "negotiateLangauge").
+func suggest(field string, names []string) string {
+	f := fold(field)
+	limit := min(max(len(f)/3, 1), 3)
+	best, bestDist, ties := "", limit+1, 0
+	for _, name := range names {
+		dist := editDistance(f, fold(name))
+		switch {
+		case dist == 0:
+			return name
+		case dist < bestDist:
+			best, bestDist, ties = name, dist, 0
+		case dist == bestDist:
+			ties++
+		}
+	}
+	if ties > 0 {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance between a and b:
+// the fewest bytes inserted, deleted or changed, or adjacent bytes
+// swapped, that turn a into b.
+func editDistance(a, b string) int {
+	// d[i][j] is the distance between a[:i] and b[:j].
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // secretFields are fields that would hold a secret, by folded name, and

@@ -303,6 +303,14 @@ func TestConfigFileErrors(t *testing.T) {
 		{name: "unknown field", file: "room.yaml", content: "demo: true\ncolour: blue\n", want: "room.yaml:2:1: colour: unknown field; known fields are adminListen, bodyTimeout, bypass, "},
 		{name: "misspelt field", file: "room.yaml", content: "demo: true\ntotal_active_users: 3\n", want: "room.yaml:2:1: total_active_users: unknown field; did you mean totalActiveUsers?"},
 		{name: "flag name as field", file: "room.json", content: `{"demo": true, "new-users-per-minute": 3}`, want: "room.json:1:16: new-users-per-minute: unknown field; did you mean newUsersPerMinute?"},
+		// A typo gets the nearest field, in JSON as in YAML, at any depth.
+		{name: "typo in JSON", file: "room.json", content: `{"demo": true, "totalActiveUser": 3}`, want: "room.json:1:16: totalActiveUser: unknown field; did you mean totalActiveUsers?"},
+		{name: "typo in YAML", file: "room.yaml", content: "demo: true\ntotalActiveUser: 3\n", want: "room.yaml:2:1: totalActiveUser: unknown field; did you mean totalActiveUsers?"},
+		{name: "swapped letters in JSON", file: "room.json", content: `{"demo": true, "negotiateLangauge": false}`, want: "room.json:1:16: negotiateLangauge: unknown field; did you mean negotiateLanguage?"},
+		{name: "changed letter in JSON", file: "room.json", content: `{"demo": true, "upstraem": "http://a"}`, want: "room.json:1:16: upstraem: unknown field; did you mean upstream?"},
+		{name: "typo in an event in JSON", file: "room.json", content: `{"demo": true, "events": [{"start": "2027-01-01T00:00:00Z", "ned": "2027-01-02T00:00:00Z"}]}`, want: "room.json:1:61: events[0].ned: unknown field; did you mean end?"},
+		{name: "typo in a rule's kind", file: "room.json", content: `{"demo": true, "bypass": [{"method": ["OPTIONS"]}]}`, want: "room.json:1:28: bypass[0].method: unknown kind of rule; did you mean methods?"},
+		{name: "nothing near in JSON", file: "room.json", content: `{"demo": true, "colour": "blue"}`, want: "room.json:1:16: colour: unknown field; known fields are adminListen, bodyTimeout, bypass, "},
 		{name: "set twice", file: "room.yaml", content: "demo: true\nname: a\nname: b\n", want: "room.yaml:3:1: name: set twice (first at line 2)"},
 		{name: "set twice in JSON", file: "room.json", content: "{\"demo\": true,\n\"demo\": false}", want: "room.json:2:1: demo: set twice (first at line 1)"},
 
@@ -487,4 +495,56 @@ func FuzzConfigFile(f *testing.F) {
 			v.set(o)
 		}
 	})
+}
+
+// suggest names the field a misspelt one stands for: one folding alike,
+// else the single nearest within a third of its length (1 to 3 edits).
+func TestSuggest(t *testing.T) {
+	names := []string{"end", "listen", "name", "newUsersPerMinute", "sessionDuration", "start", "totalActiveUsers", "upstream"}
+	for _, tc := range []struct {
+		field, want string
+	}{
+		{"total_active_users", "totalActiveUsers"},
+		{"TOTAL-ACTIVE-USERS", "totalActiveUsers"},
+		{"totalActiveUser", "totalActiveUsers"},
+		{"totalActvieUsers", "totalActiveUsers"},
+		{"totalActiveUsersX", "totalActiveUsers"},
+		{"sesionDuration", "sessionDuration"},
+		{"sessionDurationn", "sessionDuration"},
+		{"newUserPerMin", ""}, // 3 edits, but a third of 13 is 4: too far
+		{"listne", "listen"},
+		{"nmae", "name"},
+		{"ned", "end"},
+		{"stat", "start"},
+		{"x", ""},
+		{"colour", ""},
+		{"totalUsers", ""},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			assert.Equal(t, tc.want, suggest(tc.field, names))
+		})
+	}
+	// Two equally near: none.
+	assert.Empty(t, suggest("nam", []string{"name", "nap"}))
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"abc", "abc", 0},
+		{"", "abc", 3},
+		{"abc", "", 3},
+		{"abc", "abd", 1},
+		{"abc", "acb", 1},
+		{"abc", "ab", 1},
+		{"ab", "abc", 1},
+		{"kitten", "sitting", 3},
+		{"ca", "abc", 3},
+	} {
+		assert.Equal(t, tc.want, editDistance(tc.a, tc.b), "%q → %q", tc.a, tc.b)
+		assert.Equal(t, tc.want, editDistance(tc.b, tc.a), "%q → %q", tc.b, tc.a)
+	}
 }

@@ -47,6 +47,9 @@ func (d *fileDecoder) rule(n *node, path string) (waitingroom.Rule, error) {
 	case "header", "cookie":
 		return d.nameRule(k.value, v, p)
 	}
+	if kind := suggest(k.value, ruleKinds); kind != "" {
+		return waitingroom.Rule{}, d.errorf(k, p, "unknown kind of rule; did you mean %s?", kind)
+	}
 	return waitingroom.Rule{}, d.errorf(k, p, "unknown kind of rule; want one of %s", kinds)
 }
 
