@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/admin"
 	"github.com/go-waitingroom/waitingroom/store/sqlstore"
 	"github.com/go-waitingroom/waitingroom/template"
 )
@@ -114,13 +115,23 @@ func (o *options) checkUpstream(set map[string]bool) error {
 }
 
 // checkAdmin takes the admin token from $WAITINGROOM_ADMIN_TOKEN when
-// -admin-token is not given, and refuses -admin-listen without a token.
+// -admin-token is not given, and refuses -admin-listen without a token or
+// with one that admin.BearerToken refuses (too short, not printable
+// ASCII), never showing the token.
 func (o *options) checkAdmin() error {
+	from := "-admin-token"
 	if o.adminToken == "" {
 		o.adminToken = os.Getenv("WAITINGROOM_ADMIN_TOKEN")
+		from = "WAITINGROOM_ADMIN_TOKEN"
 	}
-	if o.adminListen != "" && o.adminToken == "" {
+	if o.adminListen == "" {
+		return nil
+	}
+	if o.adminToken == "" {
 		return usage("%s needs -admin-token or WAITINGROOM_ADMIN_TOKEN: the admin API never runs without authentication", o.label("admin-listen"))
+	}
+	if _, err := admin.BearerToken(o.adminToken); err != nil {
+		return usage("%s (for %s): %s", from, o.label("admin-listen"), reason(err))
 	}
 	return nil
 }
@@ -136,7 +147,7 @@ func (o *options) checkPass(set map[string]bool) error {
 		return usage("%s needs WAITINGROOM_PASS_SECRET, the secret of nginx's secure_link_md5", o.label("pass-duration"))
 	}
 	if err := o.pass().Validate(); err != nil {
-		return usage("%s or WAITINGROOM_PASS_SECRET: %v", o.label("pass-duration"), err)
+		return usage("%s or WAITINGROOM_PASS_SECRET: %s", o.label("pass-duration"), reason(err))
 	}
 	return nil
 }

@@ -290,7 +290,7 @@ func (d *fileDecoder) settings(root *node) ([]fileValue, error) {
 		"readTimeout":        byFlag("read-timeout", setter(duration, func(o *options) *time.Duration { return &o.limits.read })),
 		"maxHeaderBytes":     byFlag("max-header-bytes", setter(integer, func(o *options) *int { return &o.limits.maxHeaderBytes })),
 		"language":           fileOnly(setter(str, func(o *options) *string { return &o.language })),
-		"negotiateLanguage":  fileOnly(setter(boolean, func(o *options) *bool { return &o.negotiateLanguage })),
+		"negotiateLanguage":  byFlag("negotiate-language", setter(boolean, func(o *options) *bool { return &o.negotiateLanguage })),
 		"cookieDomain":       fileOnly(setter(str, func(o *options) *string { return &o.cookieDomain })),
 		"cookiePath":         fileOnly(setter(str, func(o *options) *string { return &o.cookiePath })),
 		"queueHold":          fileOnly(setter(duration, func(o *options) *time.Duration { return &o.queueHold })),

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 // options are the command's settings: its flags, and the config file.
 type options struct {
 	configPath                          string
+	version                             bool
 	listen, upstream, name, method, key string
 	demo, https, forwardAuth            bool
 	frontDoor                           string
@@ -35,9 +37,13 @@ type options struct {
 	templatePath                        string
 	limits                              connLimits
 
+	// negotiateLanguage lets each visitor's Accept-Language choose the
+	// page's language, language being the fallback (-negotiate-language,
+	// on by default).
+	negotiateLanguage bool
+
 	// Settings only the config file gives.
 	language                 string
-	negotiateLanguage        bool
 	cookieDomain, cookiePath string
 	queueHold                time.Duration
 	trustedProxies           []netip.Prefix
@@ -102,6 +108,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.StringVar(&o.configPath, "config", "", "JSON or YAML file of settings (.json, .yaml, .yml); flags given on the command line override it")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to serve on")
 	fs.StringVar(&o.upstream, "upstream", "", "URL of the application to protect")
 	fs.BoolVar(&o.demo, "demo", false, "serve a built-in demo application instead of an upstream")
@@ -128,6 +135,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.https, "https", false, "visitors reach the site over HTTPS, even if TLS ends before this proxy: Secure, SameSite=None cookie; X-Forwarded-Proto: https")
 	fs.StringVar(&o.host, "host", hostOriginal, "Host header sent upstream: original (the client's) or upstream (the upstream URL's)")
 	fs.StringVar(&o.templatePath, "template", "", "Mustache file of the waiting page (default: the built-in page)")
+	fs.BoolVar(&o.negotiateLanguage, "negotiate-language", true, "let each visitor's Accept-Language choose the language of the built-in page's texts among those it has, the config file's language (default en) being the fallback; -negotiate-language=false shows that language to everyone")
 	fs.DurationVar(&o.limits.readHeader, "read-header-timeout", defaultReadHeaderTimeout, "the longest a client may take to send a request's headers; > 0")
 	fs.DurationVar(&o.limits.idle, "idle-timeout", defaultIdleTimeout, "how long a keep-alive connection stays open waiting for its next request; > 0")
 	fs.DurationVar(&o.limits.body, "body-timeout", defaultBodyTimeout, "the longest a request body may stall before the connection is closed (0: none); an upload that keeps moving is never cut off")
@@ -168,17 +176,26 @@ type flagError struct{ err error }
 func (e flagError) Error() string   { return errUsage.Error() + ": " + e.err.Error() }
 func (e flagError) Unwrap() []error { return []error{errUsage, e.err} }
 
+// errVersion is what parse returns after -version.
+var errVersion = errors.New("version")
+
 // parse reads the flags of args and the config file they name. With -h,
-// -help or --help it writes the usage to help and returns flag.ErrHelp.
-func parse(args []string, help io.Writer) (*options, error) {
+// -help or --help it writes the usage to stdout and returns flag.ErrHelp;
+// with -version it writes the version to stdout and returns errVersion,
+// reading no config file.
+func parse(args []string, stdout io.Writer) (*options, error) {
 	o := &options{from: map[string]string{}}
 	fs := newFlagSet(o)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			writeUsage(help)
+			writeUsage(stdout)
 			return nil, flag.ErrHelp
 		}
 		return nil, flagError{err}
+	}
+	if o.version {
+		_, _ = io.WriteString(stdout, versionLine(debug.ReadBuildInfo())+"\n")
+		return nil, errVersion
 	}
 	if fs.NArg() > 0 {
 		return nil, usage("unexpected arguments %q", fs.Args())

@@ -10,8 +10,14 @@
 //	go run ./cmd/waitingroom -demo -total-active-users 3 -new-users-per-minute 3
 //
 // waitingroom -h (or -help, --help) prints every flag with its default to
-// standard output and exits with status 0; README.md in this directory is
-// the manual.
+// standard output and exits with status 0, as -version does with the
+// version the binary was built as; README.md in this directory is the
+// manual. The exit status is 0 after -h, -version or a clean stop, 1 when
+// the store cannot be reached at start-up or serving fails, and 2 for
+// anything wrong in what was given (flags, keys, token, secret, file).
+//
+// The built-in page speaks each visitor's language (Accept-Language)
+// unless -negotiate-language=false.
 //
 // # Secrets
 //
@@ -29,8 +35,7 @@
 // the settings the flags give, under the flag's name in camelCase
 // (totalActiveUsers for -total-active-users), durations as Go durations
 // ("90s", "5m"), and the settings only a file gives: language,
-// negotiateLanguage, cookieDomain, cookiePath, queueHold, trustedProxies,
-// bypass and events. cmd/waitingroom/testdata/example.yaml in the
+// cookieDomain, cookiePath, queueHold, bypass and events. cmd/waitingroom/testdata/example.yaml in the
 // repository documents every field. A flag
 // given on the command line overrides the file. Relative paths in the file
 // (templates) are relative to the file's directory. An unknown field, a
@@ -152,7 +157,8 @@
 // API and status page (Room.AdminHandler: GET /, /status, /history,
 // /settings; PATCH /settings) and /metrics for Prometheus, all behind the
 // bearer token of -admin-token or WAITINGROOM_ADMIN_TOKEN (at least 16
-// bytes; the command refuses -admin-listen without one). Keep that address
+// bytes; -admin-listen without one, or with a shorter one, exits with
+// status 2). Keep that address
 // off the public network. /metrics carries the room's series exactly as
 // the metrics module (github.com/go-waitingroom/waitingroom/metrics) gives
 // them to a program embedding a room, and the Go runtime's (go_*) and the

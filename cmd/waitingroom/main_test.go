@@ -6,10 +6,15 @@ import (
 	"flag"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,7 +127,7 @@ func TestHelp(t *testing.T) {
 	noEnv(t)
 	var flags []string
 	newFlagSet(&options{}).VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
-	require.Len(t, flags, 32)
+	require.Len(t, flags, 34)
 
 	for _, tc := range []struct {
 		name   string
@@ -438,6 +443,195 @@ func TestFrontDoor(t *testing.T) {
 				assert.Equal(t, http.StatusTooManyRequests, do(auth(base, server, "/checkout", forged)), "forged headers gain nothing")
 			}
 			assert.Equal(t, http.StatusOK, do(auth(base, server, "/static/app.css", nil)), "the server's own bypass path passes")
+		})
+	}
+}
+
+// The built-in page speaks the visitor's language by default (with Vary:
+// Accept-Language), the room's language (en unless the file says) being
+// the fallback; -negotiate-language=false, or negotiateLanguage: false in
+// the config file, shows the room's language to everyone, and a flag on
+// the command line overrides the file.
+func TestNegotiateLanguage(t *testing.T) {
+	noEnv(t)
+	dir := t.TempDir()
+	off := filepath.Join(dir, "off.yaml")
+	require.NoError(t, os.WriteFile(off, []byte("negotiateLanguage: false\n"), 0o600))
+	fr := filepath.Join(dir, "fr.json")
+	require.NoError(t, os.WriteFile(fr, []byte(`{"language": "fr"}`), 0o600))
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		german    string // the page's language for a German visitor
+		other     string // and for one whose language the page lacks
+		negotiate bool
+	}{
+		{"by default", nil, "de", "en", true},
+		{"turned off", []string{"-negotiate-language=false"}, "en", "en", false},
+		{"turned off in the file", []string{"-config", off}, "en", "en", false},
+		{"the flag overrides the file", []string{"-config", off, "-negotiate-language"}, "de", "en", true},
+		{"the file's language as the fallback", []string{"-config", fr}, "de", "fr", true},
+		{"the file's language for everyone", []string{"-config", fr, "-negotiate-language=false"}, "fr", "fr", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := start(t, append([]string{"-demo", "-key", hexKey, "-total-active-users", "1", "-new-users-per-minute", "1"}, tc.args...)...)
+			_, body := get(t, browser(t), base+"/")
+			require.Contains(t, body, "You're in", "the first visitor takes the only slot")
+			for _, v := range []struct{ accept, lang string }{
+				{"de-CH, de;q=0.9, en;q=0.5", tc.german},
+				{"xx", tc.other},
+			} {
+				req, err := http.NewRequest(http.MethodGet, base+"/", nil)
+				require.NoError(t, err)
+				req.Header.Set("Accept-Language", v.accept)
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				require.NoError(t, err)
+				assert.Contains(t, string(b), `<html lang="`+v.lang+`"`, "Accept-Language: %s", v.accept)
+				assert.Equal(t, tc.negotiate, slices.Contains(resp.Header.Values("Vary"), "Accept-Language"), "Vary: %q", resp.Header.Values("Vary"))
+			}
+		})
+	}
+}
+
+// TestExitStatus: the exit statuses of the manual's table (README.md,
+// "Exit status and signals"), one case per kind of cause: 0 after -h,
+// -version or a clean stop; 2 for every error in what was given (a flag,
+// a URL, a key, a token, a secret, the config file), found before
+// anything is served; 1 when the store cannot be reached or an address
+// cannot be listened on. Each message starts with "waitingroom:" and
+// names the setting at fault.
+func TestExitStatus(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closedAddr := closed.Addr().String()
+	require.NoError(t, closed.Close()) // nothing listens there now
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "room.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"demo": true, "totalActiveUser": 3}`), 0o600))
+
+	const token = "0123456789abcdef-admin"
+	demo := []string{"-demo", "-key", hexKey, "-listen", "127.0.0.1:0"}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		canceled bool // the context is done from the start: a clean stop
+		code     int
+		stderr   string // what stderr says ("" for nothing)
+		notWant  string // what it must not say
+	}{
+		{name: "-h", args: []string{"-h"}, code: exitOK},
+		{name: "-version", args: []string{"-version"}, code: exitOK},
+		{name: "a stop during the start-up", args: demo, canceled: true, code: exitOK, stderr: "stopped before serving"},
+
+		{name: "unknown flag", args: []string{"-bogus"}, code: exitUsage, stderr: "waitingroom: flag provided but not defined: -bogus"},
+		{name: "bad value", args: []string{"-demo", "-idle-timeout", "soon"}, code: exitUsage, stderr: `waitingroom: invalid value "soon" for flag -idle-timeout`},
+		{name: "nothing to serve", code: exitUsage, stderr: "waitingroom: give exactly one of"},
+		{name: "bad upstream", args: []string{"-upstream", "ftp://x", "-key", hexKey}, code: exitUsage, stderr: "waitingroom: -upstream \"ftp://x\" is not an http(s) URL"},
+		{name: "no key", args: []string{"-upstream", "http://127.0.0.1:1"}, code: exitUsage, stderr: "waitingroom: a cookie key is required"},
+		{name: "short key", args: []string{"-demo", "-key", "abcd"}, code: exitUsage, stderr: "waitingroom: key: 2 bytes"},
+		{name: "bad store URL", args: append([]string{"-store", "redis://"}, demo...), code: exitUsage, stderr: "waitingroom: -store redis:: no host"},
+		{name: "missing config file", args: []string{"-config", filepath.Join(dir, "none.yaml")}, code: exitUsage, stderr: "waitingroom: -config: open "},
+		{name: "config file typo", args: []string{"-config", bad}, code: exitUsage, stderr: "room.json:1:16: totalActiveUser: unknown field; did you mean totalActiveUsers?"},
+		{name: "bad room setting", args: append([]string{"-queueing-status-code", "500"}, demo...), code: exitUsage, stderr: "waitingroom: -queueing-status-code: QueueingStatusCode must be"},
+		{name: "admin address without a token", args: append([]string{"-admin-listen", "127.0.0.1:0"}, demo...), code: exitUsage, stderr: "waitingroom: -admin-listen needs -admin-token or WAITINGROOM_ADMIN_TOKEN"},
+		{name: "short admin token", args: append([]string{"-admin-listen", "127.0.0.1:0", "-admin-token", "short-tok"}, demo...), code: exitUsage, notWant: "short-tok",
+			stderr: "waitingroom: -admin-token (for -admin-listen): the bearer token is 9 bytes; it must be at least 16\n"},
+		{name: "short admin token from the environment", args: append([]string{"-admin-listen", "127.0.0.1:0"}, demo...), env: map[string]string{"WAITINGROOM_ADMIN_TOKEN": "short-tok"}, code: exitUsage, notWant: "short-tok",
+			stderr: "waitingroom: WAITINGROOM_ADMIN_TOKEN (for -admin-listen): the bearer token is 9 bytes; it must be at least 16\n"},
+		{name: "admin token with a space", args: append([]string{"-admin-listen", "127.0.0.1:0", "-admin-token", "0123456789 abcdef"}, demo...), code: exitUsage, notWant: "0123456789",
+			stderr: "waitingroom: -admin-token (for -admin-listen): the bearer token must be printable ASCII without spaces\n"},
+		{name: "short pass secret", args: []string{"-forward-auth", "-front-door", "nginx", "-key", hexKey}, env: map[string]string{"WAITINGROOM_PASS_SECRET": "short"}, code: exitUsage, notWant: "short", stderr: "waitingroom: -pass-duration or WAITINGROOM_PASS_SECRET: Pass.Secret must be 22 to 128 characters"},
+		{name: "pass longer than the sync allows", args: []string{"-forward-auth", "-front-door", "nginx", "-key", hexKey, "-listen", "127.0.0.1:0", "-sync-interval", "4s"}, env: map[string]string{"WAITINGROOM_PASS_SECRET": "cmd-pass-secret-0123456789"}, code: exitUsage, stderr: "waitingroom: -pass-duration and -sync-interval: Pass.Duration 2s and SyncInterval 4s: a revoke would hold the visitor's slot"},
+		{name: "template that does not exist", args: append([]string{"-template", filepath.Join(dir, "none.mustache")}, demo...), code: exitUsage, stderr: "waitingroom: -template: open "},
+
+		{name: "store cannot be reached", args: append([]string{"-store", "redis://" + closedAddr + "/0"}, demo...), code: exitFailure, stderr: "waitingroom: store redis://" + closedAddr + "/0: first sync failed"},
+		{name: "address in use", args: []string{"-demo", "-key", hexKey, "-listen", busy.Addr().String()}, code: exitFailure, stderr: "waitingroom: listen tcp " + busy.Addr().String()},
+		{name: "admin address in use", args: append([]string{"-admin-listen", busy.Addr().String(), "-admin-token", token}, demo...), code: exitFailure, stderr: "waitingroom: admin: listen tcp " + busy.Addr().String()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			noEnv(t)
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			if tc.canceled {
+				cancel()
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(ctx, tc.args, &stdout, &stderr, nil)
+			assert.Equal(t, tc.code, code, "stderr: %s", stderr.String())
+			switch {
+			case tc.stderr != "":
+				assert.Contains(t, stderr.String(), tc.stderr)
+			case tc.code == exitOK:
+				assert.Empty(t, stderr.String())
+				assert.NotEmpty(t, stdout.String())
+			}
+			if tc.notWant != "" {
+				assert.NotContains(t, stderr.String(), tc.notWant)
+			}
+			if tc.code != exitOK {
+				assert.Empty(t, stdout.String())
+				assert.NotContains(t, stderr.String(), "invalid config", "the reason, without the library's prefix")
+			}
+		})
+	}
+}
+
+// -version prints the version line, whatever else the command line
+// holds, and reads no config file.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{
+		{"-version"},
+		{"--version"},
+		{"-demo", "-version"},
+		{"-version", "-config", "/nonexistent.yaml"},
+	} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, exitOK, run(t.Context(), args, &stdout, &stderr, nil), "%q", args)
+		assert.Empty(t, stderr.String(), "%q", args)
+		bi, ok := debug.ReadBuildInfo()
+		assert.Equal(t, versionLine(bi, ok)+"\n", stdout.String(), "%q", args)
+		assert.True(t, strings.HasPrefix(stdout.String(), "waitingroom "), "%q", stdout.String())
+	}
+}
+
+func TestVersionLine(t *testing.T) {
+	vcs := func(kv ...string) []debug.BuildSetting {
+		var s []debug.BuildSetting
+		for i := 0; i < len(kv); i += 2 {
+			s = append(s, debug.BuildSetting{Key: kv[i], Value: kv[i+1]})
+		}
+		return s
+	}
+	const rev = "79c1e24f0a3c5e2b9d8f7a6b5c4d3e2f1a0b9c8d"
+	for _, tc := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{"go install @version", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.4.0"}}, true,
+			"waitingroom v1.4.0 go1.26.0"},
+		{"a build of a checkout", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"},
+			Settings: vcs("-compiler", "gc", "vcs", "git", "vcs.revision", rev, "vcs.time", "2026-12-04T07:58:16Z", "vcs.modified", "false")}, true,
+			"waitingroom (devel) commit " + rev + " 2026-12-04T07:58:16Z go1.26.0"},
+		{"a checkout with changes", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.4.1-0.20261204075816-79c1e24f0a3c+dirty"},
+			Settings: vcs("vcs.revision", rev, "vcs.time", "2026-12-04T07:58:16Z", "vcs.modified", "true")}, true,
+			"waitingroom v1.4.1-0.20261204075816-79c1e24f0a3c+dirty commit " + rev + " 2026-12-04T07:58:16Z modified go1.26.0"},
+		{"no version", &debug.BuildInfo{GoVersion: "go1.26.0"}, true, "waitingroom (devel) go1.26.0"},
+		{"no build information", nil, false, "waitingroom (unknown version: built without module information)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, versionLine(tc.bi, tc.ok))
 		})
 	}
 }

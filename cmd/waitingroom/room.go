@@ -94,7 +94,13 @@ func probe(set func(*waitingroom.Config)) error {
 	return room.Close()
 }
 
-// reason is a Config error without the prefix every one of them has.
+// reason is a Config error (or a forwardauth.Options one) without the
+// prefix every one of them has.
 func reason(err error) string {
-	return strings.TrimPrefix(err.Error(), "waitingroom: "+waitingroom.ErrInvalidConfig.Error()+": ")
+	for _, pkg := range []string{"waitingroom: ", "forwardauth: "} {
+		if s, ok := strings.CutPrefix(err.Error(), pkg+waitingroom.ErrInvalidConfig.Error()+": "); ok {
+			return s
+		}
+	}
+	return err.Error()
 }

@@ -17,22 +17,36 @@ import (
 	"github.com/go-waitingroom/waitingroom/forwardauth"
 )
 
-// run runs the command until ctx is done. The usage of -h goes to stdout,
-// everything else to stderr. ready, if not nil, receives the address
-// served once listening (for tests). It returns the exit status: 0 after
-// -h or a clean stop, 1 when serving fails, 2 for a usage error.
+// The exit statuses of run, as the manual's table (README.md, "Exit
+// status and signals") gives them.
+const (
+	// exitOK: after -h or -version, or a clean stop.
+	exitOK = 0
+	// exitFailure: the store cannot be reached (or its table is
+	// missing) at start-up, an address cannot be listened on, serving
+	// fails.
+	exitFailure = 1
+	// exitUsage: a bad flag, URL, key, token, secret or config file,
+	// found before anything is served.
+	exitUsage = 2
+)
+
+// run runs the command until ctx is done. The usage of -h and the version
+// of -version go to stdout, everything else to stderr. ready, if not nil,
+// receives the address served once listening (for tests). It returns the
+// exit status: exitOK, exitFailure or exitUsage.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) int {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	o, err := parse(args, stdout)
 	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
+	case errors.Is(err, flag.ErrHelp), errors.Is(err, errVersion):
+		return exitOK
 	case err != nil:
 		fmt.Fprintln(stderr, "waitingroom:", strings.TrimPrefix(err.Error(), "usage: "))
 		if errors.As(err, new(flagError)) {
 			fmt.Fprintln(stderr, "Run waitingroom -h for the flags.")
 		}
-		return 2
+		return exitUsage
 	}
 	return o.serve(ctx, log, stderr, ready)
 }
@@ -44,7 +58,7 @@ func (o *options) serve(ctx context.Context, log *slog.Logger, stderr io.Writer,
 	keys, err := o.keys(log)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return exitUsage
 	}
 	app, dem, closeApp := o.app(log)
 	defer closeApp()
@@ -53,38 +67,47 @@ func (o *options) serve(ctx context.Context, log *slog.Logger, stderr io.Writer,
 	// a usage error whatever the store.
 	if err := o.validate(cfg); err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return exitUsage
 	}
 
 	startCtx, cancelStart := context.WithTimeout(ctx, startupTimeout)
 	defer cancelStart()
 	st, closeStore, err := openStore(startCtx, o.store, o.storeOpts)
 	if err != nil {
+		if ctx.Err() != nil {
+			log.Info("waitingroom: stopped before serving")
+			return exitOK
+		}
 		fmt.Fprintf(stderr, "waitingroom: store %s: %v\n", o.store.redacted, err)
-		return 1
+		return exitFailure
 	}
 	defer closeStore()
 	room, err := waitingroom.New(cfg, st)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
+		fmt.Fprintln(stderr, "waitingroom:", reason(err))
+		return exitUsage
 	}
 	defer room.Close()
 	gate, err := o.gate(room, app, log)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
-		return 2
+		return exitUsage
 	}
 	// The background sync has started: its first sync makes a store that
 	// cannot be reached, refuses the credentials or lacks its table fail
 	// the start-up, and gives the room its first grant before the first
 	// visitor.
 	if err := room.Ready(startCtx); err != nil {
+		if ctx.Err() != nil {
+			// SIGINT or SIGTERM during the start-up: a clean stop.
+			log.Info("waitingroom: stopped before serving")
+			return exitOK
+		}
 		fmt.Fprintf(stderr, "waitingroom: store %s: first sync failed: %v\n", o.store.redacted, err)
 		if hint := storeHint(o.store, o.storeOpts, err); hint != "" {
 			fmt.Fprintln(stderr, "waitingroom:", hint)
 		}
-		return 1
+		return exitFailure
 	}
 	cancelStart()
 
@@ -132,9 +155,9 @@ func (o *options) validate(cfg waitingroom.Config) error {
 	check, err := waitingroom.New(withoutSync(cfg), nopStore{})
 	if err != nil {
 		if o.configPath != "" {
-			return fmt.Errorf("waitingroom: %s and the command line: %v", o.configPath, err)
+			return fmt.Errorf("waitingroom: %s and the command line: %s", o.configPath, reason(err))
 		}
-		return err
+		return fmt.Errorf("waitingroom: %s", reason(err))
 	}
 	_ = check.Close()
 	return nil
@@ -151,7 +174,7 @@ func (o *options) gate(room *waitingroom.Room, app http.Handler, log *slog.Logge
 	fa := o.forwardAuthOptions()
 	gate, err := forwardauth.New(room, fa)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("waitingroom: %s and %s: %s", o.label("pass-duration"), o.label("sync-interval"), reason(err))
 	}
 	if len(o.trustedProxies) == 0 && fa.FrontDoor != forwardauth.Envoy {
 		log.Warn("waitingroom: -forward-auth without -trusted-proxies: the headers of the server in front are ignored, so bypass rules see the auth request's own path", "front_door", o.frontDoor)
@@ -166,7 +189,7 @@ func (o *options) listenAndServe(ctx context.Context, h http.Handler, room *wait
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		fmt.Fprintln(stderr, "waitingroom:", err)
-		return 1
+		return exitFailure
 	}
 	srv := o.limits.server(h, log)
 	log.Info("waitingroom: serving", "addr", "http://"+ln.Addr().String(), "demo", o.demo, "forward_auth", o.forwardAuth, "front_door", o.frontDoor, "upstream", o.upstream,
@@ -181,7 +204,7 @@ func (o *options) listenAndServe(ctx context.Context, h http.Handler, room *wait
 		if err != nil {
 			fmt.Fprintln(stderr, "waitingroom: admin:", err)
 			_ = srv.Close()
-			return 1
+			return exitFailure
 		}
 		defer adminSrv.Close()
 		log.Info("waitingroom: admin API", "addr", "http://"+addr)
@@ -192,7 +215,7 @@ func (o *options) listenAndServe(ctx context.Context, h http.Handler, room *wait
 	select {
 	case err := <-errc:
 		fmt.Fprintln(stderr, "waitingroom:", err)
-		return 1
+		return exitFailure
 	case <-ctx.Done():
 	}
 	return stop(srv, log, stderr)
@@ -207,9 +230,9 @@ func stop(srv *http.Server, log *slog.Logger, stderr io.Writer) int {
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {
 		fmt.Fprintln(stderr, "waitingroom: shutdown:", err)
-		return 1
+		return exitFailure
 	}
-	return 0
+	return exitOK
 }
 
 // shutdownTimeout bounds how long requests in flight may take to finish
