@@ -9,6 +9,10 @@
 //
 //	go run ./cmd/waitingroom -demo -total-active-users 3 -new-users-per-minute 3
 //
+// The demo command (cmd/waitingroom/demo) is that demo alone, without the
+// stores' drivers, the metrics and the rest of the proxy, so that its
+// first build takes seconds where the proxy's compiles every driver.
+//
 // waitingroom -h (or -help, --help) prints every flag with its default to
 // standard output and exits with status 0, as -version does with the
 // version the binary was built as; README.md in this directory is the
@@ -148,8 +152,7 @@
 // that the store is reachable: during a store outage the proxy still serves
 // admitted visitors, and taking it out of rotation would not help. Set it
 // to "" to pass that path to the upstream. With -demo, /active reports the
-// sessions the demo application has seen (see the demo's documentation in
-// demo.go).
+// sessions the demo application has seen (see package internal/demoapp).
 //
 // # Admin address
 //

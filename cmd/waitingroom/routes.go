@@ -3,18 +3,20 @@ package main
 import (
 	"io"
 	"net/http"
+
+	"github.com/go-waitingroom/waitingroom/cmd/waitingroom/internal/demoapp"
 )
 
 // routes serves the paths that stay outside the room (the health check and,
 // with the demo, its /active report) and sends every other request through
 // the room.
-func routes(healthPath string, dem *demo, room http.Handler) http.Handler {
+func routes(healthPath string, dem *demoapp.App, room http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case healthPath != "" && r.URL.Path == healthPath:
 			health(w, r)
-		case dem != nil && r.URL.Path == activePath:
-			dem.report(w, r)
+		case dem != nil && r.URL.Path == demoapp.ActivePath:
+			dem.Report(w, r)
 		default:
 			room.ServeHTTP(w, r)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/cmd/waitingroom/internal/demoapp"
 	"github.com/go-waitingroom/waitingroom/forwardauth"
 )
 
@@ -137,10 +138,10 @@ func (o *options) keys(log *slog.Logger) ([][]byte, error) {
 // demo (dem too, for its report), with -upstream the proxy to it, and
 // with -forward-auth none, as the command proxies nothing. closeApp
 // closes the proxy's idle connections.
-func (o *options) app(log *slog.Logger) (app http.Handler, dem *demo, closeApp func()) {
+func (o *options) app(log *slog.Logger) (app http.Handler, dem *demoapp.App, closeApp func()) {
 	switch {
 	case o.demo:
-		dem = newDemo(o.session, time.Now)
+		dem = demoapp.New(o.session, time.Now)
 		return dem, dem, func() {}
 	case o.upstreamURL != nil:
 		p := newProxy(o.upstreamURL, o.host == hostUpstream, o.https, o.trustedProxies, log)

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/cmd/waitingroom/internal/demoapp"
 	"github.com/go-waitingroom/waitingroom/internal/servicetest"
 	"github.com/go-waitingroom/waitingroom/store"
 )
@@ -389,7 +390,7 @@ func TestActiveReport(t *testing.T) {
 		require.Contains(t, body, "Visitors active in the last 1m0s")
 		u, _ := url.Parse(base)
 		for _, ck := range c.Jar.Cookies(u) {
-			if ck.Name == visitorCookie {
+			if ck.Name == demoapp.VisitorCookie {
 				visitors = append(visitors, ck.Value)
 			}
 		}

@@ -1,4 +1,7 @@
-package main
+// Package demoapp is the demo application of the proxy's -demo and of
+// the demo command (cmd/waitingroom/demo): one page that greets admitted
+// visitors, and a report of the sessions it has seen.
+package demoapp
 
 import (
 	"cmp"
@@ -16,15 +19,16 @@ import (
 	"github.com/go-waitingroom/waitingroom/template"
 )
 
-// activePath is where the demo reports the sessions it has seen. It is
-// served outside the room, so reading it takes no slot and never waits.
-const activePath = "/active"
+// ActivePath is where the demo reports the sessions it has seen (Report).
+// It is served outside the room, so reading it takes no slot and never
+// waits.
+const ActivePath = "/active"
 
-// visitorCookie holds the demo's own random visitor id. The room's cookie
+// VisitorCookie holds the demo's own random visitor id. The room's cookie
 // is not readable by the application; this one lets every process running
 // the demo recognise the same visitor, so that the sessions seen by several
 // processes can be counted once (see report).
-const visitorCookie = "waitingroom_demo"
+const VisitorCookie = "waitingroom_demo"
 
 // Bounds of what the demo remembers: sessions are kept an hour after their
 // latest request, for the admissions per minute, and at most
@@ -35,16 +39,17 @@ const (
 	maxDemoSessions = 100_000
 )
 
-// demo is the built-in application of -demo: one page that greets admitted
-// visitors and counts the sessions it has seen lately, so the limits can be
-// watched from the application's side too.
+// App is the demo application: one page that greets admitted visitors and
+// counts the sessions it has seen lately, so the limits can be watched
+// from the application's side too. It goes behind the room's Handler,
+// and its Report outside the room.
 //
 // A session is one admission of one visitor: the demo's visitor id and the
 // ticket's AcceptedAt. It is active while the visitor made a request within
 // the session duration. Each process counts what it sees; when visitors move
 // between processes sharing a store, the same session is seen by several,
 // and the JSON report lists the sessions so that they can be merged.
-type demo struct {
+type App struct {
 	session time.Duration
 	now     func() time.Time
 
@@ -63,14 +68,16 @@ type sessionRecord struct {
 	lastSeen   time.Time
 }
 
-func newDemo(session time.Duration, now func() time.Time) *demo {
-	return &demo{session: session, now: now, sessions: map[sessionKey]*sessionRecord{}}
+// New returns the demo application; session is the room's session
+// duration, and now its clock.
+func New(session time.Duration, now func() time.Time) *App {
+	return &App{session: session, now: now, sessions: map[sessionKey]*sessionRecord{}}
 }
 
 // visitorID returns the visitor's demo id, and whether it is new (to be
 // set as a cookie).
 func visitorID(r *http.Request) (string, bool) {
-	if c, err := r.Cookie(visitorCookie); err == nil && len(c.Value) == 32 {
+	if c, err := r.Cookie(VisitorCookie); err == nil && len(c.Value) == 32 {
 		if _, err := hex.DecodeString(c.Value); err == nil {
 			return c.Value, false
 		}
@@ -82,7 +89,7 @@ func visitorID(r *http.Request) (string, bool) {
 
 // record notes a request of an admitted visitor. It is called with d.mu
 // held.
-func (d *demo) record(visitor string, t waitingroom.Ticket, now time.Time) {
+func (d *App) record(visitor string, t waitingroom.Ticket, now time.Time) {
 	if now.Sub(d.pruned) >= time.Second {
 		d.pruned = now
 		for k, s := range d.sessions {
@@ -103,7 +110,7 @@ func (d *demo) record(visitor string, t waitingroom.Ticket, now time.Time) {
 
 // active returns the number of sessions with a request within the session
 // duration. It is called with d.mu held.
-func (d *demo) active(now time.Time) int {
+func (d *App) active(now time.Time) int {
 	n := 0
 	for _, s := range d.sessions {
 		if now.Sub(s.lastSeen) < d.session {
@@ -113,14 +120,15 @@ func (d *demo) active(now time.Time) int {
 	return n
 }
 
-func (d *demo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP serves the page, counting the admitted visitor's session.
+func (d *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := d.now()
 	t, ok := waitingroom.TicketFromContext(r.Context())
 	d.mu.Lock()
 	if ok {
 		id, fresh := visitorID(r)
 		if fresh {
-			http.SetCookie(w, &http.Cookie{Name: visitorCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+			http.SetCookie(w, &http.Cookie{Name: VisitorCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
 		}
 		d.record(id, t, now)
 	}
@@ -176,9 +184,9 @@ type sessionReport struct {
 	LastSeen time.Time `json:"lastSeen"`
 }
 
-// report serves /active: the number of active sessions as plain text, or
+// Report serves ActivePath: the number of active sessions as plain text, or
 // an activeReport as JSON with ?format=json or Accept: application/json.
-func (d *demo) report(w http.ResponseWriter, r *http.Request) {
+func (d *App) Report(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
