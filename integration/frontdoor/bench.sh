@@ -6,10 +6,10 @@
 #
 #   upstream        wrk straight at the application (examples/load/wrkserver -mode bare)
 #   nginx           nginx → application
-#   nginx+auth      nginx with docs/forward-auth/nginx.md's configuration → application,
+#   nginx+auth      nginx with docs/forward-auth/nginx/nginx.conf → application,
 #                   cmd/waitingroom -forward-auth answering the auth requests
-#   nginx+cache     the same with the page's optional cache of admitted answers
-#   nginx+pass      the same with the page's passes (a room with a pass secret,
+#   nginx+cache     the same with nginx/cache.conf, the optional cache of admitted answers
+#   nginx+pass      the same with nginx/pass.conf, passes (a room with a pass secret,
 #                   nginx checking the passes itself)
 #   nginx+proxy     nginx → cmd/waitingroom -upstream (a second proxy) → application
 #   caddy           Caddy (built with wrcaddy) → application
@@ -43,7 +43,7 @@ dir=$(mktemp -d)
 pids=""
 cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null || true; done
-	for f in "$dir"/nginx*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
+	for f in "$dir"/nginx.pid "$dir"/nginx-*/nginx.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
 	sleep 0.2
 	rm -rf "$dir"
 }
@@ -98,41 +98,29 @@ wait_port $ROOM
 wait_port $ROOM_PASS
 wait_port $PROXY
 
-# nginx: the documented configuration, and two plain proxies.
-# snippet NAME: the configuration of docs/forward-auth/nginx.md marked NAME.
-snippet() {
-	awk -v m="<!-- tested: $1 -->" '$0 == m { on = 1; getline; next } on && /^```/ { exit } on' docs/forward-auth/nginx.md
+# nginx: the documented configurations (docs/forward-auth/nginx/), each
+# in a prefix of its own with only its addresses changed, and two plain
+# proxies. The prefixes must be readable by nginx's workers, which run as
+# nobody when nginx starts as root.
+chmod 755 "$dir"
+# docconf FILE PREFIX LISTEN ROOM: docs/forward-auth/nginx/FILE in PREFIX,
+# serving on LISTEN in front of the room at ROOM.
+docconf() {
+	mkdir -p "$2"
+	sed -e "s/127.0.0.1:8080/$3/; s/server 127.0.0.1:8081;/server $4;/; s/127.0.0.1:3000/$APP/; s/PASS_SECRET/$PASS_SECRET/" \
+		"docs/forward-auth/nginx/$1" >"$2/nginx.conf"
+	"$NGINX" -p "$2" -c nginx.conf -e stderr
 }
-site=$(snippet nginx | sed -e "s/127.0.0.1:8081/$ROOM/; s/127.0.0.1:3000/$APP/; s/listen 127.0.0.1:8080;/listen $NGINX_AUTH;/")
-# The same with the optional cache, on an nginx of its own (the upstream
-# blocks have the same names).
-snippet nginx-cache-auth >"$dir/cache-auth"
-cached=$(
-	snippet nginx-cache-http | sed "s|/var/cache/nginx/waitingroom|$dir/cache|"
-	snippet nginx | sed -e "s/127.0.0.1:8081/$ROOM/; s/127.0.0.1:3000/$APP/; s/listen 127.0.0.1:8080;/listen $NGINX_CACHE;/" \
-		-e "\|location = /.waitingroom/auth {|{n;r $dir/cache-auth" -e "}"
-)
-# The same with passes, on an nginx of its own: the maps, the check at
-# the start of the auth location, and the pass's lines in place of the
-# ticket's (the revoke location, which the runs do not ask for, is left
-# as it is).
-snippet nginx-pass-auth | sed "s/PASS_SECRET/$PASS_SECRET/" >"$dir/pass-auth"
-snippet nginx-pass-location >"$dir/pass-location"
-passed=$(
-	snippet nginx-pass-http
-	snippet nginx | sed -e "s/127.0.0.1:8081/$ROOM_PASS/; s/127.0.0.1:3000/$APP/; s/listen 127.0.0.1:8080;/listen $NGINX_PASS;/" \
-		-e "\|location = /.waitingroom/auth {|{n;r $dir/pass-auth" -e "}" \
-		-e "\|auth_request_set \$waitingroom_ticket \$upstream_http_waiting_room_ticket;|{r $dir/pass-location" -e "d;}"
-)
+docconf nginx.conf "$dir/nginx-auth" $NGINX_AUTH $ROOM
+docconf cache.conf "$dir/nginx-cache" $NGINX_CACHE $ROOM
+docconf pass.conf "$dir/nginx-pass" $NGINX_PASS $ROOM_PASS
 user=""
 [ "$(id -u)" = 0 ] && user="user root;"
-# conf_head NAME: the start of an nginx configuration, up to "http {".
-conf_head() {
-	cat <<EOF
+cat >"$dir/nginx.conf" <<EOF
 $user
 daemon on;
 worker_processes 2;
-pid $dir/nginx-$1.pid;
+pid $dir/nginx.pid;
 error_log $dir/nginx-error.log warn;
 events { worker_connections 4096; }
 http {
@@ -142,16 +130,14 @@ http {
     fastcgi_temp_path $dir/fastcgi;
     uwsgi_temp_path $dir/uwsgi;
     scgi_temp_path $dir/scgi;
-EOF
-}
-{
-	conf_head main
-	cat <<EOF
+    upstream app {
+        server $APP;
+        keepalive 64;
+    }
     upstream proxy {
         server $PROXY;
         keepalive 64;
     }
-$site
     server {
         listen $NGINX_BARE;
         location / {
@@ -170,20 +156,8 @@ $site
     }
 }
 EOF
-} >"$dir/nginx.conf"
-{
-	conf_head cache
-	echo "$cached"
-	echo "}"
-} >"$dir/nginx-cache.conf"
-{
-	conf_head pass
-	echo "$passed"
-	echo "}"
-} >"$dir/nginx-pass.conf"
-for conf in nginx nginx-cache nginx-pass; do
-	"$NGINX" -p "$dir" -c "$dir/$conf.conf" -e "$dir/nginx-error.log"
-done
+"$NGINX" -p "$dir" -c "$dir/nginx.conf" -e "$dir/nginx-error.log"
+wait_port $NGINX_AUTH
 wait_port $NGINX_BARE
 wait_port $NGINX_CACHE
 wait_port $NGINX_PASS

@@ -319,13 +319,34 @@ func TestNginx(t *testing.T) {
 		"the revoked visitor's slot is free")
 }
 
-// The same with nginx keeping admitted visitors' answers for a second.
+// The same with nginx keeping admitted visitors' answers for a second: a
+// burst of an admitted visitor's requests reaches the room a few times
+// at most, nginx answering the rest from its cache (in the prefix, where
+// the file puts it).
 func TestNginxCache(t *testing.T) {
 	program(t, "nginx", "the forward-auth tests")
 	a := newApp(t)
 	addr, admin := room(t, "room", roomArgs(t, "nginx")...)
-	front := nginx(t, "cache", a.addr(), addr)
+	auth := newCounter(t, addr)
+	front := nginx(t, "cache", a.addr(), auth.addr())
 	first, _ := visit(t, front, a, admin)
+	tk, ok := waitingroom.ParseTicket(a.lastTicket("/product"))
+	require.True(t, ok)
+
+	before, started := auth.n.Load(), time.Now()
+	const burst = 20
+	for i := range burst {
+		path := "/burst" + strconv.Itoa(i)
+		resp, body := first.get(t, path)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+		got, ok := waitingroom.ParseTicket(a.lastTicket(path))
+		require.True(t, ok, "the application gets the ticket from the cached answer: %q", a.lastTicket(path))
+		assert.Equal(t, tk.ID, got.ID)
+	}
+	// One auth request a second, and one more for the second the burst
+	// started in.
+	most := int64(time.Since(started)/time.Second) + 2
+	assert.LessOrEqual(t, auth.n.Load()-before, most, "of %d requests, nginx answers most from its cache", burst)
 
 	resp, body := first.get(t, "/checkout/done")
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
@@ -420,7 +441,7 @@ func TestCaddy(t *testing.T) {
 	bin := program(t, "caddy", "the forward-auth tests")
 	a := newApp(t)
 	addr, admin := room(t, "room", roomArgs(t, "caddy")...)
-	front := caddy(t, bin, replace(t, snippet(t, "caddy"), docRoom, addr, docUpstream, a.addr()))
+	front := caddy(t, bin, addr, a.addr())
 	visit(t, front, a, admin)
 }
 

@@ -32,10 +32,11 @@ const adminToken = "frontdoor-admin-token-0123456789"
 // The addresses of docs/forward-auth's configurations, which the tests
 // replace with their own.
 const (
-	docListen   = "127.0.0.1:8080"
-	docCaddy    = ":8080"
-	docRoom     = "127.0.0.1:8081"
-	docUpstream = "127.0.0.1:3000"
+	docListen     = "127.0.0.1:8080"
+	docCaddy      = ":8080"
+	docRoom       = "127.0.0.1:8081"
+	docUpstream   = "127.0.0.1:3000"
+	docCaddyAdmin = "localhost:2019"
 )
 
 var (
@@ -232,75 +233,56 @@ func replace(t testing.TB, s string, pairs ...string) string {
 	return s
 }
 
-// nginx starts nginx with docs/forward-auth/nginx.md's configuration in front of
-// rooms and upstream, returning its address. With cache, the
-// configuration keeps the answers for admitted visitors (the optional
-// part of the page).
+// The configuration files of docs/forward-auth/nginx/, by variant.
+var nginxFiles = map[string]string{
+	"":      "nginx/nginx.conf",
+	"cache": "nginx/cache.conf",
+	"pass":  "nginx/pass.conf",
+}
+
+// nginx starts nginx with a configuration file of docs/forward-auth/nginx/
+// (nginx.conf; with variant cache, cache.conf, which keeps the answers for
+// admitted visitors; with pass, pass.conf, passes) in front of rooms and
+// upstream, returning its address. The file runs as it is but for what
+// its page says to change: the three addresses (the room's server line
+// becomes one per room) and the pass secret.
 func nginx(t testing.TB, variant string, upstream string, rooms ...string) string {
 	t.Helper()
 	bin := program(t, "nginx", "the forward-auth tests")
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(dir, 0o755))
+	file, ok := nginxFiles[variant]
+	require.True(t, ok, "unknown nginx variant %q", variant)
 	listen := "127.0.0.1:" + freePort(t)
 	servers := make([]string, len(rooms))
 	for i, r := range rooms {
 		servers[i] = "server " + r + ";"
 	}
-	site := replace(t, snippet(t, "nginx"),
-		"server "+docRoom+";", strings.Join(servers, "\n    "),
+	pairs := []string{
+		"server " + docRoom + ";", strings.Join(servers, "\n        "),
 		docListen, listen,
-		docUpstream, upstream)
-	auth := "location = /.waitingroom/auth {\n        internal;\n"
-	switch variant {
-	case "":
-	case "cache":
-		site = replace(t, snippet(t, "nginx-cache-http"), "/var/cache/nginx/waitingroom", dir+"/cache") + "\n" +
-			replace(t, site, auth, auth+snippet(t, "nginx-cache-auth"))
-	case "pass":
-		// As the page says: the maps, the check at the start of the
-		// auth location, and the pass's lines in place of the
-		// ticket's in the main location and after the revoke
-		// location's add_header.
-		ticket := "        auth_request_set $waitingroom_ticket $upstream_http_waiting_room_ticket;\n"
-		revoke := "        auth_request /.waitingroom/revoke;\n        auth_request_set $waitingroom_cookie $upstream_http_set_cookie;\n        add_header Set-Cookie $waitingroom_cookie always;\n"
-		lines := snippet(t, "nginx-pass-location")
-		site = snippet(t, "nginx-pass-http") + "\n" + replace(t, site,
-			auth, auth+replace(t, snippet(t, "nginx-pass-auth"), "PASS_SECRET", passSecret),
-			ticket, lines,
-			revoke, revoke+lines)
-	default:
-		t.Fatalf("unknown nginx variant %q", variant)
+		docUpstream, upstream,
 	}
-	return startNginx(t, bin, dir, listen, site)
+	if variant == "pass" {
+		pairs = append(pairs, "PASS_SECRET", passSecret)
+	}
+	return startNginx(t, bin, fromDocs(t, file, pairs...), listen)
 }
 
-// startNginx runs nginx with the http block's content site, listening on
-// listen, in dir; it returns listen once nginx accepts connections.
-func startNginx(t testing.TB, bin, dir, listen, site string) string {
+// startNginx runs nginx with the configuration conf, which listens on
+// listen, as docs/forward-auth/nginx.md says: in a prefix directory of its
+// own (-p), where nginx writes every file. -g "daemon off;" keeps it in
+// the foreground, as a service manager would. It returns listen once
+// nginx accepts connections.
+func startNginx(t testing.TB, bin, conf, listen string) string {
 	t.Helper()
-	user := ""
-	if os.Geteuid() == 0 {
-		// The workers would run as nobody, who cannot reach the
-		// cache in the test's temporary directory.
-		user = "user root;\n"
-	}
-	conf := fmt.Sprintf(user+`daemon off;
-worker_processes 1;
-pid %[1]s/nginx.pid;
-error_log %[1]s/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    fastcgi_temp_path %[1]s/fastcgi;
-    uwsgi_temp_path %[1]s/uwsgi;
-    scgi_temp_path %[1]s/scgi;
-%[2]s}
-`, dir, site)
-	path := filepath.Join(dir, "nginx.conf")
-	require.NoError(t, os.WriteFile(path, []byte(conf), 0o644))
-	start(t, "nginx", listen, dials(listen), bin, "-p", dir, "-c", path, "-e", dir+"/error.log")
+	// The prefix, in the temporary directory itself and readable by
+	// all: nginx started as root runs its workers as nobody, who must
+	// reach the cache and the temporary files nginx makes there.
+	dir, err := os.MkdirTemp("", "frontdoor-nginx-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(conf), 0o644))
+	start(t, "nginx", listen, dials(listen), bin, "-p", dir, "-c", "nginx.conf", "-e", "stderr", "-g", "daemon off;")
 	t.Cleanup(func() {
 		if t.Failed() {
 			b, _ := os.ReadFile(filepath.Join(dir, "error.log"))
@@ -328,10 +310,18 @@ func ingressNginx(t testing.TB, upstream, room string) string {
 	a := annotations(t, replace(t, snippet(t, "ingress-nginx"), docIngressRoom, "http://"+room))
 	require.Equal(t, "http://"+room+"/", a["auth-url"])
 	require.Equal(t, "Waiting-Room-Ticket", a["auth-response-headers"])
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(dir, 0o755))
 	listen := "127.0.0.1:" + freePort(t)
-	site := fmt.Sprintf(`server {
+	conf := fmt.Sprintf(`pid nginx.pid;
+error_log error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path client_body_temp;
+    proxy_temp_path proxy_temp;
+    fastcgi_temp_path fastcgi_temp;
+    uwsgi_temp_path uwsgi_temp;
+    scgi_temp_path scgi_temp;
+server {
     listen %[1]s;
 %[2]s
     location = /_external-auth {
@@ -367,8 +357,9 @@ func ingressNginx(t testing.TB, upstream, room string) string {
         proxy_pass http://%[7]s;
     }
 }
+}
 `, listen, a["server-snippet"], room, a["auth-snippet"], a["auth-url"], a["configuration-snippet"], upstream)
-	return startNginx(t, bin, dir, listen, site)
+	return startNginx(t, bin, conf, listen)
 }
 
 // annotations reads the nginx.ingress.kubernetes.io annotations of the
@@ -401,13 +392,19 @@ func annotations(t testing.TB, doc string) map[string]string {
 	return out
 }
 
-// caddy starts Caddy with docs/forward-auth/caddy.md's Caddyfile in front of
-// room and upstream, returning its address.
-func caddy(t testing.TB, bin, site string) string {
+// caddy starts Caddy with docs/forward-auth/caddy/Caddyfile in front of
+// room and upstream, returning its address. The file runs as it is but
+// for its addresses: the site's port, the room's, the application's and
+// the admin endpoint's.
+func caddy(t testing.TB, bin, room, upstream string) string {
 	t.Helper()
 	dir := t.TempDir()
 	port := freePort(t)
-	conf := "{\n\tadmin off\n\tauto_https off\n}\n\n" + strings.Replace(site, docCaddy+" {", "http://127.0.0.1:"+port+" {", 1)
+	conf := fromDocs(t, "caddy/Caddyfile",
+		docCaddy+" {", ":"+port+" {",
+		docRoom, room,
+		docUpstream, upstream,
+		docCaddyAdmin, "127.0.0.1:"+freePort(t))
 	path := filepath.Join(dir, "Caddyfile")
 	require.NoError(t, os.WriteFile(path, []byte(conf), 0o644))
 	addr := "127.0.0.1:" + port
