@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
@@ -632,6 +634,55 @@ func TestVersionLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, versionLine(tc.bi, tc.ok))
+		})
+	}
+}
+
+// The built command exits with run's status (os.Exit in main): -version
+// with 0 and its line on stdout, a usage error with 2, a failure with 1.
+func TestBinaryExitStatus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command; skipped with -short")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH")
+	}
+	bin := filepath.Join(t.TempDir(), "waitingroom")
+	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"-version", []string{"-version"}, exitOK, "waitingroom ", ""},
+		{"unknown flag", []string{"-bogus"}, exitUsage, "", "waitingroom: flag provided but not defined: -bogus"},
+		{"short admin token", []string{"-demo", "-admin-listen", "127.0.0.1:0", "-admin-token", "changeme"}, exitUsage, "",
+			"waitingroom: -admin-token (for -admin-listen): the bearer token is 8 bytes; it must be at least 16\n"},
+		{"address in use", []string{"-demo", "-key", hexKey, "-listen", busy.Addr().String()}, exitFailure, "", "address already in use"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Env = append(os.Environ(), "WAITINGROOM_KEY=", "WAITINGROOM_KEYS=", "WAITINGROOM_ADMIN_TOKEN=", "WAITINGROOM_STORE=", "WAITINGROOM_PASS_SECRET=")
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tc.code, code, "stderr: %s", stderr.String())
+			assert.True(t, strings.HasPrefix(stdout.String(), tc.stdout), "stdout: %q", stdout.String())
+			assert.Contains(t, stderr.String(), tc.stderr)
 		})
 	}
 }
