@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -25,6 +26,9 @@ func (o *options) check(set map[string]bool) error {
 		return err
 	}
 	if err := o.checkUpstream(set); err != nil {
+		return err
+	}
+	if err := o.checkAddresses(); err != nil {
 		return err
 	}
 	if o.syncInterval <= 0 {
@@ -110,6 +114,25 @@ func (o *options) checkUpstream(set map[string]bool) error {
 		return usage("%s %q: want %s or %s", o.label("host"), o.host, hostOriginal, hostUpstream)
 	case o.upstream == "" && set["host"]:
 		return usage("%s applies to an upstream only, not to -demo or -forward-auth", o.label("host"))
+	}
+	return nil
+}
+
+// checkAddresses checks that -listen and -admin-listen are host:port
+// addresses: one that is not is a usage error, where one that cannot be
+// listened on (taken, not this host's) fails when the proxy starts.
+func (o *options) checkAddresses() error {
+	for _, a := range []struct{ id, addr string }{{"listen", o.listen}, {"admin-listen", o.adminListen}} {
+		if a.addr == "" && a.id == "admin-listen" {
+			continue
+		}
+		_, port, err := net.SplitHostPort(a.addr)
+		if err == nil {
+			_, err = net.LookupPort("tcp", port)
+		}
+		if err != nil {
+			return usage("%s %q: want host:port, such as 127.0.0.1:8080 or :8080: %v", o.label(a.id), a.addr, err)
+		}
 	}
 	return nil
 }

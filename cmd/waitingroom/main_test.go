@@ -553,6 +553,8 @@ func TestExitStatus(t *testing.T) {
 		{name: "pass longer than the sync allows", args: []string{"-forward-auth", "-front-door", "nginx", "-key", hexKey, "-listen", "127.0.0.1:0", "-sync-interval", "4s"}, env: map[string]string{"WAITINGROOM_PASS_SECRET": "cmd-pass-secret-0123456789"}, code: exitUsage, stderr: "waitingroom: -pass-duration and -sync-interval: Pass.Duration 2s and SyncInterval 4s: a revoke would hold the visitor's slot"},
 		{name: "template that does not exist", args: append([]string{"-template", filepath.Join(dir, "none.mustache")}, demo...), code: exitUsage, stderr: "waitingroom: -template: open "},
 
+		{name: "not an address", args: []string{"-demo", "-key", hexKey, "-listen", "8080"}, code: exitUsage, stderr: `waitingroom: -listen "8080": want host:port`},
+		{name: "not a port", args: append([]string{"-admin-listen", "127.0.0.1:99999", "-admin-token", token}, demo...), code: exitUsage, stderr: `waitingroom: -admin-listen "127.0.0.1:99999": want host:port`},
 		{name: "store cannot be reached", args: append([]string{"-store", "redis://" + closedAddr + "/0"}, demo...), code: exitFailure, stderr: "waitingroom: store redis://" + closedAddr + "/0: first sync failed"},
 		{name: "address in use", args: []string{"-demo", "-key", hexKey, "-listen", busy.Addr().String()}, code: exitFailure, stderr: "waitingroom: listen tcp " + busy.Addr().String()},
 		{name: "admin address in use", args: append([]string{"-admin-listen", busy.Addr().String(), "-admin-token", token}, demo...), code: exitFailure, stderr: "waitingroom: admin: listen tcp " + busy.Addr().String()},
