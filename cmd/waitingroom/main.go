@@ -11,7 +11,7 @@
 //
 // The demo command (cmd/waitingroom/demo) is that demo alone, without the
 // stores' drivers, the metrics and the rest of the proxy, so that its
-// first build takes seconds where the proxy's compiles every driver.
+// first build is a fraction of the proxy's, which compiles every driver.
 //
 // waitingroom -h (or -help, --help) prints every flag with its default to
 // standard output and exits with status 0, as -version does with the
