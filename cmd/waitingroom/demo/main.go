@@ -47,11 +47,11 @@ func main() {
 // settings are the demo's flags: those of the proxy that shape what the
 // demo shows, with the proxy's defaults.
 type settings struct {
-	listen             string
-	total, perMinute   int
-	session, refresh   time.Duration
-	method             string
-	negotiateLanguages bool
+	listen            string
+	total, perMinute  int
+	session, refresh  time.Duration
+	method            string
+	negotiateLanguage bool
 }
 
 func flags(s *settings) *flag.FlagSet {
@@ -62,7 +62,7 @@ func flags(s *settings) *flag.FlagSet {
 	fs.DurationVar(&s.session, "session-duration", waitingroom.DefaultSessionDuration, "how long an admitted visitor stays active after their latest request")
 	fs.DurationVar(&s.refresh, "refresh-interval", waitingroom.DefaultRefreshInterval, "how often waiting visitors get a chance")
 	fs.StringVar(&s.method, "queueing-method", "fifo", "fifo, random, passthrough or reject")
-	fs.BoolVar(&s.negotiateLanguages, "negotiate-language", true, "let each visitor's Accept-Language choose the page's language")
+	fs.BoolVar(&s.negotiateLanguage, "negotiate-language", true, "let each visitor's Accept-Language choose the page's language")
 	return fs
 }
 
@@ -72,7 +72,7 @@ func flags(s *settings) *flag.FlagSet {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) int {
 	var s settings
 	fs := flags(&s)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
@@ -80,6 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 			fs.PrintDefaults()
 			return 0
 		}
+		fmt.Fprintln(stderr, "demo:", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -96,7 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		SessionDuration:   s.session,
 		RefreshInterval:   s.refresh,
 		QueueingMethod:    waitingroom.QueueingMethod(s.method),
-		NegotiateLanguage: s.negotiateLanguages,
+		NegotiateLanguage: s.negotiateLanguage,
 		Keys:              [][]byte{key},
 		Logger:            log,
 	}, memstore.New())

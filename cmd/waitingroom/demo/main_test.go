@@ -104,6 +104,9 @@ func TestExitStatus(t *testing.T) {
 			assert.Equal(t, tc.code, run(t.Context(), tc.args, &stdout, &stderr, nil))
 			assert.Contains(t, stdout.String(), tc.stdout)
 			assert.Contains(t, stderr.String(), tc.stderr)
+			if tc.code == 0 {
+				assert.Empty(t, stderr.String())
+			}
 		})
 	}
 }
