@@ -8,8 +8,11 @@
 // It is waitingroom -demo (cmd/waitingroom) without the rest of the
 // proxy: no store but memory, no config file, no admin address, no
 // forward-auth. It links none of the stores' drivers (SQLite's alone is
-// most of the proxy's first build), so that it builds well within a
-// minute on a machine that has never built the project.
+// most of the proxy's first build) and none of the metrics, so that its
+// first build, on a machine that has never built the project, takes a
+// third of the proxy's: 60 CPU-seconds against 180 on this project's
+// 2-core machine, most of it the standard library's (a program of
+// net/http alone takes 54).
 //
 // The cookie key is random, for this process only. The built-in page
 // speaks each visitor's language (Accept-Language). /active, outside the
