@@ -91,7 +91,7 @@ func admittedCrowd(b *testing.B, cfg Config, st store.Store, n int) *crowd {
 	b.Helper()
 	reissue := min(time.Minute, cfg.SessionDuration/5)
 	if cfg.SessionDuration == 0 {
-		reissue = min(time.Minute, DefaultSessionDuration/5)
+		reissue = min(time.Minute, defaultSessionDuration/5)
 	}
 	clk := testclock.New(time.Now().Add(-reissue))
 	cfg.Now, cfg.SyncInterval, cfg.QueueingMethod = clk.Now, -1, Passthrough

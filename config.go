@@ -67,27 +67,25 @@ const (
 
 // Defaults and bounds of Config fields.
 const (
-	DefaultSessionDuration = 5 * time.Minute
-	MinSessionDuration     = time.Minute
-	MaxSessionDuration     = 30 * time.Minute
-	DefaultRefreshInterval = 20 * time.Second
-	MinRefreshInterval     = time.Second
-	MaxRefreshInterval     = 5 * time.Minute
-	DefaultRefreshJitter   = 0.1
-	DefaultQueueHold       = 5 * time.Minute
-	DefaultSyncInterval    = time.Second
-	DefaultCookieName      = "__waitingroom"
-	DefaultJSONKey         = "waitingRoom"
-	DefaultLanguage        = "en"
+	defaultSessionDuration = 5 * time.Minute
+	minSessionDuration     = time.Minute
+	maxSessionDuration     = 30 * time.Minute
+	defaultRefreshInterval = 20 * time.Second
+	minRefreshInterval     = time.Second
+	maxRefreshInterval     = 5 * time.Minute
+	defaultRefreshJitter   = 0.1
+	defaultQueueHold       = 5 * time.Minute
+	defaultSyncInterval    = time.Second
+	defaultCookieName      = "__waitingroom"
+	defaultJSONKey         = "waitingRoom"
+	defaultLanguage        = "en"
 )
 
-// MaxLimit is the largest value either limit, TotalActiveUsers or
-// NewUsersPerMinute, may take: in a Config, in Settings (Room.Update and
-// the admin API) and in an Event. New, Room.Update and the admin API refuse
-// a larger one with an error wrapping ErrInvalidConfig. It is 2³¹ − 1,
-// about two billion visitors, which leaves the room's arithmetic on
-// visitor counts far from overflowing.
-const MaxLimit = 1<<31 - 1
+// maxLimit is the largest value either limit, TotalActiveUsers or
+// NewUsersPerMinute, may take: in a Config, in Settings and in an Event.
+// 2³¹ − 1 leaves the room's arithmetic on visitor counts far from
+// overflowing.
+const maxLimit = 1<<31 - 1
 
 // Config configures a Room. The zero value of every optional field means
 // its documented default. New copies the Config; changing it afterwards has
@@ -98,10 +96,10 @@ type Config struct {
 	Name string
 
 	// TotalActiveUsers is the most visitors admitted and active at once.
-	// Required, > 0 and ≤ MaxLimit.
+	// Required, > 0 and ≤ 2³¹ − 1 (about two billion visitors).
 	TotalActiveUsers int
 	// NewUsersPerMinute is the most visitors admitted in any minute.
-	// Required, > 0 and ≤ TotalActiveUsers (so ≤ MaxLimit).
+	// Required, > 0 and ≤ TotalActiveUsers.
 	NewUsersPerMinute int
 
 	// SessionDuration is how long an admitted visitor stays active after
@@ -277,7 +275,7 @@ type Config struct {
 // room runs (Room.Update): every one a visitor's experience depends on.
 // They live in the shared state, so every instance follows a change at its
 // next sync. Each field takes the values, within the bounds, of the Config
-// field of the same name (the limits at most MaxLimit); for the last four,
+// field of the same name (the limits at most 2³¹ − 1); for the last four,
 // the zero value means the default, as in a Config.
 type Settings struct {
 	QueueingMethod    QueueingMethod `json:"queueingMethod"`
@@ -288,8 +286,8 @@ type Settings struct {
 	// Events are the scheduled events, sorted by start; no two overlap.
 	Events []Event `json:"events,omitempty"`
 
-	// SessionDuration, in nanoseconds in JSON: 0 means
-	// DefaultSessionDuration. A change applies to sessions under way:
+	// SessionDuration, in nanoseconds in JSON: 0 means the default, 5
+	// minutes. A change applies to sessions under way:
 	// shortened, a session whose latest request is further back than the
 	// new duration is over.
 	SessionDuration time.Duration `json:"sessionDuration,omitempty"`
@@ -317,10 +315,10 @@ func (s *Settings) validate() error { return s.validateWith(parseTemplate) }
 func (s *Settings) validateWith(parse func(string) error) error {
 	for _, e := range s.Events {
 		switch {
-		case e.TotalActiveUsers > MaxLimit:
-			return invalid("event %q: TotalActiveUsers must be at most MaxLimit (%d), got %d", e.Name, MaxLimit, e.TotalActiveUsers)
-		case e.NewUsersPerMinute > MaxLimit:
-			return invalid("event %q: NewUsersPerMinute must be at most MaxLimit (%d), got %d", e.Name, MaxLimit, e.NewUsersPerMinute)
+		case e.TotalActiveUsers > maxLimit:
+			return invalid("event %q: TotalActiveUsers must be at most %d, got %d", e.Name, maxLimit, e.TotalActiveUsers)
+		case e.NewUsersPerMinute > maxLimit:
+			return invalid("event %q: NewUsersPerMinute must be at most %d, got %d", e.Name, maxLimit, e.NewUsersPerMinute)
 		}
 	}
 	if err := validateEvents(s.Events, parse); err != nil {
@@ -331,8 +329,8 @@ func (s *Settings) validateWith(parse func(string) error) error {
 	default:
 		return invalid("QueueingStatusCode must be 200, 202 or 429, got %d", s.QueueingStatusCode)
 	}
-	if d := s.SessionDuration; d != 0 && (d < MinSessionDuration || d > MaxSessionDuration) {
-		return invalid("SessionDuration must be between %v and %v, got %v", MinSessionDuration, MaxSessionDuration, d)
+	if d := s.SessionDuration; d != 0 && (d < minSessionDuration || d > maxSessionDuration) {
+		return invalid("SessionDuration must be between %v and %v, got %v", minSessionDuration, maxSessionDuration, d)
 	}
 	if s.Template != "" {
 		if err := parse(s.Template); err != nil {
@@ -349,10 +347,10 @@ func (s *Settings) validateWith(parse func(string) error) error {
 		return invalid("TotalActiveUsers must be > 0, got %d", s.TotalActiveUsers)
 	case s.NewUsersPerMinute <= 0:
 		return invalid("NewUsersPerMinute must be > 0, got %d", s.NewUsersPerMinute)
-	case s.TotalActiveUsers > MaxLimit:
-		return invalid("TotalActiveUsers must be at most MaxLimit (%d), got %d", MaxLimit, s.TotalActiveUsers)
-	case s.NewUsersPerMinute > MaxLimit:
-		return invalid("NewUsersPerMinute must be at most MaxLimit (%d), got %d", MaxLimit, s.NewUsersPerMinute)
+	case s.TotalActiveUsers > maxLimit:
+		return invalid("TotalActiveUsers must be at most %d, got %d", maxLimit, s.TotalActiveUsers)
+	case s.NewUsersPerMinute > maxLimit:
+		return invalid("NewUsersPerMinute must be at most %d, got %d", maxLimit, s.NewUsersPerMinute)
 	case s.NewUsersPerMinute > s.TotalActiveUsers:
 		return invalid("NewUsersPerMinute (%d) must not exceed TotalActiveUsers (%d)", s.NewUsersPerMinute, s.TotalActiveUsers)
 	}
@@ -369,7 +367,7 @@ func (s *Settings) hash() uint64 {
 // sessionDuration is the session's length in ms.
 func (s *Settings) sessionDuration() int64 {
 	if s.SessionDuration == 0 {
-		return DefaultSessionDuration.Milliseconds()
+		return defaultSessionDuration.Milliseconds()
 	}
 	return s.SessionDuration.Milliseconds()
 }
@@ -425,27 +423,27 @@ func (c Config) normalize() (Config, error) {
 		c.ChallengeVerifier = &h
 	}
 	if c.SessionDuration == 0 {
-		c.SessionDuration = DefaultSessionDuration
+		c.SessionDuration = defaultSessionDuration
 	}
-	if c.SessionDuration < MinSessionDuration || c.SessionDuration > MaxSessionDuration {
-		return c, invalid("SessionDuration must be between %v and %v, got %v", MinSessionDuration, MaxSessionDuration, c.SessionDuration)
+	if c.SessionDuration < minSessionDuration || c.SessionDuration > maxSessionDuration {
+		return c, invalid("SessionDuration must be between %v and %v, got %v", minSessionDuration, maxSessionDuration, c.SessionDuration)
 	}
 	if c.RefreshInterval == 0 {
-		c.RefreshInterval = DefaultRefreshInterval
+		c.RefreshInterval = defaultRefreshInterval
 	}
-	if c.RefreshInterval < MinRefreshInterval || c.RefreshInterval > MaxRefreshInterval {
-		return c, invalid("RefreshInterval must be between %v and %v, got %v", MinRefreshInterval, MaxRefreshInterval, c.RefreshInterval)
+	if c.RefreshInterval < minRefreshInterval || c.RefreshInterval > maxRefreshInterval {
+		return c, invalid("RefreshInterval must be between %v and %v, got %v", minRefreshInterval, maxRefreshInterval, c.RefreshInterval)
 	}
 	switch {
 	case c.RefreshJitter == 0:
-		c.RefreshJitter = DefaultRefreshJitter
+		c.RefreshJitter = defaultRefreshJitter
 	case c.RefreshJitter < 0:
 		c.RefreshJitter = 0
 	case c.RefreshJitter > 0.5:
 		return c, invalid("RefreshJitter must be at most 0.5, got %v", c.RefreshJitter)
 	}
 	if c.QueueHold == 0 {
-		c.QueueHold = DefaultQueueHold
+		c.QueueHold = defaultQueueHold
 	}
 	if c.QueueHold < 2*c.RefreshInterval {
 		return c, invalid("QueueHold (%v) must be at least twice RefreshInterval (%v)", c.QueueHold, c.RefreshInterval)
@@ -454,7 +452,7 @@ func (c Config) normalize() (Config, error) {
 		c.QueueingStatusCode = http.StatusOK
 	}
 	if c.CookieName == "" {
-		c.CookieName = DefaultCookieName
+		c.CookieName = defaultCookieName
 	}
 	if !cookieNameRE.MatchString(c.CookieName) {
 		return c, invalid("CookieName %q is not a valid cookie name", c.CookieName)
@@ -472,11 +470,11 @@ func (c Config) normalize() (Config, error) {
 		return c, invalid("CookieSameSite None requires a Secure cookie (set HTTPS or CookieSecure: SecureAlways)")
 	}
 	if len(c.Keys) == 0 {
-		return c, invalid("Keys is required: at least one key of %d or more random bytes", MinKeyLen)
+		return c, invalid("Keys is required: at least one key of %d or more random bytes", minKeyLen)
 	}
 	for i, k := range c.Keys {
-		if len(k) < MinKeyLen {
-			return c, invalid("Keys[%d] is %d bytes; keys must be at least %d", i, len(k), MinKeyLen)
+		if len(k) < minKeyLen {
+			return c, invalid("Keys[%d] is %d bytes; keys must be at least %d", i, len(k), minKeyLen)
 		}
 	}
 	keys := make([][]byte, len(c.Keys))
@@ -485,16 +483,16 @@ func (c Config) normalize() (Config, error) {
 	}
 	c.Keys = keys
 	if c.JSONKey == "" {
-		c.JSONKey = DefaultJSONKey
+		c.JSONKey = defaultJSONKey
 	}
 	if c.Language == "" {
-		c.Language = DefaultLanguage
+		c.Language = defaultLanguage
 	}
 	if !template.Supported(c.Language) {
 		return c, invalid("Language %q is not one of %v", c.Language, template.Languages())
 	}
 	if c.SyncInterval == 0 {
-		c.SyncInterval = DefaultSyncInterval
+		c.SyncInterval = defaultSyncInterval
 	}
 	for i, r := range c.Bypass {
 		if r.match == nil {
@@ -547,7 +545,7 @@ func (c *Config) settings() Settings {
 		Template:              c.Template,
 		Challenge:             cloneChallenge(c.Challenge),
 	}
-	if s.SessionDuration == DefaultSessionDuration {
+	if s.SessionDuration == defaultSessionDuration {
 		s.SessionDuration = 0
 	}
 	if s.QueueingStatusCode == http.StatusOK {

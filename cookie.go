@@ -17,8 +17,8 @@ import (
 	"golang.org/x/crypto/hkdf"
 )
 
-// MinKeyLen is the minimum length, in bytes, of every key in Config.Keys.
-const MinKeyLen = 32
+// minKeyLen is the minimum length, in bytes, of every key in Config.Keys.
+const minKeyLen = 32
 
 // maxCookieLen bounds the cookie values the codec looks at. A valid cookie
 // is far shorter; anything longer is treated as no cookie at all.

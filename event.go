@@ -92,8 +92,8 @@ func (e *Event) validate(parse func(string) error) error {
 		return invalid("event %q: set TotalActiveUsers and NewUsersPerMinute together", name)
 	case e.TotalActiveUsers < 0 || e.NewUsersPerMinute < 0 || e.NewUsersPerMinute > e.TotalActiveUsers:
 		return invalid("event %q: limits must be > 0 with NewUsersPerMinute ≤ TotalActiveUsers", name)
-	case e.SessionDuration != 0 && (e.SessionDuration < MinSessionDuration || e.SessionDuration > MaxSessionDuration):
-		return invalid("event %q: SessionDuration must be between %v and %v", name, MinSessionDuration, MaxSessionDuration)
+	case e.SessionDuration != 0 && (e.SessionDuration < minSessionDuration || e.SessionDuration > maxSessionDuration):
+		return invalid("event %q: SessionDuration must be between %v and %v", name, minSessionDuration, maxSessionDuration)
 	case e.QueueingMethod != "" && !e.QueueingMethod.valid():
 		return invalid("event %q: unknown QueueingMethod %q", name, e.QueueingMethod)
 	}

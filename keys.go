@@ -21,7 +21,7 @@ import (
 // it, they are an error. Base64 is decoded strictly: a key has one
 // spelling, and the unused bits of a last character must be zero.
 //
-// The decoded key must be at least MinKeyLen bytes. Errors begin with
+// The decoded key must be at least 32 bytes. Errors begin with
 // "waitingroom: " and never repeat the key or any part of it.
 //
 // ParseKey keeps no state and is safe for concurrent use.
@@ -97,8 +97,8 @@ func parseKey(s string) ([]byte, error) {
 			return nil, errors.New("neither hex nor base64")
 		}
 	}
-	if len(b) < MinKeyLen {
-		return nil, fmt.Errorf("%d bytes; a key must be at least %d (MinKeyLen)", len(b), MinKeyLen)
+	if len(b) < minKeyLen {
+		return nil, fmt.Errorf("%d bytes; a key must be at least %d", len(b), minKeyLen)
 	}
 	return b, nil
 }

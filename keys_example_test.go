@@ -59,7 +59,7 @@ func ExampleParseKey_errors() {
 	}
 	// Output:
 	// waitingroom: key: empty
-	// waitingroom: key: 16 bytes; a key must be at least 32 (MinKeyLen)
+	// waitingroom: key: 16 bytes; a key must be at least 32
 	// waitingroom: key: 33 hex digits, an odd number
 	// waitingroom: key: white space inside the key
 	// waitingroom: key: neither hex nor base64

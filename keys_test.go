@@ -29,7 +29,7 @@ var keyErrors = regexp.MustCompile(`^waitingroom: key( \d+ of \d+)?: (` +
 	`\d+ hex digits, an odd number|` +
 	`hex with a 0x prefix; write the digits alone|` +
 	`neither hex nor base64|` +
-	`\d+ bytes; a key must be at least 32 \(MinKeyLen\))$`)
+	`\d+ bytes; a key must be at least 32)$`)
 
 func TestParseKey(t *testing.T) {
 	key := testKeyBytes(0, 32)     // 000102…1f
@@ -70,8 +70,8 @@ func TestParseKey(t *testing.T) {
 		{"a line break inside base64", rawStd[:20] + "\n" + rawStd[20:], nil, "white space inside the key"},
 		{"odd hex", hexKey[:63], nil, "63 hex digits, an odd number"},
 		{"one hex digit", "a", nil, "1 hex digits, an odd number"},
-		{"short hex", hexKey[:62], nil, "31 bytes; a key must be at least 32 (MinKeyLen)"},
-		{"short base64", base64.StdEncoding.EncodeToString(key[:16]), nil, "16 bytes; a key must be at least 32 (MinKeyLen)"},
+		{"short hex", hexKey[:62], nil, "31 bytes; a key must be at least 32"},
+		{"short base64", base64.StdEncoding.EncodeToString(key[:16]), nil, "16 bytes; a key must be at least 32"},
 		{"0x prefix", "0x" + hexKey, nil, "hex with a 0x prefix; write the digits alone"},
 		{"neither", "!!not-a-key!!", nil, "neither hex nor base64"},
 		{"both base64 alphabets", "+" + base64.RawURLEncoding.EncodeToString(high)[1:] + "_", nil, "neither hex nor base64"},
@@ -119,8 +119,8 @@ func TestParseKeys(t *testing.T) {
 		{"a blank entry", h1 + ", ," + b2, nil, "waitingroom: key 2 of 3: empty"},
 		{"a trailing comma", h1 + ",", nil, "waitingroom: key 2 of 2: empty"},
 		{"a leading comma", "," + h1, nil, "waitingroom: key 1 of 2: empty"},
-		{"a short key", h1 + "," + short, nil, "waitingroom: key 2 of 2: 16 bytes; a key must be at least 32 (MinKeyLen)"},
-		{"a short key alone", short, nil, "waitingroom: key: 16 bytes; a key must be at least 32 (MinKeyLen)"},
+		{"a short key", h1 + "," + short, nil, "waitingroom: key 2 of 2: 16 bytes; a key must be at least 32"},
+		{"a short key alone", short, nil, "waitingroom: key: 16 bytes; a key must be at least 32"},
 		{"odd hex", h1 + "," + h1[1:], nil, "waitingroom: key 2 of 2: 63 hex digits, an odd number"},
 		{"white space inside", h1 + "," + b2[:10] + " " + b2[10:], nil, "waitingroom: key 2 of 2: white space inside the key"},
 		{"a semicolon", h1 + ";" + b2, nil, "waitingroom: key: neither hex nor base64"},
@@ -167,9 +167,9 @@ func FuzzParseKey(f *testing.F) {
 			require.Nil(t, b)
 			require.Regexp(t, keyErrors, err.Error())
 		} else {
-			// A key accepted has MinKeyLen bytes or more, and the text was
+			// A key accepted has 32 bytes or more, and the text was
 			// its one spelling in one of the encodings.
-			require.GreaterOrEqual(t, len(b), MinKeyLen)
+			require.GreaterOrEqual(t, len(b), minKeyLen)
 			in := strings.TrimSpace(s)
 			if isHex(in) {
 				require.Equal(t, strings.ToLower(in), hex.EncodeToString(b))
@@ -199,7 +199,7 @@ func FuzzParseKey(f *testing.F) {
 		// s's bytes as a key: every encoding of it reads back as it, but
 		// for the base64 spellings made of hex digits only, read as hex.
 		raw := []byte(s)
-		if len(raw) < MinKeyLen {
+		if len(raw) < minKeyLen {
 			return
 		}
 		for _, text := range []string{hex.EncodeToString(raw), strings.ToUpper(hex.EncodeToString(raw))} {
@@ -212,7 +212,7 @@ func FuzzParseKey(f *testing.F) {
 			got, err := ParseKey(" " + text + "\n")
 			if isHex(text) { // hex digits only: read as hex, as documented
 				want, _ := hex.DecodeString(text)
-				if len(text)%2 == 1 || len(want) < MinKeyLen {
+				if len(text)%2 == 1 || len(want) < minKeyLen {
 					require.Error(t, err)
 				} else {
 					require.NoError(t, err)

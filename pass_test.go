@@ -262,7 +262,7 @@ func TestPassRevokeHoldsTheSlot(t *testing.T) {
 }
 
 func (b passBrowser) ticketID(t *testing.T) uint64 {
-	tk, ok := nginxPass(b.pass, DefaultCookieName+"_launch", testPassSecret, 0)
+	tk, ok := nginxPass(b.pass, defaultCookieName+"_launch", testPassSecret, 0)
 	require.True(t, ok)
 	p, ok := ParseTicket(tk)
 	require.True(t, ok)

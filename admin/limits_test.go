@@ -23,7 +23,8 @@ import (
 // through the admin API's PATCH /settings, as the room's limits or as an
 // event's.
 func TestLimitsAboveMaxLimit(t *testing.T) {
-	over := waitingroom.MaxLimit
+	const maxLimit = 1<<31 - 1 // the largest limit a room takes
+	over := maxLimit
 	over++ // an int, so that this compiles everywhere; on 32-bit platforms it wraps, and is refused all the same
 	start := testclock.Start
 	event := func(total, perMinute int) []waitingroom.Event {
@@ -35,16 +36,16 @@ func TestLimitsAboveMaxLimit(t *testing.T) {
 		events           []waitingroom.Event
 		want             string // the error; "" for limits that must work
 	}{
-		{"at MaxLimit", waitingroom.MaxLimit, waitingroom.MaxLimit, nil, ""},
-		{"rate below MaxLimit", waitingroom.MaxLimit, 1, nil, ""},
-		{"an event at MaxLimit", 10, 10, event(waitingroom.MaxLimit, waitingroom.MaxLimit), ""},
-		{"total above", over, 10, nil, "TotalActiveUsers must be at most MaxLimit (2147483647), got 2147483648"},
-		{"total at MaxInt", math.MaxInt, 10, nil, "TotalActiveUsers must be at most MaxLimit"},
-		{"both at MaxInt", math.MaxInt, math.MaxInt, nil, "TotalActiveUsers must be at most MaxLimit"},
-		{"rate above", waitingroom.MaxLimit, over, nil, "NewUsersPerMinute must be at most MaxLimit (2147483647), got 2147483648"},
-		{"event total above", 10, 10, event(over, 10), `event "drop": TotalActiveUsers must be at most MaxLimit`},
-		{"event at MaxInt", 10, 10, event(math.MaxInt, math.MaxInt), `event "drop": TotalActiveUsers must be at most MaxLimit`},
-		{"event rate above", 10, 10, event(waitingroom.MaxLimit, over), `event "drop": NewUsersPerMinute must be at most MaxLimit`},
+		{"at MaxLimit", maxLimit, maxLimit, nil, ""},
+		{"rate below MaxLimit", maxLimit, 1, nil, ""},
+		{"an event at MaxLimit", 10, 10, event(maxLimit, maxLimit), ""},
+		{"total above", over, 10, nil, "TotalActiveUsers must be at most 2147483647, got 2147483648"},
+		{"total at MaxInt", math.MaxInt, 10, nil, "TotalActiveUsers must be at most 2147483647"},
+		{"both at MaxInt", math.MaxInt, math.MaxInt, nil, "TotalActiveUsers must be at most 2147483647"},
+		{"rate above", maxLimit, over, nil, "NewUsersPerMinute must be at most 2147483647, got 2147483648"},
+		{"event total above", 10, 10, event(over, 10), `event "drop": TotalActiveUsers must be at most 2147483647`},
+		{"event at MaxInt", 10, 10, event(math.MaxInt, math.MaxInt), `event "drop": TotalActiveUsers must be at most 2147483647`},
+		{"event rate above", 10, 10, event(maxLimit, over), `event "drop": NewUsersPerMinute must be at most 2147483647`},
 	} {
 		// admits reports whether a new visitor gets in after a sync.
 		admits := func(f *adminFixture) bool {

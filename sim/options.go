@@ -200,10 +200,10 @@ type Options struct {
 	// Default 300.
 	NewUsersPerMinute int
 	// SessionDuration is the room's session duration. Default the room's
-	// (waitingroom.DefaultSessionDuration).
+	// (5 minutes).
 	SessionDuration time.Duration
 	// RefreshInterval is the room's refresh interval. Default the room's
-	// (waitingroom.DefaultRefreshInterval).
+	// (20 seconds).
 	RefreshInterval time.Duration
 	// Configure, if set, changes each instance's Config before New, for
 	// fields Options has none for (QueueHold, RefreshJitter, a template...).
@@ -325,7 +325,7 @@ func (o *Options) fillCrowd() {
 // often they sync, the room's name, method and limits.
 func (o *Options) fillRoom() {
 	if o.SyncInterval == 0 {
-		o.SyncInterval = waitingroom.DefaultSyncInterval
+		o.SyncInterval = time.Second
 	}
 	if o.Instances == 0 {
 		o.Instances = 1
@@ -343,10 +343,10 @@ func (o *Options) fillRoom() {
 		o.NewUsersPerMinute = DefaultNewUsersPerMinute
 	}
 	if o.SessionDuration == 0 {
-		o.SessionDuration = waitingroom.DefaultSessionDuration
+		o.SessionDuration = 5 * time.Minute
 	}
 	if o.RefreshInterval == 0 {
-		o.RefreshInterval = waitingroom.DefaultRefreshInterval
+		o.RefreshInterval = 20 * time.Second
 	}
 }
 

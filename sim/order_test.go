@@ -32,7 +32,7 @@ func TestFIFOOrderAtMinuteBoundaries(t *testing.T) {
 					Method:            waitingroom.FIFO,
 					NewUsersPerMinute: perMinute,
 				})
-				slack := time.Duration(float64(waitingroom.DefaultRefreshInterval)*(1+waitingroom.DefaultRefreshJitter)) + 2*time.Second
+				slack := 24 * time.Second // the longest jittered refresh interval, 22 s, and 2 s
 				vs := res.VisitorRecords
 				var inversions int
 				for i := range vs {

@@ -157,14 +157,14 @@ func newRun(o Options) (*run, error) {
 	r.method = cmp.Or(cfg.QueueingMethod, waitingroom.FIFO)
 	r.challenged = cfg.Challenge != nil && cfg.Challenge.Kind != challenge.Off
 	r.total, r.per = cfg.TotalActiveUsers, cfg.NewUsersPerMinute
-	session := cmp.Or(cfg.SessionDuration, waitingroom.DefaultSessionDuration)
+	session := cmp.Or(cfg.SessionDuration, 5*time.Minute)
 	r.sessMs = session.Milliseconds()
 	r.replayFor = cmp.Or(o.ReplayFor, session).Milliseconds()
 
 	// Requests are due at most a refresh interval (≤ 5 minutes, jittered
 	// by ≤ 50 %), a browsing step or a spamming step ahead.
 	ahead := max(
-		int64(waitingroom.MaxRefreshInterval/time.Second)*3/2,
+		300*3/2,
 		int64(o.BrowseEvery/time.Second),
 		int64(o.SpamEvery/time.Second),
 	) + int64(max(o.Latency, 0)/time.Second) + 3

@@ -285,8 +285,8 @@ func (o *options) checkRoom(set map[string]bool) error {
 	if o.perMinute > o.total {
 		return usage("%s (%d) must not exceed %s (%d)", o.label("new-users-per-minute"), o.perMinute, o.label("total-active-users"), o.total)
 	}
-	refresh := cmp.Or(o.refresh, waitingroom.DefaultRefreshInterval)
-	if hold := cmp.Or(o.queueHold, waitingroom.DefaultQueueHold); hold < 2*refresh {
+	refresh := cmp.Or(o.refresh, 20*time.Second)
+	if hold := cmp.Or(o.queueHold, 5*time.Minute); hold < 2*refresh {
 		if _, ok := o.from["queueHold"]; !ok {
 			return usage("%s (%v) is more than half the default queue hold (%v): set queueHold in a config file to at least twice it",
 				o.label("refresh-interval"), refresh, hold)

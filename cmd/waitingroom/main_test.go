@@ -323,13 +323,14 @@ func TestAdminAddress(t *testing.T) {
 // TestLimitFlags: a limit given alone, on the command line or in the
 // config file, keeps the other at its default (200) where that fits and
 // moves it just as far as new-users-per-minute ≤ total-active-users needs
-// otherwise; any pair up to waitingroom.MaxLimit that the room accepts is
+// otherwise; any pair up to 2³¹ − 1 that the room accepts is
 // accepted; two limits given that do not fit together, and limits beyond
-// MaxLimit, are refused with the setting named.
+// 2³¹ − 1, are refused with the setting named.
 func TestLimitFlags(t *testing.T) {
 	noEnv(t)
-	maxLimit := strconv.Itoa(waitingroom.MaxLimit)
-	over := strconv.Itoa(waitingroom.MaxLimit + 1)
+	const limit = 1<<31 - 1 // the largest limit a room takes
+	maxLimit := strconv.Itoa(limit)
+	over := strconv.Itoa(limit + 1)
 	for _, tc := range []struct {
 		name             string
 		args             []string
@@ -345,22 +346,22 @@ func TestLimitFlags(t *testing.T) {
 		{"rate alone, below the default total", []string{"-new-users-per-minute", "50"}, "", 200, 50, ""},
 		{"rate alone, above the default total", []string{"-new-users-per-minute", "500"}, "", 500, 500, ""},
 		{"large pair", []string{"-total-active-users", "2000000000", "-new-users-per-minute", "2000000000"}, "", 2000000000, 2000000000, ""},
-		{"both at MaxLimit", []string{"-total-active-users", maxLimit, "-new-users-per-minute", maxLimit}, "", waitingroom.MaxLimit, waitingroom.MaxLimit, ""},
+		{"both at MaxLimit", []string{"-total-active-users", maxLimit, "-new-users-per-minute", maxLimit}, "", limit, limit, ""},
 		{"large rate alone", []string{"-new-users-per-minute", "2000000000"}, "", 2000000000, 2000000000, ""},
 		{"total alone in the file", nil, "totalActiveUsers: 100\n", 100, 100, ""},
 		{"rate alone in the file", nil, "newUsersPerMinute: 1000\n", 1000, 1000, ""},
 		{"total in the file, rate by flag", []string{"-new-users-per-minute", "50"}, "totalActiveUsers: 100\n", 100, 50, ""},
 		{"rate in the file, total by flag", []string{"-total-active-users", "1000"}, "newUsersPerMinute: 500\n", 1000, 500, ""},
-		{"large pair in the file", nil, "totalActiveUsers: " + maxLimit + "\nnewUsersPerMinute: " + maxLimit + "\n", waitingroom.MaxLimit, waitingroom.MaxLimit, ""},
+		{"large pair in the file", nil, "totalActiveUsers: " + maxLimit + "\nnewUsersPerMinute: " + maxLimit + "\n", limit, limit, ""},
 
 		{"rate above total", []string{"-total-active-users", "1", "-new-users-per-minute", "2"}, "", 0, 0, "-new-users-per-minute (2) must not exceed -total-active-users (1)"},
 		{"rate above total, both in the file", nil, "totalActiveUsers: 10\nnewUsersPerMinute: 20\n", 0, 0, "$FILE:2:20: newUsersPerMinute (20) must not exceed $FILE:1:19: totalActiveUsers (10)"},
 		{"rate by flag above the file's total", []string{"-new-users-per-minute", "20"}, "totalActiveUsers: 10\n", 0, 0, "-new-users-per-minute (20) must not exceed $FILE:1:19: totalActiveUsers (10)"},
 		{"total zero", []string{"-total-active-users", "0"}, "", 0, 0, "-total-active-users: TotalActiveUsers must be > 0, got 0"},
 		{"rate negative", []string{"-new-users-per-minute", "-1"}, "", 0, 0, "-new-users-per-minute: NewUsersPerMinute must be > 0, got -1"},
-		{"total above MaxLimit", []string{"-total-active-users", over}, "", 0, 0, "-total-active-users: TotalActiveUsers must be at most MaxLimit"},
-		{"rate above MaxLimit", []string{"-new-users-per-minute", over}, "", 0, 0, "-new-users-per-minute: NewUsersPerMinute must be at most MaxLimit"},
-		{"total near MaxInt64", []string{"-total-active-users", "9223372036854775807", "-new-users-per-minute", "1"}, "", 0, 0, "-total-active-users: TotalActiveUsers must be at most MaxLimit"},
+		{"total above MaxLimit", []string{"-total-active-users", over}, "", 0, 0, "-total-active-users: TotalActiveUsers must be at most 2147483647"},
+		{"rate above MaxLimit", []string{"-new-users-per-minute", over}, "", 0, 0, "-new-users-per-minute: NewUsersPerMinute must be at most 2147483647"},
+		{"total near MaxInt64", []string{"-total-active-users", "9223372036854775807", "-new-users-per-minute", "1"}, "", 0, 0, "-total-active-users: TotalActiveUsers must be at most 2147483647"},
 		{"file total above MaxLimit", nil, "totalActiveUsers: " + over + "\n", 0, 0, "$FILE:1:19: totalActiveUsers: " + over + " is out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -441,7 +441,7 @@ func TestCookieKeys(t *testing.T) {
 		{name: "both variables", keys: hexKey, key: hexKey, wantErr: "waitingroom: both WAITINGROOM_KEYS and WAITINGROOM_KEY are set"},
 		{name: "bad second key", keys: hexKey + ",!!" + hexKey, wantErr: "waitingroom: key 2 of 2: neither hex nor base64 (from WAITINGROOM_KEYS)", notWantErr: hexKey},
 		{name: "empty key", flag: hexKey + ",", wantErr: "waitingroom: key 2 of 2: empty (from -key)"},
-		{name: "short key", key: short, wantErr: "waitingroom: key: 16 bytes; a key must be at least 32 (MinKeyLen) (from WAITINGROOM_KEY)", notWantErr: short},
+		{name: "short key", key: short, wantErr: "waitingroom: key: 16 bytes; a key must be at least 32 (from WAITINGROOM_KEY)", notWantErr: short},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("WAITINGROOM_KEYS", tc.keys)

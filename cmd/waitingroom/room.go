@@ -79,11 +79,11 @@ func (nopStore) Close() error { return nil }
 func probe(set func(*waitingroom.Config)) error {
 	c := waitingroom.Config{
 		Name:              "probe",
-		TotalActiveUsers:  waitingroom.MaxLimit,
+		TotalActiveUsers:  1<<31 - 1, // the largest limit a room takes
 		NewUsersPerMinute: 1,
-		RefreshInterval:   waitingroom.MinRefreshInterval,
+		RefreshInterval:   time.Second,
 		QueueHold:         24 * time.Hour,
-		Keys:              [][]byte{make([]byte, waitingroom.MinKeyLen)},
+		Keys:              [][]byte{make([]byte, 32)},
 		SyncInterval:      -1,
 	}
 	set(&c)

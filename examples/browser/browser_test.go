@@ -120,7 +120,7 @@ type site struct {
 
 const (
 	roomName       = "browser"
-	cookieName     = waitingroom.DefaultCookieName + "_" + roomName
+	cookieName     = "__waitingroom_" + roomName
 	waitingHeading = "Thank you for waiting"
 	appHeading     = "Welcome to the shop"
 )

@@ -28,13 +28,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/challenge"
 )
 
 func main() {
 	url := flag.String("url", "http://127.0.0.1:8080/", "the page to get")
-	jsonKey := flag.String("json-key", waitingroom.DefaultJSONKey, "top-level key of the room's JSON answers")
+	jsonKey := flag.String("json-key", "waitingRoom", "top-level key of the room's JSON answers")
 	maxWait := flag.Duration("max-wait", time.Hour, "give up after waiting this long")
 	flag.Parse()
 

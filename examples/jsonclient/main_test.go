@@ -62,7 +62,7 @@ func newFixture(t *testing.T, cfg waitingroom.Config) *fixture {
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.requests++
-		if _, err := r.Cookie(waitingroom.DefaultCookieName + "_api"); err == nil {
+		if _, err := r.Cookie("__waitingroom_api"); err == nil {
 			f.withCookie++
 		}
 		f.mu.Unlock()
@@ -216,7 +216,7 @@ func TestWait(t *testing.T) {
 			require.NoError(t, err)
 			w := &waiter{
 				client:  &http.Client{Jar: jar},
-				jsonKey: cmp.Or(tt.jsonKey, waitingroom.DefaultJSONKey),
+				jsonKey: cmp.Or(tt.jsonKey, "waitingRoom"),
 				log:     &log,
 				sleep: func(ctx context.Context, d time.Duration) error {
 					sleeps = append(sleeps, d)
@@ -266,7 +266,7 @@ func TestWaitStopsAtAnHTTPError(t *testing.T) {
 		http.Error(w, "Service Unavailable", http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
-	w := &waiter{client: srv.Client(), jsonKey: waitingroom.DefaultJSONKey, log: &bytes.Buffer{},
+	w := &waiter{client: srv.Client(), jsonKey: "waitingRoom", log: &bytes.Buffer{},
 		sleep: func(context.Context, time.Duration) error { t.Fatal("no sleep after an error"); return nil }}
 	_, err := w.wait(context.Background(), srv.URL)
 	assert.ErrorContains(t, err, "503 Service Unavailable")

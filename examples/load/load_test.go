@@ -92,7 +92,7 @@ func TestClassify(t *testing.T) {
 		{"html closed", resp(map[string]string{"Cache-Control": "no-store", "Vary": "Accept", "Content-Type": "text/html"}), "<html>", closed, 0},
 		{"app json", resp(map[string]string{"Content-Type": "application/json"}), `{"waitingRoom":1}`, served, 0},
 	} {
-		out, refresh := classify(tc.resp, []byte(tc.body), waitingroom.DefaultJSONKey)
+		out, refresh := classify(tc.resp, []byte(tc.body), "waitingRoom")
 		assert.Equal(t, tc.out, out, tc.name)
 		assert.Equal(t, tc.refresh, refresh, tc.name)
 	}

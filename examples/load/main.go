@@ -57,8 +57,6 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-
-	"github.com/go-waitingroom/waitingroom"
 )
 
 func main() {
@@ -106,7 +104,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.interval, "interval", time.Second, "an admitted visitor's pause between requests (0: none)")
 	fs.DurationVar(&o.browse, "browse", 30*time.Second, "how long an admitted visitor keeps browsing before leaving")
 	fs.StringVar(&accept, "accept", "html", "what visitors ask for: html (a browser's Accept) or json (application/json)")
-	fs.StringVar(&o.jsonKey, "json-key", waitingroom.DefaultJSONKey, "top-level key of the room's JSON answers")
+	fs.StringVar(&o.jsonKey, "json-key", "waitingRoom", "top-level key of the room's JSON answers")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "the longest a request may take")
 	if err := fs.Parse(args); err != nil {
 		return o, err

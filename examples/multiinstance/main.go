@@ -68,7 +68,7 @@ func parse(args []string) (options, error) {
 	fs.IntVar(&o.total, "total-active-users", 1, "most visitors active at once, over all instances")
 	fs.IntVar(&o.perMinute, "new-users-per-minute", 1, "most visitors let in per minute, over all instances")
 	fs.DurationVar(&o.ttl, "ttl", redisstore.DefaultTTL, "how long Redis keeps the room's state after its latest update")
-	fs.DurationVar(&o.syncInterval, "sync-interval", waitingroom.DefaultSyncInterval, "how often the instance syncs with Redis")
+	fs.DurationVar(&o.syncInterval, "sync-interval", time.Second, "how often the instance syncs with Redis")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

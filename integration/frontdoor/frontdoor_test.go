@@ -25,7 +25,7 @@ import (
 )
 
 // roomCookie is the name of the rooms' cookie (room name "default").
-const roomCookie = waitingroom.DefaultCookieName + "_default"
+const roomCookie = "__waitingroom_default"
 
 // app is the application behind the server: it answers "app <path>",
 // sets a cookie of its own, and records the ticket of every request.

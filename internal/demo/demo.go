@@ -29,7 +29,7 @@ const KeyEnv = "WAITINGROOM_KEY"
 var ErrNoKey = errors.New(KeyEnv + " is not set: give 32 or more random bytes in hex, e.g. from `openssl rand -hex 32`")
 
 // KeyFromEnv returns the cookie key from KeyEnv, which must hold at least
-// waitingroom.MinKeyLen bytes in hex. It returns ErrNoKey when the variable
+// 32 bytes in hex. It returns ErrNoKey when the variable
 // is unset or empty.
 func KeyFromEnv() ([]byte, error) {
 	s := strings.TrimSpace(os.Getenv(KeyEnv))
@@ -40,8 +40,8 @@ func KeyFromEnv() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s is not hex: %w", KeyEnv, err)
 	}
-	if len(key) < waitingroom.MinKeyLen {
-		return nil, fmt.Errorf("%s holds %d bytes; the key needs at least %d", KeyEnv, len(key), waitingroom.MinKeyLen)
+	if len(key) < 32 {
+		return nil, fmt.Errorf("%s holds %d bytes; the key needs at least 32", KeyEnv, len(key))
 	}
 	return key, nil
 }

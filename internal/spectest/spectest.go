@@ -179,9 +179,9 @@ func Run(t *testing.T, newServer func(room *waitingroom.Room) http.Handler) {
 					RefreshIntervalSeconds int  `json:"refreshIntervalSeconds"`
 				}
 				require.NoError(t, json.Unmarshal([]byte(body), &got), "JSON body: %s", body)
-				require.Contains(t, got, waitingroom.DefaultJSONKey)
-				assert.True(t, got[waitingroom.DefaultJSONKey].InWaitingRoom)
-				assert.Equal(t, 20, got[waitingroom.DefaultJSONKey].RefreshIntervalSeconds)
+				require.Contains(t, got, "waitingRoom")
+				assert.True(t, got["waitingRoom"].InWaitingRoom)
+				assert.Equal(t, 20, got["waitingRoom"].RefreshIntervalSeconds)
 			case health:
 				assert.Equal(t, http.StatusOK, resp.StatusCode)
 				assert.Equal(t, "ok", strings.TrimSpace(body))
@@ -224,7 +224,7 @@ func get(t *testing.T, url, accept string, cookies []*http.Cookie) (*http.Respon
 func roomCookies(resp *http.Response) []*http.Cookie {
 	var out []*http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == waitingroom.DefaultCookieName+"_"+RoomName {
+		if c.Name == "__waitingroom_"+RoomName {
 			out = append(out, c)
 		}
 	}

@@ -62,8 +62,8 @@ func flags(s *settings) *flag.FlagSet {
 	fs.StringVar(&s.listen, "listen", "127.0.0.1:8080", "address to serve on")
 	fs.IntVar(&s.total, "total-active-users", 200, "most visitors active at once")
 	fs.IntVar(&s.perMinute, "new-users-per-minute", 200, "most visitors let in per minute, at most -total-active-users")
-	fs.DurationVar(&s.session, "session-duration", waitingroom.DefaultSessionDuration, "how long an admitted visitor stays active after their latest request")
-	fs.DurationVar(&s.refresh, "refresh-interval", waitingroom.DefaultRefreshInterval, "how often waiting visitors get a chance")
+	fs.DurationVar(&s.session, "session-duration", 5*time.Minute, "how long an admitted visitor stays active after their latest request")
+	fs.DurationVar(&s.refresh, "refresh-interval", 20*time.Second, "how often waiting visitors get a chance")
 	fs.StringVar(&s.method, "queueing-method", "fifo", "fifo, random, passthrough or reject")
 	fs.BoolVar(&s.negotiateLanguage, "negotiate-language", true, "let each visitor's Accept-Language choose the page's language")
 	return fs
@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	key := make([]byte, waitingroom.MinKeyLen)
+	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	room, err := waitingroom.New(waitingroom.Config{
 		Name:              "default",
