@@ -22,33 +22,29 @@ import (
 // and by the admin package for an unusable authenticator or token.
 var ErrInvalidConfig = errors.New("invalid config")
 
-// CookieSameSite is the SameSite attribute of the visitor cookie.
-type CookieSameSite int
-
-// SameSite choices. The zero value is SameSiteAuto.
-const (
-	// SameSiteAuto is None when Config.HTTPS is set (so the waiting room
-	// works inside an iframe on another site), else Lax.
-	SameSiteAuto CookieSameSite = iota
-	SameSiteLax
-	SameSiteStrict
-	// SameSiteNone requires a Secure cookie; New refuses it otherwise.
-	SameSiteNone
-)
-
-// CookieSecure is the Secure attribute of the visitor cookie.
-type CookieSecure int
-
-// Secure choices. The zero value is SecureAuto.
-const (
-	// SecureAuto sets Secure when Config.HTTPS is set.
-	SecureAuto CookieSecure = iota
-	// SecureAlways always sets Secure: browsers then drop the cookie on
-	// plain-HTTP requests, so visitors on HTTP lose their place.
-	SecureAlways
-	// SecureNever never sets Secure.
-	SecureNever
-)
+// CookieOptions are the attributes of the visitor cookie. The zero value
+// suits a site served over plain HTTP.
+type CookieOptions struct {
+	// Name is the cookie's name prefix; "_" + Config.Name is appended so
+	// rooms never collide. Default "__waitingroom".
+	Name string
+	// Domain is the cookie's Domain attribute. Default none (the host
+	// that set it).
+	Domain string
+	// Path is the cookie's Path attribute. Default "/".
+	Path string
+	// Secure states that the site is served over HTTPS (directly or
+	// behind a TLS-terminating proxy): the cookie is Secure, and SameSite
+	// defaults to None. The room never guesses it from the request.
+	// Browsers drop a Secure cookie on plain-HTTP requests, so visitors
+	// on HTTP would lose their place. Default false.
+	Secure bool
+	// SameSite is the cookie's SameSite attribute: Lax, Strict or None.
+	// Default 0: None when Secure (so the waiting room works inside an
+	// iframe on another site), else Lax. None requires Secure; New
+	// refuses it otherwise.
+	SameSite http.SameSite
+}
 
 // StoreErrorPolicy decides what visitors get while the store cannot be
 // reached.
@@ -151,23 +147,9 @@ type Config struct {
 	// Changeable with Room.Update.
 	QueueingStatusCode int
 
-	// HTTPS states that the site is served over HTTPS (directly or behind a
-	// TLS-terminating proxy). It drives SameSiteAuto and SecureAuto; the
-	// room never guesses it from the request. Default false.
-	HTTPS bool
-	// CookieName is the visitor cookie's name prefix; "_" + Name is
-	// appended so rooms never collide. Default "__waitingroom".
-	CookieName string
-	// CookieSameSite is the cookie's SameSite attribute. Default
-	// SameSiteAuto.
-	CookieSameSite CookieSameSite
-	// CookieSecure is the cookie's Secure attribute. Default SecureAuto.
-	CookieSecure CookieSecure
-	// CookieDomain is the cookie's Domain attribute. Default none (the
-	// host that set it).
-	CookieDomain string
-	// CookiePath is the cookie's Path attribute. Default "/".
-	CookiePath string
+	// Cookie are the visitor cookie's name and attributes. Default: see
+	// CookieOptions.
+	Cookie CookieOptions
 
 	// Keys encrypt and authenticate the visitor cookie. The first key
 	// encrypts; every key decrypts, so keys rotate by adding a new key in
@@ -451,23 +433,28 @@ func (c Config) normalize() (Config, error) {
 	if c.QueueingStatusCode == 0 {
 		c.QueueingStatusCode = http.StatusOK
 	}
-	if c.CookieName == "" {
-		c.CookieName = defaultCookieName
+	if c.Cookie.Name == "" {
+		c.Cookie.Name = defaultCookieName
 	}
-	if !cookieNameRE.MatchString(c.CookieName) {
-		return c, invalid("CookieName %q is not a valid cookie name", c.CookieName)
+	if !cookieNameRE.MatchString(c.Cookie.Name) {
+		return c, invalid("Cookie.Name %q is not a valid cookie name", c.Cookie.Name)
 	}
-	if c.CookiePath == "" {
-		c.CookiePath = "/"
+	if c.Cookie.Path == "" {
+		c.Cookie.Path = "/"
 	}
-	if c.CookieSameSite < SameSiteAuto || c.CookieSameSite > SameSiteNone {
-		return c, invalid("unknown CookieSameSite %d", c.CookieSameSite)
-	}
-	if c.CookieSecure < SecureAuto || c.CookieSecure > SecureNever {
-		return c, invalid("unknown CookieSecure %d", c.CookieSecure)
-	}
-	if c.sameSite() == http.SameSiteNoneMode && !c.secure() {
-		return c, invalid("CookieSameSite None requires a Secure cookie (set HTTPS or CookieSecure: SecureAlways)")
+	switch c.Cookie.SameSite {
+	case 0:
+		c.Cookie.SameSite = http.SameSiteLaxMode
+		if c.Cookie.Secure {
+			c.Cookie.SameSite = http.SameSiteNoneMode
+		}
+	case http.SameSiteLaxMode, http.SameSiteStrictMode:
+	case http.SameSiteNoneMode:
+		if !c.Cookie.Secure {
+			return c, invalid("Cookie.SameSite None requires a Secure cookie (set Cookie.Secure)")
+		}
+	default:
+		return c, invalid("Cookie.SameSite must be Lax, Strict, None or 0 (automatic), got %d", c.Cookie.SameSite)
 	}
 	if len(c.Keys) == 0 {
 		return c, invalid("Keys is required: at least one key of %d or more random bytes", minKeyLen)
@@ -552,31 +539,6 @@ func (c *Config) settings() Settings {
 		s.QueueingStatusCode = 0
 	}
 	return s
-}
-
-func (c *Config) sameSite() http.SameSite {
-	switch c.CookieSameSite {
-	case SameSiteLax:
-		return http.SameSiteLaxMode
-	case SameSiteStrict:
-		return http.SameSiteStrictMode
-	case SameSiteNone:
-		return http.SameSiteNoneMode
-	}
-	if c.HTTPS {
-		return http.SameSiteNoneMode
-	}
-	return http.SameSiteLaxMode
-}
-
-func (c *Config) secure() bool {
-	switch c.CookieSecure {
-	case SecureAlways:
-		return true
-	case SecureNever:
-		return false
-	}
-	return c.HTTPS
 }
 
 func defaultErrorHandler(w http.ResponseWriter, _ *http.Request, _ error) {

@@ -60,13 +60,13 @@ func TestSetCookieHeader(t *testing.T) {
 		mutate func(*Config)
 	}{
 		{"defaults", nil},
-		{"https", func(c *Config) { c.HTTPS = true }},
+		{"https", func(c *Config) { c.Cookie.Secure = true }},
 		{"strict, domain, path", func(c *Config) {
-			c.CookieSameSite, c.CookieDomain, c.CookiePath = SameSiteStrict, "example.com", "/shop"
+			c.Cookie = CookieOptions{SameSite: http.SameSiteStrictMode, Domain: "example.com", Path: "/shop"}
 		}},
-		{"none, always secure", func(c *Config) { c.CookieSameSite, c.CookieSecure = SameSiteNone, SecureAlways }},
-		{"never secure", func(c *Config) { c.HTTPS, c.CookieSecure, c.CookieSameSite = true, SecureNever, SameSiteLax }},
-		{"name", func(c *Config) { c.CookieName = "wr!#$%&'*+.^_`|~-" }},
+		{"none, secure", func(c *Config) { c.Cookie.SameSite, c.Cookie.Secure = http.SameSiteNoneMode, true }},
+		{"secure, lax", func(c *Config) { c.Cookie.Secure, c.Cookie.SameSite = true, http.SameSiteLaxMode }},
+		{"name", func(c *Config) { c.Cookie.Name = "wr!#$%&'*+.^_`|~-" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTestRoom(t, tc.mutate)
@@ -78,8 +78,8 @@ func TestSetCookieHeader(t *testing.T) {
 				tr.respond(got, httptest.NewRequest(http.MethodGet, "/", nil), d)
 				want := httptest.NewRecorder()
 				http.SetCookie(want, &http.Cookie{
-					Name: tr.cookieName, Value: d.cookie, Path: tr.cfg.CookiePath, Domain: tr.cfg.CookieDomain,
-					HttpOnly: true, Secure: tr.secure, SameSite: tr.sameSite, Partitioned: tr.sameSite == http.SameSiteNoneMode,
+					Name: tr.cookieName, Value: d.cookie, Path: tr.cfg.Cookie.Path, Domain: tr.cfg.Cookie.Domain,
+					HttpOnly: true, Secure: tr.cfg.Cookie.Secure, SameSite: tr.cfg.Cookie.SameSite, Partitioned: tr.cfg.Cookie.SameSite == http.SameSiteNoneMode,
 				})
 				require.Equal(t, want.Header()["Set-Cookie"], got.Header()["Set-Cookie"])
 			}

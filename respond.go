@@ -151,14 +151,14 @@ func (rm *Room) setCookieAttrs() string {
 	c := http.Cookie{
 		Name:     rm.cookieName,
 		Value:    "v",
-		Path:     rm.cfg.CookiePath,
-		Domain:   rm.cfg.CookieDomain,
+		Path:     rm.cfg.Cookie.Path,
+		Domain:   rm.cfg.Cookie.Domain,
 		HttpOnly: true,
-		Secure:   rm.secure,
-		SameSite: rm.sameSite,
+		Secure:   rm.cfg.Cookie.Secure,
+		SameSite: rm.cfg.Cookie.SameSite,
 		// A cross-site iframe keeps its cookie where browsers block
 		// third-party cookies: partitioned by the embedding site.
-		Partitioned: rm.sameSite == http.SameSiteNoneMode,
+		Partitioned: rm.cfg.Cookie.SameSite == http.SameSiteNoneMode,
 	}
 	return strings.TrimPrefix(c.String(), rm.cookieName+"=v")
 }
@@ -346,5 +346,5 @@ func (rm *Room) challengeData(d *decision, data *template.Data, now int64) {
 		data.Challenge = string(challenge.PoW)
 		data.ChallengePuzzle = rm.puzzles.Issue(d.state.id, time.UnixMilli(now), d.chal.DifficultyAt(rm.syncer.Snapshot().Waiting))
 	}
-	data.ChallengeWidget = template.ChallengeScript(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", rm.cfg.CookiePath, ceilSeconds(d.RefreshAfter.Milliseconds()))
+	data.ChallengeWidget = template.ChallengeScript(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", rm.cfg.Cookie.Path, ceilSeconds(d.RefreshAfter.Milliseconds()))
 }

@@ -140,8 +140,8 @@ func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec 
 		}
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: rm.cookieName, Value: "", Path: rm.cfg.CookiePath, Domain: rm.cfg.CookieDomain,
-		MaxAge: -1, HttpOnly: true, Secure: rm.secure, SameSite: rm.sameSite,
+		Name: rm.cookieName, Value: "", Path: rm.cfg.Cookie.Path, Domain: rm.cfg.Cookie.Domain,
+		MaxAge: -1, HttpOnly: true, Secure: rm.cfg.Cookie.Secure, SameSite: rm.cfg.Cookie.SameSite,
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,8 +33,6 @@ type Room struct {
 	sysClock   bool
 	draw       drawInterval // the odds of the draw (slots.go); under local's lock
 	cookieName string
-	sameSite   http.SameSite
-	secure     bool
 	codec      *codec
 	puzzles    *challenge.Puzzles // the proof of work's
 	verified   *verified          // admitted cookies that opened lately
@@ -112,9 +109,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 	rm := &Room{
 		cfg:        c,
 		sysClock:   cfg.Now == nil,
-		cookieName: c.CookieName + "_" + c.Name,
-		sameSite:   c.sameSite(),
-		secure:     c.secure(),
+		cookieName: c.Cookie.Name + "_" + c.Name,
 		store:      st,
 		id:         cfg.idSource()(),
 		log:        c.Logger.With("room", c.Name),

@@ -41,12 +41,10 @@ func TestNewValidation(t *testing.T) {
 		{"jitter", func(c *Config) { c.RefreshJitter = 0.6 }, "RefreshJitter"},
 		{"hold", func(c *Config) { c.QueueHold = 30 * time.Second }, "QueueHold"},
 		{"status", func(c *Config) { c.QueueingStatusCode = 503 }, "QueueingStatusCode"},
-		{"cookie name", func(c *Config) { c.CookieName = "a;b" }, "CookieName"},
-		{"samesite", func(c *Config) { c.CookieSameSite = 9 }, "CookieSameSite"},
-		{"secure", func(c *Config) { c.CookieSecure = 9 }, "CookieSecure"},
-		{"none without secure", func(c *Config) { c.CookieSameSite = SameSiteNone }, "requires a Secure"},
-		{"none with secure never", func(c *Config) { c.HTTPS = true; c.CookieSameSite = SameSiteNone; c.CookieSecure = SecureNever }, "requires a Secure"},
-		{"auto none on https with secure never", func(c *Config) { c.HTTPS = true; c.CookieSecure = SecureNever }, "requires a Secure"},
+		{"cookie name", func(c *Config) { c.Cookie.Name = "a;b" }, "Cookie.Name"},
+		{"samesite", func(c *Config) { c.Cookie.SameSite = 9 }, "Cookie.SameSite"},
+		{"samesite default mode", func(c *Config) { c.Cookie.SameSite = http.SameSiteDefaultMode }, "Cookie.SameSite"},
+		{"none without secure", func(c *Config) { c.Cookie.SameSite = http.SameSiteNoneMode }, "requires a Secure"},
 		{"no keys", func(c *Config) { c.Keys = nil }, "Keys is required"},
 		{"short key", func(c *Config) { c.Keys = [][]byte{testKey, short} }, "Keys[1]"},
 		{"template", func(c *Config) { c.Template = "{{#open}}" }, "Template"},
@@ -330,10 +328,10 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 5*time.Minute, c.QueueHold)
 	assert.Equal(t, http.StatusOK, c.QueueingStatusCode)
 	assert.Equal(t, "__waitingroom_launch", tr.cookieName)
-	assert.Equal(t, "/", c.CookiePath)
+	assert.Equal(t, "/", c.Cookie.Path)
 	assert.Equal(t, "waitingRoom", c.JSONKey)
-	assert.Equal(t, http.SameSiteLaxMode, tr.sameSite)
-	assert.False(t, tr.secure)
+	assert.Equal(t, http.SameSiteLaxMode, c.Cookie.SameSite)
+	assert.False(t, c.Cookie.Secure)
 }
 
 func TestCookieAttributes(t *testing.T) {
@@ -344,11 +342,10 @@ func TestCookieAttributes(t *testing.T) {
 		secure   bool
 	}{
 		{"auto over http", nil, http.SameSiteLaxMode, false},
-		{"auto over https", func(c *Config) { c.HTTPS = true }, http.SameSiteNoneMode, true},
-		{"strict", func(c *Config) { c.CookieSameSite = SameSiteStrict }, http.SameSiteStrictMode, false},
-		{"secure always", func(c *Config) { c.CookieSecure = SecureAlways }, http.SameSiteLaxMode, true},
-		{"https, lax", func(c *Config) { c.HTTPS = true; c.CookieSameSite = SameSiteLax }, http.SameSiteLaxMode, true},
-		{"domain and path", func(c *Config) { c.CookieDomain = "example.com"; c.CookiePath = "/shop" }, http.SameSiteLaxMode, false},
+		{"auto over https", func(c *Config) { c.Cookie.Secure = true }, http.SameSiteNoneMode, true},
+		{"strict", func(c *Config) { c.Cookie.SameSite = http.SameSiteStrictMode }, http.SameSiteStrictMode, false},
+		{"https, lax", func(c *Config) { c.Cookie.Secure = true; c.Cookie.SameSite = http.SameSiteLaxMode }, http.SameSiteLaxMode, true},
+		{"domain and path", func(c *Config) { c.Cookie.Domain = "example.com"; c.Cookie.Path = "/shop" }, http.SameSiteLaxMode, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTestRoom(t, tc.mutate)
@@ -362,8 +359,8 @@ func TestCookieAttributes(t *testing.T) {
 			assert.Equal(t, tc.secure, c.Secure)
 			assert.Equal(t, tc.sameSite == http.SameSiteNoneMode, c.Partitioned, "partitioned with SameSite=None, for iframes")
 			assert.True(t, c.HttpOnly)
-			assert.Equal(t, tr.cfg.CookiePath, c.Path)
-			assert.Equal(t, tr.cfg.CookieDomain, c.Domain)
+			assert.Equal(t, tr.cfg.Cookie.Path, c.Path)
+			assert.Equal(t, tr.cfg.Cookie.Domain, c.Domain)
 		})
 	}
 }

@@ -86,7 +86,7 @@ type Handler struct {
 	Store string `json:"store,omitempty"`
 	// StorePrefix is the Redis key prefix. Default redisstore's.
 	StorePrefix string `json:"store_prefix,omitempty"`
-	// HTTPS says visitors reach the site over HTTPS (Config.HTTPS): the
+	// HTTPS says visitors reach the site over HTTPS (Config.Cookie.Secure): the
 	// cookie is Secure and SameSite=None. Default false.
 	HTTPS bool `json:"https,omitempty"`
 	// CookieDomain and CookiePath scope the cookie. Defaults: the
@@ -146,9 +146,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		QueueingMethod:     waitingroom.QueueingMethod(strings.ToLower(h.QueueingMethod)),
 		QueueingStatusCode: h.QueueingStatusCode,
 		Keys:               keys,
-		HTTPS:              h.HTTPS,
-		CookieDomain:       h.CookieDomain,
-		CookiePath:         h.CookiePath,
+		Cookie:             waitingroom.CookieOptions{Secure: h.HTTPS, Domain: h.CookieDomain, Path: h.CookiePath},
 		Language:           h.Language,
 		Logger:             ctx.Slogger(),
 	}

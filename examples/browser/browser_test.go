@@ -147,7 +147,7 @@ func newSite(t *testing.T, host string) *site {
 		RefreshInterval:   time.Second,
 		RefreshJitter:     -1,
 		SyncInterval:      -1,
-		HTTPS:             host != "",
+		Cookie:            waitingroom.CookieOptions{Secure: host != ""},
 		Logger:            slog.New(slog.DiscardHandler),
 	}, memstore.New())
 	require.NoError(t, err)
@@ -325,7 +325,7 @@ func TestInIframe(t *testing.T) {
 		outer, room string // host names
 		cookies     thirdPartyCookies
 	}{
-		// SameSite=None; Secure (HTTPS: true) lets the cookie into the
+		// SameSite=None; Secure (Cookie.Secure) lets the cookie into the
 		// embedded page, where the browser allows third-party cookies.
 		{name: "on another site", outer: "news.test", room: "shop.test", cookies: allowThirdParty},
 		// The room's cookie is first-party on the same site, whatever the
