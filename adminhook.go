@@ -25,7 +25,7 @@ func init() {
 // counted nor cached (see hook.PreviewPage).
 func (rm *Room) previewPage(s *Settings, now int64, e Estimate, lang string) hook.Page {
 	if lang == "" {
-		lang = rm.cfg.Language
+		lang = rm.cfg.Page.Language
 	}
 	d := decision{Outcome: outcomeWaiting, Estimate: e, RefreshAfter: rm.cfg.RefreshInterval.Truncate(time.Second), at: now, now: now, last: now}
 	if s.QueueingMethod == Reject {

@@ -16,7 +16,7 @@ import (
 // settings given, and nothing in the room changes: nothing counted, no
 // page cached.
 func TestPreviewPage(t *testing.T) {
-	tr := newTestRoom(t, func(c *Config) { c.RefreshJitter = -1; c.Language = "fr" })
+	tr := newTestRoom(t, func(c *Config) { c.RefreshJitter = -1; c.Page.Language = "fr" })
 	require.True(t, admitted(tr.get(&visitor{}, "")))
 	stats, counters := tr.Stats(), tr.Counters()
 	tr.pages.mu.Lock()
@@ -43,7 +43,7 @@ func TestPreviewPage(t *testing.T) {
 			assert.Equal(t, tc.refresh, p.Data.RefreshIntervalSeconds)
 			assert.Equal(t, tc.wait, p.Data.WaitTime)
 			assert.Equal(t, tc.s.QueueingMethod == Reject, p.Data.IsRejectQueue)
-			assert.Equal(t, tc.want, p.Language, "lang, else Config.Language")
+			assert.Equal(t, tc.want, p.Language, "lang, else Config.Page.Language")
 			assert.Same(t, template.Default(), p.Template, "no Template: the default page")
 		})
 	}

@@ -42,7 +42,7 @@ func newHostileRoom(t *testing.T, mutate func(*Config)) *hostileRoom {
 	tr := newTestRoom(t, func(c *Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 10, 1
 		c.RefreshJitter = -1 // refresh every 20 s exactly
-		c.NegotiateLanguage = true
+		c.Page.NegotiateLanguage = true
 		c.Bypass = []Rule{PathPrefix("/static/"), mustNetworks(t, "10.0.0.0/8")}
 		if mutate != nil {
 			mutate(c)
@@ -653,7 +653,7 @@ func TestConcurrentHostileRequests(t *testing.T) {
 	const perMinute = 5
 	tr := newTestRoom(t, func(c *Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = perMinute, perMinute
-		c.NegotiateLanguage = true
+		c.Page.NegotiateLanguage = true
 		c.Bypass = []Rule{PathPrefix("/static/")}
 	})
 	forged := mustCodec(t, tr.cookieName, otherKey).encode(cookieState{bucket: 1, acceptedAt: 1, lastCheckIn: tr.clk.Now().UnixMilli()})

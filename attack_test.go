@@ -916,7 +916,7 @@ func TestAttackRevokeReachesEveryInstance(t *testing.T) {
 		})
 		for range 3 {
 			rm, err := New(Config{
-				Name: "launch", TotalActiveUsers: 100, NewUsersPerMinute: 100, Keys: [][]byte{testKey},
+				Name: "launch", Settings: Settings{TotalActiveUsers: 100, NewUsersPerMinute: 100}, Keys: [][]byte{testKey},
 				SyncInterval: interval, Now: time.Now, Logger: slog.New(slog.DiscardHandler),
 			}, st)
 			require.NoError(t, err)

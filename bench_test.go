@@ -31,11 +31,13 @@ const benchVisitors = 1000
 // the crowd.
 func benchConfig() Config {
 	return Config{
-		Name:              "bench",
-		TotalActiveUsers:  10 * benchVisitors,
-		NewUsersPerMinute: 10 * benchVisitors,
-		Keys:              [][]byte{testKey},
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: "bench",
+		Settings: Settings{
+			TotalActiveUsers:  10 * benchVisitors,
+			NewUsersPerMinute: 10 * benchVisitors,
+		},
+		Keys:   [][]byte{testKey},
+		Logger: slog.New(slog.DiscardHandler),
 	}
 }
 

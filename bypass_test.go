@@ -89,9 +89,9 @@ func TestBypassedAreNotCounted(t *testing.T) {
 func TestBypassValidation(t *testing.T) {
 	_, err := ClientNetworks("10.0.0.0/33")
 	assert.Error(t, err)
-	_, err = New(Config{Name: "x", TotalActiveUsers: 1, NewUsersPerMinute: 1, Keys: [][]byte{testKey}, Bypass: []Rule{{}}}, newMemStore())
+	_, err = New(Config{Name: "x", Settings: Settings{TotalActiveUsers: 1, NewUsersPerMinute: 1}, Keys: [][]byte{testKey}, Bypass: []Rule{{}}}, newMemStore())
 	assert.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = New(Config{Name: "x", TotalActiveUsers: 1, NewUsersPerMinute: 1, Keys: [][]byte{testKey}, TrustedProxies: []netip.Prefix{{}}}, newMemStore())
+	_, err = New(Config{Name: "x", Settings: Settings{TotalActiveUsers: 1, NewUsersPerMinute: 1}, Keys: [][]byte{testKey}, TrustedProxies: []netip.Prefix{{}}}, newMemStore())
 	assert.ErrorIs(t, err, ErrInvalidConfig)
 	assert.Contains(t, All(PathPrefix("/a"), Methods("GET")).String(), "path prefix")
 }

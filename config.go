@@ -91,36 +91,11 @@ type Config struct {
 	// logs. Required; letters, digits, '-' and '_', at most 64.
 	Name string
 
-	// TotalActiveUsers is the most visitors admitted and active at once.
-	// Required, > 0 and ≤ 2³¹ − 1 (about two billion visitors).
-	TotalActiveUsers int
-	// NewUsersPerMinute is the most visitors admitted in any minute.
-	// Required, > 0 and ≤ TotalActiveUsers.
-	NewUsersPerMinute int
-
-	// SessionDuration is how long an admitted visitor stays active after
-	// their latest request. Default 5 minutes; 1 to 30 minutes.
-	// Changeable with Room.Update.
-	SessionDuration time.Duration
-	// DisableSessionRenewal caps a session at SessionDuration from
-	// admission, however active the visitor is; then they queue again, at
-	// the back. Default false (requests renew the session). Changeable
-	// with Room.Update.
-	DisableSessionRenewal bool
-
-	// QueueingMethod is FIFO (the default), Random, Passthrough or Reject.
-	// It can be changed live with Room.Update.
-	QueueingMethod QueueingMethod
-	// Events are scheduled events (pre-queue, shuffle, overrides). Default
-	// none; no two may overlap. Changeable with Room.Update.
-	Events []Event
-	// QueueAll queues every visitor without a session; admitted visitors
-	// keep theirs. Default false. Changeable with Room.Update.
-	QueueAll bool
-	// Suspended turns the room off: every request goes straight to the
-	// application, with no cookie and no counting. Default false.
-	// Changeable with Room.Update.
-	Suspended bool
+	// Settings are the room's first live settings: the limits, the
+	// queueing method, the events, the page's template and status, the
+	// challenge... (TotalActiveUsers and NewUsersPerMinute are required).
+	// Room.Update changes them while the room runs.
+	Settings
 
 	// RefreshInterval is how often a waiting visitor gets a chance to be
 	// let in; the page refreshes itself after it. Default 20 seconds; 1
@@ -142,11 +117,6 @@ type Config struct {
 	// 2 × RefreshInterval.
 	QueueHold time.Duration
 
-	// QueueingStatusCode is the status of waiting responses: 200 (the
-	// default), 202 or 429. With 429 a Retry-After header is added.
-	// Changeable with Room.Update.
-	QueueingStatusCode int
-
 	// Cookie are the visitor cookie's name and attributes. Default: see
 	// CookieOptions.
 	Cookie CookieOptions
@@ -158,18 +128,6 @@ type Config struct {
 	// data.
 	Keys [][]byte
 
-	// Template is a custom Mustache template for the waiting page.
-	// Default: the embedded page of package template. A template that does
-	// not parse makes New fail. Changeable with Room.Update; it travels
-	// in the shared state, read and written at every sync, so keep it
-	// small (inline a few kilobytes, link larger assets from another
-	// host).
-	Template string
-	// Challenge is the challenge step (package challenge): who must pass
-	// a challenge, what failing does, and the proof of work's difficulty.
-	// Default nil: none. Changeable with Room.Update; overridable per
-	// Event.
-	Challenge *challenge.Policy
 	// ChallengeVerifier verifies the tokens of a hosted challenge
 	// (Challenge.Kind challenge.Hosted): Turnstile, hCaptcha or
 	// reCAPTCHA. Its secret stays in the Config, never in the shared
@@ -177,26 +135,9 @@ type Config struct {
 	// this Room. Default nil: a hosted challenge (set here or live) is
 	// then off.
 	ChallengeVerifier *challenge.Verifier
-	// JSONKey is the top-level key of JSON waiting responses. Default
-	// "waitingRoom"; "cfWaitingRoom" serves clients written for the
-	// commercial product unchanged.
-	JSONKey string
-	// StrictJSONAccept answers JSON only to requests whose one Accept
-	// header is exactly "application/json" (case and surrounding spaces
-	// aside), as the commercial product does; anything else, such as
-	// "application/json, text/plain", gets the page. Default false: JSON
-	// for any Accept header that lists application/json and not text/html
-	// (template.WantsJSON), which is what clients of earlier releases rely on,
-	// and what a browser never sends for a page.
-	StrictJSONAccept bool
-	// Language is the language of the default page's texts and of the
-	// formatted waits, a BCP 47 tag among template.Languages(). Default
-	// "en".
-	Language string
-	// NegotiateLanguage lets each visitor's Accept-Language choose the
-	// page's language among template.Languages(), Language being the
-	// fallback. Default false.
-	NegotiateLanguage bool
+	// Page says in which language the waiting page is written, and when
+	// and how it is JSON. Default: see template.Options.
+	Page template.Options
 
 	// Bypass lists rules for requests that skip the room: neither queued
 	// nor counted. The first rule that matches wins. Default none. See
@@ -255,32 +196,52 @@ type Config struct {
 
 // Settings are the parts of the configuration that can change while the
 // room runs (Room.Update): every one a visitor's experience depends on.
-// They live in the shared state, so every instance follows a change at its
-// next sync. Each field takes the values, within the bounds, of the Config
-// field of the same name (the limits at most 2³¹ − 1); for the last four,
-// the zero value means the default, as in a Config.
+// Config embeds them. They live in the shared state, so every instance
+// follows a change at its next sync. The zero value of each optional field
+// means its default.
 type Settings struct {
-	QueueingMethod    QueueingMethod `json:"queueingMethod"`
-	TotalActiveUsers  int            `json:"totalActiveUsers"`
-	NewUsersPerMinute int            `json:"newUsersPerMinute"`
-	QueueAll          bool           `json:"queueAll"`
-	Suspended         bool           `json:"suspended"`
-	// Events are the scheduled events, sorted by start; no two overlap.
+	// QueueingMethod is FIFO, Random, Passthrough or Reject. In a Config,
+	// "" means FIFO (the default).
+	QueueingMethod QueueingMethod `json:"queueingMethod"`
+	// TotalActiveUsers is the most visitors admitted and active at once.
+	// Required, > 0 and ≤ 2³¹ − 1 (about two billion visitors).
+	TotalActiveUsers int `json:"totalActiveUsers"`
+	// NewUsersPerMinute is the most visitors admitted in any minute.
+	// Required, > 0 and ≤ TotalActiveUsers.
+	NewUsersPerMinute int `json:"newUsersPerMinute"`
+	// QueueAll queues every visitor without a session; admitted visitors
+	// keep theirs. Default false.
+	QueueAll bool `json:"queueAll"`
+	// Suspended turns the room off: every request goes straight to the
+	// application, with no cookie and no counting. Default false.
+	Suspended bool `json:"suspended"`
+	// Events are the scheduled events (pre-queue, shuffle, overrides),
+	// sorted by start; no two may overlap. Default none.
 	Events []Event `json:"events,omitempty"`
 
-	// SessionDuration, in nanoseconds in JSON: 0 means the default, 5
-	// minutes. A change applies to sessions under way:
+	// SessionDuration is how long an admitted visitor stays active after
+	// their latest request, in nanoseconds in JSON. Default (0) 5
+	// minutes; 1 to 30 minutes. A change applies to sessions under way:
 	// shortened, a session whose latest request is further back than the
 	// new duration is over.
 	SessionDuration time.Duration `json:"sessionDuration,omitempty"`
-	// DisableSessionRenewal caps sessions under way too.
+	// DisableSessionRenewal caps a session at SessionDuration from
+	// admission, however active the visitor is; then they queue again, at
+	// the back. Default false (requests renew the session). A change caps
+	// sessions under way too.
 	DisableSessionRenewal bool `json:"disableSessionRenewal,omitempty"`
-	// QueueingStatusCode: 0 means 200.
+	// QueueingStatusCode is the status of waiting responses: 200 (the
+	// default, 0), 202 or 429. With 429 a Retry-After header is added.
 	QueueingStatusCode int `json:"queueingStatusCode,omitempty"`
-	// Template is the waiting page's Mustache source: "" means the
-	// default page.
+	// Template is a custom Mustache template for the waiting page.
+	// Default "": the embedded page of package template. A template that
+	// does not parse is refused. It travels in the shared state, read
+	// and written at every sync, so keep it small (inline a few
+	// kilobytes, link larger assets from another host).
 	Template string `json:"template,omitempty"`
-	// Challenge is the challenge step: nil means none.
+	// Challenge is the challenge step (package challenge): who must pass
+	// a challenge, what failing does, and the proof of work's difficulty.
+	// Default nil: none. Overridable per Event.
 	Challenge *challenge.Policy `json:"challenge,omitempty"`
 }
 
@@ -388,12 +349,10 @@ func (c Config) normalize() (Config, error) {
 		c.QueueingMethod = FIFO
 	}
 	c.Events = cloneEvents(c.Events) // the caller's slice and pointers stay theirs
-	st := c.settings()
-	if err := st.validate(); err != nil {
+	c.Challenge = cloneChallenge(c.Challenge)
+	if err := c.Settings.validate(); err != nil {
 		return c, err
 	}
-	c.Events = st.Events
-	c.Challenge = st.Challenge
 	if err := c.ChallengeVerifier.Validate(); err != nil {
 		return c, invalidChallenge(err)
 	}
@@ -469,14 +428,14 @@ func (c Config) normalize() (Config, error) {
 		keys[i] = slices.Clone(k)
 	}
 	c.Keys = keys
-	if c.JSONKey == "" {
-		c.JSONKey = defaultJSONKey
+	if c.Page.JSONKey == "" {
+		c.Page.JSONKey = defaultJSONKey
 	}
-	if c.Language == "" {
-		c.Language = defaultLanguage
+	if c.Page.Language == "" {
+		c.Page.Language = defaultLanguage
 	}
-	if !template.Supported(c.Language) {
-		return c, invalid("Language %q is not one of %v", c.Language, template.Languages())
+	if !template.Supported(c.Page.Language) {
+		return c, invalid("Page.Language %q is not one of %v", c.Page.Language, template.Languages())
 	}
 	if c.SyncInterval == 0 {
 		c.SyncInterval = defaultSyncInterval
@@ -517,21 +476,12 @@ func (c Config) normalize() (Config, error) {
 	return c, nil
 }
 
-// settings are the live settings c starts with. Defaults are zero values.
+// settings are the live settings c starts with: its Settings, with the
+// defaults New filled in left zero.
 func (c *Config) settings() Settings {
-	s := Settings{
-		QueueingMethod:        c.QueueingMethod,
-		TotalActiveUsers:      c.TotalActiveUsers,
-		NewUsersPerMinute:     c.NewUsersPerMinute,
-		QueueAll:              c.QueueAll,
-		Suspended:             c.Suspended,
-		Events:                slices.Clone(c.Events),
-		SessionDuration:       c.SessionDuration,
-		DisableSessionRenewal: c.DisableSessionRenewal,
-		QueueingStatusCode:    c.QueueingStatusCode,
-		Template:              c.Template,
-		Challenge:             cloneChallenge(c.Challenge),
-	}
+	s := c.Settings
+	s.Events = slices.Clone(s.Events)
+	s.Challenge = cloneChallenge(s.Challenge)
 	if s.SessionDuration == defaultSessionDuration {
 		s.SessionDuration = 0
 	}

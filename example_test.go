@@ -3,6 +3,7 @@ package waitingroom_test
 import (
 	"context"
 	"fmt"
+	"github.com/go-waitingroom/waitingroom/template"
 	"io"
 	"log"
 	"net/http"
@@ -19,10 +20,12 @@ var secret = []byte("an example key of 32 bytes or more, never this one")
 
 func ExampleNew() {
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "launch",
-		TotalActiveUsers:  200,
-		NewUsersPerMinute: 200,
-		Keys:              [][]byte{secret},
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  200,
+			NewUsersPerMinute: 200,
+		},
+		Keys: [][]byte{secret},
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)
@@ -34,10 +37,12 @@ func ExampleNew() {
 
 func ExampleNew_invalid() {
 	_, err := waitingroom.New(waitingroom.Config{
-		Name:              "launch",
-		TotalActiveUsers:  100,
-		NewUsersPerMinute: 500,
-		Keys:              [][]byte{secret},
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  100,
+			NewUsersPerMinute: 500,
+		},
+		Keys: [][]byte{secret},
 	}, memstore.New())
 	fmt.Println(err)
 	// Output: waitingroom: invalid config: NewUsersPerMinute (500) must not exceed TotalActiveUsers (100)
@@ -45,11 +50,13 @@ func ExampleNew_invalid() {
 
 func ExampleRoom_Handler() {
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:               "launch",
-		TotalActiveUsers:   1,
-		NewUsersPerMinute:  1,
-		Keys:               [][]byte{secret},
-		QueueingStatusCode: http.StatusTooManyRequests,
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:   1,
+			NewUsersPerMinute:  1,
+			QueueingStatusCode: http.StatusTooManyRequests,
+		},
+		Keys: [][]byte{secret},
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)
@@ -77,12 +84,14 @@ func ExampleRoom_Handler() {
 // Config.JSONKey.
 func ExampleRoom_Handler_json() {
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "api",
-		TotalActiveUsers:  10,
-		NewUsersPerMinute: 10,
-		Keys:              [][]byte{secret},
-		QueueAll:          true,
-		JSONKey:           "cfWaitingRoom",
+		Name: "api",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  10,
+			NewUsersPerMinute: 10,
+			QueueAll:          true,
+		},
+		Keys: [][]byte{secret},
+		Page: template.Options{JSONKey: "cfWaitingRoom"},
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)
@@ -101,10 +110,12 @@ func ExampleRoom_Handler_json() {
 
 func ExampleRoom_Update() {
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "launch",
-		TotalActiveUsers:  200,
-		NewUsersPerMinute: 200,
-		Keys:              [][]byte{secret},
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  200,
+			NewUsersPerMinute: 200,
+		},
+		Keys: [][]byte{secret},
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)

@@ -40,7 +40,7 @@ func fuzzRooms(t testing.TB, clk *clock) []*Room {
 		},
 	} {
 		cfg := baseConfig(clk)
-		cfg.NegotiateLanguage = true
+		cfg.Page.NegotiateLanguage = true
 		cfg.Bypass = []Rule{
 			PathPrefix("/static/", "/favicon.ico"),
 			All(Methods(http.MethodOptions), PathPrefixCaseSensitive("/api/")),
@@ -181,8 +181,8 @@ func FuzzTemplateData(f *testing.F) {
 		head := "{{waitTimeFormatted}}" + escapedSep + "{{lastUpdated}}" + escapedSep + "{{queueingMethod}}" + escapedSep +
 			"{{timeUntilEventStartFormatted}}" + escapedSep + "{{timeUntilEventEndFormatted}}" + escapedSep
 		cfg := Config{
-			Name: "launch", TotalActiveUsers: 1, NewUsersPerMinute: 1, Keys: [][]byte{testKey},
-			SyncInterval: -1, Logger: logger, Template: head + src, JSONKey: jsonKey,
+			Name: "launch", Settings: Settings{TotalActiveUsers: 1, NewUsersPerMinute: 1, Template: head + src}, Keys: [][]byte{testKey},
+			SyncInterval: -1, Logger: logger, Page: template.Options{JSONKey: jsonKey},
 		}
 		rm, err := New(cfg, memstore.New())
 		if err != nil {
@@ -243,7 +243,7 @@ func FuzzTemplateData(f *testing.F) {
 			&want.TimeUntilEventStartFormatted, &want.TimeUntilEventEndFormatted} {
 			*s = jsonString(*s)
 		}
-		require.Equal(t, want, got[jsonString(rm.cfg.JSONKey)])
+		require.Equal(t, want, got[jsonString(rm.cfg.Page.JSONKey)])
 	})
 }
 

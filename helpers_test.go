@@ -27,13 +27,15 @@ func newClock() *clock { return testclock.New(testclock.Start) }
 
 func baseConfig(clk *clock) Config {
 	return Config{
-		Name:              "launch",
-		TotalActiveUsers:  10,
-		NewUsersPerMinute: 10,
-		Keys:              [][]byte{testKey},
-		SyncInterval:      -1,
-		Now:               clk.Now,
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: "launch",
+		Settings: Settings{
+			TotalActiveUsers:  10,
+			NewUsersPerMinute: 10,
+		},
+		Keys:         [][]byte{testKey},
+		SyncInterval: -1,
+		Now:          clk.Now,
+		Logger:       slog.New(slog.DiscardHandler),
 	}
 }
 

@@ -18,7 +18,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	room, err := waitingroom.New(waitingroom.Config{
-		Name: "launch", TotalActiveUsers: 200, NewUsersPerMinute: 200, Keys: [][]byte{key},
+		Name: "launch", Settings: waitingroom.Settings{TotalActiveUsers: 200, NewUsersPerMinute: 200}, Keys: [][]byte{key},
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)
@@ -35,10 +35,12 @@ func ExampleParseKey() {
 		log.Fatal(err)
 	}
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "launch",
-		TotalActiveUsers:  200,
-		NewUsersPerMinute: 200,
-		Keys:              [][]byte{key},
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  200,
+			NewUsersPerMinute: 200,
+		},
+		Keys: [][]byte{key},
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)

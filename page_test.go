@@ -27,7 +27,11 @@ func TestPageLanguage(t *testing.T) {
 		{"negotiated, none", "es", true, "", "es", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.Language = tc.language; c.NegotiateLanguage = tc.negotiate })
+			tr := newTestRoom(t, func(c *Config) {
+				c.QueueAll = true
+				c.Page.Language = tc.language
+				c.Page.NegotiateLanguage = tc.negotiate
+			})
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
 			r.Header.Set("Accept-Language", tc.accept)
 			w := httptest.NewRecorder()
@@ -50,7 +54,7 @@ func contains(vs []string, v string) bool {
 func TestLocalizedWait(t *testing.T) {
 	tr := newTestRoom(t, func(c *Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 10, 10
-		c.Language = "de"
+		c.Page.Language = "de"
 	})
 	for range 10 {
 		require.True(t, admitted(tr.get(&visitor{}, "")))

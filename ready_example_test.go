@@ -16,10 +16,12 @@ import (
 // rather than serve a room that lets nobody new in.
 func ExampleRoom_Ready() {
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "launch",
-		TotalActiveUsers:  200,
-		NewUsersPerMinute: 200,
-		Keys:              [][]byte{[]byte("an example key of 32 bytes or more, never this one")},
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  200,
+			NewUsersPerMinute: 200,
+		},
+		Keys: [][]byte{[]byte("an example key of 32 bytes or more, never this one")},
 	}, memstore.New()) // or a redisstore or sqlstore Store
 	if err != nil {
 		log.Fatal(err)

@@ -48,12 +48,14 @@ func (b *logBuffer) count(s string) int { return strings.Count(b.String(), s) }
 // everything, the debug level included, to logs.
 func readyConfig(logs *logBuffer) Config {
 	return Config{
-		Name:              "ready",
-		TotalActiveUsers:  10,
-		NewUsersPerMinute: 10,
-		Keys:              [][]byte{[]byte("a key of 32 bytes for the tests!")},
-		SyncInterval:      time.Second,
-		Logger:            slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Name: "ready",
+		Settings: Settings{
+			TotalActiveUsers:  10,
+			NewUsersPerMinute: 10,
+		},
+		Keys:         [][]byte{[]byte("a key of 32 bytes for the tests!")},
+		SyncInterval: time.Second,
+		Logger:       slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
 }
 

@@ -51,7 +51,7 @@ func (rm *Room) render(tmpl *template.Template, data *template.Data, lang string
 	var buf bytes.Buffer
 	var err error
 	if asJSON {
-		err = template.WriteJSON(&buf, rm.cfg.JSONKey, data)
+		err = template.WriteJSON(&buf, rm.cfg.Page.JSONKey, data)
 	} else {
 		err = tmpl.Render(&buf, data, lang)
 	}
@@ -75,7 +75,7 @@ func (rm *Room) render(tmpl *template.Template, data *template.Data, lang string
 //
 // Waiting responses carry Cache-Control: no-store and, except the closed
 // page, a Refresh header; they are JSON when the request's Accept header
-// lists application/json and not text/html (with Config.StrictJSONAccept:
+// lists application/json and not text/html (with Config.Page.StrictJSONAccept:
 // when it is exactly application/json), HTML otherwise.
 func (rm *Room) respond(w http.ResponseWriter, r *http.Request, d decision) bool {
 	if d.cookie != "" {
@@ -89,7 +89,7 @@ func (rm *Room) respond(w http.ResponseWriter, r *http.Request, d decision) bool
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Add("Vary", "Accept")
-	if rm.cfg.NegotiateLanguage {
+	if rm.cfg.Page.NegotiateLanguage {
 		h.Add("Vary", "Accept-Language")
 	}
 	pol := d.policyOrZero()
@@ -133,9 +133,9 @@ func (rm *Room) respond(w http.ResponseWriter, r *http.Request, d decision) bool
 }
 
 // wantsJSON reports whether r gets the waiting page as JSON: see
-// Config.StrictJSONAccept.
+// Config.Page.StrictJSONAccept.
 func (rm *Room) wantsJSON(r *http.Request) bool {
-	if !rm.cfg.StrictJSONAccept {
+	if !rm.cfg.Page.StrictJSONAccept {
 		return template.WantsJSON(r.Header.Get("Accept"))
 	}
 	v := r.Header.Values("Accept")
@@ -263,10 +263,10 @@ func ceilMinutes(ms int64) int {
 // language is the language of the page for r: the configured one, or,
 // with NegotiateLanguage, the best the visitor's Accept-Language asks for.
 func (rm *Room) language(r *http.Request) string {
-	if !rm.cfg.NegotiateLanguage {
-		return rm.cfg.Language
+	if !rm.cfg.Page.NegotiateLanguage {
+		return rm.cfg.Page.Language
 	}
-	return template.Negotiate(r.Header.Get("Accept-Language"), rm.cfg.Language)
+	return template.Negotiate(r.Header.Get("Accept-Language"), rm.cfg.Page.Language)
 }
 
 // Handler returns the middleware: admitted and bypassed requests go to

@@ -49,7 +49,7 @@ func TestNewValidation(t *testing.T) {
 		{"short key", func(c *Config) { c.Keys = [][]byte{testKey, short} }, "Keys[1]"},
 		{"template", func(c *Config) { c.Template = "{{#open}}" }, "Template"},
 		{"policy", func(c *Config) { c.OnStoreError = 7 }, "OnStoreError"},
-		{"language", func(c *Config) { c.Language = "tlh" }, "Language"},
+		{"language", func(c *Config) { c.Page.Language = "tlh" }, "Page.Language"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := baseConfig(newClock())
@@ -329,7 +329,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, http.StatusOK, c.QueueingStatusCode)
 	assert.Equal(t, "__waitingroom_launch", tr.cookieName)
 	assert.Equal(t, "/", c.Cookie.Path)
-	assert.Equal(t, "waitingRoom", c.JSONKey)
+	assert.Equal(t, "waitingRoom", c.Page.JSONKey)
 	assert.Equal(t, http.SameSiteLaxMode, c.Cookie.SameSite)
 	assert.False(t, c.Cookie.Secure)
 }
@@ -435,7 +435,7 @@ func TestJSONResponse(t *testing.T) {
 		t.Run("key="+key, func(t *testing.T) {
 			tr := newTestRoom(t, func(c *Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 10, 10
-				c.JSONKey = key
+				c.Page.JSONKey = key
 			})
 			// Ten admitted in the first minute: outflow is 10 a minute.
 			for range 10 {
@@ -513,7 +513,7 @@ func TestAcceptNegotiation(t *testing.T) {
 		{"", false, false},
 	} {
 		for _, strict := range []bool{false, true} {
-			tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.StrictJSONAccept = strict })
+			tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.Page.StrictJSONAccept = strict })
 			w := tr.get(&visitor{}, tc.accept)
 			want := tc.wantJSON
 			if strict {
@@ -523,7 +523,7 @@ func TestAcceptNegotiation(t *testing.T) {
 		}
 	}
 	// Two Accept headers are not exactly one application/json.
-	tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.StrictJSONAccept = true })
+	tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.Page.StrictJSONAccept = true })
 	r := (&visitor{}).request(http.MethodGet, "application/json")
 	r.Header.Add("Accept", "application/json")
 	w := httptest.NewRecorder()

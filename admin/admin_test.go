@@ -44,13 +44,15 @@ type adminFixture struct {
 func newAdminFixture(t testing.TB, clk *adminClock, st store.Store, mutate func(*waitingroom.Config)) *adminFixture {
 	t.Helper()
 	cfg := waitingroom.Config{
-		Name:              "launch",
-		TotalActiveUsers:  10,
-		NewUsersPerMinute: 10,
-		Keys:              [][]byte{[]byte("0123456789abcdef0123456789abcdef")},
-		SyncInterval:      -1,
-		Now:               clk.Now,
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  10,
+			NewUsersPerMinute: 10,
+		},
+		Keys:         [][]byte{[]byte("0123456789abcdef0123456789abcdef")},
+		SyncInterval: -1,
+		Now:          clk.Now,
+		Logger:       slog.New(slog.DiscardHandler),
 	}
 	if mutate != nil {
 		mutate(&cfg)

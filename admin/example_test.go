@@ -21,9 +21,11 @@ func ExampleHandler() {
 		log.Fatal(err)
 	}
 	room, err := waitingroom.New(waitingroom.Config{
-		Keys:              [][]byte{key},
-		TotalActiveUsers:  500,
-		NewUsersPerMinute: 100,
+		Keys: [][]byte{key},
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  500,
+			NewUsersPerMinute: 100,
+		},
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)
@@ -52,9 +54,11 @@ func ExampleMinutes() {
 		log.Fatal(err)
 	}
 	room, err := waitingroom.New(waitingroom.Config{
-		Keys:              [][]byte{key},
-		TotalActiveUsers:  500,
-		NewUsersPerMinute: 100,
+		Keys: [][]byte{key},
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  500,
+			NewUsersPerMinute: 100,
+		},
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)

@@ -55,12 +55,14 @@ func TestLimitsAboveMaxLimit(t *testing.T) {
 		}
 		t.Run(tc.name+"/New", func(t *testing.T) {
 			cfg := waitingroom.Config{
-				Name:              "launch",
-				TotalActiveUsers:  tc.total,
-				NewUsersPerMinute: tc.perMinute,
-				Events:            tc.events,
-				Keys:              [][]byte{[]byte("0123456789abcdef0123456789abcdef")},
-				SyncInterval:      -1,
+				Name: "launch",
+				Settings: waitingroom.Settings{
+					TotalActiveUsers:  tc.total,
+					NewUsersPerMinute: tc.perMinute,
+					Events:            tc.events,
+				},
+				Keys:         [][]byte{[]byte("0123456789abcdef0123456789abcdef")},
+				SyncInterval: -1,
 			}
 			_, err := waitingroom.New(cfg, memstore.New())
 			if tc.want != "" {

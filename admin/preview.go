@@ -64,7 +64,7 @@ type PreviewPage struct {
 // interval and status code, with sample waits (12 minutes; 5 to 15 with
 // random queueing). tmpl is the template to render; nil is the live one
 // (Settings.Template, else the default page). lang is the language of the
-// default page and of the formatted waits ("" for Config.Language).
+// default page and of the formatted waits ("" for Config.Page.Language).
 //
 // Nothing in the room changes: no visitor is counted, no cookie made, no
 // cached page replaced. Preview does no I/O and is safe for concurrent

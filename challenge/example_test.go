@@ -21,14 +21,16 @@ import (
 func Example() {
 	key := bytes.Repeat([]byte{1}, 32) // waitingroom.ParseKey of a secret, in production
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "launch",
-		TotalActiveUsers:  100,
-		NewUsersPerMinute: 100,
-		Keys:              [][]byte{key},
-		Challenge: &challenge.Policy{
-			Kind:   challenge.PoW,      // built in, no third party
-			OnFail: challenge.Infinite, // default: challenge.Log
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  100,
+			NewUsersPerMinute: 100,
+			Challenge: &challenge.Policy{
+				Kind:   challenge.PoW,      // built in, no third party
+				OnFail: challenge.Infinite, // default: challenge.Log
+			},
 		},
+		Keys: [][]byte{key},
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)

@@ -35,13 +35,15 @@ func newTestRoom(t testing.TB, mutate func(*waitingroom.Config)) *testRoom {
 func newTestRoomOn(t testing.TB, clk *testclock.Clock, st store.Store, mutate func(*waitingroom.Config)) *testRoom {
 	t.Helper()
 	cfg := waitingroom.Config{
-		Name:              "launch",
-		TotalActiveUsers:  10,
-		NewUsersPerMinute: 10,
-		Keys:              [][]byte{testKey},
-		SyncInterval:      -1,
-		Now:               clk.Now,
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  10,
+			NewUsersPerMinute: 10,
+		},
+		Keys:         [][]byte{testKey},
+		SyncInterval: -1,
+		Now:          clk.Now,
+		Logger:       slog.New(slog.DiscardHandler),
 	}
 	if mutate != nil {
 		mutate(&cfg)

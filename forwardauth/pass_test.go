@@ -133,7 +133,7 @@ func TestPassConfig(t *testing.T) {
 		{2 * time.Second, MaxPassDuration, false},
 		{7 * time.Second, 0, true}, // no passes
 	} {
-		rm, err := waitingroom.New(waitingroom.Config{Name: "launch", TotalActiveUsers: 1, NewUsersPerMinute: 1, Keys: [][]byte{testKey},
+		rm, err := waitingroom.New(waitingroom.Config{Name: "launch", Settings: waitingroom.Settings{TotalActiveUsers: 1, NewUsersPerMinute: 1}, Keys: [][]byte{testKey},
 			SyncInterval: tc.interval}, memstore.New())
 		require.NoError(t, err)
 		var p Pass

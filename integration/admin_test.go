@@ -35,13 +35,15 @@ type adminInstance struct {
 func newAdminInstance(t testing.TB, clk *testclock.Clock, st store.Store) *adminInstance {
 	t.Helper()
 	rm, err := waitingroom.New(waitingroom.Config{
-		Name:              "launch",
-		TotalActiveUsers:  10,
-		NewUsersPerMinute: 10,
-		Keys:              [][]byte{[]byte("0123456789abcdef0123456789abcdef")},
-		SyncInterval:      -1,
-		Now:               clk.Now,
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  10,
+			NewUsersPerMinute: 10,
+		},
+		Keys:         [][]byte{[]byte("0123456789abcdef0123456789abcdef")},
+		SyncInterval: -1,
+		Now:          clk.Now,
+		Logger:       slog.New(slog.DiscardHandler),
 	}, st)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rm.Close() })

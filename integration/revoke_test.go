@@ -81,7 +81,7 @@ func newRevokeFleet(t *testing.T, passes bool) *revokeFleet {
 	f.st = sts[0]
 	for _, st := range sts {
 		cfg := waitingroom.Config{
-			Name: "revoke", TotalActiveUsers: 1000, NewUsersPerMinute: 1000,
+			Name: "revoke", Settings: waitingroom.Settings{TotalActiveUsers: 1000, NewUsersPerMinute: 1000},
 			Keys:         [][]byte{[]byte("0123456789abcdef0123456789abcdef")},
 			SyncInterval: revokeInterval,
 			Logger:       slog.New(slog.DiscardHandler),

@@ -17,10 +17,12 @@ var secret = []byte("an example key of 32 bytes or more, never this one")
 
 func ExampleNewCollector() {
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "launch",
-		TotalActiveUsers:  200,
-		NewUsersPerMinute: 200,
-		Keys:              [][]byte{secret},
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  200,
+			NewUsersPerMinute: 200,
+		},
+		Keys: [][]byte{secret},
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)

@@ -45,13 +45,15 @@ func (s *flakyStore) Update(ctx context.Context, room string, fn func(*store.Sta
 func newRoom(t *testing.T, clk *clock, st store.Store, name string, total, perMinute int) (*waitingroom.Room, http.Handler) {
 	t.Helper()
 	rm, err := waitingroom.New(waitingroom.Config{
-		Name:              name,
-		TotalActiveUsers:  total,
-		NewUsersPerMinute: perMinute,
-		Keys:              [][]byte{[]byte("0123456789abcdef0123456789abcdef")},
-		SyncInterval:      -1,
-		Now:               clk.Now,
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: name,
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  total,
+			NewUsersPerMinute: perMinute,
+		},
+		Keys:         [][]byte{[]byte("0123456789abcdef0123456789abcdef")},
+		SyncInterval: -1,
+		Now:          clk.Now,
+		Logger:       slog.New(slog.DiscardHandler),
 	}, st)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rm.Close() })

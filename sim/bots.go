@@ -58,7 +58,7 @@ func MeasureBotCosts(ctx context.Context, budget time.Duration) (BotCosts, error
 	c.HashesPerSecond = hashes / time.Since(start).Seconds()
 
 	rm, err := waitingroom.New(waitingroom.Config{
-		Name: "bench", TotalActiveUsers: 1, NewUsersPerMinute: 1, QueueAll: true,
+		Name: "bench", Settings: waitingroom.Settings{TotalActiveUsers: 1, NewUsersPerMinute: 1, QueueAll: true},
 		Keys: [][]byte{simKey}, SyncInterval: -1,
 	}, memstore.New())
 	if err != nil {

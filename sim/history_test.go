@@ -42,7 +42,10 @@ func TestHistoryAccuracy(t *testing.T) {
 			})
 			// The history as an operator reads it, from another instance.
 			rm, err := waitingroom.New(waitingroom.Config{Name: "sim", Keys: [][]byte{simKey}, SyncInterval: -1,
-				TotalActiveUsers: 1, NewUsersPerMinute: 1}, st)
+				Settings: waitingroom.Settings{
+					TotalActiveUsers:  1,
+					NewUsersPerMinute: 1,
+				}}, st)
 			require.NoError(t, err)
 			defer rm.Close()
 			ms, err := admin.Minutes(context.Background(), rm, start, start.Add(24*time.Hour))

@@ -25,12 +25,14 @@ func (r *run) startRooms() (waitingroom.Config, error) {
 	var cfg waitingroom.Config
 	for i := range o.Instances {
 		cfg = waitingroom.Config{
-			Name:              o.Name,
-			TotalActiveUsers:  o.TotalActiveUsers,
-			NewUsersPerMinute: o.NewUsersPerMinute,
-			SessionDuration:   o.SessionDuration,
-			RefreshInterval:   o.RefreshInterval,
-			QueueingMethod:    o.Method,
+			Name: o.Name,
+			Settings: waitingroom.Settings{
+				TotalActiveUsers:  o.TotalActiveUsers,
+				NewUsersPerMinute: o.NewUsersPerMinute,
+				SessionDuration:   o.SessionDuration,
+				QueueingMethod:    o.Method,
+			},
+			RefreshInterval: o.RefreshInterval,
 		}
 		if o.Configure != nil {
 			o.Configure(&cfg)

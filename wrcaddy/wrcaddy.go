@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/go-waitingroom/waitingroom/template"
 	"net/http"
 	"os"
 	"strconv"
@@ -93,7 +94,7 @@ type Handler struct {
 	// Config's.
 	CookieDomain string `json:"cookie_domain,omitempty"`
 	CookiePath   string `json:"cookie_path,omitempty"`
-	// Language is the page's language (Config.Language). Default "en".
+	// Language is the page's language (Config.Page.Language). Default "en".
 	Language string `json:"language,omitempty"`
 	// Template is the path of a Mustache file replacing the waiting page.
 	// Default: the built-in page.
@@ -136,19 +137,21 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 	}
 	cfg := waitingroom.Config{
-		Name:               cmp(h.Name, defaultName),
-		TotalActiveUsers:   h.TotalActiveUsers,
-		NewUsersPerMinute:  h.NewUsersPerMinute,
-		SessionDuration:    time.Duration(h.SessionDuration),
-		RefreshInterval:    time.Duration(h.RefreshInterval),
-		QueueHold:          time.Duration(h.QueueHold),
-		SyncInterval:       time.Duration(h.SyncInterval),
-		QueueingMethod:     waitingroom.QueueingMethod(strings.ToLower(h.QueueingMethod)),
-		QueueingStatusCode: h.QueueingStatusCode,
-		Keys:               keys,
-		Cookie:             waitingroom.CookieOptions{Secure: h.HTTPS, Domain: h.CookieDomain, Path: h.CookiePath},
-		Language:           h.Language,
-		Logger:             ctx.Slogger(),
+		Name: cmp(h.Name, defaultName),
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:   h.TotalActiveUsers,
+			NewUsersPerMinute:  h.NewUsersPerMinute,
+			SessionDuration:    time.Duration(h.SessionDuration),
+			QueueingMethod:     waitingroom.QueueingMethod(strings.ToLower(h.QueueingMethod)),
+			QueueingStatusCode: h.QueueingStatusCode,
+		},
+		RefreshInterval: time.Duration(h.RefreshInterval),
+		QueueHold:       time.Duration(h.QueueHold),
+		SyncInterval:    time.Duration(h.SyncInterval),
+		Keys:            keys,
+		Cookie:          waitingroom.CookieOptions{Secure: h.HTTPS, Domain: h.CookieDomain, Path: h.CookiePath},
+		Page:            template.Options{Language: h.Language},
+		Logger:          ctx.Slogger(),
 	}
 	if h.Template != "" {
 		src, err := os.ReadFile(h.Template)

@@ -20,10 +20,12 @@ var secret = []byte("an example key of 32 bytes or more, never this one")
 
 func ExampleMiddleware() {
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "launch",
-		TotalActiveUsers:  1,
-		NewUsersPerMinute: 1,
-		Keys:              [][]byte{secret},
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  1,
+			NewUsersPerMinute: 1,
+		},
+		Keys: [][]byte{secret},
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)

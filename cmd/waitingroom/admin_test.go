@@ -38,13 +38,15 @@ func TestMetricsAreTheModules(t *testing.T) {
 	const token = "0123456789abcdef-admin"
 	clk := testclock.New(testclock.Start)
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "shop",
-		TotalActiveUsers:  10,
-		NewUsersPerMinute: 4,
-		Keys:              [][]byte{[]byte(strings.Repeat("k", 32))},
-		SyncInterval:      -1,
-		Now:               clk.Now,
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: "shop",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  10,
+			NewUsersPerMinute: 4,
+		},
+		Keys:         [][]byte{[]byte(strings.Repeat("k", 32))},
+		SyncInterval: -1,
+		Now:          clk.Now,
+		Logger:       slog.New(slog.DiscardHandler),
 	}, memstore.New())
 	require.NoError(t, err)
 	defer room.Close()

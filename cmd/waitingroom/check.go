@@ -265,7 +265,7 @@ func (o *options) checkRoom(set map[string]bool) error {
 		{"queueing-method", func(c *waitingroom.Config) { c.QueueingMethod = o.queueingMethod() }},
 		{"refresh-interval", func(c *waitingroom.Config) { c.RefreshInterval = o.refresh }},
 		{"queueing-status-code", func(c *waitingroom.Config) { c.QueueingStatusCode = o.statusCode }},
-		{"language", func(c *waitingroom.Config) { c.Language = o.language }},
+		{"language", func(c *waitingroom.Config) { c.Page.Language = o.language }},
 		{"queueHold", func(c *waitingroom.Config) { c.QueueHold = o.queueHold }},
 	} {
 		if err := probe(c.set); err != nil {

@@ -347,7 +347,7 @@ func TestConfigFileErrors(t *testing.T) {
 			want: "room.yaml:2:12: queueHold (30s) must be at least twice -refresh-interval (20s)"},
 		{name: "refresh without a hold", file: "room.yaml", content: "demo: true\nrefreshInterval: 3m\n",
 			want: "room.yaml:2:18: refreshInterval (3m0s) is more than half the default queue hold (5m0s): set queueHold in a config file to at least twice it"},
-		{name: "language", file: "room.yaml", content: "demo: true\nlanguage: xx\n", want: `room.yaml:2:11: language: Language "xx" is not one of`},
+		{name: "language", file: "room.yaml", content: "demo: true\nlanguage: xx\n", want: `room.yaml:2:11: language: Page.Language "xx" is not one of`},
 		{name: "health path", file: "room.yaml", content: "demo: true\nhealthPath: healthz\n", want: `room.yaml:2:13: healthPath "healthz" must start with /`},
 		{name: "sync interval", file: "room.yaml", content: "demo: true\nsyncInterval: 0s\n", want: "room.yaml:2:15: syncInterval must be > 0, got 0s"},
 		{name: "upstream and demo", file: "room.yaml", content: "demo: true\nupstream: http://127.0.0.1:3000\n", want: "give exactly one of room.yaml:2:11: upstream and room.yaml:1:7: demo, not both"},

@@ -10,6 +10,7 @@ import (
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/forwardauth"
 	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 func (o *options) queueingMethod() waitingroom.QueueingMethod {
@@ -19,24 +20,28 @@ func (o *options) queueingMethod() waitingroom.QueueingMethod {
 // roomConfig is the room's Config.
 func (o *options) roomConfig(keys [][]byte, log *slog.Logger) waitingroom.Config {
 	return waitingroom.Config{
-		Name:               o.name,
-		TotalActiveUsers:   o.total,
-		NewUsersPerMinute:  o.perMinute,
-		SessionDuration:    o.session,
-		QueueingMethod:     o.queueingMethod(),
-		Events:             o.events,
-		RefreshInterval:    o.refresh,
-		QueueHold:          o.queueHold,
-		QueueingStatusCode: o.statusCode,
-		Cookie:             waitingroom.CookieOptions{Secure: o.https, Domain: o.cookieDomain, Path: o.cookiePath},
-		Keys:               keys,
-		Template:           o.template,
-		Language:           o.language,
-		NegotiateLanguage:  o.negotiateLanguage,
-		Bypass:             o.bypass,
-		TrustedProxies:     o.trustedProxies,
-		SyncInterval:       o.syncInterval,
-		Logger:             log,
+		Name: o.name,
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:   o.total,
+			NewUsersPerMinute:  o.perMinute,
+			SessionDuration:    o.session,
+			QueueingMethod:     o.queueingMethod(),
+			Events:             o.events,
+			QueueingStatusCode: o.statusCode,
+			Template:           o.template,
+		},
+		RefreshInterval: o.refresh,
+		QueueHold:       o.queueHold,
+		Cookie:          waitingroom.CookieOptions{Secure: o.https, Domain: o.cookieDomain, Path: o.cookiePath},
+		Keys:            keys,
+		Page: template.Options{
+			Language:          o.language,
+			NegotiateLanguage: o.negotiateLanguage,
+		},
+		Bypass:         o.bypass,
+		TrustedProxies: o.trustedProxies,
+		SyncInterval:   o.syncInterval,
+		Logger:         log,
 	}
 }
 
@@ -76,13 +81,15 @@ func (nopStore) Close() error { return nil }
 // that an error is about that setting alone.
 func probe(set func(*waitingroom.Config)) error {
 	c := waitingroom.Config{
-		Name:              "probe",
-		TotalActiveUsers:  1<<31 - 1, // the largest limit a room takes
-		NewUsersPerMinute: 1,
-		RefreshInterval:   time.Second,
-		QueueHold:         24 * time.Hour,
-		Keys:              [][]byte{make([]byte, 32)},
-		SyncInterval:      -1,
+		Name: "probe",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  1<<31 - 1, // the largest limit a room takes
+			NewUsersPerMinute: 1,
+		},
+		RefreshInterval: time.Second,
+		QueueHold:       24 * time.Hour,
+		Keys:            [][]byte{make([]byte, 32)},
+		SyncInterval:    -1,
 	}
 	set(&c)
 	room, err := waitingroom.New(c, nopStore{})

@@ -36,11 +36,13 @@ const visitors = 1000
 // default), with room for the crowd.
 func config() waitingroom.Config {
 	return waitingroom.Config{
-		Name:              "bench",
-		TotalActiveUsers:  10 * visitors,
-		NewUsersPerMinute: 10 * visitors,
-		Keys:              [][]byte{key},
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: "bench",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  10 * visitors,
+			NewUsersPerMinute: 10 * visitors,
+		},
+		Keys:   [][]byte{key},
+		Logger: slog.New(slog.DiscardHandler),
 	}
 }
 

@@ -44,8 +44,8 @@ func TestAdminHistory(t *testing.T) {
 	require.NoError(t, err)
 	end := start.Add(120 * time.Minute)
 	room, err := waitingroom.New(waitingroom.Config{
-		Name: "sim", TotalActiveUsers: 1000, NewUsersPerMinute: 100, Keys: [][]byte{testKey}, SyncInterval: -1,
-		Events: []waitingroom.Event{event}, Now: func() time.Time { return end }, Logger: slog.New(slog.DiscardHandler),
+		Name: "sim", Settings: waitingroom.Settings{TotalActiveUsers: 1000, NewUsersPerMinute: 100, Events: []waitingroom.Event{event}}, Keys: [][]byte{testKey}, SyncInterval: -1,
+		Now: func() time.Time { return end }, Logger: slog.New(slog.DiscardHandler),
 	}, st)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = room.Close() })

@@ -139,16 +139,18 @@ const appPage = `<!DOCTYPE html>
 func newSite(t *testing.T, host string) *site {
 	t.Helper()
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              roomName,
-		TotalActiveUsers:  1,
-		NewUsersPerMinute: 1,
-		Keys:              [][]byte{testKey},
-		QueueAll:          true,
-		RefreshInterval:   time.Second,
-		RefreshJitter:     -1,
-		SyncInterval:      -1,
-		Cookie:            waitingroom.CookieOptions{Secure: host != ""},
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: roomName,
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  1,
+			NewUsersPerMinute: 1,
+			QueueAll:          true,
+		},
+		Keys:            [][]byte{testKey},
+		RefreshInterval: time.Second,
+		RefreshJitter:   -1,
+		SyncInterval:    -1,
+		Cookie:          waitingroom.CookieOptions{Secure: host != ""},
+		Logger:          slog.New(slog.DiscardHandler),
 	}, memstore.New())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = room.Close() })
@@ -374,15 +376,17 @@ func busyRoom(t *testing.T, name string, method waitingroom.QueueingMethod) (*wa
 	t.Helper()
 	now := time.Date(2026, 3, 14, 12, 0, 30, 0, time.UTC)
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              name,
-		TotalActiveUsers:  100,
-		NewUsersPerMinute: 10,
-		QueueingMethod:    method,
-		Keys:              [][]byte{testKey},
-		RefreshJitter:     -1,
-		SyncInterval:      -1,
-		Now:               func() time.Time { return now },
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: name,
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  100,
+			NewUsersPerMinute: 10,
+			QueueingMethod:    method,
+		},
+		Keys:          [][]byte{testKey},
+		RefreshJitter: -1,
+		SyncInterval:  -1,
+		Now:           func() time.Time { return now },
+		Logger:        slog.New(slog.DiscardHandler),
 	}, memstore.New())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = room.Close() })

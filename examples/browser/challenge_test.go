@@ -24,19 +24,21 @@ import (
 func challengeSite(t *testing.T) *site {
 	t.Helper()
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              roomName,
-		TotalActiveUsers:  100,
-		NewUsersPerMinute: 100,
-		Keys:              [][]byte{testKey},
-		RefreshInterval:   time.Second,
-		RefreshJitter:     -1,
-		SyncInterval:      -1,
-		Challenge: &challenge.Policy{
-			Kind:   challenge.PoW,
-			Who:    challenge.Everyone,
-			OnFail: challenge.Infinite,
+		Name: roomName,
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  100,
+			NewUsersPerMinute: 100,
+			Challenge: &challenge.Policy{
+				Kind:   challenge.PoW,
+				Who:    challenge.Everyone,
+				OnFail: challenge.Infinite,
+			},
 		},
-		Logger: slog.New(slog.DiscardHandler),
+		Keys:            [][]byte{testKey},
+		RefreshInterval: time.Second,
+		RefreshJitter:   -1,
+		SyncInterval:    -1,
+		Logger:          slog.New(slog.DiscardHandler),
 	}, memstore.New())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = room.Close() })

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"github.com/go-waitingroom/waitingroom/template"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
@@ -119,7 +120,7 @@ func TestWait(t *testing.T) {
 		},
 		{
 			name: "waits while everyone is queued, then is let in",
-			cfg:  waitingroom.Config{QueueAll: true},
+			cfg:  waitingroom.Config{Settings: waitingroom.Settings{QueueAll: true}},
 			onSleep: func(t *testing.T, f *fixture, n int) {
 				if n == 3 {
 					update(t, f, func(s *waitingroom.Settings) { s.QueueAll = false })
@@ -153,8 +154,10 @@ func TestWait(t *testing.T) {
 		},
 		{
 			name: "solves the room's puzzle and sends the answer",
-			cfg: waitingroom.Config{Challenge: &challenge.Policy{
-				Kind: challenge.PoW, OnFail: challenge.Infinite, Difficulty: 8,
+			cfg: waitingroom.Config{Settings: waitingroom.Settings{
+				Challenge: &challenge.Policy{
+					Kind: challenge.PoW, OnFail: challenge.Infinite, Difficulty: 8,
+				},
 			}},
 			full: true,
 			onSleep: func(t *testing.T, f *fixture, n int) {
@@ -172,7 +175,7 @@ func TestWait(t *testing.T) {
 		},
 		{
 			name:    "reads the JSON key the room is configured with",
-			cfg:     waitingroom.Config{QueueAll: true, JSONKey: "cfWaitingRoom"},
+			cfg:     waitingroom.Config{Settings: waitingroom.Settings{QueueAll: true}, Page: template.Options{JSONKey: "cfWaitingRoom"}},
 			jsonKey: "cfWaitingRoom",
 			onSleep: func(t *testing.T, f *fixture, n int) {
 				update(t, f, func(s *waitingroom.Settings) { s.QueueAll = false })
@@ -185,7 +188,7 @@ func TestWait(t *testing.T) {
 		},
 		{
 			name:    "gives up when its time is over",
-			cfg:     waitingroom.Config{QueueAll: true},
+			cfg:     waitingroom.Config{Settings: waitingroom.Settings{QueueAll: true}},
 			onSleep: func(*testing.T, *fixture, int) {},
 			wantLines: []string{
 				"waiting: the site lets no one in at the moment; next try in 1s",
@@ -196,7 +199,7 @@ func TestWait(t *testing.T) {
 		},
 		{
 			name:    "stops at a closed site",
-			cfg:     waitingroom.Config{QueueingMethod: waitingroom.Reject},
+			cfg:     waitingroom.Config{Settings: waitingroom.Settings{QueueingMethod: waitingroom.Reject}},
 			wantErr: errClosed,
 		},
 	}

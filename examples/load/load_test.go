@@ -117,12 +117,14 @@ func TestRunRoom(t *testing.T) {
 		t.Run(accept, func(t *testing.T) {
 			t.Parallel()
 			room, err := waitingroom.New(waitingroom.Config{
-				Name:              "load",
-				TotalActiveUsers:  3,
-				NewUsersPerMinute: 3,
-				RefreshInterval:   time.Second,
-				Keys:              [][]byte{[]byte("load test key: 32 bytes or more, tests only")},
-				Logger:            slog.New(slog.DiscardHandler),
+				Name: "load",
+				Settings: waitingroom.Settings{
+					TotalActiveUsers:  3,
+					NewUsersPerMinute: 3,
+				},
+				RefreshInterval: time.Second,
+				Keys:            [][]byte{[]byte("load test key: 32 bytes or more, tests only")},
+				Logger:          slog.New(slog.DiscardHandler),
 			}, memstore.New())
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = room.Close() })

@@ -116,12 +116,14 @@ func run(ctx context.Context, args []string, log *slog.Logger) error {
 func newRoom(o options, key []byte, client redis.UniversalClient, log *slog.Logger) (*waitingroom.Room, *redisstore.Store, error) {
 	st := redisstore.New(client, redisstore.Options{KeyPrefix: o.keyPrefix, TTL: o.ttl})
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              o.name,
-		TotalActiveUsers:  o.total,
-		NewUsersPerMinute: o.perMinute,
-		Keys:              [][]byte{key},
-		SyncInterval:      o.syncInterval,
-		Logger:            log,
+		Name: o.name,
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  o.total,
+			NewUsersPerMinute: o.perMinute,
+		},
+		Keys:         [][]byte{key},
+		SyncInterval: o.syncInterval,
+		Logger:       log,
 	}, st)
 	if err != nil {
 		_ = st.Close()

@@ -43,13 +43,15 @@ func newVClock(second int) *vclock {
 // manualRoom returns a room on clk that syncs only when told.
 func manualRoom(t *testing.T, st store.Store, clk *vclock, name string) *waitingroom.Room {
 	rm, err := waitingroom.New(waitingroom.Config{
-		Name:              name,
-		TotalActiveUsers:  10,
-		NewUsersPerMinute: 10,
-		Keys:              [][]byte{key},
-		SyncInterval:      -1,
-		Now:               clk.Now,
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: name,
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  10,
+			NewUsersPerMinute: 10,
+		},
+		Keys:         [][]byte{key},
+		SyncInterval: -1,
+		Now:          clk.Now,
+		Logger:       slog.New(slog.DiscardHandler),
 	}, st)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rm.Close() })
@@ -239,8 +241,8 @@ func TestRebuildWaitsForEveryInstance(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond})
 		t.Cleanup(func() { _ = c.Close() })
 		rm, err := waitingroom.New(waitingroom.Config{
-			Name: name, TotalActiveUsers: limit, NewUsersPerMinute: limit,
-			SessionDuration: time.Minute, RefreshInterval: refresh, Keys: [][]byte{key},
+			Name: name, Settings: waitingroom.Settings{TotalActiveUsers: limit, NewUsersPerMinute: limit, SessionDuration: time.Minute},
+			RefreshInterval: refresh, Keys: [][]byte{key},
 			Now: r.clock, Logger: slog.New(slog.DiscardHandler), // SyncInterval: the default, 1 s
 		}, redisstore.New(c, redisstore.Options{KeyPrefix: prefix}))
 		require.NoError(t, err)
@@ -331,7 +333,7 @@ func TestFIFOAfterOutage(t *testing.T) {
 	st := &flaky{Store: memstore.New()}
 	mk := func() *waitingroom.Room {
 		rm, err := waitingroom.New(waitingroom.Config{
-			Name: "fifo", TotalActiveUsers: 10, NewUsersPerMinute: 1, RefreshInterval: time.Second, RefreshJitter: -1,
+			Name: "fifo", Settings: waitingroom.Settings{TotalActiveUsers: 10, NewUsersPerMinute: 1}, RefreshInterval: time.Second, RefreshJitter: -1,
 			Keys: [][]byte{key}, SyncInterval: -1, Now: clk.Now, Logger: slog.New(slog.DiscardHandler),
 		}, st)
 		require.NoError(t, err)

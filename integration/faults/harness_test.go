@@ -326,15 +326,17 @@ func runScenario(t *testing.T, sc scenario) *run {
 		st := &traced{Store: sc.open(t, i), clock: r.clock}
 		r.stores = append(r.stores, st)
 		rm, err := waitingroom.New(waitingroom.Config{
-			Name:              name,
-			TotalActiveUsers:  total,
-			NewUsersPerMinute: perMinute,
-			SessionDuration:   time.Minute,
-			RefreshInterval:   refresh,
-			SyncInterval:      syncInterval,
-			Keys:              [][]byte{key},
-			Now:               r.clock,
-			Logger:            slog.New(slog.NewTextHandler(logs, nil)).With("instance", i+1),
+			Name: name,
+			Settings: waitingroom.Settings{
+				TotalActiveUsers:  total,
+				NewUsersPerMinute: perMinute,
+				SessionDuration:   time.Minute,
+			},
+			RefreshInterval: refresh,
+			SyncInterval:    syncInterval,
+			Keys:            [][]byte{key},
+			Now:             r.clock,
+			Logger:          slog.New(slog.NewTextHandler(logs, nil)).With("instance", i+1),
 		}, st)
 		require.NoError(t, err)
 		t.Cleanup(func() {

@@ -128,9 +128,11 @@ func BenchmarkSync(b *testing.B) {
 				}))
 				clk := testclock.New(largeStateTime)
 				rm, err := waitingroom.New(waitingroom.Config{
-					Name:              name,
-					TotalActiveUsers:  10_000,
-					NewUsersPerMinute: 2_000,
+					Name: name,
+					Settings: waitingroom.Settings{
+						TotalActiveUsers:  10_000,
+						NewUsersPerMinute: 2_000,
+					},
 					// Every waiting cell of LargeState (the last minute's
 					// check-ins) keeps counting.
 					RefreshInterval: 5 * time.Minute,
@@ -185,13 +187,15 @@ func newLoadRoom(tb testing.TB, st store.Store) *loadRoom {
 	tb.Helper()
 	lr := &loadRoom{clk: testclock.New(testclock.Start), st: &counting{Store: st}}
 	rm, err := waitingroom.New(waitingroom.Config{
-		Name:              randomName("load-"),
-		TotalActiveUsers:  100,
-		NewUsersPerMinute: 100,
-		Keys:              [][]byte{[]byte(hexKey)},
-		SyncInterval:      -1,
-		Now:               lr.clk.Now,
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: randomName("load-"),
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  100,
+			NewUsersPerMinute: 100,
+		},
+		Keys:         [][]byte{[]byte(hexKey)},
+		SyncInterval: -1,
+		Now:          lr.clk.Now,
+		Logger:       slog.New(slog.DiscardHandler),
 	}, lr.st)
 	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = rm.Close() })
@@ -286,12 +290,14 @@ func TestStoreOpsFlatBackground(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				st := &counting{Store: memstore.New()}
 				rm, err := waitingroom.New(waitingroom.Config{
-					Name:              "flat",
-					TotalActiveUsers:  100,
-					NewUsersPerMinute: 100,
-					Keys:              [][]byte{[]byte(hexKey)},
-					SyncInterval:      time.Second,
-					Logger:            slog.New(slog.DiscardHandler),
+					Name: "flat",
+					Settings: waitingroom.Settings{
+						TotalActiveUsers:  100,
+						NewUsersPerMinute: 100,
+					},
+					Keys:         [][]byte{[]byte(hexKey)},
+					SyncInterval: time.Second,
+					Logger:       slog.New(slog.DiscardHandler),
 				}, st)
 				require.NoError(t, err)
 				lr := &loadRoom{Room: rm, st: st, h: rm.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))}

@@ -310,12 +310,14 @@ func runFleet(b *testing.B, be fleetBackend, n int, d time.Duration) *fleetFigur
 	handlers := make([]http.Handler, n)
 	for i := range n {
 		rm, err := waitingroom.New(waitingroom.Config{
-			Name:              name,
-			TotalActiveUsers:  100,
-			NewUsersPerMinute: 100,
-			Keys:              [][]byte{[]byte(hexKey)},
-			SyncInterval:      -1,
-			Logger:            slog.New(&countingHandler{f: f}),
+			Name: name,
+			Settings: waitingroom.Settings{
+				TotalActiveUsers:  100,
+				NewUsersPerMinute: 100,
+			},
+			Keys:         [][]byte{[]byte(hexKey)},
+			SyncInterval: -1,
+			Logger:       slog.New(&countingHandler{f: f}),
 		}, recorder(&fleetRecorder{Store: open(), name: name, f: f}))
 		require.NoError(b, err)
 		rooms[i], handlers[i] = rm, rm.Handler(app)

@@ -206,15 +206,17 @@ func runOutage(t *testing.T, plan outagePlan) *outageRun {
 			ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
 		st := redisstore.New(c, redisstore.Options{KeyPrefix: prefix})
 		rm, err := waitingroom.New(waitingroom.Config{
-			Name:              name,
-			TotalActiveUsers:  plan.total,
-			NewUsersPerMinute: plan.perMinute,
-			SessionDuration:   time.Minute,
-			RefreshInterval:   time.Second,
-			SyncInterval:      100 * time.Millisecond,
-			Keys:              [][]byte{[]byte(hexKey)},
-			Now:               clock,
-			Logger:            slog.New(slog.NewTextHandler(run.logs, nil)).With("instance", i+1),
+			Name: name,
+			Settings: waitingroom.Settings{
+				TotalActiveUsers:  plan.total,
+				NewUsersPerMinute: plan.perMinute,
+				SessionDuration:   time.Minute,
+			},
+			RefreshInterval: time.Second,
+			SyncInterval:    100 * time.Millisecond,
+			Keys:            [][]byte{[]byte(hexKey)},
+			Now:             clock,
+			Logger:          slog.New(slog.NewTextHandler(run.logs, nil)).With("instance", i+1),
 		}, st)
 		require.NoError(t, err)
 		hs := httptest.NewServer(rm.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -128,11 +128,13 @@ func run(ctx context.Context, listen string, total, perMinute int, newServer fun
 		return err
 	}
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "demo",
-		TotalActiveUsers:  total,
-		NewUsersPerMinute: perMinute,
-		Keys:              [][]byte{key},
-		Logger:            log,
+		Name: "demo",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  total,
+			NewUsersPerMinute: perMinute,
+		},
+		Keys:   [][]byte{key},
+		Logger: log,
 	}, memstore.New())
 	if err != nil {
 		return err

@@ -72,14 +72,16 @@ func NewRoom(t testing.TB) (*waitingroom.Room, *Clock) {
 	t.Helper()
 	clock := NewClock(Start)
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              RoomName,
-		TotalActiveUsers:  1,
-		NewUsersPerMinute: 1,
-		Keys:              [][]byte{key},
-		RefreshJitter:     -1,
-		SyncInterval:      -1,
-		Now:               clock.Now,
-		Logger:            slog.New(slog.DiscardHandler),
+		Name: RoomName,
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  1,
+			NewUsersPerMinute: 1,
+		},
+		Keys:          [][]byte{key},
+		RefreshJitter: -1,
+		SyncInterval:  -1,
+		Now:           clock.Now,
+		Logger:        slog.New(slog.DiscardHandler),
 	}, memstore.New())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = room.Close() })

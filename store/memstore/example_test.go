@@ -13,10 +13,12 @@ import (
 // redisstore or sqlstore for that.
 func Example() {
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "launch",
-		TotalActiveUsers:  200,
-		NewUsersPerMinute: 200,
-		Keys:              [][]byte{[]byte("an example key of 32 bytes or more, never this one")},
+		Name: "launch",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  200,
+			NewUsersPerMinute: 200,
+		},
+		Keys: [][]byte{[]byte("an example key of 32 bytes or more, never this one")},
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)

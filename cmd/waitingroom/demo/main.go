@@ -39,6 +39,7 @@ import (
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/cmd/waitingroom/internal/demoapp"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 func main() {
@@ -94,15 +95,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready cha
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              "default",
-		TotalActiveUsers:  s.total,
-		NewUsersPerMinute: s.perMinute,
-		SessionDuration:   s.session,
-		RefreshInterval:   s.refresh,
-		QueueingMethod:    waitingroom.QueueingMethod(s.method),
-		NegotiateLanguage: s.negotiateLanguage,
-		Keys:              [][]byte{key},
-		Logger:            log,
+		Name: "default",
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  s.total,
+			NewUsersPerMinute: s.perMinute,
+			SessionDuration:   s.session,
+			QueueingMethod:    waitingroom.QueueingMethod(s.method),
+		},
+		RefreshInterval: s.refresh,
+		Page:            template.Options{NegotiateLanguage: s.negotiateLanguage},
+		Keys:            [][]byte{key},
+		Logger:          log,
 	}, memstore.New())
 	if err != nil {
 		fmt.Fprintln(stderr, "demo:", err)

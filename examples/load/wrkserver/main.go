@@ -199,11 +199,13 @@ func newHandler(ctx context.Context, o options, key []byte, log *slog.Logger) (h
 		release = func() { _ = client.Close() }
 	}
 	room, err := waitingroom.New(waitingroom.Config{
-		Name:              o.name,
-		TotalActiveUsers:  o.total,
-		NewUsersPerMinute: o.perMinute,
-		Keys:              [][]byte{key},
-		Logger:            log,
+		Name: o.name,
+		Settings: waitingroom.Settings{
+			TotalActiveUsers:  o.total,
+			NewUsersPerMinute: o.perMinute,
+		},
+		Keys:   [][]byte{key},
+		Logger: log,
 	}, st)
 	if err != nil {
 		release()

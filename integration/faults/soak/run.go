@@ -70,8 +70,8 @@ func run(ctx context.Context, o options) (int, error) {
 
 	key, _ := hex.DecodeString(s.keyHex)
 	s.ctrl, err = waitingroom.New(waitingroom.Config{
-		Name: s.name, TotalActiveUsers: o.total, NewUsersPerMinute: o.perMn,
-		SessionDuration: o.session, RefreshInterval: o.refresh, Keys: [][]byte{key},
+		Name: s.name, Settings: waitingroom.Settings{TotalActiveUsers: o.total, NewUsersPerMinute: o.perMn, SessionDuration: o.session},
+		RefreshInterval: o.refresh, Keys: [][]byte{key},
 		SyncInterval: -1, Logger: slog.New(slog.DiscardHandler),
 	}, redisstore.New(s.rdb, redisstore.Options{KeyPrefix: s.prefix}))
 	if err != nil {

@@ -1,0 +1,28 @@
+package template
+
+// Options say how a room writes its waiting page: the language of the
+// default page's texts, and when and how a client gets the page as JSON.
+// The zero value of each field means its default. A room copies them in
+// its New; they do not change while it runs (the page's template does:
+// it is one of the room's live settings).
+type Options struct {
+	// Language is the language of the default page's texts and of the
+	// formatted waits, a BCP 47 tag among Languages(). Default "en".
+	Language string
+	// NegotiateLanguage lets each visitor's Accept-Language choose the
+	// page's language among Languages() (Negotiate), Language being the
+	// fallback. Default false.
+	NegotiateLanguage bool
+	// JSONKey is the top-level key of JSON waiting responses (WriteJSON).
+	// Default "waitingRoom"; "cfWaitingRoom" serves clients written for
+	// the commercial product unchanged.
+	JSONKey string
+	// StrictJSONAccept answers JSON only to requests whose one Accept
+	// header is exactly "application/json" (IsExactJSON), as the
+	// commercial product does; anything else, such as
+	// "application/json, text/plain", gets the page. Default false: JSON
+	// for any Accept header that lists application/json and not
+	// text/html (WantsJSON), which is what clients of earlier releases
+	// rely on, and what a browser never sends for a page.
+	StrictJSONAccept bool
+}
