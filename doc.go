@@ -10,15 +10,14 @@
 //
 // Quick start (the package's Example is the complete program):
 //
-//	key, err := waitingroom.ParseKey(os.Getenv("WAITINGROOM_KEY")) // openssl rand -hex 32; the same on every instance
+//	keys, err := waitingroom.ParseKeys(os.Getenv("WAITINGROOM_KEY")) // openssl rand -hex 32; the same on every instance
 //	if err != nil {
 //		log.Fatal(err)
 //	}
 //	room, err := waitingroom.New(waitingroom.Config{
-//		Name:              "launch",
-//		TotalActiveUsers:  200,
-//		NewUsersPerMinute: 200,
-//		Keys:              [][]byte{key},
+//		Name:     "launch",
+//		Settings: waitingroom.Settings{TotalActiveUsers: 200, NewUsersPerMinute: 200},
+//		Keys:     keys,
 //	}, memstore.New())
 //	if err != nil {
 //		log.Fatal(err)

@@ -9,40 +9,26 @@ import (
 	"unicode"
 )
 
-// ParseKey decodes a cookie key written as text, as it comes from an
-// environment variable or a secret store, for Config.Keys.
+// ParseKeys decodes the cookie keys for Config.Keys written as text, as
+// they come from an environment variable or a secret store: one key, or a
+// comma-separated list of keys in the order of Config.Keys (the first
+// encrypts and every key decrypts, so keys rotate by putting a new key
+// first and dropping the old one once the sessions it sealed have ended).
 //
-// The key is hex (either case) or base64 in the standard or the URL
+// A key is hex (either case) or base64 in the standard or the URL
 // alphabet, with or without padding; generate one with
 // "openssl rand -hex 32" or "openssl rand -base64 32". A string made of
 // hex digits only is read as hex, so an odd number of them is an error
-// rather than a base64 key. Spaces and line breaks around the key are
+// rather than a base64 key. Spaces and line breaks around each key are
 // ignored (a secret read from a file often ends with a newline); inside
 // it, they are an error. Base64 is decoded strictly: a key has one
-// spelling, and the unused bits of a last character must be zero.
-//
-// The decoded key must be at least 32 bytes. Errors begin with
-// "waitingroom: " and never repeat the key or any part of it.
-//
-// ParseKey keeps no state and is safe for concurrent use.
-func ParseKey(s string) ([]byte, error) {
-	b, err := parseKey(s)
-	if err != nil {
-		return nil, fmt.Errorf("waitingroom: key: %w", err)
-	}
-	return b, nil
-}
-
-// ParseKeys decodes a comma-separated list of cookie keys, each read as
-// ParseKey reads one, in the order of Config.Keys: the first encrypts and
-// every key decrypts, so keys rotate by putting a new key first and
-// dropping the old one once the sessions it sealed have ended. Spaces
-// around each key are ignored.
+// spelling, and the unused bits of a last character must be zero. Each
+// decoded key must be at least 32 bytes.
 //
 // An empty string, or an empty entry in the list (",," or a trailing
-// comma), is an error, and so is any key ParseKey refuses: the error says
-// which (key 2 of 3). Errors begin with "waitingroom: " and never repeat a
-// key or any part of one.
+// comma), is an error, and so is any key that does not decode: the error
+// says which (key 2 of 3). Errors begin with "waitingroom: " and never
+// repeat a key or any part of one.
 //
 // ParseKeys keeps no state and is safe for concurrent use.
 func ParseKeys(s string) ([][]byte, error) {
@@ -72,8 +58,8 @@ var keyEncodings = []*base64.Encoding{
 	base64.RawURLEncoding.Strict(),
 }
 
-// parseKey is ParseKey without the prefix of its errors, which never
-// include s.
+// parseKey decodes one key of ParseKeys, with errors that never include
+// s.
 func parseKey(s string) ([]byte, error) {
 	s = strings.TrimSpace(s)
 	switch {

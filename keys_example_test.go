@@ -13,12 +13,14 @@ import (
 // A complete program: the key from the environment, the room in front of
 // the application. Run it with WAITINGROOM_KEY=$(openssl rand -hex 32).
 func Example() {
-	key, err := waitingroom.ParseKey(os.Getenv("WAITINGROOM_KEY")) // the same on every instance
+	keys, err := waitingroom.ParseKeys(os.Getenv("WAITINGROOM_KEY")) // the same on every instance
 	if err != nil {
 		log.Fatal(err)
 	}
 	room, err := waitingroom.New(waitingroom.Config{
-		Name: "launch", Settings: waitingroom.Settings{TotalActiveUsers: 200, NewUsersPerMinute: 200}, Keys: [][]byte{key},
+		Name:     "launch",
+		Settings: waitingroom.Settings{TotalActiveUsers: 200, NewUsersPerMinute: 200},
+		Keys:     keys,
 	}, memstore.New())
 	if err != nil {
 		log.Fatal(err)
@@ -27,28 +29,7 @@ func Example() {
 	log.Fatal(http.ListenAndServe(":8080", room.Handler(app)))
 }
 
-func ExampleParseKey() {
-	// export WAITINGROOM_KEY=$(openssl rand -hex 32), the same on every
-	// instance of the room.
-	key, err := waitingroom.ParseKey(os.Getenv("WAITINGROOM_KEY"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	room, err := waitingroom.New(waitingroom.Config{
-		Name: "launch",
-		Settings: waitingroom.Settings{
-			TotalActiveUsers:  200,
-			NewUsersPerMinute: 200,
-		},
-		Keys: [][]byte{key},
-	}, memstore.New())
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer room.Close()
-}
-
-func ExampleParseKey_errors() {
+func ExampleParseKeys_errors() {
 	for _, s := range []string{
 		"",
 		"00112233445566778899aabbccddeeff",  // 16 bytes
@@ -56,7 +37,7 @@ func ExampleParseKey_errors() {
 		"not a key",
 		"not-a-key!",
 	} {
-		_, err := waitingroom.ParseKey(s)
+		_, err := waitingroom.ParseKeys(s)
 		fmt.Println(err)
 	}
 	// Output:

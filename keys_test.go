@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func testKeyBytes(first byte, n int) []byte {
 	return b
 }
 
-// keyErrors are the only shapes ParseKey's errors take, digits aside: none
+// keyErrors are the only shapes ParseKeys' errors take, digits aside: none
 // has room for a part of the key.
 var keyErrors = regexp.MustCompile(`^waitingroom: key( \d+ of \d+)?: (` +
 	`empty|` +
@@ -30,6 +31,16 @@ var keyErrors = regexp.MustCompile(`^waitingroom: key( \d+ of \d+)?: (` +
 	`hex with a 0x prefix; write the digits alone|` +
 	`neither hex nor base64|` +
 	`\d+ bytes; a key must be at least 32)$`)
+
+// parseOne is ParseKeys' reading of one key: the key, or the error
+// ParseKeys gives for a text holding that one key alone.
+func parseOne(s string) ([]byte, error) {
+	b, err := parseKey(s)
+	if err != nil {
+		return nil, fmt.Errorf("waitingroom: key: %w", err)
+	}
+	return b, nil
+}
 
 func TestParseKey(t *testing.T) {
 	key := testKeyBytes(0, 32)     // 000102…1f
@@ -80,7 +91,14 @@ func TestParseKey(t *testing.T) {
 		{"a comma", hexKey + "," + hexKey, nil, "neither hex nor base64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseKey(tc.in)
+			got, err := parseOne(tc.in)
+			if !strings.Contains(tc.in, ",") {
+				keys, kerr := ParseKeys(tc.in)
+				assert.Equal(t, fmt.Sprint(err), fmt.Sprint(kerr), "ParseKeys reads one key as parseOne does")
+				if kerr == nil {
+					assert.Equal(t, [][]byte{got}, keys)
+				}
+			}
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Nil(t, got)
@@ -162,7 +180,7 @@ func FuzzParseKey(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		b, err := ParseKey(s)
+		b, err := parseOne(s)
 		if err != nil {
 			require.Nil(t, b)
 			require.Regexp(t, keyErrors, err.Error())
@@ -190,7 +208,7 @@ func FuzzParseKey(f *testing.F) {
 			parts := strings.Split(s, ",")
 			require.Len(t, keys, len(parts))
 			for i, p := range parts {
-				k, err := ParseKey(p)
+				k, err := parseOne(p)
 				require.NoError(t, err)
 				require.Equal(t, k, keys[i])
 			}
@@ -203,13 +221,13 @@ func FuzzParseKey(f *testing.F) {
 			return
 		}
 		for _, text := range []string{hex.EncodeToString(raw), strings.ToUpper(hex.EncodeToString(raw))} {
-			got, err := ParseKey(" " + text + "\n")
+			got, err := parseOne(" " + text + "\n")
 			require.NoError(t, err)
 			require.True(t, bytes.Equal(raw, got), "%q does not read back", text)
 		}
 		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 			text := enc.EncodeToString(raw)
-			got, err := ParseKey(" " + text + "\n")
+			got, err := parseOne(" " + text + "\n")
 			if isHex(text) { // hex digits only: read as hex, as documented
 				want, _ := hex.DecodeString(text)
 				if len(text)%2 == 1 || len(want) < minKeyLen {

@@ -16,12 +16,12 @@ import (
 // The admin API and status page, mounted under /admin/ beside the
 // application, behind a bearer token from the environment.
 func ExampleHandler() {
-	key, err := waitingroom.ParseKey(os.Getenv("WAITINGROOM_KEY"))
+	keys, err := waitingroom.ParseKeys(os.Getenv("WAITINGROOM_KEY"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	room, err := waitingroom.New(waitingroom.Config{
-		Keys: [][]byte{key},
+		Keys: keys,
 		Settings: waitingroom.Settings{
 			TotalActiveUsers:  500,
 			NewUsersPerMinute: 100,
@@ -49,12 +49,12 @@ func ExampleHandler() {
 // The kept history of the last day, minute by minute, the reports of its
 // scheduled events, and the same by the hour for a chart.
 func ExampleMinutes() {
-	key, err := waitingroom.ParseKey(os.Getenv("WAITINGROOM_KEY"))
+	keys, err := waitingroom.ParseKeys(os.Getenv("WAITINGROOM_KEY"))
 	if err != nil {
 		log.Fatal(err)
 	}
 	room, err := waitingroom.New(waitingroom.Config{
-		Keys: [][]byte{key},
+		Keys: keys,
 		Settings: waitingroom.Settings{
 			TotalActiveUsers:  500,
 			NewUsersPerMinute: 100,

@@ -19,7 +19,7 @@ import (
 // in the infinite queue until they do; a hosted widget would be Kind
 // challenge.Hosted with a Verifier in Config.ChallengeVerifier.
 func Example() {
-	key := bytes.Repeat([]byte{1}, 32) // waitingroom.ParseKey of a secret, in production
+	key := bytes.Repeat([]byte{1}, 32) // waitingroom.ParseKeys of a secret, in production
 	room, err := waitingroom.New(waitingroom.Config{
 		Name: "launch",
 		Settings: waitingroom.Settings{
