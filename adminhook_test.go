@@ -18,7 +18,7 @@ import (
 func TestPreviewPage(t *testing.T) {
 	tr := newTestRoom(t, func(c *Config) { c.RefreshJitter = -1; c.Page.Language = "fr" })
 	require.True(t, admitted(tr.get(&visitor{}, "")))
-	stats, counters := tr.Stats(), tr.Counters()
+	stats, counters := tr.Stats(), tr.Stats().Counters
 	tr.pages.mu.Lock()
 	cached := len(tr.pages.pages)
 	tr.pages.mu.Unlock()
@@ -48,7 +48,7 @@ func TestPreviewPage(t *testing.T) {
 		})
 	}
 	assert.Equal(t, stats, tr.Stats(), "the room is as it was")
-	assert.Equal(t, counters, tr.Counters())
+	assert.Equal(t, counters, tr.Stats().Counters)
 	tr.pages.mu.Lock()
 	assert.Equal(t, cached, len(tr.pages.pages), "no cached page replaced")
 	tr.pages.mu.Unlock()

@@ -112,12 +112,12 @@ func hostileRequest(t *testing.T, method, target string, cookies ...string) *htt
 // still gets the slot reserved for them.
 func (h *hostileRoom) assertGainsNothing(t *testing.T, r *http.Request) {
 	t.Helper()
-	before := h.Counters().Admitted
+	before := h.Stats().Counters.Admitted
 	w := httptest.NewRecorder()
 	require.NotPanics(t, func() { h.handler.ServeHTTP(w, r) })
 	assert.Less(t, w.Code, 500, "no input makes a 5xx")
 	assert.Zero(t, h.reached.Load(), "the request reached the application past the room")
-	assert.Equal(t, before, h.Counters().Admitted, "no admission")
+	assert.Equal(t, before, h.Stats().Counters.Admitted, "no admission")
 	assert.Equal(t, http.StatusOK, w.Code)
 	assert.Equal(t, "no-store", w.Header().Get("Cache-Control"))
 	for _, c := range w.Result().Cookies() {
@@ -374,7 +374,7 @@ func TestReplayedQueuedCookie(t *testing.T) {
 		}
 	}
 	require.True(t, in)
-	admissions := tr.Counters().Admitted
+	admissions := tr.Stats().Counters.Admitted
 
 	for range 5 {
 		tr.clk.Add(20 * time.Second)
@@ -392,7 +392,7 @@ func TestReplayedQueuedCookie(t *testing.T) {
 		assert.GreaterOrEqual(t, c.bucket, bucket, "no earlier place than the one it was issued with")
 		assert.True(t, admitted(tr.get(v, "")), "the admitted visitor keeps their one slot")
 	}
-	assert.Equal(t, admissions, tr.Counters().Admitted)
+	assert.Equal(t, admissions, tr.Stats().Counters.Admitted)
 	tr.sync()
 	assert.Equal(t, 1, tr.Stats().Active, "counted once")
 }
@@ -496,12 +496,12 @@ func TestFutureTimestamps(t *testing.T) {
 			now := tr.clk.Now().UnixMilli()
 			s := tc.state(now, minuteOf(now))
 			v := &visitor{cookie: tr.cookieName + "=" + tr.codec.encode(s)}
-			admissions := tr.Counters().Admitted
+			admissions := tr.Stats().Counters.Admitted
 
 			d, err := tr.checkRequest(v.request(http.MethodGet, ""))
 			require.NoError(t, err)
 			assert.NotEqual(t, outcomeAdmitted, d.Outcome, "a cookie from the future is no admission")
-			assert.Equal(t, admissions, tr.Counters().Admitted)
+			assert.Equal(t, admissions, tr.Stats().Counters.Admitted)
 			if tc.keepPlace {
 				assert.Equal(t, outcomeWaiting, d.Outcome)
 				assert.LessOrEqual(t, d.RefreshAfter, 20*time.Second+maxClockLead*time.Millisecond)
@@ -617,7 +617,7 @@ func TestRefreshSpam(t *testing.T) {
 	assert.LessOrEqual(t, chances[spammer], 4, "a chance per refresh interval: at 0, 20, 40 and 60 s")
 	assert.False(t, admittedAt[polite].IsZero(), "the polite visitor got the next slot")
 	assert.True(t, admittedAt[spammer].IsZero(), "the spammer did not get in before them")
-	assert.Equal(t, uint64(2), tr.Counters().Admitted)
+	assert.Equal(t, uint64(2), tr.Stats().Counters.Admitted)
 
 	// An early refresh is a copy of a cached page: a bounded number of
 	// allocations, whatever the rate.
@@ -718,6 +718,6 @@ func TestConcurrentHostileRequests(t *testing.T) {
 	close(stop)
 	background.Wait()
 	assert.Zero(t, fails.Load(), "no 5xx")
-	assert.LessOrEqual(t, tr.Counters().Admitted, uint64(perMinute), "admissions within the minute's limit")
+	assert.LessOrEqual(t, tr.Stats().Counters.Admitted, uint64(perMinute), "admissions within the minute's limit")
 	assert.Positive(t, passed.Load())
 }

@@ -145,7 +145,7 @@ func (a *atkCluster) advance(d time.Duration) {
 func (a *atkCluster) admitted() uint64 {
 	var n uint64
 	for _, rm := range a.rooms {
-		n += rm.Counters().Admitted
+		n += rm.Stats().Counters.Admitted
 	}
 	return n
 }
@@ -951,7 +951,7 @@ func TestAttackRevokeReachesEveryInstance(t *testing.T) {
 			}
 			// Revoke just after instance 0's sync, the last of a
 			// number of trial-dependent syncs.
-			for n := rooms[0].Counters().Syncs + uint64(trial); rooms[0].Counters().Syncs <= n; {
+			for n := rooms[0].Stats().Counters.Syncs + uint64(trial); rooms[0].Stats().Counters.Syncs <= n; {
 				time.Sleep(time.Millisecond)
 			}
 			r := httptest.NewRequest(http.MethodGet, "http://example.com/", nil)

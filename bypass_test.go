@@ -83,7 +83,7 @@ func TestBypassedAreNotCounted(t *testing.T) {
 		assert.Empty(t, w.Result().Cookies(), "no cookie for bypassed requests")
 	}
 	assert.True(t, admitted(tr.get(&visitor{}, "")), "the bypassed requests took no slot")
-	assert.Equal(t, uint64(20), tr.Counters().Bypassed)
+	assert.Equal(t, uint64(20), tr.Stats().Counters.Bypassed)
 }
 
 func TestBypassValidation(t *testing.T) {

@@ -90,7 +90,7 @@ func TestChallengeInfiniteQueue(t *testing.T) {
 	p := readWaiting(t, w)
 	assert.Equal(t, "pow", p.Challenge)
 	require.NotEmpty(t, p.ChallengePuzzle)
-	assert.Equal(t, uint64(1), tr.Counters().ChallengesIssued)
+	assert.Equal(t, uint64(1), tr.Stats().Counters.ChallengesIssued)
 
 	// Room for everyone from now on; the visitor never answers.
 	tr.clk.Add(2 * time.Minute)
@@ -102,7 +102,7 @@ func TestChallengeInfiniteQueue(t *testing.T) {
 		assert.NotEmpty(t, readWaiting(t, w).ChallengePuzzle, "the same page: still the puzzle")
 		tr.sync()
 	}
-	k := tr.Counters()
+	k := tr.Stats().Counters
 	assert.Equal(t, uint64(1), k.ChallengesFailed, "once per place")
 	assert.Equal(t, uint64(1), k.ChallengesParked)
 	assert.Zero(t, tr.syncer.Snapshot().Waiting, "a parked visitor reserves no slot")
@@ -111,7 +111,7 @@ func TestChallengeInfiniteQueue(t *testing.T) {
 	a := solve(t, readWaiting(t, w).ChallengePuzzle)
 	tr.clk.Add(6 * time.Second)
 	assert.True(t, admitted(tr.getWith(v, a)))
-	assert.Equal(t, uint64(1), tr.Counters().ChallengesPassed)
+	assert.Equal(t, uint64(1), tr.Stats().Counters.ChallengesPassed)
 }
 
 // With OnFail log, failing is counted and the visitor queues as usual.
@@ -123,8 +123,8 @@ func TestChallengeLogOnly(t *testing.T) {
 	tr.clk.Add(2 * time.Minute)
 	tr.sync()
 	assert.True(t, admitted(tr.getWith(v, "")), "let in without an answer")
-	assert.Equal(t, uint64(1), tr.Counters().ChallengesFailed)
-	assert.Zero(t, tr.Counters().ChallengesParked)
+	assert.Equal(t, uint64(1), tr.Stats().Counters.ChallengesFailed)
+	assert.Zero(t, tr.Stats().Counters.ChallengesParked)
 }
 
 // Visitors let straight in are not challenged (challenge.Queued); with
@@ -132,7 +132,7 @@ func TestChallengeLogOnly(t *testing.T) {
 func TestChallengeWho(t *testing.T) {
 	tr := powRoom(t, challenge.Policy{OnFail: challenge.Infinite})
 	assert.True(t, admitted(tr.getWith(&visitor{}, "")))
-	assert.Zero(t, tr.Counters().ChallengesIssued)
+	assert.Zero(t, tr.Stats().Counters.ChallengesIssued)
 
 	tr = powRoom(t, challenge.Policy{Who: challenge.Everyone, OnFail: challenge.Infinite})
 	v := &visitor{}
@@ -228,7 +228,7 @@ func TestChallengeAdversarial(t *testing.T) {
 				return
 			}
 			assert.True(t, isWaiting(w), "parked")
-			assert.Zero(t, s.tr.Counters().ChallengesPassed)
+			assert.Zero(t, s.tr.Stats().Counters.ChallengesPassed)
 		})
 	}
 }
@@ -311,7 +311,7 @@ func TestChallengeParkedLooksReal(t *testing.T) {
 	tr.clk.Add(6 * time.Second)
 	a := tr.getWith(parked, "") // no answer: parked
 	b := tr.getWith(fresh, "")  // given the challenge now
-	require.Equal(t, uint64(1), tr.Counters().ChallengesParked)
+	require.Equal(t, uint64(1), tr.Stats().Counters.ChallengesParked)
 	assert.Equal(t, b.Code, a.Code)
 	keys := func(h http.Header) []string {
 		var ks []string
@@ -435,7 +435,7 @@ func TestChallengeParkedUncountsNobody(t *testing.T) {
 		tr.sync()
 		assert.Equal(t, 1, tr.Stats().Waiting, "chance %d", i)
 	}
-	assert.Equal(t, uint64(1), tr.Counters().ChallengesParked)
+	assert.Equal(t, uint64(1), tr.Stats().Counters.ChallengesParked)
 }
 
 // On two instances: a visitor held for the challenge by one (here, the
@@ -530,7 +530,7 @@ func TestChallengeStateFollowsVisitor(t *testing.T) {
 			}))
 			cookie := tc.cookie(t, tr, revoking)
 			tr.setTotal(20)
-			failed := tr.Counters().ChallengesFailed
+			failed := tr.Stats().Counters.ChallengesFailed
 			// Two copies of it: one keeps what the room sets, the other
 			// resends it as it was; each takes the chance in turn.
 			keeper := &visitor{cookie: cookie}
@@ -545,7 +545,7 @@ func TestChallengeStateFollowsVisitor(t *testing.T) {
 				}
 				tr.sync()
 			}
-			assert.LessOrEqual(t, tr.Counters().ChallengesFailed-failed, uint64(1), "once per place")
+			assert.LessOrEqual(t, tr.Stats().Counters.ChallengesFailed-failed, uint64(1), "once per place")
 			assert.Zero(t, tr.Stats().Waiting)
 		})
 	}
@@ -577,7 +577,7 @@ func TestChallengeRaisedDifficulty(t *testing.T) {
 		require.True(t, isWaiting(w), "not a pass")
 		assert.True(t, strings.HasSuffix(readWaiting(t, w).ChallengePuzzle, ".28"), "a puzzle of the current difficulty")
 		assert.Equal(t, "1", w.Header().Get("Refresh"))
-		k := tr.Counters()
+		k := tr.Stats().Counters
 		assert.Zero(t, k.ChallengesPassed)
 		assert.Zero(t, k.ChallengesFailed, "not a failure")
 		assert.Zero(t, k.ChallengesParked)
@@ -596,7 +596,7 @@ func TestChallengeRaisedDifficulty(t *testing.T) {
 		require.Greater(t, tr.syncer.Snapshot().Settings.Challenge.DifficultyAt(tr.syncer.Snapshot().Waiting), 8)
 		tr.clk.Add(5 * time.Second)
 		tr.getWith(v, early)
-		assert.Equal(t, uint64(1), tr.Counters().ChallengesPassed)
-		assert.Zero(t, tr.Counters().ChallengesFailed)
+		assert.Equal(t, uint64(1), tr.Stats().Counters.ChallengesPassed)
+		assert.Zero(t, tr.Stats().Counters.ChallengesFailed)
 	})
 }

@@ -107,7 +107,7 @@ func TestDrawAcrossInstances(t *testing.T) {
 	// first, once (seconds later, before their chance is due); the
 	// others are not, however often their copies ask at either.
 	setGrant(int64(waiting))
-	before := a.Counters().Admitted
+	before := a.Stats().Counters.Admitted
 	for range 3 {
 		clk.Add(time.Second)
 		for i, cookie := range cookies {
@@ -125,7 +125,7 @@ func TestDrawAcrossInstances(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, uint64(n), a.Counters().Admitted-before, "admissions: one for each visitor the draw holds")
+	assert.Equal(t, uint64(n), a.Stats().Counters.Admitted-before, "admissions: one for each visitor the draw holds")
 }
 
 // randomPairQueued is two instances of a random room on a memstore, 60

@@ -140,13 +140,11 @@ func minutes(m float64) time.Duration {
 	return time.Duration(math.Ceil(m)) * time.Minute
 }
 
-// Formatted is the estimate in English as the waiting page shows it: FIFO
-// "10 minutes", random "5 minutes to 15 minutes", "less than a minute",
-// "unavailable" when unknown (as the commercial product writes it).
-func (e Estimate) Formatted() string { return e.FormattedIn(defaultLanguage) }
-
-// FormattedIn is Formatted in the language lang (template.Languages).
-func (e Estimate) FormattedIn(lang string) string {
+// Formatted is the estimate as the waiting page shows it, in the language
+// lang (template.Languages; "" is English): FIFO "10 minutes", random
+// "5 minutes to 15 minutes", "less than a minute", "unavailable" when
+// unknown (as the commercial product writes it).
+func (e Estimate) Formatted(lang string) string {
 	switch {
 	case !e.Known:
 		return template.FormatUnavailable(lang)

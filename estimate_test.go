@@ -80,7 +80,7 @@ func TestRandomEstimate(t *testing.T) {
 	assert.InDelta(t, 0.1, e.ChancePerMinute, 1e-9)
 	e.ChancePerMinute = 0
 	assert.Equal(t, Estimate{Known: true, Wait: 7 * time.Minute, P25: 3 * time.Minute, P50: 7 * time.Minute, P75: 14 * time.Minute}, e)
-	assert.Equal(t, "3 minutes to 14 minutes", e.Formatted())
+	assert.Equal(t, "3 minutes to 14 minutes", e.Formatted(""))
 	v, p = flowing(5)
 	assert.Equal(t, Estimate{Known: true, ChancePerMinute: 1}, randomEstimate(v, p, 0))
 	v, p = flowing(1)
@@ -153,10 +153,10 @@ func TestFormatWait(t *testing.T) {
 		61 * time.Minute:  "1 hour 1 minute",
 		125 * time.Minute: "2 hours 5 minutes",
 	} {
-		assert.Equal(t, want, Estimate{Known: true, Wait: d}.Formatted())
+		assert.Equal(t, want, Estimate{Known: true, Wait: d}.Formatted(""))
 	}
-	assert.Equal(t, "unavailable", Estimate{}.Formatted())
-	assert.Equal(t, "10 minutes", Estimate{Known: true, Wait: 10 * time.Minute}.Formatted())
+	assert.Equal(t, "unavailable", Estimate{}.Formatted(""))
+	assert.Equal(t, "10 minutes", Estimate{Known: true, Wait: 10 * time.Minute}.Formatted(""))
 }
 
 // TestEstimateWhileSessionsHoldTheSlots replays the README's demo (3

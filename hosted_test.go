@@ -117,7 +117,7 @@ func TestHostedChallengeWithoutVerifier(t *testing.T) {
 		c.Challenge = &challenge.Policy{Kind: challenge.Hosted, Who: challenge.Everyone, OnFail: challenge.Infinite}
 	})
 	assert.True(t, admitted(tr.getWith(&visitor{}, "")))
-	assert.Zero(t, tr.Counters().ChallengesIssued)
+	assert.Zero(t, tr.Stats().Counters.ChallengesIssued)
 }
 
 // hostedRoom is a full room with a hosted challenge (challenge.Turnstile, OnFail
@@ -175,7 +175,7 @@ func TestHostedOncePerChance(t *testing.T) {
 				assert.Equal(t, int64(500), waiting.Load())
 				assert.Equal(t, int64(chance), calls.Load(), "siteverify calls after %d chances", chance)
 			}
-			k := tr.Counters()
+			k := tr.Stats().Counters
 			assert.Equal(t, uint64(1), k.ChallengesFailed, "once per place")
 			assert.Equal(t, uint64(1), k.ChallengesParked)
 		})
@@ -278,7 +278,7 @@ func TestHostedInFlightBound(t *testing.T) {
 	for _, w := range slow {
 		assert.True(t, admitted(w))
 	}
-	k := tr.Counters()
+	k := tr.Stats().Counters
 	assert.Equal(t, uint64(3), k.ChallengesDeferred)
 	assert.Zero(t, k.ChallengesFailed, "deferred is not failed")
 	assert.Equal(t, int64(2), calls.Load())
@@ -302,7 +302,7 @@ func TestHostedInFlightBound(t *testing.T) {
 		assert.Equal(t, "1", w.Header().Get("Refresh"), "%s: back soon", tc.token)
 		assert.Equal(t, "turnstile", readWaiting(t, w).Challenge, "%s: still the challenge", tc.token)
 	}
-	k = tr.Counters()
+	k = tr.Stats().Counters
 	assert.Equal(t, uint64(2), k.ChallengesUnverified)
 	assert.Zero(t, k.ChallengesFailed, "no verdict is no failure")
 	assert.Equal(t, int64(4), calls.Load(), "the timeout never reached the server")

@@ -175,7 +175,7 @@ func TestSessionsLastFromTheLatestRequest(t *testing.T) {
 				var w *httptest.ResponseRecorder
 				admissions := func() (n uint64) {
 					for _, tr := range rooms {
-						n += tr.Counters().Admitted
+						n += tr.Stats().Counters.Admitted
 					}
 					return n
 				}
@@ -211,7 +211,7 @@ func TestBypassedCommandHeader(t *testing.T) {
 	assert.Equal(t, http.StatusOK, w.Code)
 	assert.Empty(t, w.Header().Values(CommandHeader))
 	assert.Empty(t, w.Header().Values(productCommandHeader))
-	assert.Zero(t, tr.Counters().Revoked)
+	assert.Zero(t, tr.Stats().Counters.Revoked)
 }
 
 // Several cookies of the room's name (one a sibling subdomain set for the

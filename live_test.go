@@ -21,7 +21,7 @@ func TestLiveSettingsAcrossInstances(t *testing.T) {
 		return p
 	}
 	// admissions counts the admissions both instances made.
-	admissions := func(p *livePair) uint64 { return p.a.Counters().Admitted + p.b.Counters().Admitted }
+	admissions := func(p *livePair) uint64 { return p.a.Stats().Counters.Admitted + p.b.Stats().Counters.Admitted }
 
 	t.Run("SessionDuration shortened", func(t *testing.T) {
 		p := newPair(t, nil) // 5 minutes

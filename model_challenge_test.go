@@ -192,7 +192,7 @@ func (m *model) logAttackers() {
 	}
 	k := Counters{}
 	for _, rm := range m.rooms {
-		c := rm.Counters()
+		c := rm.Stats().Counters
 		k.ChallengesIssued += c.ChallengesIssued
 		k.ChallengesPassed += c.ChallengesPassed
 		k.ChallengesFailed += c.ChallengesFailed

@@ -1531,7 +1531,7 @@ func (m *model) check() {
 	}
 	var admitted uint64
 	for _, rm := range m.rooms {
-		admitted += rm.Counters().Admitted
+		admitted += rm.Stats().Counters.Admitted
 	}
 	if m.tc.instances == 1 {
 		assert.Equal(t, uint64(len(m.ids)), admitted, "seed %d: the instance's admissions are the distinct visitors the application saw", m.seed)

@@ -71,7 +71,7 @@ func TestStoreOutage(t *testing.T) {
 				}
 			}
 			assert.Equal(t, 1, strings.Count(logs.String(), "store unreachable"), "one log line per outage")
-			assert.Equal(t, uint64(30), tr.Counters().SyncErrors)
+			assert.Equal(t, uint64(30), tr.Stats().Counters.SyncErrors)
 
 			st.down.Store(false)
 			tr.clk.Add(25 * time.Second)

@@ -155,9 +155,9 @@ func TestPassKeepsTheSession(t *testing.T) {
 			assert.True(t, got.passed, "the session lasts a session after the latest request nginx passed")
 			assert.False(t, got.local)
 			assert.Equal(t, in.ticket, got.ticket, "the same session, not a new admission")
-			admissions := a.Counters().Admitted
+			admissions := a.Stats().Counters.Admitted
 			if other {
-				admissions += b.Counters().Admitted
+				admissions += b.Stats().Counters.Admitted
 			}
 			assert.Equal(t, uint64(1), admissions, "one admission")
 
@@ -209,7 +209,7 @@ func TestPassRevokeHoldsTheSlot(t *testing.T) {
 	assert.Equal(t, "revoked", rev.ticket)
 	assert.Empty(t, first.pass, "the revoke expires the pass")
 	assert.Empty(t, first.cookie, "and the cookie")
-	assert.Equal(t, uint64(1), a.Counters().Revoked)
+	assert.Equal(t, uint64(1), a.Stats().Counters.Revoked)
 
 	second := &passBrowser{}
 	for i, step := range []time.Duration{0, time.Second, time.Second} {

@@ -107,7 +107,7 @@ func TestCloseCancelsSync(t *testing.T) {
 		assert.Equal(t, []error{context.Canceled}, st.returned(), "the store's context was cancelled, not timed out")
 		assert.NotContains(t, logs.String(), "level=ERROR", "no error for a cancellation Close caused")
 		assert.Contains(t, logs.String(), "sync cancelled")
-		assert.Zero(t, rm.Counters().SyncErrors)
+		assert.Zero(t, rm.Stats().Counters.SyncErrors)
 		assert.ErrorIs(t, rm.Ready(context.Background()), ErrClosed)
 	})
 }
@@ -205,7 +205,7 @@ func TestFailureClasses(t *testing.T) {
 			if tt.err == noTable {
 				assert.Contains(t, logs.String(), "CreateSchema", "the line carries the store's hint")
 			}
-			assert.Equal(t, uint64(6), rm.Counters().SyncErrors)
+			assert.Equal(t, uint64(6), rm.Stats().Counters.SyncErrors)
 
 			st.set(nil)
 			require.NoError(t, rm.Sync(ctx))
@@ -292,7 +292,7 @@ func TestReadyWaitsForFirstSync(t *testing.T) {
 		close(st.release)
 		assert.NoError(t, <-done)
 		assert.False(t, rm.Stats().Synced.IsZero(), "Ready returned after the first sync")
-		assert.Equal(t, uint64(1), rm.Counters().Syncs, "Ready does not sync by itself")
+		assert.Equal(t, uint64(1), rm.Stats().Counters.Syncs, "Ready does not sync by itself")
 		assert.NotContains(t, logs.String(), "level=ERROR")
 	})
 }

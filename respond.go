@@ -207,7 +207,7 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 	// Unknown reads "unavailable", as in the product. Nobody is ever
 	// turned away from the queue, so queueIsFull stays false, even for a
 	// wait too long to estimate.
-	data.WaitTimeFormatted = e.FormattedIn(lang)
+	data.WaitTimeFormatted = e.Formatted(lang)
 	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data)
 	if d.chal != nil && d.Outcome == outcomeWaiting {
 		rm.challengeData(&d, data, now)

@@ -70,14 +70,14 @@ func TestRevoke(t *testing.T) {
 			tr.sync()
 			if !tc.revoke {
 				assert.Equal(t, 1, tr.Stats().Active)
-				assert.Zero(t, tr.Counters().Revoked)
+				assert.Zero(t, tr.Stats().Counters.Revoked)
 				return
 			}
 			cs := w.Result().Cookies()
 			require.Len(t, cs, 1)
 			assert.Equal(t, -1, cs[0].MaxAge, "the cookie is cleared")
 			assert.Zero(t, tr.Stats().Active, "the slot is free at once")
-			assert.Equal(t, uint64(1), tr.Counters().Revoked)
+			assert.Equal(t, uint64(1), tr.Stats().Counters.Revoked)
 			// The slot goes to someone else (next minute's budget).
 			tr.clk.Add(time.Minute)
 			tr.sync()
@@ -100,7 +100,7 @@ func TestRevokeOutsideHandler(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/static/app.js", nil))
 	assert.False(t, ticket, "a bypassed request has no ticket")
 	assert.False(t, revoked)
-	assert.Zero(t, tr.Counters().Revoked)
+	assert.Zero(t, tr.Stats().Counters.Revoked)
 }
 
 // A browser's parallel requests and copies of one cookie through Handler,
@@ -139,7 +139,7 @@ func TestParallelRevoke(t *testing.T) {
 	}
 	tr.sync()
 	assert.Zero(t, tr.Stats().Active, "the slot is free")
-	assert.Equal(t, uint64(1), tr.Counters().Revoked, "revoked once")
+	assert.Equal(t, uint64(1), tr.Stats().Counters.Revoked, "revoked once")
 	// The revoked cookie, resent, is a new visitor's: not let in past the
 	// minute's one admission already spent.
 	assert.False(t, admitted(tr.get(v, "")), "a revoked cookie does not pass again")
@@ -168,7 +168,7 @@ func TestCounters(t *testing.T) {
 		tr.get(&visitor{}, "")
 	}
 	tr.sync()
-	c := tr.Counters()
+	c := tr.Stats().Counters
 	assert.Equal(t, uint64(2), c.Admitted)
 	assert.Equal(t, uint64(3), c.Queued)
 	assert.Equal(t, uint64(2), c.Syncs)
@@ -196,7 +196,7 @@ func TestRevokedCookieReplayed(t *testing.T) {
 			saved := *v
 			tr.app = tr.Handler(tc.revoke)
 			tr.get(v, "")
-			require.Equal(t, uint64(1), tr.Counters().Revoked)
+			require.Equal(t, uint64(1), tr.Stats().Counters.Revoked)
 			tr.sync()
 			require.Zero(t, tr.Stats().Active)
 
@@ -215,7 +215,7 @@ func TestRevokedCookieReplayed(t *testing.T) {
 			assert.True(t, admitted(tr.get(&again, "")))
 			tr.sync()
 			assert.Equal(t, 1, tr.Stats().Active, "one visitor, counted once")
-			assert.Equal(t, uint64(2), tr.Counters().Admitted, "one admission for the two copies")
+			assert.Equal(t, uint64(2), tr.Stats().Counters.Admitted, "one admission for the two copies")
 
 			tr.clk.Add(tr.cfg.SessionDuration + tr.cfg.QueueHold + time.Minute)
 			tr.sync()

@@ -5,8 +5,12 @@ import (
 )
 
 // Stats is a snapshot of the whole room (all instances) as of this
-// instance's latest sync.
+// instance's latest sync, with this instance's own totals (Counters,
+// Observed).
 type Stats struct {
+	// Status is the room's status: the scheduled event in force, if any,
+	// applies (its pre-queue, its limits, its queueing method).
+	Status RoomStatus
 	// Settings are the live settings.
 	Settings Settings
 	// InForce are the settings that govern visitors now: Settings with the
@@ -48,6 +52,11 @@ type Stats struct {
 	// Now is the room's clock when the snapshot was taken: Config.Now,
 	// aligned to the clock the instances share.
 	Now time.Time
+	// Counters are this instance's running totals since New.
+	Counters Counters
+	// Observed are the waits and session lengths this instance's syncs
+	// observed since New.
+	Observed Observed
 }
 
 // MinuteCount is a number of admissions in one minute.
@@ -62,7 +71,8 @@ type BucketStats struct {
 	Waiting int
 }
 
-// Stats returns the room's figures as of the latest sync. It does no I/O.
+// Stats returns the room's figures as of the latest sync, and this
+// instance's totals now. It does no I/O and is safe for concurrent use.
 func (rm *Room) Stats() Stats {
 	v := rm.syncer.Snapshot()
 	sc := rm.syncer.Counters()
@@ -100,11 +110,15 @@ func (rm *Room) Stats() Stats {
 	for _, b := range v.Buckets {
 		s.Buckets = append(s.Buckets, BucketStats{Bucket: time.Unix(b.Minute*60, 0), Waiting: int(b.Waiting)})
 	}
+	s.Status = status(&s)
+	s.Counters = rm.totals()
+	waits, sessions := rm.syncer.Observed()
+	s.Observed = Observed{Waits: Histogram(waits), Sessions: Histogram(sessions)}
 	return s
 }
 
-// Counters are running totals of what this instance did since New. They
-// are for metrics; read them with Room.Counters.
+// Counters are running totals of what this instance did since New, for
+// metrics (Stats.Counters).
 type Counters struct {
 	// Admitted counts visitors let in (first admissions, not requests).
 	Admitted uint64 `json:"admitted"`
@@ -142,9 +156,8 @@ type Counters struct {
 	ChallengesDeferred   uint64 `json:"challengesDeferred"`
 }
 
-// Counters returns this instance's running totals. It does no I/O and is
-// safe for concurrent use.
-func (rm *Room) Counters() Counters {
+// totals returns this instance's running totals.
+func (rm *Room) totals() Counters {
 	c := &rm.counters
 	sc := rm.syncer.Counters()
 	return Counters{
@@ -187,10 +200,8 @@ const (
 	StatusSuspended RoomStatus = "suspended"
 )
 
-// Status returns the room's status as of the snapshot s: the scheduled
-// event in force, if any, applies (its pre-queue, its limits, its
-// queueing method).
-func (s Stats) Status() RoomStatus {
+// status is the room's status as of the snapshot s.
+func status(s *Stats) RoomStatus {
 	set := s.InForce
 	switch {
 	case set.Suspended:
@@ -205,4 +216,31 @@ func (s Stats) Status() RoomStatus {
 		return StatusQueueing
 	}
 	return StatusNotQueueing
+}
+
+// Histogram is a running histogram of durations, in the form Prometheus
+// histograms take.
+type Histogram struct {
+	// Bounds are the buckets' upper bounds, in seconds, ascending.
+	Bounds []float64
+	// Counts are the observations at or below each bound (cumulative),
+	// one per bound.
+	Counts []uint64
+	// Count and Sum are the number of observations and their sum, in
+	// seconds.
+	Count uint64
+	Sum   float64
+}
+
+// Observed are the waits and session lengths this instance's syncs
+// observed since New, for metrics (Stats.Observed): summed over the instances sharing a
+// room, each is counted once (by the instance whose sync brought the
+// admission to the shared state, or dropped the session from it).
+type Observed struct {
+	// Waits are the waits of admitted visitors: from their arrival (known
+	// to the minute: see docs/history.md) to their admission.
+	Waits Histogram
+	// Sessions are the lengths of ended sessions: from the admission to
+	// the latest request.
+	Sessions Histogram
 }

@@ -41,7 +41,7 @@ func TestNoHistoryStore(t *testing.T) {
 		assert.Empty(t, s.Tallies)
 		return nil
 	}))
-	assert.Equal(t, uint64(1), tr.Observed().Waits.Count, "metrics all the same")
+	assert.Equal(t, uint64(1), tr.Stats().Observed.Waits.Count, "metrics all the same")
 }
 
 // plainStore hides the history of the store it wraps.

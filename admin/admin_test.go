@@ -292,7 +292,7 @@ func TestAdminStatus(t *testing.T) {
 		"p25Seconds":  nil,
 		"p50Seconds":  nil,
 		"p75Seconds":  nil,
-		"formatted":   stats.Estimate.Formatted(),
+		"formatted":   stats.Estimate.Formatted(""),
 	}, m["estimatedWait"])
 
 	counters, ok := m["counters"].(map[string]any)
@@ -315,7 +315,7 @@ func TestAdminStatus(t *testing.T) {
 		"p25Seconds":  stats.Estimate.P25.Seconds(),
 		"p50Seconds":  stats.Estimate.P50.Seconds(),
 		"p75Seconds":  stats.Estimate.P75.Seconds(),
-		"formatted":   stats.Estimate.Formatted(),
+		"formatted":   stats.Estimate.Formatted(""),
 	}, m["estimatedWait"])
 
 	// Suspended.
@@ -617,7 +617,7 @@ func TestAdminStatusPage(t *testing.T) {
 		`<span id="admittedThisMinute">3</span>`,
 		`<span id="newUsersPerMinute">3</span>`,
 		`<dd id="outflowPerMinute">3.0</dd>`, // the limit, not 3 in 30 s read as 6 a minute
-		`<dd id="estimatedWait">` + stats.Estimate.Formatted() + `</dd>`,
+		`<dd id="estimatedWait">` + stats.Estimate.Formatted("") + `</dd>`,
 		`<dd id="instances">1</dd>`,
 		`<span id="challengesIssued">0</span>`,
 		`<span id="challengesParked">0</span>`,
@@ -743,7 +743,7 @@ func TestAdminPatchVisitorSettingsAcrossInstances(t *testing.T) {
 	}
 	// The session is capped at a minute from admission, however active the
 	// visitor is: then they are a new visitor, counted as a new admission.
-	admissions := func() uint64 { return a.room.Counters().Admitted + b.room.Counters().Admitted }
+	admissions := func() uint64 { return a.room.Stats().Counters.Admitted + b.room.Stats().Counters.Admitted }
 	before := admissions()
 	clk.Add(30 * time.Second)
 	syncBoth()
@@ -863,43 +863,6 @@ func TestAdminEventDescriptionAndSuspended(t *testing.T) {
 	w = a.do(http.MethodPatch, "/settings", `{"events":[{"name":"x","description":"`+strings.Repeat("y", 1025)+
 		`","start":"2026-05-27T18:00:00Z","end":"2026-05-27T19:00:00Z"}]}`)
 	assert.Equal(t, http.StatusUnprocessableEntity, w.Code, w.Body.String())
-}
-
-func TestStatsStatus(t *testing.T) {
-	room := waitingroom.Settings{QueueingMethod: waitingroom.FIFO, TotalActiveUsers: 10, NewUsersPerMinute: 5}
-	event := room
-	event.TotalActiveUsers, event.NewUsersPerMinute = 100, 50
-	with := func(s waitingroom.Settings, f func(*waitingroom.Settings)) waitingroom.Settings { f(&s); return s }
-	for _, tc := range []struct {
-		name     string
-		inForce  waitingroom.Settings
-		prequeue bool
-		active   int
-		waiting  int
-		want     waitingroom.RoomStatus
-	}{
-		{"open", room, false, 0, 0, waitingroom.StatusNotQueueing},
-		{"minute used up", room, false, 0, 0, waitingroom.StatusQueueing},
-		{"full", room, false, 10, 0, waitingroom.StatusQueueing},
-		{"someone waits", room, false, 0, 1, waitingroom.StatusQueueing},
-		{"random, someone waits", with(room, func(s *waitingroom.Settings) { s.QueueingMethod = waitingroom.Random }), false, 0, 3, waitingroom.StatusQueueing},
-		{"pre-queue", room, true, 0, 0, waitingroom.StatusEventPrequeueing},
-		{"pre-queue, passthrough", with(room, func(s *waitingroom.Settings) { s.QueueingMethod = waitingroom.Passthrough }), true, 0, 0, waitingroom.StatusEventPrequeueing},
-		{"pre-queue, reject", with(room, func(s *waitingroom.Settings) { s.QueueingMethod = waitingroom.Reject }), true, 0, 0, waitingroom.StatusQueueing},
-		{"during, the event's limits", event, false, 10, 0, waitingroom.StatusNotQueueing},
-		{"during, full", event, false, 100, 0, waitingroom.StatusQueueing},
-		{"queue all", with(room, func(s *waitingroom.Settings) { s.QueueAll = true }), false, 0, 0, waitingroom.StatusQueueing},
-		{"passthrough", with(room, func(s *waitingroom.Settings) { s.QueueingMethod = waitingroom.Passthrough }), false, 50, 0, waitingroom.StatusNotQueueing},
-		{"suspended", with(room, func(s *waitingroom.Settings) { s.Suspended = true }), true, 50, 0, waitingroom.StatusSuspended},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := waitingroom.Stats{Settings: room, InForce: tc.inForce, Prequeueing: tc.prequeue, Active: tc.active, Waiting: tc.waiting}
-			if tc.name == "minute used up" {
-				s.AdmittedThisMinute = 5
-			}
-			assert.Equal(t, tc.want, s.Status())
-		})
-	}
 }
 
 func TestAdminPatchEvents(t *testing.T) {

@@ -126,7 +126,7 @@ func TestKeptHistory(t *testing.T) {
 	// Reports: no event, none.
 	assert.Empty(t, admin.Reports(ms))
 	// Observed, for metrics: four waits, four sessions.
-	o := f.room.Observed()
+	o := f.room.Stats().Observed
 	assert.Equal(t, uint64(4), o.Waits.Count)
 	assert.Equal(t, uint64(2), o.Waits.Counts[0], "two waited 0 s")
 	assert.Equal(t, uint64(4), o.Sessions.Count)

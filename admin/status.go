@@ -73,7 +73,7 @@ func (a *admin) status() adminStatus {
 	s := a.rm.Stats()
 	out := adminStatus{
 		Room:               a.rm.Name(),
-		Status:             s.Status(),
+		Status:             s.Status,
 		Active:             s.Active,
 		Waiting:            s.Waiting,
 		AdmittedThisMinute: s.AdmittedThisMinute,
@@ -96,14 +96,14 @@ func (a *admin) status() adminStatus {
 	case next != nil:
 		out.NextEvent = eventJSON(next, false, false)
 	}
-	out.Counters = a.rm.Counters()
+	out.Counters = a.rm.Stats().Counters
 	return out
 }
 
 // estimateJSON is the estimate e in whole seconds; its quartiles for the
 // random method only.
 func estimateJSON(e waitingroom.Estimate, random bool) adminEstimate {
-	out := adminEstimate{Known: e.Known, Full: e.Full, Formatted: e.Formatted()}
+	out := adminEstimate{Known: e.Known, Full: e.Full, Formatted: e.Formatted("")}
 	if !e.Known {
 		return out
 	}

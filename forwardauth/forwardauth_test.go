@@ -323,7 +323,7 @@ func TestForwardAuthForgedForwarding(t *testing.T) {
 				}
 			}
 			assert.Zero(t, passed, "of %d requests with forged headers", 2*n)
-			assert.Zero(t, tr.Counters().Bypassed, "no bypass rule matched")
+			assert.Zero(t, tr.Stats().Counters.Bypassed, "no bypass rule matched")
 			tr.sync()
 			assert.Equal(t, 2*n, tr.Stats().Waiting, "each is a waiting visitor")
 		})
@@ -353,7 +353,7 @@ func TestForwardAuthPageTakesNoChance(t *testing.T) {
 	require.NotEmpty(t, setCookie)
 
 	tr.clk.Add(50 * time.Millisecond)
-	before := tr.Counters()
+	before := tr.Stats().Counters
 	r = nginx.auth(http.MethodGet, "/", v.cookie, nil)
 	r.Header.Set(ModeHeader, "page")
 	r.Header.Set(CookieHeader, setCookie)
@@ -361,7 +361,7 @@ func TestForwardAuthPageTakesNoChance(t *testing.T) {
 	h.ServeHTTP(w, r)
 	assert.True(t, isWaiting(w))
 	assert.Equal(t, http.StatusTooManyRequests, w.Code)
-	assert.Equal(t, before, tr.Counters(), "no admission, no new place")
+	assert.Equal(t, before, tr.Stats().Counters, "no admission, no new place")
 	assert.Equal(t, setCookie, w.Header().Get("Set-Cookie"), "the first answer's cookie reaches the browser")
 	tr.sync()
 	assert.Equal(t, 1, tr.Stats().Waiting)

@@ -259,7 +259,7 @@ func TestPassRevoke(t *testing.T) {
 			assert.Empty(t, b.cookie)
 			assert.Empty(t, b.pass)
 			tr.sync()
-			assert.Equal(t, uint64(1), tr.Counters().Revoked)
+			assert.Equal(t, uint64(1), tr.Stats().Counters.Revoked)
 		})
 	}
 }

@@ -44,8 +44,6 @@ import (
 type room interface {
 	Name() string
 	Stats() waitingroom.Stats
-	Counters() waitingroom.Counters
-	Observed() waitingroom.Observed
 }
 
 var _ room = (*waitingroom.Room)(nil)
@@ -183,7 +181,7 @@ func collectRoom(ch chan<- prometheus.Metric, r room) {
 		}
 	}
 	gauge(instancesDesc, float64(s.Instances))
-	status := s.Status()
+	status := s.Status
 	for _, st := range statuses {
 		gauge(statusDesc, bool01(st == status), string(st))
 	}
@@ -197,7 +195,7 @@ func collectRoom(ch chan<- prometheus.Metric, r room) {
 		gauge(lastSyncDesc, float64(s.Synced.UnixNano())/float64(time.Second))
 	}
 
-	k := r.Counters()
+	k := s.Counters
 	counter(admittedDesc, k.Admitted)
 	counter(queuedDesc, k.Queued)
 	counter(revokedDesc, k.Revoked)
@@ -213,7 +211,7 @@ func collectRoom(ch chan<- prometheus.Metric, r room) {
 	counter(syncErrorsDesc, k.SyncErrors)
 	gauge(syncDurationDesc, k.LastSyncSeconds)
 
-	o := r.Observed()
+	o := s.Observed
 	histogram(ch, waitHistDesc, o.Waits, r.Name())
 	histogram(ch, sessionHistDesc, o.Sessions, r.Name())
 }

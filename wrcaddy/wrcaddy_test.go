@@ -242,7 +242,7 @@ func TestHandlerRevoke(t *testing.T) {
 			assert.Equal(t, -1, cleared[0].MaxAge, "the cookie is cleared")
 			require.NoError(t, h.Room().Sync(context.Background()))
 			assert.Zero(t, h.Room().Stats().Active, "the slot is free")
-			assert.Equal(t, uint64(1), h.Room().Counters().Revoked)
+			assert.Equal(t, uint64(1), h.Room().Stats().Counters.Revoked)
 		})
 	}
 

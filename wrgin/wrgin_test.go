@@ -201,7 +201,7 @@ func TestMiddlewareRevoke(t *testing.T) {
 			assert.Equal(t, -1, cleared[0].MaxAge, "the cookie is cleared")
 			require.NoError(t, room.Sync(context.Background()))
 			assert.Zero(t, room.Stats().Active, "the slot is free")
-			assert.Equal(t, uint64(1), room.Counters().Revoked)
+			assert.Equal(t, uint64(1), room.Stats().Counters.Revoked)
 
 			clock.Advance(time.Second)
 			resp, body = serve(t, r, "application/json", cookies[0])
@@ -223,7 +223,7 @@ func TestMiddlewareRevoke(t *testing.T) {
 	resp, body := serve(t, r, "text/html")
 	assert.Equal(t, "app\n", body)
 	assert.Empty(t, resp.Header.Values(waitingroom.CommandHeader))
-	assert.Zero(t, room.Counters().Revoked)
+	assert.Zero(t, room.Stats().Counters.Revoked)
 }
 
 // The handlers behind the middleware write as through gin's own writer: a

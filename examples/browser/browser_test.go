@@ -438,7 +438,7 @@ func TestScreenshots(t *testing.T) {
 		if st.method != waitingroom.Reject {
 			e := room.Stats().Estimate
 			require.True(t, e.Known, "the queue has an estimate")
-			want = e.Formatted()
+			want = e.Formatted("")
 		}
 		for _, vp := range viewports {
 			for _, scheme := range []string{"light", "dark"} {

@@ -78,7 +78,7 @@ func TestChallengeInBrowser(t *testing.T) {
 		t.Logf("from the first request to the application: %v", took.Round(time.Millisecond))
 		assert.Less(t, took, 2*time.Second)
 		assert.Contains(t, html, `<span id="js">on</span>`)
-		k := s.room.Counters()
+		k := s.room.Stats().Counters
 		assert.Equal(t, uint64(1), k.ChallengesIssued)
 		assert.Equal(t, uint64(1), k.ChallengesPassed)
 		assert.Zero(t, k.ChallengesFailed)
@@ -95,7 +95,7 @@ func TestChallengeInBrowser(t *testing.T) {
 		// The <noscript> refresh keeps coming back, every time parked.
 		s.waitHits(t, 4, "refreshes of the waiting page with the cookie", waitingWithCookie)
 		assert.Zero(t, s.count(func(h hit) bool { return h.app }), "never let in: %+v", s.snapshot())
-		k := s.room.Counters()
+		k := s.room.Stats().Counters
 		assert.Equal(t, uint64(1), k.ChallengesFailed)
 		assert.Equal(t, uint64(1), k.ChallengesParked)
 		assert.Zero(t, k.ChallengesPassed)

@@ -273,7 +273,7 @@ func TestRebuildWaitsForEveryInstance(t *testing.T) {
 	late := -1
 	for late < 0 && ctx.Err() == nil {
 		for i, rm := range r.rooms {
-			if rm.Counters().SyncErrors >= 3 {
+			if rm.Stats().Counters.SyncErrors >= 3 {
 				late = i
 				break
 			}
@@ -282,8 +282,8 @@ func TestRebuildWaitsForEveryInstance(t *testing.T) {
 	}
 	require.NoError(t, srv.Start())
 	r.healedAt = r.clock()
-	errs := r.rooms[late].Counters().SyncErrors
-	for r.rooms[late].Counters().SyncErrors == errs && r.rooms[late].Stats().Synced.Before(r.healedAt) && ctx.Err() == nil {
+	errs := r.rooms[late].Stats().Counters.SyncErrors
+	for r.rooms[late].Stats().Counters.SyncErrors == errs && r.rooms[late].Stats().Synced.Before(r.healedAt) && ctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}
 	back := r.clock()

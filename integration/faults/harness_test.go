@@ -1013,7 +1013,7 @@ func countLines(buf *Buffer, s string, from, to time.Time) int {
 func (r *run) syncFigures() string {
 	var syncs, errs uint64
 	for _, rm := range r.rooms {
-		c := rm.Counters()
+		c := rm.Stats().Counters
 		syncs += c.Syncs
 		errs += c.SyncErrors
 	}
