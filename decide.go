@@ -1,0 +1,529 @@
+package waitingroom
+
+import (
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom/challenge"
+	"github.com/go-waitingroom/waitingroom/internal/share"
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// check decides what happens to r, into d, which is zero, without writing
+// a response (a decision is large: Handler keeps its own from being
+// copied). It does no store I/O: every decision is local, against the
+// grant of the latest sync. A missing, malformed, tampered, foreign or
+// expired cookie is ordinary input: the visitor is new. The only error is
+// ErrClosed.
+func (rm *Room) check(r *http.Request, d *decision) error {
+	var a answer
+	err := rm.decide(r, d, &a)
+	if a.claim != 0 {
+		// decide claimed the due chance of a place for the answer to a
+		// hosted challenge: the provider is asked without the lock, and
+		// the request decided again with its verdict. Meanwhile the
+		// place's other requests get the page without a chance.
+		defer rm.unclaim(a.claim)
+		rm.askProvider(r, &a)
+		*d = decision{}
+		err = rm.decide(r, d, &a)
+	}
+	return err
+}
+
+// visit is one request's way through decide: what each step found, for
+// the steps after it.
+type visit struct {
+	r   *http.Request
+	d   *decision
+	a   *answer
+	v   *view
+	pol *policy
+	now int64 // Unix ms
+	c   cookieState
+	e   *verifiedEntry // c's, when the cookie is an admitted one
+	// ok: the request brought a cookie of the room, with a place. shut:
+	// the method rejects everyone. closed: QueueAll or a pre-queue lets
+	// nobody in. held: the cookie's place is held. fresh: a new place.
+	// owed: a new place whose visitor has not passed the challenge.
+	ok, shut, closed, held, fresh, owed bool
+	chal                                *challenge.Policy // the challenge in force, or nil
+	// ch is the place's latest chance here, and due when the chance now
+	// taken was due (0 for a new place). cookieCounted: the cookie says
+	// its visitor counts as waiting at its check-in, as its challenge's
+	// state then let it count.
+	ch            chance
+	due           int64
+	cookieCounted bool
+	// drawing: only the visitors the draw holds take a slot; won: the
+	// draw holds this one.
+	drawing, won bool
+	gate         gate
+	admit        bool
+}
+
+// decide is check's decision, with what is known of the answer a request
+// brings to the challenge (a hosted one's verdict, once asked). Its steps
+// run in turn until one answers the request: arrive (no place needed),
+// then under the local lock placeLocked (which place), chanceLocked (is
+// a chance due), gateLocked (the challenge), takeLocked (a slot) and,
+// for a visitor not let in, waitLocked (the next chance); conclude writes
+// the decision.
+func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
+	if rm.closed.Load() {
+		return ErrClosed
+	}
+	x := visit{r: r, d: d, a: a, v: rm.syncer.Snapshot()}
+	if rm.arrive(&x) {
+		return nil
+	}
+	rm.readChallenge(&x)
+	rm.local.Lock()
+	if rm.placeLocked(&x) || rm.chanceLocked(&x) || rm.gateLocked(&x) {
+		return nil // answered, and the lock released
+	}
+	rm.local.Attempt()
+	rm.takeLocked(&x)
+	if !x.admit {
+		rm.waitLocked(&x)
+	}
+	rm.local.Unlock()
+	rm.conclude(&x)
+	return nil
+}
+
+// arrive answers the requests that need no place in the queue: in a
+// suspended room or bypassed, an admitted visitor's whose session is
+// alive, any during a store outage under FailOpen, a new visitor's on a
+// closed site, and a waiting visitor's back before their chance. It
+// reports whether it answered.
+func (rm *Room) arrive(x *visit) bool {
+	v, d := x.v, x.d
+	if v.Settings.Suspended || rm.bypassed(x.r) {
+		if !v.Settings.Suspended {
+			rm.counters.bypassed.Add(1)
+		}
+		d.Outcome = outcomeBypassed
+		return true
+	}
+	now := rm.now()
+	pol := rm.policyOf(v, now)
+	x.pol, x.now = pol, now
+	d.policy, d.at, d.now = pol, v.At, now
+	// Reject closes the site: nobody reaches the application, admitted
+	// visitors included. With QueueAll or a pre-queue as well, visitors
+	// wait on a page that refreshes (and new ones take their places), so
+	// that they are there when the room opens; otherwise the page is the
+	// closed one, which does not refresh.
+	x.shut = pol.method.rejects
+	x.closed = pol.QueueAll || pol.prequeue
+	c, e, ok := rm.readCookie(x.r, pol, now)
+	x.c, x.e, x.ok = c, e, ok
+	if ok && c.acceptedAt > 0 {
+		if rm.sessionAlive(v, pol, c, now) {
+			if x.shut {
+				rm.shutOut(d, v, pol, c, x.closed)
+				return true
+			}
+			rm.admit(d, v, c, e, pol, now)
+			return true
+		}
+		// The session is over: back of the queue (below, not held).
+	}
+	if rm.cfg.OnStoreError == FailOpen && !rm.syncer.Healthy() {
+		d.Outcome = outcomeBypassed
+		return true
+	}
+	if x.shut && !x.closed {
+		d.Outcome = outcomeRejected
+		return true
+	}
+	x.held = ok && c.acceptedAt == 0 && now-c.lastCheckIn < rm.hold
+	if x.held && now < c.lastCheckIn+c.refresh {
+		// Too early: the same page, no new chance.
+		rm.tooEarly(d, v, pol, c, c.lastCheckIn, c.lastCheckIn+c.refresh)
+		return true
+	}
+	return false
+}
+
+// readChallenge reads the challenge's answer, bound to the place the
+// cookie holds, or to the new place it brings once its own lapsed: a
+// proof of work is checked here, before the lock; a hosted one once its
+// chance is due.
+func (rm *Room) readChallenge(x *visit) {
+	x.chal = rm.challengeOf(x.v, x.pol)
+	c := &x.c
+	if x.chal != nil && x.ok && (!x.held || c.chal != chalPassed) && !x.a.asked {
+		id := c.id
+		if !x.held {
+			id = successor(c.id, c.lastCheckIn)
+		}
+		*x.a = rm.readAnswer(x.r, x.chal, id, x.now)
+	}
+}
+
+// placeLocked finds the visitor's place: the one their cookie holds, a
+// new one it brings, or a new visitor's. A place that became a session
+// joins it instead: then placeLocked reports that it answered, with the
+// local lock, which it holds, released.
+func (rm *Room) placeLocked(x *visit) bool {
+	v, pol, now := x.v, x.pol, x.now
+	if x.ok && x.c.acceptedAt == 0 {
+		// One place, one admission: a place that became a session is
+		// that session for every holder of a copy of its cookie (lapsed
+		// or not, while the session lives), and a place whose session
+		// ended or was revoked is spent.
+		if s, found := rm.lookupLocked(v, x.c.id); found {
+			if recordAlive(&s, pol, now) {
+				rm.join(x.d, v, pol, x.c, s)
+				return true
+			}
+			x.held = false
+		}
+	}
+	x.fresh = !x.held
+	switch {
+	case x.fresh && x.ok:
+		// A cookie whose place lapsed or was spent, or whose session
+		// ended, brings a new place: the same one for every copy of it
+		// (its successor identity), so that resending it is one
+		// visitor, not a new one at every request. The visitor's
+		// challenge comes along unless passed (once per place).
+		var st int8
+		st, x.owed = carried(x.c.chal)
+		id := successor(x.c.id, x.c.lastCheckIn)
+		if s, found := rm.lookupLocked(v, id); found {
+			if recordAlive(&s, pol, now) {
+				x.c.id = id
+				rm.join(x.d, v, pol, x.c, s)
+				return true
+			}
+			// The successor's place is spent too: a new visitor like
+			// one without a cookie (not remembered).
+			id, x.ok = rm.newID(), false
+		}
+		x.c = cookieState{id: id, bucket: minuteOf(now), chal: st}
+		if ch, seen := rm.chances.Get(id); seen {
+			x.c.bucket = ch.bucket // a place held by an earlier copy
+			x.fresh = false
+		}
+	case x.fresh:
+		x.c = cookieState{id: rm.newID(), bucket: minuteOf(now)}
+	}
+	return false
+}
+
+// chanceLocked works out the place's chance: whether the draw holds the
+// visitor, and for a place this instance gave a chance before, whether
+// the next one is due, and where the visitor counts as waiting. When it
+// is not due, chanceLocked reports that it answered, with the local
+// lock, which it holds, released.
+func (rm *Room) chanceLocked(x *visit) bool {
+	v, pol, now, c := x.v, x.pol, x.now, &x.c
+	x.cookieCounted = counts(x.chal, c.chal)
+	// Random with several instances: only the visitors the draw holds
+	// (slots.go) take a slot, and they may ask again before their chance
+	// is due (the draw gives nothing more to whoever asks more often).
+	// Every slot by pick (fleetScarce) draws its own way (askLocked).
+	x.drawing = (!x.fresh || x.ok) && !x.closed && !pol.method.ordered && !pol.method.passes &&
+		pol.method.layout != nil && v.Instances > 1 && !v.Scarce
+	x.won = x.drawing && drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds(), drawMargin*rm.drawOddsLocked(v, pol, now))
+	if x.fresh {
+		return false
+	}
+	// One chance per refresh interval, whichever copy of the cookie
+	// asks: a copy sent again is as early as the latest one.
+	ch, seen := rm.chances.Get(c.id)
+	if seen {
+		// The place's challenge as its latest chance here left it: a
+		// copy of the cookie from before cannot undo it.
+		c.chal = mergeChal(c.chal, ch.chal)
+	}
+	switch {
+	case seen && now < ch.next && (!x.won || awaits(x.chal, c.chal)):
+		rm.local.Unlock()
+		// The latest attempt is this cookie's when its interval leads
+		// to the chance due; a copy's (older) says nothing of it, and
+		// the nominal interval stands in for the one drawn.
+		last := c.lastCheckIn
+		if last+c.refresh != ch.next {
+			last = ch.next - rm.cfg.RefreshInterval.Milliseconds()
+		}
+		rm.tooEarly(x.d, v, pol, *c, last, ch.next)
+		return true
+	case seen:
+		x.due = ch.next
+		switch slot := slotOf(c.lastCheckIn); {
+		case slot > ch.slot:
+			// The visitor had a chance elsewhere since this instance's
+			// (another instance's cookie is newer): their count is
+			// where that chance left it.
+			ch.bucket, ch.slot, ch.counted = c.bucket, slot, x.cookieCounted
+			x.due = max(x.due, c.lastCheckIn+c.refresh)
+		case slot == ch.slot && x.cookieCounted:
+			// In the same slot, as when this instance held the visitor
+			// for the challenge and they passed it elsewhere a second
+			// later: counted there.
+			ch.counted = true
+		}
+	default:
+		ch = chance{bucket: c.bucket, slot: slotOf(c.lastCheckIn), counted: x.cookieCounted}
+		x.due = c.lastCheckIn + c.refresh
+	}
+	x.ch = ch
+	return false
+}
+
+// gateLocked puts the chance through the challenge in force, if any.
+// While a hosted challenge's verdict is awaited, it reports that it
+// answered, with the local lock, which it holds, released.
+func (rm *Room) gateLocked(x *visit) bool {
+	x.gate = gatePass
+	if x.chal == nil {
+		return false
+	}
+	verdict, step := rm.verdictLocked(x.chal, x.a, x.c.id, x.c.chal)
+	if step != verdictReady {
+		rm.local.Unlock()
+		rm.answerLater(x.d, x.v, x.pol, x.c, step)
+		return true
+	}
+	x.gate = rm.challengeGate(&x.c, x.chal, verdict, x.owed)
+	return false
+}
+
+// takeLocked gives the visitor their chance: let in by the method, by a
+// free slot or by the fleet's pick, the admission reported; or not. The
+// visitor stops counting as waiting where their latest chance left them.
+// The local lock is held.
+func (rm *Room) takeLocked(x *visit) {
+	v, pol, now, c := x.v, x.pol, x.now, &x.c
+	pass := x.gate == gatePass
+	x.admit = !x.closed && pol.method.passes && pass
+	if !x.closed && !x.admit && pass && (!x.drawing || x.won) {
+		x.admit = rm.local.Take(pol.bucket(c.bucket), x.fresh)
+		if until, ok := v.Picks[c.id]; !x.admit && ok && !x.fresh && now < until && rm.syncer.Healthy() {
+			// Picked by the fleet's aggregator (internal/share:
+			// picks.go): let in from the pick's slot, whichever instance
+			// the visitor reached. Not while this instance's syncs fail:
+			// its admission might reach the state after the pick
+			// expired.
+			x.admit = true
+		}
+	}
+	if !x.fresh && x.ch.counted && slotCounted(x.ch.slot, now, rm.waitWindow) {
+		rm.local.Count(x.ch.bucket, x.ch.slot, -1)
+	}
+	if x.admit {
+		s := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(pol, now)}
+		rm.reportLocked(s)
+		rm.local.Wait(c.id, observedWait(c.bucket, now, x.fresh))
+		rm.chances.Del(c.id)
+	}
+}
+
+// waitLocked sets up the next chance of a visitor not let in: when it is
+// due, whether they count as waiting (and where), and whether the fleet's
+// aggregator is asked to pick them (askLocked); and remembers it. The
+// local lock is held.
+func (rm *Room) waitLocked(x *visit) {
+	now, c, chal := x.now, &x.c, x.chal
+	// The next chance is due an interval after this one was due, not
+	// after the request came: a visitor a little late (the page's whole
+	// seconds, the network) takes as many chances as one polling the
+	// moment it is due, and gains nothing by polling.
+	base := now
+	if x.due > 0 && now-x.due <= rm.lateness {
+		base = x.due
+	}
+	next := max(base+rm.jitteredRefresh(), now+1000)
+	if chal != nil && c.chal == chalNone {
+		c.chal = chalGiven // a queued visitor's challenge, given with this page
+		rm.counters.chalIssued.Add(1)
+	}
+	// With OnFail infinite, a parked place is not counted as waiting, nor
+	// one held for the challenge (with challenge.Everyone): FIFO would
+	// reserve them slots that nobody takes.
+	counted := counts(chal, c.chal)
+	if x.gate == gateHold && chal.Kind == challenge.PoW {
+		next = now + powHoldRefresh // back as soon as the page's worker is done
+	}
+	if x.won && x.gate == gatePass {
+		// The draw holds the visitor, and no slot is free here: back
+		// soon, while it is theirs.
+		next = now + drawRetry(rm.cfg.RefreshInterval.Milliseconds())
+	}
+	if !x.fresh && !x.closed && x.gate == gatePass && counted {
+		next = rm.askLocked(x, next)
+	}
+	c.refresh = next - now
+	if counted {
+		rm.local.Count(c.bucket, slotOf(now), 1)
+	}
+	if x.ok {
+		// A new visitor's copies (if any) are held back by their own
+		// cookie until its first chance is due, so only a visitor who
+		// came with a cookie that brought a place is remembered: a flood
+		// of requests without one costs no memory.
+		rm.chances.Set(c.id, chance{next: next, bucket: c.bucket, slot: slotOf(now), chal: c.chal, counted: counted})
+	}
+}
+
+// askLocked asks the fleet's aggregator, when it may, to pick the waiting
+// visitor of x for a slot that any instance lets them in from
+// (internal/share: picks.go), and returns their next chance: next, or as
+// soon as the pick can be out. The local lock is held.
+func (rm *Room) askLocked(x *visit, next int64) int64 {
+	v, pol, now, c := x.v, x.pol, x.now, &x.c
+	switch {
+	case !pol.method.ordered && v.Fleet && v.Scarce && pol.method.layout != nil:
+		// Random, in a fleet with few slots an instance (fleetScarce):
+		// every slot goes by pick, drawn among the visitors asked for. A
+		// visitor is asked for while the draw (slots.go) holds them,
+		// with twice its odds (drawScarceMargin), and comes back as
+		// soon as the pick can be out: the picks are used within
+		// seconds (those of a minute's last seconds would count
+		// against it, used in the next), and the visitors not asked
+		// for keep their refresh interval. The draw is the visitor's
+		// and the shared clock's: copies of a cookie, or old cookies
+		// sent again, at any instance, draw the same, and a visitor
+		// the draw holds is asked for at every chance while it does,
+		// however few they take. (Asked for at a draw of their own
+		// with four times the odds, groups of five clients sharing a
+		// cookie across 40 instances waited 0.54 of polite visitors'
+		// wait: each client's chance put them in another round's
+		// draw.)
+		refresh := rm.cfg.RefreshInterval.Milliseconds()
+		odds := min(1, drawScarceMargin*rm.drawOddsLocked(v, pol, now))
+		if rm.local.MayAsk(c.id) && drawn(c.id, now, refresh, odds) {
+			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
+			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
+		}
+	case pol.method.ordered && v.Near(c.bucket, int64(pol.NewUsersPerMinute)):
+		// No slot here for a visitor whose turn is near: the fleet's
+		// aggregator may pick them. One the reserve holds a slot for
+		// comes back as soon as the pick can be out; so does one whom
+		// a view without the aggregator (a classic sync, while the
+		// fleet forms again after an outage) shows reserved.
+		b := pol.bucket(c.bucket)
+		asked := v.Fleet && rm.local.MayAsk(c.id)
+		// With few slots an instance (fleetScarce), every slot goes by
+		// pick: one whose turn comes within a refresh interval comes
+		// back as soon as the pick can be out, too.
+		soon := v.Scarce && asked && v.Near(c.bucket, max(1, int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000))
+		if b <= v.ReservedTo && (asked || !v.Fleet) || soon {
+			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
+		}
+		if asked {
+			rm.local.Ask(c.id, b, next+rm.lateness)
+		}
+	}
+	return next
+}
+
+// conclude writes the decision of a visitor who had their chance: let in
+// or waiting, with the page's refresh, estimate and challenge; and their
+// cookie.
+func (rm *Room) conclude(x *visit) {
+	d, c, now := x.d, &x.c, x.now
+	c.lastCheckIn = now
+	if x.admit {
+		rm.counters.admitted.Add(1)
+		c.acceptedAt, c.refresh = now, 0
+		d.Outcome = outcomeAdmitted
+		d.state = *c
+	} else {
+		if x.fresh {
+			rm.counters.queued.Add(1)
+		}
+		if x.chal != nil && c.chal != chalPassed {
+			d.chal, d.state.id = x.chal, c.id
+		}
+		d.Outcome = outcomeWaiting
+		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
+		d.last = now
+		d.Estimate = rm.estimate(x.v, x.pol, c.bucket, x.fresh)
+	}
+	d.cookie = rm.codec.encode(*c)
+}
+
+// successor is the identity of the new place that cookie (id, lastCheckIn)
+// brings once its own place lapsed or its session ended: a mix of the two,
+// the same for every copy of the cookie.
+func successor(id uint64, lastCheckIn int64) uint64 { return share.Mix(id, lastCheckIn) }
+
+// chance is what an instance remembers of a waiting visitor's latest
+// chance: when the next one is due, where the visitor is counted (if it
+// counted them), and the state of their challenge it left.
+type chance struct {
+	next         int64 // Unix ms
+	bucket, slot int64
+	chal         int8 // chalNone, chalGiven, chalPassed, chalFailed (challenge.go)
+	counted      bool // the visitor counts as waiting at (bucket, slot)
+}
+
+// tooEarly answers a waiting visitor who gets no new chance before next
+// (Unix ms): the same page, the cookie left alone. last (Unix ms) is the
+// visitor's latest attempt that counted, which the page shows as
+// lastUpdated.
+func (rm *Room) tooEarly(d *decision, v *view, p *policy, c cookieState, last, next int64) {
+	d.Outcome = outcomeWaiting
+	d.RefreshAfter = time.Duration(max(next-d.now, 1000)) * time.Millisecond
+	d.last = min(last, d.now)
+	if ch := rm.challengeOf(v, p); ch != nil && (c.chal == chalGiven || c.chal == chalFailed) {
+		d.chal, d.state.id = ch, c.id // the same page: still the challenge
+	}
+	d.Estimate = rm.estimate(v, p, c.bucket, false)
+}
+
+// jitteredRefresh draws a waiting visitor's next refresh interval, in ms:
+// RefreshInterval varied by up to RefreshJitter, in whole seconds. Whole
+// seconds because that is what the Refresh header and
+// refreshIntervalSeconds can say: a browser that obeys them comes back
+// the moment it is eligible, where an interval of 20.3 s, announced as
+// 21, would make every polite visitor 0.5 s late on average, a head start
+// for clients that poll every second. The rounding is random (20.3 s is
+// 21 s three times in ten), so the mean stays RefreshInterval and short
+// intervals keep their jitter.
+func (rm *Room) jitteredRefresh() int64 {
+	f := 1 + rm.cfg.RefreshJitter*(2*rm.cfg.Random()-1)
+	x := rm.cfg.RefreshInterval.Seconds() * f
+	secs := math.Floor(x)
+	if rm.cfg.Random() < x-secs {
+		secs++
+	}
+	return int64(max(secs, 1)) * 1000
+}
+
+// estimate is the wait of a visitor of bucket b as of view v under policy
+// p; a fresh visitor is behind everyone already waiting.
+func (rm *Room) estimate(v *view, p *policy, b int64, fresh bool) Estimate {
+	if p.QueueAll || p.prequeue || p.method.estimate == nil {
+		return Estimate{}
+	}
+	return p.method.estimate(v, p, p.bucket(b), fresh)
+}
+
+// drawOddsLocked returns the odds of the draw (slots.go) of the refresh
+// interval of the shared clock that now (Unix ms) is in, as of view v
+// under policy p: worked out at this instance's first draw of the
+// interval and kept for the rest of it, so that a visitor who asks more
+// often does not find the odds at their highest. The local lock must be
+// held.
+func (rm *Room) drawOddsLocked(v *view, p *policy, now int64) float64 {
+	refresh := rm.cfg.RefreshInterval.Milliseconds()
+	w := floorDiv(now, refresh)
+	if d := &rm.draw; d.interval != w || d.settings != v.SettingsVersion || d.interval == 0 {
+		*d = drawInterval{interval: w, settings: v.SettingsVersion, odds: drawOdds(v, p, refresh, now)}
+	}
+	return rm.draw.odds
+}
+
+// drawInterval is an instance's odds of the draw in one refresh interval.
+type drawInterval struct {
+	interval int64  // the interval's number (ms / RefreshInterval)
+	settings uint64 // the version of the settings they were worked out under
+	odds     float64
+}
