@@ -1,10 +1,9 @@
 package waitingroom
 
 import (
-	"encoding/json"
+	"cmp"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	mrand "math/rand/v2"
 	"net/http"
@@ -194,135 +193,6 @@ type Config struct {
 	fleetMin int
 }
 
-// Settings are the parts of the configuration that can change while the
-// room runs (Room.Update): every one a visitor's experience depends on.
-// Config embeds them. They live in the shared state, so every instance
-// follows a change at its next sync. The zero value of each optional field
-// means its default.
-type Settings struct {
-	// QueueingMethod is FIFO, Random, Passthrough or Reject. In a Config,
-	// "" means FIFO (the default).
-	QueueingMethod QueueingMethod `json:"queueingMethod"`
-	// TotalActiveUsers is the most visitors admitted and active at once.
-	// Required, > 0 and ≤ 2³¹ − 1 (about two billion visitors).
-	TotalActiveUsers int `json:"totalActiveUsers"`
-	// NewUsersPerMinute is the most visitors admitted in any minute.
-	// Required, > 0 and ≤ TotalActiveUsers.
-	NewUsersPerMinute int `json:"newUsersPerMinute"`
-	// QueueAll queues every visitor without a session; admitted visitors
-	// keep theirs. Default false.
-	QueueAll bool `json:"queueAll"`
-	// Suspended turns the room off: every request goes straight to the
-	// application, with no cookie and no counting. Default false.
-	Suspended bool `json:"suspended"`
-	// Events are the scheduled events (pre-queue, shuffle, overrides),
-	// sorted by start; no two may overlap. Default none.
-	Events []Event `json:"events,omitempty"`
-
-	// SessionDuration is how long an admitted visitor stays active after
-	// their latest request, in nanoseconds in JSON. Default (0) 5
-	// minutes; 1 to 30 minutes. A change applies to sessions under way:
-	// shortened, a session whose latest request is further back than the
-	// new duration is over.
-	SessionDuration time.Duration `json:"sessionDuration,omitempty"`
-	// DisableSessionRenewal caps a session at SessionDuration from
-	// admission, however active the visitor is; then they queue again, at
-	// the back. Default false (requests renew the session). A change caps
-	// sessions under way too.
-	DisableSessionRenewal bool `json:"disableSessionRenewal,omitempty"`
-	// QueueingStatusCode is the status of waiting responses: 200 (the
-	// default, 0), 202 or 429. With 429 a Retry-After header is added.
-	QueueingStatusCode int `json:"queueingStatusCode,omitempty"`
-	// Template is a custom Mustache template for the waiting page.
-	// Default "": the embedded page of package template. A template that
-	// does not parse is refused. It travels in the shared state, read
-	// and written at every sync, so keep it small (inline a few
-	// kilobytes, link larger assets from another host).
-	Template string `json:"template,omitempty"`
-	// Challenge is the challenge step (package challenge): who must pass
-	// a challenge, what failing does, and the proof of work's difficulty.
-	// Default nil: none. Overridable per Event.
-	Challenge *challenge.Policy `json:"challenge,omitempty"`
-}
-
-// Validate reports whether Room.Update would accept s: nil, or an error
-// wrapping ErrInvalidConfig that says what is wrong. It sorts s.Events by
-// start, in place.
-func (s *Settings) Validate() error { return s.validate() }
-
-// validate checks s and sorts its events.
-func (s *Settings) validate() error { return s.validateWith(parseTemplate) }
-
-// validateWith checks s, with parse checking templates, and sorts its
-// events.
-func (s *Settings) validateWith(parse func(string) error) error {
-	for _, e := range s.Events {
-		switch {
-		case e.TotalActiveUsers > maxLimit:
-			return invalid("event %q: TotalActiveUsers must be at most %d, got %d", e.Name, maxLimit, e.TotalActiveUsers)
-		case e.NewUsersPerMinute > maxLimit:
-			return invalid("event %q: NewUsersPerMinute must be at most %d, got %d", e.Name, maxLimit, e.NewUsersPerMinute)
-		}
-	}
-	if err := validateEvents(s.Events, parse); err != nil {
-		return err
-	}
-	switch s.QueueingStatusCode {
-	case 0, http.StatusOK, http.StatusAccepted, http.StatusTooManyRequests:
-	default:
-		return invalid("QueueingStatusCode must be 200, 202 or 429, got %d", s.QueueingStatusCode)
-	}
-	if d := s.SessionDuration; d != 0 && (d < minSessionDuration || d > maxSessionDuration) {
-		return invalid("SessionDuration must be between %v and %v, got %v", minSessionDuration, maxSessionDuration, d)
-	}
-	if s.Template != "" {
-		if err := parse(s.Template); err != nil {
-			return fmt.Errorf("waitingroom: %w: Template: %w", ErrInvalidConfig, err)
-		}
-	}
-	if err := s.Challenge.Validate(); err != nil {
-		return invalidChallenge(err)
-	}
-	switch {
-	case !s.QueueingMethod.valid():
-		return invalid("QueueingMethod %q is not fifo, random, passthrough or reject", s.QueueingMethod)
-	case s.TotalActiveUsers <= 0:
-		return invalid("TotalActiveUsers must be > 0, got %d", s.TotalActiveUsers)
-	case s.NewUsersPerMinute <= 0:
-		return invalid("NewUsersPerMinute must be > 0, got %d", s.NewUsersPerMinute)
-	case s.TotalActiveUsers > maxLimit:
-		return invalid("TotalActiveUsers must be at most %d, got %d", maxLimit, s.TotalActiveUsers)
-	case s.NewUsersPerMinute > maxLimit:
-		return invalid("NewUsersPerMinute must be at most %d, got %d", maxLimit, s.NewUsersPerMinute)
-	case s.NewUsersPerMinute > s.TotalActiveUsers:
-		return invalid("NewUsersPerMinute (%d) must not exceed TotalActiveUsers (%d)", s.NewUsersPerMinute, s.TotalActiveUsers)
-	}
-	return nil
-}
-
-func (s *Settings) hash() uint64 {
-	h := fnv.New64a()
-	b, _ := json.Marshal(s)
-	h.Write(b)
-	return h.Sum64() | 1 // never 0, which means "never set"
-}
-
-// sessionDuration is the session's length in ms.
-func (s *Settings) sessionDuration() int64 {
-	if s.SessionDuration == 0 {
-		return defaultSessionDuration.Milliseconds()
-	}
-	return s.SessionDuration.Milliseconds()
-}
-
-// queueingStatusCode is the status of waiting responses.
-func (s *Settings) queueingStatusCode() int {
-	if s.QueueingStatusCode == 0 {
-		return http.StatusOK
-	}
-	return s.QueueingStatusCode
-}
-
 func invalid(format string, a ...any) error {
 	return fmt.Errorf("waitingroom: %w: "+format, append([]any{ErrInvalidConfig}, a...)...)
 }
@@ -340,40 +210,51 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // cookieNameRE is RFC 6265's token, restricted to what browsers accept.
 var cookieNameRE = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,200}$")
 
-// normalize validates c and fills in defaults. It works on a copy.
+// normalize validates c and fills in defaults, in steps. It works on a
+// copy.
 func (c Config) normalize() (Config, error) {
 	if !nameRE.MatchString(c.Name) {
 		return c, invalid("Name %q must be 1 to 64 letters, digits, '-' or '_'", c.Name)
 	}
+	for _, step := range []func() error{c.normalizeSettings, c.normalizeTiming, c.normalizeCookie, c.normalizePage, c.normalizeRequests} {
+		if err := step(); err != nil {
+			return c, err
+		}
+	}
+	c.fillHooks()
+	return c, nil
+}
+
+// normalizeSettings validates the first live settings, and the hosted
+// challenge's verifier, and fills in their defaults.
+func (c *Config) normalizeSettings() error {
 	if c.QueueingMethod == "" {
 		c.QueueingMethod = FIFO
 	}
 	c.Events = cloneEvents(c.Events) // the caller's slice and pointers stay theirs
 	c.Challenge = cloneChallenge(c.Challenge)
-	if err := c.Settings.validate(); err != nil {
-		return c, err
+	if err := c.Settings.Validate(); err != nil {
+		return err
 	}
 	if err := c.ChallengeVerifier.Validate(); err != nil {
-		return c, invalidChallenge(err)
+		return invalidChallenge(err)
 	}
 	if c.ChallengeVerifier != nil {
 		h := *c.ChallengeVerifier
-		if h.MaxInFlight == 0 {
-			h.MaxInFlight = challenge.DefaultMaxInFlight
-		}
+		h.MaxInFlight = cmp.Or(h.MaxInFlight, challenge.DefaultMaxInFlight)
 		c.ChallengeVerifier = &h
 	}
-	if c.SessionDuration == 0 {
-		c.SessionDuration = defaultSessionDuration
-	}
-	if c.SessionDuration < minSessionDuration || c.SessionDuration > maxSessionDuration {
-		return c, invalid("SessionDuration must be between %v and %v, got %v", minSessionDuration, maxSessionDuration, c.SessionDuration)
-	}
-	if c.RefreshInterval == 0 {
-		c.RefreshInterval = defaultRefreshInterval
-	}
+	c.SessionDuration = cmp.Or(c.SessionDuration, defaultSessionDuration)
+	c.QueueingStatusCode = cmp.Or(c.QueueingStatusCode, http.StatusOK)
+	return nil
+}
+
+// normalizeTiming validates the refresh, the hold and the sync, and fills
+// in their defaults.
+func (c *Config) normalizeTiming() error {
+	c.RefreshInterval = cmp.Or(c.RefreshInterval, defaultRefreshInterval)
 	if c.RefreshInterval < minRefreshInterval || c.RefreshInterval > maxRefreshInterval {
-		return c, invalid("RefreshInterval must be between %v and %v, got %v", minRefreshInterval, maxRefreshInterval, c.RefreshInterval)
+		return invalid("RefreshInterval must be between %v and %v, got %v", minRefreshInterval, maxRefreshInterval, c.RefreshInterval)
 	}
 	switch {
 	case c.RefreshJitter == 0:
@@ -381,26 +262,24 @@ func (c Config) normalize() (Config, error) {
 	case c.RefreshJitter < 0:
 		c.RefreshJitter = 0
 	case c.RefreshJitter > 0.5:
-		return c, invalid("RefreshJitter must be at most 0.5, got %v", c.RefreshJitter)
+		return invalid("RefreshJitter must be at most 0.5, got %v", c.RefreshJitter)
 	}
-	if c.QueueHold == 0 {
-		c.QueueHold = defaultQueueHold
-	}
+	c.QueueHold = cmp.Or(c.QueueHold, defaultQueueHold)
 	if c.QueueHold < 2*c.RefreshInterval {
-		return c, invalid("QueueHold (%v) must be at least twice RefreshInterval (%v)", c.QueueHold, c.RefreshInterval)
+		return invalid("QueueHold (%v) must be at least twice RefreshInterval (%v)", c.QueueHold, c.RefreshInterval)
 	}
-	if c.QueueingStatusCode == 0 {
-		c.QueueingStatusCode = http.StatusOK
-	}
-	if c.Cookie.Name == "" {
-		c.Cookie.Name = defaultCookieName
-	}
+	c.SyncInterval = cmp.Or(c.SyncInterval, defaultSyncInterval)
+	return nil
+}
+
+// normalizeCookie validates the cookie's attributes and keys, fills in
+// their defaults, and copies the keys.
+func (c *Config) normalizeCookie() error {
+	c.Cookie.Name = cmp.Or(c.Cookie.Name, defaultCookieName)
 	if !cookieNameRE.MatchString(c.Cookie.Name) {
-		return c, invalid("Cookie.Name %q is not a valid cookie name", c.Cookie.Name)
+		return invalid("Cookie.Name %q is not a valid cookie name", c.Cookie.Name)
 	}
-	if c.Cookie.Path == "" {
-		c.Cookie.Path = "/"
-	}
+	c.Cookie.Path = cmp.Or(c.Cookie.Path, "/")
 	switch c.Cookie.SameSite {
 	case 0:
 		c.Cookie.SameSite = http.SameSiteLaxMode
@@ -410,51 +289,59 @@ func (c Config) normalize() (Config, error) {
 	case http.SameSiteLaxMode, http.SameSiteStrictMode:
 	case http.SameSiteNoneMode:
 		if !c.Cookie.Secure {
-			return c, invalid("Cookie.SameSite None requires a Secure cookie (set Cookie.Secure)")
+			return invalid("Cookie.SameSite None requires a Secure cookie (set Cookie.Secure)")
 		}
 	default:
-		return c, invalid("Cookie.SameSite must be Lax, Strict, None or 0 (automatic), got %d", c.Cookie.SameSite)
+		return invalid("Cookie.SameSite must be Lax, Strict, None or 0 (automatic), got %d", c.Cookie.SameSite)
 	}
 	if len(c.Keys) == 0 {
-		return c, invalid("Keys is required: at least one key of %d or more random bytes", minKeyLen)
-	}
-	for i, k := range c.Keys {
-		if len(k) < minKeyLen {
-			return c, invalid("Keys[%d] is %d bytes; keys must be at least %d", i, len(k), minKeyLen)
-		}
+		return invalid("Keys is required: at least one key of %d or more random bytes", minKeyLen)
 	}
 	keys := make([][]byte, len(c.Keys))
 	for i, k := range c.Keys {
+		if len(k) < minKeyLen {
+			return invalid("Keys[%d] is %d bytes; keys must be at least %d", i, len(k), minKeyLen)
+		}
 		keys[i] = slices.Clone(k)
 	}
 	c.Keys = keys
-	if c.Page.JSONKey == "" {
-		c.Page.JSONKey = defaultJSONKey
-	}
-	if c.Page.Language == "" {
-		c.Page.Language = defaultLanguage
-	}
+	return nil
+}
+
+// normalizePage validates the page's options and fills in their defaults.
+func (c *Config) normalizePage() error {
+	c.Page.JSONKey = cmp.Or(c.Page.JSONKey, defaultJSONKey)
+	c.Page.Language = cmp.Or(c.Page.Language, defaultLanguage)
 	if !template.Supported(c.Page.Language) {
-		return c, invalid("Page.Language %q is not one of %v", c.Page.Language, template.Languages())
+		return invalid("Page.Language %q is not one of %v", c.Page.Language, template.Languages())
 	}
-	if c.SyncInterval == 0 {
-		c.SyncInterval = defaultSyncInterval
-	}
+	return nil
+}
+
+// normalizeRequests validates the bypass rules, the trusted proxies and
+// the store error policy, and copies the first two.
+func (c *Config) normalizeRequests() error {
 	for i, r := range c.Bypass {
 		if r.match == nil {
-			return c, invalid("Bypass[%d] is the zero Rule; build rules with PathPrefix, Methods, Header, Cookie, ClientNetworks, Match or All", i)
+			return invalid("Bypass[%d] is the zero Rule; build rules with PathPrefix, Methods, Header, Cookie, ClientNetworks, Match or All", i)
 		}
 	}
 	for i, p := range c.TrustedProxies {
 		if !p.IsValid() {
-			return c, invalid("TrustedProxies[%d] is not a valid network", i)
+			return invalid("TrustedProxies[%d] is not a valid network", i)
 		}
 	}
 	c.Bypass = slices.Clone(c.Bypass)
 	c.TrustedProxies = slices.Clone(c.TrustedProxies)
 	if c.OnStoreError != FailClosed && c.OnStoreError != FailOpen {
-		return c, invalid("unknown OnStoreError %d", c.OnStoreError)
+		return invalid("unknown OnStoreError %d", c.OnStoreError)
 	}
+	return nil
+}
+
+// fillHooks fills in the default clock, sources, logger and error
+// handler.
+func (c *Config) fillHooks() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -467,13 +354,10 @@ func (c Config) normalize() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.fleetMin == 0 {
-		c.fleetMin = fleetMin
-	}
 	if c.ErrorHandler == nil {
 		c.ErrorHandler = defaultErrorHandler
 	}
-	return c, nil
+	c.fleetMin = cmp.Or(c.fleetMin, fleetMin)
 }
 
 // settings are the live settings c starts with: its Settings, with the
@@ -494,27 +378,4 @@ func (c *Config) settings() Settings {
 func defaultErrorHandler(w http.ResponseWriter, _ *http.Request, _ error) {
 	w.Header().Set("Cache-Control", "no-store")
 	http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
-}
-
-// cloneEvents returns a copy of events that shares no memory with it: the
-// slice and each DisableSessionRenewal.
-func cloneEvents(events []Event) []Event {
-	events = slices.Clone(events)
-	for i := range events {
-		if p := events[i].DisableSessionRenewal; p != nil {
-			v := *p
-			events[i].DisableSessionRenewal = &v
-		}
-		events[i].Challenge = cloneChallenge(events[i].Challenge)
-	}
-	return events
-}
-
-// cloneChallenge returns a copy of c that shares no memory with it.
-func cloneChallenge(c *challenge.Policy) *challenge.Policy {
-	if c == nil {
-		return nil
-	}
-	x := *c
-	return &x
 }

@@ -33,7 +33,14 @@ func (rm *Room) check(r *http.Request, d *decision) error {
 }
 
 // visit is one request's way through decide: what each step found, for
-// the steps after it.
+// the steps after it. ok: the request brought a cookie with a place;
+// shut: the method rejects everyone; closed: nobody is let in (QueueAll,
+// a pre-queue); held: the cookie's place is held; fresh: a new place;
+// owed: a new place whose visitor has not passed the challenge; ch: the
+// place's latest chance here, due when the one now taken was due (0 for
+// a new place); cookieCounted: the cookie's visitor counts as waiting at
+// its check-in; drawing: only those the draw holds take a slot, won: it
+// holds this one.
 type visit struct {
 	r   *http.Request
 	d   *decision
@@ -42,25 +49,15 @@ type visit struct {
 	pol *policy
 	now int64 // Unix ms
 	c   cookieState
-	e   *verifiedEntry // c's, when the cookie is an admitted one
-	// ok: the request brought a cookie of the room, with a place. shut:
-	// the method rejects everyone. closed: QueueAll or a pre-queue lets
-	// nobody in. held: the cookie's place is held. fresh: a new place.
-	// owed: a new place whose visitor has not passed the challenge.
+	e   *verifiedEntry // c's, for an admitted cookie
+
 	ok, shut, closed, held, fresh, owed bool
-	chal                                *challenge.Policy // the challenge in force, or nil
-	// ch is the place's latest chance here, and due when the chance now
-	// taken was due (0 for a new place). cookieCounted: the cookie says
-	// its visitor counts as waiting at its check-in, as its challenge's
-	// state then let it count.
-	ch            chance
-	due           int64
-	cookieCounted bool
-	// drawing: only the visitors the draw holds take a slot; won: the
-	// draw holds this one.
-	drawing, won bool
-	gate         gate
-	admit        bool
+	cookieCounted, drawing, won, admit  bool
+
+	chal *challenge.Policy // in force, or nil
+	ch   chance
+	due  int64
+	gate gate
 }
 
 // decide is check's decision, with what is known of the answer a request
@@ -322,6 +319,25 @@ func (rm *Room) takeLocked(x *visit) {
 		rm.local.Wait(c.id, observedWait(c.bucket, now, x.fresh))
 		rm.chances.Del(c.id)
 	}
+}
+
+// observedWait is the wait, in ms, of a visitor let in at now (Unix ms)
+// whose cookie carries the arrival minute bucket: fresh visitors (no
+// place yet) waited nothing. The cookie knows the arrival to the minute
+// only, so the arrival is taken at the middle of what is left of that
+// minute before now: the wait is off by at most 30 seconds. The kept
+// history's figures are the waits the instances observed this way,
+// reported with the sessions (internal/share, tally.go).
+func observedWait(bucket, now int64, fresh bool) int64 {
+	if fresh {
+		return 0
+	}
+	from := bucket * 60_000
+	to := min(from+60_000, now)
+	if to <= from {
+		return 0 // a bucket from the future: a clock put back
+	}
+	return now - (from+to)/2
 }
 
 // waitLocked sets up the next chance of a visitor not let in: when it is

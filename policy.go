@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"math"
+	"time"
 
 	"github.com/go-waitingroom/waitingroom/template"
 )
@@ -49,4 +50,133 @@ func eventSpan(events []Event, now int64) (from, until int64) {
 		}
 	}
 	return from, until
+}
+
+// policyAt returns the policy of settings s at now (Unix ms).
+func (rm *Room) policyAt(s *Settings, now int64) policy {
+	p := policy{
+		Settings: *s,
+		session:  s.sessionDuration(),
+		renew:    !s.DisableSessionRenewal,
+		tmpl:     rm.template(s.Template),
+	}
+	for i := range s.Events {
+		e := &s.Events[i]
+		if e.Suspended || now < e.opens().UnixMilli() || now >= e.End.UnixMilli() {
+			continue
+		}
+		p.event = e
+		p.prequeue = now < e.Start.UnixMilli()
+		if e.ShuffleAtStart && !p.prequeue {
+			p.lottery = [2]int64{e.PrequeueStart.Unix() / 60, e.Start.Unix() / 60}
+		}
+		if e.TotalActiveUsers > 0 {
+			p.TotalActiveUsers, p.NewUsersPerMinute = e.TotalActiveUsers, e.NewUsersPerMinute
+		}
+		if e.SessionDuration > 0 {
+			p.session = e.SessionDuration.Milliseconds()
+			p.SessionDuration = e.SessionDuration
+		}
+		if e.DisableSessionRenewal != nil {
+			p.renew = !*e.DisableSessionRenewal
+			p.DisableSessionRenewal = *e.DisableSessionRenewal
+		}
+		if e.QueueingMethod != "" {
+			p.QueueingMethod = e.QueueingMethod
+		}
+		if e.Template != "" {
+			p.tmpl = rm.template(e.Template)
+			p.Template = e.Template
+		}
+		if e.Challenge != nil {
+			p.Challenge = e.Challenge
+		}
+		break
+	}
+	p.reissue = min(time.Minute.Milliseconds(), p.session/5)
+	if p.method = p.QueueingMethod.spec(); p.method == nil {
+		p.method = &fifoMethod // settings from a newer version
+	}
+	return p
+}
+
+// countWindow is how long, in ms, an active visitor's count is kept: the
+// longest session any event of s grants, so that a visitor admitted
+// during an event is never dropped from the count while their cookie still
+// says they are in.
+func (rm *Room) countWindow(s *Settings) int64 {
+	w := s.sessionDuration()
+	for _, e := range s.Events {
+		w = max(w, e.SessionDuration.Milliseconds())
+	}
+	return w
+}
+
+// maxTemplates bounds the parsed templates a room keeps: the room's and
+// its events' of the latest settings, and a few earlier ones.
+const maxTemplates = 32
+
+// template returns the parsed template for src, parsing it once; "" is the
+// default page. Templates were validated when they were set; one that
+// fails here (set by an instance with a different version) falls back to
+// the default page.
+func (rm *Room) template(src string) *template.Template {
+	if src == "" {
+		return template.Default()
+	}
+	if t, ok := rm.templates.Load(src); ok {
+		return t.(*template.Template)
+	}
+	t, err := template.Parse(src)
+	if err != nil {
+		rm.log.Error("waitingroom: a template in the settings does not parse; using the default page", "err", err)
+		t = template.Default()
+	}
+	if rm.ntemplate.Add(1) > maxTemplates {
+		// Settings changed many times: start again with the ones in use,
+		// which the next policies parse again.
+		rm.templates.Clear()
+		rm.ntemplate.Store(1)
+	}
+	rm.templates.Store(src, t)
+	return t
+}
+
+// checkTemplate is parseTemplate for templates of the shared settings,
+// which are checked at every sync: one already parsed is not parsed again.
+func (rm *Room) checkTemplate(src string) error {
+	if _, ok := rm.templates.Load(src); ok {
+		return nil
+	}
+	if err := parseTemplate(src); err != nil {
+		return err
+	}
+	rm.template(src) // parses it again once, and keeps it
+	return nil
+}
+
+func parseTemplate(src string) error {
+	_, err := template.Parse(src)
+	return err
+}
+
+// policySpan is the policy of a view's settings over a span of time in
+// which none of their events opens, starts or ends: [from, until), Unix ms.
+type policySpan struct {
+	v           *view
+	from, until int64
+	p           policy
+}
+
+// policyOf returns the policy in force at now (Unix ms) under view v. It is
+// worked out once for each view and each span between its events'
+// boundaries, and shared: callers must not change it.
+func (rm *Room) policyOf(v *view, now int64) *policy {
+	if s := rm.policy.Load(); s != nil && s.v == v && now >= s.from && now < s.until {
+		return &s.p
+	}
+	s := &policySpan{v: v, p: rm.policyAt(&v.Settings, now)}
+	s.from, s.until = eventSpan(v.Settings.Events, now)
+	rm.policy.Store(s)
+	return &s.p
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom/challenge"
+	"github.com/go-waitingroom/waitingroom/internal/hook"
+	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/template"
 )
 
@@ -84,7 +86,7 @@ func (rm *Room) respond(w http.ResponseWriter, r *http.Request, d decision) bool
 	if d.pass() {
 		return true
 	}
-	lang := rm.language(r)
+	lang := rm.cfg.Page.LanguageFor(r.Header.Get("Accept-Language"))
 	data := rm.pageData(d, lang)
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
@@ -98,13 +100,14 @@ func (rm *Room) respond(w http.ResponseWriter, r *http.Request, d decision) bool
 		pol = rm.policyOf(rm.syncer.Snapshot(), rm.now())
 	}
 	status := pol.queueingStatusCode()
+	asJSON := rm.cfg.Page.JSONFor(r.Header.Values("Accept"))
 	if d.Outcome == outcomeWaiting {
 		// The time left until the next chance, where the page's
 		// refreshIntervalSeconds counts from lastUpdated: a browser
 		// follows the header (the first refresh it reads), and comes
 		// back the moment the chance is due after an early refresh too.
 		secs := strconv.Itoa(ceilSeconds(d.RefreshAfter.Milliseconds()))
-		if d.chal == nil || rm.wantsJSON(r) {
+		if d.chal == nil || asJSON {
 			// A page with a challenge reloads itself once it is
 			// answered (or, without JavaScript, by its own refresh).
 			h.Set("Refresh", secs)
@@ -113,7 +116,6 @@ func (rm *Room) respond(w http.ResponseWriter, r *http.Request, d decision) bool
 			h.Set("Retry-After", secs)
 		}
 	}
-	asJSON := rm.wantsJSON(r)
 	tmpl := pol.tmpl
 	out, err := rm.render(tmpl, data, lang, asJSON, d.at)
 	if err != nil {
@@ -130,16 +132,6 @@ func (rm *Room) respond(w http.ResponseWriter, r *http.Request, d decision) bool
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
 	return false
-}
-
-// wantsJSON reports whether r gets the waiting page as JSON: see
-// Config.Page.StrictJSONAccept.
-func (rm *Room) wantsJSON(r *http.Request) bool {
-	if !rm.cfg.Page.StrictJSONAccept {
-		return template.WantsJSON(r.Header.Get("Accept"))
-	}
-	v := r.Header.Values("Accept")
-	return len(v) == 1 && template.IsExactJSON(v[0])
 }
 
 // setCookieAttrs returns what follows the value in the header that sets
@@ -260,80 +252,6 @@ func ceilMinutes(ms int64) int {
 	return int((ms + 59_999) / 60_000)
 }
 
-// language is the language of the page for r: the configured one, or,
-// with NegotiateLanguage, the best the visitor's Accept-Language asks for.
-func (rm *Room) language(r *http.Request) string {
-	if !rm.cfg.Page.NegotiateLanguage {
-		return rm.cfg.Page.Language
-	}
-	return template.Negotiate(r.Header.Get("Accept-Language"), rm.cfg.Page.Language)
-}
-
-// Handler returns the middleware: admitted and bypassed requests go to
-// next, with the ticket in their context (TicketFromContext); everyone else
-// gets the waiting page, as HTML or, for clients that ask for JSON only,
-// as JSON; once the room is closed, Config.ErrorHandler answers. The
-// method value is the middleware: chi's r.Use(room.Handler) works as it
-// is. It is the one way in: the gin adapter (wrgin), the Caddy module
-// (wrcaddy) and the forward-auth handler (package forwardauth) are built
-// on it. The handler is safe for concurrent use.
-//
-// The application ends an admitted visitor's session, freeing their slot
-// at once, with the response header "Waiting-Room-Command: revoke" or the
-// commercial product's "Cf-Waiting-Room-Command: revoke" (Handler removes
-// both before the response leaves, from bypassed responses too) or by
-// calling Revoke with the request's context, in all cases before the
-// response is written.
-func (rm *Room) Handler(next http.Handler) http.Handler {
-	return &handler{rm: rm, next: next}
-}
-
-// handler is the middleware of Handler. Its ServeHTTP is a method rather
-// than a closure so that it is compiled here, where the request copy of
-// WithContext is known to stay on the stack, and not inlined into
-// callers.
-type handler struct {
-	rm   *Room
-	next http.Handler
-}
-
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rm := h.rm
-	var d decision
-	if err := rm.check(r, &d); err != nil {
-		rm.cfg.ErrorHandler(w, r, err)
-		return
-	}
-	// An admitted visitor's cookie is mostly left alone: nothing to write.
-	if (d.Outcome != outcomeAdmitted || d.cookie != "") && !rm.respond(w, r, d) {
-		return
-	}
-	if d.Outcome != outcomeAdmitted {
-		// Bypassed: the command header is the room's, never the
-		// client's, whatever the application sends.
-		rw := &revokeWriter{ResponseWriter: w, rm: rm}
-		h.next.ServeHTTP(rw, r)
-		rw.commit()
-		return
-	}
-	// One allocation for the request carrying the ticket, its context and
-	// the writer that watches for a revoke. WithContext is inlined, so its
-	// own copy of r stays on the stack.
-	a := &admittedRequest{}
-	a.tc.set(d.state, rm, w)
-	a.tc.Context = r.Context()
-	a.req = *r.WithContext(&a.tc)
-	h.next.ServeHTTP(&a.tc.rw, &a.req)
-	a.tc.rw.commit()
-}
-
-// admittedRequest is what Handler allocates for an admitted request, 384
-// bytes (a size class of the allocator) in one piece.
-type admittedRequest struct {
-	req http.Request
-	tc  ticketCtx
-}
-
 // challengeData adds to data the challenge the waiting page of d gives:
 // a puzzle bound to the visitor and now (Unix ms), or a hosted widget.
 func (rm *Room) challengeData(d *decision, data *template.Data, now int64) {
@@ -347,4 +265,33 @@ func (rm *Room) challengeData(d *decision, data *template.Data, now int64) {
 		data.ChallengePuzzle = rm.puzzles.Issue(d.state.id, time.UnixMilli(now), d.chal.DifficultyAt(rm.syncer.Snapshot().Waiting))
 	}
 	data.ChallengeWidget = template.ChallengeScript(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", rm.cfg.Cookie.Path, ceilSeconds(d.RefreshAfter.Milliseconds()))
+}
+
+// What package admin gets from a room through internal/hook: the parts of
+// the room an operator's tools read and applications have no use for.
+func init() {
+	hook.HistoryStore = func(room any) store.HistoryStore {
+		hs, _ := room.(*Room).store.(store.HistoryStore)
+		return hs
+	}
+	hook.Unwritten = func(room any) []store.Tally { return room.(*Room).syncer.Unwritten() }
+	hook.PreviewPage = func(room, settings any, now time.Time, est any, lang string) hook.Page {
+		return room.(*Room).previewPage(settings.(*Settings), now.UnixMilli(), est.(Estimate), lang)
+	}
+}
+
+// previewPage is the waiting page a waiting visitor would get at now under
+// s, with the wait e: the page Respond writes for such a decision, neither
+// counted nor cached (see hook.PreviewPage).
+func (rm *Room) previewPage(s *Settings, now int64, e Estimate, lang string) hook.Page {
+	if lang == "" {
+		lang = rm.cfg.Page.Language
+	}
+	d := decision{Outcome: outcomeWaiting, Estimate: e, RefreshAfter: rm.cfg.RefreshInterval.Truncate(time.Second), at: now, now: now, last: now}
+	if s.QueueingMethod == Reject {
+		d.Outcome, d.RefreshAfter = outcomeRejected, 0
+	}
+	pol := rm.policyAt(s, now)
+	d.policy = &pol
+	return hook.Page{Status: pol.queueingStatusCode(), Data: *rm.pageData(d, lang), Template: pol.tmpl, Language: lang}
 }

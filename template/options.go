@@ -26,3 +26,22 @@ type Options struct {
 	// rely on, and what a browser never sends for a page.
 	StrictJSONAccept bool
 }
+
+// LanguageFor returns the language of the page for a request whose
+// Accept-Language header is acceptLanguage: Language, or, with
+// NegotiateLanguage, the one of Languages() it asks for most (Negotiate).
+func (o *Options) LanguageFor(acceptLanguage string) string {
+	if !o.NegotiateLanguage {
+		return o.Language
+	}
+	return Negotiate(acceptLanguage, o.Language)
+}
+
+// JSONFor reports whether a request whose Accept headers are accept gets
+// the page as JSON: see StrictJSONAccept.
+func (o *Options) JSONFor(accept []string) bool {
+	if !o.StrictJSONAccept {
+		return len(accept) > 0 && WantsJSON(accept[0])
+	}
+	return len(accept) == 1 && IsExactJSON(accept[0])
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,9 +16,6 @@ import (
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/template"
 )
-
-// Name returns the room's name, Config.Name. It is safe for concurrent use.
-func (rm *Room) Name() string { return rm.cfg.Name }
 
 // ErrClosed is returned by Sync, Update and Ready after Room.Close, and
 // given to Config.ErrorHandler for the requests Handler gets then.
@@ -154,6 +152,9 @@ func New(cfg Config, st store.Store) (*Room, error) {
 	return rm, nil
 }
 
+// Name returns the room's name, Config.Name. It is safe for concurrent use.
+func (rm *Room) Name() string { return rm.cfg.Name }
+
 // idSource returns what draws the instance's ID: newID if set, else
 // randomID.
 func (c *Config) idSource() func() string {
@@ -180,131 +181,67 @@ func (rm *Room) newID() uint64 {
 	}
 }
 
-// policyAt returns the policy of settings s at now (Unix ms).
-func (rm *Room) policyAt(s *Settings, now int64) policy {
-	p := policy{
-		Settings: *s,
-		session:  s.sessionDuration(),
-		renew:    !s.DisableSessionRenewal,
-		tmpl:     rm.template(s.Template),
-	}
-	for i := range s.Events {
-		e := &s.Events[i]
-		if e.Suspended || now < e.opens().UnixMilli() || now >= e.End.UnixMilli() {
-			continue
-		}
-		p.event = e
-		p.prequeue = now < e.Start.UnixMilli()
-		if e.ShuffleAtStart && !p.prequeue {
-			p.lottery = [2]int64{e.PrequeueStart.Unix() / 60, e.Start.Unix() / 60}
-		}
-		if e.TotalActiveUsers > 0 {
-			p.TotalActiveUsers, p.NewUsersPerMinute = e.TotalActiveUsers, e.NewUsersPerMinute
-		}
-		if e.SessionDuration > 0 {
-			p.session = e.SessionDuration.Milliseconds()
-			p.SessionDuration = e.SessionDuration
-		}
-		if e.DisableSessionRenewal != nil {
-			p.renew = !*e.DisableSessionRenewal
-			p.DisableSessionRenewal = *e.DisableSessionRenewal
-		}
-		if e.QueueingMethod != "" {
-			p.QueueingMethod = e.QueueingMethod
-		}
-		if e.Template != "" {
-			p.tmpl = rm.template(e.Template)
-			p.Template = e.Template
-		}
-		if e.Challenge != nil {
-			p.Challenge = e.Challenge
-		}
-		break
-	}
-	p.reissue = min(time.Minute.Milliseconds(), p.session/5)
-	if p.method = p.QueueingMethod.spec(); p.method == nil {
-		p.method = &fifoMethod // settings from a newer version
-	}
-	return p
+// Handler returns the middleware: admitted and bypassed requests go to
+// next, with the ticket in their context (TicketFromContext); everyone else
+// gets the waiting page, as HTML or, for clients that ask for JSON only,
+// as JSON; once the room is closed, Config.ErrorHandler answers. The
+// method value is the middleware: chi's r.Use(room.Handler) works as it
+// is. It is the one way in: the gin adapter (wrgin), the Caddy module
+// (wrcaddy) and the forward-auth handler (package forwardauth) are built
+// on it. The handler is safe for concurrent use.
+//
+// The application ends an admitted visitor's session, freeing their slot
+// at once, with the response header "Waiting-Room-Command: revoke" or the
+// commercial product's "Cf-Waiting-Room-Command: revoke" (Handler removes
+// both before the response leaves, from bypassed responses too) or by
+// calling Revoke with the request's context, in all cases before the
+// response is written.
+func (rm *Room) Handler(next http.Handler) http.Handler {
+	return &handler{rm: rm, next: next}
 }
 
-// countWindow is how long, in ms, an active visitor's count is kept: the
-// longest session any event of s grants, so that a visitor admitted
-// during an event is never dropped from the count while their cookie still
-// says they are in.
-func (rm *Room) countWindow(s *Settings) int64 {
-	w := s.sessionDuration()
-	for _, e := range s.Events {
-		w = max(w, e.SessionDuration.Milliseconds())
-	}
-	return w
+// handler is the middleware of Handler. Its ServeHTTP is a method rather
+// than a closure so that it is compiled here, where the request copy of
+// WithContext is known to stay on the stack, and not inlined into
+// callers.
+type handler struct {
+	rm   *Room
+	next http.Handler
 }
 
-// maxTemplates bounds the parsed templates a room keeps: the room's and
-// its events' of the latest settings, and a few earlier ones.
-const maxTemplates = 32
-
-// template returns the parsed template for src, parsing it once; "" is the
-// default page. Templates were validated when they were set; one that
-// fails here (set by an instance with a different version) falls back to
-// the default page.
-func (rm *Room) template(src string) *template.Template {
-	if src == "" {
-		return template.Default()
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rm := h.rm
+	var d decision
+	if err := rm.check(r, &d); err != nil {
+		rm.cfg.ErrorHandler(w, r, err)
+		return
 	}
-	if t, ok := rm.templates.Load(src); ok {
-		return t.(*template.Template)
+	// An admitted visitor's cookie is mostly left alone: nothing to write.
+	if (d.Outcome != outcomeAdmitted || d.cookie != "") && !rm.respond(w, r, d) {
+		return
 	}
-	t, err := template.Parse(src)
-	if err != nil {
-		rm.log.Error("waitingroom: a template in the settings does not parse; using the default page", "err", err)
-		t = template.Default()
+	if d.Outcome != outcomeAdmitted {
+		// Bypassed: the command header is the room's, never the
+		// client's, whatever the application sends.
+		rw := &revokeWriter{ResponseWriter: w, rm: rm}
+		h.next.ServeHTTP(rw, r)
+		rw.commit()
+		return
 	}
-	if rm.ntemplate.Add(1) > maxTemplates {
-		// Settings changed many times: start again with the ones in use,
-		// which the next policies parse again.
-		rm.templates.Clear()
-		rm.ntemplate.Store(1)
-	}
-	rm.templates.Store(src, t)
-	return t
+	// One allocation for the request carrying the ticket, its context and
+	// the writer that watches for a revoke. WithContext is inlined, so its
+	// own copy of r stays on the stack.
+	a := &admittedRequest{}
+	a.tc.set(d.state, rm, w)
+	a.tc.Context = r.Context()
+	a.req = *r.WithContext(&a.tc)
+	h.next.ServeHTTP(&a.tc.rw, &a.req)
+	a.tc.rw.commit()
 }
 
-// checkTemplate is parseTemplate for templates of the shared settings,
-// which are checked at every sync: one already parsed is not parsed again.
-func (rm *Room) checkTemplate(src string) error {
-	if _, ok := rm.templates.Load(src); ok {
-		return nil
-	}
-	if err := parseTemplate(src); err != nil {
-		return err
-	}
-	rm.template(src) // parses it again once, and keeps it
-	return nil
-}
-
-func parseTemplate(src string) error {
-	_, err := template.Parse(src)
-	return err
-}
-
-// policySpan is the policy of a view's settings over a span of time in
-// which none of their events opens, starts or ends: [from, until), Unix ms.
-type policySpan struct {
-	v           *view
-	from, until int64
-	p           policy
-}
-
-// policyOf returns the policy in force at now (Unix ms) under view v. It is
-// worked out once for each view and each span between its events'
-// boundaries, and shared: callers must not change it.
-func (rm *Room) policyOf(v *view, now int64) *policy {
-	if s := rm.policy.Load(); s != nil && s.v == v && now >= s.from && now < s.until {
-		return &s.p
-	}
-	s := &policySpan{v: v, p: rm.policyAt(&v.Settings, now)}
-	s.from, s.until = eventSpan(v.Settings.Events, now)
-	rm.policy.Store(s)
-	return &s.p
+// admittedRequest is what Handler allocates for an admitted request, 384
+// bytes (a size class of the allocator) in one piece.
+type admittedRequest struct {
+	req http.Request
+	tc  ticketCtx
 }
