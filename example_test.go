@@ -81,7 +81,7 @@ func ExampleRoom_Handler() {
 }
 
 // A client that asks for JSON gets the waiting page as JSON, under
-// Config.JSONKey.
+// Config.Page.JSONKey.
 func ExampleRoom_Handler_json() {
 	room, err := waitingroom.New(waitingroom.Config{
 		Name: "api",

@@ -16,9 +16,9 @@
 //     this instance's latest sync (Room.Stats). Every instance reports the
 //     same values: aggregate them across instances with max, never sum.
 //   - Counters (waitingroom_admitted_total, ..._sync_errors_total, and the
-//     rest) count what this instance did since it started (Room.Counters):
+//     rest) count what this instance did since it started (Stats.Counters):
 //     sum their rates across instances.
-//   - Histograms of what visitors went through (Room.Observed):
+//   - Histograms of what visitors went through (Stats.Observed):
 //     waitingroom_wait_seconds, the waits of admitted visitors (from their
 //     arrival, known to the minute and taken at its middle, to their
 //     admission), and waitingroom_session_seconds, the lengths of ended

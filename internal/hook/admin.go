@@ -26,7 +26,7 @@ var (
 	// visitor at now under settings (a *waitingroom.Settings; with
 	// QueueingMethod Reject, the closed page), with the wait est (a
 	// waitingroom.Estimate), in the language lang ("" for the room's
-	// Config.Language). Nothing in the room changes: no visitor is
+	// Config.Page.Language). Nothing in the room changes: no visitor is
 	// counted, no cookie made, no page cached. It does no I/O.
 	PreviewPage func(room, settings any, now time.Time, est any, lang string) Page
 )
@@ -41,6 +41,6 @@ type Page struct {
 	// scheduled event's included), else the default page.
 	Template *template.Template
 	// Language is the page's language: the lang asked for, or the room's
-	// Config.Language for "".
+	// Config.Page.Language for "".
 	Language string
 }
