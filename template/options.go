@@ -4,7 +4,8 @@ package template
 // default page's texts, and when and how a client gets the page as JSON.
 // The zero value of each field means its default. A room copies them in
 // its New; they do not change while it runs (the page's template does:
-// it is one of the room's live settings).
+// it is one of the room's live settings). The methods of Options only
+// read it, and are safe for concurrent use.
 type Options struct {
 	// Language is the language of the default page's texts and of the
 	// formatted waits, a BCP 47 tag among Languages(). Default "en".
