@@ -149,6 +149,11 @@ type scenario struct {
 // loaded machine.
 const fleetRecoverySyncs = 60
 
+// recoveredFor is how long the visitors go on once the room has shown its
+// recovery after endAt: two refresh intervals, the slack of the FIFO
+// check, so that an admission out of order just before the end is caught.
+const recoveredFor = 2 * refresh
+
 // traced wraps a store and records every Update: when it began and ended
 // on the rooms' clock, and its error. It is how a failing scenario shows
 // what each instance went through.
@@ -260,6 +265,7 @@ type run struct {
 	// rooms' clock as the visitors are let in.
 	admittedMu sync.Mutex
 	admittedIn map[time.Time]int
+	latest     time.Time // the latest admission's AcceptedAt
 	endedAt    time.Time // rooms' clock when the visitors stopped
 	shift      time.Duration
 	rooms      []*waitingroom.Room
@@ -407,14 +413,21 @@ func runScenario(t *testing.T, sc scenario) *run {
 	r.healedAt = r.clock()
 	r.inFault.Store(false)
 	r.paceAt = r.pace(r.healedAt)
-	// The visitors go on until endAt, and at least long enough after the
-	// fault for the room to recover (a server may be slow to restart),
-	// from the moment the minute's release lets it admit again.
-	end := at(endAt)
-	if after := time.Now().Add(r.paceAt.Sub(r.healedAt) + maxRecoverySyncs*syncInterval + refresh); after.After(end) {
-		end = after
+	// The visitors go on until endAt, and then until the room has shown
+	// its recovery (what check looks for after the fault), and
+	// recoveredFor more; if it does not, until the recovery's bound has
+	// passed, from the moment the minute's release lets it admit again
+	// (a server may be slow to restart): long enough for check to fail
+	// on it.
+	bound := time.Now().Add(r.paceAt.Sub(r.healedAt) + maxRecoverySyncs*syncInterval + refresh)
+	time.Sleep(time.Until(at(endAt)))
+	for !r.recovered(fleetDone) && time.Now().Before(bound) {
+		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(time.Until(end))
+	if end := time.Now().Add(recoveredFor); end.Before(bound) {
+		bound = end
+	}
+	time.Sleep(time.Until(bound))
 	cancel()
 	wg.Wait()
 	<-fleetDone
@@ -444,6 +457,42 @@ func (r *run) pace(at time.Time) time.Time {
 		return next
 	}
 	return at
+}
+
+// recovered reports whether the room has shown, since the fault, all
+// that check looks for after it: an admission after the fault (but for a
+// slow store, which may simply be full then), each instance that was cut
+// off logging that the store is reachable again, each instance logging
+// that the state was lost (after a loss), and a fleet syncing through an
+// aggregator again (watchFleet closed fleetDone).
+func (r *run) recovered(fleetDone <-chan struct{}) bool {
+	kind := r.sc.kind
+	if !kind.slow {
+		r.admittedMu.Lock()
+		in := r.latest.After(r.healedAt)
+		r.admittedMu.Unlock()
+		if !in {
+			return false
+		}
+	}
+	from, to := r.faultAt.Add(-r.shift), time.Now().Add(time.Second) // real time
+	for i, l := range r.logs {
+		if r.down[i].Load() {
+			continue
+		}
+		if (kind.outage || i < kind.cut) && countLines(l, "store reachable again", from, to) == 0 {
+			return false
+		}
+		if kind.loss && l.Count("shared state was lost") == 0 {
+			return false
+		}
+	}
+	select {
+	case <-fleetDone:
+		return true
+	default:
+		return false
+	}
 }
 
 // fleetSyncing returns how many live instances synced through an
@@ -681,6 +730,7 @@ func (r *run) browse(ctx context.Context, v *visitor, handlers []http.Handler, r
 					r.admittedIn = map[time.Time]int{}
 				}
 				r.admittedIn[v.acceptedAt.Truncate(time.Minute)]++
+				r.latest = maxTime(r.latest, v.acceptedAt)
 				r.admittedMu.Unlock()
 			}
 			if inFault {
