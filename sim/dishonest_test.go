@@ -99,6 +99,16 @@ func fair(t *testing.T, o Options, res *Result, mean func(*Result) float64) {
 // runs.
 func fairTo(t *testing.T, o Options, res *Result, mean func(*Result) float64, bound float64, seeds int) {
 	t.Helper()
+	if ratio, ok := waitRatio(t, o, res, mean, seeds); ok {
+		assert.GreaterOrEqual(t, ratio, bound, "dishonest visitors' mean wait against polite visitors'")
+	}
+}
+
+// waitRatio logs and returns the dishonest visitors' mean wait over polite
+// visitors', pooled over seeds runs of o (res is the first); ok is false
+// for a small run, one run only, too few to tell.
+func waitRatio(t *testing.T, o Options, res *Result, mean func(*Result) float64, seeds int) (ratio float64, ok bool) {
+	t.Helper()
 	dishonest, polite := mean(res), res.MeanWaitPoliteSeconds
 	runs := 1
 	if !small() {
@@ -110,12 +120,9 @@ func fairTo(t *testing.T, o Options, res *Result, mean func(*Result) float64, bo
 			runs++
 		}
 	}
-	ratio := dishonest / polite
+	ratio = dishonest / polite
 	t.Logf("mean wait over %d runs: dishonest %.1fs, polite %.1fs, ratio %.3f", runs, dishonest/float64(runs), polite/float64(runs), ratio)
-	if small() {
-		return
-	}
-	assert.GreaterOrEqual(t, ratio, bound, "dishonest visitors' mean wait against polite visitors'")
+	return ratio, !small()
 }
 
 // TestReplayers holds that resending the first waiting cookie gains
@@ -289,9 +296,10 @@ func TestReplayersAndClonersOptions(t *testing.T) {
 // instances would get a chance at each. In random, the draw (slots.go)
 // makes the chances the visitor's, whatever reaches the instances: four
 // classic instances hold their crowds to 0.8 of polite visitors' wait,
-// ten runs pooled (0.36 to 0.48 without it). The rest does not hold yet
-// (docs/fairness.md, "Several instances", has the figures):
-// WAITINGROOM_DISHONEST_INSTANCES=1 runs it too.
+// ten runs pooled (0.36 to 0.48 without it). The rest does not hold yet:
+// WAITINGROOM_DISHONEST_INSTANCES=1 runs it too, with the same checks but
+// for the wait, whose ratio it only logs (docs/fairness.md, "Several
+// instances", has the figures).
 func TestDishonestAcrossInstances(t *testing.T) {
 	all := os.Getenv("WAITINGROOM_DISHONEST_INSTANCES") == "1"
 	for _, fleet := range []struct {
@@ -303,7 +311,7 @@ func TestDishonestAcrossInstances(t *testing.T) {
 			for _, kind := range []string{"replayers", "cloners", "cloners every second"} {
 				t.Run(fmt.Sprintf("%s/%s/%s", fleet.name, method, kind), func(t *testing.T) {
 					if !held && !all {
-						t.Skip("not held yet (docs/fairness.md): WAITINGROOM_DISHONEST_INSTANCES=1 runs it")
+						t.Skip("not held yet (docs/fairness.md): WAITINGROOM_DISHONEST_INSTANCES=1 measures it")
 					}
 					t.Parallel()
 					o := dishonestCrowd(method, 60)
@@ -324,11 +332,11 @@ func TestDishonestAcrossInstances(t *testing.T) {
 					res := cheatCounting(t, o, 10)
 					// Twice the runs: with several instances one run's
 					// figure scatters more.
-					bound := 0.95
 					if held {
-						bound = 0.8
+						fairTo(t, o, res, mean, 0.8, 2*fairSeeds)
+					} else {
+						waitRatio(t, o, res, mean, 2*fairSeeds) // measured, not held
 					}
-					fairTo(t, o, res, mean, bound, 2*fairSeeds)
 				})
 			}
 		}
