@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # the lanes are called by name, as lane_$1
 # Runs the tests of every module of the repository (each one go.work
 # lists: the library, its stores, the proxy, metrics, the gin adapter,
 # the integration tests and the examples). Tests that need Redis,
@@ -11,6 +12,26 @@
 # is tested on its own (GOWORK=off), with the dependency versions its
 # go.mod asks for, as a program importing it gets them; every other module
 # in the workspace, against the others as they are in the checkout.
+#
+# The tests run in four lanes side by side, each a series of `go test`
+# commands:
+#
+#   faults       integration/faults: the fault scenarios, which mostly
+#                wait on their timelines and on the servers they start
+#   integration  the rest of the integration module (several processes,
+#                the front door) and the examples (a browser)
+#   library      the library's module, then the simulator at full size and
+#                the simulated fleets
+#   modules      every other module (the proxy, the stores, metrics, the
+#                adapters)
+#
+# The first two are bound by real time, the last two by the CPU: these run
+# at a lower priority (nice), so that the timelines of the first two get
+# the CPU when they need it and the others take the rest. Each lane's
+# output is printed whole when the lane ends, with how long each command
+# and the lane took; the script exits non-zero if any command of any lane
+# failed. TEST_SERIAL=1 runs the lanes one after the other instead,
+# printing as they go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/modules.sh || exit 1
@@ -18,40 +39,136 @@ source scripts/modules.sh || exit 1
 # full-size simulator run, and no race detector (which multiplies the
 # simulator's time by five). The full command, as CI runs it, keeps them.
 race=(-race)
+short=
 if [[ " $* " == *" -short "* ]]; then
   race=()
+  short=1
 fi
-# wrcaddy runs without it: building Caddy's dependencies with the race
-# detector takes minutes of CI for a few hundred lines whose concurrency
-# is the library's (raced in its own module) and Caddy's.
-status=0
-for mod in "${modules[@]}"; do
-  if [[ $mod == . ]]; then
-    echo "== go test ($mod, GOWORK=off)"
-    # The simulator runs below, at full size without the race detector:
-    # it drives the rooms from one goroutine, where the detector finds
-    # nothing and costs minutes.
-    pkgs=$(GOWORK=off go list ./...)
-    if [[ ${#race[@]} -gt 0 ]]; then
-      pkgs=$(grep -v '/sim$' <<<"$pkgs")
-    fi
-    # shellcheck disable=SC2086
-    GOWORK=off go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 "$@" $pkgs || status=1
-  elif [[ $mod == ./wrcaddy ]]; then
-    echo "== go test ($mod, no race detector)"
-    (cd "$mod" && go test -shuffle=on -count=1 "$@" ./...) || status=1
+args=("$@")
+# The niceness of the lanes bound by the CPU.
+cpu_nice=10
+
+# gotest LABEL DIR COMMAND...: runs COMMAND (a go test) in DIR at the
+# lane's niceness, saying what it runs and how long it took; a failure
+# sets the lane's status and the lane goes on.
+lane_status=0
+lane_nice=0
+gotest() {
+  local label=$1 dir=$2 start=$SECONDS
+  shift 2
+  echo "== go test ($label)"
+  if (cd "$dir" && nice -n "$lane_nice" "$@"); then
+    echo "-- ok: $label ($((SECONDS - start)) s)"
   else
-    echo "== go test ($mod)"
-    (cd "$mod" && go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 "$@" ./...) || status=1
+    echo "-- FAIL: $label ($((SECONDS - start)) s)"
+    lane_status=1
   fi
-done
-# The simulator at full size, and the library's fleets simulated on one
-# goroutine (TestFleet*, TestSurge*: they skip under the race detector),
-# without the race detector. With -short everything ran without it above.
-if [[ " $* " != *" -short "* ]]; then
-  echo "== go test (./sim, full size, GOWORK=off)"
-  GOWORK=off go test -count=1 ./sim/ || status=1
-  echo "== go test (., the simulated fleets, no race detector, GOWORK=off)"
-  GOWORK=off go test -count=1 -run '^Test(Fleet|Surge)' "$@" . || status=1
+}
+
+lane_faults() {
+  gotest "./integration/faults" ./integration \
+    go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 ${args[@]+"${args[@]}"} ./faults
+}
+
+lane_integration() {
+  local pkgs
+  pkgs=$(cd integration && go list ./... | grep -v '/integration/faults$')
+  # shellcheck disable=SC2086
+  gotest "./integration, but for ./faults" ./integration \
+    go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 ${args[@]+"${args[@]}"} $pkgs
+  gotest "./examples" ./examples \
+    go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 ${args[@]+"${args[@]}"} ./...
+}
+
+lane_library() {
+  lane_nice=$cpu_nice
+  local pkgs
+  # The simulator runs below, at full size without the race detector: it
+  # drives the rooms from one goroutine, where the detector finds nothing
+  # and costs minutes.
+  pkgs=$(GOWORK=off go list ./...)
+  if [[ -z $short ]]; then
+    pkgs=$(grep -v '/sim$' <<<"$pkgs")
+  fi
+  # shellcheck disable=SC2086
+  gotest ". (GOWORK=off)" . \
+    env GOWORK=off go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 ${args[@]+"${args[@]}"} $pkgs
+  # The simulator at full size, and the library's fleets simulated on one
+  # goroutine (TestFleet*, TestSurge*: they skip under the race detector),
+  # without the race detector. With -short everything ran without it above.
+  if [[ -z $short ]]; then
+    gotest "./sim, full size, GOWORK=off" . \
+      env GOWORK=off go test -count=1 ./sim/
+    gotest "., the simulated fleets, no race detector, GOWORK=off" . \
+      env GOWORK=off go test -count=1 -run '^Test(Fleet|Surge)' ${args[@]+"${args[@]}"} .
+  fi
+}
+
+lane_modules() {
+  lane_nice=$cpu_nice
+  local mod
+  for mod in "${modules[@]}"; do
+    case $mod in
+      . | ./integration | ./examples) ;; # in the lanes above
+      ./wrcaddy)
+        # Without the race detector: building Caddy's dependencies with it
+        # takes minutes of CI for a few hundred lines whose concurrency is
+        # the library's (raced in its own module) and Caddy's.
+        gotest "$mod, no race detector" "$mod" \
+          go test -shuffle=on -count=1 ${args[@]+"${args[@]}"} ./...
+        ;;
+      *)
+        gotest "$mod" "$mod" \
+          go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 ${args[@]+"${args[@]}"} ./...
+        ;;
+    esac
+  done
+}
+
+lanes=(faults integration library modules)
+
+# run_lane NAME: runs the lane and exits with its status.
+run_lane() {
+  "lane_$1"
+  exit "$lane_status"
+}
+
+status=0
+summary=()
+if [[ ${TEST_SERIAL:-} == 1 ]]; then
+  for name in "${lanes[@]}"; do
+    start=$SECONDS
+    echo "==== lane $name"
+    if (run_lane "$name"); then result=ok; else result=FAIL status=1; fi
+    summary+=("$(printf '%-12s %-4s %4d s' "$name" "$result" $((SECONDS - start)))")
+  done
+else
+  # Each lane in a process group of its own (job control), so that an
+  # interrupted run stops every go test it started.
+  set -m
+  logs=$(mktemp -d)
+  declare -A lane_of=()
+  stop_lanes() {
+    local pid
+    for pid in "${!lane_of[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  }
+  trap 'stop_lanes; rm -rf "$logs"' EXIT
+  trap 'exit 130' INT TERM
+  start=$SECONDS
+  for name in "${lanes[@]}"; do
+    (run_lane "$name") >"$logs/$name" 2>&1 </dev/null &
+    lane_of[$!]=$name
+  done
+  echo "== ${#lanes[@]} lanes side by side (${lanes[*]}); each one's output when it ends"
+  while [[ ${#lane_of[@]} -gt 0 ]]; do
+    if wait -n -p pid "${!lane_of[@]}"; then result=ok; else result=FAIL status=1; fi
+    name=${lane_of[$pid]}
+    unset "lane_of[$pid]"
+    printf '\n==== lane %s: %s, %d s\n' "$name" "$result" $((SECONDS - start))
+    cat "$logs/$name"
+    summary+=("$(printf '%-12s %-4s %4d s' "$name" "$result" $((SECONDS - start)))")
+  done
 fi
+printf '\n==== lanes (name, result, seconds from the start):\n'
+printf '  %s\n' "${summary[@]}"
 exit $status
