@@ -48,6 +48,7 @@ for mod in "${modules[@]}"; do
   # Packages of this module whose test files define a fuzz target.
   while IFS=$'\t' read -r pkg dir files; do
     [[ -n ${files// /} ]] || continue
+    # shellcheck disable=SC2086 # files is a list of names, split here
     (cd "$dir" && grep -lqE '^func Fuzz[A-Z0-9_]' $files) || continue
     if ! names=$(cd "$mod" && go test -list '^Fuzz' "$pkg"); then
       echo "fuzz.sh: listing the fuzz targets of $pkg failed" >&2

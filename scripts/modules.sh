@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the other scripts, from the repository's root: sets the array
 # modules to the directories of the repository's Go modules, as go.work
 # lists them (".", "./metrics", ...; "." first), the associative array
@@ -35,6 +36,7 @@ modules_list() {
 mapfile -t modules < <(modules_list)
 if [[ ${#modules[@]} -eq 0 || ${modules[0]} != . ]]; then
   echo "modules.sh: no module list" >&2
+  # shellcheck disable=SC2317 # exit when run rather than sourced
   return 1 2>/dev/null || exit 1
 fi
 

@@ -26,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
-PORTS=(${PORTS:-18081 18082 18083})
+read -ra PORTS <<<"${PORTS:-18081 18082 18083}"
 CLIENTS=${CLIENTS:-60}
 DURATION=${DURATION:-40}
 TOTAL=${TOTAL:-20}

@@ -24,7 +24,7 @@
 # prints govulncheck's findings without failing, for while such an update
 # is pending; the default is to fail.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.2.2
 GOVULNCHECK_VERSION=v1.9.0
@@ -80,7 +80,7 @@ fi
 
 # vulndb prints a file:// URL of a local vulnerability database.
 vulndb() {
-  local version=$VULNDB_VERSION info dir src indexdb
+  local version=$VULNDB_VERSION dir src indexdb
   if [[ $version == latest ]]; then
     if ! version=$(cd "$cache" && GOWORK=off go list -m -f '{{.Version}}' golang.org/x/vulndb@latest 2>/dev/null); then
       echo "cannot resolve golang.org/x/vulndb@latest; using $VULNDB_TOOL_VERSION" >&2
