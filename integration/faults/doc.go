@@ -27,6 +27,8 @@
 //     stopped. And the Redis Cluster failover above with the fleet
 //     (cluster_test.go): every key of the room is in its slot, mailboxes
 //     included, so the failover takes all of them back together.
+//   - A fleet of 40 instances on MariaDB (sql_test.go): the SQL faults
+//     above, and the aggregator stopped.
 //
 // and then checks, from the visitors' side, what the design promises
 // through any store failure under the default FailClosed policy: no 5xx,
@@ -49,8 +51,10 @@
 // The helpers of this package (the servers, the proxy, the log buffer) are
 // exported for the soak program in package soak below this one.
 //
-// The scenarios run for about 20 s each (25 s for a fleet's), one after
-// the other; go test -short skips them. A
-// missing server binary skips them with a message, or fails them when
+// A scenario's timeline lasts 18 s, then goes on until the room has shown
+// its recovery and two refresh intervals more (or until the recovery's
+// bound has passed): about 20 s in all. The fleets' scenarios run one
+// after the other, then the three-instance suites side by side; go test
+// -short skips them. A missing server binary skips them with a message, or fails them when
 // WAITINGROOM_REQUIRE_SERVICES=1 (see internal/servicetest).
 package faults
