@@ -13,21 +13,22 @@
 # go.mod asks for, as a program importing it gets them; every other module
 # in the workspace, against the others as they are in the checkout.
 #
-# The tests run in four lanes side by side, each a series of `go test`
+# The tests run in five lanes side by side, each a series of `go test`
 # commands:
 #
 #   faults       integration/faults: the fault scenarios, which mostly
 #                wait on their timelines and on the servers they start
 #   integration  the rest of the integration module (several processes,
 #                the front door) and the examples (a browser)
-#   library      the library's module, then the simulator at full size and
-#                the simulated fleets
+#   library      the library's module, with the race detector
+#   simulator    the simulator at full size and the simulated fleets,
+#                without it
 #   modules      every other module (the proxy, the stores, metrics, the
 #                adapters)
 #
-# The first two are bound by real time, the last two by the CPU: these run
-# at a lower priority (nice), so that the timelines of the first two get
-# the CPU when they need it and the others take the rest. Each lane's
+# The first two are bound by real time, the other three by the CPU: these
+# run at a lower priority (nice), so that the timelines of the first two
+# get the CPU when they need it and the others take the rest. Each lane's
 # output is printed whole when the lane ends, with how long each command
 # and the lane took; the script exits non-zero if any command of any lane
 # failed. TEST_SERIAL=1 runs the lanes one after the other instead,
@@ -83,9 +84,9 @@ lane_integration() {
 lane_library() {
   lane_nice=$cpu_nice
   local pkgs
-  # The simulator runs below, at full size without the race detector: it
-  # drives the rooms from one goroutine, where the detector finds nothing
-  # and costs minutes.
+  # The simulator runs in a lane of its own, at full size without the
+  # race detector: it drives the rooms from one goroutine, where the
+  # detector finds nothing and costs minutes.
   pkgs=$(GOWORK=off go list ./...)
   if [[ -z $short ]]; then
     pkgs=$(grep -v '/sim$' <<<"$pkgs")
@@ -93,9 +94,14 @@ lane_library() {
   # shellcheck disable=SC2086
   gotest ". (GOWORK=off)" . \
     env GOWORK=off go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 ${args[@]+"${args[@]}"} $pkgs
+}
+
+lane_simulator() {
+  lane_nice=$cpu_nice
   # The simulator at full size, and the library's fleets simulated on one
   # goroutine (TestFleet*, TestSurge*: they skip under the race detector),
-  # without the race detector. With -short everything ran without it above.
+  # without the race detector. With -short everything ran without it in
+  # the library's lane.
   if [[ -z $short ]]; then
     gotest "./sim, full size, GOWORK=off" . \
       env GOWORK=off go test -count=1 ./sim/
@@ -125,7 +131,7 @@ lane_modules() {
   done
 }
 
-lanes=(faults integration library modules)
+lanes=(faults integration library simulator modules)
 
 # run_lane NAME: runs the lane and exits with its status.
 run_lane() {
