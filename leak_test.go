@@ -107,8 +107,9 @@ func expectedGoroutine(stack string) bool {
 func TestLeakedGoroutines(t *testing.T) {
 	before := goroutineIDs()
 	stop := make(chan struct{})
-	done := make(chan struct{})
-	go blockedUntilClosed(stop, done)
+	started, done := make(chan struct{}), make(chan struct{})
+	go blockedUntilClosed(started, stop, done)
+	<-started // scheduled, on its way to block: a slow machine cannot hide it
 
 	leaked := leakedGoroutines(before, 20*time.Millisecond)
 	assert.True(t, containsFunc(leaked, "blockedUntilClosed"), "a blocked goroutine is reported: %q", leaked)
@@ -123,7 +124,8 @@ func TestLeakedGoroutines(t *testing.T) {
 	}
 }
 
-func blockedUntilClosed(stop <-chan struct{}, done chan<- struct{}) {
+func blockedUntilClosed(started chan<- struct{}, stop <-chan struct{}, done chan<- struct{}) {
+	close(started)
 	<-stop
 	close(done)
 }
