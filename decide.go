@@ -10,24 +10,25 @@ import (
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
-// check decides what happens to r, into d, which is zero, without writing
-// a response (a decision is large: Handler keeps its own from being
+// check decides what happens to r, into x.d, without writing a response.
+// x is zero; the caller keeps it (a visit holds the decision and the
+// challenge's answer by value, so that neither is moved to the heap nor
 // copied). It does no store I/O: every decision is local, against the
 // grant of the latest sync. A missing, malformed, tampered, foreign or
 // expired cookie is ordinary input: the visitor is new. The only error is
 // ErrClosed.
-func (rm *Room) check(r *http.Request, d *decision) error {
-	var a answer
-	err := rm.decide(r, d, &a)
-	if a.claim != 0 {
+func (rm *Room) check(r *http.Request, x *visit) error {
+	err := rm.decide(r, x)
+	if claim := x.a.claim; claim != 0 {
 		// decide claimed the due chance of a place for the answer to a
 		// hosted challenge: the provider is asked without the lock, and
 		// the request decided again with its verdict. Meanwhile the
 		// place's other requests get the page without a chance.
-		defer rm.unclaim(a.claim)
+		defer rm.unclaim(claim)
+		a := x.a
 		rm.askProvider(r, &a)
-		*d = decision{}
-		err = rm.decide(r, d, &a)
+		*x = visit{a: a}
+		err = rm.decide(r, x)
 	}
 	return err
 }
@@ -43,8 +44,8 @@ func (rm *Room) check(r *http.Request, d *decision) error {
 // holds this one.
 type visit struct {
 	r   *http.Request
-	d   *decision
-	a   *answer
+	d   decision // what check decided
+	a   answer   // the answer to the challenge the request brings
 	v   *view
 	pol *policy
 	now int64 // Unix ms
@@ -67,26 +68,26 @@ type visit struct {
 // a chance due), gateLocked (the challenge), takeLocked (a slot) and,
 // for a visitor not let in, waitLocked (the next chance); conclude writes
 // the decision.
-func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
+func (rm *Room) decide(r *http.Request, x *visit) error {
 	if rm.closed.Load() {
 		return ErrClosed
 	}
-	x := visit{r: r, d: d, a: a, v: rm.syncer.Snapshot()}
-	if rm.arrive(&x) {
+	x.r, x.v = r, rm.syncer.Snapshot()
+	if rm.arrive(x) {
 		return nil
 	}
-	rm.readChallenge(&x)
+	rm.readChallenge(x)
 	rm.local.Lock()
-	if rm.placeLocked(&x) || rm.chanceLocked(&x) || rm.gateLocked(&x) {
+	if rm.placeLocked(x) || rm.chanceLocked(x) || rm.gateLocked(x) {
 		return nil // answered, and the lock released
 	}
 	rm.local.Attempt()
-	rm.takeLocked(&x)
+	rm.takeLocked(x)
 	if !x.admit {
-		rm.waitLocked(&x)
+		rm.waitLocked(x)
 	}
 	rm.local.Unlock()
-	rm.conclude(&x)
+	rm.conclude(x)
 	return nil
 }
 
@@ -96,7 +97,7 @@ func (rm *Room) decide(r *http.Request, d *decision, a *answer) error {
 // closed site, and a waiting visitor's back before their chance. It
 // reports whether it answered.
 func (rm *Room) arrive(x *visit) bool {
-	v, d := x.v, x.d
+	v, d := x.v, &x.d
 	if v.Settings.Suspended || rm.bypassed(x.r) {
 		if !v.Settings.Suspended {
 			rm.counters.bypassed.Add(1)
@@ -157,7 +158,7 @@ func (rm *Room) readChallenge(x *visit) {
 		if !x.held {
 			id = successor(c.id, c.lastCheckIn)
 		}
-		*x.a = rm.readAnswer(x.r, x.chal, id, x.now)
+		x.a = rm.readAnswer(x.r, x.chal, id, x.now)
 	}
 }
 
@@ -174,7 +175,7 @@ func (rm *Room) placeLocked(x *visit) bool {
 		// ended or was revoked is spent.
 		if s, found := rm.lookupLocked(v, x.c.id); found {
 			if recordAlive(&s, pol, now) {
-				rm.join(x.d, v, pol, x.c, s)
+				rm.join(&x.d, v, pol, x.c, s)
 				return true
 			}
 			x.held = false
@@ -194,7 +195,7 @@ func (rm *Room) placeLocked(x *visit) bool {
 		if s, found := rm.lookupLocked(v, id); found {
 			if recordAlive(&s, pol, now) {
 				x.c.id = id
-				rm.join(x.d, v, pol, x.c, s)
+				rm.join(&x.d, v, pol, x.c, s)
 				return true
 			}
 			// The successor's place is spent too: a new visitor like
@@ -248,7 +249,7 @@ func (rm *Room) chanceLocked(x *visit) bool {
 		if last+c.refresh != ch.next {
 			last = ch.next - rm.cfg.RefreshInterval.Milliseconds()
 		}
-		rm.tooEarly(x.d, v, pol, *c, last, ch.next)
+		rm.tooEarly(&x.d, v, pol, *c, last, ch.next)
 		return true
 	case seen:
 		x.due = ch.next
@@ -281,10 +282,10 @@ func (rm *Room) gateLocked(x *visit) bool {
 	if x.chal == nil {
 		return false
 	}
-	verdict, step := rm.verdictLocked(x.chal, x.a, x.c.id, x.c.chal)
+	verdict, step := rm.verdictLocked(x.chal, &x.a, x.c.id, x.c.chal)
 	if step != verdictReady {
 		rm.local.Unlock()
-		rm.answerLater(x.d, x.v, x.pol, x.c, step)
+		rm.answerLater(&x.d, x.v, x.pol, x.c, step)
 		return true
 	}
 	x.gate = rm.challengeGate(&x.c, x.chal, verdict, x.owed)
@@ -443,7 +444,7 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 // or waiting, with the page's refresh, estimate and challenge; and their
 // cookie.
 func (rm *Room) conclude(x *visit) {
-	d, c, now := x.d, &x.c, x.now
+	d, c, now := &x.d, &x.c, x.now
 	c.lastCheckIn = now
 	if x.admit {
 		rm.counters.admitted.Add(1)

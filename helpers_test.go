@@ -191,7 +191,7 @@ func TestPageHelpers(t *testing.T) {
 // checkRequest is the room's decision on r, as Handler makes it, without
 // writing anything.
 func (rm *Room) checkRequest(r *http.Request) (decision, error) {
-	var d decision
-	err := rm.check(r, &d)
-	return d, err
+	var x visit
+	err := rm.check(r, &x)
+	return x.d, err
 }

@@ -211,13 +211,14 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := h.rm
-	var d decision
-	if err := rm.check(r, &d); err != nil {
+	var x visit
+	if err := rm.check(r, &x); err != nil {
 		rm.cfg.ErrorHandler(w, r, err)
 		return
 	}
+	d := &x.d
 	// An admitted visitor's cookie is mostly left alone: nothing to write.
-	if (d.Outcome != outcomeAdmitted || d.cookie != "") && !rm.respond(w, r, d) {
+	if (d.Outcome != outcomeAdmitted || d.cookie != "") && !rm.respond(w, r, *d) {
 		return
 	}
 	if d.Outcome != outcomeAdmitted {

@@ -706,3 +706,40 @@ func TestStatsSharesNothing(t *testing.T) {
 	assert.True(t, *again.Event.DisableSessionRenewal)
 	assert.Equal(t, "drop", again.Settings.Events[0].Name)
 }
+
+// TestAdmittedRequestAllocatesOnce: a request whose cookie is admitted
+// costs the room one allocation (the request carrying the ticket, its
+// context and the writer watching for a revoke), and deciding it none.
+func TestAdmittedRequestAllocatesOnce(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	tr := newTestRoom(t, nil)
+	v := &visitor{}
+	require.True(t, admitted(tr.get(v, "")))
+	tr.get(v, "") // the cookie as it settles, read once
+	r := v.request(http.MethodGet, "")
+	w := &discardWriter{h: http.Header{}}
+	body := []byte("app")
+	app := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
+	for _, tc := range []struct {
+		name string
+		max  float64
+		do   func()
+	}{
+		{"check", 0, func() {
+			var x visit
+			require.NoError(t, tr.check(r, &x))
+			require.Equal(t, outcomeAdmitted, x.d.Outcome)
+		}},
+		{"Handler", 1, func() {
+			clear(w.h)
+			app.ServeHTTP(w, r)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			allocs := testing.AllocsPerRun(200, tc.do)
+			assert.LessOrEqual(t, allocs, tc.max)
+		})
+	}
+}
