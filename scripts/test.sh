@@ -165,6 +165,10 @@ summary=()
 if [[ ${TEST_SERIAL:-} == 1 ]]; then
   run_alone "${alone[@]}" "${lanes[@]}"
 else
+  # The lanes that run alone do so without job control, as in the serial
+  # run: in a process group of their own, the fault scenarios' run ended
+  # the whole script.
+  run_alone "${alone[@]}"
   # Each lane in a process group of its own (job control), so that an
   # interrupted run stops every go test it started.
   set -m
@@ -176,7 +180,6 @@ else
   }
   trap 'stop_lanes; rm -rf "$logs"' EXIT
   trap 'exit 130' INT TERM
-  run_alone "${alone[@]}"
   start=$SECONDS
   for name in "${lanes[@]}"; do
     (run_lane "$name") >"$logs/$name" 2>&1 </dev/null &
