@@ -137,7 +137,7 @@ func (rm *Room) openCookie(raw string, now int64) (c cookieState, e *verifiedEnt
 			e = rm.verified.put(raw, c, minuteOf(now))
 		}
 	}
-	if lim := now + maxClockLead; c.lastCheckIn > lim || c.acceptedAt > lim || c.bucket*60_000 > lim {
+	if lim := now + maxClockLead; c.lastCheckIn > lim || c.acceptedAt > lim || c.bucket*1000 > lim {
 		return cookieState{}, nil, false
 	}
 	return c, e, true

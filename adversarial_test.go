@@ -56,7 +56,7 @@ func newHostileRoom(t *testing.T, mutate func(*Config)) *hostileRoom {
 	require.True(t, admitted(tr.get(&visitor{}, "")), "the minute's one admission")
 	tr.clk.Add(time.Second)
 	require.True(t, isWaiting(tr.get(h.patient, "")))
-	h.oldBucket = minuteOf(tr.clk.Now().UnixMilli())
+	h.oldBucket = secondOf(tr.clk.Now().UnixMilli())
 	// The patient refreshes at 21 s and 41 s (nothing free: the minute's
 	// admission is used) and is due again at 61 s, in the next minute.
 	for range 2 {
@@ -66,7 +66,7 @@ func newHostileRoom(t *testing.T, mutate func(*Config)) *hostileRoom {
 	}
 	tr.clk.Add(20 * time.Second)
 	tr.sync()
-	h.nowBucket = minuteOf(tr.clk.Now().UnixMilli())
+	h.nowBucket = secondOf(tr.clk.Now().UnixMilli())
 	require.Greater(t, h.nowBucket, h.oldBucket)
 	require.Equal(t, grant{{Bucket: h.oldBucket, N: 1}}, tr.local.Grant(), "one slot, reserved for the patient's minute")
 	var ok bool
@@ -362,7 +362,7 @@ func TestReplayedQueuedCookie(t *testing.T) {
 	v := &visitor{}
 	require.True(t, isWaiting(tr.get(v, "")))
 	saved := *v
-	bucket := minuteOf(tr.clk.Now().UnixMilli())
+	bucket := secondOf(tr.clk.Now().UnixMilli())
 
 	// The first visitor's session lapses; v refreshes until admitted.
 	var in bool
@@ -443,12 +443,12 @@ func TestExpiredSessionGetsALaterBucket(t *testing.T) {
 			require.True(t, ok)
 			assert.Zero(t, c.acceptedAt)
 			now := tr.clk.Now().UnixMilli()
-			assert.Equal(t, minuteOf(now), c.bucket, "a new, later bucket")
-			assert.Greater(t, c.bucket, minuteOf(admittedAt))
+			assert.Equal(t, secondOf(now), c.bucket, "a new, later bucket")
+			assert.Greater(t, c.bucket, secondOf(admittedAt))
 			tr.sync()
 			b := tr.Stats().Buckets
 			require.NotEmpty(t, b)
-			assert.Less(t, b[0].Bucket.Unix()/60, c.bucket, "the ones who waited are ahead")
+			assert.Less(t, b[0].Bucket.Unix(), c.bucket, "the ones who waited are ahead")
 		})
 	}
 }
@@ -472,7 +472,7 @@ func TestFutureTimestamps(t *testing.T) {
 			return cookieState{bucket: nowMin - 1, lastCheckIn: now + ahead.Milliseconds(), refresh: 20_000}
 		}, false},
 		{"queued, bucket and check-in hours ahead", false, func(now, nowMin int64) cookieState {
-			return cookieState{bucket: minuteOf(now + ahead.Milliseconds()), lastCheckIn: now + ahead.Milliseconds(), refresh: 20_000}
+			return cookieState{bucket: secondOf(now + ahead.Milliseconds()), lastCheckIn: now + ahead.Milliseconds(), refresh: 20_000}
 		}, false},
 		{"admitted, checked in hours ahead", false, func(now, nowMin int64) cookieState {
 			return cookieState{bucket: nowMin, acceptedAt: now + ahead.Milliseconds(), lastCheckIn: now + ahead.Milliseconds()}
@@ -494,7 +494,7 @@ func TestFutureTimestamps(t *testing.T) {
 			tr.clk.Add(30 * time.Second)
 			tr.sync()
 			now := tr.clk.Now().UnixMilli()
-			s := tc.state(now, minuteOf(now))
+			s := tc.state(now, secondOf(now))
 			v := &visitor{cookie: tr.cookieName + "=" + tr.codec.encode(s)}
 			admissions := tr.Stats().Counters.Admitted
 
@@ -512,7 +512,7 @@ func TestFutureTimestamps(t *testing.T) {
 			require.NotEmpty(t, d.cookie, "the visitor gets a new cookie")
 			c, err := tr.codec.decode(d.cookie)
 			require.NoError(t, err)
-			assert.Equal(t, minuteOf(now), c.bucket, "treated as new")
+			assert.Equal(t, secondOf(now), c.bucket, "treated as new")
 			assert.Equal(t, now, c.lastCheckIn)
 			assert.Zero(t, c.acceptedAt)
 
@@ -657,7 +657,7 @@ func TestConcurrentHostileRequests(t *testing.T) {
 		c.Bypass = []Rule{PathPrefix("/static/")}
 	})
 	forged := mustCodec(t, tr.cookieName, otherKey).encode(cookieState{bucket: 1, acceptedAt: 1, lastCheckIn: tr.clk.Now().UnixMilli()})
-	valid := tr.codec.encode(cookieState{bucket: minuteOf(tr.clk.Now().UnixMilli()), lastCheckIn: tr.clk.Now().UnixMilli(), refresh: 1})
+	valid := tr.codec.encode(cookieState{bucket: secondOf(tr.clk.Now().UnixMilli()), lastCheckIn: tr.clk.Now().UnixMilli(), refresh: 1})
 	inputs := []func(r *http.Request){
 		func(r *http.Request) {},
 		func(r *http.Request) { r.Header.Set("Cookie", tr.cookieName+"="+forged) },

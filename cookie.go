@@ -46,13 +46,16 @@ type cookieState struct {
 	// carries it, so the room counts the holders of copies as one
 	// visitor, with one place and one session.
 	id          uint64
-	bucket      int64 // arrival minute, Unix seconds / 60
+	bucket      int64 // arrival second, Unix seconds
 	acceptedAt  int64 // admission time; 0 while queued
 	lastCheckIn int64 // latest counted check-in
 	refresh     int64 // refresh interval given at lastCheckIn, milliseconds
 	// chal is the state of the visitor's challenge (chalNone, chalGiven,
 	// chalPassed, chalFailed; challenge.go).
 	chal int8
+	// pos is the place in line the visitor was last shown (FIFO, 1 being
+	// next; 0 for none): no later answer shows a higher one (Estimate).
+	pos int64
 }
 
 // codec encrypts and authenticates visitor cookies with XChaCha20-Poly1305.
@@ -106,6 +109,7 @@ func (c *codec) seal(b, pt []byte, s cookieState) string {
 	pt = binary.AppendVarint(pt, s.lastCheckIn)
 	pt = binary.AppendVarint(pt, s.refresh)
 	pt = binary.AppendVarint(pt, int64(s.chal))
+	pt = binary.AppendVarint(pt, s.pos)
 	b = c.aeads[0].Seal(b, b[:nonceLen], pt, c.ad)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
@@ -161,7 +165,11 @@ func (c *codec) decode(v string) (cookieState, error) {
 		return cookieState{}, errBadCookie
 	}
 	s.chal, pt = int8(x), pt[k:]
-	if len(pt) != 0 || s.lastCheckIn <= 0 || s.refresh < 0 || s.acceptedAt < 0 || s.id == 0 {
+	if s.pos, k = binary.Varint(pt); k <= 0 {
+		return cookieState{}, errBadCookie
+	}
+	pt = pt[k:]
+	if len(pt) != 0 || s.lastCheckIn <= 0 || s.refresh < 0 || s.acceptedAt < 0 || s.id == 0 || s.pos < 0 {
 		return cookieState{}, errBadCookie
 	}
 	return s, nil

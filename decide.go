@@ -202,13 +202,13 @@ func (rm *Room) placeLocked(x *visit) bool {
 			// one without a cookie (not remembered).
 			id, x.ok = rm.newID(), false
 		}
-		x.c = cookieState{id: id, bucket: minuteOf(now), chal: st}
+		x.c = cookieState{id: id, bucket: secondOf(now), chal: st}
 		if ch, seen := rm.chances.Get(id); seen {
 			x.c.bucket = ch.bucket // a place held by an earlier copy
 			x.fresh = false
 		}
 	case x.fresh:
-		x.c = cookieState{id: rm.newID(), bucket: minuteOf(now)}
+		x.c = cookieState{id: rm.newID(), bucket: secondOf(now)}
 	}
 	return false
 }
@@ -323,22 +323,16 @@ func (rm *Room) takeLocked(x *visit) {
 }
 
 // observedWait is the wait, in ms, of a visitor let in at now (Unix ms)
-// whose cookie carries the arrival minute bucket: fresh visitors (no
-// place yet) waited nothing. The cookie knows the arrival to the minute
-// only, so the arrival is taken at the middle of what is left of that
-// minute before now: the wait is off by at most 30 seconds. The kept
-// history's figures are the waits the instances observed this way,
-// reported with the sessions (internal/share, tally.go).
+// whose cookie carries the arrival second bucket: fresh visitors (no
+// place yet) waited nothing. The cookie knows the arrival to the second,
+// and so does the wait. The kept history's figures are the waits the
+// instances observed this way, reported with the sessions
+// (internal/share, tally.go).
 func observedWait(bucket, now int64, fresh bool) int64 {
 	if fresh {
 		return 0
 	}
-	from := bucket * 60_000
-	to := min(from+60_000, now)
-	if to <= from {
-		return 0 // a bucket from the future: a clock put back
-	}
-	return now - (from+to)/2
+	return max(0, now-bucket*1000) // 0 for a bucket from the future: a clock put back
 }
 
 // waitLocked sets up the next chance of a visitor not let in: when it is
@@ -448,7 +442,7 @@ func (rm *Room) conclude(x *visit) {
 	c.lastCheckIn = now
 	if x.admit {
 		rm.counters.admitted.Add(1)
-		c.acceptedAt, c.refresh = now, 0
+		c.acceptedAt, c.refresh, c.pos = now, 0, 0
 		d.Outcome = outcomeAdmitted
 		d.state = *c
 	} else {
@@ -461,7 +455,8 @@ func (rm *Room) conclude(x *visit) {
 		d.Outcome = outcomeWaiting
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
 		d.last = now
-		d.Estimate = rm.estimate(x.v, x.pol, c.bucket, x.fresh)
+		d.Estimate = rm.estimate(x.v, x.pol, c, x.fresh, false)
+		c.pos = int64(d.Estimate.Position)
 	}
 	d.cookie = rm.codec.encode(*c)
 }
@@ -492,7 +487,7 @@ func (rm *Room) tooEarly(d *decision, v *view, p *policy, c cookieState, last, n
 	if ch := rm.challengeOf(v, p); ch != nil && (c.chal == chalGiven || c.chal == chalFailed) {
 		d.chal, d.state.id = ch, c.id // the same page: still the challenge
 	}
-	d.Estimate = rm.estimate(v, p, c.bucket, false)
+	d.Estimate = rm.estimate(v, p, &c, false, true)
 }
 
 // jitteredRefresh draws a waiting visitor's next refresh interval, in ms:
@@ -514,13 +509,31 @@ func (rm *Room) jitteredRefresh() int64 {
 	return int64(max(secs, 1)) * 1000
 }
 
-// estimate is the wait of a visitor of bucket b as of view v under policy
-// p; a fresh visitor is behind everyone already waiting.
-func (rm *Room) estimate(v *view, p *policy, b int64, fresh bool) Estimate {
+// estimate is the wait of the visitor of cookie c as of view v under
+// policy p; a fresh visitor is behind everyone already waiting. In line
+// (FIFO), the place is never above the one c was last shown, and an
+// answer between two chances (again) shows that one: the place changes
+// at the visitor's chances only, with the cookie that keeps it.
+func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) Estimate {
 	if p.QueueAll || p.prequeue || p.method.estimate == nil {
 		return Estimate{}
 	}
-	return p.method.estimate(v, p, p.bucket(b), fresh)
+	var ahead int64
+	if p.method.ordered {
+		ahead = fifoAhead(v, p, p.bucket(c.bucket), fresh)
+		if c.pos > 0 && (again || c.pos-1 < ahead) {
+			ahead = c.pos - 1
+		}
+	}
+	e := p.method.estimate(v, p, ahead, fresh)
+	if p.method.layout != nil { // a line to wait in
+		n := v.Waiting
+		if fresh {
+			n++ // not counted yet
+		}
+		e.Waiting = max(int(min(n, 1e9)), e.Position)
+	}
+	return e
 }
 
 // drawOddsLocked returns the odds of the draw (slots.go) of the refresh

@@ -20,7 +20,7 @@ type Ticket struct {
 	// visitor's cookie has the same ID, and is counted as this one
 	// visitor; a visitor back after their session ended has a new one.
 	ID uint64
-	// Bucket is the minute of the visitor's first request: their place in
+	// Bucket is the second of the visitor's first request: their place in
 	// the queue.
 	Bucket time.Time
 	// AcceptedAt is when the visitor was let in.
@@ -70,7 +70,7 @@ type ticketCtx struct {
 	context.Context
 	id         uint64
 	acceptedAt int64 // as in the cookie
-	bucket     int32 // as in the cookie: minutes fit until the year 6000
+	bucket     int64 // as in the cookie
 	checkedIn  int32 // seconds from the admission's to the latest check-in's, for a revoke counted by second
 	rw         revokeWriter
 }
@@ -78,7 +78,7 @@ type ticketCtx struct {
 // set makes c the ticket of an admitted visitor's cookie state s, with the
 // writer that watches w for a revoke; c's Context is left to the caller.
 func (c *ticketCtx) set(s cookieState, rm *Room, w http.ResponseWriter) {
-	c.id, c.acceptedAt, c.bucket, c.checkedIn = s.id, s.acceptedAt, int32(s.bucket), s.checkedIn()
+	c.id, c.acceptedAt, c.bucket, c.checkedIn = s.id, s.acceptedAt, s.bucket, s.checkedIn()
 	c.rw = revokeWriter{ResponseWriter: w, rm: rm, tc: c}
 }
 
@@ -91,7 +91,7 @@ func (c *ticketCtx) Value(key any) any {
 
 // ticket is the Ticket c carries.
 func (c *ticketCtx) ticket() Ticket {
-	s := cookieState{id: c.id, bucket: int64(c.bucket), acceptedAt: c.acceptedAt}
+	s := cookieState{id: c.id, bucket: c.bucket, acceptedAt: c.acceptedAt}
 	return s.ticket()
 }
 
@@ -108,7 +108,7 @@ func TicketFromContext(ctx context.Context) (Ticket, bool) {
 
 // ticket is the Ticket of an admitted cookie.
 func (c *cookieState) ticket() Ticket {
-	return Ticket{ID: c.id, Bucket: time.Unix(c.bucket*60, 0), AcceptedAt: time.UnixMilli(c.acceptedAt)}
+	return Ticket{ID: c.id, Bucket: time.Unix(c.bucket, 0), AcceptedAt: time.UnixMilli(c.acceptedAt)}
 }
 
 const (

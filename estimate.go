@@ -31,12 +31,20 @@ type Estimate struct {
 	// estimate: Known is false and the durations zero. Nobody is turned
 	// away for it (the page's queueIsFull stays false).
 	Full bool
-	// Position is, for FIFO queueing, about where the visitor is in line:
-	// 1 + the visitors ahead, who are everyone waiting in an older
-	// arrival minute and half of the visitor's own minute (everyone
-	// waiting, for a visitor who just arrived). It is known from the
-	// counts even when the wait is not. 0 when not known or not FIFO.
+	// Position is, for FIFO queueing, the visitor's place in line, 1 being
+	// next: 1 + the visitors ahead, who are everyone waiting who arrived
+	// in an earlier second (everyone waiting, for a visitor who just
+	// arrived; half of an event's shuffled pre-queue for those in it). It
+	// is as of the latest sync, and never above the place the same
+	// cookie was shown before (one ahead who stopped refreshing and came
+	// back within QueueHold is not counted again for it). It is known
+	// from the counts even when the wait is not. 0 when not known or not
+	// FIFO.
 	Position int
+	// Waiting is the number of visitors in line, this one included, as
+	// of the latest sync: the queue's length. 0 when nobody waits for a
+	// slot (passthrough, QueueAll, a pre-queue) or not known.
+	Waiting int
 	// ChancePerMinute is, for random queueing, the chance, in [0, 1], that
 	// a visitor who keeps refreshing is let in within the next minute,
 	// as P50 implies (the chance each minute that gives one half by P50):

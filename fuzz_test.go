@@ -64,8 +64,8 @@ func fuzzRooms(t testing.TB, clk *clock) []*Room {
 func fuzzCookies(t testing.TB) (queued, admittedCookie string) {
 	c := mustCodec(t, "__waitingroom_launch", testKey)
 	start := newClock().Now().UnixMilli()
-	queued = c.encode(cookieState{id: 1, bucket: minuteOf(start), lastCheckIn: start, refresh: 20_000})
-	admittedCookie = c.encode(cookieState{id: 2, bucket: minuteOf(start), acceptedAt: start, lastCheckIn: start})
+	queued = c.encode(cookieState{id: 1, bucket: secondOf(start), lastCheckIn: start, refresh: 20_000})
+	admittedCookie = c.encode(cookieState{id: 2, bucket: secondOf(start), acceptedAt: start, lastCheckIn: start})
 	return queued, admittedCookie
 }
 

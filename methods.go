@@ -38,31 +38,17 @@ type method struct {
 	// grants no slots (slots.go).
 	layout func(n int64, buckets []share.Bucket) grant
 	// estimate is the wait, as of view v under policy p, of a visitor
-	// competing in bucket b; a fresh visitor is behind everyone already
-	// waiting. nil when nobody waits for a slot.
-	estimate func(v *view, p *policy, b int64, fresh bool) Estimate
+	// with ahead visitors in front of them in line (ordered methods:
+	// fifoAhead) who is fresh, or not: a fresh visitor is behind everyone
+	// already waiting. nil when nobody waits for a slot.
+	estimate func(v *view, p *policy, ahead int64, fresh bool) Estimate
 }
 
 var (
 	fifoMethod = method{
 		ordered: true,
 		layout:  fifoLayout,
-		// Everyone in older buckets is ahead, and on average half of the
-		// visitor's own bucket.
-		estimate: func(v *view, p *policy, b int64, fresh bool) Estimate {
-			ahead := v.Waiting
-			for _, bc := range v.Buckets {
-				if fresh {
-					break
-				}
-				if bc.Minute >= b {
-					ahead = bc.Before
-					if bc.Minute == b {
-						ahead += bc.Waiting / 2
-					}
-					break
-				}
-			}
+		estimate: func(v *view, p *policy, ahead int64, _ bool) Estimate {
 			return fifoEstimate(v, p, float64(ahead))
 		},
 	}
@@ -100,3 +86,24 @@ func (m QueueingMethod) spec() *method {
 }
 
 func (m QueueingMethod) valid() bool { return m.spec() != nil }
+
+// fifoAhead is how many visitors are ahead of one competing in bucket b
+// (an arrival second) as of view v under policy p: everyone waiting in an
+// older one, none of those who arrived in the same second (they share
+// the place: whichever asks first goes first). A fresh visitor is behind
+// everyone. The bucket of an event's shuffled pre-queue (policy.bucket)
+// is one lottery: half of it is ahead on average.
+func fifoAhead(v *view, p *policy, b int64, fresh bool) int64 {
+	if fresh {
+		return v.Waiting
+	}
+	for _, bc := range v.Buckets {
+		if bc.Arrival >= b {
+			if bc.Arrival == b && p.lottery[1] != 0 && b == p.lottery[0] {
+				return bc.Before + bc.Waiting/2
+			}
+			return bc.Before
+		}
+	}
+	return v.Waiting
+}

@@ -38,7 +38,7 @@ func (m *model) appNginx(inst int, client int, ticket string) {
 		m.t.Errorf("seed %d: a request reached the application with ticket %q", m.seed, ticket)
 		return
 	}
-	rec.id, rec.acc, rec.bucket = tk.ID, tk.AcceptedAt.UnixMilli(), tk.Bucket.Unix()/60
+	rec.id, rec.acc, rec.bucket = tk.ID, tk.AcceptedAt.UnixMilli(), tk.Bucket.Unix()
 	m.mu.Lock()
 	m.records = append(m.records, rec)
 	m.mu.Unlock()
@@ -262,7 +262,7 @@ func (m *model) learnRevokes(c *mClient, before map[uint64]bool) {
 		}
 		x := m.ids[id]
 		if x == nil {
-			x = &mID{first: now, acc: now / 1000 * 1000, acc0: now, bucket: minuteOf(now)}
+			x = &mID{first: now, acc: now / 1000 * 1000, acc0: now, bucket: secondOf(now)}
 			m.ids[id] = x
 			m.firstByM[minuteOf(now)]++
 			m.freshRevoked++

@@ -82,7 +82,7 @@ func TestQueueHold(t *testing.T) {
 	})
 	v := &visitor{}
 	require.True(t, isWaiting(tr.get(v, "")))
-	bucket := tr.clk.Now().Unix() / 60
+	bucket := tr.clk.Now().Unix()
 	tr.sync()
 	assert.Equal(t, 1, tr.Stats().Waiting)
 

@@ -18,13 +18,13 @@ type policy struct {
 	method   *method // what QueueingMethod does
 	event    *Event  // the event in force (pre-queue included), or nil
 	prequeue bool
-	// lottery merges the arrival minutes [lottery[0], lottery[1]) of an
+	// lottery merges the arrival seconds [lottery[0], lottery[1]) of an
 	// event's pre-queue into one bucket once it starts (ShuffleAtStart).
 	lottery [2]int64
 }
 
-// bucket is the bucket a visitor of arrival minute b competes in: the
-// pre-queue's minutes all count as its first one once the shuffle is on,
+// bucket is the bucket a visitor of arrival second b competes in: the
+// pre-queue's seconds all count as its first one once the shuffle is on,
 // so that those visitors race for the same slots in random order, all
 // ahead of later arrivals.
 func (p *policy) bucket(b int64) int64 {
@@ -68,7 +68,7 @@ func (rm *Room) policyAt(s *Settings, now int64) policy {
 		p.event = e
 		p.prequeue = now < e.Start.UnixMilli()
 		if e.ShuffleAtStart && !p.prequeue {
-			p.lottery = [2]int64{e.PrequeueStart.Unix() / 60, e.Start.Unix() / 60}
+			p.lottery = [2]int64{e.PrequeueStart.Unix(), e.Start.Unix()}
 		}
 		if e.TotalActiveUsers > 0 {
 			p.TotalActiveUsers, p.NewUsersPerMinute = e.TotalActiveUsers, e.NewUsersPerMinute

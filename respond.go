@@ -201,6 +201,7 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 	// wait too long to estimate.
 	data.WaitTimeFormatted = e.Formatted(lang)
 	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data)
+	data.QueueLength = e.Waiting
 	if d.chal != nil && d.Outcome == outcomeWaiting {
 		rm.challengeData(&d, data, now)
 	}

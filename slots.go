@@ -21,6 +21,7 @@ const (
 
 func slotOf(ms int64) int64                    { return share.SlotOf(ms) }
 func minuteOf(ms int64) int64                  { return share.MinuteOf(ms) }
+func secondOf(ms int64) int64                  { return share.FloorDiv(ms, 1000) }
 func floorDiv(a, b int64) int64                { return share.FloorDiv(a, b) }
 func slotCounted(slot, now, window int64) bool { return share.SlotCounted(slot, now, window) }
 
@@ -40,7 +41,7 @@ func fifoLayout(n int64, buckets []share.Bucket) grant {
 	g := grant{}
 	for _, b := range buckets {
 		if r := min(n, b.Due); r > 0 {
-			g = append(g, grantEntry{Bucket: b.Minute, N: r})
+			g = append(g, grantEntry{Bucket: b.Arrival, N: r})
 			n -= r
 		}
 	}

@@ -90,7 +90,7 @@ func (rm *Room) Stats() Stats {
 		Instances:          v.Instances,
 		Aggregated:         sc.Aggregated,
 		Aggregating:        sc.Aggregating,
-		Estimate:           rm.estimate(v, &pol, minuteOf(now), true),
+		Estimate:           rm.estimate(v, &pol, &cookieState{bucket: secondOf(now)}, true, false),
 	}
 	if v.At != 0 {
 		s.Synced = time.UnixMilli(v.At)
@@ -108,8 +108,13 @@ func (rm *Room) Stats() Stats {
 	if pol.method.passes || pol.Suspended {
 		s.Estimate = Estimate{Known: true} // nobody waits
 	}
-	for _, b := range v.Buckets {
-		s.Buckets = append(s.Buckets, BucketStats{Bucket: time.Unix(b.Minute*60, 0), Waiting: int(b.Waiting)})
+	for _, b := range v.Buckets { // by second, oldest first: summed by minute
+		m := time.Unix(floorDiv(b.Arrival, 60)*60, 0)
+		if n := len(s.Buckets); n > 0 && s.Buckets[n-1].Bucket.Equal(m) {
+			s.Buckets[n-1].Waiting += int(b.Waiting)
+			continue
+		}
+		s.Buckets = append(s.Buckets, BucketStats{Bucket: m, Waiting: int(b.Waiting)})
 	}
 	s.Status = status(&s)
 	s.Counters = rm.totals()

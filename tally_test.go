@@ -13,19 +13,19 @@ import (
 )
 
 func TestObservedWait(t *testing.T) {
-	const m = 1000 // a minute, Unix minutes
+	const s = 60_000 // the arrival second, Unix seconds
 	for _, tc := range []struct {
 		name  string
 		now   int64
 		fresh bool
 		want  int64
 	}{
-		{"fresh", m*60_000 + 5000, true, 0},
-		{"the arrival minute's end", m*60_000 + 10_000, false, 5000},
-		{"minutes later", (m+3)*60_000 + 12_000, false, 3*60_000 + 12_000 - 30_000},
-		{"a bucket ahead", (m-1)*60_000 + 59_000, false, 0},
+		{"fresh", s*1000 + 5000, true, 0},
+		{"in the arrival second", s*1000 + 400, false, 400},
+		{"minutes later", s*1000 + 3*60_000 + 12_345, false, 3*60_000 + 12_345},
+		{"a bucket ahead", s*1000 - 1, false, 0},
 	} {
-		assert.Equal(t, tc.want, observedWait(m, tc.now, tc.fresh), tc.name)
+		assert.Equal(t, tc.want, observedWait(s, tc.now, tc.fresh), tc.name)
 	}
 }
 

@@ -477,6 +477,7 @@ func TestJSONResponse(t *testing.T) {
 				"waitTime75Percentile":         float64(0),
 				"waitTimeFormatted":            "20 minutes",
 				"positionInLine":               float64(31), // behind the 30 waiting
+				"queueLength":                  float64(31), // and the last
 				"chancePerRefreshOneIn":        float64(0),
 				"queueIsFull":                  false,
 				"queueAll":                     false,

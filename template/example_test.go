@@ -66,7 +66,7 @@ func ExampleWriteJSON() {
 		fmt.Println(err)
 	}
 	// Output:
-	// {"cfWaitingRoom":{"inWaitingRoom":true,"waitTimeKnown":true,"waitTime":10,"waitTimeHours":0,"waitTimeHourMinutes":10,"waitTime25Percentile":0,"waitTime50Percentile":0,"waitTime75Percentile":0,"waitTimeFormatted":"10 minutes","queueIsFull":false,"queueAll":false,"lastUpdated":"2020-08-03T23:46:00.000Z","refreshIntervalSeconds":20,"queueingMethod":"fifo","isFIFOQueue":true,"isRandomQueue":false,"isPassthroughQueue":false,"isRejectQueue":false,"isEventActive":false,"isEventPrequeueing":false,"timeUntilEventStart":0,"timeUntilEventStartFormatted":"","timeUntilEventEnd":0,"timeUntilEventEndFormatted":"","shuffleAtEventStart":false,"positionInLine":0,"chancePerRefreshOneIn":0}}
+	// {"cfWaitingRoom":{"inWaitingRoom":true,"waitTimeKnown":true,"waitTime":10,"waitTimeHours":0,"waitTimeHourMinutes":10,"waitTime25Percentile":0,"waitTime50Percentile":0,"waitTime75Percentile":0,"waitTimeFormatted":"10 minutes","queueIsFull":false,"queueAll":false,"lastUpdated":"2020-08-03T23:46:00.000Z","refreshIntervalSeconds":20,"queueingMethod":"fifo","isFIFOQueue":true,"isRandomQueue":false,"isPassthroughQueue":false,"isRejectQueue":false,"isEventActive":false,"isEventPrequeueing":false,"timeUntilEventStart":0,"timeUntilEventStartFormatted":"","timeUntilEventEnd":0,"timeUntilEventEndFormatted":"","shuffleAtEventStart":false,"positionInLine":0,"queueLength":0,"chancePerRefreshOneIn":0}}
 }
 
 func ExampleWantsJSON() {

@@ -37,7 +37,8 @@
 //	timeUntilEventEnd             number  minutes until the running event ends (0 when unknown)
 //	timeUntilEventEndFormatted    string  the same for people, e.g. "1 hour"
 //	shuffleAtEventStart           bool    everyone queued before the event starts gets a random place when it starts
-//	positionInLine                number  FIFO: about where the visitor is in line, 1 being next (0 when not known)
+//	positionInLine                number  FIFO: the visitor's place in line, 1 being next (0 when not known)
+//	queueLength                   number  the number of visitors in line, the visitor included (0 when nobody waits for a slot)
 //	chancePerRefreshOneIn         number  random: the chance of getting in at each refresh is about 1 in this (0 when not known)
 //
 // The last two are this package's own: the commercial product shows
@@ -167,12 +168,15 @@ type Data struct {
 	// default page says so during the pre-queue.
 	ShuffleAtEventStart bool `json:"shuffleAtEventStart"`
 
-	// PositionInLine is, for FIFO queueing, about where the visitor is in
-	// line: 1 is next. It counts the visitors waiting in older arrival
-	// minutes and half of the visitor's own minute, so it is accurate to
-	// the visitor's arrival minute. 0 when not known (random queueing,
-	// queueAll, a pre-queue).
+	// PositionInLine is, for FIFO queueing, the visitor's place in line:
+	// 1 is next. It counts the visitors waiting who arrived in an earlier
+	// second, as of the room's latest sync, and never goes up for a
+	// visitor. 0 when not known (random queueing, queueAll, a pre-queue).
 	PositionInLine int `json:"positionInLine"`
+	// QueueLength is the number of visitors in line, the visitor
+	// included, as of the room's latest sync. 0 when nobody waits for a
+	// slot (queueAll, a pre-queue, passthrough).
+	QueueLength int `json:"queueLength"`
 	// ChancePerRefreshOneIn is, for random queueing, the visitor's chance
 	// of getting in at each refresh, as 1 in ChancePerRefreshOneIn (1:
 	// certain). 0 when not known (FIFO queueing, queueAll, a pre-queue,
@@ -239,6 +243,7 @@ func (d *Data) vars() map[string]any {
 		"shuffleAtEventStart":          d.ShuffleAtEventStart,
 
 		"positionInLine":        d.PositionInLine,
+		"queueLength":           d.QueueLength,
 		"chancePerRefreshOneIn": d.ChancePerRefreshOneIn,
 
 		"challenge":        d.Challenge,

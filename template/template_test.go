@@ -410,6 +410,7 @@ timeUntilEventEnd={{timeUntilEventEnd}}
 timeUntilEventEndFormatted={{timeUntilEventEndFormatted}}
 shuffleAtEventStart={{shuffleAtEventStart}}
 positionInLine={{positionInLine}}
+queueLength={{queueLength}}
 chancePerRefreshOneIn={{chancePerRefreshOneIn}}
 challenge={{challenge}}
 challengePuzzle={{challengePuzzle}}
@@ -457,6 +458,7 @@ func TestCustomTemplateVariables(t *testing.T) {
 				ShuffleAtEventStart:          true,
 
 				PositionInLine:        57,
+				QueueLength:           90,
 				ChancePerRefreshOneIn: 12,
 
 				Challenge:        "pow",
@@ -490,6 +492,7 @@ timeUntilEventEnd=0
 timeUntilEventEndFormatted=
 shuffleAtEventStart=true
 positionInLine=57
+queueLength=90
 chancePerRefreshOneIn=12
 challenge=pow
 challengePuzzle=abc.1.16
@@ -534,6 +537,7 @@ timeUntilEventEnd=90
 timeUntilEventEndFormatted=1 hour 30 minutes
 shuffleAtEventStart=false
 positionInLine=0
+queueLength=0
 chancePerRefreshOneIn=0
 challenge=
 challengePuzzle=
@@ -565,7 +569,7 @@ func TestVarsMatchJSON(t *testing.T) {
 
 	typ := reflect.TypeOf(*d)
 	val := reflect.ValueOf(*d)
-	require.Equal(t, 31, typ.NumField())
+	require.Equal(t, 32, typ.NumField())
 	assert.Len(t, vars, typ.NumField())
 	for i := 0; i < typ.NumField(); i++ {
 		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
@@ -718,7 +722,7 @@ func TestWriteJSON(t *testing.T) {
 
 			var fields map[string]any
 			require.NoError(t, json.Unmarshal(raw, &fields))
-			assert.Len(t, fields, 27)
+			assert.Len(t, fields, 28)
 			want := map[string]any{
 				"inWaitingRoom":          true,
 				"waitTimeKnown":          true,

@@ -90,7 +90,7 @@ func TestApplyRoundMergesOnce(t *testing.T) {
 			// exact before the round.
 			for b := range int64(5) {
 				for s := range int64(3) {
-					base.Waiting = append(base.Waiting, store.Cell{Bucket: nowMin - 5 + b, Slot: SlotOf(now) - s, N: 1 + rng.Int64N(6)})
+					base.Waiting = append(base.Waiting, store.Cell{Bucket: (nowMin-5+b)*60 + 59, Slot: SlotOf(now) - s, N: 1 + rng.Int64N(6)})
 				}
 			}
 			slices.SortFunc(base.Waiting, func(a, b store.Cell) int {
@@ -231,7 +231,9 @@ func TestLaterAdmissions(t *testing.T) {
 func TestReserveAndPick(t *testing.T) {
 	now := testclock.Start.UnixMilli() + 30_000 // 30 s into a minute
 	nowMin := MinuteOf(now)
-	b0, b1 := nowMin-3, nowMin-2
+	// Arrival seconds a minute apart, each the last of its minute: the
+	// key of any span of seconds a group of instances lays grants over.
+	b0, b1 := (nowMin-3)*60+59, (nowMin-2)*60+59
 	const (
 		x, y1, y2, z = uint64(0x1001), uint64(0x2001), uint64(0x2002), uint64(0x3001)
 		agg          = "agg+s4c3p1f1"
@@ -502,7 +504,7 @@ func TestReserveAndPickRandom(t *testing.T) {
 		nb := 1 + rng.IntN(4)
 		for b := range nb {
 			if n := rng.Int64N(30); n > 0 {
-				st.Waiting = append(st.Waiting, store.Cell{Bucket: nowMin - 10 + int64(b), Slot: SlotOf(now), N: n})
+				st.Waiting = append(st.Waiting, store.Cell{Bucket: (nowMin-10+int64(b))*60 + 59, Slot: SlotOf(now), N: n})
 			}
 		}
 		admitted := rng.Int64N(perMinute + 1)
@@ -524,10 +526,10 @@ func TestReserveAndPickRandom(t *testing.T) {
 		for i := range nPicks {
 			id := uint64(0x100 + i)
 			before[id] = true
-			st.Picks = append(st.Picks, store.Pick{Visitor: id, Bucket: nowMin - 10 + int64(rng.IntN(nb)), Until: now + 5000})
+			st.Picks = append(st.Picks, store.Pick{Visitor: id, Bucket: (nowMin-10+int64(rng.IntN(nb)))*60 + 59, Until: now + 5000})
 		}
 		if r := take(5); r > 0 {
-			st.Reserve = &store.Reserve{Slots: r, Upto: nowMin - 10 + int64(rng.IntN(nb)), Set: now - 1000}
+			st.Reserve = &store.Reserve{Slots: r, Upto: (nowMin-10+int64(rng.IntN(nb)))*60 + 59, Set: now - 1000}
 		}
 		for i := range 5 + rng.IntN(36) {
 			id := fmt.Sprintf("i%03d", i)
@@ -620,12 +622,12 @@ func TestReserveAndPickRandom(t *testing.T) {
 		// The due visitors that no pick covers, by bucket, oldest first.
 		var left []Bucket
 		for _, b := range v.Buckets {
-			left = append(left, Bucket{Minute: b.Minute, Due: max(0, b.Due-picks[b.Minute])})
+			left = append(left, Bucket{Arrival: b.Arrival, Due: max(0, b.Due-picks[b.Arrival])})
 		}
 		for _, pk := range newPicks {
 			for _, b := range left {
-				if b.Minute < pk.Bucket {
-					require.Zero(t, b.Due, "trial %d: a visitor of bucket %d picked while bucket %d has due visitors left", trial, pk.Bucket, b.Minute)
+				if b.Arrival < pk.Bucket {
+					require.Zero(t, b.Due, "trial %d: a visitor of bucket %d picked while bucket %d has due visitors left", trial, pk.Bucket, b.Arrival)
 				}
 			}
 		}
@@ -638,9 +640,9 @@ func TestReserveAndPickRandom(t *testing.T) {
 				}
 			}
 			require.NotNil(t, oldest, "trial %d: a reserve with no due visitor left", trial)
-			assert.Equal(t, oldest.Minute, reserve.Upto, "trial %d: the reserve is the oldest bucket's", trial)
+			assert.Equal(t, oldest.Arrival, reserve.Upto, "trial %d: the reserve is the oldest bucket's", trial)
 			assert.LessOrEqual(t, reserve.Slots, oldest.Due, "trial %d: no more than its due visitors left", trial)
-			assert.Equal(t, oldest.Minute, v.ReservedTo, "trial %d: the view says so", trial)
+			assert.Equal(t, oldest.Arrival, v.ReservedTo, "trial %d: the view says so", trial)
 		}
 	}
 }
@@ -654,7 +656,9 @@ func TestReserveAndPickRandom(t *testing.T) {
 func TestReserveKeptThroughGap(t *testing.T) {
 	now := testclock.Start.UnixMilli() + 30_000
 	nowMin := MinuteOf(now)
-	b0, b1 := nowMin-3, nowMin-2
+	// Arrival seconds a minute apart, each the last of its minute: the
+	// key of any span of seconds a group of instances lays grants over.
+	b0, b1 := (nowMin-3)*60+59, (nowMin-2)*60+59
 	const agg = "agg"
 	for _, tc := range []struct {
 		name       string

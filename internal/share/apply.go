@@ -133,7 +133,10 @@ func carveMembers(st *store.State, p params, v *View, members []member, at []int
 		traffic += max(in.Traffic, 0)
 	}
 	fair := 1 / float64(max(v.Instances, 1))
-	buckets := reserveBuckets(v.Buckets, &p.rules)
+	buckets, span := reserveBuckets(v.Buckets, &p.rules), int64(1)
+	if p.rules.Ordered && v.Instances > 1 {
+		buckets, span = groupBuckets(buckets, p.rules.perRefresh(p.dueWindow))
+	}
 	// In an ordered queue, a fleet's round picks the visitors asked for
 	// and may reserve the oldest bucket's due visitors once for the fleet
 	// (picks.go); the instances' grants are laid out over the rest.
@@ -141,7 +144,7 @@ func carveMembers(st *store.State, p params, v *View, members []member, at []int
 	scarce := p.round && fleetScarce(&p, v)
 	v.Scarce = scarce
 	if p.round && (p.rules.Ordered || scarce) {
-		lay, grants = reserveAndPick(st, p, v, buckets, asks, picked, grants, ahead[0])
+		lay, grants = reserveAndPick(st, p, v, buckets, span, asks, picked, grants, ahead[0])
 	}
 	for i, m := range members {
 		if m.noCarve || m.leaving {

@@ -9,7 +9,7 @@ func fifoLayout(n int64, buckets []Bucket) Grant {
 	g := Grant{}
 	for _, b := range buckets {
 		if r := min(n, b.Due); r > 0 {
-			g = append(g, GrantEntry{Bucket: b.Minute, N: r})
+			g = append(g, GrantEntry{Bucket: b.Arrival, N: r})
 			n -= r
 		}
 	}

@@ -101,8 +101,8 @@ func mergeWaiting(st *store.State, p *params, d *delta, v *View, obs *observatio
 		}
 		kept = append(kept, c)
 		n := len(v.Buckets)
-		if n == 0 || v.Buckets[n-1].Minute != c.Bucket {
-			v.Buckets = append(v.Buckets, Bucket{Minute: c.Bucket})
+		if n == 0 || v.Buckets[n-1].Arrival != c.Bucket {
+			v.Buckets = append(v.Buckets, Bucket{Arrival: c.Bucket})
 			n++
 		}
 		v.Buckets[n-1].Waiting += c.N

@@ -124,9 +124,9 @@ const fleetScarceBelow = 4
 // of each that no pick or reserve covers) and the slots held in all
 // (grants, plus the change). picked are the picks st holds, by bucket
 // (settlePicks); ahead is what carve leaves out of the release.
-func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, asks map[uint64]ask, picked map[int64]int64, grants, ahead int64) ([]Bucket, int64) {
+func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, span int64, asks map[uint64]ask, picked map[int64]int64, grants, ahead int64) ([]Bucket, int64) {
 	lay := slices.Clone(buckets)
-	coverDue(lay, picked)
+	coverDue(lay, span, picked)
 	if st.Lease == nil {
 		return lay, grants
 	}
@@ -163,7 +163,7 @@ func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, asks m
 	for _, k := range made {
 		n += k
 	}
-	coverDue(lay, made)
+	coverDue(lay, span, made)
 	if !ordered {
 		// Random (fleetScarce): no order to keep, so no reserve. (Its
 		// record, if the room was FIFO, is left with no slot.)
@@ -189,8 +189,8 @@ func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, asks m
 		if lay[i].Due <= 0 {
 			continue
 		}
-		if k := min(lay[i].Due, left); k == lay[i].Due || lay[i].Minute <= was {
-			r, upto = k, lay[i].Minute
+		if k := min(lay[i].Due, left); k == lay[i].Due || lay[i].Arrival <= was {
+			r, upto = k, lay[i].Arrival
 			lay[i].Due -= k
 		}
 		break
@@ -244,8 +244,8 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, n, now, longest in
 	i := 0 // lay[:i] are the buckets older than the one picked from
 	var older int64
 	for _, c := range cs[:min(int64(len(cs)), n)] {
-		for i < len(lay) && lay[i].Minute < c.a.bucket {
-			older += max(0, lay[i].Due-out[lay[i].Minute])
+		for i < len(lay) && lay[i].Arrival < c.a.bucket {
+			older += max(0, lay[i].Due-out[lay[i].Arrival])
 			i++
 		}
 		if older > 0 && ordered {
@@ -263,11 +263,15 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, n, now, longest in
 	return out
 }
 
-// coverDue takes from the due visitors of buckets (oldest first) those
-// that n (bucket → slots) holds slots for.
-func coverDue(buckets []Bucket, n map[int64]int64) {
+// coverDue takes from the due visitors of buckets (oldest first, grouped
+// in spans of span seconds: groupBuckets) those that n (arrival second →
+// slots) holds slots for.
+func coverDue(buckets []Bucket, span int64, n map[int64]int64) {
 	for b, k := range n {
-		if i, ok := slices.BinarySearchFunc(buckets, b, func(c Bucket, b int64) int { return cmp.Compare(c.Minute, b) }); ok {
+		if span > 1 {
+			b = spanKey(b, span)
+		}
+		if i, ok := slices.BinarySearchFunc(buckets, b, func(c Bucket, b int64) int { return cmp.Compare(c.Arrival, b) }); ok {
 			buckets[i].Due = max(0, buckets[i].Due-k)
 		}
 	}

@@ -19,7 +19,7 @@ type Rules struct {
 	// Closed: nobody is let in from a grant (suspended, QueueAll, an
 	// event's pre-queue): nothing is carved.
 	Closed bool
-	// Lottery merges the arrival minutes [Lottery[0], Lottery[1]) of an
+	// Lottery merges the arrival seconds [Lottery[0], Lottery[1]) of an
 	// event's pre-queue into one bucket once the event starts
 	// (ShuffleAtStart); zero for none.
 	Lottery [2]int64
@@ -34,8 +34,8 @@ type Rules struct {
 	Times SessionTimes
 }
 
-// Bucket is the bucket a visitor of arrival minute b competes in: the
-// pre-queue's minutes all count as its first one once the shuffle is on,
+// Bucket is the bucket a visitor of arrival second b competes in: the
+// pre-queue's seconds all count as its first one once the shuffle is on,
 // so that those visitors race for the same slots in random order, all
 // ahead of later arrivals.
 func (r *Rules) Bucket(b int64) int64 {
@@ -43,6 +43,12 @@ func (r *Rules) Bucket(b int64) int64 {
 		return r.Lottery[0]
 	}
 	return b
+}
+
+// perRefresh is how many visitors the limits let in over a refresh
+// interval of refresh ms (the due window), at least one.
+func (r *Rules) perRefresh(refresh int64) int64 {
+	return max(1, min(r.NewUsersPerMinute, r.TotalActiveUsers)*refresh/60_000)
 }
 
 // sessionEnd is the Unix second at which a session admitted at acceptedAt

@@ -10,10 +10,10 @@ import (
 // Bucket counts the visitors waiting in one arrival bucket and in all
 // older ones.
 type Bucket struct {
-	// Minute is the bucket: the visitors' arrival minute (Unix minutes),
-	// or, mapped through an event's shuffle (Rules.Bucket), the first
-	// minute of its pre-queue.
-	Minute int64
+	// Arrival is the bucket: the visitors' arrival second (Unix
+	// seconds), or, mapped through an event's shuffle (Rules.Bucket), the
+	// first second of its pre-queue.
+	Arrival int64
 	// Waiting are the visitors counted in the bucket, Before those in
 	// every older one.
 	Waiting int64
@@ -101,7 +101,7 @@ func (v *View) Session(id uint64) (store.Session, bool) {
 // slot when the instance they reached has none (picks.go).
 func (v *View) Near(b, n int64) bool {
 	for _, bc := range v.Buckets {
-		if bc.Minute >= b {
+		if bc.Arrival >= b {
 			return bc.Before < n
 		}
 	}

@@ -1,0 +1,156 @@
+package waitingroom
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+)
+
+// FIFO to the second: visitors who arrive seconds apart and obey the page
+// get in in the order they arrived, on one instance and on several, but
+// for those let in by one release (slots that come free together for the
+// oldest visitors, kept for each of them: whichever comes back first goes
+// first), and so no visitor later than a refresh interval after anyone
+// who arrived after them. Each is shown an exact place in line that never
+// goes up.
+func TestArrivalOrderToTheSecond(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		instances int
+		apart     time.Duration
+		visitors  int
+	}{
+		{"one instance, 5 s apart", 1, 5 * time.Second, 10},
+		{"one instance, 1 s apart", 1, time.Second, 20},
+		{"four instances, 5 s apart", 4, 5 * time.Second, 10},
+		{"four instances, 2 s apart", 4, 2 * time.Second, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var inverted, pairs int
+			defer func() { t.Logf("pairs let in out of arrival order: %d of %d", inverted, pairs) }()
+			for seed := range uint64(3) {
+				res := runArrivalOrder(t, tc.instances, tc.apart, tc.visitors, seed)
+				assert.Zero(t, res.late, "seed %d: pairs let in out of arrival order by more than a refresh interval, of %d; order %v", seed, res.pairs, res.order)
+				assert.Len(t, res.order, tc.visitors, "seed %d: everyone got in", seed)
+				inverted += res.inversions
+				pairs += res.pairs
+			}
+		})
+	}
+}
+
+type arrivalOrder struct {
+	order             []int // the visitors, as let in
+	inversions, pairs int
+	late              int // inversions by more than a refresh interval
+}
+
+// runArrivalOrder lets visitors arrive apart, one after the other, at a
+// room that lets in 3 a minute on instances instances (whichever one each
+// request reaches, at random), three visitors already in; each
+// comes back when the page says, and leaves at once when let in. It checks
+// the places they are shown: never up, 1 + the earlier arrivals still
+// waiting as of the latest sync, and the queue's length.
+func runArrivalOrder(t *testing.T, instances int, apart time.Duration, n int, seed uint64) arrivalOrder {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	clk, st := newClock(), memstore.New()
+	rooms := make([]*testRoom, instances)
+	for i := range rooms {
+		rooms[i] = newTestRoomOn(t, clk, st, func(c *Config) {
+			c.TotalActiveUsers, c.NewUsersPerMinute = 100, 3
+			c.Random = rng.Float64
+		})
+	}
+	syncAll := func() {
+		for _, rm := range rooms {
+			rm.sync()
+		}
+	}
+	for range 3 { // the three already in
+		require.True(t, admitted(rooms[0].get(&visitor{}, "")))
+	}
+	syncAll()
+
+	type guest struct {
+		visitor
+		arrive, next time.Time
+		in           bool
+		at           time.Time // let in
+		shown        int       // the latest place shown
+	}
+	start := clk.Now()
+	guests := make([]*guest, n)
+	for i := range guests {
+		guests[i] = &guest{arrive: start.Add(time.Duration(i) * apart)}
+		guests[i].next = guests[i].arrive
+	}
+	var res arrivalOrder
+	for step := 0; len(res.order) < n && step < 4*60*20; step++ {
+		now := clk.Now()
+		for i, g := range guests {
+			if g.in || now.Before(g.next) {
+				continue
+			}
+			w := rooms[rng.IntN(instances)].get(&g.visitor, "application/json")
+			if admitted(w) {
+				g.in, g.at = true, now
+				res.order = append(res.order, i)
+				continue
+			}
+			var page struct {
+				Room struct {
+					Position int `json:"positionInLine"`
+					Length   int `json:"queueLength"`
+					Refresh  int `json:"refreshIntervalSeconds"`
+				} `json:"waitingRoom"`
+			}
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &page), w.Body.String())
+			p := page.Room
+			require.Positive(t, p.Refresh)
+			g.next = now.Add(time.Duration(p.Refresh) * time.Second)
+			if p.Position == 0 {
+				continue // the first answer, before any sync counts the visitor: behind everyone
+			}
+			if g.shown > 0 {
+				assert.LessOrEqual(t, p.Position, g.shown, "seed %d: visitor %d's place went up", seed, i)
+			}
+			g.shown = p.Position
+			ahead := 0 // earlier arrivals still waiting
+			for _, o := range guests[:i] {
+				if !o.in {
+					ahead++
+				}
+			}
+			// As of the latest sync: those let in since may still count.
+			assert.GreaterOrEqual(t, p.Position, ahead+1, "seed %d: visitor %d shown too near the front", seed, i)
+			assert.LessOrEqual(t, p.Position, ahead+1+instances, "seed %d: visitor %d shown too far back", seed, i)
+			assert.GreaterOrEqual(t, p.Length, p.Position, "seed %d: the queue is as long as the place at least", seed)
+		}
+		clk.Add(250 * time.Millisecond)
+		if step%4 == 3 {
+			syncAll()
+		}
+	}
+	for i, x := range res.order {
+		for _, y := range res.order[i+1:] {
+			res.pairs++
+			if y < x {
+				res.inversions++
+				// The longest interval: 20 s and its jitter, whole seconds.
+				if guests[x].at.Sub(guests[y].at) > 23*time.Second {
+					res.late++
+				}
+			}
+		}
+	}
+	t.Log(fmt.Sprintf("%d instances, %v apart, seed %d: order %v, done in %v", instances, apart, seed, res.order, clk.Now().Sub(start)))
+	return res
+}
