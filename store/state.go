@@ -38,7 +38,7 @@ type State struct {
 	Sessions []Session
 	// Admitted counts admissions by minute (Key: Unix seconds / 60).
 	Admitted []Count
-	// Waiting counts queued visitors by arrival bucket (Unix seconds / 60)
+	// Waiting counts queued visitors by arrival bucket (Unix seconds)
 	// and the check-in slot of their latest refresh.
 	Waiting []Cell
 	// Instances has one record per instance that synced recently.
@@ -90,7 +90,7 @@ type Lease struct {
 type Pick struct {
 	// Visitor is the visitor's identity.
 	Visitor uint64
-	// Bucket is the arrival bucket (Unix seconds / 60) they asked in.
+	// Bucket is the arrival bucket (Unix seconds) they asked in.
 	Bucket int64
 	// Until is the Unix time, in milliseconds, up to which they may be
 	// let in.
@@ -103,7 +103,7 @@ type Pick struct {
 type Reserve struct {
 	// Slots is the number of slots held, which every limit counts.
 	Slots int64
-	// Upto is the newest arrival bucket (Unix seconds / 60) it covers.
+	// Upto is the newest arrival bucket (Unix seconds) it covers.
 	Upto int64
 	// Set is the Unix time, in milliseconds, of the round that set it.
 	Set int64
@@ -176,7 +176,7 @@ type Batch struct {
 // they were due: the aggregator may pick them.
 type Ask struct {
 	Visitor uint64
-	// Bucket is the arrival bucket they are in (Unix seconds / 60).
+	// Bucket is the arrival bucket they are in (Unix seconds).
 	Bucket int64
 	// Until is the Unix time, in ms, by which they will have come back.
 	Until int64
