@@ -24,8 +24,9 @@ func mustCodec(t testing.TB, name string, keys ...[]byte) *codec {
 func TestCookieRoundTrip(t *testing.T) {
 	c := mustCodec(t, "__waitingroom_launch", testKey)
 	for _, s := range []cookieState{
-		{id: 1, bucket: 29_833_333, lastCheckIn: 1_790_000_000_123, refresh: 19_500},
-		{id: 1<<64 - 1, bucket: 29_833_333, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000, chal: chalPassed},
+		{id: 1, bucket: 1_790_000_000, lastCheckIn: 1_790_000_000_123, refresh: 19_500, pos: 1},
+		{id: 2, bucket: 1_790_000_000, lastCheckIn: 1_790_000_000_123, refresh: 19_500, pos: 1_000_000_000},
+		{id: 1<<64 - 1, bucket: 1_790_000_000, acceptedAt: 1_790_000_050_000, lastCheckIn: 1_790_000_060_000, chal: chalPassed},
 		{id: 0x0123456789abcdef, bucket: -5, lastCheckIn: 1, chal: chalFailed},
 	} {
 		v := c.encode(s)
@@ -60,6 +61,7 @@ func TestCookieRejects(t *testing.T) {
 		"negative":        c.encode(cookieState{id: 1, bucket: 1, lastCheckIn: 5, refresh: -1}),
 		"zero identity":   c.encode(cookieState{bucket: 1, lastCheckIn: 5}),
 		"bad challenge":   c.encode(cookieState{id: 1, bucket: 1, lastCheckIn: 5, chal: chalFailed + 1}),
+		"negative place":  c.encode(cookieState{id: 1, bucket: 1, lastCheckIn: 5, pos: -1}),
 		"other version":   sealVersion(c, 2, cookieState{id: 1, bucket: 1, lastCheckIn: 5}),
 		"next version":    sealVersion(c, cookieVersion+1, cookieState{id: 1, bucket: 1, lastCheckIn: 5}),
 	}

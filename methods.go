@@ -97,13 +97,22 @@ func fifoAhead(v *view, p *policy, b int64, fresh bool) int64 {
 	if fresh {
 		return v.Waiting
 	}
-	for _, bc := range v.Buckets {
-		if bc.Arrival >= b {
-			if bc.Arrival == b && p.lottery[1] != 0 && b == p.lottery[0] {
-				return bc.Before + bc.Waiting/2
-			}
+	lottery := p.lottery[1] != 0 && b == p.lottery[0]
+	for i, bc := range v.Buckets {
+		if bc.Arrival < b {
+			continue
+		}
+		if !lottery {
 			return bc.Before
 		}
+		var in int64 // the pre-queue's visitors
+		for _, x := range v.Buckets[i:] {
+			if x.Arrival >= p.lottery[1] {
+				break
+			}
+			in += x.Waiting
+		}
+		return bc.Before + in/2
 	}
 	return v.Waiting
 }
