@@ -1,5 +1,12 @@
 package share
 
+import (
+	"testing"
+
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/stretchr/testify/require"
+)
+
 // The queueing methods' slot algorithms, as the room lays its grants out
 // (its slots.go): the algorithm's tests need one to carve.
 
@@ -37,4 +44,12 @@ func limits(m Rules, total, perMinute int64) Rules {
 	m.TotalActiveUsers, m.NewUsersPerMinute = total, perMinute
 	m.Times = SessionTimes{Window: 5 * 60_000, Margin: 2000, Hold: 5 * 60_000}
 	return m
+}
+
+// clone returns a deep copy of st.
+func clone(t *testing.T, st *store.State) *store.State {
+	t.Helper()
+	c, err := store.UnmarshalState(store.MarshalState(st))
+	require.NoError(t, err)
+	return c
 }

@@ -1,0 +1,67 @@
+package share
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom/internal/testclock"
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A sync installs the view it brings, with the host's settings, after
+// telling the host; the instance's first grant is carved from it; a
+// request's admission goes out with the next sync.
+func TestSyncInstallsTheView(t *testing.T) {
+	clk, st, h := testclock.New(testclock.Start), memstore.New(), &testHost{}
+	s := newTestSyncer(t, clk, st, h)
+	assert.Equal(t, "initial", s.Snapshot().Settings, "before the first sync")
+	require.NoError(t, s.Ready(context.Background()), "Ready syncs when nobody else does")
+	v := s.Snapshot()
+	assert.Equal(t, "settings", v.Settings)
+	assert.Equal(t, clk.Now().UnixMilli(), v.At)
+	assert.Equal(t, int32(1), h.installed.Load())
+	assert.Equal(t, "initial", h.lastOld.Load().Settings, "the host is told what the view replaces")
+	assert.NotZero(t, s.Status().Epoch)
+	assert.True(t, s.Status().Classic)
+
+	l := s.Local()
+	l.Lock()
+	require.True(t, l.Take(AnyBucket, true), "the first grant")
+	l.Report(store.Session{ID: 7, Admitted: clk.Now().Unix(), Seen: clk.Now().Unix()})
+	l.Unlock()
+	clk.Add(time.Second)
+	require.NoError(t, s.Sync(context.Background()))
+	assert.Equal(t, int64(1), s.Snapshot().Active, "the admission reached the state")
+	assert.Equal(t, Counters{Syncs: 2, Last: s.Counters().Last}, s.Counters())
+}
+
+// A state lost (a store emptied) is rebuilt by the next sync: a new
+// epoch, the settings the instance last knew written back (restore), the
+// sessions it knows counted again.
+func TestSyncRebuildsALostState(t *testing.T) {
+	clk, h := testclock.New(testclock.Start), &testHost{}
+	st := memstore.New()
+	s := newTestSyncer(t, clk, st, h)
+	require.NoError(t, s.Sync(context.Background()))
+	l := s.Local()
+	l.Lock()
+	l.Report(store.Session{ID: 7, Admitted: clk.Now().Unix(), Seen: clk.Now().Unix()})
+	l.Unlock()
+	clk.Add(time.Second)
+	require.NoError(t, s.Sync(context.Background()))
+	old := s.Status().Epoch
+	_, err := s.update(context.Background(), "room", func(x *store.State) bool {
+		*x = store.State{}
+		return true
+	})
+	require.NoError(t, err)
+	clk.Add(time.Second)
+	require.NoError(t, s.Sync(context.Background()))
+	assert.NotEqual(t, old, s.Status().Epoch, "a new epoch")
+	assert.Equal(t, int32(1), h.restored.Load(), "the settings it knew, restored")
+	assert.Equal(t, int64(1), s.Snapshot().Active, "the session it knew, counted again")
+}

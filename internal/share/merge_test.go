@@ -1,0 +1,68 @@
+package share
+
+import (
+	"testing"
+
+	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/stretchr/testify/assert"
+)
+
+func TestMergeCells(t *testing.T) {
+	c := func(b, s, n int64) store.Cell { return store.Cell{Bucket: b, Slot: s, N: n} }
+	for _, tc := range []struct {
+		name string
+		cs   []store.Cell
+		d    map[cellKey]int64
+		want []store.Cell
+	}{
+		{"empty", nil, nil, nil},
+		{"only changes", nil, map[cellKey]int64{{2, 1}: 1, {1, 5}: -1}, []store.Cell{c(1, 5, -1), c(2, 1, 1)}},
+		{"no changes", []store.Cell{c(1, 1, 3)}, nil, []store.Cell{c(1, 1, 3)}},
+		{"merge", []store.Cell{c(1, 1, 3), c(1, 4, 2), c(3, 1, 1)}, map[cellKey]int64{{1, 4}: -2, {2, 9}: 5, {4, 0}: 1, {0, 0}: 7},
+			[]store.Cell{c(0, 0, 7), c(1, 1, 3), c(1, 4, 0), c(2, 9, 5), c(3, 1, 1), c(4, 0, 1)}},
+		{"unsorted state", []store.Cell{c(3, 1, 1), c(1, 1, 3)}, map[cellKey]int64{{2, 2}: 1}, []store.Cell{c(1, 1, 3), c(2, 2, 1), c(3, 1, 1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, mergeCells(tc.cs, tc.d))
+		})
+	}
+}
+
+// TestOutflowNeverAboveLimit holds that the admission rate the estimates
+// and Stats use never reads above the limit it measures against, however
+// early in a minute it is read: two admitted in the first 15 seconds of a
+// room's life are not 8 a minute against a limit of 2.
+func TestOutflowNeverAboveLimit(t *testing.T) {
+	const m = 29_000_000 // a minute, Unix minutes
+	for _, tc := range []struct {
+		name     string
+		admitted map[int64]int64
+		into     int64 // ms into minute m
+		limit    int64
+		want     float64
+	}{
+		{"two in the first 15 s", map[int64]int64{m: 2}, 15_000, 2, 2},
+		{"one in the first 15 s", map[int64]int64{m: 1}, 15_000, 2, 2},
+		{"one in the first 45 s", map[int64]int64{m: 1}, 45_000, 10, 1 / 0.75},
+		{"full minutes then two early", map[int64]int64{m - 2: 2, m - 1: 2, m: 2}, 5_000, 2, 2},
+		{"steady half the limit", map[int64]int64{m - 3: 5, m - 2: 5, m - 1: 5, m: 2}, 30_000, 10, 17 / 3.5},
+		{"limit lowered live", map[int64]int64{m - 1: 10, m: 10}, 59_000, 2, 2},
+		{"nothing", map[int64]int64{}, 30_000, 5, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := outflow(tc.admitted, m*60_000+tc.into, tc.limit)
+			assert.InDelta(t, tc.want, got, 1e-9)
+			assert.LessOrEqual(t, got, float64(tc.limit))
+		})
+	}
+	// Every moment of a room admitting at its limit from its first second.
+	for limit := int64(1); limit <= 7; limit++ {
+		adm := map[int64]int64{}
+		for ms := int64(0); ms < 6*60_000; ms += 1_000 {
+			mm := m + ms/60_000
+			// admissions spread over the minute, never above the limit
+			adm[mm] = min(limit, (ms%60_000)/(60_000/limit)+1)
+			assert.LessOrEqual(t, outflow(adm, m*60_000+ms, limit), float64(limit), "limit %d at %d ms", limit, ms)
+		}
+	}
+}
