@@ -65,3 +65,33 @@ func TestSyncRebuildsALostState(t *testing.T) {
 	assert.Equal(t, int32(1), h.restored.Load(), "the settings it knew, restored")
 	assert.Equal(t, int64(1), s.Snapshot().Active, "the session it knew, counted again")
 }
+
+// An epoch is never 0 (no state's) and a new one each time.
+func TestNewEpoch(t *testing.T) {
+	seen := map[uint64]bool{}
+	for range 1000 {
+		e := newEpoch()
+		assert.NotZero(t, e)
+		seen[e] = true
+	}
+	assert.Len(t, seen, 1000)
+}
+
+// keepApplied keeps the waiting counts and attempts of the batches
+// applied, for a waiting window.
+func TestKeepApplied(t *testing.T) {
+	s := newTestSyncer(t, testclock.New(testclock.Start), memstore.New(), &testHost{})
+	d := newDelta()
+	d.waiting[cellKey{100, 1}] = 2
+	d.attempts = 3
+	d.session(store.Session{ID: 1})
+	s.keepApplied([]batch{{seq: 1, d: d}}, 1000)
+	s.keepApplied([]batch{{seq: 2, d: newDelta()}, {seq: 3, d: newDelta()}}, 1000+s.cfg.WaitWindow)
+	require.Len(t, s.applied, 3)
+	assert.Equal(t, map[cellKey]int64{{100, 1}: 2}, s.applied[0].d.waiting)
+	assert.Equal(t, int64(3), s.applied[0].d.attempts)
+	assert.Empty(t, s.applied[0].d.sessions, "the sessions are Local's to keep")
+	s.keepApplied(nil, 1001+s.cfg.WaitWindow)
+	require.Len(t, s.applied, 2, "older than a waiting window: forgotten")
+	assert.Equal(t, uint64(2), s.applied[0].seq)
+}

@@ -3,7 +3,9 @@ package share
 import (
 	"testing"
 
+	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Local.Take charges what it takes while a sync is in flight to the grant
@@ -16,4 +18,62 @@ func TestTakeWhileInFlight(t *testing.T) {
 	assert.True(t, l.Take(3, false), "an older visitor takes a newer one's slot")
 	assert.False(t, l.Take(3, false))
 	assert.Equal(t, map[int64]int64{3: 1, AnyBucket: 1}, l.inflight)
+}
+
+// Lookup merges the latest view's record with the reports since; Report
+// remembers what it reports.
+func TestLocalReportAndLookup(t *testing.T) {
+	l := newLocal()
+	v := &View{Sessions: []store.Session{{ID: 1, Admitted: 10, Seen: 10}, {ID: 2, Admitted: 20, Seen: 20}}}
+	l.Report(store.Session{ID: 1, Seen: 30})
+	l.Report(store.Session{ID: 1, Seen: 25, Revoked: true})
+	l.Report(store.Session{ID: 3, Admitted: 40, Seen: 40})
+	for _, tc := range []struct {
+		id    uint64
+		want  store.Session
+		found bool
+	}{
+		{1, store.Session{ID: 1, Admitted: 10, Seen: 30, Revoked: true}, true},
+		{2, store.Session{ID: 2, Admitted: 20, Seen: 20}, true},
+		{3, store.Session{ID: 3, Admitted: 40, Seen: 40}, true},
+		{4, store.Session{}, false},
+	} {
+		x, ok := l.Lookup(v, tc.id)
+		assert.Equal(t, tc.found, ok, "visitor %d", tc.id)
+		assert.Equal(t, tc.want, x, "visitor %d", tc.id)
+	}
+	assert.Equal(t, store.Session{ID: 1, Seen: 30, Revoked: true}, l.pending.sessions[1], "the next sync's report")
+}
+
+// Grant is a copy: taking from it takes nothing from the grant in hand.
+func TestLocalGrantIsACopy(t *testing.T) {
+	l := newLocal()
+	l.SetGrant(Grant{{Bucket: AnyBucket, N: 1}})
+	g := l.Grant()
+	g[0].N = 0
+	assert.True(t, l.Take(AnyBucket, true))
+	assert.False(t, l.Take(AnyBucket, true))
+	assert.Equal(t, int64(0), l.Grant().Total())
+	assert.Nil(t, l.inflight, "no sync in flight: nothing charged")
+}
+
+// Count, Attempt, Wait and Ask go out with the next sync.
+func TestLocalPending(t *testing.T) {
+	l := newLocal()
+	l.Count(100, 7, 1)
+	l.Count(100, 7, 1)
+	l.Count(100, 6, -1)
+	l.Attempt()
+	l.Attempt()
+	l.Wait(5, 1234)
+	_, ok := l.Asked(9)
+	assert.False(t, ok)
+	require.True(t, l.MayAsk(9))
+	l.Ask(9, 101, 5000)
+	b, ok := l.Asked(9)
+	assert.True(t, ok)
+	assert.Equal(t, int64(101), b)
+	assert.Equal(t, map[cellKey]int64{{100, 7}: 2, {100, 6}: -1}, l.pending.waiting)
+	assert.Equal(t, int64(2), l.pending.attempts)
+	assert.Equal(t, map[uint64]int64{5: 1234}, l.pending.waits)
 }

@@ -1,6 +1,7 @@
 package share
 
 import (
+	"cmp"
 	"testing"
 
 	"github.com/go-waitingroom/waitingroom/store"
@@ -64,5 +65,61 @@ func TestOutflowNeverAboveLimit(t *testing.T) {
 			adm[mm] = min(limit, (ms%60_000)/(60_000/limit)+1)
 			assert.LessOrEqual(t, outflow(adm, m*60_000+ms, limit), float64(limit), "limit %d at %d ms", limit, ms)
 		}
+	}
+}
+
+// mergeSessions merges reports into the records by ID, sorted, and calls
+// admitted once for each ID the records lacked.
+func TestMergeSessions(t *testing.T) {
+	s := func(id uint64, adm, seen int64) store.Session {
+		return store.Session{ID: id, Admitted: adm, Seen: seen}
+	}
+	for _, tc := range []struct {
+		name     string
+		ss       []store.Session
+		d        map[uint64]store.Session
+		want     []store.Session
+		admitted []uint64
+	}{
+		{"empty", nil, nil, nil, nil},
+		{"signs of life", []store.Session{s(1, 10, 10), s(3, 30, 30)}, map[uint64]store.Session{3: s(3, 0, 40)},
+			[]store.Session{s(1, 10, 10), s(3, 30, 40)}, nil},
+		{"new visitors", []store.Session{s(2, 10, 10), s(5, 10, 10)}, map[uint64]store.Session{1: s(1, 20, 20), 3: s(3, 20, 20), 9: s(9, 20, 20)},
+			[]store.Session{s(1, 20, 20), s(2, 10, 10), s(3, 20, 20), s(5, 10, 10), s(9, 20, 20)}, []uint64{1, 3, 9}},
+		{"unsorted records", []store.Session{s(5, 10, 10), s(2, 10, 10)}, map[uint64]store.Session{2: s(2, 0, 15)},
+			[]store.Session{s(2, 10, 15), s(5, 10, 10)}, nil},
+		{"unsorted records, no report", []store.Session{s(5, 10, 10), s(2, 10, 10)}, nil,
+			[]store.Session{s(2, 10, 10), s(5, 10, 10)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var admitted []uint64
+			got := mergeSessions(tc.ss, tc.d, func(x *store.Session) { admitted = append(admitted, x.ID) })
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.admitted, admitted)
+		})
+	}
+}
+
+// mergeSorted merges two lists into one sorted list, summing equal
+// entries, whatever the order of either.
+func TestMergeSorted(t *testing.T) {
+	type kv struct{ k, v int }
+	cmpKV := func(a, b kv) int { return cmp.Compare(a.k, b.k) }
+	sum := func(a *kv, b kv) { a.v += b.v }
+	for _, tc := range []struct {
+		name    string
+		cs, add []kv
+		want    []kv
+	}{
+		{"both empty", nil, nil, nil},
+		{"nothing to add", []kv{{1, 1}, {2, 2}}, nil, []kv{{1, 1}, {2, 2}}},
+		{"into nothing", nil, []kv{{2, 2}, {1, 1}}, []kv{{1, 1}, {2, 2}}},
+		{"interleaved, equal ones summed", []kv{{1, 1}, {3, 3}, {5, 5}}, []kv{{5, 50}, {0, 7}, {3, 30}, {4, 4}},
+			[]kv{{0, 7}, {1, 1}, {3, 33}, {4, 4}, {5, 55}}},
+		{"unsorted", []kv{{5, 5}, {1, 1}}, []kv{{3, 3}}, []kv{{1, 1}, {3, 3}, {5, 5}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, mergeSorted(tc.cs, tc.add, cmpKV, sum))
+		})
 	}
 }

@@ -489,3 +489,76 @@ func TestReserveKeptThroughGap(t *testing.T) {
 		})
 	}
 }
+
+// picksOf returns the picks still good, nil for none, and the newest
+// bucket the reserve covers.
+func TestPicksOf(t *testing.T) {
+	const now = int64(1_000_000)
+	st := &store.State{Picks: []store.Pick{
+		{Visitor: 1, Bucket: 100, Until: now + 1},
+		{Visitor: 2, Bucket: 100, Until: now},
+		{Visitor: 3, Bucket: 101, Until: now + 5000},
+	}, Reserve: &store.Reserve{Slots: 2, Upto: 101}}
+	picks, upto := picksOf(st, now)
+	assert.Equal(t, map[uint64]int64{1: now + 1, 3: now + 5000}, picks)
+	assert.Equal(t, int64(101), upto)
+
+	picks, upto = picksOf(&store.State{Picks: []store.Pick{{Visitor: 1, Until: now}}}, now)
+	assert.Nil(t, picks, "none good")
+	assert.Zero(t, upto, "no reserve")
+}
+
+// settlePicks drops the picks of visitors let in and counts the others
+// by bucket.
+func TestSettlePicks(t *testing.T) {
+	st := &store.State{
+		Sessions: []store.Session{{ID: 2}, {ID: 4}},
+		Picks: []store.Pick{
+			{Visitor: 1, Bucket: 100}, {Visitor: 2, Bucket: 100}, {Visitor: 3, Bucket: 100}, {Visitor: 4, Bucket: 101}, {Visitor: 5, Bucket: 102},
+		},
+	}
+	assert.Equal(t, map[int64]int64{100: 2, 102: 1}, settlePicks(st))
+	assert.Equal(t, []store.Pick{{Visitor: 1, Bucket: 100}, {Visitor: 3, Bucket: 100}, {Visitor: 5, Bucket: 102}}, st.Picks)
+
+	st = &store.State{Sessions: []store.Session{{ID: 1}}, Picks: []store.Pick{{Visitor: 1, Bucket: 100}}}
+	assert.Nil(t, settlePicks(st), "every pick let in")
+	assert.Empty(t, st.Picks)
+}
+
+func TestHasSession(t *testing.T) {
+	ss := []store.Session{{ID: 2}, {ID: 5}, {ID: 9}}
+	for id, want := range map[uint64]bool{0: false, 2: true, 3: false, 5: true, 9: true, 10: false} {
+		assert.Equal(t, want, hasSession(ss, id), "visitor %d", id)
+	}
+	assert.False(t, hasSession(nil, 1))
+}
+
+// A fleet is scarce while its slots fall below scarceBelow an instance
+// and more wait than may be let in now.
+func TestFleetScarce(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		layout    bool
+		perMinute int64
+		instances int
+		waiting   int64
+		want      bool
+	}{
+		{"few slots an instance, a queue", true, 100, 40, 500, true},
+		{"slots enough an instance", true, 160, 40, 500, false},
+		{"no queue", true, 100, 40, 5, false},
+		{"no instances counted", true, 100, 0, 500, false},
+		{"a method that grants no slots", false, 100, 40, 500, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &params{scarceBelow: fleetScarceBelow, rules: limits(fifo, 1000, tc.perMinute)}
+			if !tc.layout {
+				p.rules.Layout = nil
+			}
+			v := &View{Instances: tc.instances, Waiting: tc.waiting}
+			assert.Equal(t, tc.want, fleetScarce(p, v))
+			p.scarceBelow = 0
+			assert.False(t, fleetScarce(p, v), "never with scarceBelow 0")
+		})
+	}
+}

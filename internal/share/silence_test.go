@@ -5,6 +5,7 @@ import (
 
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestSilentFleetRecordsDropped checks who drops the record of a fleet
@@ -47,4 +48,37 @@ func TestSilentFleetRecordsDropped(t *testing.T) {
 			assert.Equal(t, tc.kept, kept)
 		})
 	}
+}
+
+// lostToSilence counts a session for each slot a silent instance held,
+// and each pick once more when it drops one: the same records when the
+// sync is tried again, none for an instance that synced lately, none
+// while the sync must drop no record as silent.
+func TestLostToSilence(t *testing.T) {
+	const now, ttl = int64(1_000_000), int64(3000)
+	st := &store.State{Epoch: 1, Instances: []store.Instance{
+		{ID: "gone", Seen: now - ttl - 1, Grant: 2, Seq: 4},
+		{ID: "live", Seen: now - 1000, Grant: 5},
+		{ID: "gone-empty", Seen: now - ttl - 1, Grant: 0},
+	}, Picks: []store.Pick{{Visitor: 7, Until: now + 1000}, {Visitor: 8, Until: now + 1000}},
+		Sessions: []store.Session{{ID: 8}}}
+	p := &params{now: now, id: "me", instanceTTL: ttl, rules: limits(fifo, 10, 10)}
+	lost := lostToSilence(st, p, nil)
+	require.Len(t, lost, 3, "two slots and a pick whose visitor is not in yet")
+	ids := map[uint64]bool{}
+	for _, x := range lost {
+		assert.NotZero(t, x.ID)
+		ids[x.ID] = true
+		assert.Equal(t, now/1000, x.Admitted)
+		assert.Equal(t, now/1000, x.Seen)
+	}
+	assert.Len(t, ids, 3, "one record a slot")
+	assert.Equal(t, lost, lostToSilence(st, p, nil), "tried again: the same records")
+
+	assert.Empty(t, lostToSilence(st, p, []member{{id: "gone"}, {id: "gone-empty"}}), "syncing: not silent")
+	keep := *p
+	keep.keepSilent = true
+	assert.Empty(t, lostToSilence(st, &keep, nil), "no record dropped as silent")
+	live := &store.State{Instances: []store.Instance{{ID: "live", Seen: now - 1000, Grant: 5}}, Picks: st.Picks}
+	assert.Empty(t, lostToSilence(live, p, nil), "nobody dropped: the picks count as they are")
 }

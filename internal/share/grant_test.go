@@ -1,0 +1,179 @@
+package share
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestGrantTotal(t *testing.T) {
+	assert.Zero(t, Grant(nil).Total())
+	assert.Equal(t, int64(6), Grant{{Bucket: 100, N: 1}, {Bucket: 101, N: 0}, {Bucket: AnyBucket, N: 5}}.Total())
+}
+
+// take: a queued visitor takes from their own bucket first, then from the
+// newest entries down to their own, never from an older bucket's; a fresh
+// visitor only from the entry for any.
+func TestGrantTake(t *testing.T) {
+	g := func() Grant { return Grant{{Bucket: 100, N: 1}, {Bucket: 102, N: 1}, {Bucket: AnyBucket, N: 1}} }
+	for _, tc := range []struct {
+		name   string
+		g      Grant
+		bucket int64
+		fresh  bool
+		from   []int64 // the entries taken from, one take after another, until none
+	}{
+		{"its own bucket first, then the newest", g(), 100, false, []int64{100, AnyBucket, 102}},
+		{"a bucket without an entry: the newest, down to its own", g(), 101, false, []int64{AnyBucket, 102}},
+		{"a bucket newer than every entry: the one for any", g(), 103, false, []int64{AnyBucket}},
+		{"fresh: the one for any only", g(), 100, true, []int64{AnyBucket}},
+		{"no older bucket's slot", Grant{{Bucket: 100, N: 3}}, 101, false, nil},
+		{"an empty entry is no slot", Grant{{Bucket: 100, N: 0}}, 100, false, nil},
+		{"no grant", nil, 100, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var from []int64
+			before := tc.g.Total()
+			for {
+				b, ok := tc.g.take(tc.bucket, tc.fresh)
+				if !ok {
+					break
+				}
+				from = append(from, b)
+				require.Less(t, len(from), 10)
+			}
+			assert.Equal(t, tc.from, from)
+			assert.Equal(t, before-int64(len(from)), tc.g.Total(), "each take takes one")
+		})
+	}
+}
+
+// keep keeps up to n of a grant, newest entries first, and leaves the
+// grant as it was.
+func TestGrantKeep(t *testing.T) {
+	g := Grant{{Bucket: 100, N: 2}, {Bucket: 101, N: 2}, {Bucket: AnyBucket, N: 3}}
+	for _, tc := range []struct {
+		n    int64
+		want Grant
+	}{
+		{0, nil},
+		{-1, nil},
+		{2, Grant{{Bucket: AnyBucket, N: 2}}},
+		{4, Grant{{Bucket: 101, N: 1}, {Bucket: AnyBucket, N: 3}}},
+		{7, g},
+		{100, g},
+	} {
+		assert.Equal(t, tc.want, g.keep(tc.n), "keep(%d)", tc.n)
+	}
+	assert.Equal(t, Grant{{Bucket: 100, N: 2}, {Bucket: 101, N: 2}, {Bucket: AnyBucket, N: 3}}, g, "untouched")
+	assert.Nil(t, Grant{{Bucket: 100, N: 0}}.keep(3), "nothing to keep")
+}
+
+// charge takes what was used from the same entries, else from the newest
+// ones, never below nothing.
+func TestGrantCharge(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		used map[int64]int64
+		want Grant
+	}{
+		{"nothing used", nil, Grant{{Bucket: 100, N: 2}, {Bucket: 101, N: 1}, {Bucket: AnyBucket, N: 2}}},
+		{"from the same entry", map[int64]int64{100: 1}, Grant{{Bucket: 100, N: 1}, {Bucket: 101, N: 1}, {Bucket: AnyBucket, N: 2}}},
+		{"an entry the grant lacks: from the newest", map[int64]int64{99: 3}, Grant{{Bucket: 100, N: 2}, {Bucket: 101, N: 0}, {Bucket: AnyBucket, N: 0}}},
+		{"more than the entry: the rest from the newest", map[int64]int64{100: 3}, Grant{{Bucket: 100, N: 0}, {Bucket: 101, N: 1}, {Bucket: AnyBucket, N: 1}}},
+		{"more than the grant", map[int64]int64{AnyBucket: 4, 101: 4}, Grant{{Bucket: 100, N: 0}, {Bucket: 101, N: 0}, {Bucket: AnyBucket, N: 0}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := Grant{{Bucket: 100, N: 2}, {Bucket: 101, N: 1}, {Bucket: AnyBucket, N: 2}}
+			g.charge(tc.used)
+			assert.Equal(t, tc.want, g)
+		})
+	}
+}
+
+func TestFreeSlots(t *testing.T) {
+	for _, tc := range []struct {
+		total, perMinute, active, admitted, want int64
+	}{
+		{100, 10, 0, 0, 10},
+		{100, 10, 95, 0, 5},
+		{100, 10, 0, 7, 3},
+		{100, 10, 100, 0, 0},
+		{100, 10, 120, 0, 0}, // a limit lowered below the active
+		{100, 10, 0, 12, 0},  // below this minute's admissions
+		{100, 10, 92, 4, 6},  // both bind: the lower
+		{100, 10, 97, 4, 3},  //
+	} {
+		r := Rules{TotalActiveUsers: tc.total, NewUsersPerMinute: tc.perMinute}
+		v := &View{Active: tc.active, AdmittedThisMinute: tc.admitted}
+		assert.Equal(t, tc.want, freeSlots(&r, v), "%+v", tc)
+	}
+}
+
+func TestSyncEvery(t *testing.T) {
+	assert.Equal(t, int64(1000), syncEvery(0))
+	assert.Equal(t, int64(1000), syncEvery(-5))
+	assert.Equal(t, int64(250), syncEvery(250))
+	assert.Equal(t, int64(5000), syncEvery(5000))
+}
+
+// dues is buckets with the due visitors n, oldest first.
+func dues(n ...int64) []Bucket {
+	var bs []Bucket
+	for _, k := range n {
+		bs = append(bs, Bucket{Due: k})
+	}
+	return bs
+}
+
+func TestCoveredWhole(t *testing.T) {
+	for _, tc := range []struct {
+		free, want int64
+	}{{0, 0}, {2, 0}, {3, 3}, {6, 3}, {7, 7}, {11, 7}, {12, 12}, {100, 12}} {
+		assert.Equal(t, tc.want, coveredWhole(dues(3, 4, 5), tc.free), "%d free", tc.free)
+	}
+	assert.Zero(t, coveredWhole(nil, 10))
+	assert.Equal(t, int64(4), coveredWhole(dues(0, 4, 0, 9), 5), "buckets with none due cost nothing")
+}
+
+// reserveBuckets merges the buckets of a shuffled pre-queue into its
+// first, and leaves the others.
+func TestReserveBuckets(t *testing.T) {
+	bs := []Bucket{{99, 1, 0, 1}, {100, 2, 1, 2}, {101, 3, 3, 1}, {102, 4, 6, 4}, {104, 5, 10, 5}}
+	assert.Equal(t, bs, reserveBuckets(bs, &Rules{}), "no pre-queue")
+	got := reserveBuckets(bs, &Rules{Lottery: [2]int64{100, 103}})
+	assert.Equal(t, []Bucket{{99, 1, 0, 1}, {100, 9, 1, 7}, {104, 5, 10, 5}}, got)
+	assert.Equal(t, []Bucket{{99, 1, 0, 1}, {100, 2, 1, 2}, {101, 3, 3, 1}, {102, 4, 6, 4}, {104, 5, 10, 5}}, bs, "the input untouched")
+}
+
+// carve never grants what the rules close, never takes back what the
+// instance holds, and never adds more than the free slots the others'
+// grants leave.
+func TestCarveWithinFreeSlots(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	for trial := range 3000 {
+		m := fifo
+		if rng.IntN(2) == 0 {
+			m = random
+		}
+		p := params{now: 1_000_000_000 + rng.Int64N(60_000), syncInterval: 1000,
+			rules: limits(m, 1+rng.Int64N(300), 1+rng.Int64N(100))}
+		p.round = rng.IntN(2) == 0
+		buckets := dues(rng.Int64N(20), rng.Int64N(20), rng.Int64N(20))
+		v := &View{Active: rng.Int64N(300), AdmittedThisMinute: rng.Int64N(100), Waiting: rng.Int64N(100), Buckets: buckets}
+		others, held := rng.Int64N(20), rng.Int64N(5)
+		free := freeSlots(&p.rules, v)
+		g := carve(p, v, buckets, buckets, rng.Float64(), others, held, 0)
+		require.NotNil(t, g, "trial %d", trial)
+		require.GreaterOrEqual(t, g.Total(), held, "trial %d: what it holds is not taken back", trial)
+		require.LessOrEqual(t, g.Total(), max(held, free-others), "trial %d: within the free slots", trial)
+
+		closed := p
+		closed.rules.Closed = true
+		require.Nil(t, carve(closed, v, buckets, buckets, 1, others, held, 0), "trial %d: closed", trial)
+		closed.rules.Closed, closed.rules.Layout = false, nil
+		require.Nil(t, carve(closed, v, buckets, buckets, 1, others, held, 0), "trial %d: a method that grants no slots", trial)
+	}
+}

@@ -1,0 +1,61 @@
+package share
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+func TestViewSession(t *testing.T) {
+	v := &View{Sessions: []store.Session{{ID: 2, Seen: 20}, {ID: 5, Seen: 50}, {ID: 9, Seen: 90}}}
+	for _, id := range []uint64{2, 5, 9} {
+		x, ok := v.Session(id)
+		assert.True(t, ok, "visitor %d", id)
+		assert.Equal(t, id, x.ID)
+		assert.Equal(t, int64(id)*10, x.Seen)
+	}
+	for _, id := range []uint64{0, 1, 3, 10} {
+		x, ok := v.Session(id)
+		assert.False(t, ok, "visitor %d", id)
+		assert.Zero(t, x)
+	}
+	_, ok := (&View{}).Session(1)
+	assert.False(t, ok, "an empty view")
+}
+
+// waitingIn is a view's buckets with the visitors waiting in each: the
+// arrival buckets b, oldest first, with n[i] visitors in b[i].
+func waitingIn(b []int64, n []int64) *View {
+	v := &View{}
+	var before int64
+	for i := range b {
+		v.Buckets = append(v.Buckets, Bucket{b[i], n[i], before, 0})
+		before += n[i]
+	}
+	v.Waiting = before
+	return v
+}
+
+// Near reports whether fewer than n visitors wait in buckets older than
+// b, whether or not b's own visitors are counted yet.
+func TestViewNear(t *testing.T) {
+	v := waitingIn([]int64{100, 102, 104}, []int64{5, 7, 3}) // 5 older than 101 and 102, 12 than 103 and 104, 15 than 105
+	for _, tc := range []struct {
+		b, n int64
+		want bool
+	}{
+		{100, 1, true}, // nobody older
+		{101, 5, false},
+		{101, 6, true},
+		{102, 5, false},
+		{102, 6, true},
+		{103, 12, false},
+		{104, 13, true},
+		{105, 16, true},
+	} {
+		assert.Equal(t, tc.want, v.Near(tc.b, tc.n), "bucket %d, fewer than %d ahead", tc.b, tc.n)
+	}
+	assert.True(t, (&View{}).Near(100, 1), "nobody waiting")
+}
