@@ -105,7 +105,8 @@ func (v *View) Near(b, n int64) bool {
 			return bc.Before < n
 		}
 	}
-	return true
+	// b is newer than every bucket counted: every visitor waits ahead.
+	return v.Waiting < n
 }
 
 // Snapshot is the view requests read: the algorithm's View, and the live

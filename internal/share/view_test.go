@@ -53,7 +53,9 @@ func TestViewNear(t *testing.T) {
 		{102, 6, true},
 		{103, 12, false},
 		{104, 13, true},
+		{105, 15, false}, // newer than every bucket counted: all 15 are older
 		{105, 16, true},
+		{200, 3, false},
 	} {
 		assert.Equal(t, tc.want, v.Near(tc.b, tc.n), "bucket %d, fewer than %d ahead", tc.b, tc.n)
 	}
