@@ -144,10 +144,19 @@ func mergeCells(cs []store.Cell, d map[cellKey]int64) []store.Cell {
 // count it again. The result may share ss's memory.
 func mergeSessions(ss []store.Session, d map[uint64]store.Session, admitted func(*store.Session)) []store.Session {
 	cmpID := func(a, b store.Session) int { return cmp.Compare(a.ID, b.ID) }
-	if !slices.IsSortedFunc(ss, cmpID) {
+	// A state written elsewhere may be unsorted, or hold an ID twice:
+	// sort it and merge the records of an ID into one.
+	if !strictlySorted(ss) {
 		slices.SortFunc(ss, cmpID)
-		// A state written elsewhere may hold an ID twice: merge them.
-		ss = slices.CompactFunc(ss, func(a, b store.Session) bool { return a.ID == b.ID })
+		out := ss[:0]
+		for _, x := range ss {
+			if n := len(out); n > 0 && out[n-1].ID == x.ID {
+				mergeSession(&out[n-1], x)
+				continue
+			}
+			out = append(out, x)
+		}
+		ss = out
 	}
 	if len(d) == 0 {
 		return ss
@@ -177,6 +186,16 @@ func mergeSessions(ss []store.Session, d map[uint64]store.Session, admitted func
 		out = append(out, x)
 	}
 	return append(out, ss[i:]...)
+}
+
+// strictlySorted reports whether ss is sorted by ID, no ID twice.
+func strictlySorted(ss []store.Session) bool {
+	for i := 1; i < len(ss); i++ {
+		if ss[i-1].ID >= ss[i].ID {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeSorted returns cs with add merged in, sorted by cmpFn, entries that

@@ -90,6 +90,13 @@ func TestMergeSessions(t *testing.T) {
 			[]store.Session{s(2, 10, 15), s(5, 10, 10)}, nil},
 		{"unsorted records, no report", []store.Session{s(5, 10, 10), s(2, 10, 10)}, nil,
 			[]store.Session{s(2, 10, 10), s(5, 10, 10)}, nil},
+		// A state written elsewhere may hold an ID twice: one record, both
+		// merged, however they are ordered.
+		{"an ID twice, unsorted", []store.Session{s(5, 10, 10), {ID: 2, Admitted: 10, Seen: 20}, {ID: 2, Admitted: 8, Seen: 12, Revoked: true}}, nil,
+			[]store.Session{{ID: 2, Admitted: 8, Seen: 20, Revoked: true}, s(5, 10, 10)}, nil},
+		{"an ID twice, sorted", []store.Session{{ID: 2, Admitted: 10, Seen: 20}, {ID: 2, Admitted: 8, Seen: 12, Revoked: true}, s(5, 10, 10)},
+			map[uint64]store.Session{2: s(2, 0, 25)},
+			[]store.Session{{ID: 2, Admitted: 8, Seen: 25, Revoked: true}, s(5, 10, 10)}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var admitted []uint64
