@@ -5,13 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
-	"github.com/go-waitingroom/waitingroom/template"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestRandomMinutesWriteUpExample(t *testing.T) {
@@ -240,60 +238,6 @@ func TestEstimateWhileSessionsHoldTheSlots(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestPlaceInLine holds what the page shows of a visitor's place: FIFO,
-// the position; random, the chance at each refresh, as 1 in n, from the
-// chance a minute the median implies.
-func TestPlaceInLine(t *testing.T) {
-	fifo := &template.Data{IsFIFOQueue: true, RefreshIntervalSeconds: 20}
-	random := &template.Data{IsRandomQueue: true, RefreshIntervalSeconds: 20}
-	for _, tc := range []struct {
-		name          string
-		e             Estimate
-		d             *template.Data
-		position, one int
-	}{
-		{"fifo", Estimate{Known: true, Position: 31}, fifo, 31, 0},
-		{"fifo, wait unknown", Estimate{Position: 31}, fifo, 31, 0},
-		{"fifo, nothing known", Estimate{}, fifo, 0, 0},
-		// 10 % a minute is 1 − 0.9^(1/3) ≈ 3.5 % per 20-second refresh.
-		{"random", Estimate{Known: true, ChancePerMinute: 0.1}, random, 0, 29},
-		{"random, certain", Estimate{Known: true, ChancePerMinute: 1}, random, 0, 1},
-		{"random, slim", Estimate{ChancePerMinute: 1e-12}, random, 0, 1e9},
-		{"random, unknown", Estimate{}, random, 0, 0},
-		{"random, no refresh", Estimate{ChancePerMinute: 0.1}, &template.Data{IsRandomQueue: true}, 0, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			position, one := placeInLine(tc.e, tc.d)
-			assert.Equal(t, tc.position, position)
-			assert.Equal(t, tc.one, one)
-		})
-	}
-	// In a room: the FIFO JSON shows the position behind those waiting,
-	// the random one a chance.
-	for _, method := range []QueueingMethod{FIFO, Random} {
-		tr := newTestRoom(t, func(c *Config) {
-			c.TotalActiveUsers, c.NewUsersPerMinute, c.QueueingMethod = 1000, 10, method
-		})
-		for range 10 {
-			require.True(t, admitted(tr.get(&visitor{}, "")))
-		}
-		for range 30 {
-			require.True(t, isWaiting(tr.get(&visitor{}, "")))
-		}
-		tr.clk.Add(30 * time.Second)
-		tr.sync()
-		got := jsonBody(t, tr.get(&visitor{}, "application/json"))
-		if method == FIFO {
-			assert.Equal(t, 31.0, got["positionInLine"])
-			assert.Equal(t, 0.0, got["chancePerRefreshOneIn"])
-			continue
-		}
-		assert.Equal(t, 0.0, got["positionInLine"])
-		assert.Greater(t, got["chancePerRefreshOneIn"], 1.0)
-		assert.Less(t, got["chancePerRefreshOneIn"], 31.0)
 	}
 }
 

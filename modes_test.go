@@ -221,29 +221,6 @@ func TestSuspendedLeavesNoTrace(t *testing.T) {
 	assert.Zero(t, tr.Stats().Active)
 }
 
-func TestUpdate(t *testing.T) {
-	tr := newTestRoom(t, nil)
-	require.NoError(t, tr.Update(context.Background(), func(s *Settings) {
-		s.TotalActiveUsers, s.NewUsersPerMinute = 50, 20
-		s.QueueingMethod = Random
-	}))
-	assert.Equal(t, Settings{QueueingMethod: Random, TotalActiveUsers: 50, NewUsersPerMinute: 20}, tr.Stats().Settings)
-	tr.sync()
-	assert.Equal(t, Random, tr.Stats().Settings.QueueingMethod, "the change survives the next sync")
-
-	for name, bad := range map[string]func(*Settings){
-		"limits": func(s *Settings) { s.NewUsersPerMinute = 100 },
-		"zero":   func(s *Settings) { s.TotalActiveUsers = 0 },
-		"method": func(s *Settings) { s.QueueingMethod = "lottery" },
-	} {
-		err := tr.Update(context.Background(), bad)
-		assert.ErrorIs(t, err, ErrInvalidConfig, name)
-	}
-	assert.Equal(t, 20, tr.Stats().Settings.NewUsersPerMinute, "a rejected change changes nothing")
-	tr.sync()
-	assert.Equal(t, 20, tr.Stats().Settings.NewUsersPerMinute)
-}
-
 func TestClosedRoom(t *testing.T) {
 	tr := newTestRoom(t, nil)
 	require.NoError(t, tr.Close())
@@ -265,15 +242,4 @@ func TestCustomTemplate(t *testing.T) {
 	})
 	w := tr.get(&visitor{}, "")
 	assert.Equal(t, "<p>fifo all 20</p>", w.Body.String())
-}
-
-func TestBackgroundSync(t *testing.T) {
-	cfg := baseConfig(newClock())
-	cfg.Now = time.Now
-	cfg.SyncInterval = 5 * time.Millisecond
-	rm, err := New(cfg, newMemStore())
-	require.NoError(t, err)
-	defer rm.Close()
-	assert.Eventually(t, func() bool { return !rm.Stats().Synced.IsZero() }, 5*time.Second, 5*time.Millisecond)
-	require.NoError(t, rm.Close())
 }

@@ -3,7 +3,6 @@ package waitingroom
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,60 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
-
-func TestNewValidation(t *testing.T) {
-	short := []byte("too short")
-	for _, tc := range []struct {
-		name   string
-		mutate func(*Config)
-		want   string
-	}{
-		{"empty name", func(c *Config) { c.Name = "" }, "Name"},
-		{"bad name", func(c *Config) { c.Name = "a b" }, "Name"},
-		{"long name", func(c *Config) { c.Name = strings.Repeat("a", 65) }, "Name"},
-		{"zero total", func(c *Config) { c.TotalActiveUsers = 0 }, "TotalActiveUsers"},
-		{"zero per minute", func(c *Config) { c.NewUsersPerMinute = 0 }, "NewUsersPerMinute"},
-		{"per minute above total", func(c *Config) { c.NewUsersPerMinute = 11 }, "must not exceed"},
-		{"method", func(c *Config) { c.QueueingMethod = "lifo" }, "QueueingMethod"},
-		{"session short", func(c *Config) { c.SessionDuration = 30 * time.Second }, "SessionDuration"},
-		{"session long", func(c *Config) { c.SessionDuration = 31 * time.Minute }, "SessionDuration"},
-		{"refresh short", func(c *Config) { c.RefreshInterval = time.Millisecond }, "RefreshInterval"},
-		{"refresh long", func(c *Config) { c.RefreshInterval = time.Hour }, "RefreshInterval"},
-		{"jitter", func(c *Config) { c.RefreshJitter = 0.6 }, "RefreshJitter"},
-		{"hold", func(c *Config) { c.QueueHold = 30 * time.Second }, "QueueHold"},
-		{"status", func(c *Config) { c.QueueingStatusCode = 503 }, "QueueingStatusCode"},
-		{"cookie name", func(c *Config) { c.Cookie.Name = "a;b" }, "Cookie.Name"},
-		{"samesite", func(c *Config) { c.Cookie.SameSite = 9 }, "Cookie.SameSite"},
-		{"samesite default mode", func(c *Config) { c.Cookie.SameSite = http.SameSiteDefaultMode }, "Cookie.SameSite"},
-		{"none without secure", func(c *Config) { c.Cookie.SameSite = http.SameSiteNoneMode }, "requires a Secure"},
-		{"no keys", func(c *Config) { c.Keys = nil }, "Keys is required"},
-		{"short key", func(c *Config) { c.Keys = [][]byte{testKey, short} }, "Keys[1]"},
-		{"template", func(c *Config) { c.Template = "{{#open}}" }, "Template"},
-		{"policy", func(c *Config) { c.OnStoreError = 7 }, "OnStoreError"},
-		{"language", func(c *Config) { c.Page.Language = "tlh" }, "Page.Language"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := baseConfig(newClock())
-			tc.mutate(&cfg)
-			rm, err := New(cfg, memstore.New())
-			require.Error(t, err)
-			assert.Nil(t, rm)
-			assert.ErrorIs(t, err, ErrInvalidConfig)
-			assert.Contains(t, err.Error(), tc.want)
-			assert.True(t, strings.HasPrefix(err.Error(), "waitingroom: "), err.Error())
-		})
-	}
-	t.Run("nil store", func(t *testing.T) {
-		_, err := New(baseConfig(newClock()), nil)
-		assert.ErrorIs(t, err, ErrInvalidConfig)
-	})
-}
 
 // TestNewLeavesCallersConfigAlone holds New to copying its Config: nothing
 // the caller's Config reaches (key bytes, events and what they point to,
@@ -318,53 +268,6 @@ func scribble(v reflect.Value) {
 	}
 }
 
-func TestDefaults(t *testing.T) {
-	tr := newTestRoom(t, nil)
-	c := tr.cfg
-	assert.Equal(t, FIFO, c.QueueingMethod)
-	assert.Equal(t, 5*time.Minute, c.SessionDuration)
-	assert.Equal(t, 20*time.Second, c.RefreshInterval)
-	assert.Equal(t, 0.1, c.RefreshJitter)
-	assert.Equal(t, 5*time.Minute, c.QueueHold)
-	assert.Equal(t, http.StatusOK, c.QueueingStatusCode)
-	assert.Equal(t, "__waitingroom_launch", tr.cookieName)
-	assert.Equal(t, "/", c.Cookie.Path)
-	assert.Equal(t, "waitingRoom", c.Page.JSONKey)
-	assert.Equal(t, http.SameSiteLaxMode, c.Cookie.SameSite)
-	assert.False(t, c.Cookie.Secure)
-}
-
-func TestCookieAttributes(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		mutate   func(*Config)
-		sameSite http.SameSite
-		secure   bool
-	}{
-		{"auto over http", nil, http.SameSiteLaxMode, false},
-		{"auto over https", func(c *Config) { c.Cookie.Secure = true }, http.SameSiteNoneMode, true},
-		{"strict", func(c *Config) { c.Cookie.SameSite = http.SameSiteStrictMode }, http.SameSiteStrictMode, false},
-		{"https, lax", func(c *Config) { c.Cookie.Secure = true; c.Cookie.SameSite = http.SameSiteLaxMode }, http.SameSiteLaxMode, true},
-		{"domain and path", func(c *Config) { c.Cookie.Domain = "example.com"; c.Cookie.Path = "/shop" }, http.SameSiteLaxMode, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tr := newTestRoom(t, tc.mutate)
-			w := tr.get(&visitor{}, "")
-			require.True(t, admitted(w))
-			cs := w.Result().Cookies()
-			require.Len(t, cs, 1)
-			c := cs[0]
-			assert.Equal(t, "__waitingroom_launch", c.Name)
-			assert.Equal(t, tc.sameSite, c.SameSite)
-			assert.Equal(t, tc.secure, c.Secure)
-			assert.Equal(t, tc.sameSite == http.SameSiteNoneMode, c.Partitioned, "partitioned with SameSite=None, for iframes")
-			assert.True(t, c.HttpOnly)
-			assert.Equal(t, tr.cfg.Cookie.Path, c.Path)
-			assert.Equal(t, tr.cfg.Cookie.Domain, c.Domain)
-		})
-	}
-}
-
 func TestAdmitWhileThereIsRoom(t *testing.T) {
 	tr := newTestRoom(t, nil)
 	v := &visitor{}
@@ -415,89 +318,6 @@ func TestQueueWhenFull(t *testing.T) {
 	assert.NotEmpty(t, v.cookie, "a waiting visitor gets a cookie with their place")
 }
 
-func TestStatusCodes(t *testing.T) {
-	for _, code := range []int{http.StatusOK, http.StatusAccepted, http.StatusTooManyRequests} {
-		t.Run(http.StatusText(code), func(t *testing.T) {
-			tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.QueueingStatusCode = code })
-			w := tr.get(&visitor{}, "")
-			assert.Equal(t, code, w.Code)
-			if code == http.StatusTooManyRequests {
-				assert.Equal(t, w.Header().Get("Refresh"), w.Header().Get("Retry-After"))
-			} else {
-				assert.Empty(t, w.Header().Get("Retry-After"))
-			}
-		})
-	}
-}
-
-func TestJSONResponse(t *testing.T) {
-	for _, key := range []string{"", "cfWaitingRoom"} {
-		t.Run("key="+key, func(t *testing.T) {
-			tr := newTestRoom(t, func(c *Config) {
-				c.TotalActiveUsers, c.NewUsersPerMinute = 10, 10
-				c.Page.JSONKey = key
-			})
-			// Ten admitted in the first minute: outflow is 10 a minute.
-			for range 10 {
-				require.True(t, admitted(tr.get(&visitor{}, "")))
-			}
-			for range 30 {
-				require.True(t, isWaiting(tr.get(&visitor{}, "")))
-			}
-			tr.clk.Add(45 * time.Second)
-			tr.sync()
-			w := tr.get(&visitor{}, "application/json")
-			require.Equal(t, http.StatusOK, w.Code)
-			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
-			var body map[string]map[string]any
-			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
-			want := key
-			if want == "" {
-				want = "waitingRoom"
-			}
-			require.Contains(t, body, want)
-			got := body[want]
-			refresh, _ := got["refreshIntervalSeconds"].(float64)
-			assert.InDelta(t, 20, refresh, 2.5)
-			lastUpdated, _ := got["lastUpdated"].(string)
-			assert.Equal(t, tr.clk.Now().UTC().Format("2006-01-02T15:04:05.000Z"), lastUpdated)
-			delete(got, "refreshIntervalSeconds")
-			delete(got, "lastUpdated")
-			// All 10 slots held by sessions of 5 minutes (the default)
-			// and 30 ahead: this visitor gets the slot that comes round
-			// for the fourth time, 5 + 3 × 5 minutes from now.
-			assert.Equal(t, map[string]any{
-				"inWaitingRoom":                true,
-				"waitTimeKnown":                true,
-				"waitTime":                     float64(20),
-				"waitTimeHours":                float64(0),
-				"waitTimeHourMinutes":          float64(20),
-				"waitTime25Percentile":         float64(0),
-				"waitTime50Percentile":         float64(0),
-				"waitTime75Percentile":         float64(0),
-				"waitTimeFormatted":            "20 minutes",
-				"positionInLine":               float64(31), // behind the 30 waiting
-				"queueLength":                  float64(31), // and the last
-				"chancePerRefreshOneIn":        float64(0),
-				"queueIsFull":                  false,
-				"queueAll":                     false,
-				"queueingMethod":               "fifo",
-				"isFIFOQueue":                  true,
-				"isRandomQueue":                false,
-				"isPassthroughQueue":           false,
-				"isRejectQueue":                false,
-				"isEventActive":                false,
-				"isEventPrequeueing":           false,
-				"shuffleAtEventStart":          false,
-				"timeUntilEventStart":          float64(0),
-				"timeUntilEventStartFormatted": "unavailable",
-				"timeUntilEventEnd":            float64(0),
-				"timeUntilEventEndFormatted":   "unavailable",
-			}, got)
-		})
-	}
-}
-
 func TestAcceptNegotiation(t *testing.T) {
 	for _, tc := range []struct {
 		accept             string
@@ -530,36 +350,6 @@ func TestAcceptNegotiation(t *testing.T) {
 	w := httptest.NewRecorder()
 	tr.app.ServeHTTP(w, r)
 	assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
-}
-
-func TestRefreshTooEarlyGetsNoChance(t *testing.T) {
-	tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1; c.RefreshJitter = -1 })
-	require.True(t, admitted(tr.get(&visitor{}, "")))
-	v := &visitor{}
-	require.True(t, isWaiting(tr.get(v, "")))
-	first := v.cookie
-
-	// A slot comes free (next minute, and the first visitor's session is
-	// over), but the visitor refreshes early: same page, no chance, and the
-	// cookie is left alone.
-	tr.clk.Add(5*time.Minute + 10*time.Second)
-	tr.sync()
-	before := tr.local.Grant().Total()
-	require.Positive(t, before)
-	v2 := *v
-	// Replay the same queued cookie many times within its interval.
-	tr.clk.Add(-5*time.Minute - 10*time.Second + 5*time.Second)
-	for range 100 {
-		w := tr.get(&v2, "")
-		require.True(t, isWaiting(w))
-		assert.Empty(t, w.Result().Cookies())
-		assert.Equal(t, "15", w.Header().Get("Refresh"), "the remaining wait, not a fresh interval")
-	}
-	assert.Equal(t, before, tr.local.Grant().Total(), "early refreshes take no slot")
-	assert.Equal(t, first, v2.cookie)
-
-	tr.clk.Add(15 * time.Second)
-	assert.True(t, admitted(tr.get(v, "")), "on time, the visitor gets the slot")
 }
 
 // queueInBuckets creates perBucket waiting visitors in each of buckets

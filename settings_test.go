@@ -1,0 +1,95 @@
+package waitingroom
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/challenge"
+)
+
+func TestSettingsValidate(t *testing.T) {
+	ok := func() Settings { return Settings{TotalActiveUsers: 10, NewUsersPerMinute: 10} }
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Settings)
+		want   string // "" for valid
+	}{
+		{"the least", func(*Settings) {}, ""},
+		{"every method", func(s *Settings) { s.QueueingMethod = Reject }, ""},
+		{"no method", func(s *Settings) { s.QueueingMethod = "" }, "QueueingMethod"},
+		{"limits at the most", func(s *Settings) { s.TotalActiveUsers, s.NewUsersPerMinute = maxLimit, maxLimit }, ""},
+		{"total above the most", func(s *Settings) { s.TotalActiveUsers = maxLimit + 1 }, "TotalActiveUsers must be at most"},
+		{"negative total", func(s *Settings) { s.TotalActiveUsers = -1 }, "TotalActiveUsers must be > 0"},
+		{"per minute above total", func(s *Settings) { s.NewUsersPerMinute = 11 }, "must not exceed"},
+		{"session at its bounds", func(s *Settings) { s.SessionDuration = minSessionDuration }, ""},
+		{"session at its other bound", func(s *Settings) { s.SessionDuration = maxSessionDuration }, ""},
+		{"session too short", func(s *Settings) { s.SessionDuration = minSessionDuration - time.Second }, "SessionDuration"},
+		{"status 202", func(s *Settings) { s.QueueingStatusCode = http.StatusAccepted }, ""},
+		{"status 429", func(s *Settings) { s.QueueingStatusCode = http.StatusTooManyRequests }, ""},
+		{"status 503", func(s *Settings) { s.QueueingStatusCode = http.StatusServiceUnavailable }, "QueueingStatusCode"},
+		{"a template", func(s *Settings) { s.Template = "<p>{{waitTime}}</p>" }, ""},
+		{"a broken template", func(s *Settings) { s.Template = "{{#open}}" }, "Template"},
+		{"an event's limit above the most", func(s *Settings) {
+			s.Events = []Event{{Name: "e", Start: time.Unix(1e9, 0), End: time.Unix(1e9+3600, 0), TotalActiveUsers: maxLimit + 1}}
+		}, `event "e": TotalActiveUsers`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := ok()
+			s.QueueingMethod = FIFO
+			tc.mutate(&s)
+			err := s.Validate()
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrInvalidConfig)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// The hash tells settings apart, is the same for the same settings, and
+// is never 0 (never set).
+func TestSettingsHash(t *testing.T) {
+	a := Settings{QueueingMethod: FIFO, TotalActiveUsers: 10, NewUsersPerMinute: 5}
+	b := a
+	assert.Equal(t, a.hash(), b.hash())
+	assert.NotZero(t, a.hash())
+	assert.NotZero(t, (&Settings{}).hash())
+	b.NewUsersPerMinute = 6
+	assert.NotEqual(t, a.hash(), b.hash())
+	c := a
+	c.Template = "<p></p>"
+	assert.NotEqual(t, a.hash(), c.hash())
+}
+
+// The zero session length and status code mean their defaults.
+func TestSettingsDefaults(t *testing.T) {
+	s := Settings{}
+	assert.Equal(t, defaultSessionDuration.Milliseconds(), s.sessionDuration())
+	assert.Equal(t, http.StatusOK, s.queueingStatusCode())
+	s = Settings{SessionDuration: 2 * time.Minute, QueueingStatusCode: http.StatusTooManyRequests}
+	assert.Equal(t, int64(120_000), s.sessionDuration())
+	assert.Equal(t, http.StatusTooManyRequests, s.queueingStatusCode())
+}
+
+// Cloned events and challenges share nothing their owner can change.
+func TestCloneEvents(t *testing.T) {
+	yes := true
+	events := []Event{{Name: "e", DisableSessionRenewal: &yes, Challenge: &challenge.Policy{}}}
+	c := cloneEvents(events)
+	require.Len(t, c, 1)
+	assert.Equal(t, events[0].Name, c[0].Name)
+	*c[0].DisableSessionRenewal = false
+	c[0].Name = "x"
+	assert.True(t, *events[0].DisableSessionRenewal)
+	assert.Equal(t, "e", events[0].Name)
+	assert.NotSame(t, events[0].Challenge, c[0].Challenge)
+	assert.Nil(t, cloneEvents(nil))
+	assert.Nil(t, cloneChallenge(nil))
+}

@@ -1,0 +1,66 @@
+package waitingroom
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/go-waitingroom/waitingroom/internal/share"
+)
+
+// due is a bucket b with n visitors due.
+func due(b, n int64) share.Bucket { return share.Bucket{Arrival: b, Waiting: n, Due: n} }
+
+// FIFO's layout reserves slots for the oldest buckets' due visitors
+// first, the rest for anyone.
+func TestFIFOLayout(t *testing.T) {
+	bs := []share.Bucket{due(100, 2), due(101, 0), due(102, 3)}
+	for _, tc := range []struct {
+		n    int64
+		want grant
+	}{
+		{0, grant{}},
+		{1, grant{{Bucket: 100, N: 1}}},
+		{2, grant{{Bucket: 100, N: 2}}},
+		{4, grant{{Bucket: 100, N: 2}, {Bucket: 102, N: 2}}},
+		{5, grant{{Bucket: 100, N: 2}, {Bucket: 102, N: 3}}},
+		{9, grant{{Bucket: 100, N: 2}, {Bucket: 102, N: 3}, {Bucket: anyBucket, N: 4}}},
+	} {
+		g := fifoLayout(tc.n, bs)
+		assert.Equal(t, tc.want, g, "%d slots", tc.n)
+		assert.Equal(t, tc.n, g.Total(), "%d slots: every one laid out", tc.n)
+	}
+	assert.Equal(t, grant{{Bucket: anyBucket, N: 3}}, fifoLayout(3, nil), "nobody waiting")
+}
+
+// Random's layout is one pool.
+func TestRandomLayout(t *testing.T) {
+	assert.Equal(t, grant{{Bucket: anyBucket, N: 5}}, randomLayout(5, []share.Bucket{due(100, 2)}))
+	assert.Equal(t, grant{{Bucket: anyBucket, N: 0}}, randomLayout(0, nil))
+}
+
+// unitDraw maps an identity to [0, 1).
+func TestUnitDraw(t *testing.T) {
+	assert.Zero(t, unitDraw(0))
+	assert.Less(t, unitDraw(math.MaxUint64), 1.0)
+	assert.InDelta(t, 0.5, unitDraw(1<<63), 1e-15)
+	var sum float64
+	const n = 100_000
+	for i := range uint64(n) {
+		d := unitDraw(share.Mix(i, 1))
+		assert.True(t, d >= 0 && d < 1)
+		sum += d
+	}
+	assert.InDelta(t, 0.5, sum/n, 0.01, "uniform: mean a half")
+}
+
+// A visitor the draw holds comes back in a quarter of the refresh
+// interval, whole seconds, a second at least.
+func TestDrawRetry(t *testing.T) {
+	for _, tc := range []struct{ refresh, want int64 }{
+		{20_000, 5000}, {5000, 1000}, {1000, 1000}, {1, 1000}, {60_000, 15_000}, {10_000, 2000},
+	} {
+		assert.Equal(t, tc.want, drawRetry(tc.refresh), "refresh %d ms", tc.refresh)
+	}
+}
