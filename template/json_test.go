@@ -1,0 +1,229 @@
+package template
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestWriteJSON(t *testing.T) {
+	d := randomData()
+	d.QueueIsFull = true
+	d.WaitTimeHours = 1
+	d.WaitTimeFormatted = `5 minutes to 15 minutes <b>&</b> "quoted"`
+	d.IsEventActive = true
+	d.TimeUntilEventEnd, d.TimeUntilEventEndFormatted = 125, "2 hours 5 minutes"
+
+	for _, key := range []string{"waitingRoom", "cfWaitingRoom"} {
+		t.Run(key, func(t *testing.T) {
+			var b bytes.Buffer
+			require.NoError(t, WriteJSON(&b, key, d))
+			out := b.String()
+			assert.True(t, strings.HasSuffix(out, "}\n"), "ends with a newline")
+			assert.True(t, strings.HasPrefix(out, `{"`+key+`":{`), out)
+			assert.NotContains(t, out, "<b>", "HTML-safe JSON")
+
+			var outer map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(b.Bytes(), &outer))
+			require.Len(t, outer, 1)
+			raw, ok := outer[key]
+			require.True(t, ok)
+
+			var fields map[string]any
+			require.NoError(t, json.Unmarshal(raw, &fields))
+			assert.Len(t, fields, 28)
+			want := map[string]any{
+				"inWaitingRoom":          true,
+				"waitTimeKnown":          true,
+				"waitTime":               float64(10),
+				"waitTimeHours":          float64(1),
+				"waitTimeHourMinutes":    float64(10),
+				"waitTime25Percentile":   float64(5),
+				"waitTime50Percentile":   float64(10),
+				"waitTime75Percentile":   float64(15),
+				"waitTimeFormatted":      `5 minutes to 15 minutes <b>&</b> "quoted"`,
+				"queueIsFull":            true,
+				"queueAll":               false,
+				"lastUpdated":            lastUpdated,
+				"refreshIntervalSeconds": float64(30),
+				"queueingMethod":         "random",
+				"isFIFOQueue":            false,
+				"isRandomQueue":          true,
+				"isPassthroughQueue":     false,
+				"isRejectQueue":          false,
+
+				"isEventActive":                true,
+				"isEventPrequeueing":           false,
+				"timeUntilEventStart":          float64(0),
+				"timeUntilEventStartFormatted": "",
+				"timeUntilEventEnd":            float64(125),
+				"timeUntilEventEndFormatted":   "2 hours 5 minutes",
+				"shuffleAtEventStart":          false,
+			}
+			for name, v := range want {
+				assert.Equal(t, v, fields[name], "field %s", name)
+			}
+
+			var back Data
+			require.NoError(t, json.Unmarshal(raw, &back))
+			assert.Equal(t, *d, back)
+		})
+	}
+
+	t.Run("nil data and odd key", func(t *testing.T) {
+		var b bytes.Buffer
+		require.NoError(t, WriteJSON(&b, `a"b`, nil))
+		var outer map[string]Data
+		require.NoError(t, json.Unmarshal(b.Bytes(), &outer))
+		assert.Equal(t, map[string]Data{`a"b`: {}}, outer)
+	})
+
+	t.Run("write error", func(t *testing.T) {
+		boom := errors.New("boom")
+		assert.ErrorIs(t, WriteJSON(failingWriter{boom}, "waitingRoom", d), boom)
+	})
+}
+
+func TestIsExactJSON(t *testing.T) {
+	for accept, want := range map[string]bool{
+		"application/json":                true,
+		"APPLICATION/JSON":                true,
+		" \tapplication/json ":            true,
+		"application/json, text/plain":    false,
+		"application/json;q=1":            false,
+		"application/json; charset=utf-8": false,
+		"application/jsonx":               false,
+		"text/html":                       false,
+		"*/*":                             false,
+		"":                                false,
+	} {
+		assert.Equal(t, want, IsExactJSON(accept), "%q", accept)
+	}
+}
+
+func TestWantsJSON(t *testing.T) {
+	tests := []struct {
+		accept string
+		want   bool
+	}{
+		{"application/json", true},
+		{"application/json, text/plain", true},
+		{"application/json, text/plain, */*", true},
+		{"text/plain;q=0.5, application/json;q=0.9", true},
+		{"APPLICATION/JSON", true},
+		{"Application/Json; Charset=UTF-8", true},
+		{"  application/json  ;  q=0.1  ", true},
+		{"\tapplication/json\t", true},
+		{"application/json;q=1.0", true},
+		{"application/json;q=0.001", true},
+		{"application/json;q=abc", true}, // malformed q: still listed
+		{"application/json, text/html;q=0", true},
+		{"application/json,,,", true},
+		{",application/json", true},
+
+		{"", false},
+		{"*/*", false},
+		{"application/*", false},
+		{"text/html", false},
+		{"text/plain", false},
+		{acceptChrome, false},
+		{acceptFirefox, false},
+		{acceptSafari, false},
+		{"application/json, text/html", false},
+		{"text/html;q=0.1, application/json", false},
+		{"application/json, TEXT/HTML", false},
+		{"application/json;q=0", false},
+		{"application/json; q=0.0", false},
+		{"application/json;Q=0.000", false},
+		{"application/json;q=0.", false},
+		{"application/json;q=0, text/plain", false},
+		{"application/jsonx", false},
+		{"application/json+ld", false},
+		{"application/problem+json", false},
+		{"application/j\u017fon", false}, // long s folds to s in Unicode, not in ASCII
+		{"xapplication/json", false},
+		{"application /json", false},
+		{";;;,,,===", false},
+		{"\x00\xff\xfe garbage \x7f", false},
+		{"application/json" + strings.Repeat(" ", 5000), false}, // entry cut off at the limit
+		{"application/json, " + strings.Repeat("x", 1<<20), true},
+		{strings.Repeat("text/plain, ", 1<<20/12) + "application/json", false},
+		{"application/json, " + strings.Repeat("a/b, ", 100) + "text/html", true}, // past 64 entries
+		{strings.Repeat("a/b, ", 70) + "application/json", false},
+		{"application/json, " + strings.Repeat("a/b, ", 1<<20/5), true},
+	}
+	for _, tt := range tests {
+		name := tt.accept
+		if len(name) > 60 {
+			name = fmt.Sprintf("%s...(%d bytes)", name[:40], len(tt.accept))
+		}
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tt.want, WantsJSON(tt.accept))
+		})
+	}
+}
+
+func TestWantsJSONBoundedWork(t *testing.T) {
+	huge := strings.Repeat("application/xml;q=0.1;a=b, ", 1<<25/27) // 32 MiB
+	start := time.Now()
+	for i := 0; i < 1000; i++ {
+		WantsJSON(huge)
+	}
+	// 1000 calls on 32 MiB would take seconds if the whole value were read.
+	assert.Less(t, time.Since(start), 2*time.Second)
+}
+
+func TestQIsZero(t *testing.T) {
+	for params, want := range map[string]bool{
+		"":                 false,
+		"q=0":              true,
+		" Q = 0 ":          true,
+		"q=0.":             true,
+		"q=0.000":          true,
+		"q=0.001":          false,
+		"q=1":              false,
+		"q=00":             false,
+		"q=":               false,
+		"q=abc":            false,
+		"level=1;q=0":      true,
+		"q=0.5;q=0":        false, // the first q decides
+		"charset=utf-8":    false,
+		"\tq\t=\t0\t":      true,
+		"qq=0":             false,
+		"level=0;charset=": false,
+	} {
+		assert.Equal(t, want, qIsZero(params), "%q", params)
+	}
+}
+
+func TestTrimOWS(t *testing.T) {
+	for in, want := range map[string]string{"": "", " \t": "", " a b\t": "a b", "a": "a", "\ta\n": "a\n"} {
+		assert.Equal(t, want, trimOWS(in), "%q", in)
+	}
+}
+
+// asciiEqualFold folds ASCII letters only.
+func TestASCIIEqualFold(t *testing.T) {
+	for _, tc := range []struct {
+		s, lower string
+		want     bool
+	}{
+		{"q", "q", true},
+		{"Q", "q", true},
+		{"APPLICATION/JSON", "application/json", true},
+		{"application/jsom", "application/json", false},
+		{"qq", "q", false},
+		{"", "", true},
+		{"\u212a", "k", false}, // the Kelvin sign
+		{"[", "{", false},      // 'Z'+1 is no letter
+	} {
+		assert.Equal(t, tc.want, asciiEqualFold(tc.s, tc.lower), "%q", tc.s)
+	}
+}
