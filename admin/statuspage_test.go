@@ -1,0 +1,87 @@
+package admin_test
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+)
+
+func TestAdminStatusPage(t *testing.T) {
+	clk := newAdminClock()
+	f := newAdminFixture(t, clk, memstore.New(), func(c *waitingroom.Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 7, 3
+	})
+	f.sync()
+	cookies := make([]string, 5)
+	for i := range cookies {
+		f.visit(&cookies[i]) // 3 admitted, 2 waiting
+	}
+	clk.Add(30 * time.Second)
+	f.sync()
+	stats := f.room.Stats()
+	require.Equal(t, 3, stats.Active)
+	require.Equal(t, 2, stats.Waiting)
+
+	w := f.do(http.MethodGet, "/", "")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
+	body := w.Body.String()
+
+	for _, want := range []string{
+		"<!DOCTYPE html>",
+		`<span id="room">launch</span>`,
+		`id="status" class="badge queueing">queueing<`,
+		`id="queueingMethod">fifo<`,
+		`<span id="active">3</span>`,
+		`<span id="totalActiveUsers">7</span>`,
+		`<dd id="waiting">2</dd>`,
+		`<span id="admittedThisMinute">3</span>`,
+		`<span id="newUsersPerMinute">3</span>`,
+		`<dd id="outflowPerMinute">3.0</dd>`, // the limit, not 3 in 30 s read as 6 a minute
+		`<dd id="estimatedWait">` + stats.Estimate.Formatted("") + `</dd>`,
+		`<dd id="instances">1</dd>`,
+		`<span id="challengesIssued">0</span>`,
+		`<span id="challengesParked">0</span>`,
+		`<span id="lastSync">2026-05-27T15:54:30Z</span>`,
+		`id="chart"`,
+		`get('history')`,
+	} {
+		assert.Contains(t, body, want)
+	}
+
+	// Self-contained: no external URL, no fetched asset.
+	assert.NotContains(t, body, "http://")
+	assert.NotContains(t, body, "https://")
+	assert.Empty(t, externalRef.FindAllString(body, -1))
+
+	// The inline script and style run under a per-response nonce, and
+	// nothing else does.
+	csp := w.Header().Get("Content-Security-Policy")
+	nonce := regexp.MustCompile(`script-src 'nonce-([A-Za-z0-9+/]+)'`).FindStringSubmatch(csp)
+	require.Len(t, nonce, 2, csp)
+	assert.Contains(t, csp, "default-src 'none'")
+	assert.Contains(t, csp, "connect-src 'self'")
+	assert.Contains(t, csp, "frame-ancestors 'none'")
+	assert.Equal(t, 1, strings.Count(body, `<script nonce="`+nonce[1]+`">`))
+	assert.Equal(t, 1, strings.Count(body, "<script"))
+	assert.Equal(t, 1, strings.Count(body, `<style nonce="`+nonce[1]+`">`))
+	again := f.do(http.MethodGet, "/", "")
+	assert.NotEqual(t, csp, again.Header().Get("Content-Security-Policy"), "a fresh nonce per response")
+}
+
+func TestAdminStatusPageUnknownWait(t *testing.T) {
+	f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
+	w := f.do(http.MethodGet, "/", "")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Contains(t, w.Body.String(), `<dd id="estimatedWait">unknown</dd>`)
+	assert.Contains(t, w.Body.String(), `<span id="lastSync">never</span>`)
+	assert.Contains(t, w.Body.String(), `class="badge not_queueing">not_queueing<`)
+}
