@@ -35,6 +35,17 @@ var pageStates = []pageState{
 		value:    func(d *Data) string { return d.WaitTimeFormatted },
 	},
 	{
+		name: "fifo, under a minute",
+		data: func(lang string) *Data {
+			return with(fifoData(), func(d *Data) {
+				d.WaitTime, d.WaitTimeHourMinutes = 0, 0
+				localized(d, lang)
+			})
+		},
+		want:    []string{"title", "heading", "intro", "waitSoon", "keepOpen"},
+		notWant: []string{"waitUnknown", "randomNote"},
+	},
+	{
 		name:     "random",
 		data:     func(lang string) *Data { return localized(randomData(), lang) },
 		want:     []string{"title", "heading", "intro", "randomNote", "keepOpen"},

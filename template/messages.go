@@ -39,6 +39,9 @@ type messages struct {
 	Intro string
 	// WaitFIFO states a known wait; {wait} is e.g. "10 minutes".
 	WaitFIFO string
+	// WaitSoon replaces WaitFIFO for a wait under a minute (waitTime 0),
+	// which WaitFIFO's "about" does not suit.
+	WaitSoon string
 	// WaitRandom states a known wait under random queueing; {wait} is a
 	// range such as "5 minutes to 15 minutes" (see Range).
 	WaitRandom string
@@ -200,6 +203,7 @@ func compileLang(tag string, m *messages) (*compiledLang, error) {
 		"heading":         m.Heading,
 		"intro":           m.Intro,
 		"waitUnknown":     m.WaitUnknown,
+		"waitSoon":        m.WaitSoon,
 		"randomNote":      m.RandomNote,
 		"queueFull":       m.QueueFull,
 		"queueAll":        m.QueueAll,

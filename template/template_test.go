@@ -195,6 +195,15 @@ func TestDefaultStates(t *testing.T) {
 			refresh: true,
 		},
 		{
+			name: "fifo wait under a minute: no \"about\"",
+			data: with(fifoData(), func(d *Data) {
+				d.WaitTime, d.WaitTimeHourMinutes, d.WaitTimeFormatted = 0, 0, "less than a minute"
+			}),
+			want:    []string{"<p class=\"wait\">Your estimated wait time is less than a minute.</p>", keepOpen},
+			notWant: []string{"about", "<strong>less than a minute</strong>"},
+			refresh: true,
+		},
+		{
 			name:    "zero interval does not reload",
 			data:    with(fifoData(), func(d *Data) { d.RefreshIntervalSeconds = 0 }),
 			want:    []string{"Your estimated wait time is about", keepOpen},
