@@ -600,3 +600,36 @@ func TestChallengeRaisedDifficulty(t *testing.T) {
 		assert.Zero(t, tr.Stats().Counters.ChallengesFailed)
 	})
 }
+
+// The script of a challenge's page writes the answer's cookie with the
+// attributes of the visitor cookie but HttpOnly: SameSite=None, Secure and
+// Partitioned where the visitor cookie is, so that the answer comes back
+// from inside an iframe on another site too.
+func TestChallengeAnswerCookieAttributes(t *testing.T) {
+	tests := []struct {
+		name   string
+		cookie CookieOptions
+		want   string
+	}{
+		{"plain HTTP", CookieOptions{}, "; Path=/; SameSite=Lax"},
+		{"HTTPS", CookieOptions{Secure: true}, "; Path=/; Secure; SameSite=None; Partitioned"},
+		{"domain, path, strict", CookieOptions{Domain: "example.com", Path: "/shop", SameSite: http.SameSiteStrictMode}, "; Path=/shop; Domain=example.com; SameSite=Strict"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ch := challenge.Policy{Kind: challenge.PoW, Difficulty: 8, Who: challenge.Everyone}
+			tr := newTestRoom(t, func(c *Config) { c.Cookie, c.Challenge = tc.cookie, &ch })
+			w := tr.get(&visitor{}, "")
+			require.True(t, isRoomPage(w))
+			set := w.Header().Get("Set-Cookie")
+			_, attrs, _ := strings.Cut(set, ";")
+			assert.Equal(t, tc.want, strings.Replace("; "+strings.TrimSpace(attrs), "; HttpOnly", "", 1), "the visitor cookie's, but HttpOnly")
+			js, err := json.Marshal(tc.want)
+			require.NoError(t, err)
+			assert.Contains(t, w.Body.String(), `,a=`+string(js)+`,r=`, "the answer's attributes")
+			if !strings.Contains(tc.want, "Lax") {
+				assert.NotContains(t, w.Body.String(), "SameSite=Lax", "nothing hard-coded")
+			}
+		})
+	}
+}

@@ -155,6 +155,15 @@ func (rm *Room) setCookieAttrs() string {
 	return strings.TrimPrefix(c.String(), rm.cookieName+"=v")
 }
 
+// scriptAttrs returns the attributes with which the page's scripts
+// write their cookies (template.Data.CookieAttributes): the room's cookie's
+// but HttpOnly, which a script cannot set. The challenge's answer then
+// comes back wherever the visitor cookie does: SameSite=None, Secure and
+// Partitioned inside another site's iframe.
+func (rm *Room) scriptAttrs() string {
+	return strings.Replace(rm.cookieAttrs, "; HttpOnly", "", 1)
+}
+
 // pageData is what the waiting page of decision d shows.
 func (rm *Room) pageData(d decision, lang string) *template.Data {
 	p := d.policyOrZero()
@@ -181,6 +190,7 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 		IsRandomQueue:      s.QueueingMethod == Random,
 		IsPassthroughQueue: s.QueueingMethod == Passthrough,
 		IsRejectQueue:      s.QueueingMethod == Reject,
+		CookieAttributes:   rm.scriptCookieAttrs,
 	}
 	if d.Outcome == outcomeWaiting {
 		// From the latest attempt to the next chance: the visitor's
@@ -265,7 +275,7 @@ func (rm *Room) challengeData(d *decision, data *template.Data, now int64) {
 		data.Challenge = string(challenge.PoW)
 		data.ChallengePuzzle = rm.puzzles.Issue(d.state.id, time.UnixMilli(now), d.chal.DifficultyAt(rm.syncer.Snapshot().Waiting))
 	}
-	data.ChallengeWidget = template.ChallengeScript(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", rm.cfg.Cookie.Path, ceilSeconds(d.RefreshAfter.Milliseconds()))
+	data.ChallengeWidget = template.ChallengeScriptFor(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", data.CookieAttributes, ceilSeconds(d.RefreshAfter.Milliseconds()))
 }
 
 // What package admin gets from a room through internal/hook: the parts of

@@ -59,6 +59,9 @@ type Room struct {
 	// cookieAttrs is what follows the value in the header that sets the
 	// cookie (setCookieAttrs).
 	cookieAttrs string
+	// scriptCookieAttrs are those of the cookies the page's scripts write
+	// (scriptAttrs).
+	scriptCookieAttrs string
 
 	// chances remembers, by visitor ID, the latest chance this instance
 	// gave each waiting visitor, for at least one waiting window. Under
@@ -118,6 +121,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		history:    newHistory(),
 	}
 	rm.cookieAttrs = rm.setCookieAttrs()
+	rm.scriptCookieAttrs = rm.scriptAttrs()
 	maxRefresh := float64(c.RefreshInterval) * (1 + c.RefreshJitter)
 	rm.waitWindow = 2 * time.Duration(maxRefresh).Milliseconds()
 	rm.lateness = c.RefreshInterval.Milliseconds() / 2

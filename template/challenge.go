@@ -37,12 +37,34 @@ for(var n=0;;n++){if(zeros(pre+n)>=d){self.postMessage(pre+n);return;}}};`
 // work (puzzle set), a script that solves it in a Web Worker; for a hosted
 // widget (widget set, the provider's markup calling wrChallengeDone with
 // its token), that markup and the callback. Either way the answer goes in
-// the cookie named cookie (path path, Secure when the page is served over
-// HTTPS) and the page reloads once solved, no sooner than refresh seconds
-// after it loaded, when the visitor's next chance is due. Without
-// JavaScript nothing happens: the page's own refresh comes back without an
-// answer.
+// the cookie named cookie (path path, SameSite=Lax, Secure when the page is
+// served over HTTPS) and the page reloads once solved, no sooner than
+// refresh seconds after it loaded, when the visitor's next chance is due.
+// Without JavaScript nothing happens: the page's own refresh comes back
+// without an answer.
+//
+// A SameSite=Lax cookie cannot be written inside an iframe on another
+// site: ChallengeScriptFor writes the answer with the attributes of the
+// room's own cookie, which the room passes.
 func ChallengeScript(puzzle, widget, cookie, path string, refresh int) string {
+	return challengeScript(puzzle, widget, cookie, "; Path="+path+"; SameSite=Lax", true, refresh)
+}
+
+// ChallengeScriptFor is ChallengeScript writing the answer's cookie with
+// the attributes attrs, those of the room's visitor cookie as
+// Data.CookieAttributes holds them ("; Path=/; Secure; SameSite=None;
+// Partitioned"), so that the answer comes back wherever the visitor cookie
+// does: inside an iframe on another site too, when the visitor cookie is
+// SameSite=None. When the page updates itself ({{{liveScript}}}), the
+// script leaves the next request to it instead of reloading the page.
+func ChallengeScriptFor(puzzle, widget, cookie, attrs string, refresh int) string {
+	return challengeScript(puzzle, widget, cookie, attrs, false, refresh)
+}
+
+// challengeScript is ChallengeScript's and ChallengeScriptFor's markup:
+// the answer's cookie gets attrs, and Secure on an HTTPS page when
+// secureOnHTTPS is set.
+func challengeScript(puzzle, widget, cookie, attrs string, secureOnHTTPS bool, refresh int) string {
 	js := func(s string) string {
 		b, _ := json.Marshal(s) // a string always marshals
 		// Not "</script>" inside the script.
@@ -52,11 +74,17 @@ func ChallengeScript(puzzle, widget, cookie, path string, refresh int) string {
 	b.WriteString(widget)
 	b.WriteString(`<script>(function(){var t0=Date.now(),c=`)
 	b.WriteString(js(cookie))
-	b.WriteString(`,p=`)
-	b.WriteString(js(path))
+	b.WriteString(`,a=`)
+	b.WriteString(js(attrs))
+	if secureOnHTTPS {
+		b.WriteString(`+(location.protocol==="https:"?"; Secure":"")`)
+	}
 	b.WriteString(`,r=`)
 	b.WriteString(itoa(refresh))
-	b.WriteString(`;window.wrChallengeDone=function(a){document.cookie=c+"="+a+"; path="+p+"; max-age=600; samesite=lax"+(location.protocol==="https:"?"; secure":"");` +
+	// window.wrAnswered is false until the answer is in the cookie; the
+	// live page's script (liveScript) waits for it before it asks again.
+	b.WriteString(`;window.wrAnswered=false;window.wrChallengeDone=function(v){document.cookie=c+"="+v+a+"; Max-Age=600";window.wrAnswered=true;` +
+		`if(window.wrLive){window.wrLive.answered();return}` +
 		`setTimeout(function(){location.reload()},Math.max(0,t0+r*1000-Date.now()))};`)
 	if puzzle != "" {
 		b.WriteString(`var w=new Worker(URL.createObjectURL(new Blob([`)

@@ -202,6 +202,14 @@ type Data struct {
 	// {{{turnstile}}} (the name the commercial product gives the slot).
 	// Not in the JSON.
 	ChallengeWidget string `json:"-"`
+
+	// CookieAttributes are the attributes of the room's visitor cookie as
+	// a Set-Cookie header writes them after the value, without HttpOnly,
+	// e.g. "; Path=/; Secure; SameSite=None; Partitioned". The page's
+	// scripts write their cookies (the challenge's answer,
+	// ChallengeScriptFor) with them, so that these come back wherever the
+	// visitor cookie does. Neither in the JSON nor a template variable.
+	CookieAttributes string `json:"-"`
 }
 
 // internalPrefix starts the names of the variables through which the default

@@ -575,9 +575,12 @@ func TestVarsMatchJSON(t *testing.T) {
 
 	typ := reflect.TypeOf(*d)
 	val := reflect.ValueOf(*d)
-	require.Equal(t, 32, typ.NumField())
-	assert.Len(t, vars, typ.NumField())
+	require.Equal(t, 33, typ.NumField())
+	assert.Len(t, vars, typ.NumField()-1)
 	for i := 0; i < typ.NumField(); i++ {
+		if typ.Field(i).Name == "CookieAttributes" {
+			continue // for the page's scripts: no variable
+		}
 		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
 		require.NotEmpty(t, name)
 		if name == "-" {
@@ -859,5 +862,40 @@ func BenchmarkWantsJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		WantsJSON(acceptChrome)
+	}
+}
+
+func TestChallengeScriptCookie(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		want         []string
+		notWant      []string
+	}{
+		{
+			name:    "the room's attributes",
+			script:  ChallengeScriptFor("p.1.8", "", "__wr_challenge", "; Path=/; Secure; SameSite=None; Partitioned", 20),
+			want:    []string{`c="__wr_challenge",a="; Path=/; Secure; SameSite=None; Partitioned",r=20;`, `document.cookie=c+"="+v+a+"; Max-Age=600"`},
+			notWant: []string{"Lax", "location.protocol"},
+		},
+		{
+			name:   "Lax, Secure over HTTPS",
+			script: ChallengeScript("p.1.8", "", "__wr_challenge", "/shop", 20),
+			want:   []string{`c="__wr_challenge",a="; Path=/shop; SameSite=Lax"+(location.protocol==="https:"?"; Secure":""),r=20;`},
+		},
+		{
+			name:   "no closing tag from the values",
+			script: ChallengeScriptFor("p.1.8", "", "</script>", "; Path=/</script>", 20),
+			want:   []string{`\u003c/script\u003e`},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, w := range tc.want {
+				assert.Contains(t, tc.script, w)
+			}
+			for _, w := range tc.notWant {
+				assert.NotContains(t, tc.script, w)
+			}
+			assert.Equal(t, 1, strings.Count(tc.script, "</script>"))
+		})
 	}
 }
