@@ -18,6 +18,9 @@ var languages = map[string]*messages{
 		QueueFull:   "The waiting room is full at the moment, so no one new can join the queue yet.",
 		QueueAll:    "The site is not admitting anyone at the moment.",
 		KeepOpen:    "Keep this page open. You will be taken to the site automatically.",
+		NeedsJS:     "Turn on JavaScript: without it, this page may never let you in.",
+		Framed:      "Your browser does not let this waiting room keep your place while it is shown inside another site.",
+		OpenTab:     "Open the waiting room in its own tab",
 		Refresh: plurals{
 			one:   "This page refreshes itself every {n} second.",
 			other: "This page refreshes itself every {n} seconds.",
@@ -53,6 +56,9 @@ var languages = map[string]*messages{
 		QueueFull:   "La sala de espera está llena en este momento, por lo que nadie más puede unirse a la cola por ahora.",
 		QueueAll:    "En este momento el sitio no está admitiendo a nadie.",
 		KeepOpen:    "Mantenga esta página abierta. Accederá al sitio automáticamente.",
+		NeedsJS:     "Active JavaScript: sin él, es posible que esta página nunca le permita entrar.",
+		Framed:      "Su navegador no permite que esta sala de espera conserve su lugar mientras se muestra dentro de otro sitio.",
+		OpenTab:     "Abrir la sala de espera en una pestaña aparte",
 		Refresh: plurals{
 			one:   "Esta página se actualiza automáticamente cada segundo.",
 			many:  "Esta página se actualiza automáticamente cada {n} de segundos.",
@@ -89,6 +95,9 @@ var languages = map[string]*messages{
 		QueueFull:   "Der Warteraum ist derzeit voll, daher können sich im Moment keine weiteren Besucher anstellen.",
 		QueueAll:    "Die Website lässt derzeit niemanden ein.",
 		KeepOpen:    "Lassen Sie diese Seite geöffnet. Sie werden automatisch zur Website weitergeleitet.",
+		NeedsJS:     "Aktivieren Sie JavaScript: Ohne JavaScript lässt Sie diese Seite möglicherweise nie ein.",
+		Framed:      "Ihr Browser erlaubt diesem Warteraum nicht, Ihren Platz zu halten, solange er in einer anderen Website angezeigt wird.",
+		OpenTab:     "Warteraum in einem eigenen Tab öffnen",
 		Refresh: plurals{
 			one:   "Diese Seite wird jede Sekunde automatisch aktualisiert.",
 			other: "Diese Seite wird alle {n} Sekunden automatisch aktualisiert.",
@@ -124,6 +133,9 @@ var languages = map[string]*messages{
 		QueueFull:   "La salle d’attente est complète pour le moment, et personne d’autre ne peut encore rejoindre la file.",
 		QueueAll:    "Le site n’admet aucun visiteur pour le moment.",
 		KeepOpen:    "Laissez cette page ouverte. Vous accéderez automatiquement au site.",
+		NeedsJS:     "Activez JavaScript : sans lui, cette page risque de ne jamais vous laisser entrer.",
+		Framed:      "Votre navigateur ne permet pas à cette salle d’attente de conserver votre place tant qu’elle est affichée dans un autre site.",
+		OpenTab:     "Ouvrir la salle d’attente dans un nouvel onglet",
 		Refresh: plurals{
 			one:   "Cette page s’actualise automatiquement chaque seconde.",
 			many:  "Cette page s’actualise automatiquement toutes les {n} de secondes.",
@@ -160,6 +172,9 @@ var languages = map[string]*messages{
 		QueueFull:   "La sala d’attesa è piena al momento, quindi per ora nessun altro può mettersi in coda.",
 		QueueAll:    "Al momento il sito non fa entrare nessuno.",
 		KeepOpen:    "Tenga aperta questa pagina. L’accesso al sito avverrà automaticamente.",
+		NeedsJS:     "Attivi JavaScript: senza di esso, questa pagina potrebbe non farla mai entrare.",
+		Framed:      "Il browser non consente a questa sala d’attesa di mantenere il suo posto mentre è mostrata all’interno di un altro sito.",
+		OpenTab:     "Apri la sala d’attesa in una nuova scheda",
 		Refresh: plurals{
 			one:   "Questa pagina si aggiorna automaticamente ogni secondo.",
 			many:  "Questa pagina si aggiorna automaticamente ogni {n} di secondi.",
@@ -196,6 +211,9 @@ var languages = map[string]*messages{
 		QueueFull:   "A sala de espera está lotada no momento, por isso ninguém mais pode entrar na fila por enquanto.",
 		QueueAll:    "No momento, o site não está liberando a entrada de ninguém.",
 		KeepOpen:    "Mantenha esta página aberta. Você entrará no site automaticamente.",
+		NeedsJS:     "Ative o JavaScript: sem ele, esta página pode nunca deixar você entrar.",
+		Framed:      "Seu navegador não permite que esta sala de espera guarde seu lugar enquanto ela é exibida dentro de outro site.",
+		OpenTab:     "Abrir a sala de espera em uma nova aba",
 		Refresh: plurals{
 			one:   "Esta página é atualizada automaticamente a cada {n} segundo.",
 			many:  "Esta página é atualizada automaticamente a cada {n} de segundos.",
@@ -232,6 +250,9 @@ var languages = map[string]*messages{
 		QueueFull:   "De wachtruimte is op dit moment vol. Er kunnen voorlopig geen nieuwe bezoekers in de wachtrij bij.",
 		QueueAll:    "De website laat op dit moment niemand toe.",
 		KeepOpen:    "Houd deze pagina open. U wordt automatisch doorgestuurd naar de website.",
+		NeedsJS:     "Schakel JavaScript in: zonder JavaScript laat deze pagina u mogelijk nooit binnen.",
+		Framed:      "Uw browser laat deze wachtruimte uw plaats niet bewaren zolang deze binnen een andere website wordt getoond.",
+		OpenTab:     "Open de wachtruimte in een eigen tabblad",
 		Refresh: plurals{
 			one:   "Deze pagina wordt elke seconde automatisch vernieuwd.",
 			other: "Deze pagina wordt elke {n} seconden automatisch vernieuwd.",
@@ -267,6 +288,9 @@ var languages = map[string]*messages{
 		QueueFull:   "Poczekalnia jest w tej chwili pełna, dlatego nikt nowy nie może jeszcze dołączyć do kolejki.",
 		QueueAll:    "Serwis w tej chwili nikogo nie wpuszcza.",
 		KeepOpen:    "Prosimy nie zamykać tej strony. Przekierowanie do serwisu nastąpi automatycznie.",
+		NeedsJS:     "Włącz JavaScript: bez niego ta strona może nigdy nie wpuścić Cię do serwisu.",
+		Framed:      "Przeglądarka nie pozwala tej poczekalni zachować Twojego miejsca, gdy jest wyświetlana wewnątrz innej witryny.",
+		OpenTab:     "Otwórz poczekalnię w osobnej karcie",
 		Refresh: plurals{
 			one:   "Ta strona odświeża się automatycznie co sekundę.",
 			few:   "Ta strona odświeża się automatycznie co {n} sekundy.",
@@ -307,6 +331,9 @@ var languages = map[string]*messages{
 		QueueFull:   "Bekleme odası şu anda dolu, bu nedenle şimdilik sıraya yeni kimse katılamıyor.",
 		QueueAll:    "Site şu anda kimseyi kabul etmiyor.",
 		KeepOpen:    "Lütfen bu sayfayı açık tutun. Siteye otomatik olarak yönlendirileceksiniz.",
+		NeedsJS:     "JavaScript’i etkinleştirin: JavaScript olmadan bu sayfa sizi hiç içeri almayabilir.",
+		Framed:      "Tarayıcınız, başka bir sitenin içinde gösterilirken bu bekleme odasının yerinizi korumasına izin vermiyor.",
+		OpenTab:     "Bekleme odasını ayrı bir sekmede açın",
 		Refresh: plurals{
 			one:   "Bu sayfa her saniye otomatik olarak yenilenir.",
 			other: "Bu sayfa her {n} saniyede bir otomatik olarak yenilenir.",
@@ -342,6 +369,9 @@ var languages = map[string]*messages{
 		QueueFull:   "غرفة الانتظار ممتلئة حاليًا، لذا لا يمكن لأي زائر جديد الانضمام إلى قائمة الانتظار بعد.",
 		QueueAll:    "لا يستقبل الموقع أي زوار في الوقت الحالي.",
 		KeepOpen:    "يُرجى إبقاء هذه الصفحة مفتوحة. سيتم نقلك إلى الموقع تلقائيًا.",
+		NeedsJS:     "فعّل JavaScript: بدونه قد لا تسمح لك هذه الصفحة بالدخول أبدًا.",
+		Framed:      "لا يسمح متصفحك لغرفة الانتظار هذه بحفظ مكانك ما دامت معروضة داخل موقع آخر.",
+		OpenTab:     "افتح غرفة الانتظار في علامة تبويب مستقلة",
 		Refresh: plurals{
 			zero:  "تُحدَّث هذه الصفحة تلقائيًا كل {n} ثانية.",
 			one:   "تُحدَّث هذه الصفحة تلقائيًا كل ثانية.",
@@ -396,6 +426,9 @@ var languages = map[string]*messages{
 		QueueFull:   "प्रतीक्षा कक्ष इस समय भरा हुआ है, इसलिए अभी कोई नया व्यक्ति कतार में शामिल नहीं हो सकता।",
 		QueueAll:    "साइट इस समय किसी को भी प्रवेश नहीं दे रही है।",
 		KeepOpen:    "कृपया यह पेज खुला रखें। आपको अपने-आप साइट पर ले जाया जाएगा।",
+		NeedsJS:     "JavaScript चालू करें: इसके बिना यह पेज आपको शायद कभी अंदर न जाने दे।",
+		Framed:      "जब यह प्रतीक्षा कक्ष किसी दूसरी साइट के अंदर दिखाया जाता है, तब आपका ब्राउज़र इसे आपकी जगह बनाए रखने नहीं देता।",
+		OpenTab:     "प्रतीक्षा कक्ष को अलग टैब में खोलें",
 		Refresh: plurals{
 			one:   "यह पेज हर {n} सेकंड में अपने-आप रीफ़्रेश होता है।",
 			other: "यह पेज हर {n} सेकंड में अपने-आप रीफ़्रेश होता है।",
@@ -433,6 +466,9 @@ var languages = map[string]*messages{
 		QueueFull:   "現在、待機室が満員のため、新たに列に並ぶことはできません。",
 		QueueAll:    "現在、サイトへのご案内を停止しております。",
 		KeepOpen:    "このページを開いたままお待ちください。入場できるようになると、自動的にサイトへ移動します。",
+		NeedsJS:     "JavaScriptを有効にしてください。有効でない場合、このページから入場できないことがあります。",
+		Framed:      "ほかのサイトの中に表示されている間は、ブラウザーの設定により、この待合室で順番を保持できません。",
+		OpenTab:     "待合室を別のタブで開く",
 		Refresh: plurals{
 			other: "このページは{n}秒ごとに自動で更新されます。",
 		},
@@ -467,6 +503,9 @@ var languages = map[string]*messages{
 		QueueFull:   "현재 대기실이 가득 차서 새로운 방문자는 아직 대기열에 참여할 수 없습니다.",
 		QueueAll:    "현재 사이트 입장이 중단되었습니다.",
 		KeepOpen:    "이 페이지를 열어 두시기 바랍니다. 입장할 수 있게 되면 자동으로 사이트로 이동합니다.",
+		NeedsJS:     "JavaScript를 켜 주세요. JavaScript가 없으면 이 페이지에서 입장하지 못할 수 있습니다.",
+		Framed:      "다른 사이트 안에 표시되는 동안에는 브라우저가 이 대기실이 순서를 유지하도록 허용하지 않습니다.",
+		OpenTab:     "대기실을 새 탭에서 열기",
 		Refresh: plurals{
 			other: "이 페이지는 {n}초마다 자동으로 새로 고쳐집니다.",
 		},
@@ -501,6 +540,9 @@ var languages = map[string]*messages{
 		QueueFull:   "等候室目前已满，暂时无法有新的访客加入队列。",
 		QueueAll:    "网站目前暂不允许任何人进入。",
 		KeepOpen:    "请保持此页面打开，可以进入时将自动跳转到网站。",
+		NeedsJS:     "请启用 JavaScript：否则此页面可能永远无法让您进入。",
+		Framed:      "此等候室显示在其他网站中时，您的浏览器不允许它保留您的排队位置。",
+		OpenTab:     "在单独的标签页中打开等候室",
 		Refresh: plurals{
 			other: "此页面每{n}秒自动刷新一次。",
 		},
@@ -535,6 +577,9 @@ var languages = map[string]*messages{
 		QueueFull:   "等候室目前已滿，暫時無法有新訪客加入佇列。",
 		QueueAll:    "網站目前暫不開放任何人進入。",
 		KeepOpen:    "請保持此頁面開啟，可以進入時將自動前往網站。",
+		NeedsJS:     "請啟用 JavaScript：否則此頁面可能永遠無法讓您進入。",
+		Framed:      "此等候室顯示在其他網站中時，您的瀏覽器不允許它保留您的排隊位置。",
+		OpenTab:     "在獨立的分頁中開啟等候室",
 		Refresh: plurals{
 			other: "此頁面每{n}秒自動重新整理一次。",
 		},

@@ -195,7 +195,7 @@ func TestDefaultEveryLanguage(t *testing.T) {
 			t.Run(lang+"/"+st.name, func(t *testing.T) {
 				d := st.data(lang)
 				page := render(t, Default(), d, lang)
-				head, rest, ok := strings.Cut(page, "<style>")
+				head, rest, ok := strings.Cut(shown(page), "<style>")
 				require.True(t, ok)
 				_, rest, ok = strings.Cut(rest, "</style>")
 				require.True(t, ok)
@@ -216,7 +216,7 @@ func TestDefaultEveryLanguage(t *testing.T) {
 					assert.Contains(t, body, text(st.sentence+"Before")+"<strong>"+html.EscapeString(v)+"</strong>"+text(st.sentence+"After"))
 				}
 				if d.LastUpdated != "" {
-					assert.Contains(t, body, text("lastUpdatedBefore")+`<time datetime="`+d.LastUpdated+`" dir="ltr">`)
+					assert.Contains(t, body, text("lastUpdatedBefore")+`<time datetime="`+d.LastUpdated+`" dir="ltr" data-wr-time="lastUpdated">`)
 				}
 				if !d.IsRejectQueue {
 					assert.Contains(t, body, refreshNote(lang, d.RefreshIntervalSeconds))

@@ -62,6 +62,16 @@ type messages struct {
 	QueueAll string
 	// KeepOpen asks the visitor to keep the page open.
 	KeepOpen string
+	// NeedsJS tells a visitor without JavaScript, given a challenge,
+	// that they may not get in without it.
+	NeedsJS string
+	// Framed tells a visitor whose browser does not keep the room's
+	// cookie inside another site's iframe that the room cannot keep
+	// their place there.
+	Framed string
+	// OpenTab is the link, after Framed, that opens the waiting room in
+	// its own tab.
+	OpenTab string
 	// Refresh says how often the page reloads; {n} is the number of
 	// seconds.
 	Refresh plurals
@@ -208,6 +218,9 @@ func compileLang(tag string, m *messages) (*compiledLang, error) {
 		"queueFull":       m.QueueFull,
 		"queueAll":        m.QueueAll,
 		"keepOpen":        m.KeepOpen,
+		"needsJS":         m.NeedsJS,
+		"framed":          m.Framed,
+		"openTab":         m.OpenTab,
 		"closedTitle":     m.ClosedTitle,
 		"closedText":      m.ClosedText,
 		"eventIntro":      m.EventIntro,

@@ -2,8 +2,10 @@
 // counterpart for clients that are not browsers.
 //
 // A page is a Mustache template (https://mustache.github.io/mustache.5.html).
-// The package embeds a default page: self-contained (inline CSS, no scripts,
-// no external assets), accessible, readable on small screens, light and dark.
+// The package embeds a default page: self-contained (inline CSS and one
+// inline script, no external assets), accessible, readable on small screens,
+// light and dark. With JavaScript it updates itself in place (see Live
+// page); without, it reloads itself.
 // Operators may supply their own page with Parse; templates written for the
 // commercial waiting rooms port unchanged because the variables carry the
 // same names.
@@ -42,7 +44,33 @@
 //	chancePerRefreshOneIn         number  random: the chance of getting in at each refresh is about 1 in this (0 when not known)
 //
 // The last two are this package's own: the commercial product shows
-// neither, and templates written for it do not use them.
+// neither, and templates written for it do not use them. So are two slots
+// of markup, placed unescaped ({{{name}}}), in no JSON:
+//
+//	turnstile                     markup  the challenge's script or widget (ChallengeScriptFor); the product's name for the slot
+//	liveScript                    markup  the live page's script (LiveScript)
+//
+// # Live page
+//
+// A page that places {{{liveScript}}} (the default page does, after its
+// content and before {{{turnstile}}}) updates itself with JavaScript: once
+// loaded, it stops its own refresh and asks the same URL for its JSON
+// (Accept: application/json) when the refresh is due, first
+// refreshIntervalSeconds after it loaded, then as each answer's Refresh
+// header says: never sooner than a reload. It navigates, as the reload
+// would, when the answer is not the waiting JSON (the visitor is in),
+// the site is closed or a challenge is given. Elements of the page say
+// what to update:
+//
+//	data-wr-if="a !b"               shown while a is true and b false (false, 0, "" and none are false)
+//	data-wr-text="name"             shows the value of name
+//	<time data-wr-time="name">      the time name (lastUpdated), in the page's language and the visitor's time zone
+//	<template data-wr-lines="id">   the lines of the element id, each a child with its data-wr-if; a line whose text is unchanged stays, so a live region announces only changes
+//	data-wr-framed, data-wr-self    shown, and linking to the page, inside another site's iframe whose browser does not keep the room's cookie; the page then asks nothing more
+//
+// Without JavaScript the page's meta refresh reloads it, as before; a
+// page with a challenge keeps that refresh inside <noscript>, and the
+// default page says there that it needs JavaScript.
 //
 // Booleans open sections ({{#queueIsFull}}...{{/queueIsFull}}) and inverted
 // sections ({{^waitTimeKnown}}...{{/waitTimeKnown}}). {{name}} escapes HTML;
@@ -258,6 +286,7 @@ func (d *Data) vars() map[string]any {
 		"challengePuzzle":  d.ChallengePuzzle,
 		"challengeSiteKey": d.ChallengeSiteKey,
 		"turnstile":        d.ChallengeWidget,
+		"liveScript":       LiveScript(d),
 	}
 }
 

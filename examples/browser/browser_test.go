@@ -138,13 +138,19 @@ const appPage = `<!DOCTYPE html>
 // site is plain HTTP on 127.0.0.1; otherwise it is HTTPS, reached as host.
 func newSite(t *testing.T, host string) *site {
 	t.Helper()
+	return newSiteWith(t, host, waitingroom.Settings{
+		TotalActiveUsers:  1,
+		NewUsersPerMinute: 1,
+		QueueAll:          true,
+	})
+}
+
+// newSiteWith is newSite with the room's settings.
+func newSiteWith(t *testing.T, host string, settings waitingroom.Settings) *site {
+	t.Helper()
 	room, err := waitingroom.New(waitingroom.Config{
-		Name: roomName,
-		Settings: waitingroom.Settings{
-			TotalActiveUsers:  1,
-			NewUsersPerMinute: 1,
-			QueueAll:          true,
-		},
+		Name:            roomName,
+		Settings:        settings,
 		Keys:            [][]byte{testKey},
 		RefreshInterval: time.Second,
 		RefreshJitter:   -1,
@@ -352,7 +358,8 @@ func TestInIframe(t *testing.T) {
 			outer := strings.Replace(embedder.URL, "127.0.0.1", tt.outer, 1) + "/"
 
 			navigate(t, ctx, outer)
-			inFrame := func(h hit) bool { return h.dest == "iframe" }
+			// The iframe's page, and the JSON its script asks for.
+			inFrame := func(h hit) bool { return h.dest == "iframe" || h.dest == "empty" }
 			s.waitHits(t, 2, "refreshes of the waiting page in the iframe, with the cookie",
 				func(h hit) bool { return inFrame(h) && waitingWithCookie(h) })
 			c := browserCookie(t, ctx, s.url)
