@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +21,9 @@ import (
 )
 
 // challengeSite is a room with room to spare that challenges everyone with
-// the default proof of work and parks whoever fails it.
-func challengeSite(t *testing.T) *site {
+// the default proof of work and parks whoever fails it. With host "" the
+// site is plain HTTP on 127.0.0.1; otherwise it is HTTPS, reached as host.
+func challengeSite(t *testing.T, host string) *site {
 	t.Helper()
 	room, err := waitingroom.New(waitingroom.Config{
 		Name: roomName,
@@ -38,6 +40,7 @@ func challengeSite(t *testing.T) *site {
 		RefreshInterval: time.Second,
 		RefreshJitter:   -1,
 		SyncInterval:    -1,
+		Cookie:          waitingroom.CookieOptions{Secure: host != ""},
 		Logger:          slog.New(slog.DiscardHandler),
 	}, memstore.New())
 	require.NoError(t, err)
@@ -49,15 +52,21 @@ func challengeSite(t *testing.T) *site {
 		w.Header().Set("X-App", "1")
 		_, _ = io.WriteString(w, appPage)
 	}))
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)
 			return
 		}
 		guarded.ServeHTTP(w, r)
 		s.record(r, w.Header().Get("X-App") != "")
-	}))
-	s.url = s.srv.URL + "/"
+	})
+	if host == "" {
+		s.srv = httptest.NewServer(h)
+		s.url = s.srv.URL + "/"
+	} else {
+		s.srv = httptest.NewTLSServer(h)
+		s.url = strings.Replace(s.srv.URL, "127.0.0.1", host, 1) + "/"
+	}
 	t.Cleanup(s.srv.Close)
 	return s
 }
@@ -70,7 +79,7 @@ func challengeSite(t *testing.T) *site {
 func TestChallengeInBrowser(t *testing.T) {
 	t.Run("JavaScript on: solved in a worker", func(t *testing.T) {
 		ctx := newBrowser(t, allowThirdParty)
-		s := challengeSite(t)
+		s := challengeSite(t, "")
 		start := time.Now()
 		navigate(t, ctx, s.url)
 		html := waitPage(t, ctx, appHeading)
@@ -87,11 +96,13 @@ func TestChallengeInBrowser(t *testing.T) {
 	})
 	t.Run("JavaScript off: the infinite queue", func(t *testing.T) {
 		ctx := newBrowser(t, allowThirdParty)
-		s := challengeSite(t)
+		s := challengeSite(t, "")
 		_, err := chromedp.Call(ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
 		require.NoError(t, err)
 		navigate(t, ctx, s.url)
-		waitPage(t, ctx, waitingHeading)
+		// The page says that it needs JavaScript, in the same page every
+		// visitor given the challenge gets.
+		waitPage(t, ctx, "Turn on JavaScript: without it, this page may never let you in.")
 		// The <noscript> refresh keeps coming back, every time parked.
 		s.waitHits(t, 4, "refreshes of the waiting page with the cookie", waitingWithCookie)
 		assert.Zero(t, s.count(func(h hit) bool { return h.app }), "never let in: %+v", s.snapshot())

@@ -1,7 +1,12 @@
 // Package browser holds tests that drive Chromium through the waiting
 // page: a queued visitor's page refreshes itself, keeps its cookie and
 // reaches the application, also inside an iframe on another site over
-// HTTPS and with JavaScript disabled; and screenshots of the default page.
+// HTTPS and with JavaScript disabled; with JavaScript the page updates
+// itself in place from its JSON; the proof of work passes inside an
+// iframe on another site over HTTPS, and a visitor without JavaScript
+// reads that the page needs it; an iframe on another site over plain HTTP
+// says that it cannot keep the visitor's place and links to a tab of its
+// own; and screenshots of the default page.
 //
 // The tests need Chromium at /usr/bin/chromium (Debian: apt-get install -y
 // chromium). Without it they skip, unless WAITINGROOM_REQUIRE_SERVICES=1,
