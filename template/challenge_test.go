@@ -13,7 +13,7 @@ import (
 func TestChallengeScript(t *testing.T) {
 	s := ChallengeScript("seed.1.20", "", "room_challenge", "/shop", 20)
 	assert.Contains(t, s, `c="room_challenge"`)
-	assert.Contains(t, s, `p="/shop"`)
+	assert.Contains(t, s, `Path=/shop`)
 	assert.Contains(t, s, `r=20;`)
 	assert.Contains(t, s, `new Worker(`)
 	assert.Contains(t, s, `w.postMessage("seed.1.20")`)
