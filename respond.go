@@ -289,6 +289,8 @@ func init() {
 	hook.PreviewPage = func(room, settings any, now time.Time, est any, lang string) hook.Page {
 		return room.(*Room).previewPage(settings.(*Settings), now.UnixMilli(), est.(Estimate), lang)
 	}
+	hook.Now = func(room any) time.Time { return time.UnixMilli(room.(*Room).now()) }
+	hook.CookieSecure = func(room any) bool { return room.(*Room).cfg.Cookie.Secure }
 }
 
 // previewPage is the waiting page a waiting visitor would get at now under

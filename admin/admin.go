@@ -77,19 +77,28 @@ const (
 
 // Handler returns the room's admin API and status page, for operators.
 // It refuses to be built without an Authenticator: auth nil returns an
-// error wrapping waitingroom.ErrInvalidConfig. Mount it anywhere, for example:
+// error wrapping waitingroom.ErrInvalidConfig, as does an Option that
+// does not hold. Mount it anywhere, for example:
 //
-//	auth, err := admin.BearerToken(os.Getenv("ADMIN_TOKEN"))
+//	token := os.Getenv("ADMIN_TOKEN")
+//	auth, err := admin.BearerToken(token)
 //	...
-//	h, err := admin.Handler(room, auth)
+//	h, err := admin.Handler(room, auth, admin.SignIn(token))
 //	...
 //	mux.Handle("/admin/", http.StripPrefix("/admin", h))
 //
 // Paths, relative to the mount point:
 //
 //	GET   /          the status page: self-contained HTML (no external
-//	                 assets) with the current figures and a chart of the
-//	                 last hour, updating itself every 5 seconds
+//	                 assets) with the current figures, a chart of the
+//	                 last hour, the queue by arrival minute and a warning
+//	                 while the challenge parks visitors, updating itself
+//	                 every 5 seconds
+//	GET   /signin    with SignIn: the sign-in form, which a browser
+//	POST  /signin    without credentials also gets for GET /; POST
+//	                 (a form with token) begins a session and redirects
+//	                 to the status page
+//	POST  /signout   with SignIn: ends the browser's session
 //	GET   /status    the figures as JSON: status, active, waiting,
 //	                 admittedThisMinute, outflowPerMinute, estimatedWait,
 //	                 queue, settings, instances, lastSync, nextEvent (the
@@ -132,56 +141,80 @@ const (
 //	                 changes.
 //
 // Every response has Cache-Control: no-store. A request auth refuses gets
-// 401 with WWW-Authenticate: Bearer; a wrong method 405 with Allow; a bad
-// PATCH body a 4xx with a JSON body {"error": "..."}, and nothing changes.
-// A PATCH from another origin in a browser (http.CrossOriginProtection) is
+// 401 with WWW-Authenticate: Bearer and a JSON body (with SignIn, a
+// browser asking for the status page gets the sign-in form instead); a
+// wrong method 405 with Allow; a bad PATCH body a 4xx with a JSON body
+// {"error": "..."}, and nothing changes. A PATCH, POST or other
+// state-changing request from another origin in a browser
+// (http.CrossOriginProtection), the sign-in's and sign-out's included, is
 // refused with 403.
 //
 // The status page fetches /status, /history, /minutes and /reports itself,
-// with the browser's own credentials: view it in a browser through something that
-// authenticates the browser (an SSO proxy adding the header, or an
-// Authenticator that accepts your session cookie).
+// with the browser's own credentials: sign in with SignIn's form, or view
+// it through something that authenticates the browser (an SSO proxy adding
+// the header, or an Authenticator that accepts your own session cookie).
 //
 // The history is the room's (Room.History), in memory (about 40 KB), one
 // sample per 10 s of syncs; the kept history (Minutes) is the store's.
 // The handler is safe for concurrent use.
-func Handler(rm *waitingroom.Room, auth Authenticator) (http.Handler, error) {
+func Handler(rm *waitingroom.Room, auth Authenticator, opts ...Option) (http.Handler, error) {
 	if auth == nil {
 		return nil, fmt.Errorf("waitingroom: %w: admin.Handler needs an Authenticator (see BearerToken)", waitingroom.ErrInvalidConfig)
 	}
-	return &admin{rm: rm, auth: auth, cop: http.NewCrossOriginProtection()}, nil
+	var o options
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	return &admin{rm: rm, auth: auth, cop: http.NewCrossOriginProtection(), signIn: o.signIn}, nil
 }
 
 // admin is the handler Handler returns.
 type admin struct {
-	rm   *waitingroom.Room
-	auth Authenticator
-	cop  *http.CrossOriginProtection
+	rm     *waitingroom.Room
+	auth   Authenticator
+	cop    *http.CrossOriginProtection
+	signIn *signIn // nil without SignIn
 }
 
-// ServeHTTP authenticates the request, refuses one from another origin,
-// and serves the resource its path names with the method it allows.
+// ServeHTTP authenticates the request (its own credentials, else a
+// session's), refuses one from another origin, and serves the resource
+// its path names with the method it allows. The sign-in form and
+// sign-out need no credentials.
 func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	if !a.auth(r) {
-		h.Set("WWW-Authenticate", `Bearer realm="waitingroom"`)
-		writeError(w, http.StatusUnauthorized, "waitingroom: authentication required")
+	path := strings.TrimPrefix(r.URL.Path, "/")
+	if a.signIn != nil && (path == "signin" || path == "signout") {
+		a.serveSignIn(w, r, path)
 		return
+	}
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead
+	session := false
+	if !a.auth(r) {
+		if session = a.bySession(r); !session {
+			h.Set("WWW-Authenticate", `Bearer realm="waitingroom"`)
+			if a.signIn != nil && path == "" && get && wantsPage(r) {
+				a.signInForm(w, r, http.StatusUnauthorized, "")
+				return
+			}
+			writeError(w, http.StatusUnauthorized, "waitingroom: authentication required")
+			return
+		}
 	}
 	if err := a.cop.Check(r); err != nil {
 		writeError(w, http.StatusForbidden, "waitingroom: cross-origin request refused")
 		return
 	}
-	get := r.Method == http.MethodGet || r.Method == http.MethodHead
-	switch strings.TrimPrefix(r.URL.Path, "/") {
+	switch path {
 	case "":
 		if !get {
 			methodNotAllowed(w, "GET, HEAD")
 			return
 		}
-		a.page(w)
+		a.page(w, r, session)
 	case "status":
 		if !get {
 			methodNotAllowed(w, "GET, HEAD")

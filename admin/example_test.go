@@ -14,7 +14,8 @@ import (
 )
 
 // The admin API and status page, mounted under /admin/ beside the
-// application, behind a bearer token from the environment.
+// application, behind a bearer token from the environment, which a
+// browser exchanges for a session on the status page's sign-in form.
 func ExampleHandler() {
 	keys, err := waitingroom.ParseKeys(os.Getenv("WAITINGROOM_KEY"))
 	if err != nil {
@@ -32,11 +33,14 @@ func ExampleHandler() {
 	}
 	defer room.Close()
 
-	auth, err := admin.BearerToken(os.Getenv("WAITINGROOM_ADMIN_TOKEN"))
+	token := os.Getenv("WAITINGROOM_ADMIN_TOKEN")
+	auth, err := admin.BearerToken(token)
 	if err != nil {
 		log.Fatal(err)
 	}
-	h, err := admin.Handler(room, auth)
+	// Scripts send the token as a bearer token; a browser signs in with
+	// it on the status page's form.
+	h, err := admin.Handler(room, auth, admin.SignIn(token))
 	if err != nil {
 		log.Fatal(err)
 	}

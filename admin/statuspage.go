@@ -27,11 +27,17 @@ type pageData struct {
 	Outflow  string
 	Wait     string
 	LastSync string
+	// Base starts the links to the other resources (relBase).
+	Base string
+	// Session: the page was asked for with a session cookie (SignIn),
+	// and offers to sign out.
+	Session bool
 }
 
 // page serves the status page, its script and style allowed by a
-// nonce of the response's own.
-func (a *admin) page(w http.ResponseWriter) {
+// nonce of the response's own; session says that r was authenticated by
+// a session cookie.
+func (a *admin) page(w http.ResponseWriter, r *http.Request, session bool) {
 	var n [16]byte
 	_, _ = rand.Read(n[:])
 	st := a.status()
@@ -41,6 +47,8 @@ func (a *admin) page(w http.ResponseWriter) {
 		Outflow:  strconv.FormatFloat(st.OutflowPerMinute, 'f', 1, 64),
 		Wait:     st.EstimatedWait.Formatted,
 		LastSync: "never",
+		Base:     relBase(r),
+		Session:  session,
 	}
 	switch {
 	case st.EstimatedWait.Full:
@@ -59,7 +67,7 @@ func (a *admin) page(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+d.Nonce+"'; style-src 'nonce-"+d.Nonce+
-		"'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+		"'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))

@@ -7,8 +7,9 @@ import (
 	"github.com/go-waitingroom/waitingroom/template"
 )
 
-// What package admin needs: the kept history (admin.Minutes) and the
-// waiting page in each state (admin.Preview).
+// What package admin needs: the kept history (admin.Minutes), the
+// waiting page in each state (admin.Preview), and for the status page's
+// sign-in the room's clock and whether its cookies are Secure.
 var (
 	// HistoryStore returns the history of room's store: nil if the store
 	// keeps none (it does not implement store.HistoryStore). It does no
@@ -29,6 +30,14 @@ var (
 	// Config.Page.Language). Nothing in the room changes: no visitor is
 	// counted, no cookie made, no page cached. It does no I/O.
 	PreviewPage func(room, settings any, now time.Time, est any, lang string) Page
+
+	// Now returns room's clock (Config.Now, aligned to the clock the
+	// instances share). It does no I/O.
+	Now func(room any) time.Time
+
+	// CookieSecure reports whether room's cookies are Secure
+	// (Config.Cookie.Secure): the site is served over HTTPS.
+	CookieSecure func(room any) bool
 )
 
 // Page is a waiting page as PreviewPage describes it.

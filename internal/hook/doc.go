@@ -12,8 +12,9 @@
 //     signs of life of their sessions (and cap by the sessions' ends) and
 //     which a revoke's hold must outlast.
 //   - admin (admin.go): the kept history (the room's store, the minutes not
-//     written yet) and the waiting page a visitor would get under given
-//     settings, for a template preview.
+//     written yet), the waiting page a visitor would get under given
+//     settings, for a template preview, and the room's clock and cookies'
+//     Secure for the status page's sign-in.
 //
 // Exported from the root, each of these would be part of every user's API
 // for the sake of one package; here they stay inside the module.
