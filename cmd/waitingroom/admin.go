@@ -18,11 +18,7 @@ import (
 // their own address, all behind the bearer token, with the connection
 // limits of the public address. Serve errors go to errc.
 func serveAdmin(addr, token string, room *waitingroom.Room, limits connLimits, log *slog.Logger, errc chan<- error) (*http.Server, string, error) {
-	auth, err := admin.BearerToken(token)
-	if err != nil {
-		return nil, "", err
-	}
-	h, err := adminHandler(auth, room, log)
+	h, err := adminHandler(token, room, log)
 	if err != nil {
 		return nil, "", err
 	}
@@ -40,9 +36,14 @@ func serveAdmin(addr, token string, room *waitingroom.Room, limits connLimits, l
 }
 
 // adminHandler serves the room's admin API and status page
-// (admin.Handler) and, at /metrics, metricsHandler, all behind auth.
-func adminHandler(auth admin.Authenticator, room *waitingroom.Room, log *slog.Logger) (http.Handler, error) {
-	ah, err := admin.Handler(room, auth)
+// (admin.Handler) and, at /metrics, metricsHandler, all behind the bearer
+// token; a browser signs in to the status page with it (admin.SignIn).
+func adminHandler(token string, room *waitingroom.Room, log *slog.Logger) (http.Handler, error) {
+	auth, err := admin.BearerToken(token)
+	if err != nil {
+		return nil, err
+	}
+	ah, err := admin.Handler(room, auth, admin.SignIn(token))
 	if err != nil {
 		return nil, err
 	}

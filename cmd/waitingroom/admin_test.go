@@ -50,9 +50,7 @@ func TestMetricsAreTheModules(t *testing.T) {
 	}, memstore.New())
 	require.NoError(t, err)
 	defer room.Close()
-	auth, err := admin.BearerToken(token)
-	require.NoError(t, err)
-	admin, err := adminHandler(auth, room, slog.New(slog.DiscardHandler))
+	admin, err := adminHandler(token, room, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	module := prometheus.NewRegistry()
 	module.MustRegister(metrics.NewCollector(room))
@@ -135,3 +133,51 @@ func TestMetricsAreTheModules(t *testing.T) {
 
 // formatFloat formats v as the text exposition does.
 func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// TestAdminSignIn: on the admin address a browser gets the sign-in form
+// for the status page, and the token it posts there a session that opens
+// the status; /metrics stays behind the bearer token.
+func TestAdminSignIn(t *testing.T) {
+	const token = "0123456789abcdef-admin"
+	room, err := waitingroom.New(waitingroom.Config{
+		Name:         "shop",
+		Settings:     waitingroom.Settings{TotalActiveUsers: 10, NewUsersPerMinute: 4},
+		Keys:         [][]byte{[]byte(strings.Repeat("k", 32))},
+		SyncInterval: -1,
+		Logger:       slog.New(slog.DiscardHandler),
+	}, memstore.New())
+	require.NoError(t, err)
+	defer room.Close()
+	h, err := adminHandler(token, room, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	serve := func(r *http.Request) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.Header.Set("Accept", "text/html")
+	w := serve(r)
+	assert.Equal(t, http.StatusUnauthorized, w.Code)
+	assert.Contains(t, w.Body.String(), `type="password"`)
+
+	r = httptest.NewRequest(http.MethodPost, "/signin", strings.NewReader("token="+token))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w = serve(r)
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	var session *http.Cookie
+	for _, c := range w.Result().Cookies() {
+		if c.Name == admin.SessionCookie {
+			session = c
+		}
+	}
+	require.NotNil(t, session)
+	assert.Equal(t, "/", session.Path)
+
+	for path, code := range map[string]int{"/status": http.StatusOK, "/metrics": http.StatusUnauthorized} {
+		r = httptest.NewRequest(http.MethodGet, path, nil)
+		r.AddCookie(session)
+		assert.Equal(t, code, serve(r).Code, path)
+	}
+}
