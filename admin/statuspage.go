@@ -5,10 +5,14 @@ import (
 	"crypto/rand"
 	_ "embed"
 	"encoding/hex"
+	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/go-waitingroom/waitingroom"
 )
 
 // adminPageSource is the status page's template: HTML with its script and
@@ -32,6 +36,11 @@ type pageData struct {
 	// Session: the page was asked for with a session cookie (SignIn),
 	// and offers to sign out.
 	Session bool
+	// Queue sums up the queue by arrival minute; the script draws it.
+	Queue string
+	// Parked says how many visitors the challenge parked on this
+	// instance; "" if none. The script tells whether it still does.
+	Parked string
 }
 
 // page serves the status page, its script and style allowed by a
@@ -59,6 +68,7 @@ func (a *admin) page(w http.ResponseWriter, r *http.Request, session bool) {
 	if st.LastSync != nil {
 		d.LastSync = st.LastSync.Format(time.RFC3339)
 	}
+	d.Queue, d.Parked = queueSummary(st.Queue), parkedSummary(st.Counters)
 	var buf bytes.Buffer
 	if err := adminPage.Execute(&buf, d); err != nil {
 		writeError(w, http.StatusInternalServerError, "waitingroom: rendering the status page failed")
@@ -73,4 +83,40 @@ func (a *admin) page(w http.ResponseWriter, r *http.Request, session bool) {
 	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// queueSummary sums up the queue by arrival minute q, oldest first.
+func queueSummary(q []adminBucket) string {
+	n, minutes := 0, 0
+	var first, last time.Time
+	for _, b := range q {
+		if b.Waiting <= 0 {
+			continue
+		}
+		if minutes == 0 {
+			first = b.Minute
+		}
+		n, minutes, last = n+b.Waiting, minutes+1, b.Minute
+	}
+	if n == 0 {
+		return "Nobody is waiting."
+	}
+	return fmt.Sprintf("%d waiting, arrived %s to %s UTC (%s).", n, first.Format("15:04"), last.Format("15:04"), plural(minutes, "minute"))
+}
+
+// parkedSummary says how many visitors the challenge parked, by the
+// counters c; "" if none.
+func parkedSummary(c waitingroom.Counters) string {
+	if c.ChallengesParked == 0 {
+		return ""
+	}
+	return plural(int(min(c.ChallengesParked, math.MaxInt32)), "visitor") + " parked by the challenge since this instance started: a parked visitor never gets a chance until they answer it."
+}
+
+// plural is n and unit, in the plural unless n is 1.
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
 }

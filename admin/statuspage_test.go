@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -53,9 +54,21 @@ func TestAdminStatusPage(t *testing.T) {
 		`<span id="lastSync">2026-05-27T15:54:30Z</span>`,
 		`id="chart"`,
 		`get('history')`,
+		`<div id="queue" class="hchart"`,
+		`<p class="sub" id="queueSummary">2 waiting, arrived 15:54 to 15:54 UTC (1 minute).</p>`,
+		`<p id="parked" class="warn mild" role="status" hidden></p>`,
+		`<span id="challengesUnverified">0</span>`,
+		`<span id="challengesDeferred">0</span>`,
 	} {
 		assert.Contains(t, body, want)
 	}
+	// Each series' legend shows its line and its mark, as the charts
+	// draw them.
+	for _, series := range []string{"active", "waiting", "admitted", "limit"} {
+		assert.Contains(t, body, `<line class="s `+series+`"`, series)
+		assert.Contains(t, body, `class="m `+series+`"`, series)
+	}
+	assert.NotContains(t, body, `id="signout"`, "a bearer token: nothing to sign out of")
 
 	// Self-contained: no external URL, no fetched asset.
 	assert.NotContains(t, body, "http://")
@@ -84,4 +97,32 @@ func TestAdminStatusPageUnknownWait(t *testing.T) {
 	assert.Contains(t, w.Body.String(), `<dd id="estimatedWait">unknown</dd>`)
 	assert.Contains(t, w.Body.String(), `<span id="lastSync">never</span>`)
 	assert.Contains(t, w.Body.String(), `class="badge not_queueing">not_queueing<`)
+	assert.Contains(t, w.Body.String(), `<p class="sub" id="queueSummary">Nobody is waiting.</p>`)
+}
+
+// TestAdminStatusPageParked: a visitor parked by the challenge (OnFail
+// infinite) shows in the counters and in a warning on the page.
+func TestAdminStatusPageParked(t *testing.T) {
+	clk := newAdminClock()
+	f := newAdminFixture(t, clk, memstore.New(), func(c *waitingroom.Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+		c.Challenge = &challenge.Policy{Kind: challenge.PoW, OnFail: challenge.Infinite}
+	})
+	f.sync()
+	first, second := "", ""
+	require.True(t, f.visit(&first))
+	require.False(t, f.visit(&second), "queued, given the puzzle")
+	clk.Add(2 * time.Minute)
+	f.sync()
+	require.False(t, f.visit(&second), "back without an answer: parked")
+	clk.Add(10 * time.Second)
+	f.sync()
+
+	st := f.getJSON("/status")
+	counters := st["counters"].(map[string]any)
+	assert.EqualValues(t, 1, counters["challengesFailed"])
+	assert.EqualValues(t, 1, counters["challengesParked"])
+	body := f.do(http.MethodGet, "/", "").Body.String()
+	assert.Contains(t, body, `<p id="parked" class="warn mild" role="status">1 visitor parked by the challenge since this instance started`)
+	assert.Contains(t, body, `<span id="challengesParked">1</span>`)
 }
