@@ -6,12 +6,13 @@
 // iframe on another site over HTTPS, and a visitor without JavaScript
 // reads that the page needs it; an iframe on another site over plain HTTP
 // says that it cannot keep the visitor's place and links to a tab of its
-// own; and screenshots of the default page.
+// own; screenshots of the default page; the admin status page, its
+// history, and signing in to it through its form.
 //
 // The tests need Chromium at /usr/bin/chromium (Debian: apt-get install -y
 // chromium). Without it they skip, unless WAITINGROOM_REQUIRE_SERVICES=1,
 // when they fail. Screenshots go to the directory named by
 // WAITINGROOM_SCREENSHOTS (default: a temporary directory):
 //
-//	WAITINGROOM_SCREENSHOTS=$PWD/../docs/img/screens go test -run Screenshots ./browser
+//	WAITINGROOM_SCREENSHOTS=$PWD/../docs/img/screens go test -run 'Screenshots|Admin' ./browser
 package browser
