@@ -520,7 +520,7 @@ func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) 
 	}
 	var ahead int64
 	if p.method.ordered {
-		ahead = fifoAhead(v, p, p.bucket(c.bucket), fresh)
+		ahead = v.Ahead(p.bucket(c.bucket), p.lottery, fresh)
 		if c.pos > 0 && (again || c.pos-1 < ahead) {
 			ahead = c.pos - 1
 		}

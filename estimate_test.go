@@ -264,34 +264,3 @@ func TestWaitBeyondADay(t *testing.T) {
 	assert.False(t, e.Known)
 	assert.True(t, e.Full)
 }
-
-func TestFIFOAhead(t *testing.T) {
-	const s = 1_790_000_000 // an arrival second
-	v := &view{View: share.View{Waiting: 10, Buckets: []share.Bucket{
-		{Arrival: s, Waiting: 3, Before: 0},
-		{Arrival: s + 1, Waiting: 4, Before: 3},
-		{Arrival: s + 5, Waiting: 3, Before: 7},
-	}}}
-	plain := &policy{}
-	shuffled := &policy{lottery: [2]int64{s + 1, s + 5}}
-	for _, tc := range []struct {
-		name   string
-		p      *policy
-		bucket int64
-		fresh  bool
-		want   int64
-	}{
-		{"the oldest second: next, with those of the same second", plain, s, false, 0},
-		{"everyone of the older seconds", plain, s + 1, false, 3},
-		{"a second nobody else arrived in", plain, s + 3, false, 7},
-		{"the newest", plain, s + 5, false, 7},
-		{"newer than anyone counted", plain, s + 9, false, 10},
-		{"fresh: behind everyone", plain, s, true, 10},
-		{"a shuffled pre-queue: half of it ahead", shuffled, s + 1, false, 3 + 2},
-		{"a shuffled pre-queue of several seconds", &policy{lottery: [2]int64{s, s + 5}}, s, false, 7 / 2},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, fifoAhead(v, tc.p, tc.bucket, tc.fresh))
-		})
-	}
-}

@@ -39,7 +39,7 @@ type method struct {
 	layout func(n int64, buckets []share.Bucket) grant
 	// estimate is the wait, as of view v under policy p, of a visitor
 	// with ahead visitors in front of them in line (ordered methods:
-	// fifoAhead) who is fresh, or not: a fresh visitor is behind everyone
+	// View.Ahead) who is fresh, or not: a fresh visitor is behind everyone
 	// already waiting. nil when nobody waits for a slot.
 	estimate func(v *view, p *policy, ahead int64, fresh bool) Estimate
 }
@@ -86,33 +86,3 @@ func (m QueueingMethod) spec() *method {
 }
 
 func (m QueueingMethod) valid() bool { return m.spec() != nil }
-
-// fifoAhead is how many visitors are ahead of one competing in bucket b
-// (an arrival second) as of view v under policy p: everyone waiting in an
-// older one, none of those who arrived in the same second (they share
-// the place: whichever asks first goes first). A fresh visitor is behind
-// everyone. The bucket of an event's shuffled pre-queue (policy.bucket)
-// is one lottery: half of it is ahead on average.
-func fifoAhead(v *view, p *policy, b int64, fresh bool) int64 {
-	if fresh {
-		return v.Waiting
-	}
-	lottery := p.lottery[1] != 0 && b == p.lottery[0]
-	for i, bc := range v.Buckets {
-		if bc.Arrival < b {
-			continue
-		}
-		if !lottery {
-			return bc.Before
-		}
-		var in int64 // the pre-queue's visitors
-		for _, x := range v.Buckets[i:] {
-			if x.Arrival >= p.lottery[1] {
-				break
-			}
-			in += x.Waiting
-		}
-		return bc.Before + in/2
-	}
-	return v.Waiting
-}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/template"
 )
 
@@ -27,12 +28,7 @@ type policy struct {
 // pre-queue's seconds all count as its first one once the shuffle is on,
 // so that those visitors race for the same slots in random order, all
 // ahead of later arrivals.
-func (p *policy) bucket(b int64) int64 {
-	if p.lottery[1] != 0 && b >= p.lottery[0] && b < p.lottery[1] {
-		return p.lottery[0]
-	}
-	return b
-}
+func (p *policy) bucket(b int64) int64 { return (&share.Rules{Lottery: p.lottery}).Bucket(b) }
 
 // eventSpan returns the span [from, until) of Unix ms around now in which
 // none of events opens, starts or ends, so that policyAt gives the same

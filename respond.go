@@ -155,15 +155,6 @@ func (rm *Room) setCookieAttrs() string {
 	return strings.TrimPrefix(c.String(), rm.cookieName+"=v")
 }
 
-// scriptAttrs returns the attributes with which the page's scripts
-// write their cookies (template.Data.CookieAttributes): the room's cookie's
-// but HttpOnly, which a script cannot set. The challenge's answer then
-// comes back wherever the visitor cookie does: SameSite=None, Secure and
-// Partitioned inside another site's iframe.
-func (rm *Room) scriptAttrs() string {
-	return strings.Replace(rm.cookieAttrs, "; HttpOnly", "", 1)
-}
-
 // pageData is what the waiting page of decision d shows.
 func (rm *Room) pageData(d decision, lang string) *template.Data {
 	p := d.policyOrZero()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,7 +61,10 @@ type Room struct {
 	// cookie (setCookieAttrs).
 	cookieAttrs string
 	// scriptCookieAttrs are those of the cookies the page's scripts write
-	// (scriptAttrs).
+	// (template.Data.CookieAttributes): cookieAttrs but HttpOnly, which a
+	// script cannot set, so that the challenge's answer comes back
+	// wherever the visitor cookie does (SameSite=None, Secure and
+	// Partitioned inside another site's iframe).
 	scriptCookieAttrs string
 
 	// chances remembers, by visitor ID, the latest chance this instance
@@ -121,7 +125,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		history:    newHistory(),
 	}
 	rm.cookieAttrs = rm.setCookieAttrs()
-	rm.scriptCookieAttrs = rm.scriptAttrs()
+	rm.scriptCookieAttrs = strings.Replace(rm.cookieAttrs, "; HttpOnly", "", 1)
 	maxRefresh := float64(c.RefreshInterval) * (1 + c.RefreshJitter)
 	rm.waitWindow = 2 * time.Duration(maxRefresh).Milliseconds()
 	rm.lateness = c.RefreshInterval.Milliseconds() / 2

@@ -206,35 +206,11 @@ func compileLang(tag string, m *messages) (*compiledLang, error) {
 	if m.Plural == nil {
 		return nil, errorf("no plural rule")
 	}
-	base := map[string]string{
-		"lang":            tag,
-		"dir":             m.Dir,
-		"title":           m.Title,
-		"heading":         m.Heading,
-		"intro":           m.Intro,
-		"waitUnknown":     m.WaitUnknown,
-		"waitSoon":        m.WaitSoon,
-		"randomNote":      m.RandomNote,
-		"queueFull":       m.QueueFull,
-		"queueAll":        m.QueueAll,
-		"keepOpen":        m.KeepOpen,
-		"needsJS":         m.NeedsJS,
-		"framed":          m.Framed,
-		"openTab":         m.OpenTab,
-		"closedTitle":     m.ClosedTitle,
-		"closedText":      m.ClosedText,
-		"eventIntro":      m.EventIntro,
-		"eventStartsSoon": m.EventStartsSoon,
-		"eventShuffle":    m.EventShuffle,
+	base, err := baseTexts(tag, m)
+	if err != nil {
+		return nil, errorf("%w", err)
 	}
-	for k, v := range base {
-		if strings.TrimSpace(v) == "" {
-			return nil, errorf("empty text %s", k)
-		}
-		if strings.ContainsAny(v, "{}") {
-			return nil, errorf("%s: %q holds a brace", k, v)
-		}
-	}
+
 	split := []struct{ key, text, placeholder string }{
 		{"waitFIFO", m.WaitFIFO, "{wait}"},
 		{"waitRandom", m.WaitRandom, "{wait}"},
@@ -277,6 +253,41 @@ func compileLang(tag string, m *messages) (*compiledLang, error) {
 		return nil, errorf("%w", err)
 	}
 	return c, nil
+}
+
+// baseTexts are m's texts that hold no placeholder, under their names in
+// the page, for language tag, each checked: not empty, no brace.
+func baseTexts(tag string, m *messages) (map[string]string, error) {
+	base := map[string]string{
+		"lang":            tag,
+		"dir":             m.Dir,
+		"title":           m.Title,
+		"heading":         m.Heading,
+		"intro":           m.Intro,
+		"waitUnknown":     m.WaitUnknown,
+		"waitSoon":        m.WaitSoon,
+		"randomNote":      m.RandomNote,
+		"queueFull":       m.QueueFull,
+		"queueAll":        m.QueueAll,
+		"keepOpen":        m.KeepOpen,
+		"needsJS":         m.NeedsJS,
+		"framed":          m.Framed,
+		"openTab":         m.OpenTab,
+		"closedTitle":     m.ClosedTitle,
+		"closedText":      m.ClosedText,
+		"eventIntro":      m.EventIntro,
+		"eventStartsSoon": m.EventStartsSoon,
+		"eventShuffle":    m.EventShuffle,
+	}
+	for k, v := range base {
+		if strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("empty text %s", k)
+		}
+		if strings.ContainsAny(v, "{}") {
+			return nil, fmt.Errorf("%s: %q holds a brace", k, v)
+		}
+	}
+	return base, nil
 }
 
 // compileWait checks and prepares how m writes a wait.

@@ -109,6 +109,35 @@ func (v *View) Near(b, n int64) bool {
 	return v.Waiting < n
 }
 
+// Ahead is how many visitors are ahead in line of one competing in bucket
+// b (an arrival second): everyone waiting in an older one, none of those
+// of the same second (whichever asks first goes first); a fresh visitor
+// is behind everyone. The bucket of an event's shuffled pre-queue
+// (lottery: Rules.Lottery; b its first second) is a lottery: half of it
+// is ahead on average.
+func (v *View) Ahead(b int64, lottery [2]int64, fresh bool) int64 {
+	if fresh {
+		return v.Waiting
+	}
+	for i, bc := range v.Buckets {
+		if bc.Arrival < b {
+			continue
+		}
+		if lottery[1] == 0 || b != lottery[0] {
+			return bc.Before
+		}
+		var in int64 // the pre-queue's visitors
+		for _, x := range v.Buckets[i:] {
+			if x.Arrival >= lottery[1] {
+				break
+			}
+			in += x.Waiting
+		}
+		return bc.Before + in/2
+	}
+	return v.Waiting
+}
+
 // Snapshot is the view requests read: the algorithm's View, and the live
 // settings of the room (S: the host's settings type) with their version
 // in the shared state. The Syncer installs a new one after each sync, and

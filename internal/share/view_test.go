@@ -61,3 +61,34 @@ func TestViewNear(t *testing.T) {
 	}
 	assert.True(t, (&View{}).Near(100, 1), "nobody waiting")
 }
+
+func TestViewAhead(t *testing.T) {
+	const s = 1_790_000_000 // an arrival second
+	v := &View{Waiting: 10, Buckets: []Bucket{
+		{Arrival: s, Waiting: 3, Before: 0},
+		{Arrival: s + 1, Waiting: 4, Before: 3},
+		{Arrival: s + 5, Waiting: 3, Before: 7},
+	}}
+	none := [2]int64{}
+	for _, tc := range []struct {
+		name    string
+		lottery [2]int64
+		bucket  int64
+		fresh   bool
+		want    int64
+	}{
+		{"the oldest second: next, with those of the same second", none, s, false, 0},
+		{"everyone of the older seconds", none, s + 1, false, 3},
+		{"a second nobody else arrived in", none, s + 3, false, 7},
+		{"the newest", none, s + 5, false, 7},
+		{"newer than anyone counted", none, s + 9, false, 10},
+		{"fresh: behind everyone", none, s, true, 10},
+		{"a shuffled pre-queue: half of it ahead", [2]int64{s + 1, s + 5}, s + 1, false, 3 + 2},
+		{"a shuffled pre-queue of several seconds", [2]int64{s, s + 5}, s, false, 7 / 2},
+		{"a second after the pre-queue", [2]int64{s, s + 5}, s + 5, false, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, v.Ahead(tc.bucket, tc.lottery, tc.fresh))
+		})
+	}
+}
