@@ -196,7 +196,7 @@ func describe(st status) string {
 		return "the queue is full: no one new can join"
 	case !st.WaitTimeKnown:
 		if st.PositionInLine > 0 {
-			return fmt.Sprintf("no estimate yet, about number %d in line", st.PositionInLine)
+			return fmt.Sprintf("no estimate yet, number %d in line", st.PositionInLine)
 		}
 		return "no estimate yet"
 	case st.IsRandomQueue && st.ChancePerRefreshOneIn > 0:
@@ -204,7 +204,7 @@ func describe(st status) string {
 	case st.IsRandomQueue:
 		return "estimated wait " + st.WaitTimeFormatted + " (random draw)"
 	case st.PositionInLine > 0:
-		return fmt.Sprintf("estimated wait %s, about number %d in line", st.WaitTimeFormatted, st.PositionInLine)
+		return fmt.Sprintf("estimated wait %s, number %d in line", st.WaitTimeFormatted, st.PositionInLine)
 	}
 	return "estimated wait " + st.WaitTimeFormatted
 }

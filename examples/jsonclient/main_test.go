@@ -146,8 +146,8 @@ func TestWait(t *testing.T) {
 			// a second): the estimate says so, and cannot know that the
 			// limit is about to be raised.
 			wantLines: []string{
-				"waiting: estimated wait 6 minutes, about number 1 in line; next try in 1s",
-				"waiting: estimated wait 6 minutes, about number 1 in line; next try in 1s",
+				"waiting: estimated wait 6 minutes, number 1 in line; next try in 1s",
+				"waiting: estimated wait 6 minutes, number 1 in line; next try in 1s",
 				"let in: 200 OK",
 			},
 			wantBody: "Welcome! You were let in at 2026-03-14T12:00:32Z.\n",
@@ -168,7 +168,7 @@ func TestWait(t *testing.T) {
 			// Parked without the answer: let in only with it.
 			wantLines: []string{
 				"solved the room's puzzle",
-				"waiting: estimated wait 6 minutes, about number 1 in line; next try in 1s",
+				"waiting: estimated wait 6 minutes, number 1 in line; next try in 1s",
 				"let in: 200 OK",
 			},
 			wantBody: "Welcome! You were let in at 2026-03-14T12:00:31Z.\n",
@@ -283,8 +283,8 @@ func TestDescribe(t *testing.T) {
 		{status{InWaitingRoom: true, QueueAll: true}, "the site lets no one in at the moment"},
 		{status{InWaitingRoom: true, QueueIsFull: true}, "the queue is full: no one new can join"},
 		{status{InWaitingRoom: true}, "no estimate yet"},
-		{status{InWaitingRoom: true, WaitTimeFormatted: "unavailable", PositionInLine: 31}, "no estimate yet, about number 31 in line"},
-		{status{InWaitingRoom: true, WaitTimeKnown: true, WaitTimeFormatted: "20 minutes", PositionInLine: 31}, "estimated wait 20 minutes, about number 31 in line"},
+		{status{InWaitingRoom: true, WaitTimeFormatted: "unavailable", PositionInLine: 31}, "no estimate yet, number 31 in line"},
+		{status{InWaitingRoom: true, WaitTimeKnown: true, WaitTimeFormatted: "20 minutes", PositionInLine: 31}, "estimated wait 20 minutes, number 31 in line"},
 		{status{InWaitingRoom: true, WaitTimeKnown: true, WaitTimeFormatted: "3 minutes to 14 minutes", IsRandomQueue: true, ChancePerRefreshOneIn: 29}, "estimated wait 3 minutes to 14 minutes (random draw, 1 in 29 at each try)"},
 		{status{InWaitingRoom: true, WaitTimeKnown: true, WaitTimeFormatted: "10 minutes"}, "estimated wait 10 minutes"},
 		{status{InWaitingRoom: true, WaitTimeKnown: true, WaitTimeFormatted: "5 minutes to 15 minutes", IsRandomQueue: true}, "estimated wait 5 minutes to 15 minutes (random draw)"},
