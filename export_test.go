@@ -1,0 +1,98 @@
+package waitingroom
+
+// The internals the scenario tests (package waitingroom_test, in this
+// directory) read or set, and nothing else: everything they can say
+// through the public API, they say through it.
+
+import (
+	"net/http"
+
+	"github.com/go-waitingroom/waitingroom/internal/share"
+)
+
+// RaceEnabled reports that the race detector is on.
+const RaceEnabled = raceEnabled
+
+// Local is rm's share of the shared state: its grant and the reports it owes.
+func Local(rm *Room) *share.Local { return rm.local }
+
+// Syncer is rm's syncer: its status, snapshot and shared clock.
+func Syncer(rm *Room) *share.Syncer[Settings] { return rm.syncer }
+
+// ConfigOf is rm's Config as New normalized it, in place.
+func ConfigOf(rm *Room) *Config { return &rm.cfg }
+
+// InstanceID is rm's ID among the instances of the shared state.
+func InstanceID(rm *Room) string { return rm.id }
+
+// CookieName is the name of rm's visitor cookie.
+func CookieName(rm *Room) string { return rm.cookieName }
+
+// ChancesKept is how many visitors rm remembers a chance for.
+func ChancesKept(rm *Room) int { return rm.chances.Len() }
+
+// SetNewID makes New draw the instance's ID with f.
+func SetNewID(c *Config, f func() string) { c.newID = f }
+
+// SetFleetMin sets the fewest live instances that sync through an aggregator.
+func SetFleetMin(c *Config, n int) { c.fleetMin = n }
+
+// CookieState is what a visitor cookie holds, in Unix seconds and milliseconds
+// as cookie.go keeps them; the fields it leaves out are carried along.
+type CookieState struct {
+	ID          uint64
+	Bucket      int64 // arrival second
+	AcceptedAt  int64 // ms; 0 while waiting
+	LastCheckIn int64 // ms
+	Refresh     int64 // ms
+	s           cookieState
+}
+
+func cookieOf(s cookieState) CookieState {
+	return CookieState{ID: s.id, Bucket: s.bucket, AcceptedAt: s.acceptedAt, LastCheckIn: s.lastCheckIn, Refresh: s.refresh, s: s}
+}
+
+func (c CookieState) state() cookieState {
+	s := c.s
+	s.id, s.bucket, s.acceptedAt, s.lastCheckIn, s.refresh = c.ID, c.Bucket, c.AcceptedAt, c.LastCheckIn, c.Refresh
+	return s
+}
+
+// SealCookie is c sealed as the value of a cookie named name under key.
+func SealCookie(name string, key []byte, c CookieState) (string, error) {
+	cd, err := newCodec([][]byte{key}, name)
+	if err != nil {
+		return "", err
+	}
+	return cd.encode(c.state()), nil
+}
+
+// ReadCookie is the visitor cookie rm reads in r at now (Unix ms), under
+// the policy in force.
+func ReadCookie(rm *Room, r *http.Request, now int64) (CookieState, bool) {
+	p := rm.policyAt(&rm.syncer.Snapshot().Settings, now)
+	c, _, ok := rm.readCookie(r, &p, now)
+	return cookieOf(c), ok
+}
+
+// Verdict is rm's decision on a request, as Handler makes it, unwritten.
+type Verdict struct {
+	Outcome     outcome     // OutcomeAdmitted, OutcomeWaiting, ...
+	CookieValue string      // the cookie value to set; "" for none
+	State       CookieState // the admitted visitor's cookie
+}
+
+// The outcomes of a Verdict.
+const (
+	OutcomeAdmitted = outcomeAdmitted
+	OutcomeWaiting  = outcomeWaiting
+	OutcomeBypassed = outcomeBypassed
+	OutcomeRejected = outcomeRejected
+)
+
+// Decide is rm's verdict on r, as Handler makes it, without writing anything.
+func Decide(rm *Room, r *http.Request) (Verdict, error) {
+	var x visit
+	err := rm.check(r, &x)
+	return Verdict{Outcome: x.d.Outcome, CookieValue: x.d.cookie, State: cookieOf(x.d.state)}, err
+}
