@@ -1,4 +1,4 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/internal/fronttest"
+	"github.com/go-waitingroom/waitingroom/internal/share"
 )
 
 // This file holds what a hostile client can send and what must happen to
@@ -30,20 +32,20 @@ import (
 type hostileRoom struct {
 	*testRoom
 	patient   *visitor
-	state     cookieState // the patient's cookie
-	oldBucket int64       // the patient's arrival minute
-	nowBucket int64       // the minute of the hostile requests
+	state     waitingroom.CookieState // the patient's cookie
+	oldBucket int64                   // the patient's arrival minute
+	nowBucket int64                   // the minute of the hostile requests
 	reached   atomic.Int64
 	handler   http.Handler // the room in front of an application that counts its requests
 }
 
-func newHostileRoom(t *testing.T, mutate func(*Config)) *hostileRoom {
+func newHostileRoom(t *testing.T, mutate func(*waitingroom.Config)) *hostileRoom {
 	t.Helper()
-	tr := newTestRoom(t, func(c *Config) {
+	tr := newTestRoom(t, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 10, 1
 		c.RefreshJitter = -1 // refresh every 20 s exactly
 		c.Page.NegotiateLanguage = true
-		c.Bypass = []Rule{PathPrefix("/static/"), mustNetworks(t, "10.0.0.0/8")}
+		c.Bypass = []waitingroom.Rule{waitingroom.PathPrefix("/static/"), mustNetworks(t, "10.0.0.0/8")}
 		if mutate != nil {
 			mutate(c)
 		}
@@ -95,6 +97,23 @@ func (b failingBody) Read([]byte) (int, error) {
 
 func (b failingBody) Close() error { return nil }
 
+// mustNetworks is the rule for the client networks cidrs.
+func mustNetworks(t testing.TB, cidrs ...string) waitingroom.Rule {
+	r, err := waitingroom.ClientNetworks(cidrs...)
+	require.NoError(t, err)
+	return r
+}
+
+// padded encodes raw in base64 with padding. A length that needs none
+// gets a padding quantum anyway, as some encoders write one.
+func padded(raw []byte) string {
+	v := base64.URLEncoding.EncodeToString(raw)
+	if len(raw)%3 == 0 {
+		v += "===="
+	}
+	return v
+}
+
 // hostileRequest builds a request; cookies go in one Cookie header each.
 func hostileRequest(t *testing.T, method, target string, cookies ...string) *http.Request {
 	r := httptest.NewRequest(method, target, nil)
@@ -122,10 +141,10 @@ func (h *hostileRoom) assertGainsNothing(t *testing.T, r *http.Request) {
 	assert.Equal(t, "no-store", w.Header().Get("Cache-Control"))
 	for _, c := range w.Result().Cookies() {
 		require.Equal(t, h.cookieName, c.Name, "the room sets only its own cookie")
-		s, err := h.codec.decode(c.Value)
+		s, err := h.open(c.Value)
 		require.NoError(t, err)
-		assert.Zero(t, s.acceptedAt, "a new cookie never says admitted")
-		assert.GreaterOrEqual(t, s.bucket, h.nowBucket, "no place earlier than a new arrival's")
+		assert.Zero(t, s.AcceptedAt, "a new cookie never says admitted")
+		assert.GreaterOrEqual(t, s.Bucket, h.nowBucket, "no place earlier than a new arrival's")
 	}
 	assert.Equal(t, int64(1), h.local.Grant().Total(), "the patient's reserved slot is untouched")
 	assert.True(t, admitted(h.get(h.patient, "")), "the patient gets their slot")
@@ -164,7 +183,7 @@ func TestHostileRequests(t *testing.T) {
 	patient := value(func(h *hostileRoom) string { return h.patientValue() })
 	// forged is the patient's state, or a better one, sealed by a codec
 	// the room must not trust.
-	forged := func(name string, key []byte, change func(h *hostileRoom, s *cookieState)) func(h *hostileRoom) string {
+	forged := func(name string, key []byte, change func(h *hostileRoom, s *waitingroom.CookieState)) func(h *hostileRoom) string {
 		return func(h *hostileRoom) string {
 			s := h.state
 			if change != nil {
@@ -173,17 +192,17 @@ func TestHostileRequests(t *testing.T) {
 			if name == "" {
 				name = h.cookieName
 			}
-			c, err := newCodec([][]byte{key}, name)
+			v, err := waitingroom.SealCookie(name, key, s)
 			if err != nil {
 				panic(err)
 			}
-			return h.cookie(c.encode(s))
+			return h.cookie(v)
 		}
 	}
-	farPast := func(_ *hostileRoom, s *cookieState) { s.bucket -= 60 * 24 * 365 }
-	asAdmitted := func(h *hostileRoom, s *cookieState) {
+	farPast := func(_ *hostileRoom, s *waitingroom.CookieState) { s.Bucket -= 60 * 24 * 365 }
+	asAdmitted := func(h *hostileRoom, s *waitingroom.CookieState) {
 		now := h.clk.Now().UnixMilli()
-		s.acceptedAt, s.lastCheckIn, s.refresh = now-time.Second.Milliseconds(), now-time.Second.Milliseconds(), 0
+		s.AcceptedAt, s.LastCheckIn, s.Refresh = now-time.Second.Milliseconds(), now-time.Second.Milliseconds(), 0
 	}
 
 	cases := []hostileCase{
@@ -322,8 +341,8 @@ func TestHostileRequestsCheck(t *testing.T) {
 	} {
 		d, err := h.checkRequest(r)
 		require.NoError(t, err)
-		assert.Equal(t, outcomeWaiting, d.Outcome)
-		assert.False(t, d.pass())
+		assert.Equal(t, waitingroom.OutcomeWaiting, d.Outcome)
+		assert.False(t, d.Pass)
 		assert.Positive(t, d.RefreshAfter)
 	}
 	assert.Equal(t, int64(1), h.local.Grant().Total())
@@ -332,11 +351,10 @@ func TestHostileRequestsCheck(t *testing.T) {
 func TestRetiredKey(t *testing.T) {
 	// The patient's place, written with a key that is now retired.
 	oldKeyCookie := func(h *hostileRoom) *http.Request {
-		c := mustCodec(t, h.cookieName, otherKey)
-		return hostileRequest(t, http.MethodGet, "/", h.cookie(c.encode(h.state)))
+		return hostileRequest(t, http.MethodGet, "/", h.cookie(seal(t, h.cookieName, otherKey, h.state)))
 	}
 	t.Run("while it is still in the ring, the place holds", func(t *testing.T) {
-		h := newHostileRoom(t, func(c *Config) { c.Keys = [][]byte{testKey, otherKey} })
+		h := newHostileRoom(t, func(c *waitingroom.Config) { c.Keys = [][]byte{testKey, otherKey} })
 		w := httptest.NewRecorder()
 		h.handler.ServeHTTP(w, oldKeyCookie(h))
 		assert.Equal(t, "app", w.Body.String(), "a cookie of a previous key still reads")
@@ -352,7 +370,7 @@ func TestRetiredKey(t *testing.T) {
 // session: it joins that session, takes no second slot and no place
 // earlier than the one it was issued with, and counts once.
 func TestReplayedQueuedCookie(t *testing.T) {
-	tr := newTestRoom(t, func(c *Config) {
+	tr := newTestRoom(t, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
 		c.RefreshJitter = -1
 	})
@@ -387,9 +405,9 @@ func TestReplayedQueuedCookie(t *testing.T) {
 		require.True(t, ok)
 		own, ok := tr.readState(v.request(http.MethodGet, ""), tr.now())
 		require.True(t, ok)
-		assert.Equal(t, own.id, c.id, "the same visitor")
-		assert.Equal(t, own.acceptedAt, c.acceptedAt, "the same session")
-		assert.GreaterOrEqual(t, c.bucket, bucket, "no earlier place than the one it was issued with")
+		assert.Equal(t, own.ID, c.ID, "the same visitor")
+		assert.Equal(t, own.AcceptedAt, c.AcceptedAt, "the same session")
+		assert.GreaterOrEqual(t, c.Bucket, bucket, "no earlier place than the one it was issued with")
 		assert.True(t, admitted(tr.get(v, "")), "the admitted visitor keeps their one slot")
 	}
 	assert.Equal(t, admissions, tr.Stats().Counters.Admitted)
@@ -403,7 +421,7 @@ func TestReplayedQueuedCookie(t *testing.T) {
 func TestExpiredSessionGetsALaterBucket(t *testing.T) {
 	for _, renewal := range []bool{true, false} {
 		t.Run(fmt.Sprintf("renewal %v", renewal), func(t *testing.T) {
-			tr := newTestRoom(t, func(c *Config) {
+			tr := newTestRoom(t, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
 				c.RefreshJitter = -1
 				c.DisableSessionRenewal = !renewal
@@ -441,14 +459,14 @@ func TestExpiredSessionGetsALaterBucket(t *testing.T) {
 			assert.True(t, lost, "an expired session does not re-enter")
 			c, ok := tr.readState(early.request(http.MethodGet, ""), tr.now())
 			require.True(t, ok)
-			assert.Zero(t, c.acceptedAt)
+			assert.Zero(t, c.AcceptedAt)
 			now := tr.clk.Now().UnixMilli()
-			assert.Equal(t, secondOf(now), c.bucket, "a new, later bucket")
-			assert.Greater(t, c.bucket, secondOf(admittedAt))
+			assert.Equal(t, secondOf(now), c.Bucket, "a new, later bucket")
+			assert.Greater(t, c.Bucket, secondOf(admittedAt))
 			tr.sync()
 			b := tr.Stats().Buckets
 			require.NotEmpty(t, b)
-			assert.Less(t, b[0].Bucket.Unix(), c.bucket, "the ones who waited are ahead")
+			assert.Less(t, b[0].Bucket.Unix(), c.Bucket, "the ones who waited are ahead")
 		})
 	}
 }
@@ -457,7 +475,7 @@ func TestExpiredSessionGetsALaterBucket(t *testing.T) {
 // key, written under a clock that was wrong (an instance hours ahead, or a
 // clock stepped back). They must neither freeze a visitor (a refresh hours
 // away) nor elevate one (a session that outlives its duration). What the
-// room does: a cookie more than the absorbed clock skew (maxClockLead)
+// room does: a cookie more than the absorbed clock skew (share.MaxClockLead)
 // ahead of the room's clock is invalid, so the visitor is new; one a few
 // seconds ahead keeps its place.
 func TestFutureTimestamps(t *testing.T) {
@@ -465,27 +483,27 @@ func TestFutureTimestamps(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		noRenewal bool
-		state     func(now, nowMin int64) cookieState
+		state     func(now, nowMin int64) waitingroom.CookieState
 		keepPlace bool
 	}{
-		{"queued, last check-in hours ahead", false, func(now, nowMin int64) cookieState {
-			return cookieState{bucket: nowMin - 1, lastCheckIn: now + ahead.Milliseconds(), refresh: 20_000}
+		{"queued, last check-in hours ahead", false, func(now, nowMin int64) waitingroom.CookieState {
+			return waitingroom.CookieState{Bucket: nowMin - 1, LastCheckIn: now + ahead.Milliseconds(), Refresh: 20_000}
 		}, false},
-		{"queued, bucket and check-in hours ahead", false, func(now, nowMin int64) cookieState {
-			return cookieState{bucket: secondOf(now + ahead.Milliseconds()), lastCheckIn: now + ahead.Milliseconds(), refresh: 20_000}
+		{"queued, bucket and check-in hours ahead", false, func(now, nowMin int64) waitingroom.CookieState {
+			return waitingroom.CookieState{Bucket: secondOf(now + ahead.Milliseconds()), LastCheckIn: now + ahead.Milliseconds(), Refresh: 20_000}
 		}, false},
-		{"admitted, checked in hours ahead", false, func(now, nowMin int64) cookieState {
-			return cookieState{bucket: nowMin, acceptedAt: now + ahead.Milliseconds(), lastCheckIn: now + ahead.Milliseconds()}
+		{"admitted, checked in hours ahead", false, func(now, nowMin int64) waitingroom.CookieState {
+			return waitingroom.CookieState{Bucket: nowMin, AcceptedAt: now + ahead.Milliseconds(), LastCheckIn: now + ahead.Milliseconds()}
 		}, false},
-		{"admitted hours ahead, no renewal", true, func(now, nowMin int64) cookieState {
-			return cookieState{bucket: nowMin, acceptedAt: now + ahead.Milliseconds(), lastCheckIn: now}
+		{"admitted hours ahead, no renewal", true, func(now, nowMin int64) waitingroom.CookieState {
+			return waitingroom.CookieState{Bucket: nowMin, AcceptedAt: now + ahead.Milliseconds(), LastCheckIn: now}
 		}, false},
-		{"queued, a few seconds ahead (clock skew)", false, func(now, nowMin int64) cookieState {
-			return cookieState{bucket: nowMin - 1, lastCheckIn: now + 5000, refresh: 20_000}
+		{"queued, a few seconds ahead (clock skew)", false, func(now, nowMin int64) waitingroom.CookieState {
+			return waitingroom.CookieState{Bucket: nowMin - 1, LastCheckIn: now + 5000, Refresh: 20_000}
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := newTestRoom(t, func(c *Config) {
+			tr := newTestRoom(t, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
 				c.RefreshJitter = -1
 				c.DisableSessionRenewal = tc.noRenewal
@@ -495,32 +513,32 @@ func TestFutureTimestamps(t *testing.T) {
 			tr.sync()
 			now := tr.clk.Now().UnixMilli()
 			s := tc.state(now, secondOf(now))
-			v := &visitor{cookie: tr.cookieName + "=" + tr.codec.encode(s)}
+			v := &visitor{cookie: tr.cookieName + "=" + tr.seal(s)}
 			admissions := tr.Stats().Counters.Admitted
 
 			d, err := tr.checkRequest(v.request(http.MethodGet, ""))
 			require.NoError(t, err)
-			assert.NotEqual(t, outcomeAdmitted, d.Outcome, "a cookie from the future is no admission")
+			assert.NotEqual(t, waitingroom.OutcomeAdmitted, d.Outcome, "a cookie from the future is no admission")
 			assert.Equal(t, admissions, tr.Stats().Counters.Admitted)
 			if tc.keepPlace {
-				assert.Equal(t, outcomeWaiting, d.Outcome)
-				assert.LessOrEqual(t, d.RefreshAfter, 20*time.Second+maxClockLead*time.Millisecond)
+				assert.Equal(t, waitingroom.OutcomeWaiting, d.Outcome)
+				assert.LessOrEqual(t, d.RefreshAfter, 20*time.Second+share.MaxClockLead*time.Millisecond)
 				return
 			}
-			assert.Equal(t, outcomeWaiting, d.Outcome)
+			assert.Equal(t, waitingroom.OutcomeWaiting, d.Outcome)
 			assert.LessOrEqual(t, d.RefreshAfter, 20*time.Second, "no refresh hours away: the visitor is not frozen")
-			require.NotEmpty(t, d.cookie, "the visitor gets a new cookie")
-			c, err := tr.codec.decode(d.cookie)
+			require.NotEmpty(t, d.CookieValue, "the visitor gets a new cookie")
+			c, err := tr.open(d.CookieValue)
 			require.NoError(t, err)
-			assert.Equal(t, secondOf(now), c.bucket, "treated as new")
-			assert.Equal(t, now, c.lastCheckIn)
-			assert.Zero(t, c.acceptedAt)
+			assert.Equal(t, secondOf(now), c.Bucket, "treated as new")
+			assert.Equal(t, now, c.LastCheckIn)
+			assert.Zero(t, c.AcceptedAt)
 
 			// Ten minutes on, with the same cookie: still not in.
 			tr.clk.Add(10 * time.Minute)
 			d, err = tr.checkRequest(v.request(http.MethodGet, ""))
 			require.NoError(t, err)
-			assert.NotEqual(t, outcomeAdmitted, d.Outcome)
+			assert.NotEqual(t, waitingroom.OutcomeAdmitted, d.Outcome)
 		})
 	}
 }
@@ -531,7 +549,7 @@ func TestFutureTimestamps(t *testing.T) {
 // full until that time comes: the cookies behind them no longer open
 // (TestFutureTimestamps), so the counts are no one's.
 func TestClockCorrectionFreesFutureCounts(t *testing.T) {
-	tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 3, 3 })
+	tr := newTestRoom(t, func(c *waitingroom.Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 3, 3 })
 	tr.clk.Add(3 * time.Hour) // the clock runs 3 h ahead
 	tr.sync()
 	for range 3 {
@@ -559,10 +577,13 @@ func TestBypassNeedsACanonicalPath(t *testing.T) {
 		"/api/./../static/x",
 	} {
 		t.Run(target, func(t *testing.T) {
-			tr := newTestRoom(t, func(c *Config) { c.QueueAll = true; c.Bypass = []Rule{PathPrefix("/static/")} })
+			tr := newTestRoom(t, func(c *waitingroom.Config) {
+				c.QueueAll = true
+				c.Bypass = []waitingroom.Rule{waitingroom.PathPrefix("/static/")}
+			})
 			d, err := tr.checkRequest(httptest.NewRequest(http.MethodGet, target, nil))
 			require.NoError(t, err)
-			assert.NotEqual(t, outcomeBypassed, d.Outcome)
+			assert.NotEqual(t, waitingroom.OutcomeBypassed, d.Outcome)
 		})
 	}
 }
@@ -572,7 +593,7 @@ func TestBypassNeedsACanonicalPath(t *testing.T) {
 // polite visitor, no slot before them, and each early refresh costs a
 // bounded number of allocations.
 func TestRefreshSpam(t *testing.T) {
-	tr := newTestRoom(t, func(c *Config) {
+	tr := newTestRoom(t, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 10, 1
 		c.RefreshJitter = -1
 	})
@@ -651,13 +672,13 @@ func (w *discardWriter) WriteHeader(code int)        { w.code = code }
 // alongside: no 5xx, and the limits hold (run with -race).
 func TestConcurrentHostileRequests(t *testing.T) {
 	const perMinute = 5
-	tr := newTestRoom(t, func(c *Config) {
+	tr := newTestRoom(t, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = perMinute, perMinute
 		c.Page.NegotiateLanguage = true
-		c.Bypass = []Rule{PathPrefix("/static/")}
+		c.Bypass = []waitingroom.Rule{waitingroom.PathPrefix("/static/")}
 	})
-	forged := mustCodec(t, tr.cookieName, otherKey).encode(cookieState{bucket: 1, acceptedAt: 1, lastCheckIn: tr.clk.Now().UnixMilli()})
-	valid := tr.codec.encode(cookieState{bucket: secondOf(tr.clk.Now().UnixMilli()), lastCheckIn: tr.clk.Now().UnixMilli(), refresh: 1})
+	forged := seal(t, tr.cookieName, otherKey, waitingroom.CookieState{Bucket: 1, AcceptedAt: 1, LastCheckIn: tr.clk.Now().UnixMilli()})
+	valid := tr.seal(waitingroom.CookieState{Bucket: secondOf(tr.clk.Now().UnixMilli()), LastCheckIn: tr.clk.Now().UnixMilli(), Refresh: 1})
 	inputs := []func(r *http.Request){
 		func(r *http.Request) {},
 		func(r *http.Request) { r.Header.Set("Cookie", tr.cookieName+"="+forged) },
@@ -686,7 +707,9 @@ func TestConcurrentHostileRequests(t *testing.T) {
 			}
 			_ = tr.Sync(context.Background())
 			if i%10 == 0 {
-				_ = tr.Update(context.Background(), func(s *Settings) { s.QueueingMethod = []QueueingMethod{FIFO, Random}[i/10%2] })
+				_ = tr.Update(context.Background(), func(s *waitingroom.Settings) {
+					s.QueueingMethod = []waitingroom.QueueingMethod{waitingroom.FIFO, waitingroom.Random}[i/10%2]
+				})
 			}
 			_ = tr.Stats()
 		}

@@ -1,4 +1,4 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
@@ -40,7 +41,7 @@ import (
 type atkCluster struct {
 	t     *testing.T
 	clk   *clock
-	rooms []*Room
+	rooms []*waitingroom.Room
 	hs    []http.Handler
 	// beforeRevoke, when set, runs in the application before it
 	// revokes.
@@ -50,7 +51,7 @@ type atkCluster struct {
 // The first instance lets in the first initial visitors before the others
 // join, so that every one of them gets in (an instance admits only its
 // share of the free places), and they are returned.
-func newAtkCluster(t *testing.T, n int, mutate func(*Config), initial int) (*atkCluster, []*visitor) {
+func newAtkCluster(t *testing.T, n int, mutate func(*waitingroom.Config), initial int) (*atkCluster, []*visitor) {
 	t.Helper()
 	clk := newClock()
 	st := memstore.New()
@@ -61,9 +62,9 @@ func newAtkCluster(t *testing.T, n int, mutate func(*Config), initial int) (*atk
 		}
 		switch r.Header.Get("X-Revoke") {
 		case "header":
-			w.Header().Set(CommandHeader, "revoke")
+			w.Header().Set(waitingroom.CommandHeader, "revoke")
 		case "func":
-			if !Revoke(r.Context()) {
+			if !waitingroom.Revoke(r.Context()) {
 				panic("Revoke refused")
 			}
 		}
@@ -187,7 +188,7 @@ func TestAttackActiveCountedOnce(t *testing.T) {
 		{"300 sequential replays of one cookie", 5, 5, 1, 0, 300, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, browsers := newAtkCluster(t, tc.instances, func(c *Config) {
+			a, browsers := newAtkCluster(t, tc.instances, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.total
 			}, tc.visitors)
 			n := len(a.rooms)
@@ -280,7 +281,7 @@ func TestAttackQueueJumpingFIFO(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The first minute's five admissions.
-			a, _ := newAtkCluster(t, tc.instances, func(c *Config) {
+			a, _ := newAtkCluster(t, tc.instances, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 50, 5
 				c.RefreshJitter = -1
 			}, 5)
@@ -379,9 +380,9 @@ func refreshAfter(w *httptest.ResponseRecorder, def time.Duration) time.Duration
 // chance: one chance per interval, one waiting visitor.
 func TestAttackQueueJumpingRandom(t *testing.T) {
 	// The first minute's three admissions.
-	a, _ := newAtkCluster(t, 1, func(c *Config) {
+	a, _ := newAtkCluster(t, 1, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 50, 3
-		c.QueueingMethod = Random
+		c.QueueingMethod = waitingroom.Random
 		c.RefreshJitter = -1
 	}, 3)
 	start := a.clk.Now()
@@ -466,7 +467,7 @@ func TestAttackQueueJumpingRandom(t *testing.T) {
 func TestAttackConcurrentRevokes(t *testing.T) {
 	for _, instances := range []int{1, 4} {
 		t.Run(fmt.Sprintf("%d instances", instances), func(t *testing.T) {
-			a, vs := newAtkCluster(t, instances, func(c *Config) {
+			a, vs := newAtkCluster(t, instances, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 5, 5
 			}, 5)
 			n := len(a.rooms)
@@ -546,7 +547,7 @@ func TestAttackSessionsEndEarly(t *testing.T) {
 		{"one minute, gaps of 59.9 s", time.Minute, []time.Duration{0, 59900 * time.Millisecond, 119800 * time.Millisecond, 179700 * time.Millisecond}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, _ := newAtkCluster(t, tc.instances, func(c *Config) {
+			a, _ := newAtkCluster(t, tc.instances, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 10, 10
 				c.SessionDuration = tc.session
 			}, 0)
@@ -573,7 +574,7 @@ func TestAttackSessionsEndEarly(t *testing.T) {
 func TestAttackCappedSessionCountsOnce(t *testing.T) {
 	for _, instances := range []int{1, 4} {
 		t.Run(fmt.Sprintf("nobody waiting, %d instances", instances), func(t *testing.T) {
-			a, _ := newAtkCluster(t, instances, func(c *Config) {
+			a, _ := newAtkCluster(t, instances, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 10, 10
 				c.SessionDuration = time.Minute
 				c.DisableSessionRenewal = true
@@ -595,7 +596,7 @@ func TestAttackCappedSessionCountsOnce(t *testing.T) {
 	}
 	t.Run("visitors waiting", func(t *testing.T) {
 		// The first minute's two admissions; the first one browses.
-		a, vs := newAtkCluster(t, 1, func(c *Config) {
+		a, vs := newAtkCluster(t, 1, func(c *waitingroom.Config) {
 			c.TotalActiveUsers, c.NewUsersPerMinute = 10, 2
 			c.SessionDuration = time.Minute
 			c.DisableSessionRenewal = true
@@ -653,7 +654,7 @@ func TestAttackCappedSessionCountsOnce(t *testing.T) {
 func TestAttackRevokedCookieOnOtherInstance(t *testing.T) {
 	for _, revoke := range []string{"header", "func"} {
 		t.Run(revoke, func(t *testing.T) {
-			a, vs := newAtkCluster(t, 4, func(c *Config) {
+			a, vs := newAtkCluster(t, 4, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 5, 1
 			}, 1) // the minute's one admission
 			v := vs[0]
@@ -682,7 +683,7 @@ func TestAttackRevokedCookieOnOtherInstance(t *testing.T) {
 // the other visitors take the other slots.
 func TestAttackCopiedCookieAcrossInstances(t *testing.T) {
 	// The first minute's five admissions.
-	a, _ := newAtkCluster(t, 4, func(c *Config) {
+	a, _ := newAtkCluster(t, 4, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 30, 5
 		c.RefreshJitter = -1
 	}, 5)
@@ -779,7 +780,7 @@ func TestAttackWaitingCountedOnceAcrossInstances(t *testing.T) {
 		{"always the same instance of four", 4, func(int) int { return 1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, _ := newAtkCluster(t, tc.instances, func(c *Config) {
+			a, _ := newAtkCluster(t, tc.instances, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
 				c.RefreshInterval = 10 * time.Second
 				c.RefreshJitter = -1
@@ -812,7 +813,7 @@ func TestAttackWaitingCountedOnceAcrossInstances(t *testing.T) {
 func TestAttackReplayedWaitingCookieUncounted(t *testing.T) {
 	for _, instances := range []int{1, 2} {
 		t.Run(fmt.Sprintf("%d instances", instances), func(t *testing.T) {
-			a, _ := newAtkCluster(t, instances, func(c *Config) {
+			a, _ := newAtkCluster(t, instances, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
 				c.SessionDuration = time.Minute
 				c.RefreshJitter = -1
@@ -862,7 +863,7 @@ func TestAttackAdmissionLostToAnotherInstancesReport(t *testing.T) {
 		{"a revoking request", "header"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, _ := newAtkCluster(t, 2, func(c *Config) {
+			a, _ := newAtkCluster(t, 2, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 10, 1
 			}, 0)
 			a.advance(time.Second)
@@ -904,19 +905,19 @@ func TestAttackRevokeReachesEveryInstance(t *testing.T) {
 		const interval = time.Second
 		st := memstore.New()
 		var (
-			rooms []*Room
+			rooms []*waitingroom.Room
 			hs    []http.Handler
 		)
 		app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("X-Revoke") != "" {
-				w.Header().Set(CommandHeader, "revoke")
+				w.Header().Set(waitingroom.CommandHeader, "revoke")
 			}
-			tk, _ := TicketFromContext(r.Context())
+			tk, _ := waitingroom.TicketFromContext(r.Context())
 			_, _ = io.WriteString(w, strconv.FormatUint(tk.ID, 16))
 		})
 		for range 3 {
-			rm, err := New(Config{
-				Name: "launch", Settings: Settings{TotalActiveUsers: 100, NewUsersPerMinute: 100}, Keys: [][]byte{testKey},
+			rm, err := waitingroom.New(waitingroom.Config{
+				Name: "launch", Settings: waitingroom.Settings{TotalActiveUsers: 100, NewUsersPerMinute: 100}, Keys: [][]byte{testKey},
 				SyncInterval: interval, Now: time.Now, Logger: slog.New(slog.DiscardHandler),
 			}, st)
 			require.NoError(t, err)

@@ -1,4 +1,4 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	mrand "math/rand/v2"
@@ -9,48 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-waitingroom/waitingroom/internal/share"
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
-
-func TestDrawOdds(t *testing.T) {
-	const refresh = 20_000
-	// 30 s into a minute: with New Users Per Minute at 60, 50 slots are
-	// released an interval ahead.
-	const now = 1_000*60_000 + 30_000
-	for _, tc := range []struct {
-		name             string
-		perMinute, total int
-		active, waiting  int64
-		admitted         int64 // this minute, as of the view
-		recent           float64
-		want             float64
-	}{
-		{"a long queue: an interval's slots over the waiting", 60, 1000, 0, 300, 50, 0, 20.0 / 300},
-		{"slots released and not taken, less than an interval's and a quarter: an interval's", 60, 1000, 0, 300, 27, 0, 20.0 / 300},
-		{"slots released and not taken, more: their excess over a quarter interval's", 60, 1000, 0, 300, 0, 0, 45.0 / 300},
-		{"the pace ahead of New Users Per Minute: none of it", 60, 1000, 0, 300, 60, 0, 20.0 / 300},
-		{"fewer waiting than an interval brings: everyone", 60, 1000, 0, 10, 50, 0, 1},
-		{"nobody counted waiting: everyone", 60, 1000, 0, 0, 50, 0, 1},
-		{"Total Active Users binds: the slots come as fast as lately", 60, 100, 100, 300, 0, 30, 10.0 / 300},
-		{"Total Active Users binds, some room left", 60, 100, 85, 300, 0, 30, 15.0 / 300},
-		{"Total Active Users binds, nothing let in lately: one slot", 60, 100, 100, 300, 50, 0, 1.0 / 300},
-		{"a slot a minute: at least one an interval", 1, 1000, 0, 300, 1, 0, 1.0 / 300},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v := &view{View: share.View{At: now - 500, Active: tc.active, Waiting: tc.waiting, AdmittedThisMinute: tc.admitted, PerMinute: tc.recent}}
-			p := &policy{}
-			p.NewUsersPerMinute, p.TotalActiveUsers = tc.perMinute, tc.total
-			assert.InDelta(t, tc.want, drawOdds(v, p, refresh, now), 1e-12)
-		})
-	}
-	t.Run("a view of the minute before: nothing let in this minute yet", func(t *testing.T) {
-		v := &view{View: share.View{At: now - 40_000, Waiting: 300, AdmittedThisMinute: 60}}
-		p := &policy{}
-		p.NewUsersPerMinute, p.TotalActiveUsers = 60, 1000
-		assert.InDelta(t, 45.0/300, drawOdds(v, p, refresh, now), 1e-12)
-	})
-}
 
 // TestDrawAcrossInstances checks the draw of a random room on several
 // instances (slots.go): copies of a waiting cookie at either instance draw
@@ -87,7 +48,7 @@ func TestDrawAcrossInstances(t *testing.T) {
 	for i, cookie := range cookies {
 		var got [2]bool
 		for j, d := range copiesWaiting(t, clk, rooms, cookie) {
-			got[j] = d.RefreshAfter == time.Duration(drawRetry(refresh))*time.Millisecond
+			got[j] = d.RefreshAfter == time.Duration(waitingroom.DrawRetry(refresh))*time.Millisecond
 			if !got[j] {
 				assert.Greater(t, d.RefreshAfter, a.cfg.RefreshInterval/2, "visitor %d, instance %d: not held, back in about a refresh interval", i, j)
 			}
@@ -117,9 +78,9 @@ func TestDrawAcrossInstances(t *testing.T) {
 				}
 				d, err := rm.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
 				require.NoError(t, err)
-				want := outcomeWaiting
+				want := waitingroom.OutcomeWaiting
 				if held[i] {
-					want = outcomeAdmitted
+					want = waitingroom.OutcomeAdmitted
 				}
 				assert.Equal(t, want, d.Outcome, "visitor %d, instance %d (held by the draw: %v)", i, j, held[i])
 			}
@@ -131,12 +92,12 @@ func TestDrawAcrossInstances(t *testing.T) {
 // randomPairQueued is two instances of a random room on a memstore, 60
 // a minute and total active at most, no jitter, seeded identities, and
 // the cookies of n visitors queued at the first (waitingCookies).
-func randomPairQueued(t *testing.T, total, n int) (*clock, []*Room, []string) {
+func randomPairQueued(t *testing.T, total, n int) (*clock, []*testRoom, []string) {
 	t.Helper()
 	clk := newClock()
 	seq := uint64(0)
-	rooms := instances(t, clk, memstore.New(), 2, func(c *Config) {
-		c.QueueingMethod = Random
+	rooms := instances(t, clk, memstore.New(), 2, func(c *waitingroom.Config) {
+		c.QueueingMethod = waitingroom.Random
 		c.TotalActiveUsers, c.NewUsersPerMinute = total, 60
 		c.RefreshJitter = -1
 		// Identities of a seeded source: the counts below are the draw's
@@ -151,14 +112,14 @@ func randomPairQueued(t *testing.T, total, n int) (*clock, []*Room, []string) {
 // is free for), then moves clk past their first refresh to just after the
 // start of a refresh interval of the shared clock, so that requests of a
 // few seconds stay within it. It returns their cookies ("name=value").
-func waitingCookies(t *testing.T, clk *clock, rm *Room, n int) []string {
+func waitingCookies(t *testing.T, clk *clock, rm *testRoom, n int) []string {
 	t.Helper()
 	var cookies []string
 	for len(cookies) < n {
 		d, err := rm.checkRequest((&visitor{}).request(http.MethodGet, ""))
 		require.NoError(t, err)
-		if d.Outcome == outcomeWaiting {
-			cookies = append(cookies, rm.cookieName+"="+d.cookie)
+		if d.Outcome == waitingroom.OutcomeWaiting {
+			cookies = append(cookies, rm.cookieName+"="+d.CookieValue)
 		}
 	}
 	clk.Add(rm.cfg.RefreshInterval + time.Second)
@@ -169,14 +130,14 @@ func waitingCookies(t *testing.T, clk *clock, rm *Room, n int) []string {
 
 // copiesWaiting sends a copy of cookie to each of rooms, 5 ms apart, and
 // returns their decisions, which must be Waiting.
-func copiesWaiting(t *testing.T, clk *clock, rooms []*Room, cookie string) []decision {
+func copiesWaiting(t *testing.T, clk *clock, rooms []*testRoom, cookie string) []waitingroom.Verdict {
 	t.Helper()
-	out := make([]decision, len(rooms))
+	out := make([]waitingroom.Verdict, len(rooms))
 	for j, rm := range rooms {
 		clk.Add(5 * time.Millisecond) // the copy comes a little later
 		d, err := rm.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
 		require.NoError(t, err)
-		require.Equal(t, outcomeWaiting, d.Outcome)
+		require.Equal(t, waitingroom.OutcomeWaiting, d.Outcome)
 		out[j] = d
 	}
 	return out

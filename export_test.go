@@ -6,6 +6,7 @@ package waitingroom
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/go-waitingroom/waitingroom/internal/share"
 )
@@ -67,6 +68,16 @@ func SealCookie(name string, key []byte, c CookieState) (string, error) {
 	return cd.encode(c.state()), nil
 }
 
+// OpenCookie is the state in value, a cookie named name sealed under key.
+func OpenCookie(name string, key []byte, value string) (CookieState, error) {
+	cd, err := newCodec([][]byte{key}, name)
+	if err != nil {
+		return CookieState{}, err
+	}
+	s, err := cd.decode(value)
+	return cookieOf(s), err
+}
+
 // ReadCookie is the visitor cookie rm reads in r at now (Unix ms), under
 // the policy in force.
 func ReadCookie(rm *Room, r *http.Request, now int64) (CookieState, bool) {
@@ -75,11 +86,19 @@ func ReadCookie(rm *Room, r *http.Request, now int64) (CookieState, bool) {
 	return cookieOf(c), ok
 }
 
+// DrawRetry is when, in ms, a visitor the draw holds who found no slot
+// comes back, under a refresh interval of refresh ms.
+func DrawRetry(refresh int64) int64 { return drawRetry(refresh) }
+
 // Verdict is rm's decision on a request, as Handler makes it, unwritten.
 type Verdict struct {
-	Outcome     outcome     // OutcomeAdmitted, OutcomeWaiting, ...
-	CookieValue string      // the cookie value to set; "" for none
-	State       CookieState // the admitted visitor's cookie
+	Outcome outcome // OutcomeAdmitted, OutcomeWaiting, ...
+	Pass    bool    // the request goes through to the application
+	// RefreshAfter is how long a waiting visitor must wait before the next
+	// request that gets a chance.
+	RefreshAfter time.Duration
+	CookieValue  string      // the cookie value to set; "" for none
+	State        CookieState // the admitted visitor's cookie
 }
 
 // The outcomes of a Verdict.
@@ -94,5 +113,5 @@ const (
 func Decide(rm *Room, r *http.Request) (Verdict, error) {
 	var x visit
 	err := rm.check(r, &x)
-	return Verdict{Outcome: x.d.Outcome, CookieValue: x.d.cookie, State: cookieOf(x.d.state)}, err
+	return Verdict{Outcome: x.d.Outcome, Pass: x.d.pass(), RefreshAfter: x.d.RefreshAfter, CookieValue: x.d.cookie, State: cookieOf(x.d.state)}, err
 }

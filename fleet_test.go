@@ -1,4 +1,4 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"cmp"
@@ -17,12 +17,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
-// fleetSize is above fleetMin: these fleets sync through an aggregator.
+// fleetSize is above share.FleetMin: these fleets sync through an aggregator.
 const fleetSize = 40
 
 // orderedIDs returns ordered, which makes the rooms configured with
@@ -33,15 +34,15 @@ const fleetSize = 40
 // run to run by several points (as it does with classic syncs when the
 // instances start in another order). A counter of the test's own keeps
 // the IDs the same whichever tests run alongside (t.Parallel).
-func orderedIDs() (ordered func(mutate func(*Config)) func(*Config)) {
+func orderedIDs() (ordered func(mutate func(*waitingroom.Config)) func(*waitingroom.Config)) {
 	var n atomic.Uint64
 	next := func() string { return fmt.Sprintf("%016x", n.Add(1)) }
-	return func(mutate func(*Config)) func(*Config) {
-		return func(c *Config) {
+	return func(mutate func(*waitingroom.Config)) func(*waitingroom.Config) {
+		return func(c *waitingroom.Config) {
 			if mutate != nil {
 				mutate(c)
 			}
-			c.newID = next
+			waitingroom.SetNewID(c, next)
 		}
 	}
 }
@@ -55,7 +56,7 @@ func orderedIDs() (ordered func(mutate func(*Config)) func(*Config)) {
 // writes.
 func simulatedFleet(t *testing.T) {
 	t.Helper()
-	if raceEnabled {
+	if waitingroom.RaceEnabled {
 		t.Skip("a fleet simulated on one goroutine: scripts/test.sh runs it without the race detector")
 	}
 }
@@ -63,16 +64,16 @@ func simulatedFleet(t *testing.T) {
 // classicSync returns mutate for rooms that never sync through an
 // aggregator: the same rooms syncing the classic way, to compare a fleet
 // with.
-func classicSync(mutate func(*Config)) func(*Config) {
-	return func(c *Config) {
+func classicSync(mutate func(*waitingroom.Config)) func(*waitingroom.Config) {
+	return func(c *waitingroom.Config) {
 		mutate(c)
-		c.fleetMin = 1 << 30
+		waitingroom.SetFleetMin(c, 1<<30)
 	}
 }
 
 // fleetOn counts the rooms syncing through an aggregator and returns the
 // lease holder's index (-1 for none).
-func fleetOn(rooms []*Room) (on, leader int) {
+func fleetOn(rooms []*testRoom) (on, leader int) {
 	leader = -1
 	for i, rm := range rooms {
 		st := rm.syncer.Status()
@@ -136,15 +137,15 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 	ordered := orderedIDs()
 	for _, tc := range []struct {
 		name   string
-		method QueueingMethod
+		method waitingroom.QueueingMethod
 		total  int
 	}{
-		{"fifo, per-minute bound", FIFO, 1000},
-		{"fifo, total bound", FIFO, 150},
-		{"random", Random, 1000},
+		{"fifo, per-minute bound", waitingroom.FIFO, 1000},
+		{"fifo, total bound", waitingroom.FIFO, 150},
+		{"random", waitingroom.Random, 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mutate := ordered(func(c *Config) {
+			mutate := ordered(func(c *waitingroom.Config) {
 				c.QueueingMethod = tc.method
 				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, 100
 				c.SessionDuration = time.Minute
@@ -164,7 +165,7 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 				},
 			}
 			res := sg.run(t, clk, rooms)
-			util := checkSurge(t, res, tc.total, 100, tc.method == FIFO)
+			util := checkSurge(t, res, tc.total, 100, tc.method == waitingroom.FIFO)
 			assert.Equal(t, fleetSize, minOn, "every instance synced through the aggregator all along")
 			assert.Equal(t, fleetSize, rooms[0].Stats().Instances)
 
@@ -177,9 +178,9 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 			// 0.981 to 0.998.)
 			sg.step = nil
 			clk = newClock()
-			classic := checkSurge(t, sg.run(t, clk, instances(t, clk, memstore.New(), fleetSize, classicSync(mutate))), tc.total, 100, tc.method == FIFO)
+			classic := checkSurge(t, sg.run(t, clk, instances(t, clk, memstore.New(), fleetSize, classicSync(mutate))), tc.total, 100, tc.method == waitingroom.FIFO)
 			assert.GreaterOrEqual(t, util, classic-0.02, "utilization through the aggregator against classic syncs")
-			if tc.total >= 1000 && tc.method == FIFO {
+			if tc.total >= 1000 && tc.method == waitingroom.FIFO {
 				clk = newClock()
 				four := checkSurge(t, sg.run(t, clk, instances(t, clk, memstore.New(), 4, classicSync(mutate))), tc.total, 100, true)
 				assert.GreaterOrEqual(t, util, four-0.02, "utilization of 40 instances through the aggregator against four")
@@ -201,8 +202,8 @@ func TestFleetSurgeAtScale(t *testing.T) {
 	}
 	t.Parallel()
 	const n, perMinute, visitors = 200, 500, 5000
-	mutate := orderedIDs()(func(c *Config) {
-		c.QueueingMethod = FIFO
+	mutate := orderedIDs()(func(c *waitingroom.Config) {
+		c.QueueingMethod = waitingroom.FIFO
 		c.TotalActiveUsers, c.NewUsersPerMinute = 100*perMinute, perMinute
 		c.SessionDuration = time.Minute
 		c.SyncInterval = -1
@@ -232,10 +233,10 @@ func TestFleetSurgeFewSlots(t *testing.T) {
 		t.Skip("skipping in -short mode: 200 instances simulated for 14 minutes")
 	}
 	t.Parallel()
-	for _, method := range []QueueingMethod{FIFO, Random} {
+	for _, method := range []waitingroom.QueueingMethod{waitingroom.FIFO, waitingroom.Random} {
 		t.Run(string(method), func(t *testing.T) {
 			const n, perMinute = 200, 20
-			mutate := orderedIDs()(func(c *Config) {
+			mutate := orderedIDs()(func(c *waitingroom.Config) {
 				c.QueueingMethod = method
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, perMinute
 				c.SessionDuration = time.Minute
@@ -251,13 +252,13 @@ func TestFleetSurgeFewSlots(t *testing.T) {
 					scarce++
 				}
 			}
-			util := surgeUtilization(t, sg.run(t, clk, rooms), 1000, perMinute, method == FIFO)
+			util := surgeUtilization(t, sg.run(t, clk, rooms), 1000, perMinute, method == waitingroom.FIFO)
 			on, _ := fleetOn(rooms)
 			assert.Equal(t, n, on, "every instance syncs through the aggregator")
 			assert.Greater(t, scarce, 10*60, "seconds the instances saw few slots for them")
 			sg.step = nil
 			clk = newClock()
-			four := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), 4, classicSync(mutate))), 1000, perMinute, method == FIFO)
+			four := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), 4, classicSync(mutate))), 1000, perMinute, method == waitingroom.FIFO)
 			assert.GreaterOrEqual(t, util, four-0.02, "utilization of %d instances at %d a minute against four", n, perMinute)
 		})
 	}
@@ -272,7 +273,7 @@ func TestFleetAggregatorKilled(t *testing.T) {
 	ordered := orderedIDs()
 	clk := newClock()
 	st := memstore.New()
-	rooms := instances(t, clk, st, fleetSize, ordered(func(c *Config) {
+	rooms := instances(t, clk, st, fleetSize, ordered(func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 		c.SessionDuration = time.Minute
 		c.SyncInterval = -1
@@ -291,7 +292,7 @@ func TestFleetAggregatorKilled(t *testing.T) {
 			if now.Before(killAt) {
 				return
 			}
-			alive := append(append([]*Room{}, rooms[:dead]...), rooms[dead+1:]...)
+			alive := append(append([]*testRoom{}, rooms[:dead]...), rooms[dead+1:]...)
 			on, leader := fleetOn(alive)
 			fellBack = max(fellBack, len(alive)-on)
 			if recovered.IsZero() && on == len(alive) && leader >= 0 {
@@ -328,7 +329,7 @@ func TestFleetAggregatorKilled(t *testing.T) {
 func TestFleetMailboxesRemoved(t *testing.T) {
 	clk := newClock()
 	st := &removals{Store: memstore.New()}
-	rooms := instances(t, clk, st, fleetSize, func(c *Config) {
+	rooms := instances(t, clk, st, fleetSize, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 		c.SyncInterval = -1
 	})
@@ -377,7 +378,7 @@ func TestFleetMailboxesRemoved(t *testing.T) {
 	// The aggregator stops: a classic sync drops it, and its mailbox goes.
 	down[leader] = true
 	run(40 * time.Second)
-	var alive []*Room
+	var alive []*testRoom
 	for i, rm := range rooms {
 		if !down[i] {
 			alive = append(alive, rm)
@@ -405,7 +406,7 @@ func TestFleetViewRead(t *testing.T) {
 			if !reader {
 				st = struct{ store.Store }{rec}
 			}
-			rooms := instances(t, clk, st, fleetSize, func(c *Config) {
+			rooms := instances(t, clk, st, fleetSize, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 				c.SyncInterval = -1
 			})
@@ -507,14 +508,14 @@ func TestFleetJoinMidSurge(t *testing.T) {
 	ordered := orderedIDs()
 	for _, tc := range []struct {
 		name          string
-		method        QueueingMethod
+		method        waitingroom.QueueingMethod
 		first, joined int
 	}{
-		{"fifo", FIFO, fleetMin, fleetSize - fleetMin},
-		{"random", Random, fleetMin, fleetSize - fleetMin},
+		{"fifo", waitingroom.FIFO, share.FleetMin, fleetSize - share.FleetMin},
+		{"random", waitingroom.Random, share.FleetMin, fleetSize - share.FleetMin},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mutate := ordered(func(c *Config) {
+			mutate := ordered(func(c *waitingroom.Config) {
 				c.QueueingMethod = tc.method
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 				c.SessionDuration = time.Minute
@@ -525,17 +526,17 @@ func TestFleetJoinMidSurge(t *testing.T) {
 			rooms := instances(t, clk, st, tc.first, mutate)
 			start := newClock().Now()
 			joinAt := start.Add(60 * time.Second)
-			var joined []*Room
+			var joined []*testRoom
 			minOn := len(rooms)
 			sg := surge{
 				visitors: 1000, arrivals: 150 * time.Second, browse: 90 * time.Second,
 				duration: 14 * time.Minute, abandon: 0.01, seed: 11,
-				join: func(now time.Time) []*Room {
+				join: func(now time.Time) []*testRoom {
 					if !now.Equal(joinAt) {
 						return nil
 					}
 					for range tc.joined {
-						joined = append(joined, newTestRoomOn(t, clk, st, mutate).Room)
+						joined = append(joined, newTestRoomOn(t, clk, st, mutate))
 					}
 					return joined
 				},
@@ -548,7 +549,7 @@ func TestFleetJoinMidSurge(t *testing.T) {
 			}
 			res := sg.run(t, clk, rooms)
 			n := tc.first + tc.joined
-			util := surgeUtilization(t, res, 1000, 100, tc.method == FIFO)
+			util := surgeUtilization(t, res, 1000, 100, tc.method == waitingroom.FIFO)
 			require.Len(t, joined, tc.joined)
 			assert.Equal(t, len(rooms), minOn, "the fleet synced through the aggregator all along")
 			for i, rm := range joined {
@@ -562,9 +563,9 @@ func TestFleetJoinMidSurge(t *testing.T) {
 			// same surge.
 			sg.join, sg.step = nil, nil
 			clk = newClock()
-			classic := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), n, classicSync(mutate))), 1000, 100, tc.method == FIFO)
+			classic := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), n, classicSync(mutate))), 1000, 100, tc.method == waitingroom.FIFO)
 			clk = newClock()
-			four := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), 4, classicSync(mutate))), 1000, 100, tc.method == FIFO)
+			four := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), 4, classicSync(mutate))), 1000, 100, tc.method == waitingroom.FIFO)
 			t.Logf("utilization: %d instances, %d joining the fleet mid-surge %.3f; %d classic %.3f; four classic %.3f", n, tc.joined, util, n, classic, four)
 			assert.GreaterOrEqual(t, util, classic-0.02, "utilization through the aggregator against classic syncs")
 		})
@@ -621,16 +622,16 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
 			mem := memstore.New()
-			mutate := ordered(func(c *Config) {
+			mutate := ordered(func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
 			})
 			clients := make([]*mailboxFaults, fleetSize)
-			rooms := make([]*Room, fleetSize)
+			rooms := make([]*testRoom, fleetSize)
 			for i := range rooms {
 				clients[i] = &mailboxFaults{Store: mem, keys: tc.keys}
-				rooms[i] = newTestRoomOn(t, clk, clients[i], mutate).Room
+				rooms[i] = newTestRoomOn(t, clk, clients[i], mutate)
 			}
 			for _, rm := range rooms {
 				require.NoError(t, rm.Sync(context.Background()))
@@ -738,7 +739,7 @@ func TestFleetStateRollbackKeepsLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
 			st := &rewindable{Store: memstore.New(), clk: clk}
-			rooms := instances(t, clk, st, fleetSize, ordered(func(c *Config) {
+			rooms := instances(t, clk, st, fleetSize, ordered(func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.perMinute
 				c.SessionDuration = 2 * time.Minute
 				c.SyncInterval = -1
@@ -814,7 +815,7 @@ func TestFleetWipedStoreNoticedAtOnce(t *testing.T) {
 			ordered := orderedIDs()
 			clk := newClock()
 			st := &wipedAt{st: memstore.New()}
-			rooms := instances(t, clk, st, fleetSize, ordered(func(c *Config) {
+			rooms := instances(t, clk, st, fleetSize, ordered(func(c *waitingroom.Config) {
 				c.SyncInterval = -1
 			}))
 			ctx := context.Background()
@@ -829,7 +830,7 @@ func TestFleetWipedStoreNoticedAtOnce(t *testing.T) {
 			require.GreaterOrEqual(t, leader, 0)
 			old := rooms[0].syncer.Status().Epoch
 			clk.Add(time.Second)
-			order := []*Room{rooms[leader]}
+			order := []*testRoom{rooms[leader]}
 			for i, rm := range rooms {
 				if i != leader {
 					order = append(order, rm)
@@ -903,7 +904,7 @@ type lateGrants struct {
 	store.Store
 	name    string
 	own     int // the index of the instance whose client it is
-	rooms   *[]*Room
+	rooms   *[]*testRoom
 	mu      *sync.Mutex // one such sync at a time: the rooms share the surge's random source
 	writing atomic.Bool // between the round's Update of the state and its view
 	raced   *atomic.Int64
@@ -925,7 +926,7 @@ func (s *lateGrants) Update(ctx context.Context, room string, fn func(*store.Sta
 				// A visitor comes first: admissions between the round's
 				// read of the mailbox and the instance's next write.
 				req := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/"}, Header: http.Header{}}
-				if d, err := rm.checkRequest(req); err == nil && d.Outcome == outcomeAdmitted {
+				if d, err := rm.checkRequest(req); err == nil && d.Outcome == waitingroom.OutcomeAdmitted {
 					s.admitted[rm.now()/60_000]++
 				}
 				if rm.Sync(ctx) == nil {
@@ -953,22 +954,22 @@ func TestFleetGrantLandsAfterNextWrite(t *testing.T) {
 	ordered := orderedIDs()
 	for _, tc := range []struct {
 		name   string
-		method QueueingMethod
+		method waitingroom.QueueingMethod
 	}{
-		{"fifo", FIFO},
-		{"random", Random},
+		{"fifo", waitingroom.FIFO},
+		{"random", waitingroom.Random},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
 			mem := memstore.New()
-			mutate := ordered(func(c *Config) {
+			mutate := ordered(func(c *waitingroom.Config) {
 				c.QueueingMethod = tc.method
 				c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
 			})
 			var (
-				rooms  []*Room
+				rooms  []*testRoom
 				mu     sync.Mutex
 				raced  atomic.Int64
 				hooked = make([]atomic.Bool, fleetSize)
@@ -976,7 +977,7 @@ func TestFleetGrantLandsAfterNextWrite(t *testing.T) {
 			)
 			for i := range fleetSize {
 				c := &lateGrants{Store: mem, name: "launch", own: i, rooms: &rooms, mu: &mu, raced: &raced, hooked: hooked, admitted: extra}
-				rooms = append(rooms, newTestRoomOn(t, clk, c, mutate).Room)
+				rooms = append(rooms, newTestRoomOn(t, clk, c, mutate))
 			}
 			for _, rm := range rooms {
 				require.NoError(t, rm.Sync(context.Background()))
@@ -1007,7 +1008,7 @@ func TestFleetGrantLandsAfterNextWrite(t *testing.T) {
 				res.admittedPerMinute[m] += k
 				n += k
 			}
-			surgeUtilization(t, res, 1000, 100, tc.method == FIFO)
+			surgeUtilization(t, res, 1000, 100, tc.method == waitingroom.FIFO)
 			assert.Positive(t, n, "visitors let in between a round's read of a mailbox and its instance's next write")
 			assert.Equal(t, fleetSize, minOn, "every instance synced through the aggregator all along")
 			assert.Greater(t, raced.Load(), int64(1000), "syncs between a round's carve and its grant's write")
@@ -1065,15 +1066,15 @@ func TestFleetSilentIsNoGoingBack(t *testing.T) {
 	clk := newClock()
 	mem := memstore.New()
 	var wentBack atomic.Int64
-	mutate := ordered(func(c *Config) {
+	mutate := ordered(func(c *waitingroom.Config) {
 		c.SyncInterval = -1
 		c.Logger = slog.New(countingHandler{match: "went back", n: &wentBack})
 	})
 	clients := make([]*slowWrite, fleetSize)
-	rooms := make([]*Room, fleetSize)
+	rooms := make([]*testRoom, fleetSize)
 	for i := range rooms {
 		clients[i] = &slowWrite{Store: mem, clk: clk}
-		rooms[i] = newTestRoomOn(t, clk, clients[i], mutate).Room
+		rooms[i] = newTestRoomOn(t, clk, clients[i], mutate)
 	}
 	ctx := context.Background()
 	leader := -1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"html"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -262,3 +263,14 @@ func jsonString(s string) string {
 	}
 	return b.String()
 }
+
+// failingBody fails the test if the room reads it: a queued request's body
+// is neither read nor forwarded.
+type failingBody struct{ t *testing.T }
+
+func (b failingBody) Read([]byte) (int, error) {
+	b.t.Error("the room read the request body")
+	return 0, io.ErrUnexpectedEOF
+}
+
+func (b failingBody) Close() error { return nil }

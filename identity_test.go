@@ -1,4 +1,4 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -24,11 +25,11 @@ type idRoom struct {
 	last uint64         // the Ticket.ID of the latest request that did
 }
 
-func newIDRoom(t *testing.T, mutate func(*Config)) *idRoom {
+func newIDRoom(t *testing.T, mutate func(*waitingroom.Config)) *idRoom {
 	tr := newTestRoom(t, mutate)
 	ir := &idRoom{testRoom: tr, ids: map[uint64]int{}}
 	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tk, ok := TicketFromContext(r.Context())
+		tk, ok := waitingroom.TicketFromContext(r.Context())
 		if !ok {
 			panic("no ticket")
 		}
@@ -62,9 +63,9 @@ func (tr *testRoom) send(cookie string) *httptest.ResponseRecorder {
 // their place is held. The copies let in after the first share its
 // session.
 func TestOnePlaceOneAdmission(t *testing.T) {
-	for _, method := range []QueueingMethod{FIFO, Random} {
+	for _, method := range []waitingroom.QueueingMethod{waitingroom.FIFO, waitingroom.Random} {
 		t.Run(string(method), func(t *testing.T) {
-			ir := newIDRoom(t, func(c *Config) {
+			ir := newIDRoom(t, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 100, 5
 				c.QueueingMethod = method
 				c.SessionDuration = 10 * time.Minute
@@ -119,7 +120,7 @@ func TestOnePlaceOneAdmission(t *testing.T) {
 			assert.GreaterOrEqual(t, total, 15, "most of the minutes' slots are used")
 			assert.LessOrEqual(t, len(got["replayer"]), 1, "the replayer: one place, one admission at most")
 			assert.LessOrEqual(t, len(got["clones"]), 1, "the clones: one place, one admission at most")
-			if method == FIFO {
+			if method == waitingroom.FIFO {
 				// Their places are older than every polite visitor's.
 				assert.Len(t, got["replayer"], 1)
 				assert.Len(t, got["clones"], 1)
@@ -161,7 +162,7 @@ func TestSessionsLastFromTheLatestRequest(t *testing.T) {
 		for _, instances := range []int{1, 2} {
 			t.Run(tc.name+"/"+string(rune('0'+instances)), func(t *testing.T) {
 				clk, st := newClock(), memstore.New()
-				mutate := func(c *Config) {
+				mutate := func(c *waitingroom.Config) {
 					c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
 					c.SessionDuration = tc.session
 				}
@@ -199,18 +200,22 @@ func TestSessionsLastFromTheLatestRequest(t *testing.T) {
 	}
 }
 
+// cfCommandHeader is the commercial product's name for CommandHeader,
+// which Handler takes the same way (see CommandHeader).
+const cfCommandHeader = "Cf-Waiting-Room-Command"
+
 // A bypassed response's command header is removed, not obeyed.
 func TestBypassedCommandHeader(t *testing.T) {
-	tr := newTestRoom(t, func(c *Config) { c.Bypass = []Rule{PathPrefix("/static/")} })
+	tr := newTestRoom(t, func(c *waitingroom.Config) { c.Bypass = []waitingroom.Rule{waitingroom.PathPrefix("/static/")} })
 	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set(CommandHeader, "revoke")
-		w.Header().Set(productCommandHeader, "revoke")
+		w.Header().Set(waitingroom.CommandHeader, "revoke")
+		w.Header().Set(cfCommandHeader, "revoke")
 	}))
 	w := httptest.NewRecorder()
 	tr.app.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://example.com/static/a.css", nil))
 	assert.Equal(t, http.StatusOK, w.Code)
-	assert.Empty(t, w.Header().Values(CommandHeader))
-	assert.Empty(t, w.Header().Values(productCommandHeader))
+	assert.Empty(t, w.Header().Values(waitingroom.CommandHeader))
+	assert.Empty(t, w.Header().Values(cfCommandHeader))
 	assert.Zero(t, tr.Stats().Counters.Revoked)
 }
 
@@ -224,12 +229,12 @@ func TestCookieAmongOthers(t *testing.T) {
 	}{
 		{"garbage", func(tr *testRoom, _ string) string { return tr.cookieName + "=garbage" }},
 		{"forged", func(tr *testRoom, _ string) string {
-			return tr.cookieName + "=" + mustCodec(t, tr.cookieName, otherKey).encode(cookieState{id: 1, bucket: 1, acceptedAt: 1, lastCheckIn: 1})
+			return tr.cookieName + "=" + seal(t, tr.cookieName, otherKey, waitingroom.CookieState{ID: 1, Bucket: 1, AcceptedAt: 1, LastCheckIn: 1})
 		}},
 		{"a stale session's", func(_ *testRoom, stale string) string { return stale }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 })
+			tr := newTestRoom(t, func(c *waitingroom.Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1 })
 			old := &visitor{}
 			require.True(t, admitted(tr.get(old, "")))
 			tr.clk.Add(6 * time.Minute)
@@ -249,7 +254,7 @@ func TestCookieAmongOthers(t *testing.T) {
 // knows: they count again, once each, and their visitors keep passing.
 func TestIdentitySurvivesStateLoss(t *testing.T) {
 	w := &wipeable{Store: memstore.New()}
-	tr := newTestRoomOn(t, newClock(), w, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 3, 3 })
+	tr := newTestRoomOn(t, newClock(), w, func(c *waitingroom.Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 3, 3 })
 	vs := make([]*visitor, 3)
 	for i := range vs {
 		vs[i] = &visitor{}
@@ -270,7 +275,7 @@ func TestIdentitySurvivesStateLoss(t *testing.T) {
 // (its successor), counted once as waiting and given one chance per
 // interval; requests without a cookie cost the instance no memory.
 func TestLapsedCookieIsOneNewVisitor(t *testing.T) {
-	tr := newTestRoom(t, func(c *Config) {
+	tr := newTestRoom(t, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
 		c.RefreshJitter = -1
 		c.SessionDuration = 10 * time.Minute // the first visitor keeps the one slot
@@ -293,20 +298,20 @@ func TestLapsedCookieIsOneNewVisitor(t *testing.T) {
 	}
 
 	tr.local.Lock()
-	before := tr.chances.Len()
+	before := waitingroom.ChancesKept(tr.Room)
 	tr.local.Unlock()
 	for range 100 {
 		require.True(t, isWaiting(tr.send("")))
 	}
 	tr.local.Lock()
-	assert.Equal(t, before, tr.chances.Len(), "no memory for visitors without a cookie")
+	assert.Equal(t, before, waitingroom.ChancesKept(tr.Room), "no memory for visitors without a cookie")
 	tr.local.Unlock()
 }
 
 // With renewal disabled and someone waiting, the capped visitor goes to
 // the back of the queue: the waiting visitor gets the freed slot first.
 func TestCappedSessionQueuesBehindTheWaiting(t *testing.T) {
-	tr := newTestRoom(t, func(c *Config) {
+	tr := newTestRoom(t, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
 		c.DisableSessionRenewal = true
 		c.SessionDuration = 2 * time.Minute

@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/internal/share"
+	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -1603,4 +1604,18 @@ func (m *model) episodeEnd(e *mEpisode) string {
 		return "was still waiting at the end"
 	}
 	return "got in at " + m.rel(e.end)
+}
+
+// instances is n rooms sharing st, synced once more once all have joined.
+func instances(t testing.TB, clk *clock, st store.Store, n int, mutate func(*Config)) []*Room {
+	rooms := make([]*Room, n)
+	for i := range rooms {
+		rooms[i] = newTestRoomOn(t, clk, st, mutate).Room
+	}
+	// Each instance syncs once more now that all have joined: a new
+	// instance gets its share at the others' next sync.
+	for _, rm := range rooms {
+		require.NoError(t, rm.Sync(context.Background()))
+	}
+	return rooms
 }

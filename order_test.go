@@ -1,4 +1,4 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -64,7 +65,7 @@ func runArrivalOrder(t *testing.T, instances int, apart time.Duration, n int, se
 	clk, st := newClock(), memstore.New()
 	rooms := make([]*testRoom, instances)
 	for i := range rooms {
-		rooms[i] = newTestRoomOn(t, clk, st, func(c *Config) {
+		rooms[i] = newTestRoomOn(t, clk, st, func(c *waitingroom.Config) {
 			c.TotalActiveUsers, c.NewUsersPerMinute = 100, 3
 			c.Random = rng.Float64
 		})

@@ -1,4 +1,4 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
@@ -35,11 +36,15 @@ func (f *flaky) Update(ctx context.Context, room string, fn func(*store.State) e
 }
 
 func TestStoreOutage(t *testing.T) {
-	for _, policy := range []StoreErrorPolicy{FailClosed, FailOpen} {
-		t.Run(policyEffect(policy)[:9], func(t *testing.T) {
+	for _, pc := range []struct {
+		name   string
+		policy waitingroom.StoreErrorPolicy
+	}{{"fail-closed", waitingroom.FailClosed}, {"fail-open", waitingroom.FailOpen}} {
+		policy := pc.policy
+		t.Run(pc.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			st := &flaky{Store: memstore.New()}
-			tr := newTestRoomOn(t, newClock(), st, func(c *Config) {
+			tr := newTestRoomOn(t, newClock(), st, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = 3, 3
 				c.OnStoreError = policy
 				c.RefreshJitter = -1
@@ -48,9 +53,9 @@ func TestStoreOutage(t *testing.T) {
 			in := &visitor{}
 			require.True(t, admitted(tr.get(in, "")))
 			waiting := &visitor{}
-			require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.QueueAll = true }))
+			require.NoError(t, tr.Update(context.Background(), func(s *waitingroom.Settings) { s.QueueAll = true }))
 			require.True(t, isWaiting(tr.get(waiting, "")))
-			require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.QueueAll = false }))
+			require.NoError(t, tr.Update(context.Background(), func(s *waitingroom.Settings) { s.QueueAll = false }))
 			before, _ := tr.readState(waiting.request(http.MethodGet, ""), tr.now())
 
 			st.down.Store(true)
@@ -63,7 +68,7 @@ func TestStoreOutage(t *testing.T) {
 				}
 				assert.True(t, admitted(tr.get(in, "")), "admitted visitors keep passing")
 				newcomer := tr.get(&visitor{}, "")
-				if policy == FailClosed {
+				if policy == waitingroom.FailClosed {
 					assert.True(t, isWaiting(newcomer), "nobody new gets in without a grant")
 				} else {
 					assert.True(t, admitted(newcomer))
@@ -84,7 +89,7 @@ func TestStoreOutage(t *testing.T) {
 			tr.sync()
 			after, ok := tr.readState(waiting.request(http.MethodGet, ""), tr.now())
 			require.True(t, ok)
-			assert.Equal(t, before.bucket, after.bucket, "the waiting visitor kept their place")
+			assert.Equal(t, before.Bucket, after.Bucket, "the waiting visitor kept their place")
 			assert.True(t, admitted(tr.get(waiting, "")), "after recovery the room admits again")
 		})
 	}

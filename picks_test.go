@@ -1,4 +1,4 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"net/http"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
@@ -38,11 +39,10 @@ func TestScarceRandomAsks(t *testing.T) {
 		var got [2]bool
 		for j, d := range copiesWaiting(t, clk, rooms, cookie) {
 			rm := rooms[j]
-			pol := rm.policyAt(&rm.syncer.Snapshot().Settings, clk.Now().UnixMilli())
-			c, _, ok := rm.readCookie((&visitor{cookie: cookie}).request(http.MethodGet, ""), &pol, clk.Now().UnixMilli())
+			c, ok := rm.readState((&visitor{cookie: cookie}).request(http.MethodGet, ""), clk.Now().UnixMilli())
 			require.True(t, ok)
 			rm.local.Lock()
-			_, got[j] = rm.local.Asked(c.id)
+			_, got[j] = rm.local.Asked(c.ID)
 			rm.local.Unlock()
 			if got[j] {
 				assert.Equal(t, time.Duration(share.PickWait(rm.cfg.SyncInterval))*time.Millisecond, d.RefreshAfter, "visitor %d asked for: back soon", i)
@@ -72,33 +72,32 @@ func TestPickLetsInAnywhere(t *testing.T) {
 	// a's store can fail (flaky), to find whether a lets a pick in while
 	// its syncs fail.
 	fa := &flaky{Store: ms}
-	mutate := func(c *Config) {
-		c.QueueingMethod = FIFO
+	mutate := func(c *waitingroom.Config) {
+		c.QueueingMethod = waitingroom.FIFO
 		c.TotalActiveUsers, c.NewUsersPerMinute = 10, 1
 	}
-	rooms := []*Room{newTestRoomOn(t, clk, fa, mutate).Room, newTestRoomOn(t, clk, ms, mutate).Room}
+	rooms := []*testRoom{newTestRoomOn(t, clk, fa, mutate), newTestRoomOn(t, clk, ms, mutate)}
 	syncAll(t, rooms)
 	a, b := rooms[0], rooms[1]
 	// Fill the minute, then queue a visitor.
 	first, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
 	require.NoError(t, err)
-	require.Equal(t, outcomeAdmitted, first.Outcome)
+	require.Equal(t, waitingroom.OutcomeAdmitted, first.Outcome)
 	syncAll(t, rooms)
 	d, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
 	require.NoError(t, err)
-	require.Equal(t, outcomeWaiting, d.Outcome)
-	cookie := a.cookieName + "=" + d.cookie
-	pol := a.policyAt(&a.syncer.Snapshot().Settings, clk.Now().UnixMilli())
-	c, _, ok := a.readCookie((&visitor{cookie: cookie}).request(http.MethodGet, ""), &pol, clk.Now().UnixMilli())
+	require.Equal(t, waitingroom.OutcomeWaiting, d.Outcome)
+	cookie := a.cookieName + "=" + d.CookieValue
+	c, ok := a.readState((&visitor{cookie: cookie}).request(http.MethodGet, ""), clk.Now().UnixMilli())
 	require.True(t, ok)
-	id, bucket := c.id, c.bucket
+	id, bucket := c.ID, c.Bucket
 	clk.Add(d.RefreshAfter)
 	syncAll(t, rooms)
 
-	setView := func(rm *Room, edit func(v *view)) {
+	setView := func(rm *testRoom, edit func(v *view)) {
 		rm.syncer.Amend(edit)
 	}
-	check := func(rm *Room) decision {
+	check := func(rm *testRoom) waitingroom.Verdict {
 		d, err := rm.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
 		require.NoError(t, err)
 		return d
@@ -107,10 +106,10 @@ func TestPickLetsInAnywhere(t *testing.T) {
 	// backSoon checks that rm, whose view edit makes, tells the visitor
 	// to come back once a pick can be out, and returns what it asked
 	// for them.
-	backSoon := func(t *testing.T, rm *Room, edit func(v *view)) (int64, bool) {
+	backSoon := func(t *testing.T, rm *testRoom, edit func(v *view)) (int64, bool) {
 		setView(rm, edit)
 		got := check(rm)
-		require.Equal(t, outcomeWaiting, got.Outcome)
+		require.Equal(t, waitingroom.OutcomeWaiting, got.Outcome)
 		assert.Equal(t, time.Duration(share.PickWait(rm.cfg.SyncInterval))*time.Millisecond, got.RefreshAfter, "back soon")
 		rm.local.Lock()
 		asked, ok := rm.local.Asked(id)
@@ -142,13 +141,13 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		defer func() { require.NoError(t, a.Sync(t.Context())) }()
 		setView(a, func(v *view) { v.Picks = map[uint64]int64{id: until} })
 		got := check(a)
-		assert.Equal(t, outcomeWaiting, got.Outcome)
+		assert.Equal(t, waitingroom.OutcomeWaiting, got.Outcome)
 		clk.Add(got.RefreshAfter)
 	})
 	t.Run("not once the pick expired", func(t *testing.T) {
 		setView(b, func(v *view) { v.Picks = map[uint64]int64{id: clk.Now().UnixMilli()} })
 		got := check(b)
-		assert.Equal(t, outcomeWaiting, got.Outcome)
+		assert.Equal(t, waitingroom.OutcomeWaiting, got.Outcome)
 		clk.Add(got.RefreshAfter)
 	})
 	t.Run("let in by either instance, one session", func(t *testing.T) {
@@ -160,15 +159,15 @@ func TestPickLetsInAnywhere(t *testing.T) {
 			rm.local.Unlock()
 		}
 		got := check(a)
-		require.Equal(t, outcomeAdmitted, got.Outcome)
-		assert.Equal(t, id, got.state.id)
+		require.Equal(t, waitingroom.OutcomeAdmitted, got.Outcome)
+		assert.Equal(t, id, got.State.ID)
 		again := check(b) // the same cookie, sent again to the other instance
-		require.Equal(t, outcomeAdmitted, again.Outcome)
-		assert.Equal(t, id, again.state.id)
+		require.Equal(t, waitingroom.OutcomeAdmitted, again.Outcome)
+		assert.Equal(t, id, again.State.ID)
 		// A browser's parallel requests with the old waiting cookie, six
 		// to each instance at once.
 		var wg sync.WaitGroup
-		got6 := make([]decision, 12)
+		got6 := make([]waitingroom.Verdict, 12)
 		errs := make([]error, 12)
 		for i := range got6 {
 			wg.Go(func() {
@@ -178,8 +177,8 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		wg.Wait()
 		for i, d := range got6 {
 			require.NoError(t, errs[i])
-			assert.Equal(t, outcomeAdmitted, d.Outcome, "request %d", i)
-			assert.Equal(t, id, d.state.id, "request %d", i)
+			assert.Equal(t, waitingroom.OutcomeAdmitted, d.Outcome, "request %d", i)
+			assert.Equal(t, id, d.State.ID, "request %d", i)
 		}
 		syncAll(t, rooms)
 		st, err := ms.Read(t.Context(), a.cfg.Name)
@@ -200,7 +199,7 @@ func TestPickLetsInAnywhere(t *testing.T) {
 }
 
 // syncAll syncs every room once.
-func syncAll(t *testing.T, rooms []*Room) {
+func syncAll(t *testing.T, rooms []*testRoom) {
 	t.Helper()
 	for _, rm := range rooms {
 		require.NoError(t, rm.Sync(t.Context()))

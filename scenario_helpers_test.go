@@ -107,6 +107,37 @@ func (tr *testRoom) checkRequest(r *http.Request) (waitingroom.Verdict, error) {
 	return waitingroom.Decide(tr.Room, r)
 }
 
+// seal is s sealed as the room's cookie value under testKey.
+func (tr *testRoom) seal(s waitingroom.CookieState) string {
+	return seal(tr.t, tr.cookieName, testKey, s)
+}
+
+// open is the state in the room's cookie value v, sealed under testKey.
+func (tr *testRoom) open(v string) (waitingroom.CookieState, error) {
+	return waitingroom.OpenCookie(tr.cookieName, testKey, v)
+}
+
+// seal is s sealed as the value of a cookie named name under key.
+func seal(t testing.TB, name string, key []byte, s waitingroom.CookieState) string {
+	v, err := waitingroom.SealCookie(name, key, s)
+	require.NoError(t, err)
+	return v
+}
+
+// otherKey is a key no test room holds.
+var otherKey = []byte("ffffffffffffffffffffffffffffffffffff")
+
+// The shared state's terms the scenarios read.
+type (
+	view  = share.Snapshot[waitingroom.Settings]
+	grant = share.Grant
+)
+
+const anyBucket = share.AnyBucket
+
+// secondOf is the Unix second of the Unix ms ms.
+func secondOf(ms int64) int64 { return share.FloorDiv(ms, 1000) }
+
 // visitor keeps its cookie like a browser.
 type visitor struct {
 	cookie string // "name=value"

@@ -1,7 +1,8 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"context"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -10,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/internal/servicetest"
 	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
@@ -44,8 +47,8 @@ func (s *stalling) Update(ctx context.Context, room string, fn func(*store.State
 // for Close (2 s with a SyncInterval of a second), on the bubble's clock;
 // a store that ignores its context holds neither up.
 func TestShutdownBoundedByContext(t *testing.T) {
-	shutdownIn := func(d time.Duration) func(rm *Room) error {
-		return func(rm *Room) error {
+	shutdownIn := func(d time.Duration) func(rm *waitingroom.Room) error {
+		return func(rm *waitingroom.Room) error {
 			ctx, cancel := context.WithTimeout(context.Background(), d)
 			defer cancel()
 			return rm.Shutdown(ctx)
@@ -54,21 +57,27 @@ func TestShutdownBoundedByContext(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		ignoreCtx bool
-		shutdown  func(rm *Room) error
+		shutdown  func(rm *waitingroom.Room) error
 		took      time.Duration
 		err       error
 	}{
-		{"Close", false, func(rm *Room) error { return rm.Close() }, share.SyncTimeout(time.Second), nil},
+		{"Close", false, func(rm *waitingroom.Room) error { return rm.Close() }, share.SyncTimeout(time.Second), nil},
 		{"Shutdown", false, shutdownIn(100 * time.Millisecond), 100 * time.Millisecond, context.DeadlineExceeded},
 		{"Shutdown, a store that ignores its context", true, shutdownIn(100 * time.Millisecond), 100 * time.Millisecond, context.DeadlineExceeded},
-		{"Close, a store that ignores its context", true, func(rm *Room) error { return rm.Close() }, share.SyncTimeout(time.Second), nil},
+		{"Close, a store that ignores its context", true, func(rm *waitingroom.Room) error { return rm.Close() }, share.SyncTimeout(time.Second), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var logs logBuffer
+				var logs servicetest.Buffer
 				st := &stalling{Store: memstore.New(), ignoreCtx: tc.ignoreCtx, release: make(chan struct{})}
 				defer close(st.release)
-				rm, err := New(readyConfig(&logs), st)
+				rm, err := waitingroom.New(waitingroom.Config{
+					Name:         "ready",
+					Settings:     waitingroom.Settings{TotalActiveUsers: 10, NewUsersPerMinute: 10},
+					Keys:         [][]byte{[]byte("a key of 32 bytes for the tests!")},
+					SyncInterval: time.Second,
+					Logger:       slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+				}, st)
 				require.NoError(t, err)
 				require.NoError(t, rm.Ready(context.Background()), "the first sync went through")
 				st.stall.Store(true)
@@ -83,9 +92,9 @@ func TestShutdownBoundedByContext(t *testing.T) {
 				}
 				assert.Equal(t, tc.took, took, "the last sync waited as long as it was given")
 				assert.Equal(t, int32(1), st.stalled.Load(), "one last sync, which hung")
-				assert.ErrorIs(t, rm.Sync(context.Background()), ErrClosed)
-				assert.ErrorIs(t, rm.Ready(context.Background()), ErrClosed)
-				assert.ErrorIs(t, rm.Update(context.Background(), func(*Settings) {}), ErrClosed)
+				assert.ErrorIs(t, rm.Sync(context.Background()), waitingroom.ErrClosed)
+				assert.ErrorIs(t, rm.Ready(context.Background()), waitingroom.ErrClosed)
+				assert.ErrorIs(t, rm.Update(context.Background(), func(*waitingroom.Settings) {}), waitingroom.ErrClosed)
 			})
 		})
 	}
@@ -107,7 +116,7 @@ func TestShutdownLeavesTheState(t *testing.T) {
 		require.Len(t, s.Instances, 1, "the instance's record is gone")
 		assert.Equal(t, a.id, s.Instances[0].ID)
 		assert.Len(t, s.Sessions, 1, "its admission was brought in")
-		assert.ErrorIs(t, b.Sync(context.Background()), ErrClosed)
+		assert.ErrorIs(t, b.Sync(context.Background()), waitingroom.ErrClosed)
 		assert.True(t, isErrorPage(b.get(&visitor{}, "")), "Handler answers with the error page")
 	})
 	t.Run("its latest sync failed", func(t *testing.T) {

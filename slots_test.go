@@ -64,3 +64,42 @@ func TestDrawRetry(t *testing.T) {
 		assert.Equal(t, tc.want, drawRetry(tc.refresh), "refresh %d ms", tc.refresh)
 	}
 }
+
+func TestDrawOdds(t *testing.T) {
+	const refresh = 20_000
+	// 30 s into a minute: with New Users Per Minute at 60, 50 slots are
+	// released an interval ahead.
+	const now = 1_000*60_000 + 30_000
+	for _, tc := range []struct {
+		name             string
+		perMinute, total int
+		active, waiting  int64
+		admitted         int64 // this minute, as of the view
+		recent           float64
+		want             float64
+	}{
+		{"a long queue: an interval's slots over the waiting", 60, 1000, 0, 300, 50, 0, 20.0 / 300},
+		{"slots released and not taken, less than an interval's and a quarter: an interval's", 60, 1000, 0, 300, 27, 0, 20.0 / 300},
+		{"slots released and not taken, more: their excess over a quarter interval's", 60, 1000, 0, 300, 0, 0, 45.0 / 300},
+		{"the pace ahead of New Users Per Minute: none of it", 60, 1000, 0, 300, 60, 0, 20.0 / 300},
+		{"fewer waiting than an interval brings: everyone", 60, 1000, 0, 10, 50, 0, 1},
+		{"nobody counted waiting: everyone", 60, 1000, 0, 0, 50, 0, 1},
+		{"Total Active Users binds: the slots come as fast as lately", 60, 100, 100, 300, 0, 30, 10.0 / 300},
+		{"Total Active Users binds, some room left", 60, 100, 85, 300, 0, 30, 15.0 / 300},
+		{"Total Active Users binds, nothing let in lately: one slot", 60, 100, 100, 300, 50, 0, 1.0 / 300},
+		{"a slot a minute: at least one an interval", 1, 1000, 0, 300, 1, 0, 1.0 / 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &view{View: share.View{At: now - 500, Active: tc.active, Waiting: tc.waiting, AdmittedThisMinute: tc.admitted, PerMinute: tc.recent}}
+			p := &policy{}
+			p.NewUsersPerMinute, p.TotalActiveUsers = tc.perMinute, tc.total
+			assert.InDelta(t, tc.want, drawOdds(v, p, refresh, now), 1e-12)
+		})
+	}
+	t.Run("a view of the minute before: nothing let in this minute yet", func(t *testing.T) {
+		v := &view{View: share.View{At: now - 40_000, Waiting: 300, AdmittedThisMinute: 60}}
+		p := &policy{}
+		p.NewUsersPerMinute, p.TotalActiveUsers = 60, 1000
+		assert.InDelta(t, 45.0/300, drawOdds(v, p, refresh, now), 1e-12)
+	})
+}

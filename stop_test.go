@@ -1,16 +1,15 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
@@ -34,7 +33,7 @@ func readRoom(t testing.TB, st store.Store, name string) store.State {
 
 // twoSharing returns two instances of a room in st, synced until they
 // share its slots, and what the second holds.
-func twoSharing(t *testing.T, clk *clock, st store.Store, mutate func(*Config)) (a, b *testRoom, held int) {
+func twoSharing(t *testing.T, clk *clock, st store.Store, mutate func(*waitingroom.Config)) (a, b *testRoom, held int) {
 	a = newTestRoomOn(t, clk, st, mutate)
 	b = newTestRoomOn(t, clk, st, mutate)
 	a.sync()
@@ -73,7 +72,7 @@ func TestStoppedInstanceGrantCountsAsTaken(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk, st := newClock(), memstore.New()
-			mutate := func(c *Config) {
+			mutate := func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.perMin
 				c.SessionDuration = 5 * time.Minute
 			}
@@ -140,7 +139,7 @@ func TestCloseLeavesTheState(t *testing.T) {
 		require.True(t, admitted(b.get(&visitor{}, "")))
 	}
 	require.NoError(t, b.Close())
-	assert.ErrorIs(t, b.Sync(context.Background()), ErrClosed)
+	assert.ErrorIs(t, b.Sync(context.Background()), waitingroom.ErrClosed)
 	s := readRoom(t, st, "launch")
 	require.Len(t, s.Instances, 1, "the closed instance's record is gone")
 	assert.Equal(t, a.id, s.Instances[0].ID)
@@ -185,12 +184,12 @@ func TestFleetCloseLeaves(t *testing.T) {
 	ordered := orderedIDs()
 	clk := newClock()
 	st := memstore.New()
-	rooms := instances(t, clk, st, fleetSize, ordered(func(c *Config) {
+	rooms := instances(t, clk, st, fleetSize, ordered(func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 		c.SessionDuration = 5 * time.Minute
 		c.SyncInterval = -1
 	}))
-	syncAll := func(rs []*Room) {
+	syncAll := func(rs []*testRoom) {
 		for _, rm := range rs {
 			require.NoError(t, rm.Sync(context.Background()))
 		}
@@ -208,14 +207,14 @@ func TestFleetCloseLeaves(t *testing.T) {
 		if i == leader {
 			continue
 		}
-		tr := &testRoom{Room: rm, t: t, clk: clk, app: rm.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "app") }))}
+		tr := rm
 		if admitted(tr.get(&visitor{}, "")) {
 			let++
 		}
 	}
 	require.Positive(t, let)
 	// Half of them close, the aggregator among them.
-	var closed, alive []*Room
+	var closed, alive []*testRoom
 	for i, rm := range rooms {
 		if i%2 == 0 || i == leader {
 			require.NoError(t, rm.Close())

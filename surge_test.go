@@ -1,4 +1,4 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
@@ -45,7 +46,7 @@ type surge struct {
 	// join, if set, runs at the start of every simulated second and
 	// returns the rooms that start then (created, and synced once, by
 	// it): they serve from then on.
-	join func(now time.Time) []*Room
+	join func(now time.Time) []*testRoom
 	// synced, if set, says which rooms the harness syncs every step (the
 	// others sync when something else has them sync).
 	synced func(i int) bool
@@ -71,7 +72,7 @@ type surgeResult struct {
 	syncErrors        int // failed syncs of the rooms surge.failing names
 }
 
-func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
+func (s surge) run(t testing.TB, clk *clock, rooms []*testRoom) surgeResult {
 	rng := mrand.New(mrand.NewPCG(s.seed, 1))
 	for _, rm := range rooms {
 		rm.cfg.Random = rng.Float64 // the simulation runs on one goroutine
@@ -128,25 +129,25 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 			rm := rooms[i]
 			d, err := rm.checkRequest(v.req)
 			require.NoError(t, err)
-			if d.cookie != "" {
-				v.req.Header.Set("Cookie", rm.cookieName+"="+d.cookie)
+			if d.CookieValue != "" {
+				v.req.Header.Set("Cookie", rm.cookieName+"="+d.CookieValue)
 			}
 			if v.lastRequest.IsZero() {
 				v.first = now
 			}
 			v.lastRequest = now
 			switch d.Outcome {
-			case outcomeAdmitted:
+			case waitingroom.OutcomeAdmitted:
 				if v.admittedAt.IsZero() {
 					v.admittedAt = now
-					v.bucket = d.state.bucket
+					v.bucket = d.State.Bucket
 					res.admittedPerMinute[now.Add(s.lead).Unix()/60]++
 				}
 				if now.Sub(v.admittedAt) >= s.browse {
 					v.gone = true
 				}
 				v.next = now.Add(30 * time.Second)
-			case outcomeWaiting:
+			case waitingroom.OutcomeWaiting:
 				res.waitingResponses++
 				if rng.Float64() < s.abandon {
 					v.gone = true
@@ -195,10 +196,10 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*Room) surgeResult {
 	return res
 }
 
-func instances(t testing.TB, clk *clock, st store.Store, n int, mutate func(*Config)) []*Room {
-	rooms := make([]*Room, n)
+func instances(t testing.TB, clk *clock, st store.Store, n int, mutate func(*waitingroom.Config)) []*testRoom {
+	rooms := make([]*testRoom, n)
 	for i := range rooms {
-		rooms[i] = newTestRoomOn(t, clk, st, mutate).Room
+		rooms[i] = newTestRoomOn(t, clk, st, mutate)
 	}
 	// Each instance syncs once more now that all have joined: a new
 	// instance gets its share at the others' next sync.
@@ -212,19 +213,19 @@ func TestSurgeLimitsExact(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		instances int
-		method    QueueingMethod
+		method    waitingroom.QueueingMethod
 		total     int
 		perMinute int
 	}{
-		{"fifo, one instance, per-minute bound", 1, FIFO, 1000, 100},
-		{"fifo, one instance, total bound", 1, FIFO, 120, 100},
-		{"random, one instance", 1, Random, 150, 100},
-		{"fifo, four instances", 4, FIFO, 150, 100},
-		{"random, four instances", 4, Random, 1000, 100},
+		{"fifo, one instance, per-minute bound", 1, waitingroom.FIFO, 1000, 100},
+		{"fifo, one instance, total bound", 1, waitingroom.FIFO, 120, 100},
+		{"random, one instance", 1, waitingroom.Random, 150, 100},
+		{"fifo, four instances", 4, waitingroom.FIFO, 150, 100},
+		{"random, four instances", 4, waitingroom.Random, 1000, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
-			rooms := instances(t, clk, memstore.New(), tc.instances, func(c *Config) {
+			rooms := instances(t, clk, memstore.New(), tc.instances, func(c *waitingroom.Config) {
 				c.QueueingMethod = tc.method
 				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.perMinute
 				c.SessionDuration = time.Minute
@@ -270,7 +271,7 @@ func TestSurgeLimitsExact(t *testing.T) {
 				assert.GreaterOrEqual(t, worst, tc.perMinute*85/100, "worst minute")
 				t.Logf("utilization %.3f over %d saturated minutes (worst minute %d of %d)", util, minutes, worst, tc.perMinute)
 			}
-			if tc.method == FIFO {
+			if tc.method == waitingroom.FIFO {
 				assert.Zero(t, res.inversions, "FIFO order across buckets")
 			}
 			t.Logf("admitted %d of %d; peak active %d (limit %d); inversions %d", total, len(res.visitors), res.maxActive, tc.total, res.inversions)
@@ -281,7 +282,7 @@ func TestSurgeLimitsExact(t *testing.T) {
 func TestNoQueueingWhileThereIsRoom(t *testing.T) {
 	// 90 new visitors a minute against 100 a minute allowed: nobody waits.
 	clk := newClock()
-	rooms := instances(t, clk, memstore.New(), 2, func(c *Config) {
+	rooms := instances(t, clk, memstore.New(), 2, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 	})
 	res := surge{visitors: 900, arrivals: 10 * time.Minute, browse: time.Minute, duration: 12 * time.Minute, seed: 3}.run(t, clk, rooms)
@@ -299,7 +300,7 @@ func TestManyInstancesShareOneQueue(t *testing.T) {
 	per := map[int]int{}
 	for _, n := range []int{1, 4} {
 		clk := newClock()
-		rooms := instances(t, clk, memstore.New(), n, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 500, 50 })
+		rooms := instances(t, clk, memstore.New(), n, func(c *waitingroom.Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 500, 50 })
 		res := surge{visitors: 600, arrivals: time.Minute, browse: time.Minute, duration: 6 * time.Minute, seed: 11}.run(t, clk, rooms)
 		for _, c := range res.admittedPerMinute {
 			per[n] += c
@@ -315,13 +316,13 @@ func TestClockSkew(t *testing.T) {
 	// room's minutes (which follow the fastest clock) and FIFO order holds.
 	clk := newClock()
 	st := memstore.New()
-	var rooms []*Room
+	var rooms []*testRoom
 	for _, skew := range []time.Duration{-3 * time.Second, 0, 2 * time.Second, 3 * time.Second} {
-		rooms = append(rooms, newTestRoomOn(t, clk, st, func(c *Config) {
+		rooms = append(rooms, newTestRoomOn(t, clk, st, func(c *waitingroom.Config) {
 			c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 100
 			c.SessionDuration = time.Minute
 			c.Now = func() time.Time { return clk.Now().Add(skew) }
-		}).Room)
+		}))
 	}
 	res := surge{visitors: 1500, arrivals: 4 * time.Minute, browse: time.Minute,
 		duration: 20 * time.Minute, seed: 5, lead: 3 * time.Second}.run(t, clk, rooms)
@@ -348,7 +349,7 @@ func (w *wipeable) wipe() { w.Store = memstore.New() }
 func TestStateLossKeepsLimits(t *testing.T) {
 	clk := newClock()
 	st := &wipeable{Store: memstore.New()}
-	rooms := instances(t, clk, st, 3, func(c *Config) {
+	rooms := instances(t, clk, st, 3, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 100, 100
 		c.SessionDuration = 2 * time.Minute
 	})
@@ -484,7 +485,7 @@ func TestStateRollbackKeepsLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
 			st := &rewindable{Store: memstore.New(), clk: clk}
-			rooms := instances(t, clk, st, 3, func(c *Config) {
+			rooms := instances(t, clk, st, 3, func(c *waitingroom.Config) {
 				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.perMinute
 				c.SessionDuration = 2 * time.Minute
 			})
@@ -523,7 +524,7 @@ func TestStateRollbackKeepsLimits(t *testing.T) {
 // checkWentBack asserts what a surge through a state that went back must
 // keep: the limits, FIFO order, and the epoch (a state that went back is
 // not a lost one).
-func checkWentBack(t *testing.T, res surgeResult, rooms []*Room, total, perMinute int) {
+func checkWentBack(t *testing.T, res surgeResult, rooms []*testRoom, total, perMinute int) {
 	t.Helper()
 	assert.LessOrEqual(t, res.maxActive, total, "active visitors")
 	for m, n := range res.admittedPerMinute {
@@ -545,7 +546,7 @@ func checkWentBack(t *testing.T, res surgeResult, rooms []*Room, total, perMinut
 func TestStateLossVoidsGrants(t *testing.T) {
 	clk := newClock()
 	st := &wipeable{Store: memstore.New()}
-	tr := newTestRoomOn(t, clk, st, func(c *Config) {
+	tr := newTestRoomOn(t, clk, st, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 100, 100
 	})
 	require.True(t, admitted(tr.get(&visitor{}, "")))

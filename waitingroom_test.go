@@ -534,3 +534,14 @@ func TestAdmittedRequestAllocatesOnce(t *testing.T) {
 		})
 	}
 }
+
+// discardWriter is a ResponseWriter that keeps the status and drops the
+// body, so allocation counts are the room's own.
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *discardWriter) WriteHeader(code int)        { w.code = code }
