@@ -106,7 +106,6 @@ const (
 	OutcomeAdmitted = outcomeAdmitted
 	OutcomeWaiting  = outcomeWaiting
 	OutcomeBypassed = outcomeBypassed
-	OutcomeRejected = outcomeRejected
 )
 
 // Decide is rm's verdict on r, as Handler makes it, without writing anything.
