@@ -35,7 +35,7 @@ func TestPreviewPage(t *testing.T) {
 	}{
 		{"waiting, a known wait", Settings{QueueingMethod: FIFO}, Estimate{Known: true, Wait: 12 * time.Minute}, "", "fr", http.StatusOK, 20, 12},
 		{"the status code", Settings{QueueingMethod: FIFO, QueueingStatusCode: http.StatusTooManyRequests}, Estimate{}, "de", "de", http.StatusTooManyRequests, 20, 0},
-		{"closed", Settings{QueueingMethod: Reject}, Estimate{}, "", "fr", http.StatusOK, 0, 0},
+		{"closed", Settings{QueueingMethod: Reject}, Estimate{}, "", "fr", http.StatusOK, 20, 0}, // the room's refresh interval, no loop
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := hook.PreviewPage(tr.Room, &tc.s, now, tc.est, tc.lang)

@@ -183,10 +183,21 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 		IsRejectQueue:      s.QueueingMethod == Reject,
 		CookieAttributes:   rm.scriptCookieAttrs,
 	}
-	if d.Outcome == outcomeWaiting {
+	switch {
+	case d.Outcome == outcomeWaiting:
 		// From the latest attempt to the next chance: the visitor's
 		// interval, which an early refresh does not shorten.
 		data.RefreshIntervalSeconds = ceilSeconds(now + d.RefreshAfter.Milliseconds() - last)
+	case data.IsRejectQueue:
+		// The closed page: no chance to wait for, and the product
+		// defines the interval only while queueing. The room's refresh
+		// interval, never 0: a template that reloads itself with a
+		// meta refresh of {{refreshIntervalSeconds}} looks again at
+		// the pace of a waiting page, not in a loop, and a JSON client
+		// waits as long before asking again. The default page, the
+		// live script and the response (no Refresh header) do not
+		// refresh the closed page.
+		data.RefreshIntervalSeconds = ceilSeconds(rm.cfg.RefreshInterval.Milliseconds())
 	}
 	if e.Known {
 		m := int(e.Wait / time.Minute)

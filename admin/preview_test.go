@@ -33,7 +33,7 @@ func TestPreview(t *testing.T) {
 		admin.PreviewQueueing:      "<p>fifo||||12|20</p>",
 		admin.PreviewQueueAll:      "<p>fifo|all|||unknown|20</p>",
 		admin.PreviewEventPrequeue: "<p>fifo||pre 15||unknown|20</p>",
-		admin.PreviewReject:        "<p>reject|||closed|unknown|0</p>",
+		admin.PreviewReject:        "<p>reject|||closed|unknown|20</p>",
 		admin.PreviewUnknownWait:   "<p>fifo||||unknown|20</p>",
 	}
 	for i, p := range pages {

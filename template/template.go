@@ -26,7 +26,7 @@
 //	queueIsFull                   bool    no more visitors can join the queue at the moment
 //	queueAll                      bool    the site admits no one at the moment; everyone waits
 //	lastUpdated                   string  the visitor's latest attempt to get in, ISO 8601 UTC (2020-08-03T23:46:00.000Z)
-//	refreshIntervalSeconds        number  seconds from lastUpdated to the visitor's next chance
+//	refreshIntervalSeconds        number  seconds from lastUpdated to the visitor's next chance (reject: the room's refresh interval)
 //	queueingMethod                string  fifo, random, passthrough or reject
 //	isFIFOQueue                   bool    queueingMethod is fifo
 //	isRandomQueue                 bool    queueingMethod is random
@@ -155,7 +155,10 @@ type Data struct {
 	// RefreshIntervalSeconds is the number of seconds from LastUpdated to
 	// the visitor's next chance: an early refresh does not shorten it.
 	// The page reloads itself after it (the room's Refresh header says
-	// how long is left).
+	// how long is left). On the closed page (IsRejectQueue), where there
+	// is no chance to wait for, it is the room's refresh interval, never
+	// 0, so that a template reloading itself after it does not loop; the
+	// default page does not reload the closed page.
 	RefreshIntervalSeconds int `json:"refreshIntervalSeconds"`
 	// QueueingMethod is fifo, random, passthrough or reject.
 	QueueingMethod string `json:"queueingMethod"`
