@@ -7,7 +7,8 @@
 // integration/multiproc, and the room behind real nginx and Caddy servers
 // (forward-auth) in integration/frontdoor, and the proxy of the previous
 // release beside this one on one store (an upgrade and a rollback) in
-// integration/release.
+// integration/release. It also compiles the README's programs as
+// written, against every store and driver (TestReadmeSnippetsCompile).
 //
 // It is a module of its own, so that the library's module does not
 // require the store drivers, the proxy or their dependencies. The proxy
