@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // The closed page (QueueingMethod Reject) gives refreshIntervalSeconds as
@@ -85,4 +86,19 @@ func TestClosedPageRefreshInterval(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A template set in the Config that uses a name no page fills is refused
+// by New, naming it and the closest variable.
+func TestNewRefusesUnknownTemplateVariable(t *testing.T) {
+	keys, err := waitingroom.ParseKeys(strings.Repeat("ab", 32))
+	require.NoError(t, err)
+	_, err = waitingroom.New(waitingroom.Config{
+		Name:     "typo",
+		Settings: waitingroom.Settings{TotalActiveUsers: 10, NewUsersPerMinute: 10, Template: "<p>{{waitTimeMinutes}}</p>"},
+		Keys:     keys,
+	}, memstore.New())
+	require.ErrorIs(t, err, waitingroom.ErrInvalidConfig)
+	require.ErrorIs(t, err, template.ErrUnknownVariable)
+	assert.Contains(t, err.Error(), "{{waitTimeMinutes}} on line 1 (did you mean waitTime?)")
 }

@@ -115,7 +115,9 @@ const maxTemplates = 32
 // template returns the parsed template for src, parsing it once; "" is the
 // default page. Templates were validated when they were set; one that
 // fails here (set by an instance with a different version) falls back to
-// the default page.
+// the default page. Names no page fills are no failure here: an instance
+// of another release may fill them, and refusing its settings would undo
+// them; they render empty, and are logged as a warning once.
 func (rm *Room) template(src string) *template.Template {
 	if src == "" {
 		return template.Default()
@@ -123,10 +125,13 @@ func (rm *Room) template(src string) *template.Template {
 	if t, ok := rm.templates.Load(src); ok {
 		return t.(*template.Template)
 	}
-	t, err := template.Parse(src)
+	t, err := template.ParseAllowUnknown(src)
 	if err != nil {
 		rm.log.Error("waitingroom: a template in the settings does not parse; using the default page", "err", err)
 		t = template.Default()
+	}
+	for _, u := range t.Unknown() {
+		rm.log.Warn("waitingroom: a template in the settings uses a variable no page fills; it renders empty", "variable", u.String())
 	}
 	if rm.ntemplate.Add(1) > maxTemplates {
 		// Settings changed many times: start again with the ones in use,
@@ -144,13 +149,15 @@ func (rm *Room) checkTemplate(src string) error {
 	if _, ok := rm.templates.Load(src); ok {
 		return nil
 	}
-	if err := parseTemplate(src); err != nil {
+	if _, err := template.ParseAllowUnknown(src); err != nil {
 		return err
 	}
 	rm.template(src) // parses it again once, and keeps it
 	return nil
 }
 
+// parseTemplate checks a template being set (Config, Update, Validate):
+// a name no page fills is an error naming it (template.ErrUnknownVariable).
 func parseTemplate(src string) error {
 	_, err := template.Parse(src)
 	return err

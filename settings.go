@@ -52,7 +52,9 @@ type Settings struct {
 	QueueingStatusCode int `json:"queueingStatusCode,omitempty"`
 	// Template is a custom Mustache template for the waiting page.
 	// Default "": the embedded page of package template. A template that
-	// does not parse is refused. It travels in the shared state, read
+	// does not parse, or that uses a name no page fills (a mistyped
+	// variable: template.ErrUnknownVariable, the error naming it and the
+	// closest known one), is refused. It travels in the shared state, read
 	// and written at every sync, so keep it small (inline a few
 	// kilobytes, link larger assets from another host).
 	Template string `json:"template,omitempty"`

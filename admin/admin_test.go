@@ -572,6 +572,8 @@ func TestAdminPreview(t *testing.T) {
 		{http.MethodGet, "/preview?lang=tlh", "", http.StatusBadRequest, "language"},
 		{http.MethodPost, "/preview", `{"template":"{{#open}}"}`, http.StatusUnprocessableEntity, "Template"},
 		{http.MethodPost, "/preview", `{"template":"{{> partial}}"}`, http.StatusUnprocessableEntity, "partials"},
+		{http.MethodPost, "/preview", `{"template":"<p>{{waitTimeMinutes}}</p>"}`, http.StatusUnprocessableEntity, "unknown variable: {{waitTimeMinutes}} on line 1 (did you mean waitTime?)"},
+		{http.MethodPost, "/preview", `{"template":"{{#isFifoQueue}}x{{/isFifoQueue}}"}`, http.StatusUnprocessableEntity, "{{#isFifoQueue}} on line 1 (did you mean isFIFOQueue?)"},
 		{http.MethodPost, "/preview", `{}`, http.StatusBadRequest, "the template to preview"},
 		{http.MethodPost, "/preview", `{"tmpl":"x"}`, http.StatusBadRequest, "unknown field"},
 		{http.MethodPost, "/preview", `[]`, http.StatusBadRequest, "JSON object"},

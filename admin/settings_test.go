@@ -119,6 +119,7 @@ func TestAdminPatchSettingsRefusesBadInput(t *testing.T) {
 		{"renewal as string", `{"disableSessionRenewal":"yes"}`, nil, false, http.StatusBadRequest, `"disableSessionRenewal" must be true or false`},
 		{"template as number", `{"template":1}`, nil, false, http.StatusBadRequest, `"template" must be a string`},
 		{"template does not parse", `{"template":"{{#open}}"}`, nil, false, http.StatusUnprocessableEntity, "Template"},
+		{"template with a mistyped variable", `{"template":"{{waitTimeMinutes}}"}`, nil, false, http.StatusUnprocessableEntity, "{{waitTimeMinutes}} on line 1 (did you mean waitTime?)"},
 		{"template with a partial", `{"template":"{{> header}}"}`, nil, false, http.StatusUnprocessableEntity, "partials"},
 		{"challenge as string", `{"challenge":"pow"}`, nil, false, http.StatusBadRequest, `"challenge" must be a challenge object`},
 		{"challenge unknown field", `{"challenge":{"kind":"pow","level":3}}`, nil, false, http.StatusBadRequest, `"challenge" must be a challenge object`},

@@ -77,6 +77,17 @@
 // {{{name}}} and {{&name}} do not and should not be used for strings.
 // Partials ({{> name}}) are not supported.
 //
+// A name no page fills, in a variable, a section or an inverted section,
+// would render empty (or hide its section) without a word: Parse refuses
+// it with an error wrapping ErrUnknownVariable that names the tag, its line
+// and the closest variable ("{{#isFifoQueue}} on line 5 (did you mean
+// isFIFOQueue?)"). Every variable of the commercial product's reference is
+// filled, so a template written for it parses; so does one copied from the
+// default page, whose texts (wr_...) every page is given. ParseAllowUnknown
+// accepts such names and lists them (Template.Unknown): the room uses it
+// for templates that reach it through the shared settings, written by an
+// instance of another release, and logs them as warnings.
+//
 // A page that reloads itself should carry
 //
 //	<meta http-equiv="refresh" content="{{refreshIntervalSeconds}}">
@@ -110,6 +121,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/cbroglie/mustache"
@@ -296,7 +308,8 @@ func (d *Data) vars() map[string]any {
 // Template is a parsed waiting page. It is immutable and safe for concurrent
 // use by many goroutines.
 type Template struct {
-	m *mustache.Template
+	m       *mustache.Template
+	unknown []UnknownVariable
 }
 
 // maxNesting bounds how deeply sections may nest. Rendering copies the
@@ -311,8 +324,38 @@ var noPartials = &mustache.StaticProvider{}
 // Parse parses a Mustache template. It returns an error, prefixed
 // "waitingroom/template: " and wrapping the Mustache parser's error where
 // there is one, for a template that does not parse, that uses partials
-// ({{> name}}) or that nests sections more than 100 levels deep.
+// ({{> name}}) or that nests sections more than 100 levels deep; and one
+// wrapping ErrUnknownVariable for a template that uses a name no page
+// fills, in a variable, a section or an inverted section, which would
+// render empty (or hide the section) without a word. That error names
+// every such tag with its line and the closest known variable:
+//
+//	waitingroom/template: unknown variable: {{waitTimeMinutes}} on line 3 (did you mean waitTime?)
+//
+// The names accepted are Variables, "." and the default page's texts
+// (wr_...). Every variable of the commercial product's reference is among
+// them, so that a template written for it parses. ParseAllowUnknown
+// parses a template with unknown names.
 func Parse(src string) (*Template, error) {
+	t, err := ParseAllowUnknown(src)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.unknown) > 0 {
+		names := make([]string, len(t.unknown))
+		for i, u := range t.unknown {
+			names[i] = u.String()
+		}
+		return nil, fmt.Errorf("waitingroom/template: %w: %s", ErrUnknownVariable, strings.Join(names, "; "))
+	}
+	return t, nil
+}
+
+// ParseAllowUnknown is Parse, but a name no page fills is no error: it
+// renders empty, as Mustache has it, and Unknown lists it. It suits a
+// template written for another release, which may fill variables this one
+// does not.
+func ParseAllowUnknown(src string) (*Template, error) {
 	m, err := mustache.ParseStringPartials(src, noPartials)
 	if err != nil {
 		return nil, fmt.Errorf("waitingroom/template: %w", err)
@@ -320,7 +363,14 @@ func Parse(src string) (*Template, error) {
 	if err := checkTags(m.Tags(), 1); err != nil {
 		return nil, fmt.Errorf("waitingroom/template: %w", err)
 	}
-	return &Template{m: m}, nil
+	return &Template{m: m, unknown: unknownNames(src, m.Tags())}, nil
+}
+
+// Unknown returns the names t uses that no page fills, the first use of
+// each in the order of the template: none for a template Parse returned.
+// The caller must not change the slice.
+func (t *Template) Unknown() []UnknownVariable {
+	return t.unknown
 }
 
 var (

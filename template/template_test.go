@@ -361,7 +361,7 @@ func TestRenderNilData(t *testing.T) {
 
 func TestParseError(t *testing.T) {
 	nested := func(n int) string {
-		return strings.Repeat("{{#a}}", n) + strings.Repeat("{{/a}}", n)
+		return strings.Repeat("{{#queueAll}}", n) + strings.Repeat("{{/queueAll}}", n)
 	}
 	tests := []struct {
 		name    string
