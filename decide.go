@@ -323,11 +323,8 @@ func (rm *Room) takeLocked(x *visit) {
 }
 
 // observedWait is the wait, in ms, of a visitor let in at now (Unix ms)
-// whose cookie carries the arrival second bucket: fresh visitors (no
-// place yet) waited nothing. The cookie knows the arrival to the second,
-// and so does the wait. The kept history's figures are the waits the
-// instances observed this way, reported with the sessions
-// (internal/share, tally.go).
+// who arrived in second bucket (fresh: no wait), to the second: the kept
+// history's waits, reported with the sessions (internal/share, tally.go).
 func observedWait(bucket, now int64, fresh bool) int64 {
 	if fresh {
 		return 0
@@ -510,10 +507,8 @@ func (rm *Room) jitteredRefresh() int64 {
 }
 
 // estimate is the wait of the visitor of cookie c as of view v under
-// policy p; a fresh visitor is behind everyone already waiting. In line
-// (FIFO), the place is never above the one c was last shown, and an
-// answer between two chances (again) shows that one: the place changes
-// at the visitor's chances only, with the cookie that keeps it.
+// policy p (fresh: behind everyone). In line, the place is never above the
+// one c was last shown, which an answer between chances (again) shows.
 func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) Estimate {
 	if p.QueueAll || p.prequeue || p.method.estimate == nil {
 		return Estimate{}

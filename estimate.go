@@ -32,14 +32,12 @@ type Estimate struct {
 	// away for it (the page's queueIsFull stays false).
 	Full bool
 	// Position is, for FIFO queueing, the visitor's place in line, 1 being
-	// next: 1 + the visitors ahead, who are everyone waiting who arrived
-	// in an earlier second (everyone waiting, for a visitor who just
-	// arrived; half of an event's shuffled pre-queue for those in it). It
-	// is as of the latest sync, and never above the place the same
-	// cookie was shown before (one ahead who stopped refreshing and came
-	// back within QueueHold is not counted again for it). It is known
-	// from the counts even when the wait is not. 0 when not known or not
-	// FIFO.
+	// next: 1 + everyone waiting who arrived in an earlier second
+	// (everyone, for a visitor who just arrived; half of an event's
+	// shuffled pre-queue for those in it), as of the latest sync, never
+	// above the place the cookie was shown before (one ahead who came back
+	// within QueueHold is not counted again). Known from the counts even
+	// when the wait is not; 0 when not known or not FIFO.
 	Position int
 	// Waiting is the number of visitors in line, this one included, as
 	// of the latest sync: the queue's length. 0 when nobody waits for a

@@ -115,9 +115,8 @@ const maxTemplates = 32
 // template returns the parsed template for src, parsing it once; "" is the
 // default page. Templates were validated when they were set; one that
 // fails here (set by an instance with a different version) falls back to
-// the default page. Names no page fills are no failure here: an instance
-// of another release may fill them, and refusing its settings would undo
-// them; they render empty, and are logged as a warning once.
+// the default page. Names no page fills (another release's) render empty,
+// logged once.
 func (rm *Room) template(src string) *template.Template {
 	if src == "" {
 		return template.Default()
@@ -156,8 +155,7 @@ func (rm *Room) checkTemplate(src string) error {
 	return nil
 }
 
-// parseTemplate checks a template being set (Config, Update, Validate):
-// a name no page fills is an error naming it (template.ErrUnknownVariable).
+// parseTemplate checks a template being set: unknown names are errors.
 func parseTemplate(src string) error {
 	_, err := template.Parse(src)
 	return err

@@ -189,14 +189,8 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 		// interval, which an early refresh does not shorten.
 		data.RefreshIntervalSeconds = ceilSeconds(now + d.RefreshAfter.Milliseconds() - last)
 	case data.IsRejectQueue:
-		// The closed page: no chance to wait for, and the product
-		// defines the interval only while queueing. The room's refresh
-		// interval, never 0: a template that reloads itself with a
-		// meta refresh of {{refreshIntervalSeconds}} looks again at
-		// the pace of a waiting page, not in a loop, and a JSON client
-		// waits as long before asking again. The default page, the
-		// live script and the response (no Refresh header) do not
-		// refresh the closed page.
+		// The closed page: never 0, so a template's meta refresh of it
+		// does not loop (the default page does not refresh it).
 		data.RefreshIntervalSeconds = ceilSeconds(rm.cfg.RefreshInterval.Milliseconds())
 	}
 	if e.Known {

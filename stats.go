@@ -92,10 +92,9 @@ func (rm *Room) Stats() Stats {
 		Aggregating:        sc.Aggregating,
 		Estimate:           rm.estimate(v, &pol, &cookieState{bucket: secondOf(now)}, true, false),
 	}
-	if v.At != 0 {
+	if s.Now = time.UnixMilli(now); v.At != 0 {
 		s.Synced = time.UnixMilli(v.At)
 	}
-	s.Now = time.UnixMilli(now)
 	// Callers get their own copies of what the view shares.
 	s.Settings.Events = cloneEvents(s.Settings.Events)
 	s.InForce.Events = s.Settings.Events
@@ -109,12 +108,10 @@ func (rm *Room) Stats() Stats {
 		s.Estimate = Estimate{Known: true} // nobody waits
 	}
 	for _, b := range v.Buckets { // by second, oldest first: summed by minute
-		m := time.Unix(floorDiv(b.Arrival, 60)*60, 0)
-		if n := len(s.Buckets); n > 0 && s.Buckets[n-1].Bucket.Equal(m) {
-			s.Buckets[n-1].Waiting += int(b.Waiting)
-			continue
+		if m, n := time.Unix(floorDiv(b.Arrival, 60)*60, 0), len(s.Buckets); n == 0 || !s.Buckets[n-1].Bucket.Equal(m) {
+			s.Buckets = append(s.Buckets, BucketStats{Bucket: m})
 		}
-		s.Buckets = append(s.Buckets, BucketStats{Bucket: m, Waiting: int(b.Waiting)})
+		s.Buckets[len(s.Buckets)-1].Waiting += int(b.Waiting)
 	}
 	s.Status = status(&s)
 	s.Counters = rm.totals()
