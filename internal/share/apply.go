@@ -134,7 +134,7 @@ func carveMembers(st *store.State, p params, v *View, members []member, at []int
 	}
 	fair := 1 / float64(max(v.Instances, 1))
 	buckets, span := reserveBuckets(v.Buckets, &p.rules), int64(1)
-	if p.rules.Ordered && v.Instances > 1 {
+	if p.rules.Ordered {
 		buckets, span = groupBuckets(buckets, p.rules.perRefresh(p.dueWindow))
 	}
 	// In an ordered queue, a fleet's round picks the visitors asked for
