@@ -133,16 +133,19 @@ func carveMembers(st *store.State, p params, v *View, members []member, at []int
 		traffic += max(in.Traffic, 0)
 	}
 	fair := 1 / float64(max(v.Instances, 1))
+	scarce := p.round && fleetScarce(&p, v)
+	v.Scarce = scarce
 	buckets, span := reserveBuckets(v.Buckets, &p.rules), int64(1)
-	if p.rules.Ordered {
+	if p.rules.Ordered && !scarce {
+		// Every slot by pick (scarce) goes to a visitor who asked, by
+		// second: grouped, 200 instances at 20 a minute used 0.96 to
+		// 0.98 of it, 0.996 to 1 by second.
 		buckets, span = groupBuckets(buckets, p.rules.perRefresh(p.dueWindow))
 	}
 	// In an ordered queue, a fleet's round picks the visitors asked for
 	// and may reserve the oldest bucket's due visitors once for the fleet
 	// (picks.go); the instances' grants are laid out over the rest.
 	lay := buckets
-	scarce := p.round && fleetScarce(&p, v)
-	v.Scarce = scarce
 	if p.round && (p.rules.Ordered || scarce) {
 		lay, grants = reserveAndPick(st, p, v, buckets, span, asks, picked, grants, ahead[0])
 	}
