@@ -104,14 +104,19 @@ func unknownNames(src string, tags []mustache.Tag) []UnknownVariable {
 func describe(src string, ty mustache.TagType, name string) UnknownVariable {
 	u := UnknownVariable{Name: name, Suggestion: suggest(name)}
 	q := regexp.QuoteMeta(name)
-	var re *regexp.Regexp
+	var pattern string
 	switch ty {
 	case mustache.Section:
-		u.Tag, re = "{{#"+name+"}}", regexp.MustCompile(`\{\{#\s*`+q+`\s*\}\}`)
+		u.Tag, pattern = "{{#"+name+"}}", `\{\{#\s*`+q+`\s*\}\}`
 	case mustache.InvertedSection:
-		u.Tag, re = "{{^"+name+"}}", regexp.MustCompile(`\{\{\^\s*`+q+`\s*\}\}`)
+		u.Tag, pattern = "{{^"+name+"}}", `\{\{\^\s*`+q+`\s*\}\}`
 	default:
-		u.Tag, re = "{{"+name+"}}", regexp.MustCompile(`\{\{(?:\{\s*`+q+`\s*\}|&\s*`+q+`|\s*`+q+`)\s*\}\}`)
+		u.Tag, pattern = "{{"+name+"}}", `\{\{(?:\{\s*`+q+`\s*\}|&\s*`+q+`|\s*`+q+`)\s*\}\}`
+	}
+	// A name that is not UTF-8 makes no pattern: its line stays unknown.
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return u
 	}
 	if loc := re.FindStringIndex(src); loc != nil {
 		u.Tag = src[loc[0]:loc[1]]
