@@ -2,7 +2,6 @@ package waitingroom_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -152,6 +151,6 @@ func runArrivalOrder(t *testing.T, instances int, apart time.Duration, n int, se
 			}
 		}
 	}
-	t.Log(fmt.Sprintf("%d instances, %v apart, seed %d: order %v, done in %v", instances, apart, seed, res.order, clk.Now().Sub(start)))
+	t.Logf("%d instances, %v apart, seed %d: order %v, done in %v", instances, apart, seed, res.order, clk.Now().Sub(start))
 	return res
 }
