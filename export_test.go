@@ -114,3 +114,12 @@ func Decide(rm *Room, r *http.Request) (Verdict, error) {
 	err := rm.check(r, &x)
 	return Verdict{Outcome: x.d.Outcome, Pass: x.d.pass(), RefreshAfter: x.d.RefreshAfter, CookieValue: x.d.cookie, State: cookieOf(x.d.state)}, err
 }
+
+// The checks of a response that the unit tests use (helpers_test.go),
+// shared with the scenario tests rather than copied.
+var (
+	IsAdmitted   = admitted
+	IsWaiting    = isWaiting
+	IsClosedPage = isClosedPage
+	IsErrorPage  = isErrorPage
+)

@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -164,57 +162,17 @@ func (tr *testRoom) get(v *visitor, accept string) *httptest.ResponseRecorder {
 	return w
 }
 
-func admitted(w *httptest.ResponseRecorder) bool {
-	return w.Code == http.StatusOK && w.Body.String() == "app"
-}
+// The checks of a response: the unit tests' (helpers_test.go).
+var (
+	admitted     = waitingroom.IsAdmitted
+	isWaiting    = waitingroom.IsWaiting
+	isClosedPage = waitingroom.IsClosedPage
+	isErrorPage  = waitingroom.IsErrorPage
+)
 
-// isWaiting reports whether w is the waiting page: a room page (isRoomPage)
-// with a Refresh header of a positive number of seconds, which neither the
-// closed page nor the error page has.
-func isWaiting(w *httptest.ResponseRecorder) bool {
-	secs, err := strconv.Atoi(w.Header().Get("Refresh"))
-	return isRoomPage(w) && err == nil && secs > 0
-}
-
-// isClosedPage reports whether w is the page QueueingMethod Reject shows
-// new visitors: a room page without a Refresh header.
-func isClosedPage(w *httptest.ResponseRecorder) bool {
-	_, refresh := w.Header()["Refresh"]
-	return isRoomPage(w) && !refresh
-}
-
-// isRoomPage reports whether w is a page the room rendered: not the
-// application's response, one of the statuses QueueingStatusCode allows,
-// Cache-Control no-store, and the HTML or JSON content type of the page.
-// The default error page (503, text/plain) is none of these.
-func isRoomPage(w *httptest.ResponseRecorder) bool {
-	if admitted(w) || w.Body.Len() == 0 {
-		return false
-	}
-	switch w.Code {
-	case http.StatusOK, http.StatusAccepted, http.StatusTooManyRequests:
-	default:
-		return false
-	}
-	switch w.Header().Get("Content-Type") {
-	case "text/html; charset=utf-8", "application/json":
-	default:
-		return false
-	}
-	return w.Header().Get("Cache-Control") == "no-store"
-}
-
-// isErrorPage reports whether w is the default ErrorHandler's response: a
-// 503 with a plain-text body, no Refresh header and no room page.
-func isErrorPage(w *httptest.ResponseRecorder) bool {
-	_, refresh := w.Header()["Refresh"]
-	return w.Code == http.StatusServiceUnavailable && !refresh &&
-		strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") &&
-		w.Header().Get("Cache-Control") == "no-store"
-}
-
-// TestScenarioPageHelpers holds the helpers above to telling the room's
-// responses apart, as TestPageHelpers does the unit tests' own.
+// TestScenarioPageHelpers holds the shared checks to telling the room's
+// responses apart through the scenario tests' rooms, as TestPageHelpers
+// does through the unit tests'.
 func TestScenarioPageHelpers(t *testing.T) {
 	page := func(mutate func(*waitingroom.Config), accept string) *httptest.ResponseRecorder {
 		return newTestRoom(t, mutate).get(&visitor{}, accept)
