@@ -41,6 +41,7 @@ var latinScriptTexts = map[string]*messages{
 			other: "This page refreshes itself every {n} seconds.",
 		},
 		LastUpdated:     "Last updated: {time}",
+		Clock:           "3:04 PM UTC",
 		ClosedTitle:     "This site is closed",
 		ClosedText:      "The site is not accepting visitors at the moment. Please try again later.",
 		EventIntro:      "The event has not started yet, but you are already in the queue.",

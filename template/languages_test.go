@@ -2,7 +2,9 @@ package template
 
 import (
 	"html"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -334,5 +336,73 @@ func TestDefaultRightToLeft(t *testing.T) {
 	for tag, want := range map[string]string{"pt": "pt-BR", "zh-Hant": "zh-TW", "zh": "zh-CN", "de-AT": "de", "xx": "en"} {
 		page := render(t, Default(), fifoData(), tag)
 		assert.True(t, strings.HasPrefix(page, "<!DOCTYPE html>\n<html lang=\""+want+"\" dir=\"ltr\">"), tag)
+	}
+}
+
+// Without JavaScript the default page shows the time of the last update
+// as the time of day in UTC, in the language's usual form; the <time>
+// element keeps the instant for the live script.
+func TestLastUpdatedClock(t *testing.T) {
+	const late, early = "2026-12-03T23:38:18.000Z", "2026-12-04T00:05:00.000Z"
+	tests := []struct {
+		lang        string
+		late, early string
+	}{
+		{lang: "en", late: "11:38 PM UTC", early: "12:05 AM UTC"},
+		{lang: "en-GB", late: "11:38 PM UTC", early: "12:05 AM UTC"},
+		{lang: "hi", late: "11:38 pm UTC", early: "12:05 am UTC"},
+		{lang: "es", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "de", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "fr", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "it", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "pt-BR", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "nl", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "pl", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "tr", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "ar", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "ja", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "ko", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "zh-CN", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "zh-TW", late: "23:38 UTC", early: "00:05 UTC"},
+		{lang: "xx", late: "11:38 PM UTC", early: "12:05 AM UTC"},
+	}
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		t.Run(tt.lang, func(t *testing.T) {
+			covered[lookupLang(tt.lang).tag] = true
+			for iso, want := range map[string]string{late: tt.late, early: tt.early} {
+				page := render(t, Default(), with(fifoData(), func(d *Data) { d.LastUpdated = iso }), tt.lang)
+				texts := lookupLang(tt.lang).textsFor(20)
+				assert.Contains(t, page, html.EscapeString(texts[internalPrefix+"lastUpdatedBefore"])+
+					`<time datetime="`+iso+`" dir="ltr" data-wr-time="lastUpdated">`+want+`</time>`+
+					html.EscapeString(texts[internalPrefix+"lastUpdatedAfter"]))
+			}
+		})
+	}
+	assert.ElementsMatch(t, Languages(), slices.Collect(maps.Keys(covered)), "every language")
+}
+
+func TestLastUpdatedClockInput(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{name: "another zone is written in UTC", in: "2026-12-03T16:38:18+01:00", want: "3:38 PM UTC"},
+		{name: "no milliseconds", in: "2026-12-03T15:38:18Z", want: "3:38 PM UTC"},
+		{name: "not a time: as it is", in: "yesterday", want: "yesterday"},
+		{name: "empty", in: "", want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, lookupLang("en").formatClock(tt.in))
+		})
+	}
+}
+
+func TestClockLayoutChecked(t *testing.T) {
+	m := *languages["en"]
+	for _, layout := range []string{"15 Uhr", "15:04", "15:04 {UTC}"} {
+		m.Clock = layout
+		_, err := compileLang("en", &m)
+		assert.Error(t, err, layout)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // messages holds the texts of the default page in one language, and how the
@@ -78,6 +79,10 @@ type messages struct {
 	// LastUpdated introduces the time of the last update; {time} is that
 	// time.
 	LastUpdated string
+	// Clock writes the time of the last update without JavaScript: a Go
+	// time layout for the time in UTC, hour and minute in the language's
+	// usual form, the zone named. Empty means 24-hour "15:04 UTC".
+	Clock string
 	// ClosedTitle is the title and heading of a closed site (reject).
 	ClosedTitle string
 	// ClosedText says that the site takes no visitors (reject).
@@ -155,6 +160,7 @@ type compiledLang struct {
 	plural pluralRule
 	forms  [numCategories]map[string]string // by plural category of the refresh interval; nil when unused
 	wait   waitFormat
+	clock  string // the time layout of the last update (messages.Clock)
 }
 
 var (
@@ -228,7 +234,13 @@ func compileLang(tag string, m *messages) (*compiledLang, error) {
 		base[s.key+"Before"], base[s.key+"After"] = p.before, p.after
 	}
 
-	c := &compiledLang{tag: tag, plural: m.Plural}
+	c := &compiledLang{tag: tag, plural: m.Plural, clock: m.Clock}
+	if c.clock == "" {
+		c.clock = defaultClock
+	}
+	if sample := clockSample.Format(c.clock); !strings.Contains(sample, "38") || !strings.Contains(sample, "UTC") || strings.ContainsAny(sample, "{}") {
+		return nil, errorf("clock %q writes %q: no minute, no zone or a brace", c.clock, sample)
+	}
 	refresh, err := compileUnit(m.Plural, m.Refresh)
 	if err != nil {
 		return nil, errorf("refresh: %w", err)
@@ -395,6 +407,23 @@ func splitTwo(text, first, second string) ([3]string, error) {
 		}
 	}
 	return [3]string{before, between, after}, nil
+}
+
+// defaultClock is the layout of messages.Clock left empty; clockSample
+// checks a layout.
+const defaultClock = "15:04 UTC"
+
+var clockSample = time.Date(2026, 12, 3, 15, 38, 18, 0, time.UTC)
+
+// formatClock writes iso, a time in RFC 3339 (Data.LastUpdated), as the
+// page shows it without JavaScript: the time of day in UTC. A value that
+// is no such time is shown as it is.
+func (c *compiledLang) formatClock(iso string) string {
+	t, err := time.Parse(time.RFC3339Nano, iso)
+	if err != nil {
+		return iso
+	}
+	return t.UTC().Format(c.clock)
 }
 
 // textsFor returns the texts for a page refreshing every n seconds.

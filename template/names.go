@@ -64,7 +64,7 @@ var documented = sync.OnceValue(func() []string {
 // known is every name a page is given: the documented variables and the
 // default page's texts in every language.
 var known = sync.OnceValue(func() map[string]bool {
-	k := map[string]bool{".": true}
+	k := map[string]bool{".": true, lastUpdatedTime: true}
 	for _, n := range documented() {
 		k[n] = true
 	}

@@ -108,8 +108,10 @@
 // an Accept-Language header; Supported tells whether a tag has texts.
 // Custom templates hold their own texts and ignore the language.
 //
-// The page shows waitTimeFormatted, timeUntilEventStartFormatted,
-// timeUntilEventEndFormatted and lastUpdated as the caller formatted them.
+// The page shows waitTimeFormatted, timeUntilEventStartFormatted and
+// timeUntilEventEndFormatted as the caller formatted them; lastUpdated
+// as the time of day in UTC in the page's language ("3:38 PM UTC",
+// "15:38 UTC"), which the live script writes in the visitor's time zone.
 // FormatWait and FormatWaitRange write waits in each language with its
 // plural forms ("1 minute", "2 minuty", "5 minut"); pass them the language
 // passed to Render.
@@ -261,6 +263,12 @@ type Data struct {
 // vars returns, so custom templates see them too; they are not part of the
 // documented set.
 const internalPrefix = "wr_"
+
+// lastUpdatedTime is the internal variable holding lastUpdated as the
+// default page shows it without JavaScript: the time of day in UTC, in the
+// page's language ("15:38 UTC"); the live script then writes it in the
+// visitor's time zone.
+const lastUpdatedTime = internalPrefix + "lastUpdatedTime"
 
 // vars returns the Mustache context for d: the documented variables under
 // their JSON names.
@@ -431,7 +439,8 @@ func (t *Template) Render(w io.Writer, d *Data, lang string) error {
 	if d == nil {
 		d = &Data{}
 	}
-	texts := lookupLang(lang).textsFor(d.RefreshIntervalSeconds)
+	l := lookupLang(lang)
+	texts := l.textsFor(d.RefreshIntervalSeconds)
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer func() {
@@ -439,7 +448,9 @@ func (t *Template) Render(w io.Writer, d *Data, lang string) error {
 			bufPool.Put(buf)
 		}
 	}()
-	if err := t.m.FRender(buf, d.vars(), texts); err != nil {
+	vars := d.vars()
+	vars[lastUpdatedTime] = l.formatClock(d.LastUpdated)
+	if err := t.m.FRender(buf, vars, texts); err != nil {
 		return fmt.Errorf("waitingroom/template: %w", err)
 	}
 	_, err := w.Write(buf.Bytes())

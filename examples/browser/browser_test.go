@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -291,6 +292,10 @@ func browserCookie(t *testing.T, ctx context.Context, url string) *network.Cooki
 func waitingWithCookie(h hit) bool { return !h.app && h.cookie }
 func appWithCookie(h hit) bool     { return h.app && h.cookie }
 
+// lastUpdated finds the default page's time of the last update: its
+// datetime and its text.
+var lastUpdated = regexp.MustCompile(`<time datetime="([^"]*)"[^>]*data-wr-time="lastUpdated"[^>]*>([^<]*)</time>`)
+
 func TestQueuedVisitorIsLetIn(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -310,7 +315,16 @@ func TestQueuedVisitorIsLetIn(t *testing.T) {
 			}
 
 			navigate(t, ctx, s.url)
-			waitPage(t, ctx, waitingHeading)
+			page := waitPage(t, ctx, waitingHeading)
+			if tt.noJS {
+				// The time of the last update reads as a time of day in
+				// UTC, not as an ISO string.
+				m := lastUpdated.FindStringSubmatch(page)
+				require.NotNil(t, m, "the time of the last update: %s", page)
+				at, err := time.Parse(time.RFC3339, m[1])
+				require.NoError(t, err)
+				assert.Equal(t, at.UTC().Format("3:04 PM UTC"), m[2])
+			}
 			c := browserCookie(t, ctx, s.url)
 			assert.True(t, c.HTTPOnly)
 			assert.Equal(t, network.CookieSameSiteLax, c.SameSite)

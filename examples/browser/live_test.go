@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,8 +58,12 @@ func TestLivePage(t *testing.T) {
 	}
 	require.Equal(t, 2, s.count(func(h hit) bool { return h.app }))
 
+	// A visitor far from UTC: the page shows their time, not the room's.
+	_, err := chromedp.Call(ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "America/Los_Angeles"})
+	require.NoError(t, err)
 	navigate(t, ctx, s.url)
-	waitPage(t, ctx, waitingHeading)
+	served := lastUpdated.FindStringSubmatch(waitPage(t, ctx, waitingHeading))
+	require.NotNil(t, served, "the time of the last update")
 	eval[bool](t, ctx, `window.wrMark = true; document.getElementById("wr-status").firstElementChild.wrMark = true`)
 	s.waitHits(t, 3, "the page's JSON, with the cookie", func(h hit) bool { return fetched(h) && waitingWithCookie(h) })
 	assert.True(t, eval[bool](t, ctx, `window.wrMark === true`), "no navigation")
@@ -68,6 +73,12 @@ func TestLivePage(t *testing.T) {
 	iso, shown, _ := strings.Cut(eval[string](t, ctx, `(() => { const e = document.querySelector("time"); return e.getAttribute("datetime") + "|" + e.textContent })()`), "|")
 	want := eval[string](t, ctx, fmt.Sprintf(`new Intl.DateTimeFormat("en", {hour: "numeric", minute: "2-digit", second: "2-digit"}).format(new Date(%q))`, iso))
 	assert.Equal(t, want, shown, "the time in the visitor's language and zone, not %s", iso)
+	assert.NotContains(t, shown, "UTC", "the text the room wrote, %q, is replaced", served[2])
+	at, err := time.Parse(time.RFC3339, iso)
+	require.NoError(t, err)
+	pacific, err := time.LoadLocation("America/Los_Angeles")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(shown, at.In(pacific).Format("3:04")), "%s in Los Angeles is %s", iso, shown)
 
 	// What the room says changes: the page follows, in place.
 	ctx2 := context.Background()
