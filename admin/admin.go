@@ -134,7 +134,9 @@ const (
 //	                 live template (GET) or from the one posted
 //	                 ({"template": "..."}, "" for the default page; a
 //	                 template that does not parse answers 422): JSON with
-//	                 each state's status, data and HTML, or with
+//	                 each state's status, data and HTML, and warnings
+//	                 naming the variables no page fills that a live
+//	                 template of another release uses, or with
 //	                 ?state=<state> that state's page as HTML, sandboxed
 //	                 (Content-Security-Policy: sandbox allow-scripts);
 //	                 ?lang=<tag> picks the language. Nothing in the room

@@ -56,6 +56,13 @@ type PreviewPage struct {
 	// nothing.
 	HTML  string `json:"html"`
 	Error string `json:"error,omitempty"`
+	// Unknown lists the names the template uses that no page fills, as
+	// the room warns of them when it loads the template: each renders
+	// empty. Only a live template written by an instance of another
+	// release has any (template.ParseAllowUnknown); one set here or
+	// posted is refused with them. E.g. "{{waitTimeMinutes}} on line 3
+	// (did you mean waitTime?)".
+	Unknown []string `json:"unknown,omitempty"`
 }
 
 // Preview renders rm's waiting page in every state a visitor can see
@@ -101,6 +108,9 @@ func Preview(rm *waitingroom.Room, tmpl *template.Template, lang string) []Previ
 		if t == nil {
 			t = pg.Template
 		}
+		for _, u := range t.Unknown() {
+			p.Unknown = append(p.Unknown, u.String())
+		}
 		var buf bytes.Buffer
 		if err := t.Render(&buf, &p.Data, pg.Language); err != nil {
 			p.Error = err.Error()
@@ -120,6 +130,29 @@ type previewBody struct {
 	Template string        `json:"template"`
 	Language string        `json:"language"`
 	States   []PreviewPage `json:"states"`
+	// Warnings are the states' Unknown, each once, worded as the room's
+	// log has them.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// unknownWarning begins the warning of a name no page fills, as the room
+// logs it when it loads the template.
+const unknownWarning = "waitingroom: a template in the settings uses a variable no page fills; it renders empty: "
+
+// warnings returns the names pages use that no page fills, each once, in
+// order, as warnings.
+func warnings(pages []PreviewPage) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range pages {
+		for _, u := range p.Unknown {
+			if !seen[u] {
+				seen[u] = true
+				out = append(out, unknownWarning+u)
+			}
+		}
+	}
+	return out
 }
 
 // preview answers GET /preview and, with the template posted, POST
@@ -136,7 +169,7 @@ func (a *admin) preview(w http.ResponseWriter, r *http.Request, tmpl *template.T
 	pages := Preview(a.rm, tmpl, lang)
 	state := q.Get("state")
 	if state == "" {
-		body := previewBody{Template: "live", Language: lang, States: pages}
+		body := previewBody{Template: "live", Language: lang, States: pages, Warnings: warnings(pages)}
 		if tmpl != nil {
 			body.Template = "posted"
 		}

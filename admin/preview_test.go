@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/admin"
+	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 	"github.com/go-waitingroom/waitingroom/template"
 )
@@ -66,4 +68,74 @@ func TestPreview(t *testing.T) {
 	f.clk.Add(time.Second)
 	f.sync()
 	assert.True(t, f.visit(&v), "the admitted visitor is still in")
+}
+
+// A live template that an instance of another release wrote into the
+// shared settings may use names this release does not fill: the room
+// renders them empty and warns when it loads the template, and the
+// preview lists them the same way.
+func TestPreviewListsUnknownNames(t *testing.T) {
+	st := memstore.New()
+	f := newAdminFixture(t, newAdminClock(), st, nil)
+	f.sync()
+	const src = "<p>{{waitTimeFormatted}}</p>\n<p>{{waitTimeMinutes}} {{#isFifoQueue}}in line{{/isFifoQueue}} {{waitTimeMinutes}}</p>"
+	require.NoError(t, st.Update(t.Context(), "launch", func(s *store.State) error {
+		var settings map[string]any
+		require.NoError(t, json.Unmarshal(s.Settings, &settings))
+		settings["template"] = src
+		b, err := json.Marshal(settings)
+		require.NoError(t, err)
+		s.Settings = b
+		s.SettingsVersion++
+		return nil
+	}))
+	f.sync()
+	require.Equal(t, src, f.room.Stats().Settings.Template, "the room runs the other release's template")
+
+	want := []string{
+		"{{waitTimeMinutes}} on line 2 (did you mean waitTime?)",
+		"{{#isFifoQueue}} on line 2 (did you mean isFIFOQueue?)",
+	}
+	for _, p := range admin.Preview(f.room, nil, "") {
+		assert.Equal(t, want, p.Unknown, p.State)
+		assert.Empty(t, p.Error, p.State)
+	}
+
+	tests := []struct {
+		name, method, path, body string
+		want                     []string
+	}{
+		{name: "the live template", method: http.MethodGet, path: "/preview", want: []string{
+			"waitingroom: a template in the settings uses a variable no page fills; it renders empty: " + want[0],
+			"waitingroom: a template in the settings uses a variable no page fills; it renders empty: " + want[1],
+		}},
+		{name: "the live template, in another language", method: http.MethodGet, path: "/preview?lang=fr", want: []string{
+			"waitingroom: a template in the settings uses a variable no page fills; it renders empty: " + want[0],
+			"waitingroom: a template in the settings uses a variable no page fills; it renders empty: " + want[1],
+		}},
+		{name: "a template posted", method: http.MethodPost, path: "/preview", body: `{"template":"<i>{{queueingMethod}}</i>"}`},
+		{name: "the default page posted", method: http.MethodPost, path: "/preview", body: `{"template":""}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := f.do(tt.method, tt.path, tt.body)
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			var body struct {
+				Warnings []string `json:"warnings"`
+				States   []struct {
+					Unknown []string `json:"unknown"`
+				} `json:"states"`
+			}
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+			assert.Equal(t, tt.want, body.Warnings)
+			require.Len(t, body.States, len(admin.PreviewStates()))
+			for _, s := range body.States {
+				if tt.want == nil {
+					assert.Empty(t, s.Unknown)
+				} else {
+					assert.Equal(t, want, s.Unknown)
+				}
+			}
+		})
+	}
 }
