@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,6 +109,6 @@ func TestAdminHistory(t *testing.T) {
 		dir = t.TempDir()
 	}
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "admin-history-desktop-light.png"), shot, 0o644))
+	writeShot(t, dir, "admin-history-desktop-light.png", shot)
 	t.Logf("screenshot in %s", dir)
 }

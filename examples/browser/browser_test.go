@@ -484,7 +484,7 @@ func TestScreenshots(t *testing.T) {
 					waitPage(t, ctx, want)
 					png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 					require.NoError(t, err)
-					require.NoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
+					writeShot(t, dir, name, png)
 				})
 			}
 		}

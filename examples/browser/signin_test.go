@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,8 +153,7 @@ func TestAdminSignIn(t *testing.T) {
 		t.Helper()
 		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
-		t.Logf("%s: %d bytes", name, len(png))
+		writeShot(t, dir, name, png)
 	}
 	js := func(expr string) string {
 		t.Helper()
