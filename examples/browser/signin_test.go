@@ -207,8 +207,9 @@ func TestAdminSignIn(t *testing.T) {
 	assert.InDelta(t, float64(time.Now().Add(admin.SessionLifetime).Unix()), float64(c.Expires), 60)
 	assert.Equal(t, "", js(`document.cookie`), "out of the page's scripts' reach")
 
-	// Nobody waits yet: the queue's chart says so.
-	eventually(`!!document.querySelector('#queue svg text.empty')`, "the empty queue drawn")
+	// Nobody waits yet: the queue's chart is empty and the line below
+	// it says so, once.
+	eventually(`!!document.querySelector('#queue svg') && !document.querySelector('#queue svg rect')`, "the empty queue drawn")
 	assert.Equal(t, "Nobody is waiting.", js(`document.getElementById('queueSummary').textContent`))
 
 	// Forty minutes of a crowd, 30 arrivals a minute for 30 places:
