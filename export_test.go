@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/internal/share"
 )
 
@@ -77,6 +78,42 @@ func OpenCookie(name string, key []byte, value string) (CookieState, error) {
 	s, err := cd.decode(value)
 	return cookieOf(s), err
 }
+
+// OpenRoomCookie is the state in value, a cookie of rm's opened under its
+// keys (OpenCookie's, without deriving the keys again).
+func OpenRoomCookie(rm *Room, value string) (CookieState, error) {
+	s, err := rm.codec.decode(value)
+	return cookieOf(s), err
+}
+
+// ChallengeWait is where a waiting visitor whose cookie c a chance wrote
+// stands under the challenge ch: counted, that they count as waiting;
+// held, that their place is held for the challenge just given (back in a
+// second) rather than given a chance.
+func ChallengeWait(ch *challenge.Policy, c CookieState) (counted, held bool) {
+	return counts(ch, c.s.chal), c.s.chal == chalGiven && c.Refresh == powHoldRefresh
+}
+
+// ChanceWindows are rm's windows of a chance, in ms: how long a chance
+// counts its visitor waiting, and how late a waiting visitor may be and
+// keep their pace (the next chance due an interval after this one was).
+func ChanceWindows(rm *Room) (wait, lateness int64) { return rm.waitWindow, rm.lateness }
+
+// RevokedIDs are the identities rm refuses as revoked.
+func RevokedIDs(rm *Room) []uint64 {
+	var ids []uint64
+	rm.revokedIDs.Range(func(k, _ any) bool {
+		ids = append(ids, k.(uint64))
+		return true
+	})
+	return ids
+}
+
+// AuthRequest is the auth request nginx sends (pass_test.go's).
+var AuthRequest = authRequest
+
+// VisitorAddr is the visitor's address nginx forwards (pass_test.go's).
+const VisitorAddr = visitorAddr
 
 // ReadCookie is the visitor cookie rm reads in r at now (Unix ms), under
 // the policy in force.

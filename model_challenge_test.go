@@ -1,4 +1,4 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/challenge"
 )
 
@@ -39,25 +40,25 @@ import (
 
 var challengeCases = []modelCase{
 	{
-		name: "one instance, fifo, renewal, challenge everyone", instances: 1, method: FIFO, renew: true,
+		name: "one instance, fifo, renewal, challenge everyone", instances: 1, method: waitingroom.FIFO, renew: true,
 		session: time.Minute, total: 20, perMinute: 6, minutes: 12,
 		honest: 50, sharers: [][2]int{{5, 20}},
 		challenge: true, who: challenge.Everyone, silent: 6, lapsers: 6, paired: true,
 	},
 	{
-		name: "one instance, random, no renewal, challenge everyone", instances: 1, method: Random, renew: false,
+		name: "one instance, random, no renewal, challenge everyone", instances: 1, method: waitingroom.Random, renew: false,
 		session: 2 * time.Minute, total: 20, perMinute: 6, minutes: 12,
 		honest: 50, sharers: [][2]int{{5, 20}},
 		challenge: true, who: challenge.Everyone, silent: 6, lapsers: 6, paired: true,
 	},
 	{
-		name: "four instances, fifo, renewal, challenge", instances: 4, method: FIFO, renew: true,
+		name: "four instances, fifo, renewal, challenge", instances: 4, method: waitingroom.FIFO, renew: true,
 		session: time.Minute, total: 20, perMinute: 6, minutes: 10,
 		honest: 45, replayers: 2, cloners: [][2]int{{5, 40}}, sharers: [][2]int{{5, 40}}, revokers: 4,
 		challenge: true, silent: 6, lapsers: 6,
 	},
 	{
-		name: "four instances, random, renewal, challenge everyone", instances: 4, method: Random, renew: true,
+		name: "four instances, random, renewal, challenge everyone", instances: 4, method: waitingroom.Random, renew: true,
 		session: time.Minute, total: 20, perMinute: 6, minutes: 10,
 		honest: 45, replayers: 2, cloners: [][2]int{{5, 40}}, sharers: [][2]int{{5, 40}},
 		challenge: true, who: challenge.Everyone, silent: 6, lapsers: 6,
@@ -98,7 +99,7 @@ func (m *model) actAttacker(c *mClient) {
 		cookie = c.fixed
 	}
 	r := m.sendWith(c, inst, cookie, "", "", "")
-	if r.outcome == outcomeAdmitted {
+	if r.outcome == mAdmitted {
 		if cookie != "" || m.tc.who != challenge.Queued {
 			m.fail("a client that never answers the challenge was let in", "%s (client %d) on instance %d", c.kind, c.i, inst)
 		}
@@ -190,7 +191,7 @@ func (m *model) logAttackers() {
 	if len(m.attackers) == 0 {
 		return
 	}
-	k := Counters{}
+	k := waitingroom.Counters{}
 	for _, rm := range m.rooms {
 		c := rm.Stats().Counters
 		k.ChallengesIssued += c.ChallengesIssued

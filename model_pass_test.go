@@ -1,4 +1,4 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"io"
@@ -8,12 +8,15 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/forwardauth"
 	"github.com/go-waitingroom/waitingroom/internal/fronttest"
+	"github.com/go-waitingroom/waitingroom/internal/share"
 )
 
 // The model's clients behind nginx with passes (modelCase.passes): every
 // request goes through a model of docs/forward-auth/nginx.md's configuration in
-// front of the forward-auth handler (NewForwardAuth). A request with a good pass (nginxPass, at the
+// front of the forward-auth handler (NewForwardAuth). A request with a good pass (fronttest.CheckPass, at the
 // clock's second) reaches the application with the pass's ticket and
 // the room never sees it; any other asks the room (mode "status", with
 // the revoke command in the revoke location), and on a 401 nginx's
@@ -21,6 +24,12 @@ import (
 // with it) from any instance. The Set-Cookie and Waiting-Room-Pass
 // answers reach the client's jar as a browser keeps them, in the order
 // the answers arrive.
+
+// The values of forwardauth.ModeHeader that nginx sends.
+const (
+	modeStatus = "status"
+	modePage   = "page"
+)
 
 // appNginx is the application behind nginx: it reads the ticket nginx
 // copies onto the request (from the pass or from the room's answer), and
@@ -33,7 +42,7 @@ func (m *model) appNginx(inst int, client int, ticket string) {
 		return
 	}
 	rec := appRecord{inst: inst, client: client, at: m.now()}
-	tk, ok := ParseTicket(ticket)
+	tk, ok := waitingroom.ParseTicket(ticket)
 	if !ok || tk.ID == 0 {
 		m.t.Errorf("seed %d: a request reached the application with ticket %q", m.seed, ticket)
 		return
@@ -59,9 +68,9 @@ func (m *model) nginxFollow(c *mClient, inst int, cookie, pass, revoke string, d
 	now := m.now()
 	resp := mResp{inst: inst}
 	if pass != "" && revoke == "" {
-		if tk, ok := nginxPass(pass, m.name, testPassSecret, now/1000); ok {
+		if tk, ok := fronttest.CheckPass(pass, m.name, fronttest.PassSecret, now/1000); ok {
 			m.appNginx(inst, c.i, tk)
-			resp.outcome, resp.local = outcomeAdmitted, true
+			resp.outcome, resp.local = mAdmitted, true
 			m.mu.Lock()
 			m.local++
 			m.mu.Unlock()
@@ -77,11 +86,11 @@ func (m *model) nginxFollow(c *mClient, inst int, cookie, pass, revoke string, d
 	}
 	hdr := map[string]string{
 		"X-Forwarded-Method": http.MethodGet, "X-Forwarded-Uri": "/", "X-Forwarded-Host": "shop.example",
-		"X-Forwarded-Proto": "https", "X-Forwarded-For": visitorAddr, modeHeader: modeStatus,
+		"X-Forwarded-Proto": "https", "X-Forwarded-For": waitingroom.VisitorAddr, forwardauth.ModeHeader: modeStatus,
 	}
-	r := authRequest(http.MethodGet, "http://127.0.0.1:8081/", hdr, jar)
+	r := waitingroom.AuthRequest(http.MethodGet, "http://127.0.0.1:8081/", hdr, jar)
 	if revoke != "" {
-		r.Header.Set(CommandHeader, "revoke")
+		r.Header.Set(waitingroom.CommandHeader, "revoke")
 	}
 	w := httptest.NewRecorder()
 	m.fas[inst].ServeHTTP(w, r)
@@ -90,14 +99,14 @@ func (m *model) nginxFollow(c *mClient, inst int, cookie, pass, revoke string, d
 	}
 	set := w.Header().Values("Set-Cookie")
 	if w.Code == http.StatusOK {
-		set = append(set, w.Header().Values(passHeader)...)
-		m.appNginx(inst, c.i, w.Header().Get(TicketHeader))
-		resp.outcome = outcomeAdmitted
+		set = append(set, w.Header().Values(forwardauth.PassHeader)...)
+		m.appNginx(inst, c.i, w.Header().Get(waitingroom.TicketHeader))
+		resp.outcome = mAdmitted
 	} else {
 		// error_page: the page of that decision, from any instance.
-		hdr[modeHeader] = modePage
-		hdr[fwdCookieHeader] = strings.Join(set, ", ")
-		page := authRequest(http.MethodGet, "http://127.0.0.1:8081/", hdr, jar)
+		hdr[forwardauth.ModeHeader] = modePage
+		hdr[forwardauth.CookieHeader] = strings.Join(set, ", ")
+		page := waitingroom.AuthRequest(http.MethodGet, "http://127.0.0.1:8081/", hdr, jar)
 		pw := httptest.NewRecorder()
 		pinst := m.pickNginx()
 		m.fas[pinst].ServeHTTP(pw, page)
@@ -128,10 +137,10 @@ func (m *model) nginxFollow(c *mClient, inst int, cookie, pass, revoke string, d
 			}
 			return r
 		case pw.Code == http.StatusTemporaryRedirect:
-			st, _ := m.codec.decode(cookie)
+			st, _ := m.open(cookie)
 			m.t.Errorf("seed %d: redirected four times (client %d %s, cookie %+v, set %q)", m.seed, c.i, c.kind, st, set)
 		case pw.Header().Get("Refresh") != "":
-			resp.outcome = outcomeWaiting
+			resp.outcome = mWaiting
 			secs, err := strconv.Atoi(pw.Header().Get("Refresh"))
 			if err != nil || secs < 1 {
 				m.t.Errorf("seed %d: Refresh header %q", m.seed, pw.Header().Get("Refresh"))
@@ -139,7 +148,7 @@ func (m *model) nginxFollow(c *mClient, inst int, cookie, pass, revoke string, d
 			}
 			resp.refresh = int64(secs) * 1000
 		default:
-			resp.outcome = outcomeRejected
+			resp.outcome = mRejected
 		}
 		_, _ = io.Copy(io.Discard, pw.Body)
 	}
@@ -164,7 +173,7 @@ func (m *model) readSet(resp *mResp, set []string) {
 		}
 	}
 	if resp.set != "" {
-		if st, err := m.codec.decode(resp.set); err == nil {
+		if st, err := m.open(resp.set); err == nil {
 			resp.state, resp.hasState = st, true
 		} else {
 			m.t.Errorf("seed %d: the room set a cookie it cannot read", m.seed)
@@ -182,13 +191,13 @@ func (m *model) pickNginx() int {
 
 // gavePass notes the last second of a pass the room gave.
 func (m *model) gavePass(v string) {
-	tk, ok := nginxPass(v, m.name, testPassSecret, 0)
+	tk, ok := fronttest.CheckPass(v, m.name, fronttest.PassSecret, 0)
 	last, read := fronttest.PassLast(v)
 	if !ok || !read {
 		m.t.Errorf("seed %d: a pass nginx does not read: %q", m.seed, v)
 		return
 	}
-	t, ok := ParseTicket(tk)
+	t, ok := waitingroom.ParseTicket(tk)
 	if !ok {
 		m.t.Errorf("seed %d: a pass nginx does not read: %q", m.seed, v)
 		return
@@ -235,10 +244,9 @@ func (m *model) actKept(c *mClient) {
 func (m *model) revokedIDs() map[uint64]bool {
 	ids := map[uint64]bool{}
 	for _, rm := range m.rooms {
-		rm.revokedIDs.Range(func(k, _ any) bool {
-			ids[k.(uint64)] = true
-			return true
-		})
+		for _, id := range waitingroom.RevokedIDs(rm.Room) {
+			ids[id] = true
+		}
 	}
 	return ids
 }
@@ -264,14 +272,14 @@ func (m *model) learnRevokes(c *mClient, before map[uint64]bool) {
 		if x == nil {
 			x = &mID{first: now, acc: now / 1000 * 1000, acc0: now, bucket: secondOf(now)}
 			m.ids[id] = x
-			m.firstByM[minuteOf(now)]++
+			m.firstByM[share.MinuteOf(now)]++
 			m.freshRevoked++
 		}
 		x.lastApp = now
 		x.kinds |= 1 << c.kind
 		if !x.revoked {
 			x.revoked = true
-			x.revokeEnd = floorDiv(now+1000+m.passDur, 1000) * 1000
+			x.revokeEnd = share.FloorDiv(now+1000+m.passDur, 1000) * 1000
 		}
 	}
 }

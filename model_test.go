@@ -1,4 +1,4 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	"context"
@@ -19,9 +19,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/challenge"
+	"github.com/go-waitingroom/waitingroom/internal/fronttest"
 	"github.com/go-waitingroom/waitingroom/internal/share"
-	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -99,7 +100,7 @@ import (
 type modelCase struct {
 	name             string
 	instances        int
-	method           QueueingMethod
+	method           waitingroom.QueueingMethod
 	renew            bool
 	session          time.Duration
 	total, perMinute int
@@ -136,44 +137,44 @@ func TestModel(t *testing.T) {
 	}
 	cases := []modelCase{
 		{
-			name: "one instance, fifo, renewal", instances: 1, method: FIFO, renew: true,
+			name: "one instance, fifo, renewal", instances: 1, method: waitingroom.FIFO, renew: true,
 			session: time.Minute, total: 20, perMinute: 6, minutes: 12,
 			honest: 50, replayers: 4, cloners: [][2]int{{5, 200}}, sharers: [][2]int{{5, 40}}, revokers: 6,
 		},
 		{
-			name: "one instance, random, no renewal, switches", instances: 1, method: Random, renew: false,
+			name: "one instance, random, no renewal, switches", instances: 1, method: waitingroom.Random, renew: false,
 			session: 2 * time.Minute, total: 20, perMinute: 6, minutes: 12,
 			honest: 50, replayers: 4, cloners: [][2]int{{5, 60}, {5, 20}}, sharers: [][2]int{{5, 40}}, revokers: 6,
 			switches: true,
 		},
 		{
-			name: "four instances, fifo, renewal, switches", instances: 4, method: FIFO, renew: true,
+			name: "four instances, fifo, renewal, switches", instances: 4, method: waitingroom.FIFO, renew: true,
 			session: time.Minute, total: 20, perMinute: 6, minutes: 12,
 			honest: 50, replayers: 4, cloners: [][2]int{{5, 200}}, sharers: [][2]int{{5, 40}}, revokers: 6,
 			switches: true,
 		},
 		{
-			name: "four instances, random, renewal", instances: 4, method: Random, renew: true,
+			name: "four instances, random, renewal", instances: 4, method: waitingroom.Random, renew: true,
 			session: 2 * time.Minute, total: 20, perMinute: 6, minutes: 12,
 			honest: 50, replayers: 4, cloners: [][2]int{{5, 60}, {5, 20}}, sharers: [][2]int{{5, 200}}, revokers: 6,
 		},
 		{
-			name: "four instances, fifo, no renewal", instances: 4, method: FIFO, renew: false,
+			name: "four instances, fifo, no renewal", instances: 4, method: waitingroom.FIFO, renew: false,
 			session: time.Minute, total: 20, perMinute: 6, minutes: 10,
 			honest: 45, replayers: 4, cloners: [][2]int{{5, 40}}, sharers: [][2]int{{5, 40}}, revokers: 6,
 		},
 		{
-			name: "one instance, fifo, renewal, nginx with passes", instances: 1, method: FIFO, renew: true, passes: 2 * time.Second,
+			name: "one instance, fifo, renewal, nginx with passes", instances: 1, method: waitingroom.FIFO, renew: true, passes: 2 * time.Second,
 			session: time.Minute, total: 20, perMinute: 6, minutes: 8,
 			honest: 40, replayers: 4, cloners: [][2]int{{5, 60}}, sharers: [][2]int{{5, 40}}, revokers: 8,
 		},
 		{
-			name: "four instances, random, renewal, nginx with passes", instances: 4, method: Random, renew: true, passes: 3 * time.Second,
+			name: "four instances, random, renewal, nginx with passes", instances: 4, method: waitingroom.Random, renew: true, passes: 3 * time.Second,
 			session: time.Minute, total: 20, perMinute: 6, minutes: 8,
 			honest: 40, replayers: 4, cloners: [][2]int{{5, 60}}, sharers: [][2]int{{5, 60}}, revokers: 8,
 		},
 		{
-			name: "four instances, fifo, no renewal, switches, nginx with passes", instances: 4, method: FIFO, renew: false, passes: 5 * time.Second,
+			name: "four instances, fifo, no renewal, switches, nginx with passes", instances: 4, method: waitingroom.FIFO, renew: false, passes: 5 * time.Second,
 			session: time.Minute, total: 20, perMinute: 6, minutes: 8,
 			honest: 40, replayers: 4, cloners: [][2]int{{5, 40}}, sharers: [][2]int{{5, 40}}, revokers: 8,
 			switches: true,
@@ -310,8 +311,18 @@ type appRecord struct {
 	revoke  bool
 }
 
+// mOutcome is what a response was to the client: the application, the
+// waiting page, or any other page.
+type mOutcome int
+
+const (
+	mAdmitted mOutcome = iota + 1
+	mWaiting
+	mRejected
+)
+
 type mResp struct {
-	outcome     outcome
+	outcome     mOutcome
 	inst        int
 	set         string // cookie value set
 	cleared     bool
@@ -319,7 +330,7 @@ type mResp struct {
 	passCleared bool   // the pass expired
 	local       bool   // nginx passed the request on its pass
 	refresh     int64  // ms, from the Refresh header
-	state       cookieState
+	state       waitingroom.CookieState
 	hasState    bool
 	puzzle      string // with a challenge: the waiting page's puzzle
 }
@@ -385,11 +396,10 @@ type model struct {
 	clk   *clock
 	start int64 // Unix ms
 	end   int64
-	rooms []*Room
+	rooms []*testRoom
 	hs    []http.Handler
 	fas   []http.Handler // behind nginx: each instance's forward-auth handler
-	codec *codec
-	name  string // the cookie's name
+	name  string         // the cookie's name
 
 	session, minRefresh, maxRefresh, lateness, waitWindow, margin int64 // ms
 
@@ -444,7 +454,7 @@ type chanceKey struct {
 
 type methodAt struct {
 	at     int64
-	method QueueingMethod
+	method waitingroom.QueueingMethod
 }
 
 // newModel sets up a run; attack adds the clients that never answer a
@@ -476,7 +486,7 @@ func newModel(t *testing.T, tc modelCase, seed uint64, attack bool) *model {
 	var rmu sync.Mutex
 	jitter := mrand.New(mrand.NewPCG(seed, 0x7177))
 	random := func() float64 { rmu.Lock(); defer rmu.Unlock(); return jitter.Float64() }
-	m.rooms = instances(t, clk, memstore.New(), tc.instances, func(c *Config) {
+	m.rooms = instances(t, clk, memstore.New(), tc.instances, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.perMinute
 		c.QueueingMethod = tc.method
 		c.SessionDuration = tc.session
@@ -492,14 +502,12 @@ func newModel(t *testing.T, tc modelCase, seed uint64, attack bool) *model {
 			c.RefreshJitter = -1 // no draws: the runs of a pair see the same intervals
 		}
 	})
-	m.codec = m.rooms[0].codec
 	m.name = m.rooms[0].cookieName
 	m.session = tc.session.Milliseconds()
 	jit := m.rooms[0].cfg.RefreshJitter
 	m.maxRefresh = int64(math.Ceil(modelRefresh.Seconds()*(1+jit))) * 1000
 	m.minRefresh = max(int64(math.Floor(modelRefresh.Seconds()*(1-jit))), 1) * 1000
-	m.waitWindow = m.rooms[0].waitWindow
-	m.lateness = m.rooms[0].lateness
+	m.waitWindow, m.lateness = waitingroom.ChanceWindows(m.rooms[0].Room)
 	if tc.instances > 1 {
 		m.margin = 1000 // reports on their way: SyncInterval (none here) and a second
 	}
@@ -507,7 +515,7 @@ func newModel(t *testing.T, tc modelCase, seed uint64, attack bool) *model {
 	for i, rm := range m.rooms {
 		m.hs = append(m.hs, rm.Handler(m.app(i)))
 		if tc.passes != 0 {
-			m.fas = append(m.fas, NewForwardAuth(rm, testPassSecret, tc.passes))
+			m.fas = append(m.fas, waitingroom.NewForwardAuth(rm.Room, fronttest.PassSecret, tc.passes))
 		}
 	}
 	m.populate()
@@ -521,7 +529,7 @@ func newModel(t *testing.T, tc modelCase, seed uint64, attack bool) *model {
 // that reaches it, and revokes the session when the request asks it to.
 func (m *model) app(inst int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tk, ok := TicketFromContext(r.Context())
+		tk, ok := waitingroom.TicketFromContext(r.Context())
 		if !ok || tk.ID == 0 {
 			m.t.Errorf("seed %d: a request reached the application without a ticket", m.seed)
 		}
@@ -533,10 +541,10 @@ func (m *model) app(inst int) http.Handler {
 		}
 		switch r.Header.Get("X-Revoke") {
 		case "header":
-			w.Header().Set(CommandHeader, "revoke")
+			w.Header().Set(waitingroom.CommandHeader, "revoke")
 			rec.revoke = true
 		case "func":
-			rec.revoke = Revoke(r.Context())
+			rec.revoke = waitingroom.Revoke(r.Context())
 			if !rec.revoke {
 				m.t.Errorf("seed %d: Revoke refused", m.seed)
 			}
@@ -609,12 +617,17 @@ func (m *model) fail(kind, format string, args ...any) {
 
 func (m *model) now() int64 { return m.clk.Now().UnixMilli() }
 
+// open is the state in the room's cookie value v.
+func (m *model) open(v string) (waitingroom.CookieState, error) {
+	return waitingroom.OpenRoomCookie(m.rooms[0].Room, v)
+}
+
 // rel formats a Unix ms time as the run's time.
 func (m *model) rel(ms int64) string {
 	return (time.Duration(ms-m.start) * time.Millisecond).String()
 }
 
-func (m *model) methodAt(at int64) QueueingMethod {
+func (m *model) methodAt(at int64) waitingroom.QueueingMethod {
 	q := m.methods[0].method
 	for _, x := range m.methods {
 		if x.at <= at {
@@ -625,7 +638,7 @@ func (m *model) methodAt(at int64) QueueingMethod {
 }
 
 // steady reports whether method was in force all through [from, to].
-func (m *model) steady(method QueueingMethod, from, to int64) bool {
+func (m *model) steady(method waitingroom.QueueingMethod, from, to int64) bool {
 	if m.methodAt(from) != method {
 		return false
 	}
@@ -638,9 +651,9 @@ func (m *model) steady(method QueueingMethod, from, to int64) bool {
 }
 
 // switchMethod changes the queueing method through a random instance.
-func (m *model) switchMethod(q QueueingMethod) {
+func (m *model) switchMethod(q waitingroom.QueueingMethod) {
 	rm := m.rooms[m.rng.IntN(len(m.rooms))]
-	require.NoError(m.t, rm.Update(context.Background(), func(s *Settings) { s.QueueingMethod = q }))
+	require.NoError(m.t, rm.Update(context.Background(), func(s *waitingroom.Settings) { s.QueueingMethod = q }))
 	m.methods = append(m.methods, methodAt{m.now(), q})
 }
 
@@ -658,12 +671,12 @@ func (m *model) run() {
 			switch r := m.rng.Float64(); {
 			case rejectUntil == 0 && r < 0.15:
 				prev = m.methodAt(sec)
-				m.switchMethod(Reject)
+				m.switchMethod(waitingroom.Reject)
 				rejectUntil = sec + 60_000
 			case rejectUntil <= 0 && r < 0.5:
-				q := FIFO
-				if m.methodAt(sec) == FIFO {
-					q = Random
+				q := waitingroom.FIFO
+				if m.methodAt(sec) == waitingroom.FIFO {
+					q = waitingroom.Random
 				}
 				m.switchMethod(q)
 			}
@@ -759,9 +772,9 @@ func (m *model) sendWith(c *mClient, inst int, cookie, pass, revoke, answer stri
 	}
 	switch {
 	case w.Code == http.StatusOK && w.Body.String() == "app":
-		resp.outcome = outcomeAdmitted
+		resp.outcome = mAdmitted
 	case w.Header().Get("Refresh") != "":
-		resp.outcome = outcomeWaiting
+		resp.outcome = mWaiting
 		secs, err := strconv.Atoi(w.Header().Get("Refresh"))
 		if err != nil || secs < 1 {
 			m.t.Errorf("seed %d: Refresh header %q", m.seed, w.Header().Get("Refresh"))
@@ -769,7 +782,7 @@ func (m *model) sendWith(c *mClient, inst int, cookie, pass, revoke, answer stri
 		}
 		resp.refresh = int64(secs) * 1000
 	default:
-		resp.outcome = outcomeRejected
+		resp.outcome = mRejected
 	}
 	if w.Code >= 500 {
 		m.t.Errorf("seed %d: status %d", m.seed, w.Code)
@@ -782,7 +795,7 @@ func (m *model) sendWith(c *mClient, inst int, cookie, pass, revoke, answer stri
 		}
 	}
 	if resp.set != "" {
-		if st, err := m.codec.decode(resp.set); err == nil {
+		if st, err := m.open(resp.set); err == nil {
 			resp.state, resp.hasState = st, true
 		} else {
 			m.t.Errorf("seed %d: the room set a cookie it cannot read", m.seed)
@@ -837,7 +850,7 @@ func (m *model) burst(c *mClient, k int, revoke func(int) string) []mResp {
 		go func() {
 			defer wg.Done()
 			r := m.sendWith(c, insts[i], cookie, pass, revokes[i], answer)
-			if m.gate != nil && r.outcome != outcomeAdmitted {
+			if m.gate != nil && r.outcome != mAdmitted {
 				m.gate.arrive() // turned away before the application
 			}
 			jar.Lock()
@@ -854,7 +867,7 @@ func (m *model) keepCookie(c *mClient, r mResp) {
 	if !c.keep {
 		return
 	}
-	if m.tc.challenge && (c.kind == kHonest || c.kind == kRevoker) && r.outcome == outcomeWaiting {
+	if m.tc.challenge && (c.kind == kHonest || c.kind == kRevoker) && r.outcome == mWaiting {
 		c.answer = m.solved(r.puzzle) // for the next request
 	}
 	switch {
@@ -879,44 +892,45 @@ func (m *model) keepCookie(c *mClient, r mResp) {
 func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
 	now := m.now()
 	for _, r := range rs {
-		if !r.hasState || r.state.acceptedAt != 0 || r.state.lastCheckIn != now {
+		if !r.hasState || r.state.AcceptedAt != 0 || r.state.LastCheckIn != now {
 			continue
 		}
 		// With a challenge: a place held for it (back in a second) has
 		// no chance; a parked one is not counted as waiting, and has
 		// one chance per interval all the same (counts).
-		held := m.tc.challenge && r.state.chal == chalGiven && r.state.refresh == powHoldRefresh
-		if m.tc.challenge && !counts(&challenge.Policy{Who: m.tc.who, OnFail: challenge.Infinite}, r.state.chal) {
+		counted, held := waitingroom.ChallengeWait(&challenge.Policy{Who: m.tc.who, OnFail: challenge.Infinite}, r.state)
+		held = m.tc.challenge && held
+		if m.tc.challenge && !counted {
 			if !held {
 				m.checkInterval(r, now)
 			}
 			continue
 		}
-		m.chances[r.state.id] = now
+		m.chances[r.state.ID] = now
 		if copies {
-			m.copied[r.state.id] = true
+			m.copied[r.state.ID] = true
 		}
 		if held {
 			// Counted (challenge.Queued: the new place of a visitor
 			// who had not answered), by each instance that held it.
-			m.heldAt[chanceKey{r.state.id, r.inst}] = now
+			m.heldAt[chanceKey{r.state.ID, r.inst}] = now
 			continue
 		}
-		if m.tc.instances > 1 && m.methodAt(now) == Random && r.state.refresh == drawRetry(modelRefresh.Milliseconds()) {
+		if m.tc.instances > 1 && m.methodAt(now) == waitingroom.Random && r.state.Refresh == waitingroom.DrawRetry(modelRefresh.Milliseconds()) {
 			// Random on several instances: a visitor the draw holds
 			// (slots.go), who found no slot, back soon. Not a
 			// chance: the draw is, whoever asks and however often. (The
 			// instance counts them waiting, as at a chance.)
-			m.drawnAt[chanceKey{r.state.id, r.inst}] = now
+			m.drawnAt[chanceKey{r.state.ID, r.inst}] = now
 			continue
 		}
 		m.checkInterval(r, now)
-		if m.methodAt(now) == Random {
+		if m.methodAt(now) == waitingroom.Random {
 			if honest {
-				m.tally.honestChances[minuteOf(now)]++
+				m.tally.honestChances[share.MinuteOf(now)]++
 			}
 			if group {
-				m.tally.groupChances[minuteOf(now)]++
+				m.tally.groupChances[share.MinuteOf(now)]++
 			}
 		}
 	}
@@ -929,12 +943,12 @@ func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
 // lateness) is due an interval after it was due: n chances on one
 // instance span at least n-1 shortest intervals, less the lateness.
 func (m *model) checkInterval(r mResp, now int64) {
-	key := chanceKey{r.state.id, r.inst}
+	key := chanceKey{r.state.ID, r.inst}
 	past := m.chanceAt[key]
 	for j, at := range slices.Backward(past) {
 		if k := int64(len(past) - j); now-at < k*m.minRefresh-m.lateness {
 			m.fail("a place got more than one chance per refresh interval on one instance", "%s on instance %d: %d chances from %s to %s",
-				m.hexID(r.state.id), r.inst, k+1, m.rel(at), m.rel(now))
+				m.hexID(r.state.ID), r.inst, k+1, m.rel(at), m.rel(now))
 			break
 		}
 	}
@@ -1015,7 +1029,7 @@ func (m *model) actHonest(c *mClient, tab int) {
 		rs = m.burst(c, k, nil)
 	} else {
 		rs = m.burst(c, 1, nil)
-		if rs[0].outcome == outcomeAdmitted {
+		if rs[0].outcome == mAdmitted {
 			rs = append(rs, m.burst(c, k-1, nil)...)
 		}
 	}
@@ -1024,14 +1038,14 @@ func (m *model) actHonest(c *mClient, tab int) {
 	in, out := 0, 0
 	var last mResp
 	for _, r := range rs {
-		if r.outcome == outcomeAdmitted {
+		if r.outcome == mAdmitted {
 			in++
 		} else {
 			out++
 			last = r
 		}
 	}
-	rejecting := m.methodAt(now) == Reject
+	rejecting := m.methodAt(now) == waitingroom.Reject
 	if c.phase == phaseIn && !rejecting && now-lastApp >= m.session-5000 && now-lastApp < m.session {
 		m.nearGaps++
 	}
@@ -1059,8 +1073,8 @@ func (m *model) actHonest(c *mClient, tab int) {
 			c.ep.interrupted = true
 		}
 		c.next[tab] = now + modelRefresh.Milliseconds()
-	case last.outcome == outcomeWaiting:
-		if c.phase != phaseWaiting || (last.hasState && c.ep != nil && last.state.bucket != c.ep.bucket && last.state.lastCheckIn == now) {
+	case last.outcome == mWaiting:
+		if c.phase != phaseWaiting || (last.hasState && c.ep != nil && last.state.Bucket != c.ep.bucket && last.state.LastCheckIn == now) {
 			m.startWaiting(c, last, now)
 		}
 		if m.rng.Float64() < 0.01 {
@@ -1083,7 +1097,7 @@ func (m *model) startWaiting(c *mClient, r mResp, now int64) {
 	c.phase = phaseWaiting
 	c.ep = nil
 	if r.hasState {
-		c.ep = &mEpisode{client: c.i, bucket: r.state.bucket, start: now}
+		c.ep = &mEpisode{client: c.i, bucket: r.state.Bucket, start: now}
 		m.episodes = append(m.episodes, c.ep)
 	}
 	if c.tabs == 2 && c.next[1] == 0 {
@@ -1099,9 +1113,9 @@ func (m *model) letIn(c *mClient, now int64) {
 	if c.ep != nil {
 		c.ep.end, c.ep.admitted = now, true
 	}
-	if m.methodAt(now) == Random {
-		m.tally.honestIn[minuteOf(now)]++
-		m.tally.honestChances[minuteOf(now)]++
+	if m.methodAt(now) == waitingroom.Random {
+		m.tally.honestIn[share.MinuteOf(now)]++
+		m.tally.honestChances[share.MinuteOf(now)]++
 	}
 	if c.tabs == 2 {
 		c.next[1] = now + m.ms(1000, m.session/2)
@@ -1230,7 +1244,7 @@ func (m *model) actCopy(c *mClient) {
 	}
 	// A waiting cookie whose place is about to lapse before it became a
 	// session would make its holder a new visitor: the member stops.
-	if st, err := m.codec.decode(cookie); err == nil && g.id == 0 && st.acceptedAt == 0 && now >= st.lastCheckIn+modelHold.Milliseconds()-1000 {
+	if st, err := m.open(cookie); err == nil && g.id == 0 && st.AcceptedAt == 0 && now >= st.LastCheckIn+modelHold.Milliseconds()-1000 {
 		c.gone = true
 		return
 	}
@@ -1258,7 +1272,7 @@ func (m *model) endGroups() {
 			// then it is a new visitor (a place at the back of the
 			// queue). Once the place became a session, the cookie joins
 			// it while it lives.
-			if st, err := m.codec.decode(g.seed); err == nil && st.acceptedAt == 0 && now >= st.lastCheckIn+modelHold.Milliseconds()-1000 {
+			if st, err := m.open(g.seed); err == nil && st.AcceptedAt == 0 && now >= st.LastCheckIn+modelHold.Milliseconds()-1000 {
 				g.ended = true
 			}
 		}
@@ -1283,7 +1297,7 @@ func (m *model) absorb() {
 		if x == nil {
 			x = &mID{first: rec.at, lastApp: rec.at, acc: rec.acc, acc0: rec.acc, bucket: rec.bucket}
 			m.ids[rec.id] = x
-			m.firstByM[minuteOf(rec.at)]++
+			m.firstByM[share.MinuteOf(rec.at)]++
 		}
 		if x.revokeEnd != 0 && rec.at >= x.revokeEnd+m.margin {
 			m.fail("a revoked session reached the application after its passes expired",
@@ -1313,9 +1327,9 @@ func (m *model) absorb() {
 			m.fail("a group acted after it ended", "%s (client %d)", g.name, c.i)
 		case g.id == 0:
 			g.id, g.firstAt = rec.id, rec.at
-			if g.kind != kSharer && m.methodAt(rec.at) == Random {
+			if g.kind != kSharer && m.methodAt(rec.at) == waitingroom.Random {
 				m.tally.groupIn++
-				m.tally.groupChances[minuteOf(rec.at)]++
+				m.tally.groupChances[share.MinuteOf(rec.at)]++
 			}
 		case rec.id != g.id:
 			x := m.ids[g.id]
@@ -1385,7 +1399,7 @@ func (m *model) roomCount(now int64) (lo, hi int) {
 // and every other visitor once.
 func (m *model) waitingCount(now int64) (distinct, bound int) {
 	for id, at := range m.chances {
-		counted := slotCounted(slotOf(at), now, m.waitWindow)
+		counted := share.SlotCounted(share.SlotOf(at), now, m.waitWindow)
 		if m.ids[id] == nil && counted {
 			distinct++
 		}
@@ -1396,7 +1410,7 @@ func (m *model) waitingCount(now int64) (distinct, bound int) {
 				if past := m.chanceAt[chanceKey{id, i}]; len(past) > 0 {
 					last = max(last, past[len(past)-1])
 				}
-				if last > 0 && slotCounted(slotOf(last), now, m.waitWindow) {
+				if last > 0 && share.SlotCounted(share.SlotOf(last), now, m.waitWindow) {
 					bound++
 				}
 			}
@@ -1545,7 +1559,7 @@ func (m *model) check() {
 	slack := m.fifoSlack()
 	order := func(b int64) int64 { return b }
 	if m.tc.instances > 1 {
-		order = func(b int64) int64 { return floorDiv(b, 60) }
+		order = func(b int64) int64 { return share.FloorDiv(b, 60) }
 	}
 	for _, g := range m.groups {
 		if g.id == 0 || g.kind == kSharer {
@@ -1553,7 +1567,7 @@ func (m *model) check() {
 		}
 		tA := g.firstAt
 		bG := m.ids[g.id].bucket
-		if tA+slack > m.end || !m.steady(FIFO, tA-m.maxRefresh-5000, tA+slack) {
+		if tA+slack > m.end || !m.steady(waitingroom.FIFO, tA-m.maxRefresh-5000, tA+slack) {
 			continue
 		}
 		m.fifoGroups++
@@ -1604,18 +1618,4 @@ func (m *model) episodeEnd(e *mEpisode) string {
 		return "was still waiting at the end"
 	}
 	return "got in at " + m.rel(e.end)
-}
-
-// instances is n rooms sharing st, synced once more once all have joined.
-func instances(t testing.TB, clk *clock, st store.Store, n int, mutate func(*Config)) []*Room {
-	rooms := make([]*Room, n)
-	for i := range rooms {
-		rooms[i] = newTestRoomOn(t, clk, st, mutate).Room
-	}
-	// Each instance syncs once more now that all have joined: a new
-	// instance gets its share at the others' next sync.
-	for _, rm := range rooms {
-		require.NoError(t, rm.Sync(context.Background()))
-	}
-	return rooms
 }

@@ -136,6 +136,20 @@ const anyBucket = share.AnyBucket
 // secondOf is the Unix second of the Unix ms ms.
 func secondOf(ms int64) int64 { return share.FloorDiv(ms, 1000) }
 
+// instances is n rooms sharing st, synced once more once all have joined.
+func instances(t testing.TB, clk *clock, st store.Store, n int, mutate func(*waitingroom.Config)) []*testRoom {
+	rooms := make([]*testRoom, n)
+	for i := range rooms {
+		rooms[i] = newTestRoomOn(t, clk, st, mutate)
+	}
+	// Each instance syncs once more now that all have joined: a new
+	// instance gets its share at the others' next sync.
+	for _, rm := range rooms {
+		require.NoError(t, rm.Sync(context.Background()))
+	}
+	return rooms
+}
+
 // visitor keeps its cookie like a browser.
 type visitor struct {
 	cookie string // "name=value"

@@ -196,19 +196,6 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*testRoom) surgeResult {
 	return res
 }
 
-func instances(t testing.TB, clk *clock, st store.Store, n int, mutate func(*waitingroom.Config)) []*testRoom {
-	rooms := make([]*testRoom, n)
-	for i := range rooms {
-		rooms[i] = newTestRoomOn(t, clk, st, mutate)
-	}
-	// Each instance syncs once more now that all have joined: a new
-	// instance gets its share at the others' next sync.
-	for _, rm := range rooms {
-		require.NoError(t, rm.Sync(context.Background()))
-	}
-	return rooms
-}
-
 func TestSurgeLimitsExact(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
