@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -43,4 +44,26 @@ func TestStatsStatus(t *testing.T) {
 			assert.Equal(t, tc.want, status(&s))
 		})
 	}
+}
+
+// Stats.InForce shows the event's overrides of the settings it overrides.
+func TestInForceShowsEventOverrides(t *testing.T) {
+	clk := newClock()
+	start := clk.Now().Truncate(time.Minute).Add(time.Minute)
+	no := false
+	tr := newTestRoomOn(t, clk, newMemStore(), func(c *Config) {
+		c.DisableSessionRenewal = true
+		c.Events = []Event{{Name: "e", Start: start, End: start.Add(time.Hour), SessionDuration: 10 * time.Minute,
+			DisableSessionRenewal: &no, Template: "<p>event</p>"}}
+	})
+	s := tr.Stats().InForce
+	assert.Equal(t, Settings{QueueingMethod: FIFO, TotalActiveUsers: 10, NewUsersPerMinute: 10, DisableSessionRenewal: true}, Settings{
+		QueueingMethod: s.QueueingMethod, TotalActiveUsers: s.TotalActiveUsers, NewUsersPerMinute: s.NewUsersPerMinute,
+		SessionDuration: s.SessionDuration, DisableSessionRenewal: s.DisableSessionRenewal, Template: s.Template})
+	clk.Set(start)
+	tr.sync()
+	s = tr.Stats().InForce
+	assert.Equal(t, 10*time.Minute, s.SessionDuration)
+	assert.False(t, s.DisableSessionRenewal)
+	assert.Equal(t, "<p>event</p>", s.Template)
 }

@@ -3,6 +3,8 @@ package waitingroom
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,4 +94,35 @@ func TestSameEvent(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, sameEvent(tc.a, tc.b), tc.name)
 	}
+}
+
+// An event's phases are logged once each, however many syncs run
+// through them.
+func TestEventPhasesLoggedOnce(t *testing.T) {
+	var logs logBuffer
+	clk := newClock()
+	start := clk.Now().Truncate(time.Minute).Add(2 * time.Minute)
+	tr := newTestRoomOn(t, clk, newMemStore(), func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		c.Events = []Event{{Name: "drop", PrequeueStart: start.Add(-time.Minute), Start: start, End: start.Add(time.Minute)}}
+	})
+	for range 4 * 60 {
+		clk.Add(time.Second)
+		tr.sync()
+	}
+	for _, line := range []string{"event pre-queue opened", "event started", "event ended"} {
+		assert.Equal(t, 1, logs.count(line), "%s:\n%s", line, logs.String())
+	}
+}
+
+// A live template is logged by its size, not written out.
+func TestTemplateNotLogged(t *testing.T) {
+	var logs strings.Builder
+	tr := newTestRoom(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	tmpl := "<p>" + strings.Repeat("x", 5000) + "</p>"
+	require.NoError(t, tr.Update(t.Context(), func(s *Settings) { s.Template = tmpl }))
+	assert.Contains(t, logs.String(), "settings updated")
+	assert.Contains(t, logs.String(), "(5007 bytes)")
+	assert.NotContains(t, logs.String(), "xxxx")
+	assert.Equal(t, tmpl, tr.Stats().Settings.Template, "the settings keep it")
 }
