@@ -1,9 +1,10 @@
-package waitingroom
+package waitingroom_test
 
 import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"github.com/go-waitingroom/waitingroom"
 	"testing"
 	"time"
 
@@ -67,7 +68,7 @@ func TestProductTemplate(t *testing.T) {
 	require.NoError(t, err, "it parses as it is")
 	for _, tc := range []struct {
 		name   string
-		config func(*Config)
+		config func(*waitingroom.Config)
 		// setup brings the room into the state; the next new visitor is
 		// the one looked at.
 		setup func(tr *testRoom)
@@ -75,33 +76,36 @@ func TestProductTemplate(t *testing.T) {
 		// what it says.
 		hit func(d *template.Data) bool
 	}{
-		{"FIFO, a known wait", func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 100, 10 }, fill(10, 30),
+		{"FIFO, a known wait", func(c *waitingroom.Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 100, 10 }, fill(10, 30),
 			func(d *template.Data) bool { return d.WaitTimeKnown && d.IsFIFOQueue && d.WaitTime > 0 }},
-		{"FIFO, a wait over an hour", func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 100, 10 }, fill(10, 900),
+		{"FIFO, a wait over an hour", func(c *waitingroom.Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 100, 10 }, fill(10, 900),
 			func(d *template.Data) bool { return d.WaitTimeKnown && d.WaitTimeHours >= 1 }},
-		{"random", func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 100, 10; c.QueueingMethod = Random }, fill(10, 30),
+		{"random", func(c *waitingroom.Config) {
+			c.TotalActiveUsers, c.NewUsersPerMinute = 100, 10
+			c.QueueingMethod = waitingroom.Random
+		}, fill(10, 30),
 			func(d *template.Data) bool {
 				return d.WaitTimeKnown && d.IsRandomQueue && d.WaitTime75Percentile > d.WaitTime25Percentile
 			}},
-		{"queue all", func(c *Config) { c.QueueAll = true }, nil,
+		{"queue all", func(c *waitingroom.Config) { c.QueueAll = true }, nil,
 			func(d *template.Data) bool { return d.QueueAll && !d.WaitTimeKnown }},
-		{"passthrough, queue all", func(c *Config) { c.QueueAll = true; c.QueueingMethod = Passthrough }, nil,
+		{"passthrough, queue all", func(c *waitingroom.Config) { c.QueueAll = true; c.QueueingMethod = waitingroom.Passthrough }, nil,
 			func(d *template.Data) bool { return d.IsPassthroughQueue && d.QueueAll }},
-		{"event pre-queue", func(c *Config) {
+		{"event pre-queue", func(c *waitingroom.Config) {
 			start := newClock().Now().Add(10 * time.Minute).Truncate(time.Minute)
-			c.Events = []Event{{Name: "sale", PrequeueStart: start.Add(-30 * time.Minute), Start: start, End: start.Add(time.Hour), ShuffleAtStart: true}}
+			c.Events = []waitingroom.Event{{Name: "sale", PrequeueStart: start.Add(-30 * time.Minute), Start: start, End: start.Add(time.Hour), ShuffleAtStart: true}}
 		}, nil, func(d *template.Data) bool { return d.IsEventActive && d.IsEventPrequeueing && d.ShuffleAtEventStart }},
-		{"event running", func(c *Config) {
+		{"event running", func(c *waitingroom.Config) {
 			start := newClock().Now().Truncate(time.Minute)
-			c.Events = []Event{{Name: "sale", Start: start, End: start.Add(time.Hour), TotalActiveUsers: 1, NewUsersPerMinute: 1}}
+			c.Events = []waitingroom.Event{{Name: "sale", Start: start, End: start.Add(time.Hour), TotalActiveUsers: 1, NewUsersPerMinute: 1}}
 		}, fill(1, 0), func(d *template.Data) bool {
 			return d.IsEventActive && !d.IsEventPrequeueing && d.TimeUntilEventEnd > 0
 		}},
-		{"reject", func(c *Config) { c.QueueingMethod = Reject }, nil,
+		{"reject", func(c *waitingroom.Config) { c.QueueingMethod = waitingroom.Reject }, nil,
 			func(d *template.Data) bool { return d.IsRejectQueue }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := newTestRoom(t, func(c *Config) {
+			tr := newTestRoom(t, func(c *waitingroom.Config) {
 				c.Template = productTemplate
 				c.RefreshJitter = -1 // both visitors of a case get the same interval
 				if tc.config != nil {
