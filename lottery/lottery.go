@@ -1,0 +1,202 @@
+// Package lottery makes a waiting room's draws verifiable: commit, then
+// reveal.
+//
+// Before a period opens (an hour of random queueing, or an event's
+// pre-queue up to the event's start), the room fixes a secret Seed and
+// publishes its commitment, Commit(seed, period). During the period every
+// decision that depends on chance follows from the seed and public facts:
+// a visitor wins the draw of refresh interval w when Draw(seed, identity,
+// w) is below the odds the room published for w, and an event's pre-queue
+// is shuffled in the order of RankHash(seed, identity). Once the period's
+// draws are done the room reveals the seed, and anyone holding the
+// period's Record (the commitment, the seed, the odds of every interval
+// and, for a shuffle, the sorted rank hashes) can recompute a visitor's
+// draws and rank with Verify. docs/verify.html in the repository does the
+// same in a browser, and `waitingroom verify` on the command line.
+//
+// Everything here is a pure function of its arguments, safe for
+// concurrent use; only NewSeed reads the system's random source.
+package lottery
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// The domain strings that keep the three uses of the seed apart: a
+// commitment is never a draw, a draw never a rank.
+const (
+	commitDomain = "waitingroom lottery v1 commit"
+	drawDomain   = "waitingroom lottery v1 draw"
+	rankDomain   = "waitingroom lottery v1 rank"
+)
+
+// Seed is a period's secret: 32 random bytes, kept secret until the
+// period's draws are done, then revealed. In JSON and text it is 64 hex
+// digits; the zero Seed stands for a seed not revealed yet and is written
+// as "".
+type Seed [32]byte
+
+// NewSeed returns a Seed from the system's cryptographic random source.
+func NewSeed() Seed {
+	var s Seed
+	_, _ = rand.Read(s[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return s
+}
+
+// IsZero reports whether s is the zero Seed: a seed not revealed yet.
+func (s Seed) IsZero() bool { return s == Seed{} }
+
+// String returns s as 64 hex digits, or "" for the zero Seed.
+func (s Seed) String() string {
+	if s.IsZero() {
+		return ""
+	}
+	return hex.EncodeToString(s[:])
+}
+
+// MarshalText returns s.String().
+func (s Seed) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads 64 hex digits, or "" as the zero Seed.
+func (s *Seed) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*s = Seed{}
+		return nil
+	}
+	return decodeHex((*[32]byte)(s), b, "seed")
+}
+
+// Hash is a SHA-256 digest: a commitment or a rank hash. In JSON and text
+// it is 64 hex digits.
+type Hash [32]byte
+
+// String returns h as 64 hex digits.
+func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+
+// MarshalText returns h.String().
+func (h Hash) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
+
+// UnmarshalText reads 64 hex digits.
+func (h *Hash) UnmarshalText(b []byte) error { return decodeHex((*[32]byte)(h), b, "hash") }
+
+// decodeHex reads 64 hex digits into dst, or returns an ErrRecord naming
+// what was read.
+func decodeHex(dst *[32]byte, b []byte, what string) error {
+	if len(b) != 2*len(dst) {
+		return fmt.Errorf("%w: %s %q: want 64 hex digits, got %d characters", ErrRecord, what, clip(b), len(b))
+	}
+	if _, err := hex.Decode(dst[:], b); err != nil {
+		return fmt.Errorf("%w: %s %q: not hex", ErrRecord, what, clip(b))
+	}
+	return nil
+}
+
+// clip shortens b for an error message.
+func clip(b []byte) string {
+	if len(b) > 70 {
+		return string(b[:67]) + "..."
+	}
+	return string(b)
+}
+
+// Period is the span of time one seed draws for: [Start, End) in Unix
+// seconds. A refresh interval belongs to the period that holds its
+// first millisecond.
+type Period struct {
+	// Start is the period's first second, Unix seconds.
+	Start int64 `json:"start"`
+	// End is the second after the period's last, Unix seconds.
+	End int64 `json:"end"`
+}
+
+// holds reports whether interval w of interval ms belongs to p: whether
+// its first millisecond, w*interval, lies in [Start, End) (in ms). The
+// period must be checked (Record's check) and interval > 0.
+func (p Period) holds(w, interval int64) bool {
+	return w >= ceilDiv(p.Start*1000, interval) && w < ceilDiv(p.End*1000, interval)
+}
+
+// ceilDiv is a / b rounded up, for a >= 0 and b > 0.
+func ceilDiv(a, b int64) int64 { return a/b + min(1, a%b) }
+
+// Commit returns the commitment to seed for period p: SHA-256 over the
+// domain string "waitingroom lottery v1 commit", p.Start and p.End (8
+// bytes big-endian each) and the seed. It binds the seed to the period:
+// the seed of another period does not match it.
+func Commit(seed Seed, p Period) Hash {
+	h := sha256.New()
+	h.Write([]byte(commitDomain))
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(p.Start))
+	binary.BigEndian.PutUint64(b[8:], uint64(p.End))
+	h.Write(b[:])
+	h.Write(seed[:])
+	return Hash(h.Sum(nil))
+}
+
+// Draw returns visitor identity's draw for refresh interval w (the
+// interval's start in Unix ms divided by its length), in [0, 1): the
+// first 8 bytes of HMAC-SHA256 keyed by seed over the domain string
+// "waitingroom lottery v1 draw", identity and w (8 bytes big-endian each),
+// as a big-endian integer shifted right by 11, over 2^53. The visitor wins
+// the interval's draw when it is below the interval's odds.
+func Draw(seed Seed, identity uint64, w int64) float64 {
+	m := hmac.New(sha256.New, seed[:])
+	m.Write([]byte(drawDomain))
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], identity)
+	binary.BigEndian.PutUint64(b[8:], uint64(w))
+	m.Write(b[:])
+	return float64(binary.BigEndian.Uint64(m.Sum(nil))>>11) / (1 << 53)
+}
+
+// RankHash returns visitor identity's place in an event's shuffle:
+// HMAC-SHA256 keyed by seed over the domain string "waitingroom lottery
+// v1 rank" and identity (8 bytes big-endian). The pre-queue is let in in
+// ascending order of these hashes (bytewise, as their hex sorts).
+func RankHash(seed Seed, identity uint64) Hash {
+	m := hmac.New(sha256.New, seed[:])
+	m.Write([]byte(rankDomain))
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], identity)
+	m.Write(b[:])
+	return Hash(m.Sum(nil))
+}
+
+// The errors Verify returns, each wrapped with the details: test them with
+// errors.Is.
+var (
+	// ErrRecord: the record is malformed (odds outside [0, 1] or not a
+	// number, intervals out of order or outside the period, rank hashes
+	// not sorted, a hash of the wrong length, no interval length), or the
+	// claim names nothing it could check against it.
+	ErrRecord = errors.New("lottery: malformed record")
+	// ErrNotRevealed: the record has no seed yet.
+	ErrNotRevealed = errors.New("lottery: seed not revealed")
+	// ErrSeed: the revealed seed does not match the commitment for the
+	// record's period (a tampered seed, or the seed of another period).
+	ErrSeed = errors.New("lottery: seed does not match the commitment")
+	// ErrMissingOdds: the record has no odds for an interval the visitor
+	// waited in or was let in.
+	ErrMissingOdds = errors.New("lottery: odds not published")
+	// ErrOddsChanged: the record's odds for an interval differ from those
+	// the room showed the visitor.
+	ErrOddsChanged = errors.New("lottery: odds changed")
+	// ErrNotDrawn: the visitor was let in in an interval where neither its
+	// draw nor the draw of one of the two before it fell under the odds.
+	ErrNotDrawn = errors.New("lottery: let in without winning the draw")
+	// ErrRank: the visitor's rank hash is not in the record's list where
+	// the rank the room showed says.
+	ErrRank = errors.New("lottery: rank does not match")
+)
+
+// Hold is how many refresh intervals a winning draw holds: the
+// interval it was made for and the next two, so that a visitor who comes
+// back once an interval, late by up to one, finds it.
+const Hold = 3
