@@ -155,6 +155,9 @@ func (r *Record) check(c Claim) error {
 	if r.Start < 0 || r.End <= r.Start || r.End > maxUnix {
 		return fmt.Errorf("%w: period %d-%d: want 0 <= start < end <= %d (Unix seconds)", ErrRecord, r.Start, r.End, int64(maxUnix))
 	}
+	if r.Commitment == (Hash{}) {
+		return fmt.Errorf("%w: no commitment", ErrRecord)
+	}
 	named := len(c.Waited) > 0 || len(c.Shown) > 0 || c.Admitted != 0
 	if (len(r.Odds) > 0 || named) && (r.IntervalMS <= 0 || r.IntervalMS > maxIntervalMS) {
 		return fmt.Errorf("%w: intervalMs %d: want 1 to %d", ErrRecord, r.IntervalMS, maxIntervalMS)

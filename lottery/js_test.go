@@ -1,0 +1,227 @@
+package lottery_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/internal/servicetest"
+	"github.com/go-waitingroom/waitingroom/lottery"
+)
+
+// jsCase is one input to the verifier page's script, and what it gives.
+type jsCase struct {
+	Record   json.RawMessage `json:"record"`
+	Identity string          `json:"identity"`
+	Claim    jsClaim         `json:"claim"`
+}
+
+type jsClaim struct {
+	Waited   []int64        `json:"waited"`
+	Shown    []lottery.Odds `json:"shown"`
+	Admitted int64          `json:"admitted"`
+	Rank     int            `json:"rank"`
+}
+
+type jsReport struct {
+	Draws []struct {
+		Interval int64   `json:"interval"`
+		Draw     float64 `json:"draw"`
+		Odds     float64 `json:"odds"`
+		Won      bool    `json:"won"`
+	} `json:"draws"`
+	Rank  int `json:"rank"`
+	Error *struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// jsRunner feeds the cases to docs/verify.js in node and prints the
+// reports, one JSON array.
+const jsRunner = `
+const lottery = require(process.argv[1]);
+let input = "";
+process.stdin.on("data", (d) => (input += d));
+process.stdin.on("end", async () => {
+  const out = [];
+  for (const c of JSON.parse(input)) {
+    out.push(await lottery.verify(c.record, c.identity, c.claim));
+  }
+  process.stdout.write(JSON.stringify(out));
+});
+`
+
+// kinds maps Verify's errors to the script's kinds.
+var kinds = map[error]string{
+	lottery.ErrRecord:      "record",
+	lottery.ErrNotRevealed: "notRevealed",
+	lottery.ErrSeed:        "seed",
+	lottery.ErrMissingOdds: "missingOdds",
+	lottery.ErrOddsChanged: "oddsChanged",
+	lottery.ErrNotDrawn:    "notDrawn",
+	lottery.ErrRank:        "rank",
+}
+
+func kindOf(t *testing.T, err error) string {
+	if err == nil {
+		return ""
+	}
+	for e, k := range kinds {
+		if errors.Is(err, e) {
+			return k
+		}
+	}
+	t.Fatalf("unknown error %v", err)
+	return ""
+}
+
+// The verifier page's script computes what the Go package computes: the
+// same draws, to the last bit, the same rank and the same verdict, for
+// honest and tampered records alike.
+func TestScriptAgrees(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		servicetest.Unavailable(t, servicetest.Program("node", "the verifier page's script"), err)
+		return
+	}
+	script, err := filepath.Abs("../docs/verify.js")
+	require.NoError(t, err)
+
+	seed := testSeed(9)
+	ids := []uint64{1, 2, 3, 0xfedcba9876543210, 1 << 63}
+	var cases []jsCase
+	add := func(r any, id uint64, c jsClaim) {
+		b, err := json.Marshal(r)
+		require.NoError(t, err)
+		cases = append(cases, jsCase{Record: b, Identity: lottery.FormatIdentity(id), Claim: c})
+	}
+	addRaw := func(r string, c jsClaim) {
+		cases = append(cases, jsCase{Record: json.RawMessage(r), Identity: "1", Claim: c})
+	}
+	const p, n = 1.0 / 3, 12
+	for _, id := range ids {
+		r := honest(seed, p, n, ids...)
+		won := firstWin(seed, id, p, n)
+		var ws []int64
+		for w := int64(firstW); w < firstW+n; w++ {
+			ws = append(ws, w)
+		}
+		add(r, id, jsClaim{Waited: ws, Admitted: won})
+		add(r, id, jsClaim{Waited: ws[:3], Shown: []lottery.Odds{{Interval: firstW, Odds: p}}, Rank: 2})
+		add(r, id, jsClaim{Admitted: firstW + 6, Rank: 1})
+		add(r, id, jsClaim{Shown: []lottery.Odds{{Interval: firstW + 1, Odds: 0.25}}})
+		add(r, id, jsClaim{Waited: []int64{firstW + n}})
+		tampered := *r
+		tampered.Seed[5] ^= 0x80
+		add(&tampered, id, jsClaim{Admitted: won})
+		other := *r
+		other.Commitment = lottery.Commit(seed, lottery.Period{Start: hourStart + 3600, End: hourStart + 7200})
+		add(&other, id, jsClaim{Admitted: won})
+		hidden := *r
+		hidden.Seed = lottery.Seed{}
+		add(&hidden, id, jsClaim{})
+		reordered := *r
+		reordered.Ranks = append([]lottery.Hash{r.Ranks[1], r.Ranks[0]}, r.Ranks[2:]...)
+		add(&reordered, id, jsClaim{Rank: 1})
+		outside := *r
+		outside.Odds = append([]lottery.Odds{{Interval: firstW - 1, Odds: p}}, r.Odds...)
+		add(&outside, id, jsClaim{})
+	}
+	for _, bad := range []string{
+		`{}`,
+		`{"start":1,"end":0,"commitment":"` + lottery.Commit(seed, hour).String() + `"}`,
+		`{"start":1764853200,"end":1764856800,"commitment":"` + lottery.Commit(seed, hour).String() + `","intervalMs":30000,"odds":[{"interval":58828440,"odds":1.5}]}`,
+		`{"start":1764853200,"end":1764856800,"commitment":"00"}`,
+		`{"start":1764853200,"end":1764856800,"commitment":"` + lottery.Commit(seed, hour).String() + `","ranks":["0g` + lottery.Commit(seed, hour).String()[2:] + `"]}`,
+	} {
+		addRaw(bad, jsClaim{})
+	}
+
+	in, err := json.Marshal(cases)
+	require.NoError(t, err)
+	cmd := exec.Command(node, "-e", jsRunner, script)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
+	var got []jsReport
+	require.NoError(t, json.Unmarshal(out, &got))
+	require.Len(t, got, len(cases))
+
+	verdicts := map[string]int{}
+	defer func() { t.Logf("verdicts (\"\": kept): %v", verdicts) }()
+	for i, c := range cases {
+		var r lottery.Record
+		var rep lottery.Report
+		var verr error
+		if verr = json.Unmarshal(c.Record, &r); verr == nil {
+			id, err := lottery.ParseIdentity(c.Identity)
+			require.NoError(t, err)
+			rep, verr = lottery.Verify(&r, id, lottery.Claim(c.Claim))
+		} else {
+			verr = lottery.ErrRecord
+		}
+		g := got[i]
+		want := kindOf(t, verr)
+		verdicts[want]++
+		if want == "" {
+			assert.Nil(t, g.Error, "case %d: %s", i, c.Record)
+		} else if assert.NotNil(t, g.Error, "case %d: %v", i, verr) {
+			assert.Equal(t, want, g.Error.Kind, "case %d: Go: %v, script: %s", i, verr, g.Error.Message)
+		}
+		if verr != nil && !errors.Is(verr, lottery.ErrMissingOdds) && !errors.Is(verr, lottery.ErrOddsChanged) &&
+			!errors.Is(verr, lottery.ErrNotDrawn) && !errors.Is(verr, lottery.ErrRank) {
+			continue // no report to compare
+		}
+		assert.Equal(t, rep.Rank, g.Rank, "case %d", i)
+		require.Len(t, g.Draws, len(rep.Draws), "case %d", i)
+		for j, d := range rep.Draws {
+			assert.Equal(t, lottery.Drawn{Interval: g.Draws[j].Interval, Draw: g.Draws[j].Draw, Odds: g.Draws[j].Odds, Won: g.Draws[j].Won}, d, "case %d", i)
+		}
+	}
+}
+
+// The verifier page is static: it loads its script beside it and nothing
+// from elsewhere, and its own script parses.
+func TestVerifierPage(t *testing.T) {
+	page, err := os.ReadFile("../docs/verify.html")
+	require.NoError(t, err)
+	assert.Contains(t, string(page), `<script src="verify.js"></script>`)
+	assert.NotRegexp(t, `(?i)(src|href)\s*=\s*"?(https?:)?//`, string(page), "an external resource")
+	m := regexp.MustCompile(`(?s)<script>(.*?)</script>`).FindSubmatch(page)
+	require.NotNil(t, m, "the page's own script")
+
+	node, err := exec.LookPath("node")
+	if err != nil {
+		servicetest.Unavailable(t, servicetest.Program("node", "the verifier page's script"), err)
+		return
+	}
+	file := filepath.Join(t.TempDir(), "page.js")
+	require.NoError(t, os.WriteFile(file, m[1], 0o600))
+	out, err := exec.Command(node, "--check", file).CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	// The page reads the claim as the command does.
+	script, err := filepath.Abs("../docs/verify.js")
+	require.NoError(t, err)
+	out, err = exec.Command(node, "-e", `
+const l = require(process.argv[1]);
+const ok = JSON.stringify(l.parseClaim("58828440-58828442, 58828450", "58828440=0.25", " 58828450 ", "3"));
+let bad = [];
+for (const c of [["x", "", "", ""], ["3-1", "", "", ""], ["", "1", "", ""], ["", "", "1.5", ""], ["", "", "", "-"]]) {
+  try { l.parseClaim(...c); } catch (e) { bad.push(c); }
+}
+process.stdout.write(ok + "\n" + bad.length);`, script).CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Equal(t, `{"waited":[58828440,58828441,58828442,58828450],"shown":[{"interval":58828440,"odds":0.25}],"admitted":58828450,"rank":3}`+"\n5", string(out))
+}
