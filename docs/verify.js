@@ -211,8 +211,10 @@
       for (let w = a; w <= b; w++) c.waited.push(w);
     }
     for (const x of items(shown)) {
-      const [w, o] = x.split("=");
-      if (o === undefined || o.trim() === "" || !Number.isFinite(Number(o))) throw new Error("shown odds " + JSON.stringify(x) + ": want interval=odds");
+      const [w, o, extra] = x.split("=");
+      if (o === undefined || extra !== undefined || !/^\s*[0-9]*\.?[0-9]+(e[-+]?[0-9]+)?\s*$/i.test(o)) {
+        throw new Error("shown odds " + JSON.stringify(x) + ": want interval=odds");
+      }
       c.shown.push({ interval: int(w.trim(), "interval"), odds: Number(o) });
     }
     if (admitted.trim() !== "") c.admitted = int(admitted.trim(), "admitted interval");

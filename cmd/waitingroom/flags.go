@@ -152,6 +152,8 @@ const usageHeader = `Usage:
                                       the auth service of the server in front: nginx, caddy,
                                       traefik, envoy, ingress-nginx or generic
   waitingroom -config FILE [flags]    with the settings in a JSON or YAML file
+  waitingroom verify -id ID [RECORD]  check a visitor's draws against the room's lottery record
+                                      (waitingroom verify -h for its flags)
 
 The cookie keys come from -key, $WAITINGROOM_KEYS or $WAITINGROOM_KEY
 (hex or base64, 32+ random bytes each, the same on every instance).

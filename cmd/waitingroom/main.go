@@ -167,6 +167,15 @@
 // them to a program embedding a room, and the Go runtime's (go_*) and the
 // process's (process_*) series.
 //
+// # Checking the lottery
+//
+// waitingroom verify -id IDENTITY [-waited ...] [-shown ...] [-admitted N]
+// [-rank N] [RECORD] proxies nothing: it checks a visitor's draws and rank
+// against a room's lottery record (package lottery), read as JSON from
+// the file RECORD or from standard input, prints them and "kept" with
+// status 0, or what the room broke with status 1; status 2 for a bad flag
+// or record. waitingroom verify -h lists its flags.
+//
 // # Stopping
 //
 // SIGINT or SIGTERM stops accepting connections at once and lets requests

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -37,6 +38,9 @@ const (
 // receives the address served once listening (for tests). It returns the
 // exit status: exitOK, exitFailure or exitUsage.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready chan<- string) int {
+	if len(args) > 0 && args[0] == "verify" {
+		return runVerify(args[1:], os.Stdin, stdout, stderr)
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	o, err := parse(args, stdout)
 	switch {

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/go-waitingroom/waitingroom/lottery"
+)
+
+// verifyUsage comes before the flags of waitingroom verify -h.
+const verifyUsage = `Usage:
+  waitingroom verify -id IDENTITY [flags] [RECORD]
+
+Checks a visitor's draws and rank against a room's lottery record: the
+JSON the room published for the period (its status or history), read
+from the file RECORD, or from standard input without one or with "-".
+It prints the visitor's draw in each interval named, and "kept" with
+status 0, or what the room broke with status 1; status 2 for a bad flag
+or a record that cannot be read.
+
+Flags:
+`
+
+// maxRange bounds the intervals one range of -waited names.
+const maxRange = 100_000
+
+// runVerify runs waitingroom verify with args (those after "verify"),
+// reading the record from stdin when no file is named. It returns the
+// exit status: exitOK when the room kept its promises, exitFailure when
+// it broke one, exitUsage for bad flags or an unreadable record.
+func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("waitingroom verify", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	id := fs.String("id", "", "the visitor's identity, as the room showed it (16 hex digits)")
+	waited := fs.String("waited", "", "intervals the visitor waited in: numbers and ranges, as 58828440-58828445,58828450")
+	shown := fs.String("shown", "", "odds the room showed the visitor: interval=odds,...")
+	admitted := fs.Int64("admitted", 0, "the interval the visitor was let in (0: not let in)")
+	rank := fs.Int("rank", 0, "the visitor's rank in the event's shuffle, as shown (0: none)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			_, _ = io.WriteString(stdout, verifyUsage)
+			fs.PrintDefaults()
+			return exitOK
+		}
+		return verifyUsageError(stderr, err)
+	}
+	if fs.NArg() > 1 {
+		return verifyUsageError(stderr, fmt.Errorf("one record at most, got %d arguments", fs.NArg()))
+	}
+	identity, err := lottery.ParseIdentity(*id)
+	if err != nil {
+		return verifyUsageError(stderr, fmt.Errorf("-id: %w", err))
+	}
+	c := lottery.Claim{Admitted: *admitted, Rank: *rank}
+	if c.Waited, err = parseIntervals(*waited); err != nil {
+		return verifyUsageError(stderr, err)
+	}
+	if c.Shown, err = parseShown(*shown); err != nil {
+		return verifyUsageError(stderr, err)
+	}
+	r, err := readRecord(fs.Arg(0), stdin)
+	if err != nil {
+		return verifyUsageError(stderr, err)
+	}
+	rep, err := lottery.Verify(r, identity, c)
+	if errors.Is(err, lottery.ErrRecord) {
+		return verifyUsageError(stderr, err)
+	}
+	writeReport(stdout, rep)
+	if err != nil {
+		fmt.Fprintln(stdout, "broken:", strings.TrimPrefix(err.Error(), "lottery: "))
+		return exitFailure
+	}
+	fmt.Fprintln(stdout, "kept")
+	return exitOK
+}
+
+// verifyUsageError writes err and a pointer to the usage to stderr, and
+// returns exitUsage.
+func verifyUsageError(stderr io.Writer, err error) int {
+	fmt.Fprintln(stderr, "waitingroom verify:", err)
+	fmt.Fprintln(stderr, "Run waitingroom verify -h for the flags.")
+	return exitUsage
+}
+
+// readRecord reads a lottery record as JSON from the file name, or from
+// stdin when name is "" or "-".
+func readRecord(name string, stdin io.Reader) (*lottery.Record, error) {
+	var b []byte
+	var err error
+	if name == "" || name == "-" {
+		name = "standard input"
+		b, err = io.ReadAll(io.LimitReader(stdin, 64<<20))
+	} else {
+		b, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var r lottery.Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("the record in %s: %w", name, err)
+	}
+	return &r, nil
+}
+
+// parseIntervals reads -waited: interval numbers and ranges first-last,
+// separated by commas.
+func parseIntervals(s string) ([]int64, error) {
+	var ws []int64
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		// A range's dash follows a digit: "-5" alone is a number.
+		if i := strings.Index(item[1:], "-"); i >= 0 {
+			a, errA := strconv.ParseInt(item[:i+1], 10, 64)
+			b, errB := strconv.ParseInt(item[i+2:], 10, 64)
+			if errA != nil || errB != nil || b < a || b-a >= maxRange {
+				return nil, fmt.Errorf("-waited: range %q: want first-last, at most %d intervals", item, maxRange)
+			}
+			for w := a; w <= b; w++ {
+				ws = append(ws, w)
+			}
+			continue
+		}
+		w, err := strconv.ParseInt(item, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("-waited: %q: want an interval number or a range first-last", item)
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
+}
+
+// parseShown reads -shown: interval=odds, separated by commas.
+func parseShown(s string) ([]lottery.Odds, error) {
+	var odds []lottery.Odds
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		ws, ps, ok := strings.Cut(item, "=")
+		w, errW := strconv.ParseInt(strings.TrimSpace(ws), 10, 64)
+		p, errP := strconv.ParseFloat(strings.TrimSpace(ps), 64)
+		if !ok || errW != nil || errP != nil {
+			return nil, fmt.Errorf("-shown: %q: want interval=odds", item)
+		}
+		odds = append(odds, lottery.Odds{Interval: w, Odds: p})
+	}
+	return odds, nil
+}
+
+// writeReport writes the visitor's draws as a table, and their rank.
+func writeReport(w io.Writer, rep lottery.Report) {
+	if len(rep.Draws) > 0 {
+		fmt.Fprintf(w, "%-12s %-20s %-20s %s\n", "interval", "draw", "odds", "won")
+	}
+	for _, d := range rep.Draws {
+		won := "no"
+		if d.Won {
+			won = "yes"
+		}
+		fmt.Fprintf(w, "%-12d %-20s %-20s %s\n", d.Interval,
+			strconv.FormatFloat(d.Draw, 'g', -1, 64), strconv.FormatFloat(d.Odds, 'g', -1, 64), won)
+	}
+	if rep.Rank > 0 {
+		fmt.Fprintln(w, "rank in the shuffle:", rep.Rank)
+	}
+}
