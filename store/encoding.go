@@ -53,7 +53,19 @@ func MarshalState(s *State) []byte {
 		b = binary.AppendUvarint(b, in.Seq)
 	}
 	b = appendTallies(b, s.Recorded, s.Tallies)
-	return appendFleet(b, s)
+	b = appendFleet(b, s)
+	return appendSeeds(b, s.Seeds)
+}
+
+// appendSeeds writes the lottery's seeds, after the fleet's records.
+func appendSeeds(b []byte, ss []Seed) []byte {
+	b = binary.AppendUvarint(b, uint64(len(ss)))
+	for _, x := range ss {
+		b = binary.AppendVarint(b, x.Start)
+		b = binary.AppendVarint(b, x.End-x.Start)
+		b = append(b, x.Secret[:]...)
+	}
+	return b
 }
 
 // appendCells writes cells, usually sorted: deltas keep them small.
@@ -151,6 +163,7 @@ func UnmarshalState(data []byte) (*State, error) {
 	}
 	s.Recorded, s.Tallies = d.tallies()
 	d.fleet(s)
+	s.Seeds = d.seeds()
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -290,6 +303,26 @@ func (d *decoder) cells() []Cell {
 		prevB, prevS = c.Bucket, c.Slot
 	}
 	return cs
+}
+
+// seeds reads what appendSeeds wrote.
+func (d *decoder) seeds() []Seed {
+	n := d.length(34)
+	if n == 0 {
+		return nil
+	}
+	ss := make([]Seed, n)
+	for i := range ss {
+		x := &ss[i]
+		x.Start = d.varint()
+		x.End = x.Start + d.varint()
+		if len(d.b) < len(x.Secret) {
+			d.fail("seed")
+			return nil
+		}
+		d.b = d.b[copy(x.Secret[:], d.b):]
+	}
+	return ss
 }
 
 func (d *decoder) counts() []Count {

@@ -64,6 +64,22 @@ type State struct {
 	// its own under a name derived from the room's: what the instance
 	// and the aggregator exchange. Nil in a room's state.
 	Mailbox *Mailbox
+
+	// Seeds are the secrets of the room's lottery (package lottery), one
+	// per period, in order of Start: the next period's, created by the
+	// first sync of the period before; the current period's; and the
+	// ended ones, down to the latest whose reveal time passed. They are
+	// secret until then: the store holds them like the cookie keys'
+	// secrets, and views of the room show only their commitments.
+	Seeds []Seed
+}
+
+// Seed is the secret of one period of the room's lottery.
+type Seed struct {
+	// Start and End are the period, [Start, End) in Unix seconds.
+	Start, End int64
+	// Secret is the period's seed: 32 random bytes.
+	Secret [32]byte
 }
 
 // Lease is the record of the instance that holds a fleet's lease: the

@@ -123,6 +123,10 @@ func Sample() *store.State {
 			Version: 41, Base: 8, Epoch: 0xdeadbeefcafe, Fair: 2, Scarce: true, Adopted: 39, In: 0xdeadbeefcafe,
 			Back: true, Had: 3, Upto: 7, Left: true,
 		},
+		Seeds: []store.Seed{
+			{Start: 1_789_996_400, End: 1_790_000_000, Secret: [32]byte{1, 2, 3}},
+			{Start: 1_790_000_000, End: 1_790_003_600, Secret: [32]byte{31: 0xff}},
+		},
 	}
 }
 
