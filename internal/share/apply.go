@@ -80,6 +80,7 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 		carveMembers(st, p, v, members, at, d.asks, picked, ahead, out)
 	}
 	v.Picks, v.ReservedTo = picksOf(st, p.now)
+	v.Lottery = publicSeeds(st.Seeds, p.now, p.revealAfter())
 	// The members that leave go, their grants back to the pool.
 	for _, m := range members {
 		if m.leaving {

@@ -117,6 +117,7 @@ func viewOf(st *store.State, fleet int) store.State {
 	pub.Waiting = slices.Clone(st.Waiting)
 	pub.Admitted = slices.Clone(st.Admitted)
 	pub.Tallies = cloneTallies(st.Tallies)
+	pub.Seeds = slices.Clone(st.Seeds)
 	return pub
 }
 

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -73,6 +74,9 @@ type View struct {
 	// Tallies are the figures of the minutes not yet written to the kept
 	// history (tally.go), the admissions of each counted.
 	Tallies []store.Tally
+	// Lottery are the lottery's periods as they may be shown: their
+	// commitments, and the seeds revealed (lottery.go).
+	Lottery []lottery.Record
 
 	// fair is the share of the paced slots the latest carve gave the
 	// instance it carved for (before what it held): what an instance of a
