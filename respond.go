@@ -281,7 +281,7 @@ func init() {
 		hs, _ := room.(*Room).store.(store.HistoryStore)
 		return hs
 	}
-	hook.Unwritten = func(room any) []store.Tally { return room.(*Room).syncer.Unwritten() }
+	hook.Syncer = func(room any) any { return room.(*Room).syncer }
 	hook.PreviewPage = func(room, settings any, now time.Time, est any, lang string) hook.Page {
 		return room.(*Room).previewPage(settings.(*Settings), now.UnixMilli(), est.(Estimate), lang)
 	}

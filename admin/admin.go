@@ -102,8 +102,10 @@ const (
 //	GET   /status    the figures as JSON: status, active, waiting,
 //	                 admittedThisMinute, outflowPerMinute, estimatedWait,
 //	                 queue, settings, instances, lastSync, nextEvent (the
-//	                 event in force or the next one; null if none), and
-//	                 this instance's counters
+//	                 event in force or the next one; null if none),
+//	                 lottery (the commitments of the hour in progress and
+//	                 the next, the latest seed revealed: package lottery),
+//	                 and this instance's counters
 //	GET   /history   the last hour as JSON: a sample of active and waiting
 //	                 visitors every 10 seconds, admissions by minute
 //	GET   /minutes   the kept history (Minutes): from and to (RFC

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/internal/hook"
+	"github.com/go-waitingroom/waitingroom/lottery"
 )
 
 // adminStatus is the body of GET /status.
@@ -21,6 +23,7 @@ type adminStatus struct {
 	Instances          int                    `json:"instances"`
 	LastSync           *time.Time             `json:"lastSync"`
 	NextEvent          *adminEvent            `json:"nextEvent"`
+	Lottery            adminLottery           `json:"lottery"`
 	Counters           waitingroom.Counters   `json:"counters"`
 }
 
@@ -67,6 +70,35 @@ type adminBucket struct {
 	Waiting int       `json:"waiting"`
 }
 
+// adminLottery is what the status shows of the room's lottery (package
+// lottery, docs/lottery.md), as of the latest sync: the commitments of
+// the hour in progress and of the next, and the latest seed revealed.
+// Each is null when there is none (no seed is made for an hour that
+// started before the room's state).
+type adminLottery struct {
+	Current  *lottery.Record `json:"current"`
+	Next     *lottery.Record `json:"next"`
+	Revealed *lottery.Record `json:"revealed"`
+}
+
+// lotteryAt sorts the room's lottery periods rs (oldest first) out at t.
+func lotteryAt(rs []lottery.Record, t time.Time) adminLottery {
+	var out adminLottery
+	now := t.Unix()
+	for i := range rs {
+		r := &rs[i]
+		switch {
+		case !r.Seed.IsZero():
+			out.Revealed = r
+		case r.Start <= now && now < r.End:
+			out.Current = r
+		case r.Start > now && out.Next == nil:
+			out.Next = r
+		}
+	}
+	return out
+}
+
 // status is the body of GET /status, from the room's Stats and
 // Counters.
 func (a *admin) status() adminStatus {
@@ -96,6 +128,7 @@ func (a *admin) status() adminStatus {
 	case next != nil:
 		out.NextEvent = eventJSON(next, false, false)
 	}
+	out.Lottery = lotteryAt(hook.Lottery(a.rm), s.Synced)
 	out.Counters = a.rm.Stats().Counters
 	return out
 }

@@ -3,6 +3,7 @@ package hook
 import (
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/template"
 )
@@ -16,12 +17,9 @@ var (
 	// I/O.
 	HistoryStore func(room any) store.HistoryStore
 
-	// Unwritten returns the tallies of the minutes room's store may not
-	// show yet, oldest first within each of two runs: those this instance
-	// took out of the shared state but could not write yet, then those in
-	// the shared state as of its latest sync (the minute in progress
-	// among them). They are the caller's to keep. It does no I/O.
-	Unwritten func(room any) []store.Tally
+	// Syncer returns room's syncer (a *share.Syncer of the room's
+	// settings), which Unwritten and Lottery read.
+	Syncer func(room any) any
 
 	// PreviewPage returns the waiting page room would give a waiting
 	// visitor at now under settings (a *waitingroom.Settings; with
@@ -39,6 +37,22 @@ var (
 	// (Config.Cookie.Secure): the site is served over HTTPS.
 	CookieSecure func(room any) bool
 )
+
+// Unwritten returns the tallies of the minutes room's store may not show
+// yet, oldest first within each of two runs: those this instance took out
+// of the shared state but could not write yet, then those in the shared
+// state as of its latest sync (the minute in progress among them). They
+// are the caller's to keep. It does no I/O.
+func Unwritten(room any) []store.Tally {
+	return Syncer(room).(interface{ Unwritten() []store.Tally }).Unwritten()
+}
+
+// Lottery returns the periods of room's lottery as of its latest sync
+// (share.Syncer.Lottery): commitments, and the seeds revealed. It does no
+// I/O.
+func Lottery(room any) []lottery.Record {
+	return Syncer(room).(interface{ Lottery() []lottery.Record }).Lottery()
+}
 
 // Page is a waiting page as PreviewPage describes it.
 type Page struct {
