@@ -157,3 +157,18 @@ func TestSeedsShared(t *testing.T) {
 		})
 	}
 }
+
+// What the lottery adds to every sync: keeping the seeds and the
+// commitments of the view.
+func BenchmarkSeeds(b *testing.B) {
+	const now = 1_790_002_800_000 + 60_000
+	st := &store.State{}
+	keepSeeds(st, now-3_600_000, 81_000)
+	keepSeeds(st, now, 81_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		keepSeeds(st, now, 81_000)
+		_ = publicSeeds(st.Seeds, now, 81_000)
+	}
+	b.ReportMetric(float64(len(store.MarshalState(st))-len(store.MarshalState(&store.State{}))), "state-bytes")
+}
