@@ -37,8 +37,8 @@ type Record struct {
 // interval: the interval's number (its first Unix ms over the interval's
 // length) and the odds, in [0, 1].
 type Odds struct {
-	Interval int64   `json:"interval"`
-	Odds     float64 `json:"odds"`
+	Interval int64   `json:"interval"` // the interval's number
+	Odds     float64 `json:"odds"`     // in [0, 1]
 }
 
 // Claim is what a visitor saw of the room: the intervals they waited in,
@@ -70,10 +70,10 @@ type Report struct {
 
 // Drawn is a visitor's draw in one interval.
 type Drawn struct {
-	Interval int64
-	Draw     float64
-	Odds     float64
-	Won      bool // Draw < Odds
+	Interval int64   // the interval's number
+	Draw     float64 // Draw(seed, identity, Interval), in [0, 1)
+	Odds     float64 // the interval's published odds
+	Won      bool    // Draw < Odds
 }
 
 // maxUnix bounds a period's seconds (the year 10000), so that they hold
