@@ -2,6 +2,8 @@ package admin_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -46,6 +48,9 @@ func TestStatusLottery(t *testing.T) {
 	c, n, r = lot()
 	require.NotNil(t, c)
 	assert.Equal(t, next, *c, "the commitment shown before the hour")
+	page := f.do(http.MethodGet, "/", "").Body.String()
+	assert.Contains(t, page, "Lottery commitment this hour <code>"+next.Commitment.String()+"</code> · next hour <code>"+n.Commitment.String()+"</code>")
+	assert.Contains(t, page, "function lottery(l)")
 	require.NotNil(t, n)
 	assert.Equal(t, next.End, n.Start)
 	assert.Nil(t, r)
@@ -63,4 +68,6 @@ func TestStatusLottery(t *testing.T) {
 	assert.Equal(t, next.Commitment, r.Commitment)
 	_, err := lottery.Verify(r, 1, lottery.Claim{})
 	assert.NoError(t, err, "the seed revealed matches the commitment")
+	page = f.do(http.MethodGet, "/", "").Body.String()
+	assert.Contains(t, page, fmt.Sprintf(" · seed revealed for %d–%d <code>%s</code>", r.Start, r.End, r.Seed))
 }
