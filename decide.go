@@ -227,7 +227,7 @@ func (rm *Room) chanceLocked(x *visit) bool {
 	// Every slot by pick (fleetScarce) draws its own way (askLocked).
 	x.drawing = (!x.fresh || x.ok) && !x.closed && !pol.method.ordered && !pol.method.passes &&
 		pol.method.layout != nil && v.Instances > 1 && !v.Scarce
-	x.won = x.drawing && drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds(), drawMargin*rm.drawOddsLocked(v, pol, now))
+	x.won = x.drawing && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds(), drawMargin*rm.drawOddsLocked(v, pol, now))
 	if x.fresh {
 		return false
 	}
@@ -405,7 +405,7 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 		// draw.)
 		refresh := rm.cfg.RefreshInterval.Milliseconds()
 		odds := min(1, drawScarceMargin*rm.drawOddsLocked(v, pol, now))
-		if rm.local.MayAsk(c.id) && drawn(c.id, now, refresh, odds) {
+		if rm.local.MayAsk(c.id) && v.Drawn(c.id, now, refresh, odds) {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
 		}

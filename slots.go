@@ -64,10 +64,11 @@ func randomLayout(n int64, _ []share.Bucket) grant {
 // or shared by clients that reach different ones, would get a chance at
 // each, and a slot sooner than a visitor who waits as asked. With several
 // instances, a random room therefore lets in only the visitors the draw
-// holds: a visitor holds it for drawClaims refresh intervals of the shared
-// clock after one whose draw (their identity mixed with the interval's
-// number) fell under the odds. The draw is a function of the visitor and
-// the clock alone: every copy of a cookie, at every instance, at any
+// holds: a visitor holds it for lottery.Hold refresh intervals of the
+// shared clock after one whose draw (the lottery's: their identity and the
+// interval's number under the hour's committed seed, share.View.Drawn)
+// fell under the odds. The draw is a function of the visitor, the
+// clock and the seed: every copy of a cookie, at every instance, at any
 // moment, draws the same, and a visitor who comes back once a refresh
 // interval sees every draw made since their last request, as one who
 // polls every second does. A visitor who holds the draw takes a slot as
@@ -79,11 +80,6 @@ func randomLayout(n int64, _ []share.Bucket) grant {
 // cookie whose place lapsed brings a new place (successor), drawn like any
 // other. Every slot by pick (fleetScarce) draws its own way
 // (internal/share: picks.go).
-
-// drawClaims is how many refresh intervals a winning draw is held: the
-// interval it was made for and the next two, so that a visitor who comes
-// back once an interval (late by up to one) finds it.
-const drawClaims = 3
 
 // drawMargin is how many visitors the odds let win the draw for each slot
 // an interval brings. More race for the slots, and whoever asks most
@@ -100,20 +96,6 @@ const drawMargin = 1.0
 // draw's odds alone, polite visitors waited 525 s at 40 instances and 60
 // a minute, 67 s with twice them.
 const drawScarceMargin = 2.0
-
-// drawn reports whether a random room's draw holds visitor id at now
-// (Unix ms, the shared clock), with refresh intervals of refresh ms and
-// the odds of each interval's draw: whether one of the draws of the
-// latest drawClaims intervals fell under them.
-func drawn(id uint64, now, refresh int64, odds float64) bool {
-	w := floorDiv(now, refresh)
-	for k := range int64(drawClaims) {
-		if unitDraw(successor(id, w-k)) < odds {
-			return true
-		}
-	}
-	return false
-}
 
 // drawOdds is the chance that one waiting visitor wins a refresh
 // interval's draw at now (Unix ms), as of view v under policy p: the
@@ -148,9 +130,6 @@ func drawOdds(v *view, p *policy, refresh, now int64) float64 {
 	free := max(0, min(room, min(limit, target)-admitted))
 	return min(1, max(slots, float64(free)-slots/4, 1)/float64(max(1, v.Waiting)))
 }
-
-// unitDraw maps a mixed identity to [0, 1).
-func unitDraw(x uint64) float64 { return float64(x>>11) / (1 << 53) }
 
 // drawRetry is how long, in ms, a visitor the draw holds who found no slot
 // waits before coming back: a quarter of the refresh interval of refresh

@@ -1,7 +1,6 @@
 package waitingroom
 
 import (
-	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,21 +37,6 @@ func TestFIFOLayout(t *testing.T) {
 func TestRandomLayout(t *testing.T) {
 	assert.Equal(t, grant{{Bucket: anyBucket, N: 5}}, randomLayout(5, []share.Bucket{due(100, 2)}))
 	assert.Equal(t, grant{{Bucket: anyBucket, N: 0}}, randomLayout(0, nil))
-}
-
-// unitDraw maps an identity to [0, 1).
-func TestUnitDraw(t *testing.T) {
-	assert.Zero(t, unitDraw(0))
-	assert.Less(t, unitDraw(math.MaxUint64), 1.0)
-	assert.InDelta(t, 0.5, unitDraw(1<<63), 1e-15)
-	var sum float64
-	const n = 100_000
-	for i := range uint64(n) {
-		d := unitDraw(share.Mix(i, 1))
-		assert.True(t, d >= 0 && d < 1)
-		sum += d
-	}
-	assert.InDelta(t, 0.5, sum/n, 0.01, "uniform: mean a half")
 }
 
 // A visitor the draw holds comes back in a quarter of the refresh

@@ -81,6 +81,7 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 	}
 	v.Picks, v.ReservedTo = picksOf(st, p.now)
 	v.Lottery = publicSeeds(st.Seeds, p.now, p.revealAfter())
+	v.seeds = slices.Clone(st.Seeds)
 	// The members that leave go, their grants back to the pool.
 	for _, m := range members {
 		if m.leaving {

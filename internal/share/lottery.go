@@ -16,8 +16,9 @@ import (
 // the draws of its last intervals have lapsed (lottery.Hold longest
 // refresh intervals later); the state forgets the seeds revealed before
 // the latest. A state that was lost has no seed for the hour in progress:
-// that hour has no lottery, rather than a seed committed to late. Nothing
-// here changes who is let in yet.
+// that hour has no lottery, rather than a seed committed to late. The
+// draw of random admission with several instances (View.Drawn) is the
+// seed's.
 
 // lotteryPeriod is the length of a period of the lottery, in seconds.
 const lotteryPeriod = 3600
@@ -78,4 +79,41 @@ func (s *Syncer[S]) Lottery() []lottery.Record {
 		return slices.Clone(snap.Lottery)
 	}
 	return nil
+}
+
+// Drawn reports whether the draw holds visitor id at now (Unix ms, the
+// shared clock), with refresh intervals of refresh ms and the odds of
+// each interval's draw: whether the visitor's draw in one of the latest
+// lottery.Hold intervals fell under them. A draw is the seed's of the
+// period that holds the interval's first millisecond (lottery.Draw), and
+// a win holds only within its period; an interval of a period without a
+// seed (the state was lost during it) draws from a hash of the visitor
+// and the interval alone. The draw is a function of the visitor, the
+// clock and the seed: every copy of a cookie, at every instance, draws
+// the same.
+func (v *View) Drawn(id uint64, now, refresh int64, odds float64) bool {
+	w := FloorDiv(now, refresh)
+	seed, start, ok := v.seedAt(w * refresh)
+	for x := w; x > w-lottery.Hold; x-- {
+		switch {
+		case ok && x*refresh < start*1000:
+			return false // an interval of the period before
+		case ok && lottery.Draw(seed, id, x) < odds:
+			return true
+		case !ok && float64(Mix(id, x)>>11)/(1<<53) < odds:
+			return true
+		}
+	}
+	return false
+}
+
+// seedAt returns the seed of the lottery period that holds ms (Unix ms)
+// and the period's start (Unix seconds), if the view has one.
+func (v *View) seedAt(ms int64) (lottery.Seed, int64, bool) {
+	for _, x := range v.seeds {
+		if x.Start*1000 <= ms && ms < x.End*1000 {
+			return lottery.Seed(x.Secret), x.Start, true
+		}
+	}
+	return lottery.Seed{}, 0, false
 }

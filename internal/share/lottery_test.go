@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 
@@ -171,4 +172,79 @@ func BenchmarkSeeds(b *testing.B) {
 		_ = publicSeeds(st.Seeds, now, 81_000)
 	}
 	b.ReportMetric(float64(len(store.MarshalState(st))-len(store.MarshalState(&store.State{}))), "state-bytes")
+}
+
+// The draw of random admission with several instances: the committed
+// seed's, held for lottery.Hold intervals within its period; a hash of
+// the visitor and the interval where the period has no seed.
+func TestViewDrawn(t *testing.T) {
+	const refresh = 20_000      // ms
+	const start = 1_764_853_200 // an hour, Unix seconds
+	seed, before := lottery.NewSeed(), lottery.NewSeed()
+	v := &View{seeds: []store.Seed{
+		{Start: start - lotteryPeriod, End: start, Secret: before},
+		{Start: start, End: start + lotteryPeriod, Secret: seed},
+	}}
+	w := int64(start*1000/refresh) + 10 // well inside the hour
+	now := w*refresh + 7_000
+
+	t.Run("the seed's draws of the latest intervals", func(t *testing.T) {
+		for id := uint64(1); id <= 2_000; id++ {
+			want := false
+			for x := w - lottery.Hold + 1; x <= w; x++ {
+				want = want || lottery.Draw(seed, id, x) < 0.1
+			}
+			require.Equal(t, want, v.Drawn(id, now, refresh, 0.1), "visitor %d", id)
+		}
+	})
+
+	t.Run("a win holds within its period only", func(t *testing.T) {
+		first := int64(start * 1000 / refresh)
+		if first*refresh < start*1000 {
+			first++ // the hour's first interval starts in it
+		}
+		found := 0
+		for id := uint64(1); id <= 20_000 && found < 20; id++ {
+			if lottery.Draw(before, id, first-1) >= 0.2 || lottery.Draw(seed, id, first) < 0.2 {
+				continue
+			}
+			found++
+			assert.False(t, v.Drawn(id, first*refresh, refresh, 0.2), "visitor %d: a win of the hour before", id)
+			assert.True(t, v.Drawn(id, (first-1)*refresh, refresh, 0.2), "visitor %d: the hour before's own win", id)
+		}
+		require.Equal(t, 20, found)
+	})
+
+	t.Run("another seed, other winners", func(t *testing.T) {
+		other := &View{seeds: []store.Seed{{Start: start, End: start + lotteryPeriod, Secret: lottery.NewSeed()}}}
+		differ := 0
+		for id := uint64(1); id <= 1_000; id++ {
+			if v.Drawn(id, now, refresh, 0.3) != other.Drawn(id, now, refresh, 0.3) {
+				differ++
+			}
+		}
+		assert.Greater(t, differ, 300, "winners are the seed's")
+	})
+
+	// At odds p, a visitor holds the draw with chance 1 − (1 − p)^Hold,
+	// with a seed or without (a period whose state was lost).
+	for _, tc := range []struct {
+		name string
+		v    *View
+	}{{"with the seed", v}, {"without a seed", &View{}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const n, p = 100_000, 0.1
+			won := 0
+			for id := uint64(1); id <= n; id++ {
+				if tc.v.Drawn(id, now, refresh, p) {
+					won++
+				}
+			}
+			want := 1 - math.Pow(1-p, lottery.Hold)
+			// Six standard deviations of a binomial of n: never a flake.
+			assert.InDelta(t, want, float64(won)/n, 6*math.Sqrt(want*(1-want)/n))
+			assert.False(t, tc.v.Drawn(1, now, refresh, 0), "odds of 0 draw nobody")
+			assert.True(t, tc.v.Drawn(1, now, refresh, 1), "odds of 1 draw everybody")
+		})
+	}
 }

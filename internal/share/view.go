@@ -77,6 +77,9 @@ type View struct {
 	// Lottery are the lottery's periods as they may be shown: their
 	// commitments, and the seeds revealed (lottery.go).
 	Lottery []lottery.Record
+	// seeds are the lottery's seeds, secrets included, for the draw
+	// (Drawn); never shown.
+	seeds []store.Seed
 
 	// fair is the share of the paced slots the latest carve gave the
 	// instance it carved for (before what it held): what an instance of a
