@@ -37,7 +37,7 @@ cache=${XDG_CACHE_HOME:-$HOME/.cache}/waitingroom
 tools=${STATIC_TOOLS:-$cache/tools}
 
 failed=()
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s (at %d s)\n' "$*" "$SECONDS"; }
 fail() { failed+=("$*"); }
 
 # install NAME MODULE/PATH@VERSION: prints the path of the binary.
