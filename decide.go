@@ -446,8 +446,9 @@ func (rm *Room) conclude(x *visit) {
 		if x.fresh {
 			rm.counters.queued.Add(1)
 		}
+		d.state.id = c.id // the challenge's and the lottery's
 		if x.chal != nil && c.chal != chalPassed {
-			d.chal, d.state.id = x.chal, c.id
+			d.chal = x.chal
 		}
 		d.Outcome = outcomeWaiting
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
@@ -482,8 +483,9 @@ func (rm *Room) tooEarly(d *decision, v *view, p *policy, c cookieState, last, n
 	d.RefreshAfter = time.Duration(max(next-d.now, 1000)) * time.Millisecond
 	d.last = min(last, d.now)
 	if ch := rm.challengeOf(v, p); ch != nil && (c.chal == chalGiven || c.chal == chalFailed) {
-		d.chal, d.state.id = ch, c.id // the same page: still the challenge
+		d.chal = ch // the same page: still the challenge
 	}
+	d.state.id = c.id
 	d.Estimate = rm.estimate(v, p, &c, false, true)
 }
 

@@ -38,7 +38,7 @@ type decision struct {
 	RefreshAfter time.Duration
 
 	cookie string            // new cookie value to set; "" leaves the visitor's alone
-	state  cookieState       // the admitted visitor's cookie, for Revoke
+	state  cookieState       // the admitted visitor's cookie, for Revoke; a waiting one's identity
 	policy *policy           // what governed the decision (shared, read-only); nil when bypassed
 	at     int64             // Unix ms the view behind the estimate was taken
 	now    int64             // Unix ms of the decision

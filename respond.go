@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/internal/hook"
+	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/template"
 )
@@ -208,6 +209,12 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 	data.WaitTimeFormatted = e.Formatted(lang)
 	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data)
 	data.QueueLength = e.Waiting
+	// Where admission is a draw (slots.go), what a visitor checks it by.
+	if v := rm.syncer.Snapshot(); d.Outcome == outcomeWaiting && data.IsRandomQueue && v != nil && v.Instances > 1 {
+		if c, ok := v.CommitmentAt(now); ok {
+			data.LotteryIdentity, data.LotteryCommitment = lottery.FormatIdentity(d.state.id), c.String()
+		}
+	}
 	if d.chal != nil && d.Outcome == outcomeWaiting {
 		rm.challengeData(&d, data, now)
 	}

@@ -3,12 +3,15 @@ package waitingroom
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/lottery"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
 	"github.com/go-waitingroom/waitingroom/template"
 )
 
@@ -190,5 +193,67 @@ func TestCeilSecondsAndMinutes(t *testing.T) {
 	} {
 		assert.Equal(t, tc.seconds, ceilSeconds(tc.ms), "ceilSeconds(%d)", tc.ms)
 		assert.Equal(t, tc.minutes, ceilMinutes(tc.ms), "ceilMinutes(%d)", tc.ms)
+	}
+}
+
+// A visitor whose admission is a draw (random, several instances) is shown
+// their identity in it, which their cookie holds, and the commitment to
+// the seed of the hour in progress, which the room's status shows too;
+// nobody else is shown either (FIFO, one instance, a visitor let in).
+func TestLotteryShown(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		method    QueueingMethod
+		instances int
+		shown     bool
+	}{
+		{"random, two instances", Random, 2, true},
+		{"random, one instance", Random, 1, false},
+		{"fifo, two instances", FIFO, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk, st := newClock(), memstore.New()
+			rooms := make([]*testRoom, tc.instances)
+			for i := range rooms {
+				rooms[i] = newTestRoomOn(t, clk, st, func(c *Config) {
+					c.TotalActiveUsers, c.NewUsersPerMinute, c.QueueingMethod = 1000, 1, tc.method
+				})
+			}
+			tr := rooms[0]
+			// An hour on: a room's first sync commits to the next hour's
+			// seed, not to the hour in progress.
+			for _, rm := range rooms {
+				rm.sync()
+			}
+			clk.Add(time.Hour)
+			for range 2 { // every instance knows of the others
+				for _, rm := range rooms {
+					rm.sync()
+				}
+			}
+			require.True(t, admitted(tr.get(&visitor{}, "application/json")))
+			v := &visitor{}
+			got := jsonBody(t, tr.get(v, "application/json"))
+			require.Equal(t, true, got["inWaitingRoom"])
+			if !tc.shown {
+				assert.NotContains(t, got, "lotteryIdentity")
+				assert.NotContains(t, got, "lotteryCommitment")
+				return
+			}
+			s, err := tr.codec.decode(strings.TrimPrefix(v.cookie, tr.cookieName+"="))
+			require.NoError(t, err)
+			assert.Equal(t, lottery.FormatIdentity(s.id), got["lotteryIdentity"])
+			c, ok := tr.syncer.Snapshot().CommitmentAt(tr.now())
+			require.True(t, ok, "the hour in progress has a seed")
+			assert.Equal(t, c.String(), got["lotteryCommitment"])
+			var status []lottery.Hash
+			for _, r := range tr.syncer.Lottery() {
+				status = append(status, r.Commitment)
+			}
+			assert.Contains(t, status, c, "the status shows the same")
+			// A copy of the cookie sent too early gets the same page.
+			again := jsonBody(t, tr.get(&visitor{cookie: v.cookie}, "application/json"))
+			assert.Equal(t, got["lotteryIdentity"], again["lotteryIdentity"])
+		})
 	}
 }

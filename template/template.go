@@ -42,9 +42,11 @@
 //	positionInLine                number  FIFO: the visitor's place in line, 1 being next (0 when not known)
 //	queueLength                   number  the number of visitors in line, the visitor included (0 when nobody waits for a slot)
 //	chancePerRefreshOneIn         number  random: the chance of getting in at each refresh is about 1 in this (0 when not known)
+//	lotteryIdentity               string  random, where admission is a draw: the visitor's identity in the lottery, 16 hex digits ("" otherwise)
+//	lotteryCommitment             string  with lotteryIdentity: the commitment to the seed of the lottery's period in progress
 //
-// The last two are this package's own: the commercial product shows
-// neither, and templates written for it do not use them. So are two slots
+// The last four are this package's own: the commercial product shows
+// none of them, and templates written for it do not use them. So are two slots
 // of markup, placed unescaped ({{{name}}}), in no JSON:
 //
 //	turnstile                     markup  the challenge's script or widget (ChallengeScriptFor); the product's name for the slot
@@ -227,6 +229,16 @@ type Data struct {
 	// certain). 0 when not known (FIFO queueing, queueAll, a pre-queue,
 	// an unknown wait).
 	ChancePerRefreshOneIn int `json:"chancePerRefreshOneIn"`
+	// LotteryIdentity is, where random admission is a draw (random
+	// queueing with several instances, docs/lottery.md), the visitor's
+	// identity in it: 16 hex digits (lottery.FormatIdentity), what their
+	// draws are made of and what the verifier asks for. "" otherwise
+	// (absent from the JSON).
+	LotteryIdentity string `json:"lotteryIdentity,omitempty"`
+	// LotteryCommitment is, with LotteryIdentity, the commitment to the
+	// seed of the lottery's period in progress (hex SHA-256,
+	// lottery.Commit), published before the period began.
+	LotteryCommitment string `json:"lotteryCommitment,omitempty"`
 
 	// Challenge is the challenge the visitor must pass before their next
 	// chance: "pow" (the built-in proof of work), or a hosted provider's
@@ -304,6 +316,8 @@ func (d *Data) vars() map[string]any {
 		"positionInLine":        d.PositionInLine,
 		"queueLength":           d.QueueLength,
 		"chancePerRefreshOneIn": d.ChancePerRefreshOneIn,
+		"lotteryIdentity":       d.LotteryIdentity,
+		"lotteryCommitment":     d.LotteryCommitment,
 
 		"challenge":        d.Challenge,
 		"challengePuzzle":  d.ChallengePuzzle,

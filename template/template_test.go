@@ -429,6 +429,8 @@ shuffleAtEventStart={{shuffleAtEventStart}}
 positionInLine={{positionInLine}}
 queueLength={{queueLength}}
 chancePerRefreshOneIn={{chancePerRefreshOneIn}}
+lotteryIdentity={{lotteryIdentity}}
+lotteryCommitment={{lotteryCommitment}}
 challenge={{challenge}}
 challengePuzzle={{challengePuzzle}}
 challengeSiteKey={{challengeSiteKey}}
@@ -477,6 +479,8 @@ func TestCustomTemplateVariables(t *testing.T) {
 				PositionInLine:        57,
 				QueueLength:           90,
 				ChancePerRefreshOneIn: 12,
+				LotteryIdentity:       "00000000075bcd15",
+				LotteryCommitment:     "c0ffee",
 
 				Challenge:        "pow",
 				ChallengePuzzle:  "abc.1.16",
@@ -511,6 +515,8 @@ shuffleAtEventStart=true
 positionInLine=57
 queueLength=90
 chancePerRefreshOneIn=12
+lotteryIdentity=00000000075bcd15
+lotteryCommitment=c0ffee
 challenge=pow
 challengePuzzle=abc.1.16
 challengeSiteKey=key
@@ -556,6 +562,8 @@ shuffleAtEventStart=false
 positionInLine=0
 queueLength=0
 chancePerRefreshOneIn=0
+lotteryIdentity=
+lotteryCommitment=
 challenge=
 challengePuzzle=
 challengeSiteKey=
@@ -586,7 +594,8 @@ func TestVarsMatchJSON(t *testing.T) {
 
 	typ := reflect.TypeOf(*d)
 	val := reflect.ValueOf(*d)
-	require.Equal(t, 33, typ.NumField())
+	d.LotteryIdentity, d.LotteryCommitment = "00000000075bcd15", "2ec99663ca71e231324cad1af9df2e0570d0e3401bd18a3e02b1081f8a91de07"
+	require.Equal(t, 35, typ.NumField())
 	assert.Len(t, vars, typ.NumField()) // not CookieAttributes, but liveScript
 	for i := 0; i < typ.NumField(); i++ {
 		if typ.Field(i).Name == "CookieAttributes" {

@@ -117,3 +117,15 @@ func (v *View) seedAt(ms int64) (lottery.Seed, int64, bool) {
 	}
 	return lottery.Seed{}, 0, false
 }
+
+// CommitmentAt returns the commitment to the seed of the lottery period
+// that holds now (Unix ms), if the view has one: what a visitor drawn in
+// it is shown.
+func (v *View) CommitmentAt(now int64) (lottery.Hash, bool) {
+	for _, r := range v.Lottery {
+		if r.Start*1000 <= now && now < r.End*1000 {
+			return r.Commitment, true
+		}
+	}
+	return lottery.Hash{}, false
+}
