@@ -209,11 +209,8 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 	data.WaitTimeFormatted = e.Formatted(lang)
 	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data)
 	data.QueueLength = e.Waiting
-	// Where admission is a draw (slots.go), what a visitor checks it by.
-	if v := rm.syncer.Snapshot(); d.Outcome == outcomeWaiting && data.IsRandomQueue && v != nil && v.Instances > 1 {
-		if c, ok := v.CommitmentAt(now); ok {
-			data.LotteryIdentity, data.LotteryCommitment = lottery.FormatIdentity(d.state.id), c.String()
-		}
+	if d.Outcome == outcomeWaiting && data.IsRandomQueue {
+		rm.lotteryData(d.state.id, data, now)
 	}
 	if d.chal != nil && d.Outcome == outcomeWaiting {
 		rm.challengeData(&d, data, now)
@@ -238,6 +235,17 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 		}
 	}
 	return data
+}
+
+// lotteryData shows the waiting visitor id, where admission is a draw
+// (random with several instances, slots.go), what they check it by: their
+// identity in it and the commitment to the seed of the hour in progress.
+func (rm *Room) lotteryData(id uint64, data *template.Data, now int64) {
+	if v := rm.syncer.Snapshot(); v != nil && v.Instances > 1 {
+		if c, ok := v.CommitmentAt(now); ok {
+			data.LotteryIdentity, data.LotteryCommitment = lottery.FormatIdentity(id), c.String()
+		}
+	}
 }
 
 // ceilSeconds is ms rounded up to whole seconds, at least one.
