@@ -44,8 +44,10 @@
 //	chancePerRefreshOneIn         number  random: the chance of getting in at each refresh is about 1 in this (0 when not known)
 //	lotteryIdentity               string  random, where admission is a draw: the visitor's identity in the lottery, 16 hex digits ("" otherwise)
 //	lotteryCommitment             string  with lotteryIdentity: the commitment to the seed of the lottery's period in progress
+//	lotteryInterval               int     with lotteryIdentity: the number of the refresh interval in progress (0 until its odds are fixed)
+//	lotteryOdds                   float   with lotteryInterval: the published odds of that interval's draw, in [0, 1]
 //
-// The last four are this package's own: the commercial product shows
+// The last six are this package's own: the commercial product shows
 // none of them, and templates written for it do not use them. So are two slots
 // of markup, placed unescaped ({{{name}}}), in no JSON:
 //
@@ -239,6 +241,14 @@ type Data struct {
 	// seed of the lottery's period in progress (hex SHA-256,
 	// lottery.Commit), published before the period began.
 	LotteryCommitment string `json:"lotteryCommitment,omitempty"`
+	// LotteryInterval and LotteryOdds are, with LotteryIdentity, the
+	// number of the refresh interval in progress (its first ms over the
+	// interval's length) and the odds of its draw as the room published
+	// them, in [0, 1]: what a visitor notes to check the draw later. 0
+	// (absent from the JSON) until the room has fixed the interval's
+	// odds.
+	LotteryInterval int64   `json:"lotteryInterval,omitempty"`
+	LotteryOdds     float64 `json:"lotteryOdds,omitempty"`
 
 	// Challenge is the challenge the visitor must pass before their next
 	// chance: "pow" (the built-in proof of work), or a hosted provider's
@@ -318,6 +328,8 @@ func (d *Data) vars() map[string]any {
 		"chancePerRefreshOneIn": d.ChancePerRefreshOneIn,
 		"lotteryIdentity":       d.LotteryIdentity,
 		"lotteryCommitment":     d.LotteryCommitment,
+		"lotteryInterval":       d.LotteryInterval,
+		"lotteryOdds":           d.LotteryOdds,
 
 		"challenge":        d.Challenge,
 		"challengePuzzle":  d.ChallengePuzzle,

@@ -431,6 +431,8 @@ queueLength={{queueLength}}
 chancePerRefreshOneIn={{chancePerRefreshOneIn}}
 lotteryIdentity={{lotteryIdentity}}
 lotteryCommitment={{lotteryCommitment}}
+lotteryInterval={{lotteryInterval}}
+lotteryOdds={{lotteryOdds}}
 challenge={{challenge}}
 challengePuzzle={{challengePuzzle}}
 challengeSiteKey={{challengeSiteKey}}
@@ -481,6 +483,8 @@ func TestCustomTemplateVariables(t *testing.T) {
 				ChancePerRefreshOneIn: 12,
 				LotteryIdentity:       "00000000075bcd15",
 				LotteryCommitment:     "c0ffee",
+				LotteryInterval:       58828440,
+				LotteryOdds:           0.25,
 
 				Challenge:        "pow",
 				ChallengePuzzle:  "abc.1.16",
@@ -517,6 +521,8 @@ queueLength=90
 chancePerRefreshOneIn=12
 lotteryIdentity=00000000075bcd15
 lotteryCommitment=c0ffee
+lotteryInterval=58828440
+lotteryOdds=0.25
 challenge=pow
 challengePuzzle=abc.1.16
 challengeSiteKey=key
@@ -564,6 +570,8 @@ queueLength=0
 chancePerRefreshOneIn=0
 lotteryIdentity=
 lotteryCommitment=
+lotteryInterval=0
+lotteryOdds=0
 challenge=
 challengePuzzle=
 challengeSiteKey=
@@ -595,7 +603,8 @@ func TestVarsMatchJSON(t *testing.T) {
 	typ := reflect.TypeOf(*d)
 	val := reflect.ValueOf(*d)
 	d.LotteryIdentity, d.LotteryCommitment = "00000000075bcd15", "2ec99663ca71e231324cad1af9df2e0570d0e3401bd18a3e02b1081f8a91de07"
-	require.Equal(t, 35, typ.NumField())
+	d.LotteryInterval, d.LotteryOdds = 58828440, 0.25
+	require.Equal(t, 37, typ.NumField())
 	assert.Len(t, vars, typ.NumField()) // not CookieAttributes, but liveScript
 	for i := 0; i < typ.NumField(); i++ {
 		if typ.Field(i).Name == "CookieAttributes" {
