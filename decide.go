@@ -227,7 +227,7 @@ func (rm *Room) chanceLocked(x *visit) bool {
 	// Every slot by pick (fleetScarce) draws its own way (askLocked).
 	x.drawing = (!x.fresh || x.ok) && !x.closed && !pol.method.ordered && !pol.method.passes &&
 		pol.method.layout != nil && v.Instances > 1 && !v.Scarce
-	x.won = x.drawing && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds(), drawMargin*rm.drawOddsLocked(v, pol, now))
+	x.won = x.drawing && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds())
 	if x.fresh {
 		return false
 	}
@@ -403,9 +403,7 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 		// cookie across 40 instances waited 0.54 of polite visitors'
 		// wait: each client's chance put them in another round's
 		// draw.)
-		refresh := rm.cfg.RefreshInterval.Milliseconds()
-		odds := min(1, drawScarceMargin*rm.drawOddsLocked(v, pol, now))
-		if rm.local.MayAsk(c.id) && v.Drawn(c.id, now, refresh, odds) {
+		if rm.local.MayAsk(c.id) && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds()) {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
 		}
@@ -531,26 +529,4 @@ func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) 
 		e.Waiting = max(int(min(n, 1e9)), e.Position)
 	}
 	return e
-}
-
-// drawOddsLocked returns the odds of the draw (slots.go) of the refresh
-// interval of the shared clock that now (Unix ms) is in, as of view v
-// under policy p: worked out at this instance's first draw of the
-// interval and kept for the rest of it, so that a visitor who asks more
-// often does not find the odds at their highest. The local lock must be
-// held.
-func (rm *Room) drawOddsLocked(v *view, p *policy, now int64) float64 {
-	refresh := rm.cfg.RefreshInterval.Milliseconds()
-	w := floorDiv(now, refresh)
-	if d := &rm.draw; d.interval != w || d.settings != v.SettingsVersion || d.interval == 0 {
-		*d = drawInterval{interval: w, settings: v.SettingsVersion, odds: drawOdds(v, p, refresh, now)}
-	}
-	return rm.draw.odds
-}
-
-// drawInterval is an instance's odds of the draw in one refresh interval.
-type drawInterval struct {
-	interval int64  // the interval's number (ms / RefreshInterval)
-	settings uint64 // the version of the settings they were worked out under
-	odds     float64
 }

@@ -1,6 +1,7 @@
 package waitingroom_test
 
 import (
+	"context"
 	mrand "math/rand/v2"
 	"net/http"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/internal/share"
+	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -21,16 +24,13 @@ import (
 // holds who finds no slot comes back soon.
 func TestDrawAcrossInstances(t *testing.T) {
 	const waiting = 300
-	clk, rooms, cookies := randomPairQueued(t, 1000, waiting)
+	// The odds: 60 a minute × 20 s / 300 waiting = 1/15 an interval.
+	clk, rooms, cookies := randomPairQueued(t, 1000, waiting, 1.0/15)
 	a := rooms[0]
 	refresh := a.cfg.RefreshInterval.Milliseconds()
 	setGrant := func(n int64) {
 		for _, rm := range rooms {
-			rm.syncer.Amend(func(v *view) {
-				// The minute's slots all taken: the odds are an interval's.
-				v.Waiting, v.Instances, v.Active, v.PerMinute = waiting, 2, 0, 0
-				v.At, v.AdmittedThisMinute = clk.Now().UnixMilli(), 60
-			})
+			rm.syncer.Amend(func(v *view) { v.Instances = 2 })
 			rm.local.Lock()
 			rm.local.SetGrant(grant{})
 			if n > 0 {
@@ -59,8 +59,8 @@ func TestDrawAcrossInstances(t *testing.T) {
 			n++
 		}
 	}
-	// The odds: 60 a minute × 20 s / 300 waiting = 1/15 an interval,
-	// held for three: 1 − (14/15)³ of 300, 56.
+	// At odds of 1/15 an interval, held for three: 1 − (14/15)³ of 300,
+	// 56.
 	t.Logf("%d of %d held by the draw", n, waiting)
 	assert.InDelta(t, 56, n, 20, "visitors the draw holds")
 
@@ -91,12 +91,14 @@ func TestDrawAcrossInstances(t *testing.T) {
 
 // randomPairQueued is two instances of a random room on a memstore, 60
 // a minute and total active at most, no jitter, seeded identities, and
-// the cookies of n visitors queued at the first (waitingCookies).
-func randomPairQueued(t *testing.T, total, n int) (*clock, []*testRoom, []string) {
+// the cookies of n visitors queued at the first (waitingCookies), with
+// the odds of the lottery's draw fixed at odds in the state (fixOdds).
+func randomPairQueued(t *testing.T, total, n int, odds float64) (*clock, []*testRoom, []string) {
 	t.Helper()
 	clk := newClock()
 	seq := uint64(0)
-	rooms := instances(t, clk, memstore.New(), 2, func(c *waitingroom.Config) {
+	st := memstore.New()
+	rooms := instances(t, clk, st, 2, func(c *waitingroom.Config) {
 		c.QueueingMethod = waitingroom.Random
 		c.TotalActiveUsers, c.NewUsersPerMinute = total, 60
 		c.RefreshJitter = -1
@@ -105,7 +107,34 @@ func randomPairQueued(t *testing.T, total, n int) (*clock, []*testRoom, []string
 		seq++
 		c.Identities = mrand.New(mrand.NewPCG(7, seq)).Uint64
 	})
-	return clk, rooms, waitingCookies(t, clk, rooms[0], n)
+	// An interval on, so that the three intervals a win holds for lie in
+	// the period of the seed the first sync made (from its next second).
+	clk.Add(rooms[0].cfg.RefreshInterval)
+	cookies := waitingCookies(t, clk, rooms[0], n)
+	fixOdds(t, st, rooms, odds)
+	return clk, rooms, cookies
+}
+
+// fixOdds sets the odds of the draw of every interval of the lottery's
+// periods in the shared state of rooms (on st) to odds, as their syncs
+// fix them an interval ahead (internal/share: keepOdds), and syncs the
+// rooms, which never change them then.
+func fixOdds(t *testing.T, st store.Store, rooms []*testRoom, odds float64) {
+	t.Helper()
+	refresh := rooms[0].cfg.RefreshInterval.Milliseconds()
+	require.NoError(t, st.Update(context.Background(), rooms[0].cfg.Name, func(s *store.State) error {
+		for i := range s.Seeds {
+			x := &s.Seeds[i]
+			x.Interval, x.Odds = refresh, nil
+			for w := -share.FloorDiv(-x.Start*1000, refresh); w*refresh < x.End*1000; w++ {
+				x.Odds = append(x.Odds, store.Odds{Interval: w, Odds: odds})
+			}
+		}
+		return nil
+	}))
+	for _, rm := range rooms {
+		rm.sync()
+	}
 }
 
 // waitingCookies queues n new visitors at rm (letting in whoever a slot

@@ -23,13 +23,11 @@ import (
 // the same and gains nothing.
 func TestScarceRandomAsks(t *testing.T) {
 	const waiting = 300
-	clk, rooms, cookies := randomPairQueued(t, 60, waiting)
+	// The odds: 2 × 60 a minute × 20 s / 300 waiting = 2/15 an interval
+	// (drawScarceMargin).
+	clk, rooms, cookies := randomPairQueued(t, 60, waiting, 2.0/15)
 	for _, rm := range rooms {
-		rm.syncer.Amend(func(v *view) {
-			v.Fleet, v.Scarce, v.Waiting = true, true, waiting
-			// The minute's slots all taken: the odds are an interval's.
-			v.At, v.AdmittedThisMinute, v.Active = clk.Now().UnixMilli(), 60, 0
-		})
+		rm.syncer.Amend(func(v *view) { v.Fleet, v.Scarce, v.Waiting = true, true, waiting })
 		rm.local.Lock()
 		rm.local.SetGrant(grant{}) // every slot goes by pick
 		rm.local.Unlock()
@@ -55,8 +53,8 @@ func TestScarceRandomAsks(t *testing.T) {
 			asked++
 		}
 	}
-	// The odds: 2 × 60 a minute × 20 s / 300 waiting = 2/15 an
-	// interval, held for three: 1 − (13/15)³ of 300, 105.
+	// At odds of 2/15 an interval, held for three: 1 − (13/15)³ of 300,
+	// 105.
 	t.Logf("%d of %d asked for", asked, waiting)
 	assert.InDelta(t, 105, asked, 25, "visitors asked for")
 }

@@ -239,11 +239,15 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 
 // lotteryData shows the waiting visitor id, where admission is a draw
 // (random with several instances, slots.go), what they check it by: their
-// identity in it and the commitment to the seed of the hour in progress.
+// identity in it, the commitment to the seed of the hour in progress, and
+// the interval in progress with the odds of its draw once fixed.
 func (rm *Room) lotteryData(id uint64, data *template.Data, now int64) {
 	if v := rm.syncer.Snapshot(); v != nil && v.Instances > 1 {
 		if c, ok := v.CommitmentAt(now); ok {
 			data.LotteryIdentity, data.LotteryCommitment = lottery.FormatIdentity(id), c.String()
+			if w, o, ok := v.OddsAt(now, rm.cfg.RefreshInterval.Milliseconds()); ok {
+				data.LotteryInterval, data.LotteryOdds = w, o
+			}
 		}
 	}
 }

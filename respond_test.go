@@ -197,8 +197,9 @@ func TestCeilSecondsAndMinutes(t *testing.T) {
 }
 
 // A visitor whose admission is a draw (random, several instances) is shown
-// their identity in it, which their cookie holds, and the commitment to
-// the seed of the hour in progress, which the room's status shows too;
+// their identity in it, which their cookie holds, the commitment to the
+// seed of the hour in progress, which the room's status shows too, and
+// the interval in progress with the odds the state fixed for its draw;
 // nobody else is shown either (FIFO, one instance, a visitor let in).
 func TestLotteryShown(t *testing.T) {
 	for _, tc := range []struct {
@@ -236,8 +237,9 @@ func TestLotteryShown(t *testing.T) {
 			got := jsonBody(t, tr.get(v, "application/json"))
 			require.Equal(t, true, got["inWaitingRoom"])
 			if !tc.shown {
-				assert.NotContains(t, got, "lotteryIdentity")
-				assert.NotContains(t, got, "lotteryCommitment")
+				for _, k := range []string{"lotteryIdentity", "lotteryCommitment", "lotteryInterval", "lotteryOdds"} {
+					assert.NotContains(t, got, k)
+				}
 				return
 			}
 			s, err := tr.codec.decode(strings.TrimPrefix(v.cookie, tr.cookieName+"="))
@@ -246,6 +248,11 @@ func TestLotteryShown(t *testing.T) {
 			c, ok := tr.syncer.Snapshot().CommitmentAt(tr.now())
 			require.True(t, ok, "the hour in progress has a seed")
 			assert.Equal(t, c.String(), got["lotteryCommitment"])
+			w, o, ok := tr.syncer.Snapshot().OddsAt(tr.now(), tr.cfg.RefreshInterval.Milliseconds())
+			require.True(t, ok, "the interval's odds are fixed")
+			assert.Equal(t, float64(w), got["lotteryInterval"])
+			assert.Equal(t, o, got["lotteryOdds"])
+			assert.Positive(t, o)
 			var status []lottery.Hash
 			for _, r := range tr.syncer.Lottery() {
 				status = append(status, r.Commitment)

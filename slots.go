@@ -111,8 +111,15 @@ const drawScarceMargin = 2.0
 // moment, which a client asking every second finds: groups of five
 // sharing a cookie waited 0.75 of polite visitors' wait, 0.86 to 0.88 so;
 // counted beyond a whole interval's, four instances at 20 a minute with a
-// 20-second interval used 0.954 of it, 0.979 so.
-func drawOdds(v *view, p *policy, refresh, now int64) float64 {
+// 20-second interval used 0.954 of it, 0.979 so. The odds are those times
+// drawMargin, or drawScarceMargin where every slot goes by pick, at most
+// one. The state fixes them at the first sync of the interval before
+// (internal/share: keepOdds), and every instance draws with them.
+func drawOdds(v *share.View, p *policy, refresh, now int64) float64 {
+	margin := drawMargin
+	if v.Scarce {
+		margin = drawScarceMargin
+	}
 	limit := int64(p.NewUsersPerMinute)
 	slots := float64(limit) * float64(refresh) / 60_000
 	room := int64(p.TotalActiveUsers) - v.Active
@@ -128,7 +135,7 @@ func drawOdds(v *view, p *policy, refresh, now int64) float64 {
 	// Released: New Users Per Minute's pace, an interval ahead.
 	target := int64(math.Ceil(float64(limit) * float64(now-minuteOf(now)*60_000+refresh) / 60_000))
 	free := max(0, min(room, min(limit, target)-admitted))
-	return min(1, max(slots, float64(free)-slots/4, 1)/float64(max(1, v.Waiting)))
+	return min(1, margin*max(slots, float64(free)-slots/4, 1)/float64(max(1, v.Waiting)))
 }
 
 // drawRetry is how long, in ms, a visitor the draw holds who found no slot

@@ -77,13 +77,15 @@ func TestDrawOdds(t *testing.T) {
 			v := &view{View: share.View{At: now - 500, Active: tc.active, Waiting: tc.waiting, AdmittedThisMinute: tc.admitted, PerMinute: tc.recent}}
 			p := &policy{}
 			p.NewUsersPerMinute, p.TotalActiveUsers = tc.perMinute, tc.total
-			assert.InDelta(t, tc.want, drawOdds(v, p, refresh, now), 1e-12)
+			assert.InDelta(t, tc.want, drawOdds(&v.View, p, refresh, now), 1e-12)
+			v.Scarce = true // every slot by pick: twice the odds, at most one
+			assert.InDelta(t, min(1, drawScarceMargin*tc.want), drawOdds(&v.View, p, refresh, now), 1e-12)
 		})
 	}
 	t.Run("a view of the minute before: nothing let in this minute yet", func(t *testing.T) {
 		v := &view{View: share.View{At: now - 40_000, Waiting: 300, AdmittedThisMinute: 60}}
 		p := &policy{}
 		p.NewUsersPerMinute, p.TotalActiveUsers = 60, 1000
-		assert.InDelta(t, 45.0/300, drawOdds(v, p, refresh, now), 1e-12)
+		assert.InDelta(t, 45.0/300, drawOdds(&v.View, p, refresh, now), 1e-12)
 	})
 }

@@ -186,6 +186,10 @@ func (rm *Room) rules(p *policy, s *Settings) share.Rules {
 		Session:           p.session,
 		Renew:             p.renew,
 		Times:             rm.sessionTimes(s),
+		Refresh:           rm.cfg.RefreshInterval.Milliseconds(),
+	}
+	if !p.method.ordered && !p.method.passes && p.method.layout != nil {
+		r.Odds = func(v *share.View, now int64) float64 { return drawOdds(v, p, r.Refresh, now) }
 	}
 	if p.event != nil {
 		r.Event = p.event.Name

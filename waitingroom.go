@@ -30,7 +30,6 @@ type Room struct {
 	// the wall clock through wallMillis, the same time as time.Now at
 	// half its cost on linux/amd64.
 	sysClock   bool
-	draw       drawInterval // the odds of the draw (slots.go); under local's lock
 	cookieName string
 	codec      *codec
 	puzzles    *challenge.Puzzles // the proof of work's

@@ -104,7 +104,8 @@ const (
 //	                 queue, settings, instances, lastSync, nextEvent (the
 //	                 event in force or the next one; null if none),
 //	                 lottery (the commitments of the hour in progress and
-//	                 the next, the latest seed revealed: package lottery),
+//	                 the next, the odds fixed so far, the latest seed
+//	                 revealed with its odds: package lottery's records),
 //	                 and this instance's counters
 //	GET   /history   the last hour as JSON: a sample of active and waiting
 //	                 visitors every 10 seconds, admissions by minute

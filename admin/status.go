@@ -72,9 +72,9 @@ type adminBucket struct {
 
 // adminLottery is what the status shows of the room's lottery (package
 // lottery, docs/lottery.md), as of the latest sync: the commitments of
-// the hour in progress and of the next, and the latest seed revealed.
-// Each is null when there is none (no seed is made for an hour that
-// started before the room's state).
+// the hour in progress and of the next, with the odds of the intervals
+// drawn in so far, and the latest period revealed: its seed and odds, the
+// record the verifier reads. Each is null when there is none.
 type adminLottery struct {
 	Current  *lottery.Record `json:"current"`
 	Next     *lottery.Record `json:"next"`

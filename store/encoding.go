@@ -64,6 +64,14 @@ func appendSeeds(b []byte, ss []Seed) []byte {
 		b = binary.AppendVarint(b, x.Start)
 		b = binary.AppendVarint(b, x.End-x.Start)
 		b = append(b, x.Secret[:]...)
+		b = binary.AppendVarint(b, x.Interval)
+		b = binary.AppendUvarint(b, uint64(len(x.Odds)))
+		var prev int64
+		for _, o := range x.Odds {
+			b = binary.AppendVarint(b, o.Interval-prev)
+			b = binary.AppendUvarint(b, math.Float64bits(o.Odds))
+			prev = o.Interval
+		}
 	}
 	return b
 }
@@ -307,7 +315,7 @@ func (d *decoder) cells() []Cell {
 
 // seeds reads what appendSeeds wrote.
 func (d *decoder) seeds() []Seed {
-	n := d.length(34)
+	n := d.length(35)
 	if n == 0 {
 		return nil
 	}
@@ -321,6 +329,19 @@ func (d *decoder) seeds() []Seed {
 			return nil
 		}
 		d.b = d.b[copy(x.Secret[:], d.b):]
+		x.Interval = d.varint()
+		if n := d.length(2); n > 0 {
+			x.Odds = make([]Odds, n)
+			var prev int64
+			for j := range x.Odds {
+				prev += d.varint()
+				x.Odds[j] = Odds{Interval: prev, Odds: math.Float64frombits(d.uvarint())}
+				if !(x.Odds[j].Odds >= 0 && x.Odds[j].Odds <= 1) {
+					d.fail("odds")
+					return nil
+				}
+			}
+		}
 	}
 	return ss
 }

@@ -80,6 +80,21 @@ type Seed struct {
 	Start, End int64
 	// Secret is the period's seed: 32 random bytes.
 	Secret [32]byte
+	// Interval is the length, in ms, of the refresh intervals whose odds
+	// Odds holds; 0 before the first.
+	Interval int64
+	// Odds are the odds of the draws of the period's intervals, one
+	// record per interval, in order: each fixed by the first sync of the
+	// interval before (or its own) and never changed, published with the
+	// period.
+	Odds []Odds
+}
+
+// Odds is the chance one waiting visitor wins the lottery's draw in one
+// refresh interval.
+type Odds struct {
+	Interval int64   // the interval's number: its first ms over its length
+	Odds     float64 // in [0, 1]
 }
 
 // Lease is the record of the instance that holds a fleet's lease: the

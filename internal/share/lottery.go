@@ -15,10 +15,11 @@ import (
 // every instance sees. A seed is revealed once its period has ended and
 // the draws of its last intervals have lapsed (lottery.Hold longest
 // refresh intervals later); the state forgets the seeds revealed before
-// the latest. A state that was lost has no seed for the hour in progress:
-// that hour has no lottery, rather than a seed committed to late. The
-// draw of random admission with several instances (View.Drawn) is the
-// seed's.
+// the latest. A state that was lost gets a seed for the rest of the hour
+// in progress, from the next second. The odds of each refresh interval's
+// draw are fixed by the first sync of the interval before, and kept with
+// the seed of its period (keepOdds). The draw of random admission with
+// several instances (View.Drawn) is the seed's, under those odds.
 
 // lotteryPeriod is the length of a period of the lottery, in seconds.
 const lotteryPeriod = 3600
@@ -27,13 +28,21 @@ const lotteryPeriod = 3600
 // (Unix ms) if it has none, and drops the seeds revealed before the latest
 // one revealed (revealAfter: the ms after a period's end at which its seed
 // is revealed) and any of a period after the next (set under a clock that
-// ran ahead).
+// ran ahead). A state without a seed for the hour in progress (new, or
+// lost) gets one for what is left of it from the next second: committed
+// before its first draw, as every seed is.
 func keepSeeds(st *store.State, now, revealAfter int64) {
 	next := (FloorDiv(now, 1000*lotteryPeriod) + 1) * lotteryPeriod
 	st.Seeds = slices.DeleteFunc(st.Seeds, func(x store.Seed) bool { return x.Start > next })
-	if !slices.ContainsFunc(st.Seeds, func(x store.Seed) bool { return x.Start == next }) {
-		st.Seeds = append(st.Seeds, store.Seed{Start: next, End: next + lotteryPeriod, Secret: lottery.NewSeed()})
+	add := func(start, end int64) {
+		if start < end && !slices.ContainsFunc(st.Seeds, func(x store.Seed) bool { return x.Start < end && start < x.End }) {
+			st.Seeds = append(st.Seeds, store.Seed{Start: start, End: end, Secret: lottery.NewSeed()})
+		}
 	}
+	if seedOf(st.Seeds, now) == nil {
+		add(FloorDiv(now, 1000)+1, next)
+	}
+	add(next, next+lotteryPeriod)
 	slices.SortFunc(st.Seeds, func(a, b store.Seed) int { return cmp.Compare(a.Start, b.Start) })
 	latest := -1
 	for i, x := range st.Seeds {
@@ -46,13 +55,73 @@ func keepSeeds(st *store.State, now, revealAfter int64) {
 	}
 }
 
+// seedOf returns the seed of seeds whose period holds ms (Unix ms), or
+// nil.
+func seedOf(seeds []store.Seed, ms int64) *store.Seed {
+	for i := range seeds {
+		if x := &seeds[i]; x.Start*1000 <= ms && ms < x.End*1000 {
+			return x
+		}
+	}
+	return nil
+}
+
+// keepOdds fixes in st the odds of the lottery's draw in the refresh
+// interval of p.now and the next (oddsAhead), as of the merged view v:
+// the first sync of the interval before works them out (Rules.Odds, as of
+// the interval's start), or the interval's own first sync, and writes them
+// beside the seed of the interval's period; every instance draws with
+// them (View.Drawn), and they are published with the period (publicSeeds). An interval whose
+// period has no seed, or whose seed's odds are of intervals of another
+// length (the refresh interval changed within the hour), gets none: its
+// draws win nothing.
+func keepOdds(st *store.State, p *params, v *View) {
+	r := &p.rules
+	if r.Odds == nil || r.Refresh <= 0 || r.Closed {
+		return
+	}
+	w := FloorDiv(p.now, r.Refresh)
+	for i := w; i <= w+oddsAhead; i++ {
+		x := seedOf(st.Seeds, i*r.Refresh)
+		if x == nil || x.Interval != 0 && x.Interval != r.Refresh {
+			continue
+		}
+		if n := len(x.Odds); n > 0 && x.Odds[n-1].Interval >= i {
+			continue
+		}
+		o := r.Odds(v, max(p.now, i*r.Refresh))
+		if !(o >= 0) {
+			o = 0
+		}
+		x.Interval = r.Refresh
+		x.Odds = append(x.Odds, store.Odds{Interval: i, Odds: min(o, 1)})
+	}
+}
+
+// oddsAhead is how many intervals ahead of the one in progress a sync
+// fixes the odds of, so that they are in every instance's view when the
+// interval starts: fixed at each interval's own first sync, a fleet's
+// instances saw them a round or two into it, and random surges on four
+// instances used 0.943 of the limit (TestFleetSurgeLimitsExact), 0.987 so.
+const oddsAhead = 1
+
+// oddsOf returns the odds of interval w that x holds, if any.
+func oddsOf(x *store.Seed, w int64) (float64, bool) {
+	i, ok := slices.BinarySearchFunc(x.Odds, w, func(o store.Odds, w int64) int { return cmp.Compare(o.Interval, w) })
+	if !ok {
+		return 0, false
+	}
+	return x.Odds[i].Odds, true
+}
+
 // revealed reports whether seed x is revealed at now (Unix ms).
 func revealed(x store.Seed, now, revealAfter int64) bool {
 	return x.End*1000+revealAfter <= now
 }
 
 // publicSeeds returns what may be shown of seeds at now (Unix ms): each
-// period with its commitment, and its seed once revealed.
+// period with its commitment and the odds of its intervals so far, and
+// its seed once revealed.
 func publicSeeds(seeds []store.Seed, now, revealAfter int64) []lottery.Record {
 	var out []lottery.Record
 	for _, x := range seeds {
@@ -60,6 +129,13 @@ func publicSeeds(seeds []store.Seed, now, revealAfter int64) []lottery.Record {
 		r := lottery.Record{Period: p, Commitment: lottery.Commit(x.Secret, p)}
 		if revealed(x, now, revealAfter) {
 			r.Seed = x.Secret
+		}
+		if len(x.Odds) > 0 {
+			r.IntervalMS = x.Interval
+			r.Odds = make([]lottery.Odds, len(x.Odds))
+			for i, o := range x.Odds {
+				r.Odds[i] = lottery.Odds{Interval: o.Interval, Odds: o.Odds}
+			}
 		}
 		out = append(out, r)
 	}
@@ -81,41 +157,40 @@ func (s *Syncer[S]) Lottery() []lottery.Record {
 	return nil
 }
 
-// Drawn reports whether the draw holds visitor id at now (Unix ms, the
-// shared clock), with refresh intervals of refresh ms and the odds of
-// each interval's draw: whether the visitor's draw in one of the latest
-// lottery.Hold intervals fell under them. A draw is the seed's of the
-// period that holds the interval's first millisecond (lottery.Draw), and
-// a win holds only within its period; an interval of a period without a
-// seed (the state was lost during it) draws from a hash of the visitor
-// and the interval alone. The draw is a function of the visitor, the
-// clock and the seed: every copy of a cookie, at every instance, draws
-// the same.
-func (v *View) Drawn(id uint64, now, refresh int64, odds float64) bool {
+// Drawn reports whether the lottery's draw holds visitor id at now (Unix
+// ms, the shared clock), with refresh intervals of refresh ms: whether
+// their draw in one of the latest lottery.Hold intervals fell under that
+// interval's odds as the state fixed them (keepOdds). A draw is the seed's
+// of the period that holds the interval's first millisecond
+// (lottery.Draw), and a win holds only within its period; an interval
+// without odds (its period has no seed, or no sync has fixed them yet)
+// wins nothing. The draw is a function of the visitor, the clock and
+// the state: every copy of a cookie, at every instance, draws the same.
+func (v *View) Drawn(id uint64, now, refresh int64) bool {
 	w := FloorDiv(now, refresh)
-	seed, start, ok := v.seedAt(w * refresh)
-	for x := w; x > w-lottery.Hold; x-- {
-		switch {
-		case ok && x*refresh < start*1000:
-			return false // an interval of the period before
-		case ok && lottery.Draw(seed, id, x) < odds:
-			return true
-		case !ok && float64(Mix(id, x)>>11)/(1<<53) < odds:
+	x := seedOf(v.seeds, w*refresh)
+	if x == nil || x.Interval != refresh {
+		return false
+	}
+	for i := w; i > w-lottery.Hold && i*refresh >= x.Start*1000; i-- {
+		if o, ok := oddsOf(x, i); ok && lottery.Draw(x.Secret, id, i) < o {
 			return true
 		}
 	}
 	return false
 }
 
-// seedAt returns the seed of the lottery period that holds ms (Unix ms)
-// and the period's start (Unix seconds), if the view has one.
-func (v *View) seedAt(ms int64) (lottery.Seed, int64, bool) {
-	for _, x := range v.seeds {
-		if x.Start*1000 <= ms && ms < x.End*1000 {
-			return lottery.Seed(x.Secret), x.Start, true
-		}
+// OddsAt returns the number of the refresh interval of refresh ms that
+// holds now (Unix ms) and the odds of its draw, if the state has fixed
+// them: what a visitor drawn in it is shown.
+func (v *View) OddsAt(now, refresh int64) (int64, float64, bool) {
+	w := FloorDiv(now, refresh)
+	x := seedOf(v.seeds, w*refresh)
+	if x == nil || x.Interval != refresh {
+		return w, 0, false
 	}
-	return lottery.Seed{}, 0, false
+	o, ok := oddsOf(x, w)
+	return w, o, ok
 }
 
 // CommitmentAt returns the commitment to the seed of the lottery period

@@ -19,6 +19,12 @@ type Rules struct {
 	// Closed: nobody is let in from a grant (suspended, QueueAll, an
 	// event's pre-queue): nothing is carved.
 	Closed bool
+	// Odds are the odds of the lottery's draw (View.Drawn) in the refresh
+	// interval of now (Unix ms), as of view v: the method's draw, fixed
+	// once an interval in the state (keepOdds). nil for a method that does
+	// not draw. Refresh is the refresh interval's length, in ms.
+	Odds    func(v *View, now int64) float64
+	Refresh int64
 	// Lottery merges the arrival seconds [Lottery[0], Lottery[1]) of an
 	// event's pre-queue into one bucket once the event starts
 	// (ShuffleAtStart); zero for none.

@@ -1,0 +1,166 @@
+package waitingroom_test
+
+import (
+	"encoding/json"
+	mrand "math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/internal/share"
+	"github.com/go-waitingroom/waitingroom/lottery"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/go-waitingroom/waitingroom/template"
+)
+
+// auditor is a visitor who keeps what the room showed them, to check the
+// lottery's draw once its seed is revealed (docs/lottery.md).
+type auditor struct {
+	visitor
+	next       int64 // Unix ms of their next request
+	identity   string
+	commitment map[int64]string // by period start: the commitment shown
+	waited     []lottery.Odds   // the intervals waited in, and the odds shown
+	admitted   int64            // the interval let in; 0 while waiting
+	claims     bool             // waited before they were let in
+}
+
+// TestLotteryAudit runs a random room on four instances through a crowd
+// of 1,000 visitors who each keep what their page showed them (their
+// identity, the commitment, each interval's number and odds, the interval
+// they were let in) and check it, once the seeds are revealed, against the
+// room's published records with lottery.Verify: every one of them finds
+// the room kept to its draws. The commitment of each period was published
+// before it began, and is the one its visitors were shown.
+func TestLotteryAudit(t *testing.T) {
+	const crowd = 1_000
+	clk, st := newClock(), memstore.New()
+	rooms := instances(t, clk, st, 4, func(c *waitingroom.Config) {
+		c.QueueingMethod = waitingroom.Random
+		c.TotalActiveUsers, c.NewUsersPerMinute = 100_000, 120
+	})
+	refresh := rooms[0].cfg.RefreshInterval.Milliseconds()
+	rnd := mrand.New(mrand.NewPCG(1, 2))
+	syncAll := func() {
+		for _, rm := range rooms {
+			rm.sync()
+		}
+	}
+
+	// Every period's record as the rooms publish it, kept as seen: the
+	// commitments before their periods begin, the seeds once revealed.
+	records := map[int64]lottery.Record{}
+	committedBefore := map[int64]bool{}
+	watch := func() {
+		now := rooms[0].now()
+		for _, r := range rooms[0].syncer.Lottery() {
+			if r.Start*1000 > now {
+				committedBefore[r.Start] = true
+			}
+			if old, ok := records[r.Start]; ok {
+				require.Equal(t, old.Commitment, r.Commitment, "a period's commitment never changes")
+			}
+			records[r.Start] = r
+		}
+	}
+
+	visitors := make([]*auditor, crowd)
+	start := clk.Now().UnixMilli()
+	for i := range visitors {
+		// Five a second, at random moments.
+		visitors[i] = &auditor{next: start + int64(i)*200 + rnd.Int64N(200), commitment: map[int64]string{}}
+	}
+	waiting := crowd
+	for step := 0; waiting > 0; step++ {
+		require.Less(t, step, 3_600, "everyone is let in within an hour")
+		clk.Add(time.Second)
+		syncAll()
+		watch()
+		for _, a := range visitors {
+			if a.admitted != 0 || a.next > clk.Now().UnixMilli() {
+				continue
+			}
+			rm := rooms[rnd.IntN(len(rooms))] // no stickiness
+			first := a.cookie == ""
+			w := rm.get(&a.visitor, "application/json")
+			now := rm.now()
+			if admitted(w) {
+				a.admitted, a.claims = share.FloorDiv(now, refresh), !first
+				waiting--
+				continue
+			}
+			var body struct {
+				Room template.Data `json:"waitingRoom"`
+			}
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
+			d := body.Room
+			require.True(t, d.InWaitingRoom)
+			a.next = now + int64(max(d.RefreshIntervalSeconds, 1))*1000
+			if d.LotteryIdentity == "" {
+				continue // the first interval of the room, before its first seed
+			}
+			require.True(t, a.identity == "" || a.identity == d.LotteryIdentity, "one identity for the whole wait")
+			a.identity = d.LotteryIdentity
+			period := now / 1000 / 3600 * 3600 // the visitor knows only the time
+			if period*1000 < start {
+				period = (start/1000 + 1) // the room's first period starts at its first sync's next second
+			}
+			a.commitment[period] = d.LotteryCommitment
+			if d.LotteryInterval != 0 && (len(a.waited) == 0 || a.waited[len(a.waited)-1].Interval != d.LotteryInterval) {
+				require.Equal(t, share.FloorDiv(now, refresh), d.LotteryInterval)
+				a.waited = append(a.waited, lottery.Odds{Interval: d.LotteryInterval, Odds: d.LotteryOdds})
+			}
+		}
+	}
+
+	// Past the last period's reveal: every period the crowd waited in is
+	// revealed, one after the other.
+	end := clk.Now().Add(2 * time.Hour)
+	for clk.Now().Before(end) {
+		clk.Add(time.Minute)
+		syncAll()
+		watch()
+	}
+
+	claims, wins := 0, 0
+	for i, a := range visitors {
+		if !a.claims {
+			continue // let in at their first request, when there was room: no draw
+		}
+		claims++
+		id, err := lottery.ParseIdentity(a.identity)
+		require.NoError(t, err, "visitor %d", i)
+		for _, r := range records {
+			c := lottery.Claim{}
+			for _, o := range a.waited {
+				if r.Start*1000 <= o.Interval*refresh && o.Interval*refresh < r.End*1000 {
+					c.Waited = append(c.Waited, o.Interval)
+					c.Shown = append(c.Shown, o)
+				}
+			}
+			if r.Start*1000 <= a.admitted*refresh && a.admitted*refresh < r.End*1000 {
+				c.Admitted = a.admitted
+			}
+			if len(c.Waited) == 0 && c.Admitted == 0 {
+				continue
+			}
+			require.False(t, r.Seed.IsZero(), "visitor %d: the seed of %d is revealed", i, r.Start)
+			assert.True(t, committedBefore[r.Start] || r.Start*1000 <= start+1_000, "the commitment of %d was out before it began", r.Start)
+			if shown, ok := a.commitment[r.Start]; ok {
+				assert.Equal(t, r.Commitment.String(), shown, "visitor %d: the commitment shown is the period's", i)
+			}
+			rep, err := lottery.Verify(&r, id, c)
+			require.NoError(t, err, "visitor %d (%s): %+v", i, a.identity, c)
+			if c.Admitted != 0 {
+				wins++
+				assert.NotEmpty(t, rep.Draws)
+			}
+		}
+	}
+	t.Logf("%d of %d visitors waited and checked their draws; %d admissions verified against %d records", claims, crowd, wins, len(records))
+	assert.Greater(t, claims, crowd/2, "most of the crowd waits for a draw")
+	assert.Equal(t, claims, wins, "every visitor who waited was let in by a draw the record bears out")
+}
