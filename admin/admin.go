@@ -139,7 +139,9 @@ const (
 //	                 template that does not parse answers 422): JSON with
 //	                 each state's status, data and HTML, and warnings
 //	                 naming the variables no page fills that a live
-//	                 template of another release uses, or with
+//	                 template of another release uses; to a browser's
+//	                 GET (Accept: text/html) a page with those warnings
+//	                 listed above every state's page, each framed; with
 //	                 ?state=<state> that state's page as HTML, sandboxed
 //	                 (Content-Security-Policy: sandbox allow-scripts);
 //	                 ?lang=<tag> picks the language. Nothing in the room

@@ -601,8 +601,9 @@ func TestAdminPreview(t *testing.T) {
 	var c string
 	assert.True(t, f.visit(&c), "the room lets visitors in as before")
 
-	// The status page links to each state.
+	// The status page links to the preview page and to each state.
 	page := f.do(http.MethodGet, "/", "").Body.String()
+	assert.Contains(t, page, `<a id="previewAll" href="preview"`)
 	for _, s := range admin.PreviewStates() {
 		assert.Contains(t, page, `data-state="`+string(s)+`" href="preview?state=`+string(s)+`"`)
 	}

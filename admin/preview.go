@@ -143,12 +143,21 @@ const unknownWarning = "waitingroom: a template in the settings uses a variable 
 // order, as warnings.
 func warnings(pages []PreviewPage) []string {
 	var out []string
+	for _, u := range unknownNames(pages) {
+		out = append(out, unknownWarning+u)
+	}
+	return out
+}
+
+// unknownNames returns the states' Unknown, each once, in order.
+func unknownNames(pages []PreviewPage) []string {
+	var out []string
 	seen := map[string]bool{}
 	for _, p := range pages {
 		for _, u := range p.Unknown {
 			if !seen[u] {
 				seen[u] = true
-				out = append(out, unknownWarning+u)
+				out = append(out, u)
 			}
 		}
 	}
@@ -156,7 +165,8 @@ func warnings(pages []PreviewPage) []string {
 }
 
 // preview answers GET /preview and, with the template posted, POST
-// /preview: every state as JSON, or with ?state= that state's page as
+// /preview: every state as JSON (to a browser's GET, which asks for HTML,
+// the preview page: previewPage), or with ?state= that state's page as
 // HTML, in a sandbox (its scripts run in an origin of their own, away from
 // the admin API and its credentials).
 func (a *admin) preview(w http.ResponseWriter, r *http.Request, tmpl *template.Template) {
@@ -169,6 +179,11 @@ func (a *admin) preview(w http.ResponseWriter, r *http.Request, tmpl *template.T
 	pages := Preview(a.rm, tmpl, lang)
 	state := q.Get("state")
 	if state == "" {
+		w.Header().Set("Vary", "Accept")
+		if tmpl == nil && wantsPage(r) {
+			a.previewPage(w, pages, lang)
+			return
+		}
 		body := previewBody{Template: "live", Language: lang, States: pages, Warnings: warnings(pages)}
 		if tmpl != nil {
 			body.Template = "posted"

@@ -2,7 +2,9 @@ package admin_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,18 +81,7 @@ func TestPreviewListsUnknownNames(t *testing.T) {
 	f := newAdminFixture(t, newAdminClock(), st, nil)
 	f.sync()
 	const src = "<p>{{waitTimeFormatted}}</p>\n<p>{{waitTimeMinutes}} {{#isFifoQueue}}in line{{/isFifoQueue}} {{waitTimeMinutes}}</p>"
-	require.NoError(t, st.Update(t.Context(), "launch", func(s *store.State) error {
-		var settings map[string]any
-		require.NoError(t, json.Unmarshal(s.Settings, &settings))
-		settings["template"] = src
-		b, err := json.Marshal(settings)
-		require.NoError(t, err)
-		s.Settings = b
-		s.SettingsVersion++
-		return nil
-	}))
-	f.sync()
-	require.Equal(t, src, f.room.Stats().Settings.Template, "the room runs the other release's template")
+	f.setLiveTemplate(st, src)
 
 	want := []string{
 		"{{waitTimeMinutes}} on line 2 (did you mean waitTime?)",
@@ -136,6 +127,125 @@ func TestPreviewListsUnknownNames(t *testing.T) {
 					assert.Equal(t, want, s.Unknown)
 				}
 			}
+		})
+	}
+}
+
+// setLiveTemplate writes src into the shared settings as an instance of
+// another release would, without the checks of Room.Update, and syncs.
+func (f *adminFixture) setLiveTemplate(st store.Store, src string) {
+	t := f.t
+	t.Helper()
+	require.NoError(t, st.Update(t.Context(), "launch", func(s *store.State) error {
+		var settings map[string]any
+		require.NoError(t, json.Unmarshal(s.Settings, &settings))
+		settings["template"] = src
+		b, err := json.Marshal(settings)
+		require.NoError(t, err)
+		s.Settings = b
+		s.SettingsVersion++
+		return nil
+	}))
+	f.sync()
+	require.Equal(t, src, f.room.Stats().Settings.Template, "the room runs the other release's template")
+}
+
+// A browser that opens /preview gets a page of every state, each framed
+// from /preview?state=, under a list of the names the live template uses
+// that no page fills, escaped; with none, no list. API clients keep
+// getting JSON.
+func TestPreviewPageShowsWarnings(t *testing.T) {
+	const browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	tests := []struct {
+		name, template, path string
+		want                 []string // the items of the list, as the page has them
+		frames               []string // a frame's src, escaped
+	}{
+		{
+			name:     "unknown names, escaped",
+			template: "<p>{{waitTimeMinutes}}</p>\n<p>{{a<b>&\"c}}</p>\n{{#isFifoQueue}}x{{/isFifoQueue}}",
+			path:     "/preview",
+			want: []string{
+				"<li><code>{{waitTimeMinutes}} on line 1 (did you mean waitTime?)</code></li>",
+				"<li><code>{{a&lt;b&gt;&amp;&#34;c}} on line 2</code></li>",
+				"<li><code>{{#isFifoQueue}} on line 3 (did you mean isFIFOQueue?)</code></li>",
+			},
+			frames: []string{`src="preview?state=queueing"`, `src="preview?state=unknownWait"`},
+		},
+		{
+			name:     "one unknown name, another language",
+			template: "<p>{{waitTimeMinutes}}</p>",
+			path:     "/preview?lang=fr",
+			want:     []string{"<li><code>{{waitTimeMinutes}} on line 1 (did you mean waitTime?)</code></li>"},
+			frames:   []string{`src="preview?lang=fr&amp;state=reject"`},
+		},
+		{
+			name:     "every name known",
+			template: "<p>{{waitTimeFormatted}}</p>",
+			path:     "/preview",
+			frames:   []string{`src="preview?state=queueAll"`},
+		},
+		{
+			name:   "the default page",
+			path:   "/preview",
+			frames: []string{`src="preview?state=eventPrequeue"`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := memstore.New()
+			f := newAdminFixture(t, newAdminClock(), st, nil)
+			f.sync()
+			if tt.template != "" {
+				f.setLiveTemplate(st, tt.template)
+			}
+
+			w := f.do(http.MethodGet, tt.path, "", "Accept", browser)
+			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+			assert.Equal(t, "text/html; charset=utf-8", w.Header().Get("Content-Type"))
+			csp := w.Header().Get("Content-Security-Policy")
+			assert.Contains(t, csp, "frame-src 'self'")
+			assert.Contains(t, csp, "frame-ancestors 'none'")
+			assert.NotContains(t, csp, "script-src", "the page runs no script")
+			assert.Equal(t, "Accept", w.Header().Get("Vary"))
+			page := w.Body.String()
+			for _, s := range admin.PreviewStates() {
+				assert.Contains(t, page, `id="state-`+string(s)+`"`)
+			}
+			for _, src := range tt.frames {
+				assert.Contains(t, page, `<iframe sandbox="allow-scripts" referrerpolicy="no-referrer" `+src)
+			}
+
+			if tt.want == nil {
+				assert.NotContains(t, page, `id="warnings"`)
+				assert.NotContains(t, page, "no page fills")
+			} else {
+				start := strings.Index(page, `<section id="warnings" class="warn" role="alert"`)
+				require.GreaterOrEqual(t, start, 0, page)
+				end := start + strings.Index(page[start:], "</section>")
+				assert.Less(t, end, strings.Index(page, `id="state-queueing"`), "the list is above the previews")
+				block := page[start:end]
+				assert.Contains(t, block, fmt.Sprintf("The template uses %d variable", len(tt.want)))
+				for _, item := range tt.want {
+					assert.Contains(t, block, item)
+				}
+				assert.Equal(t, len(tt.want), strings.Count(block, "<li>"))
+				assert.NotContains(t, page, "<b>", "nothing the template brings is unescaped")
+			}
+
+			// API clients get JSON, with the same warnings.
+			for _, accept := range []string{"", "application/json", "*/*"} {
+				w := f.do(http.MethodGet, tt.path, "", "Accept", accept)
+				assert.Equal(t, "application/json", w.Header().Get("Content-Type"), accept)
+				var body struct {
+					Warnings []string `json:"warnings"`
+				}
+				require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body))
+				assert.Len(t, body.Warnings, len(tt.want), accept)
+			}
+			// A posted template is previewed as JSON, even to a browser.
+			w = f.do(http.MethodPost, tt.path, `{"template":""}`, "Accept", browser)
+			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
 		})
 	}
 }
