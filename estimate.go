@@ -184,6 +184,12 @@ func (e Estimate) Formatted(lang string) string {
 //
 // The wait is unknown when the slot waited for is held by a session seen
 // within the last minute and nothing was let in lately.
+// byRate only raises the wait: behind a held slot the first in line (byRate
+// 0) waits for the end of the session holding it, renewed or not, however
+// fast the rate; k ÷ rate for the k-th admission would lengthen every
+// flowing room's estimate, where FIFO estimates already run long. The wait
+// is as fresh as v: a view older than an admission this instance made since
+// (within a sync) still shows the slot it took as free.
 func waitAfter(v *view, p *policy, ahead, byRate float64) (float64, bool) {
 	if math.IsNaN(ahead) || v.At == 0 {
 		return 0, false // a view before the first sync knows nothing

@@ -142,6 +142,55 @@ func TestEstimateKnowsWhenSessionsEnd(t *testing.T) {
 	}
 }
 
+// TestFirstInLineWhileTheOnlySlotIsHeld holds that the first in line
+// behind the only slot, held by a session still in use, is told the end
+// of that session (the earliest the slot can free) however fast the room
+// let visitors in lately: the rate, which gives 0 for nobody ahead, never
+// shortens the wait below the slot's end. Only a view in which the slot is
+// free (one older than the holder's admission) says less than a minute.
+func TestFirstInLineWhileTheOnlySlotIsHeld(t *testing.T) {
+	at := testclock.Start.UnixMilli() + 15_000 // Unix ms
+	sec := at / 1000
+	for _, tc := range []struct {
+		name      string
+		session   int64   // ms
+		perMinute float64 // admissions lately
+		seen      int64   // seconds since the holder's latest request; < 0: no holder in the view
+		want      Estimate
+	}{
+		{"renewed just now, one a minute lately", 5 * 60_000, 1, 1, Estimate{Known: true, Wait: 6 * time.Minute}},
+		{"renewed just now, one in five minutes lately", 5 * 60_000, 0.2, 1, Estimate{Known: true, Wait: 6 * time.Minute}},
+		{"renewed just now, sixty a minute lately", 5 * 60_000, 60, 1, Estimate{Known: true, Wait: 6 * time.Minute}},
+		{"renewed 30 s ago", 5 * 60_000, 1, 30, Estimate{Known: true, Wait: 5 * time.Minute}},
+		{"renewed 59 s ago", 5 * 60_000, 1, 59, Estimate{Known: true, Wait: 5 * time.Minute}},
+		// One-minute sessions: the slot frees within a minute at the
+		// earliest, which rounds up to a minute, not less.
+		{"one-minute session renewed 59 s ago", 60_000, 1, 59, Estimate{Known: true, Wait: time.Minute}},
+		// Nothing let in lately and the slot held by a session in use.
+		{"renewed, nothing flows", 5 * 60_000, 0, 1, Estimate{}},
+		// Left alone for over a minute: the session ends on time.
+		{"left alone 200 s ago", 5 * 60_000, 1, 200, Estimate{Known: true, Wait: 2 * time.Minute}},
+		// A view from before the holder's admission: the slot is free.
+		{"a view without the holder", 5 * 60_000, 1, -1, Estimate{Known: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &policy{Settings: Settings{TotalActiveUsers: 1, NewUsersPerMinute: 1}, session: tc.session}
+			times := share.SessionTimes{Window: p.session}
+			v := &view{View: share.View{At: at, PerMinute: tc.perMinute}}
+			var ss []store.Session
+			if tc.seen >= 0 {
+				ss = append(ss, store.Session{ID: 1, Admitted: sec - 600, Seen: sec - tc.seen})
+				v.Active = 1
+			}
+			v.Ends = share.EndsOf(at, times, ss)
+			got := fifoEstimate(v, p, 0)
+			assert.Equal(t, 1, got.Position, "next in line")
+			got.Position = 0
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
 func TestFormatWait(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		0:                 "less than a minute",
@@ -172,6 +221,7 @@ func TestEstimateWhileSessionsHoldTheSlots(t *testing.T) {
 	}{
 		{"readme demo", 3, 3, 5 * time.Minute, 0, 0},
 		{"one slot", 1, 1, 2 * time.Minute, 0, 0},
+		{"one slot, its session renewed", 1, 1, 5 * time.Minute, 8 * time.Minute, 6 * time.Minute},
 		{"readme demo, sessions renewed", 3, 3, 5 * time.Minute, 8 * time.Minute, 6 * time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
