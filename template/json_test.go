@@ -5,12 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/internal/servicetest"
 )
 
 func TestWriteJSON(t *testing.T) {
@@ -226,4 +233,52 @@ func TestASCIIEqualFold(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, asciiEqualFold(tc.s, tc.lower), "%q", tc.s)
 	}
+}
+
+// A template shows lotteryOdds as the JSON writes it, which is what
+// JavaScript's String writes of the number parsed: the live page shows
+// the same text as the page it replaces.
+func TestJSONFloat(t *testing.T) {
+	values := []float64{0, 1, 0.25, 0.1, 1.0 / 3, 0.1 + 0.2, 1e-5, 0.000123, 1e-6, 9.99e-7, 1.5e-7, 1e-7, 5e-324,
+		math.SmallestNonzeroFloat64, 12345678, 1e20, 1e21, 1.5e300, -0.5, -2e-9, math.Nextafter(1, 0)}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		values = append(values, r.Float64(), r.Float64()*math.Pow(10, -float64(r.IntN(12))))
+	}
+	var want []string
+	for _, v := range values {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		assert.Equal(t, string(b), jsonFloat(v).String(), "%v", v)
+		want = append(want, string(b))
+	}
+	assert.Equal(t, "NaN", jsonFloat(math.NaN()).String(), "no JSON number, no panic")
+	assert.Equal(t, "0.25", render(t, mustParse(t, "{{lotteryOdds}}"), with(randomData(), func(d *Data) { d.LotteryOdds = 0.25 }), ""))
+	assert.Equal(t, "", render(t, mustParse(t, "{{#lotteryOdds}}odds{{/lotteryOdds}}"), &Data{}, ""), "0 is false")
+
+	node, err := exec.LookPath("node")
+	if err != nil {
+		servicetest.Unavailable(t, servicetest.Program("node", "to compare with JavaScript's numbers"), err)
+	}
+	dir := t.TempDir()
+	list, err := json.Marshal(want)
+	require.NoError(t, err)
+	f := filepath.Join(dir, "n.js")
+	require.NoError(t, os.WriteFile(f, []byte("console.log(JSON.stringify("+string(list)+".map(s => String(JSON.parse(s)))))"), 0o600))
+	out, err := exec.Command(node, f).CombinedOutput()
+	require.NoError(t, err, string(out))
+	var js []string
+	require.NoError(t, json.Unmarshal(out, &js))
+	for i := range want {
+		if values[i] < 1e21 { // JavaScript writes 1e21 and more with an exponent; odds are at most 1
+			assert.Equal(t, want[i], js[i], "%v", values[i])
+		}
+	}
+}
+
+func mustParse(t *testing.T, src string) *Template {
+	t.Helper()
+	tmpl, err := Parse(src)
+	require.NoError(t, err)
+	return tmpl
 }

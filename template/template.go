@@ -45,7 +45,7 @@
 //	lotteryIdentity               string  random, where admission is a draw: the visitor's identity in the lottery, 16 hex digits ("" otherwise)
 //	lotteryCommitment             string  with lotteryIdentity: the commitment to the seed of the lottery's period in progress
 //	lotteryInterval               int     with lotteryIdentity: the number of the refresh interval in progress (0 until its odds are fixed)
-//	lotteryOdds                   float   with lotteryInterval: the published odds of that interval's draw, in [0, 1]
+//	lotteryOdds                   float   with lotteryInterval: the published odds of that interval's draw, in [0, 1], written as in the JSON (0.00001)
 //
 // The last six are this package's own: the commercial product shows
 // none of them, and templates written for it do not use them. So are two slots
@@ -127,6 +127,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -329,7 +331,7 @@ func (d *Data) vars() map[string]any {
 		"lotteryIdentity":       d.LotteryIdentity,
 		"lotteryCommitment":     d.LotteryCommitment,
 		"lotteryInterval":       d.LotteryInterval,
-		"lotteryOdds":           d.LotteryOdds,
+		"lotteryOdds":           jsonFloat(d.LotteryOdds),
 
 		"challenge":        d.Challenge,
 		"challengePuzzle":  d.ChallengePuzzle,
@@ -337,6 +339,28 @@ func (d *Data) vars() map[string]any {
 		"turnstile":        d.ChallengeWidget,
 		"liveScript":       LiveScript(d),
 	}
+}
+
+// jsonFloat is a number a template shows as the JSON shows it (0.00001,
+// not fmt's 1e-05), so that the page reads as its JSON does and as the
+// live script writes it: the exact value, the shortest that reads back
+// the same.
+type jsonFloat float64
+
+// String writes f as encoding/json does.
+func (f jsonFloat) String() string {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'g', -1, 64) // no JSON number
+	}
+	if a := math.Abs(v); a != 0 && (a < 1e-6 || a >= 1e21) {
+		s := strconv.FormatFloat(v, 'e', -1, 64)
+		if n := len(s); n >= 4 && s[n-4] == 'e' && s[n-3] == '-' && s[n-2] == '0' {
+			s = s[:n-2] + s[n-1:] // e-07 as e-7
+		}
+		return s
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // Template is a parsed waiting page. It is immutable and safe for concurrent
