@@ -15,7 +15,7 @@ import (
 //
 // A text may hold one placeholder, which is filled in: {wait} is the
 // formatted wait time, {time} a formatted duration or the time of the last
-// update, {n} a count. Placing the placeholder anywhere in the sentence lets
+// update, {n} a count, {command} the verifier's command (waitingroom verify). Placing the placeholder anywhere in the sentence lets
 // each language keep its own word order. Braces appear in no other way.
 //
 // Texts that depend on a count come as plurals, one text per CLDR plural
@@ -83,6 +83,23 @@ type messages struct {
 	// time layout for the time in UTC, hour and minute in the language's
 	// usual form, the zone named. Empty means 24-hour "15:04 UTC".
 	Clock string
+	// DrawCheck is the summary of the section, shown where admission is
+	// a draw (Data.LotteryIdentity), that gives what a visitor notes to
+	// check the draw later ("Check the draw").
+	DrawCheck string
+	// DrawIdentity labels the visitor's identity in the draw.
+	DrawIdentity string
+	// DrawCommitment labels the commitment to the seed of the hour.
+	DrawCommitment string
+	// DrawInterval labels the number of the refresh interval in progress.
+	DrawInterval string
+	// DrawOdds labels the odds of that interval's draw.
+	DrawOdds string
+	// DrawNote says, in one sentence, that the seed is revealed after the
+	// hour and that the draw can then be checked with {command} (the
+	// command, waitingroom verify) or the verifier page.
+	DrawNote string
+
 	// ClosedTitle is the title and heading of a closed site (reject).
 	ClosedTitle string
 	// ClosedText says that the site takes no visitors (reject).
@@ -225,6 +242,7 @@ func compileLang(tag string, m *messages) (*compiledLang, error) {
 		{"eventEnds", m.EventEnds, "{time}"},
 		{"position", m.Position, "{n}"},
 		{"chance", m.Chance, "{n}"},
+		{"drawNote", m.DrawNote, "{command}"},
 	}
 	for _, s := range split {
 		p, err := splitPlaceholder(s.text, s.placeholder, false)
@@ -290,6 +308,11 @@ func baseTexts(tag string, m *messages) (map[string]string, error) {
 		"eventIntro":      m.EventIntro,
 		"eventStartsSoon": m.EventStartsSoon,
 		"eventShuffle":    m.EventShuffle,
+		"drawCheck":       m.DrawCheck,
+		"drawIdentity":    m.DrawIdentity,
+		"drawCommitment":  m.DrawCommitment,
+		"drawInterval":    m.DrawInterval,
+		"drawOdds":        m.DrawOdds,
 	}
 	for k, v := range base {
 		if strings.TrimSpace(v) == "" {

@@ -41,6 +41,10 @@ func TestCompileLangErrors(t *testing.T) {
 		{"range without hi", func(m *messages) { m.Range = "{lo} onwards" }},
 		{"range reversed", func(m *messages) { m.Range = "{hi} from {lo}" }},
 		{"range forms missing a category", func(m *messages) { m.RangeMinutes = plurals{other: "{n} minutes"} }},
+		{"no draw summary", func(m *messages) { m.DrawCheck = "" }},
+		{"no odds label", func(m *messages) { m.DrawOdds = "" }},
+		{"draw note without the command", func(m *messages) { m.DrawNote = "Check the draw later." }},
+		{"draw note with another placeholder", func(m *messages) { m.DrawNote = "Check it with {n}." }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
