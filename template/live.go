@@ -19,10 +19,13 @@ import (
 //   - updates the page in place from the JSON: an element with
 //     data-wr-if="a !b" is shown when a is true and b false (false, 0,
 //     "" and missing are false), one with data-wr-text="name" shows the
-//     value, and a <template data-wr-lines="id"> lists the lines of the
-//     element id, each shown when its data-wr-if holds: a line whose
-//     text did not change stays as it is, so that a live region
-//     announces only what changed;
+//     value (missing: its data-wr-or, else nothing), a <template
+//     data-wr-unfold="a !b"> is replaced by its content once its
+//     condition holds (a section the page was served without), and a
+//     <template data-wr-lines="id"> lists the lines of the element id,
+//     each shown when its data-wr-if holds: a line whose text did not
+//     change stays as it is, so that a live region announces only what
+//     changed;
 //   - navigates to the page's URL, as the reload would, when the answer
 //     is not the room's waiting JSON (the visitor was let in, a redirect,
 //     an error), says the site is closed (isRejectQueue) or gives a
@@ -47,14 +50,16 @@ if(framed&&!keeps()){window.wrLive={answered:function(){}};stopRefresh();
 each("[data-wr-self]",function(a){a.href=location.href});each("[data-wr-framed]",function(el){el.hidden=false});return}
 if(!(refresh>0)||typeof fetch!=="function")return;
 function truthy(v,k){return !!v[k]}
-function holds(el,v){var ks=(el.getAttribute("data-wr-if")||"").split(/\s+/);for(var i=0;i<ks.length;i++){var k=ks[i];if(k&&(k.charAt(0)==="!"?truthy(v,k.slice(1)):!truthy(v,k)))return false}return true}
-function fill(root,v){var l=root.querySelectorAll("[data-wr-text]");for(var i=0;i<l.length;i++){var x=v[l[i].getAttribute("data-wr-text")],txt=x==null?"":String(x);if(l[i].textContent!==txt)l[i].textContent=txt}}
+function meets(c,v){var ks=(c||"").split(/\s+/);for(var i=0;i<ks.length;i++){var k=ks[i];if(k&&(k.charAt(0)==="!"?truthy(v,k.slice(1)):!truthy(v,k)))return false}return true}
+function holds(el,v){return meets(el.getAttribute("data-wr-if"),v)}
+function fill(root,v){var l=root.querySelectorAll("[data-wr-text]");for(var i=0;i<l.length;i++){var x=v[l[i].getAttribute("data-wr-text")],txt=x==null?l[i].getAttribute("data-wr-or")||"":String(x);if(l[i].textContent!==txt)l[i].textContent=txt}}
+function unfold(v){each("template[data-wr-unfold]",function(t){if(meets(t.getAttribute("data-wr-unfold"),v))t.parentNode.replaceChild(t.content.cloneNode(true),t)})}
 function lines(t,v){var box=d.getElementById(t.getAttribute("data-wr-lines"));if(!box)return;var want=[],c=t.content.children;
 for(var i=0;i<c.length;i++)if(holds(c[i],v)){var n=c[i].cloneNode(true);n.removeAttribute("data-wr-if");fill(n,v);want.push(n)}
 var at=0;for(i=0;i<want.length;i++){var have=box.children,j=at;while(j<have.length&&have[j].textContent!==want[i].textContent)j++;
 if(j<have.length){while(j>at){box.removeChild(have[at]);j--}at++}else{box.insertBefore(want[i],have[at]||null);at++}}
 while(box.children.length>at)box.removeChild(box.children[at])}
-function update(v){each("[data-wr-if]",function(el){var h=!holds(el,v);if(el.hidden!==h)el.hidden=h});each("template[data-wr-lines]",function(t){lines(t,v)});fill(d,v);times(v)}
+function update(v){unfold(v);each("[data-wr-if]",function(el){var h=!holds(el,v);if(el.hidden!==h)el.hidden=h});each("template[data-wr-lines]",function(t){lines(t,v)});fill(d,v);times(v)}
 var url=location.href.split("#")[0],timer=0,held=false;
 function navigate(){location.replace(url)}
 function later(ms){clearTimeout(timer);timer=setTimeout(due,Math.max(0,ms))}

@@ -67,7 +67,8 @@
 // what to update:
 //
 //	data-wr-if="a !b"               shown while a is true and b false (false, 0, "" and none are false)
-//	data-wr-text="name"             shows the value of name
+//	data-wr-text="name"             shows the value of name; data-wr-or="text": text while name is missing from the JSON
+//	<template data-wr-unfold="a !b"> replaced by its content once a is true and b false: a section the page was served without
 //	<time data-wr-time="name">      the time name (lastUpdated), in the page's language and the visitor's time zone
 //	<template data-wr-lines="id">   the lines of the element id, each a child with its data-wr-if; a line whose text is unchanged stays, so a live region announces only changes
 //	data-wr-framed, data-wr-self    shown, and linking to the page, inside another site's iframe whose browser does not keep the room's cookie; the page then asks nothing more
@@ -468,7 +469,11 @@ var defaultTemplate = sync.OnceValue(func() *Template {
 // random queueing, an unknown wait, a full queue, a room that admits no one
 // (queueAll), a closed site (reject) and a scheduled event's pre-queue and
 // end, in the language passed to Render, right to left where the language
-// is. Every call returns the same *Template.
+// is. Where admission is a draw (lotteryIdentity), a section closed by
+// default ("Check the draw") shows the visitor's identity in it, the
+// commitment to the hour's seed and, with lotteryInterval, the interval and
+// its odds, and says how to check the draw once the seed is revealed.
+// Every call returns the same *Template.
 func Default() *Template {
 	return defaultTemplate()
 }
