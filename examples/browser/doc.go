@@ -6,7 +6,8 @@
 // iframe on another site over HTTPS, and a visitor without JavaScript
 // reads that the page needs it; an iframe on another site over plain HTTP
 // says that it cannot keep the visitor's place and links to a tab of its
-// own; screenshots of the default page; the admin status page, its
+// own; where admission is a draw, the section that gives what checks it;
+// screenshots of the default page; the admin status page, its
 // history, and signing in to it through its form.
 //
 // The tests need Chromium at /usr/bin/chromium (Debian: apt-get install -y
