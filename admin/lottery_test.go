@@ -35,12 +35,12 @@ func TestStatusLottery(t *testing.T) {
 
 	f.sync()
 	c, n, r = lot()
-	assert.Nil(t, c, "no seed for the hour the state started in")
+	assert.Nil(t, c, "the new state's seed begins at the next second")
 	require.NotNil(t, n)
 	assert.Nil(t, r)
 	assert.True(t, n.Seed.IsZero())
-	assert.Greater(t, n.Start, clk.Now().Unix())
-	assert.Equal(t, n.Start+3600, n.End)
+	assert.Equal(t, clk.Now().Unix()+1, n.Start, "the rest of the hour the state started in")
+	assert.Equal(t, (n.Start/3600+1)*3600, n.End)
 	next := *n
 
 	clk.Set(time.Unix(next.Start, 0))
