@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom/challenge"
+	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/template"
 )
 
@@ -173,8 +175,10 @@ type Config struct {
 	// values, are drawn again). Random admission on several
 	// instances draws by identity, so a simulator passes seeded sources,
 	// one for each instance, to be deterministic; anything else should
-	// leave it nil. Default math/rand/v2's Uint64. The same concurrency
-	// rule as Random's.
+	// leave it nil. When set, it also draws the lottery's seeds, from the
+	// sync (docs/lottery.md); when nil, those come from crypto/rand.
+	// Default math/rand/v2's Uint64. The same concurrency rule as
+	// Random's.
 	Identities func() uint64
 	// Logger receives the room's logs: state changes and store outages,
 	// never one line per request. Default slog.Default().
@@ -191,6 +195,9 @@ type Config struct {
 	// aggregator; 0 is the default, fleetMin (tests compare a fleet with
 	// as many instances syncing on their own).
 	fleetMin int
+	// seeds draws the lottery's seeds from Identities when it was set:
+	// nil, crypto/rand's (lottery.NewSeed).
+	seeds func() lottery.Seed
 }
 
 func invalid(format string, a ...any) error {
@@ -350,6 +357,13 @@ func (c *Config) fillHooks() {
 	}
 	if c.Identities == nil {
 		c.Identities = mrand.Uint64
+	} else {
+		c.seeds = func() (s lottery.Seed) {
+			for i := 0; i < len(s); i += 8 {
+				binary.BigEndian.PutUint64(s[i:], c.Identities())
+			}
+			return s
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

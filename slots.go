@@ -64,10 +64,10 @@ func randomLayout(n int64, _ []share.Bucket) grant {
 // or shared by clients that reach different ones, would get a chance at
 // each, and a slot sooner than a visitor who waits as asked. With several
 // instances, a random room therefore lets in only the visitors the draw
-// holds: a visitor holds it for lottery.Hold refresh intervals of the
-// shared clock after one whose draw (the lottery's: their identity and the
-// interval's number under the hour's committed seed, share.View.Drawn)
-// fell under the odds. The draw is a function of the visitor, the
+// holds: those whose draw in the refresh interval of the shared clock in
+// progress, or in one of the lottery.Hold-1 before it (the lottery's:
+// their identity and the interval's number under the hour's committed
+// seed, share.View.Drawn), fell under the interval's odds. The draw is a function of the visitor, the
 // clock and the seed: every copy of a cookie, at every instance, at any
 // moment, draws the same, and a visitor who comes back once a refresh
 // interval sees every draw made since their last request, as one who

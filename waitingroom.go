@@ -153,6 +153,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		FleetMin:     c.fleetMin,
 		OutageEffect: policyEffect(c.OnStoreError),
 		Closed:       ErrClosed,
+		Seed:         c.seeds,
 	}, c.settings(), share.Host[Settings]{Settle: rm.settle, Installed: rm.installed})
 	rm.local = rm.syncer.Local()
 	rm.syncer.Start()

@@ -90,6 +90,17 @@
     return w >= ceilDiv(r.start * 1000, r.intervalMs) && w < ceilDiv(r.end * 1000, r.intervalMs);
   }
 
+  // admits reports whether the draw lets visitor id in at interval w of
+  // record r (odds: its odds by interval): their draw of w, or of one of
+  // the HOLD-1 intervals before it within the period, fell under w's odds.
+  async function admits(r, odds, id, w) {
+    if (!odds.has(w)) return false;
+    for (let x = w; x > w - HOLD && holds(r, x); x--) {
+      if ((await draw(r.seedBytes, id, x)) < odds.get(w)) return true;
+    }
+    return false;
+  }
+
   // check throws a "record" LotteryError if r is malformed or claim c names
   // an interval outside its period or a negative rank; it returns the
   // seed's and the rank hashes' bytes.
@@ -173,7 +184,7 @@
           throw new LotteryError("oddsChanged", "interval " + s.interval + ": shown " + s.odds + ", recorded " + odds.get(s.interval));
         }
       }
-      if (c.admitted !== 0 && !rep.draws.some((d) => d.won && d.interval <= c.admitted && d.interval > c.admitted - HOLD)) {
+      if (c.admitted !== 0 && !(await admits(r, odds, id, c.admitted))) {
         throw new LotteryError("notDrawn", "let in at interval " + c.admitted + ", no draw of intervals " +
           (c.admitted - HOLD + 1) + " to " + c.admitted + " fell under the odds");
       }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -135,6 +136,16 @@ func TestScriptAgrees(t *testing.T) {
 		outside := *r
 		outside.Odds = append([]lottery.Odds{{Interval: firstW - 1, Odds: p}}, r.Odds...)
 		add(&outside, id, jsClaim{})
+		// Odds that change from interval to interval: an admission is
+		// judged by its own interval's odds.
+		varying := *r
+		varying.Odds = slices.Clone(r.Odds)
+		for i := range varying.Odds {
+			varying.Odds[i].Odds = float64(i%4) / 4
+		}
+		for w := int64(firstW); w < firstW+n; w++ {
+			add(&varying, id, jsClaim{Admitted: w})
+		}
 	}
 	for _, bad := range []string{
 		`{}`,

@@ -188,8 +188,9 @@ var (
 	// ErrOddsChanged: the record's odds for an interval differ from those
 	// the room showed the visitor.
 	ErrOddsChanged = errors.New("lottery: odds changed")
-	// ErrNotDrawn: the visitor was let in in an interval where neither its
-	// draw nor the draw of one of the two before it fell under the odds.
+	// ErrNotDrawn: the visitor was let in in an interval where neither
+	// their draw nor the draw of one of the two before it fell under that
+	// interval's odds.
 	ErrNotDrawn = errors.New("lottery: let in without winning the draw")
 	// ErrRank: the visitor's rank hash is not in the record's list where
 	// the rank the room showed says.

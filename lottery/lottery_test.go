@@ -91,6 +91,25 @@ func TestVerify(t *testing.T) {
 		}
 		return 0
 	}
+	// A visitor whose draw two intervals before firstW+5 is under one half,
+	// and whose draw of firstW+5 is not: let in at firstW+5 only if that
+	// interval's odds are one half, whatever the earlier intervals' were.
+	at := int64(firstW + 5)
+	held := uint64(1)
+	for ; lottery.Draw(seed, held, at) < 0.5 || lottery.Draw(seed, held, at-1) < 0.5 || lottery.Draw(seed, held, at-2) >= 0.5; held++ {
+	}
+	oddsOnly := func(w int64, o float64) func() *lottery.Record {
+		return func() *lottery.Record {
+			r := honest(seed, p, n)
+			for i := range r.Odds {
+				r.Odds[i].Odds = 0
+				if r.Odds[i].Interval == w {
+					r.Odds[i].Odds = o
+				}
+			}
+			return r
+		}
+	}
 	waited := func(to int64) []int64 {
 		var ws []int64
 		for w := int64(firstW); w < to; w++ {
@@ -120,6 +139,10 @@ func TestVerify(t *testing.T) {
 			}
 			return r
 		}, func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: won + 3} }, lottery.ErrNotDrawn},
+		{"an earlier draw under the odds of the interval let in", held, oddsOnly(at, 0.5),
+			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: at} }, nil},
+		{"an earlier draw under its own interval's odds only", held, oddsOnly(at-2, 0.5),
+			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: at} }, lottery.ErrNotDrawn},
 		{"a visitor still waiting", lose, func() *lottery.Record { return honest(seed, p, n) },
 			func(*lottery.Record) lottery.Claim {
 				return lottery.Claim{Waited: waited(firstW + n), Shown: []lottery.Odds{{Interval: firstW, Odds: p}}}

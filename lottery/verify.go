@@ -73,7 +73,7 @@ type Drawn struct {
 	Interval int64   // the interval's number
 	Draw     float64 // Draw(seed, identity, Interval), in [0, 1)
 	Odds     float64 // the interval's published odds
-	Won      bool    // Draw < Odds
+	Won      bool    // Draw < Odds: the draw lets the visitor in during this interval and the Hold-1 after it, wherever their odds are as high
 }
 
 // maxUnix bounds a period's seconds (the year 10000), so that they hold
@@ -87,9 +87,9 @@ const maxIntervalMS = 86_400_000
 // checks that the room kept the promises claim c depends on: the seed is
 // revealed and matches the commitment for r's very period; r has odds for
 // every interval the visitor waited in or was let in, equal to those the
-// room showed; the visitor was let in only in an interval where their draw
-// of that interval or one of the Hold-1 before it, within the period, fell
-// under the interval's odds; their rank hash is in r's list at the rank
+// room showed; the visitor was let in only in an interval whose odds their
+// draw of that interval or of one of the Hold-1 before it, within the
+// period, fell under; their rank hash is in r's list at the rank
 // shown. It returns the report and nil, or the report as far as it got
 // and an error wrapping the first broken promise (ErrSeed, ErrMissingOdds,
 // ...) or ErrRecord for a malformed record or claim. It never panics,
@@ -132,7 +132,7 @@ func Verify(r *Record, identity uint64, c Claim) (Report, error) {
 			return rep, fmt.Errorf("%w: interval %d: shown %v, recorded %v", ErrOddsChanged, s.Interval, s.Odds, o)
 		}
 	}
-	if c.Admitted != 0 && !rep.holds(c.Admitted) {
+	if c.Admitted != 0 && !r.admits(identity, c.Admitted) {
 		return rep, fmt.Errorf("%w: let in at interval %d, no draw of intervals %d to %d fell under the odds",
 			ErrNotDrawn, c.Admitted, c.Admitted-(Hold-1), c.Admitted)
 	}
@@ -232,11 +232,16 @@ func (r *Record) draws(identity uint64, c Claim) []Drawn {
 	return ds
 }
 
-// holds reports whether a draw in rep holds at interval w: one of the
-// draws of w and the Hold-1 intervals before it was won.
-func (rep Report) holds(w int64) bool {
-	for _, d := range rep.Draws {
-		if d.Won && d.Interval <= w && d.Interval > w-Hold {
+// admits reports whether the draw lets visitor identity in at interval w:
+// their draw of w, or of one of the Hold-1 intervals before it within the
+// period, fell under w's odds.
+func (r *Record) admits(identity uint64, w int64) bool {
+	o, ok := r.odds(w)
+	if !ok {
+		return false
+	}
+	for x := w; x > w-Hold && r.holds(x, r.IntervalMS); x-- {
+		if Draw(r.Seed, identity, x) < o {
 			return true
 		}
 	}

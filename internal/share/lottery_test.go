@@ -57,7 +57,7 @@ func TestKeepSeeds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &store.State{Seeds: tc.seeds}
-			keepSeeds(st, tc.now, reveal)
+			keepSeeds(st, tc.now, reveal, nil)
 			assert.Equal(t, tc.want, starts(st.Seeds))
 			for i, x := range st.Seeds {
 				if i > 0 {
@@ -178,14 +178,14 @@ func TestSeedsShared(t *testing.T) {
 func BenchmarkSeeds(b *testing.B) {
 	const now = 1_790_002_800_000 + 60_000
 	st := &store.State{}
-	keepSeeds(st, now-3_600_000, 81_000)
-	keepSeeds(st, now, 81_000)
+	keepSeeds(st, now-3_600_000, 81_000, nil)
+	keepSeeds(st, now, 81_000, nil)
 	for i := range st.Seeds { // an hour of odds, at 20-second intervals
 		st.Seeds[i] = withOdds(st.Seeds[i], 20_000, 0.123456789)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		keepSeeds(st, now, 81_000)
+		keepSeeds(st, now, 81_000, nil)
 		_ = publicSeeds(st.Seeds, now, 81_000)
 	}
 	b.ReportMetric(float64(len(store.MarshalState(st))-len(store.MarshalState(&store.State{}))), "state-bytes")
@@ -202,7 +202,7 @@ func withOdds(x store.Seed, refresh int64, p float64) store.Seed {
 }
 
 // The draw of a visitor at a moment: the seed's draws of the latest
-// intervals under the odds the state fixed for each.
+// intervals under the odds the state fixed for the interval in progress.
 func TestViewDrawn(t *testing.T) {
 	const refresh = 20_000      // ms
 	const start = 1_764_853_200 // an hour, Unix seconds
@@ -215,7 +215,8 @@ func TestViewDrawn(t *testing.T) {
 	}
 	v := at(0.1)
 	w := int64(start*1000/refresh) + 10 // well inside the hour
-	now := w*refresh + 7_000
+	now0 := func(w int64) int64 { return w*refresh + 7_000 }
+	now := now0(w)
 
 	t.Run("the seed's draws of the latest intervals", func(t *testing.T) {
 		for id := uint64(1); id <= 2_000; id++ {
@@ -227,17 +228,28 @@ func TestViewDrawn(t *testing.T) {
 		}
 	})
 
-	t.Run("each interval under its own odds", func(t *testing.T) {
-		u := at(0)
-		x := &u.seeds[1]
-		i, _ := slices.BinarySearchFunc(x.Odds, w-1, func(o store.Odds, w int64) int { return cmp.Compare(o.Interval, w) })
-		x.Odds[i].Odds = 0.5 // the interval before: the only one that can win
-		for id := uint64(1); id <= 2_000; id++ {
-			require.Equal(t, lottery.Draw(seed, id, w-1) < 0.5, u.Drawn(id, now, refresh), "visitor %d", id)
+	t.Run("the draws of the latest intervals under the odds of the one in progress", func(t *testing.T) {
+		set := func(u *View, w int64, o float64) {
+			x := &u.seeds[1]
+			i, _ := slices.BinarySearchFunc(x.Odds, w, func(o store.Odds, w int64) int { return cmp.Compare(o.Interval, w) })
+			x.Odds[i].Odds = o
 		}
-		x.Odds = slices.Delete(x.Odds, i, i+1)
+		now := at(0)
+		set(now, w, 0.5)
+		before := at(0)
+		set(before, w-1, 0.5)
+		for id := uint64(1); id <= 2_000; id++ {
+			want := false
+			for x := w - lottery.Hold + 1; x <= w; x++ {
+				want = want || lottery.Draw(seed, id, x) < 0.5
+			}
+			require.Equal(t, want, now.Drawn(id, now0(w), refresh), "visitor %d", id)
+			require.False(t, before.Drawn(id, now0(w), refresh), "visitor %d: an earlier interval's odds are not the interval's", id)
+		}
+		x := &now.seeds[1]
+		x.Odds = slices.DeleteFunc(x.Odds, func(o store.Odds) bool { return o.Interval == w })
 		for id := uint64(1); id <= 200; id++ {
-			require.False(t, u.Drawn(id, now, refresh), "an interval without odds wins nothing")
+			require.False(t, now.Drawn(id, now0(w), refresh), "an interval without odds lets nobody in")
 		}
 	})
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -40,6 +41,9 @@ type Config struct {
 	// Closed is the error Sync, Update and Ready return once the Syncer is
 	// closing.
 	Closed error
+	// Seed draws the lottery's seeds (keepSeeds), from the sync; nil:
+	// lottery.NewSeed.
+	Seed func() lottery.Seed
 }
 
 // Host is what the sync asks of the room it syncs: the room's settings,
