@@ -2,7 +2,6 @@ package waitingroom
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom/challenge"
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/template"
 )
@@ -358,12 +358,7 @@ func (c *Config) fillHooks() {
 	if c.Identities == nil {
 		c.Identities = mrand.Uint64
 	} else {
-		c.seeds = func() (s lottery.Seed) {
-			for i := 0; i < len(s); i += 8 {
-				binary.BigEndian.PutUint64(s[i:], c.Identities())
-			}
-			return s
-		}
+		c.seeds = share.SeedsFrom(c.Identities)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

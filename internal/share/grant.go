@@ -51,6 +51,12 @@ func (g Grant) take(b int64, fresh bool) (int64, bool) {
 	return 0, false
 }
 
+// olderHeld reports whether g holds an admission for a bucket older than
+// b.
+func (g Grant) olderHeld(b int64) bool {
+	return slices.ContainsFunc(g, func(e GrantEntry) bool { return e.Bucket < b && e.N > 0 })
+}
+
 // keep returns what of g to keep using while a sync is in flight: up to n
 // admissions, from the newest entries (fresh arrivals first). g itself is
 // left as it was.

@@ -2,6 +2,7 @@ package share
 
 import (
 	"cmp"
+	"encoding/binary"
 	"slices"
 
 	"github.com/go-waitingroom/waitingroom/lottery"
@@ -56,6 +57,18 @@ func keepSeeds(st *store.State, now, revealAfter int64, newSeed func() lottery.S
 	}
 	if latest > 0 {
 		st.Seeds = slices.Delete(st.Seeds, 0, latest)
+	}
+}
+
+// SeedsFrom returns a source of the lottery's seeds that draws each from
+// f: four of its 64-bit values, so that a simulator's seeded identities
+// make its seeds, and its runs, the same every time.
+func SeedsFrom(f func() uint64) func() lottery.Seed {
+	return func() (s lottery.Seed) {
+		for i := 0; i < len(s); i += 8 {
+			binary.BigEndian.PutUint64(s[i:], f())
+		}
+		return s
 	}
 }
 
