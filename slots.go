@@ -113,7 +113,7 @@ const drawScarceMargin = 2.0
 // counted beyond a whole interval's, four instances at 20 a minute with a
 // 20-second interval used 0.954 of it, 0.979 so. The odds are those times
 // drawMargin, or drawScarceMargin where every slot goes by pick, at most
-// one. The state fixes them at the first sync of the interval before
+// one. The state fixes them at the first sync of each interval
 // (internal/share: keepOdds), and every instance draws with them.
 func drawOdds(v *share.View, p *policy, refresh, now int64) float64 {
 	margin := drawMargin

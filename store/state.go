@@ -84,9 +84,8 @@ type Seed struct {
 	// Odds holds; 0 before the first.
 	Interval int64
 	// Odds are the odds of the draws of the period's intervals, one
-	// record per interval, in order: each fixed by the first sync of the
-	// interval before (or its own) and never changed, published with the
-	// period.
+	// record per interval, in order: each fixed by the interval's first
+	// sync and never changed, published with the period.
 	Odds []Odds
 }
 

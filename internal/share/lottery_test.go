@@ -307,8 +307,8 @@ func TestViewDrawn(t *testing.T) {
 	assert.True(t, at(1).Drawn(1, now, refresh), "odds of 1 draw everybody")
 }
 
-// The odds of each interval are fixed by the first sync of the interval
-// before (or its own), from that sync's view, and never changed; an interval without a seed, of a closed room,
+// The odds of each interval are fixed by its first sync, from that sync's
+// view, and never changed; an interval without a seed, of a closed room,
 // or of a method that does not draw, gets none.
 func TestKeepOdds(t *testing.T) {
 	const refresh = 20_000
@@ -332,30 +332,26 @@ func TestKeepOdds(t *testing.T) {
 		return st.Seeds[0].Odds
 	}
 
-	t.Run("fixed by the first sync of the interval before, or its own", func(t *testing.T) {
+	t.Run("fixed by the interval's first sync", func(t *testing.T) {
 		st := seeded()
-		r := rules(0.25)
-		var asked []int64
-		r.Odds = func(_ *View, now int64) float64 { asked = append(asked, now); return 0.25 }
-		keep(st, r, w*refresh+3_000)
-		assert.Equal(t, []int64{w*refresh + 3_000, (w + 1) * refresh}, asked, "the next interval's as of its start")
+		keep(st, rules(0.25), w*refresh+3_000)
 		keep(st, rules(0.5), w*refresh+19_999) // a later sync of the interval: no change
 		keep(st, rules(0.5), w*refresh-1)      // a clock behind: no record before the latest
-		keep(st, rules(0.5), (w+3)*refresh)
-		assert.Equal(t, []store.Odds{{Interval: w, Odds: 0.25}, {Interval: w + 1, Odds: 0.25}, {Interval: w + 3, Odds: 0.5}, {Interval: w + 4, Odds: 0.5}}, odds(st))
+		keep(st, rules(0.5), (w+2)*refresh)
+		assert.Equal(t, []store.Odds{{Interval: w, Odds: 0.25}, {Interval: w + 2, Odds: 0.5}}, odds(st))
 		assert.Equal(t, int64(refresh), st.Seeds[0].Interval)
 		v := &View{seeds: st.Seeds}
 		got, o, ok := v.OddsAt(w*refresh+5, refresh)
 		assert.Equal(t, []any{w, 0.25, true}, []any{got, o, ok})
-		_, _, ok = v.OddsAt((w+2)*refresh, refresh)
-		assert.False(t, ok, "an interval nobody synced in or before has no odds")
+		_, _, ok = v.OddsAt((w+1)*refresh, refresh)
+		assert.False(t, ok, "an interval nobody synced in has no odds")
 	})
 
 	t.Run("bounded to [0, 1]", func(t *testing.T) {
 		for _, tc := range []struct{ in, want float64 }{{2, 1}, {-1, 0}, {math.NaN(), 0}, {math.Inf(1), 1}} {
 			st := seeded()
 			keep(st, rules(tc.in), w*refresh)
-			assert.Equal(t, []store.Odds{{Interval: w, Odds: tc.want}, {Interval: w + 1, Odds: tc.want}}, odds(st), "%v", tc.in)
+			assert.Equal(t, []store.Odds{{Interval: w, Odds: tc.want}}, odds(st), "%v", tc.in)
 		}
 	})
 
