@@ -69,7 +69,7 @@ func appendSeeds(b []byte, ss []Seed) []byte {
 		var prev int64
 		for _, o := range x.Odds {
 			b = binary.AppendVarint(b, o.Interval-prev)
-			b = binary.AppendUvarint(b, math.Float64bits(o.Odds))
+			b = binary.BigEndian.AppendUint64(b, math.Float64bits(o.Odds)) // a varint of them takes 10 bytes
 			prev = o.Interval
 		}
 	}
@@ -330,12 +330,17 @@ func (d *decoder) seeds() []Seed {
 		}
 		d.b = d.b[copy(x.Secret[:], d.b):]
 		x.Interval = d.varint()
-		if n := d.length(2); n > 0 {
+		if n := d.length(9); n > 0 {
 			x.Odds = make([]Odds, n)
 			var prev int64
 			for j := range x.Odds {
 				prev += d.varint()
-				x.Odds[j] = Odds{Interval: prev, Odds: math.Float64frombits(d.uvarint())}
+				if len(d.b) < 8 {
+					d.fail("odds")
+					return nil
+				}
+				x.Odds[j] = Odds{Interval: prev, Odds: math.Float64frombits(binary.BigEndian.Uint64(d.b))}
+				d.b = d.b[8:]
 				if !(x.Odds[j].Odds >= 0 && x.Odds[j].Odds <= 1) {
 					d.fail("odds")
 					return nil
