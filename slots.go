@@ -64,14 +64,14 @@ func randomLayout(n int64, _ []share.Bucket) grant {
 // or shared by clients that reach different ones, would get a chance at
 // each, and a slot sooner than a visitor who waits as asked. With several
 // instances, a random room therefore lets in only the visitors the draw
-// holds: those whose draw in the refresh interval of the shared clock in
-// progress, or in one of the lottery.Hold-1 before it (the lottery's:
-// their identity and the interval's number under the hour's committed
-// seed, share.View.Drawn), fell under the interval's odds. The draw is a function of the visitor, the
-// clock and the seed: every copy of a cookie, at every instance, at any
-// moment, draws the same, and a visitor who comes back once a refresh
-// interval sees every draw made since their last request, as one who
-// polls every second does. A visitor who holds the draw takes a slot as
+// holds: those whose draw in the shared clock's refresh interval, or in
+// one of the lottery.Hold-1 before it (the lottery's: their identity and
+// the interval's number under the hour's seed, share.View.Drawn), fell
+// under the interval's odds (or the one before's, until the instance has
+// them). The draw is a function of the visitor, the clock and the seed:
+// every copy of a cookie, at every instance, at any moment, draws the
+// same, and a visitor who comes back once a refresh interval sees every
+// draw made since their last request, as one who polls every second does. A visitor who holds the draw takes a slot as
 // before, from the instance's grant, even before their next chance is due
 // there; one who finds none comes back soon, while the draw is theirs
 // (drawRetry). A new visitor without a cookie is not drawn: their first

@@ -90,13 +90,23 @@
     return w >= ceilDiv(r.start * 1000, r.intervalMs) && w < ceilDiv(r.end * 1000, r.intervalMs);
   }
 
+  // admitOdds returns the odds a visitor let in at interval w is held to:
+  // the greater of w's and those of the interval before (which the room
+  // draws under until it has w's), or undefined if the record has neither.
+  function admitOdds(odds, w) {
+    const o = odds.get(w), p = odds.get(w - 1);
+    return p !== undefined && (o === undefined || p > o) ? p : o;
+  }
+
   // admits reports whether the draw lets visitor id in at interval w of
   // record r (odds: its odds by interval): their draw of w, or of one of
-  // the HOLD-1 intervals before it within the period, fell under w's odds.
+  // the HOLD-1 intervals before it within the period, fell under
+  // admitOdds.
   async function admits(r, odds, id, w) {
-    if (!odds.has(w)) return false;
+    const o = admitOdds(odds, w);
+    if (o === undefined) return false;
     for (let x = w; x > w - HOLD && holds(r, x); x--) {
-      if ((await draw(r.seedBytes, id, x)) < odds.get(w)) return true;
+      if ((await draw(r.seedBytes, id, x)) < o) return true;
     }
     return false;
   }
@@ -175,8 +185,11 @@
         rep.draws.push({ interval: w, draw: d, odds: odds.get(w), won: d < odds.get(w) });
       }
       if (r.ranks.length > 0) rep.rank = r.ranks.indexOf(await rankHash(r.seedBytes, id)) + 1;
-      for (const w of c.admitted !== 0 ? [...c.waited, c.admitted] : c.waited) {
+      for (const w of c.waited) {
         if (!odds.has(w)) throw new LotteryError("missingOdds", "the record has no odds for interval " + w);
+      }
+      if (c.admitted !== 0 && admitOdds(odds, c.admitted) === undefined) {
+        throw new LotteryError("missingOdds", "the record has no odds for interval " + c.admitted + ", nor for the one before");
       }
       for (const s of c.shown) {
         if (!odds.has(s.interval)) throw new LotteryError("missingOdds", "the record has no odds for interval " + s.interval);

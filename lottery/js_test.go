@@ -146,6 +146,12 @@ func TestScriptAgrees(t *testing.T) {
 		for w := int64(firstW); w < firstW+n; w++ {
 			add(&varying, id, jsClaim{Admitted: w})
 		}
+		// Some intervals without odds: the one before stands in.
+		gaps := varying
+		gaps.Odds = slices.DeleteFunc(slices.Clone(varying.Odds), func(o lottery.Odds) bool { return o.Interval%3 == 0 || o.Interval%5 == 0 })
+		for w := int64(firstW); w < firstW+n; w++ {
+			add(&gaps, id, jsClaim{Admitted: w})
+		}
 	}
 	for _, bad := range []string{
 		`{}`,

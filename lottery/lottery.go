@@ -190,7 +190,7 @@ var (
 	ErrOddsChanged = errors.New("lottery: odds changed")
 	// ErrNotDrawn: the visitor was let in in an interval where neither
 	// their draw nor the draw of one of the two before it fell under that
-	// interval's odds.
+	// interval's odds, nor under the interval before's.
 	ErrNotDrawn = errors.New("lottery: let in without winning the draw")
 	// ErrRank: the visitor's rank hash is not in the record's list where
 	// the rank the room showed says.

@@ -3,6 +3,7 @@ package lottery_test
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -143,6 +144,13 @@ func TestVerify(t *testing.T) {
 			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: at} }, nil},
 		{"an earlier draw under its own interval's odds only", held, oddsOnly(at-2, 0.5),
 			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: at} }, lottery.ErrNotDrawn},
+		{"an earlier draw under the odds of the interval before the one let in", held, oddsOnly(at-1, 0.5),
+			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: at} }, nil},
+		{"let in where neither the interval nor the one before has odds", held, func() *lottery.Record {
+			r := honest(seed, p, n)
+			r.Odds = slices.DeleteFunc(r.Odds, func(o lottery.Odds) bool { return o.Interval == at || o.Interval == at-1 })
+			return r
+		}, func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: at} }, lottery.ErrMissingOdds},
 		{"a visitor still waiting", lose, func() *lottery.Record { return honest(seed, p, n) },
 			func(*lottery.Record) lottery.Claim {
 				return lottery.Claim{Waited: waited(firstW + n), Shown: []lottery.Odds{{Interval: firstW, Odds: p}}}
@@ -185,7 +193,7 @@ func TestVerify(t *testing.T) {
 		}, lottery.ErrOddsChanged},
 		{"odds not published", winner, func() *lottery.Record {
 			r := honest(seed, p, n)
-			r.Odds = r.Odds[:won-firstW]
+			r.Odds = r.Odds[:max(0, won-1-firstW)] // neither the interval nor the one before
 			return r
 		}, func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: won} }, lottery.ErrMissingOdds},
 		{"a rank moved", winner, func() *lottery.Record { return honest(seed, p, n, ids...) },

@@ -86,11 +86,12 @@ const maxIntervalMS = 86_400_000
 // Verify recomputes visitor identity's draws and rank from record r and
 // checks that the room kept the promises claim c depends on: the seed is
 // revealed and matches the commitment for r's very period; r has odds for
-// every interval the visitor waited in or was let in, equal to those the
-// room showed; the visitor was let in only in an interval whose odds their
-// draw of that interval or of one of the Hold-1 before it, within the
-// period, fell under; their rank hash is in r's list at the rank
-// shown. It returns the report and nil, or the report as far as it got
+// every interval the visitor waited in, equal to those the room showed,
+// and for the interval they were let in or the one before; the visitor
+// was let in only in an interval w where their draw of w or of one of the
+// Hold-1 before it, within the period, fell under the odds of w or of the
+// interval before (the room draws under those until it has w's); their
+// rank hash is in r's list at the rank shown. It returns the report and nil, or the report as far as it got
 // and an error wrapping the first broken promise (ErrSeed, ErrMissingOdds,
 // ...) or ErrRecord for a malformed record or claim. It never panics,
 // whatever r and c hold.
@@ -114,14 +115,13 @@ func Verify(r *Record, identity uint64, c Claim) (Report, error) {
 			rep.Rank = i + 1
 		}
 	}
-	named := append(slices.Clone(c.Waited), c.Admitted)
-	if c.Admitted == 0 {
-		named = named[:len(named)-1]
-	}
-	for _, w := range named {
+	for _, w := range c.Waited {
 		if _, ok := r.odds(w); !ok {
 			return rep, fmt.Errorf("%w: the record has no odds for interval %d", ErrMissingOdds, w)
 		}
+	}
+	if _, ok := r.admitOdds(c.Admitted); c.Admitted != 0 && !ok {
+		return rep, fmt.Errorf("%w: the record has no odds for interval %d, nor for the one before", ErrMissingOdds, c.Admitted)
 	}
 	for _, s := range c.Shown {
 		o, ok := r.odds(s.Interval)
@@ -234,9 +234,9 @@ func (r *Record) draws(identity uint64, c Claim) []Drawn {
 
 // admits reports whether the draw lets visitor identity in at interval w:
 // their draw of w, or of one of the Hold-1 intervals before it within the
-// period, fell under w's odds.
+// period, fell under the odds of w or of the interval before (admitOdds).
 func (r *Record) admits(identity uint64, w int64) bool {
-	o, ok := r.odds(w)
+	o, ok := r.admitOdds(w)
 	if !ok {
 		return false
 	}
@@ -246,6 +246,17 @@ func (r *Record) admits(identity uint64, w int64) bool {
 		}
 	}
 	return false
+}
+
+// admitOdds returns the odds a visitor let in at interval w is held to:
+// the greater of w's and those of the interval before, which the room
+// draws under until it has w's; and whether the record has either.
+func (r *Record) admitOdds(w int64) (float64, bool) {
+	o, ok := r.odds(w)
+	if p, was := r.odds(w - 1); was && (!ok || p > o) {
+		return p, true
+	}
+	return o, ok
 }
 
 // ParseIdentity reads a visitor's identity as the room shows it: 1 to 16

@@ -92,13 +92,12 @@ func seedOf(seeds []store.Seed, ms int64) *store.Seed {
 // length (the refresh interval changed within the hour), gets none: its
 // draws let nobody in.
 //
-// Until an instance's view has them, the interval lets nobody in by the
-// draw there: a sync or a fleet's round or two. Fixed by the first sync
-// of the interval before, from a view that old, they counted slots
-// released and taken since as free: groups of five clients sharing a
-// cookie across four instances waited 0.68 to 0.70 of polite visitors'
-// wait, 0.81 to 0.83 so (random surges on four instances used 0.999 of
-// the limit, 0.969 so).
+// Fixed by the first sync of the interval before, from a view that old,
+// they counted slots released and taken since as free: groups of five
+// clients sharing a cookie across four instances waited 0.68 to 0.70 of
+// polite visitors' wait, 0.81 to 0.83 fixed by the interval's own first
+// sync, and 0.87 to 0.92 with the interval before's standing in until an
+// instance has them (View.Drawn).
 func keepOdds(st *store.State, p *params, v *View) {
 	r := &p.rules
 	if r.Odds == nil || r.Refresh <= 0 || r.Closed {
@@ -176,17 +175,25 @@ func (s *Syncer[S]) Lottery() []lottery.Record {
 // ms, the shared clock), with refresh intervals of refresh ms: whether
 // their draw in the interval of now or one of the lottery.Hold-1 before
 // it fell under the odds the state fixed for the interval of now
-// (keepOdds). A draw is the seed's of the period that holds the
-// interval's first millisecond (lottery.Draw), and only the draws of the
-// same period count; an interval without odds (its period has no seed,
-// or no sync has fixed them yet) lets nobody in. The odds of the interval
-// in progress apply to the earlier draws too: when slots free up, as
-// sessions end under Total Active Users, its odds rise and the visitors
-// the recent draws favour are at hand (four instances used 0.958 of the
-// limit in sim's TestLimits, as with odds worked out by each instance at
-// its first draw of an interval, but 0.903 with each draw under its own
-// interval's odds). The draw is a function of the visitor, the clock and
-// the state: every copy of a cookie, at every instance, draws the same.
+// (keepOdds), or, until the view has those, for the interval before. A
+// draw is the seed's of the period that holds the interval's first
+// millisecond (lottery.Draw), and only the draws and odds of the same
+// period count: an interval of a period without a seed lets nobody in.
+// The draw is a function of the visitor, the clock and the state: every
+// copy of a cookie, at every instance, draws the same.
+//
+// The odds of the interval in progress apply to the earlier draws too:
+// when slots free up, as sessions end under Total Active Users, its odds
+// rise and the visitors the recent draws favour are at hand (four
+// instances used 0.958 of the limit in sim's TestLimits, as with odds
+// worked out by each instance at its first draw of an interval, but 0.903
+// with each draw under its own interval's odds). Those of the interval
+// before stand in until the view has the interval's, a sync or a fleet's
+// round or two into it: without them, slots freed at each interval's
+// start waited for its odds, and went to whoever asked first once they
+// came (groups of five clients sharing a cookie across four instances
+// waited 0.81 of polite visitors' wait, 0.92 so; polling every second,
+// 0.83 and 0.87; replayers 0.91 and 0.98).
 func (v *View) Drawn(id uint64, now, refresh int64) bool {
 	w := FloorDiv(now, refresh)
 	x := seedOf(v.seeds, w*refresh)
@@ -195,7 +202,9 @@ func (v *View) Drawn(id uint64, now, refresh int64) bool {
 	}
 	o, ok := oddsOf(x, w)
 	if !ok {
-		return false
+		if o, ok = oddsOf(x, w-1); !ok {
+			return false
+		}
 	}
 	for i := w; i > w-lottery.Hold && i*refresh >= x.Start*1000; i-- {
 		if lottery.Draw(x.Secret, id, i) < o {

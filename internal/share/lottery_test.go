@@ -246,10 +246,21 @@ func TestViewDrawn(t *testing.T) {
 			require.Equal(t, want, now.Drawn(id, now0(w), refresh), "visitor %d", id)
 			require.False(t, before.Drawn(id, now0(w), refresh), "visitor %d: an earlier interval's odds are not the interval's", id)
 		}
-		x := &now.seeds[1]
+		// Until the view has the interval's odds, the interval before's
+		// stand in; with neither, nobody is let in.
+		x := &before.seeds[1]
+		x.Odds = slices.DeleteFunc(x.Odds, func(o store.Odds) bool { return o.Interval == w })
+		for id := uint64(1); id <= 2_000; id++ {
+			want := false
+			for x := w - lottery.Hold + 1; x <= w; x++ {
+				want = want || lottery.Draw(seed, id, x) < 0.5
+			}
+			require.Equal(t, want, before.Drawn(id, now0(w), refresh), "visitor %d", id)
+		}
+		x = &now.seeds[1]
 		x.Odds = slices.DeleteFunc(x.Odds, func(o store.Odds) bool { return o.Interval == w })
 		for id := uint64(1); id <= 200; id++ {
-			require.False(t, now.Drawn(id, now0(w), refresh), "an interval without odds lets nobody in")
+			require.False(t, now.Drawn(id, now0(w), refresh), "an interval without odds, after one of none, lets nobody in")
 		}
 	})
 
