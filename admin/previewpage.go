@@ -8,7 +8,6 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"strconv"
 )
 
 // previewPageSource is the preview page's template: the waiting page in
@@ -75,13 +74,6 @@ func (a *admin) previewPage(w http.ResponseWriter, pages []PreviewPage, lang str
 		writeError(w, http.StatusInternalServerError, "waitingroom: rendering the preview page failed")
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.Nonce+
-		"'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf.Bytes())
+	writePage(w, http.StatusOK, "default-src 'none'; style-src 'nonce-"+d.Nonce+
+		"'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'", buf.Bytes())
 }

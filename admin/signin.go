@@ -339,15 +339,8 @@ func (a *admin) signInForm(w http.ResponseWriter, r *http.Request, code int, msg
 		writeError(w, http.StatusInternalServerError, "waitingroom: rendering the sign-in form failed")
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+d.Nonce+
-		"'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
+	writePage(w, code, "default-src 'none'; style-src 'nonce-"+d.Nonce+
+		"'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'", buf.Bytes())
 }
 
 // failedSignIns counts failed sign-ins per client address, a leaky

@@ -74,15 +74,21 @@ func (a *admin) page(w http.ResponseWriter, r *http.Request, session bool) {
 		writeError(w, http.StatusInternalServerError, "waitingroom: rendering the status page failed")
 		return
 	}
+	writePage(w, http.StatusOK, "default-src 'none'; script-src 'nonce-"+d.Nonce+"'; style-src 'nonce-"+d.Nonce+
+		"'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'", buf.Bytes())
+}
+
+// writePage writes body, an HTML page of the admin API, with status code
+// and the Content-Security-Policy csp: never framed, no referrer sent.
+func writePage(w http.ResponseWriter, code int, csp string, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+d.Nonce+"'; style-src 'nonce-"+d.Nonce+
-		"'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(buf.Bytes())
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
 }
 
 // queueSummary sums up the queue by arrival minute q, oldest first.

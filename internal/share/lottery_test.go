@@ -88,6 +88,28 @@ func TestKeepSeeds(t *testing.T) {
 	}
 }
 
+// sharing is four syncers of one room on a memstore, on clk, syncing when
+// told, through a fleet's aggregator if fleet; host gives each its host.
+func sharing(t *testing.T, clk *testclock.Clock, fleet bool, host func(i int) Host[string]) []*Syncer[string] {
+	st := memstore.New()
+	t.Cleanup(func() { _ = st.Close() })
+	var syncers []*Syncer[string]
+	for i := range 4 {
+		cfg := Config{
+			Name: "room", ID: fmt.Sprintf("i%d", i), Store: st, Log: slog.New(slog.DiscardHandler),
+			Clock: func() int64 { return clk.Now().UnixMilli() }, SyncInterval: -1, WaitWindow: 44_000,
+			OutageEffect: "as the test says", Closed: errors.New("closed"), FleetMin: 1 << 30,
+		}
+		if fleet {
+			cfg.FleetMin = 2
+		}
+		s := New(cfg, "initial", host(i))
+		t.Cleanup(s.Close)
+		syncers = append(syncers, s)
+	}
+	return syncers
+}
+
 // Instances sharing a store, syncing the classic way or through a fleet's
 // aggregator, all show the same commitments: the first writer's seed is
 // everyone's. The seed shows only once its hour and the draws held after
@@ -96,22 +118,7 @@ func TestSeedsShared(t *testing.T) {
 	for _, fleet := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fleet %v", fleet), func(t *testing.T) {
 			clk := testclock.New(time.Unix(1_790_002_800+3000, 0))
-			st := memstore.New()
-			t.Cleanup(func() { _ = st.Close() })
-			var syncers []*Syncer[string]
-			for i := range 4 {
-				cfg := Config{
-					Name: "room", ID: fmt.Sprintf("i%d", i), Store: st, Log: slog.New(slog.DiscardHandler),
-					Clock: func() int64 { return clk.Now().UnixMilli() }, SyncInterval: -1, WaitWindow: 44_000,
-					OutageEffect: "as the test says", Closed: errors.New("closed"), FleetMin: 1 << 30,
-				}
-				if fleet {
-					cfg.FleetMin = 2
-				}
-				s := New(cfg, "initial", (&testHost{}).host())
-				t.Cleanup(s.Close)
-				syncers = append(syncers, s)
-			}
+			syncers := sharing(t, clk, fleet, func(int) Host[string] { return (&testHost{}).host() })
 			syncAll := func() {
 				for range 3 {
 					for _, s := range syncers {
@@ -399,28 +406,14 @@ func TestOddsShared(t *testing.T) {
 	for _, fleet := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fleet %v", fleet), func(t *testing.T) {
 			clk := testclock.New(time.Unix(1_790_002_800+600, 0)) // an interval's start
-			st := memstore.New()
-			t.Cleanup(func() { _ = st.Close() })
-			var syncers []*Syncer[string]
-			for i := range 4 {
-				cfg := Config{
-					Name: "room", ID: fmt.Sprintf("i%d", i), Store: st, Log: slog.New(slog.DiscardHandler),
-					Clock: func() int64 { return clk.Now().UnixMilli() }, SyncInterval: -1, WaitWindow: 44_000,
-					OutageEffect: "as the test says", Closed: errors.New("closed"), FleetMin: 1 << 30,
-				}
-				if fleet {
-					cfg.FleetMin = 2
-				}
-				h := Host[string]{Settle: func(st *store.State, _ int64, _ *string) (string, Rules) {
+			syncers := sharing(t, clk, fleet, func(i int) Host[string] {
+				return Host[string]{Settle: func(st *store.State, _ int64, _ *string) (string, Rules) {
 					st.ConfigHash = 1
 					r := limits(random, 10, 10)
 					r.Refresh, r.Odds = refresh, func(*View, int64) float64 { return float64(i+1) / 10 }
 					return "settings", r
 				}, Installed: func(_, _ *Snapshot[string]) {}}
-				s := New(cfg, "initial", h)
-				t.Cleanup(s.Close)
-				syncers = append(syncers, s)
-			}
+			})
 			var seen []int64
 			for step := range 6 {
 				clk.Add(7 * time.Second)
