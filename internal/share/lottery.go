@@ -19,8 +19,8 @@ import (
 // the latest. A state that was lost gets a seed for the rest of the hour
 // in progress, from the next second. The odds of each refresh interval's
 // draw are fixed by its first sync, and kept with the seed of its period
-// (keepOdds). The draw of random admission with
-// several instances (View.Drawn) is the seed's, under those odds.
+// (keepOdds). The draw of random admission with several instances
+// (View.Drawn) is the seed's, under those odds.
 
 // lotteryPeriod is the length of a period of the lottery, in seconds.
 const lotteryPeriod = 3600
