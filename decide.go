@@ -388,36 +388,28 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 	switch {
 	case !pol.method.ordered && v.Fleet && v.Scarce && pol.method.layout != nil:
 		// Random, in a fleet with few slots an instance (fleetScarce):
-		// every slot goes by pick, drawn among the visitors asked for. A
-		// visitor is asked for while the draw (slots.go) holds them,
-		// with twice its odds (drawScarceMargin), and comes back as
-		// soon as the pick can be out: the picks are used within
-		// seconds (those of a minute's last seconds would count
-		// against it, used in the next), and the visitors not asked
-		// for keep their refresh interval. The draw is the visitor's
-		// and the shared clock's: copies of a cookie, or old cookies
-		// sent again, at any instance, draw the same, and a visitor
-		// the draw holds is asked for at every chance while it does,
-		// however few they take. (Asked for at a draw of their own
-		// with four times the odds, groups of five clients sharing a
-		// cookie across 40 instances waited 0.54 of polite visitors'
-		// wait: each client's chance put them in another round's
-		// draw.)
+		// every slot by pick, among the visitors asked for: those the
+		// draw (slots.go, at twice its odds: drawScarceMargin) holds,
+		// at every chance while it does, back as soon as the pick can
+		// be out (picks are used within seconds: a minute's last would
+		// count against the next). The draw is the visitor's and the
+		// clock's, the same for every copy of a cookie at any instance.
+		// (With a draw of each client's own at four times the odds,
+		// groups of five sharing a cookie across 40 instances waited
+		// 0.54 of polite visitors' wait.)
 		if rm.local.MayAsk(c.id) && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds()) {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
 		}
 	case pol.method.ordered && v.Near(c.bucket, int64(pol.NewUsersPerMinute)):
 		// No slot here for a visitor whose turn is near: the fleet's
-		// aggregator may pick them. One the reserve holds a slot for
-		// comes back as soon as the pick can be out; so does one whom
-		// a view without the aggregator (a classic sync, while the
-		// fleet forms again after an outage) shows reserved.
+		// aggregator may pick them. Back as soon as the pick can be
+		// out: one the reserve holds a slot for, or a view without the
+		// aggregator (while the fleet forms again) shows reserved; and,
+		// every slot by pick (fleetScarce), one whose turn comes within
+		// a refresh interval.
 		b := pol.bucket(c.bucket)
 		asked := v.Fleet && rm.local.MayAsk(c.id)
-		// With few slots an instance (fleetScarce), every slot goes by
-		// pick: one whose turn comes within a refresh interval comes
-		// back as soon as the pick can be out, too.
 		soon := v.Scarce && asked && v.Near(c.bucket, max(1, int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000))
 		if b <= v.ReservedTo && (asked || !v.Fleet) || soon {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
@@ -507,12 +499,20 @@ func (rm *Room) jitteredRefresh() int64 {
 }
 
 // estimate is the wait of the visitor of cookie c as of view v under
-// policy p (fresh: behind everyone). In line, the place is never above the
-// one c was last shown, which an answer between chances (again) shows.
+// policy p (fresh: behind everyone), counting the visitors this instance
+// let in since v's sync (who hold slots v shows free). In line, the place
+// is never above the one c was last shown, which an answer between
+// chances (again) shows. The local lock must not be held.
 func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) Estimate {
 	if p.QueueAll || p.prequeue || p.method.estimate == nil {
 		return Estimate{}
 	}
+	rm.local.Lock()
+	if n := rm.local.Unseen(); n > 0 {
+		u := *v
+		u.Active, u.AdmittedThisMinute, v = u.Active+n, u.AdmittedThisMinute+n, &u
+	}
+	rm.local.Unlock()
 	var ahead int64
 	if p.method.ordered {
 		ahead = v.Ahead(p.bucket(c.bucket), p.lottery, fresh)

@@ -191,6 +191,28 @@ func TestFirstInLineWhileTheOnlySlotIsHeld(t *testing.T) {
 	}
 }
 
+// The visitor who asks right after the only slot was taken, before a sync
+// counts its holder, is not told the slot is free: the instance counts
+// the visitors it let in since its view (the wait is not known until a
+// sync brings the holder's session, and its end).
+func TestEstimateCountsAdmissionsSinceTheView(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute, c.SessionDuration = 1, 1, 5*time.Minute
+	})
+	require.True(t, admitted(tr.get(&visitor{}, "")))
+	stale := jsonBody(t, tr.get(&visitor{}, "application/json"))
+	require.Equal(t, true, stale["inWaitingRoom"])
+	assert.False(t, stale["waitTimeKnown"] == true && stale["waitTime"] == 0.0,
+		"told the slot is free within a minute while its holder's session lasts five: %v", stale)
+	tr.sync()
+	synced := jsonBody(t, tr.get(&visitor{}, "application/json"))
+	require.Equal(t, true, synced["waitTimeKnown"])
+	assert.GreaterOrEqual(t, synced["waitTime"], 5.0, "once a sync counts the holder: their session's end at least")
+	if stale["waitTimeKnown"] == true { // before: not known, the holder's end not in the view yet
+		assert.GreaterOrEqual(t, stale["waitTime"], 5.0)
+	}
+}
+
 func TestFormatWait(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		0:                 "less than a minute",

@@ -105,6 +105,10 @@ func (l *Local) Attempt() { l.pending.attempts++ }
 // for the kept history.
 func (l *Local) Wait(id uint64, ms int64) { l.pending.wait(id, ms) }
 
+// Unseen returns how many visitors this instance let in that the next
+// sync reports: the latest view does not count them yet.
+func (l *Local) Unseen() int64 { return int64(len(l.pending.waits)) }
+
 // Ask asks the fleet's aggregator for a slot for visitor id, of bucket (as
 // the rules map it), who will be back by until (shared-clock ms): a due
 // visitor this instance had no slot for (picks.go).
