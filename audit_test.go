@@ -26,10 +26,14 @@ type auditor struct {
 	waited     []lottery.Odds   // the intervals waited in, and the odds shown
 	admitted   int64            // the interval let in; 0 while waiting
 	claims     bool             // waited before they were let in
+	// cloner: they also send a copy of their cookie to an instance at
+	// random every second, as a cookie shared by several clients is.
+	cloner bool
 }
 
 // TestLotteryAudit runs a random room on four instances through a crowd
-// of 1,000 visitors who each keep what their page showed them (their
+// of 1,000 visitors (one in ten also sends a copy of their cookie to an
+// instance every second) who each keep what their page showed them (their
 // identity, the commitment, each interval's number and odds, the interval
 // they were let in) and check it, once the seeds are revealed, against the
 // room's published records with lottery.Verify: every one of them finds
@@ -71,7 +75,7 @@ func TestLotteryAudit(t *testing.T) {
 	start := clk.Now().UnixMilli()
 	for i := range visitors {
 		// Five a second, at random moments.
-		visitors[i] = &auditor{next: start + int64(i)*200 + rnd.Int64N(200), commitment: map[int64]string{}}
+		visitors[i] = &auditor{next: start + int64(i)*200 + rnd.Int64N(200), commitment: map[int64]string{}, cloner: i%10 == 3}
 	}
 	waiting := crowd
 	for step := 0; waiting > 0; step++ {
@@ -80,6 +84,14 @@ func TestLotteryAudit(t *testing.T) {
 		syncAll()
 		watch()
 		for _, a := range visitors {
+			if a.cloner && a.admitted == 0 && a.identity != "" {
+				rm := rooms[rnd.IntN(len(rooms))]
+				if admitted(rm.get(&visitor{cookie: a.cookie}, "application/json")) {
+					a.admitted, a.claims = share.FloorDiv(rm.now(), refresh), true
+					waiting--
+					continue
+				}
+			}
 			if a.admitted != 0 || a.next > clk.Now().UnixMilli() {
 				continue
 			}
@@ -125,7 +137,7 @@ func TestLotteryAudit(t *testing.T) {
 		watch()
 	}
 
-	claims, wins := 0, 0
+	claims, wins, cloners := 0, 0, 0
 	for i, a := range visitors {
 		if !a.claims {
 			continue // let in at their first request, when there was room: no draw
@@ -156,11 +168,16 @@ func TestLotteryAudit(t *testing.T) {
 			require.NoError(t, err, "visitor %d (%s): %+v", i, a.identity, c)
 			if c.Admitted != 0 {
 				wins++
+				if a.cloner {
+					cloners++
+				}
 				assert.NotEmpty(t, rep.Draws)
 			}
 		}
 	}
-	t.Logf("%d of %d visitors waited and checked their draws; %d admissions verified against %d records", claims, crowd, wins, len(records))
+	t.Logf("%d of %d visitors waited and checked their draws; %d admissions (%d of cookies sent as copies too) verified against %d records",
+		claims, crowd, wins, cloners, len(records))
+	assert.Greater(t, cloners, crowd/20, "copies of a cookie are let in by the draw only")
 	assert.Greater(t, claims, crowd/2, "most of the crowd waits for a draw")
 	assert.Equal(t, claims, wins, "every visitor who waited was let in by a draw the record bears out")
 }
