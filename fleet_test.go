@@ -192,9 +192,11 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 // TestFleetSurgeAtScale is the FIFO surge through 200 instances, with
 // the load scaled with the fleet (500 admissions a minute and 5,000
 // visitors, as 100 and 1,000 for 40): the limits hold exactly, FIFO
-// order holds, and utilization is within 2 points of four instances'
+// order holds, and utilization is within 3.5 points of four instances'
 // (it was 0.915 against 0.993 at 400 before the fleet's reserve and
-// picks).
+// picks). The fleet's figure varies from run to run, four instances'
+// does not: 0.968 to 1.000 in nine runs against 0.992, as at 5a022d4
+// (0.972 to 0.998), by whether a last, partly saturated minute counts.
 func TestFleetSurgeAtScale(t *testing.T) {
 	simulatedFleet(t)
 	if testing.Short() {
@@ -217,7 +219,7 @@ func TestFleetSurgeAtScale(t *testing.T) {
 	assert.Equal(t, n, on, "every instance syncs through the aggregator")
 	clk = newClock()
 	four := surgeUtilization(t, sg.run(t, clk, instances(t, clk, memstore.New(), 4, classicSync(mutate))), 100*perMinute, perMinute, true)
-	assert.GreaterOrEqual(t, util, four-0.02, "utilization of %d instances through the aggregator against four", n)
+	assert.GreaterOrEqual(t, util, four-0.035, "utilization of %d instances through the aggregator against four", n)
 }
 
 // TestFleetSurgeFewSlots is the surge through 200 instances at 20
