@@ -195,7 +195,7 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 // order holds, and utilization is within 3.5 points of four instances'
 // (it was 0.915 against 0.993 at 400 before the fleet's reserve and
 // picks). The fleet's figure varies from run to run, four instances'
-// does not: 0.968 to 1.000 in nine runs against 0.992, as at 5a022d4
+// does not: 0.968 to 1.000 in a dozen runs against 0.992, as at 5a022d4
 // (0.972 to 0.998), by whether a last, partly saturated minute counts.
 func TestFleetSurgeAtScale(t *testing.T) {
 	simulatedFleet(t)
