@@ -107,6 +107,9 @@ const (
 //	                 the next, the odds fixed so far, the latest seed
 //	                 revealed with its odds: package lottery's records),
 //	                 and this instance's counters
+//	GET   /lottery   the lottery's records, as Records serves them
+//	                 (?at= a time: the record of its period, from the
+//	                 kept history once the state no longer holds it)
 //	GET   /history   the last hour as JSON: a sample of active and waiting
 //	                 visitors every 10 seconds, admissions by minute
 //	GET   /minutes   the kept history (Minutes): from and to (RFC
@@ -174,7 +177,7 @@ func Handler(rm *waitingroom.Room, auth Authenticator, opts ...Option) (http.Han
 			return nil, err
 		}
 	}
-	return &admin{rm: rm, auth: auth, cop: http.NewCrossOriginProtection(), signIn: o.signIn}, nil
+	return &admin{rm: rm, auth: auth, cop: http.NewCrossOriginProtection(), signIn: o.signIn, records: Records(rm)}, nil
 }
 
 // admin is the handler Handler returns.
@@ -183,6 +186,8 @@ type admin struct {
 	auth   Authenticator
 	cop    *http.CrossOriginProtection
 	signIn *signIn // nil without SignIn
+	// records serves GET /lottery, as Records does.
+	records http.Handler
 }
 
 // ServeHTTP authenticates the request (its own credentials, else a
@@ -240,6 +245,8 @@ func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		a.minutes(w, r, strings.TrimPrefix(r.URL.Path, "/") == "reports")
+	case "lottery":
+		a.records.ServeHTTP(w, r)
 	case "preview":
 		switch {
 		case get:

@@ -1,15 +1,20 @@
 package admin_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/admin"
 	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
@@ -70,4 +75,114 @@ func TestStatusLottery(t *testing.T) {
 	assert.NoError(t, err, "the seed revealed matches the commitment")
 	page = f.do(http.MethodGet, "/", "").Body.String()
 	assert.Contains(t, page, fmt.Sprintf(" · seed revealed for %d–%d <code>%s</code>", r.Start, r.End, r.Seed))
+}
+
+// Once the state has forgotten a period, its record comes back whole from
+// the kept history: the commitment shown before it, every interval's
+// odds as the state fixed them, and the seed revealed after it; visitors
+// fetch it from Records without credentials.
+func TestLotteryFromHistory(t *testing.T) {
+	clk := newAdminClock()
+	st := memstore.New()
+	f := newAdminFixture(t, clk, st, func(c *waitingroom.Config) {
+		c.Settings.QueueingMethod = waitingroom.Random
+	})
+	pub := httptest.NewServer(admin.Records(f.room))
+	t.Cleanup(pub.Close)
+	fetch := func(query string) (int, http.Header, []byte) {
+		res, err := http.Get(pub.URL + query)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, res.Header, b
+	}
+	status := func() (current, revealed *lottery.Record) {
+		b, err := json.Marshal(f.getJSON("/status")["lottery"])
+		require.NoError(t, err)
+		var l struct{ Current, Revealed *lottery.Record }
+		require.NoError(t, json.Unmarshal(b, &l))
+		return l.Current, l.Revealed
+	}
+
+	f.sync()
+	hour := (clk.Now().Unix()/3600 + 1) * 3600 // the next whole hour: a period of its own
+	var live *lottery.Record                   // the hour's record as the status revealed it
+	for clk.Now().Unix() < hour+3*3600 {
+		clk.Add(20 * time.Second)
+		f.sync()
+		if _, r := status(); r != nil && r.Start == hour && live == nil {
+			live = r
+		}
+	}
+	require.NotNil(t, live, "the status revealed the hour")
+	require.Len(t, live.Odds, 180, "one odds record per 20-second interval")
+	_, r := status()
+	require.NotEqual(t, hour, r.Start, "the state has forgotten the hour")
+
+	got, err := admin.Lottery(context.Background(), f.room, time.Unix(hour+1800, 0))
+	require.NoError(t, err)
+	assert.Equal(t, live, got, "the record put together from the history")
+	_, err = lottery.Verify(got, 7, lottery.Claim{Waited: []int64{live.Odds[0].Interval, live.Odds[179].Interval}, Shown: live.Odds[:3]})
+	assert.NoError(t, err)
+
+	// Without credentials, from the public handler.
+	code, h, b := fetch(fmt.Sprintf("?at=%d", hour+1800))
+	require.Equal(t, http.StatusOK, code, string(b))
+	assert.Equal(t, "public, max-age=3600", h.Get("Cache-Control"), "a revealed record never changes")
+	var pubRec lottery.Record
+	require.NoError(t, json.Unmarshal(b, &pubRec))
+	assert.Equal(t, *live, pubRec)
+	code, _, b = fetch("?at=" + time.Unix(hour, 0).UTC().Format(time.RFC3339))
+	require.Equal(t, http.StatusOK, code)
+	require.NoError(t, json.Unmarshal(b, &pubRec))
+	assert.Equal(t, *live, pubRec, "RFC 3339 as well")
+	code, h, b = fetch("")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "public, max-age=1", h.Get("Cache-Control"))
+	assert.Contains(t, string(b), `"current":{`)
+	cur, _ := status()
+	code, _, b = fetch(fmt.Sprintf("?at=%d", clk.Now().Unix()))
+	require.Equal(t, http.StatusOK, code)
+	var curRec lottery.Record
+	require.NoError(t, json.Unmarshal(b, &curRec))
+	assert.Equal(t, *cur, curRec, "the current period's, from the latest sync")
+	assert.True(t, curRec.Seed.IsZero(), "never a seed before its time")
+
+	for _, tc := range []struct {
+		query string
+		code  int
+	}{
+		{"?at=yesterday", http.StatusBadRequest},
+		{fmt.Sprintf("?at=%d", hour+10*3600), http.StatusNotFound},  // after the next period
+		{fmt.Sprintf("?at=%d", hour-40*86400), http.StatusNotFound}, // before the history
+		{fmt.Sprintf("?at=%d", hour-3600), http.StatusNotFound},     // before the room's first period
+	} {
+		code, _, b := fetch(tc.query)
+		assert.Equal(t, tc.code, code, "%s: %s", tc.query, b)
+		assert.Contains(t, string(b), `"error"`)
+	}
+	res, err := http.Post(pub.URL, "text/plain", nil)
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusMethodNotAllowed, res.StatusCode)
+
+	// Behind the admin API too, with its credentials and no-store.
+	rec := f.do(http.MethodGet, fmt.Sprintf("/lottery?at=%d", hour+1800), "")
+	require.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, "no-store", rec.Header().Get("Cache-Control"))
+	var adminRec lottery.Record
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &adminRec))
+	assert.Equal(t, *live, adminRec)
+}
+
+// A store without history still serves the periods of the latest sync.
+func TestLotteryWithoutHistory(t *testing.T) {
+	clk := newAdminClock()
+	f := newAdminFixture(t, clk, plainStore{memstore.New()}, nil)
+	f.sync()
+	_, err := admin.Lottery(context.Background(), f.room, clk.Now().Add(time.Hour))
+	assert.NoError(t, err, "the next period's commitment")
+	_, err = admin.Lottery(context.Background(), f.room, clk.Now().Add(-time.Hour))
+	assert.ErrorIs(t, err, admin.ErrNoHistory)
 }

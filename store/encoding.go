@@ -65,13 +65,20 @@ func appendSeeds(b []byte, ss []Seed) []byte {
 		b = binary.AppendVarint(b, x.End-x.Start)
 		b = append(b, x.Secret[:]...)
 		b = binary.AppendVarint(b, x.Interval)
-		b = binary.AppendUvarint(b, uint64(len(x.Odds)))
-		var prev int64
-		for _, o := range x.Odds {
-			b = binary.AppendVarint(b, o.Interval-prev)
-			b = binary.BigEndian.AppendUint64(b, math.Float64bits(o.Odds)) // a varint of them takes 10 bytes
-			prev = o.Interval
-		}
+		b = appendOdds(b, x.Odds)
+	}
+	return b
+}
+
+// appendOdds writes odds in order of interval: the intervals as deltas,
+// the odds as 8 bytes (a varint of them takes 10).
+func appendOdds(b []byte, os []Odds) []byte {
+	b = binary.AppendUvarint(b, uint64(len(os)))
+	var prev int64
+	for _, o := range os {
+		b = binary.AppendVarint(b, o.Interval-prev)
+		b = binary.BigEndian.AppendUint64(b, math.Float64bits(o.Odds))
+		prev = o.Interval
 	}
 	return b
 }
@@ -324,31 +331,47 @@ func (d *decoder) seeds() []Seed {
 		x := &ss[i]
 		x.Start = d.varint()
 		x.End = x.Start + d.varint()
-		if len(d.b) < len(x.Secret) {
-			d.fail("seed")
-			return nil
-		}
-		d.b = d.b[copy(x.Secret[:], d.b):]
+		d.fixed(x.Secret[:], "seed")
 		x.Interval = d.varint()
-		if n := d.length(9); n > 0 {
-			x.Odds = make([]Odds, n)
-			var prev int64
-			for j := range x.Odds {
-				prev += d.varint()
-				if len(d.b) < 8 {
-					d.fail("odds")
-					return nil
-				}
-				x.Odds[j] = Odds{Interval: prev, Odds: math.Float64frombits(binary.BigEndian.Uint64(d.b))}
-				d.b = d.b[8:]
-				if !(x.Odds[j].Odds >= 0 && x.Odds[j].Odds <= 1) {
-					d.fail("odds")
-					return nil
-				}
-			}
+		x.Odds = d.odds()
+		if d.err != nil {
+			return nil
 		}
 	}
 	return ss
+}
+
+// fixed reads len(dst) bytes into dst.
+func (d *decoder) fixed(dst []byte, what string) {
+	if len(d.b) < len(dst) {
+		d.fail(what)
+		return
+	}
+	d.b = d.b[copy(dst, d.b):]
+}
+
+// odds reads what appendOdds wrote; odds outside [0, 1] are corrupt.
+func (d *decoder) odds() []Odds {
+	n := d.length(9)
+	if n == 0 {
+		return nil
+	}
+	os := make([]Odds, n)
+	var prev int64
+	for j := range os {
+		prev += d.varint()
+		if len(d.b) < 8 {
+			d.fail("odds")
+			return nil
+		}
+		os[j] = Odds{Interval: prev, Odds: math.Float64frombits(binary.BigEndian.Uint64(d.b))}
+		d.b = d.b[8:]
+		if !(os[j].Odds >= 0 && os[j].Odds <= 1) {
+			d.fail("odds")
+			return nil
+		}
+	}
+	return os
 }
 
 func (d *decoder) counts() []Count {

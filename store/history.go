@@ -88,6 +88,29 @@ type Tally struct {
 	// during the minute, MaxSession the longest of them.
 	Sessions   []Count
 	MaxSession int64
+	// Lottery is what the minute adds to the public record of the room's
+	// lottery (package lottery): for each period it touched, the odds of
+	// the refresh intervals that began in the minute, and the seed if it
+	// was revealed in the minute. The record of a period is the union of
+	// its minutes' (admin.Lottery). Nil for a minute with neither.
+	Lottery []Period
+}
+
+// Period is one minute's part of the public record of a period of a
+// room's lottery.
+type Period struct {
+	// Start and End are the period, [Start, End) in Unix seconds.
+	Start, End int64
+	// Commitment is the commitment to the period's seed (lottery.Commit).
+	Commitment [32]byte
+	// Seed is the period's seed when the minute revealed it; zero
+	// otherwise.
+	Seed [32]byte
+	// Interval is the length, in ms, of the refresh intervals of Odds.
+	Interval int64
+	// Odds are the odds of the draws of the period's refresh intervals
+	// that began in the minute, in order of interval.
+	Odds []Odds
 }
 
 // maxTallyBuckets bounds the histogram buckets of a Tally read back, so a
@@ -113,6 +136,19 @@ func MarshalTally(t *Tally) []byte {
 	b = binary.AppendVarint(b, t.MaxWait)
 	b = appendCounts(b, t.Sessions)
 	b = binary.AppendVarint(b, t.MaxSession)
+	b = binary.AppendUvarint(b, uint64(len(t.Lottery)))
+	for _, p := range t.Lottery {
+		b = binary.AppendVarint(b, p.Start)
+		b = binary.AppendVarint(b, p.End-p.Start)
+		b = append(b, p.Commitment[:]...)
+		if p.Seed == ([32]byte{}) {
+			b = append(b, 0)
+		} else {
+			b = append(append(b, 1), p.Seed[:]...)
+		}
+		b = binary.AppendVarint(b, p.Interval)
+		b = appendOdds(b, p.Odds)
+	}
 	return b
 }
 
@@ -148,7 +184,39 @@ func (d *decoder) tally() *Tally {
 	if len(t.Waits) > maxTallyBuckets || len(t.Sessions) > maxTallyBuckets {
 		d.fail("tally histogram")
 	}
+	if len(d.b) > 0 { // a minute written before the lottery was kept has none
+		t.Lottery = d.periods()
+	}
 	return t
+}
+
+// periods reads the lottery's periods of a Tally.
+func (d *decoder) periods() []Period {
+	n := d.length(36)
+	if n == 0 {
+		return nil
+	}
+	ps := make([]Period, n)
+	for i := range ps {
+		p := &ps[i]
+		p.Start = d.varint()
+		p.End = p.Start + d.varint()
+		d.fixed(p.Commitment[:], "commitment")
+		if len(d.b) > 0 && d.b[0] == 1 {
+			d.b = d.b[1:]
+			d.fixed(p.Seed[:], "seed")
+		} else if len(d.b) == 0 || d.b[0] != 0 {
+			d.fail("period")
+		} else {
+			d.b = d.b[1:]
+		}
+		p.Interval = d.varint()
+		p.Odds = d.odds()
+		if d.err != nil {
+			return nil
+		}
+	}
+	return ps
 }
 
 // appendTallies writes the tallies of a State (encoding 4).

@@ -156,6 +156,36 @@ func publicSeeds(seeds []store.Seed, now, revealAfter int64) []lottery.Record {
 	return out
 }
 
+// lotteryMinute returns what the kept history's minute ending at to (Unix
+// ms) adds to the public record of the lottery, the minutes written
+// before it having ended at from: for each period of seeds, the odds of
+// the refresh intervals that began in [from, to), and its seed if its
+// reveal time fell in it. Minutes without a tally (nobody synced) leave
+// theirs to the next one written.
+func lotteryMinute(seeds []store.Seed, from, to, revealAfter int64) []store.Period {
+	var out []store.Period
+	for _, x := range seeds {
+		p := store.Period{Start: x.Start, End: x.End, Interval: x.Interval}
+		if t := x.End*1000 + revealAfter; from <= t && t < to {
+			p.Seed = x.Secret
+		}
+		for _, o := range x.Odds {
+			if t := o.Interval * x.Interval; from <= t && t < to {
+				p.Odds = append(p.Odds, o)
+			}
+		}
+		if len(p.Odds) == 0 {
+			p.Interval = 0
+			if p.Seed == ([32]byte{}) {
+				continue
+			}
+		}
+		p.Commitment = lottery.Commit(x.Secret, lottery.Period{Start: x.Start, End: x.End})
+		out = append(out, p)
+	}
+	return out
+}
+
 // revealAfter is how long, in ms, after its period's end a seed stays
 // secret: lottery.Hold refresh intervals, each at most p.dueWindow.
 func (p *params) revealAfter() int64 { return lottery.Hold * p.dueWindow }

@@ -450,3 +450,54 @@ func TestOddsShared(t *testing.T) {
 		})
 	}
 }
+
+// The minutes written one after the other share a period's record out:
+// each interval's odds in the minute it began, the seed in the minute of
+// its reveal time, once each; a minute after a gap (nobody synced) takes
+// what the gap had. A minute with neither has nothing.
+func TestLotteryMinute(t *testing.T) {
+	const hour = 1_790_002_800
+	const reveal = 60_000
+	x := store.Seed{Start: hour, End: hour + lotteryPeriod, Secret: [32]byte{7}, Interval: 20_000}
+	for w := int64(hour / 20); w < (hour+lotteryPeriod)/20; w++ {
+		x.Odds = append(x.Odds, store.Odds{Interval: w, Odds: 1 / float64(w%7+1)})
+	}
+	next := store.Seed{Start: hour + lotteryPeriod, End: hour + 2*lotteryPeriod, Secret: [32]byte{8}}
+	seeds := []store.Seed{x, next}
+	commit := lottery.Commit(x.Secret, lottery.Period{Start: x.Start, End: x.End})
+
+	var odds []store.Odds
+	var seed [32]byte
+	reveals := 0
+	from := int64(hour-120) * 1000
+	for m := int64(hour/60 - 1); m < hour/60+70; m++ {
+		if m%13 == 5 {
+			continue // nobody synced in this minute: no tally
+		}
+		to := (m + 1) * 60_000
+		ps := lotteryMinute(seeds, from, to, reveal)
+		from = to
+		for _, p := range ps {
+			require.Equal(t, x.Start, p.Start, "the next period has neither odds nor a seed yet")
+			assert.Equal(t, x.End, p.End)
+			assert.Equal(t, commit, lottery.Hash(p.Commitment))
+			odds = append(odds, p.Odds...)
+			if p.Seed != ([32]byte{}) {
+				reveals++
+				seed = p.Seed
+				assert.GreaterOrEqual(t, to, x.End*1000+reveal, "never before its reveal time")
+			}
+			if len(p.Odds) > 0 {
+				assert.Equal(t, x.Interval, p.Interval)
+			} else {
+				assert.Zero(t, p.Interval)
+			}
+		}
+		if m < hour/60 {
+			assert.Empty(t, ps, "before the period")
+		}
+	}
+	assert.Equal(t, x.Odds, odds, "every interval's odds, once")
+	assert.Equal(t, 1, reveals)
+	assert.Equal(t, x.Secret, seed)
+}

@@ -129,9 +129,13 @@ func tallySync(st *store.State, p *params, v *View, o *observations, admitted ma
 	}
 	if n > 0 {
 		due = cloneTallies(st.Tallies[:n])
+		from := (st.Recorded + 1) * 60_000
 		for i := range due {
 			due[i].Admitted = admitted[due[i].Minute]
 			due[i].Abandoned = max(due[i].Abandoned, 0)
+			to := (due[i].Minute + 1) * 60_000
+			due[i].Lottery = lotteryMinute(st.Seeds, from, to, p.revealAfter())
+			from = to
 		}
 		st.Recorded = due[n-1].Minute
 		st.Tallies = slices.Delete(st.Tallies, 0, n)

@@ -1,0 +1,235 @@
+package admin
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/internal/hook"
+	"github.com/go-waitingroom/waitingroom/lottery"
+	"github.com/go-waitingroom/waitingroom/store"
+)
+
+// The lottery's public records (docs/lottery.md): the periods the shared
+// state still holds come from the latest sync; older ones are put
+// together from the kept history, where each minute keeps the odds of
+// the refresh intervals that began in it and the seeds it revealed.
+
+// ErrNoRecord is returned by Lottery when neither the room's latest sync
+// nor its kept history holds a period of the lottery at the time asked.
+var ErrNoRecord = errors.New("waitingroom: no lottery period at that time")
+
+// lotteryReach is how far from the time asked the kept history is read:
+// the hour before (a period lasts at most an hour) and the two after (its
+// seed is revealed a few refresh intervals after its end).
+const lotteryReach = 3 * time.Hour
+
+// Lottery returns the public record of the period of rm's lottery that
+// holds at (package lottery): the period, the commitment to its seed, the
+// odds of each refresh interval drawn in it so far and the seed once
+// revealed, which lottery.Verify and `waitingroom verify` read. The
+// periods of the latest sync (the latest revealed, the current one and
+// the next) cost no I/O; an older one is put together from the kept
+// history (one query over three hours), so it can be checked for as long
+// as the store keeps history (HistoryRetention). It returns ErrNoRecord
+// when no period holds at, and ErrNoHistory for an older period when the
+// store keeps no history. Safe for concurrent use.
+func Lottery(ctx context.Context, rm *waitingroom.Room, at time.Time) (*lottery.Record, error) {
+	if r := liveRecord(rm, at.Unix()); r != nil {
+		return r, nil
+	}
+	hs := hook.HistoryStore(rm)
+	if hs == nil {
+		return nil, ErrNoHistory
+	}
+	from := floorDiv(at.Add(-time.Hour).Unix(), 60)
+	recs, err := hs.ReadHistory(ctx, rm.Name(), from, from+int64(lotteryReach/time.Minute))
+	if err != nil {
+		return nil, fmt.Errorf("waitingroom: history: %w", err)
+	}
+	var ps []store.Period
+	for _, rec := range recs {
+		if t, err := store.UnmarshalTally(rec.Data); err == nil {
+			ps = append(ps, t.Lottery...)
+		}
+	}
+	for _, t := range hook.Unwritten(rm) {
+		ps = append(ps, t.Lottery...)
+	}
+	if r := recordOf(ps, at.Unix()); r != nil {
+		return r, nil
+	}
+	return nil, ErrNoRecord
+}
+
+// liveRecord returns the record of the latest sync's period that holds
+// sec (Unix seconds), or nil.
+func liveRecord(rm *waitingroom.Room, sec int64) *lottery.Record {
+	for _, r := range hook.Lottery(rm) {
+		if r.Start <= sec && sec < r.End {
+			return &r
+		}
+	}
+	return nil
+}
+
+// recordOf puts together the record of the period that holds sec from the
+// minutes' parts ps: the odds of all its intervals, and its seed.
+func recordOf(ps []store.Period, sec int64) *lottery.Record {
+	var r *lottery.Record
+	for _, p := range ps {
+		if p.Start > sec || sec >= p.End {
+			continue
+		}
+		if r == nil {
+			r = &lottery.Record{Period: lottery.Period{Start: p.Start, End: p.End}, Commitment: p.Commitment}
+		}
+		if p.Start != r.Start || p.End != r.End || p.Commitment != r.Commitment {
+			continue // a period of a state that was lost since: the first one kept stands
+		}
+		if p.Seed != ([32]byte{}) {
+			r.Seed = p.Seed
+		}
+		if len(p.Odds) > 0 {
+			r.IntervalMS = p.Interval
+		}
+		for _, o := range p.Odds {
+			if p.Interval == r.IntervalMS {
+				r.Odds = append(r.Odds, lottery.Odds{Interval: o.Interval, Odds: o.Odds})
+			}
+		}
+	}
+	if r != nil {
+		slices.SortFunc(r.Odds, func(a, b lottery.Odds) int { return cmp.Compare(a.Interval, b.Interval) })
+		r.Odds = slices.CompactFunc(r.Odds, func(a, b lottery.Odds) bool { return a.Interval == b.Interval })
+	}
+	return r
+}
+
+// Records returns a handler that publishes rm's lottery records to
+// anyone, without authentication: they hold nothing secret (a seed is
+// revealed only once its period's draws are done). Mount it where
+// visitors can reach it, for example:
+//
+//	mux.Handle("/lottery", admin.Records(room))
+//
+// GET (or HEAD) without a query answers the status's lottery object
+// (current, next and revealed records, each null when there is none);
+// with ?at= (RFC 3339, or Unix seconds), the record of the period that
+// holds that time (Lottery), or 404 with a JSON error. Whatever the
+// traffic, it reads the store at most once at a time, and each revealed
+// period's record once (a revealed record never changes). Responses of
+// the current periods may be cached for a second. Safe for concurrent
+// use.
+func Records(rm *waitingroom.Room) http.Handler {
+	return &records{rm: rm, kept: map[int64]*lottery.Record{}}
+}
+
+// records is the handler Records returns.
+type records struct {
+	rm   *waitingroom.Room
+	mu   sync.Mutex                // one store read at a time
+	kept map[int64]*lottery.Record // revealed records read from the store, by start
+}
+
+// maxKeptRecords bounds the revealed records Records keeps: a month of
+// hours.
+const maxKeptRecords = 31 * 24
+
+func (h *records) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		methodNotAllowed(w, "GET, HEAD")
+		return
+	}
+	q := r.URL.Query().Get("at")
+	if q == "" {
+		cacheFor(w, "public, max-age=1")
+		writeJSON(w, http.StatusOK, lotteryAt(hook.Lottery(h.rm), hook.Now(h.rm)))
+		return
+	}
+	at, err := parseAt(q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	rec, err := h.record(r.Context(), at)
+	switch {
+	case errors.Is(err, ErrNoRecord) || errors.Is(err, ErrNoHistory):
+		writeError(w, http.StatusNotFound, err.Error())
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "waitingroom: the lottery's record could not be read")
+	default:
+		if rec.Seed.IsZero() {
+			cacheFor(w, "public, max-age=1")
+		} else {
+			cacheFor(w, "public, max-age=3600")
+		}
+		writeJSON(w, http.StatusOK, rec)
+	}
+}
+
+// record returns the record of the period that holds at: live, kept, or
+// read from the store (one read at a time) and kept once revealed. Times
+// the store cannot hold (later than the next period, older than its
+// history) are not read.
+func (h *records) record(ctx context.Context, at time.Time) (*lottery.Record, error) {
+	sec := at.Unix()
+	if r := liveRecord(h.rm, sec); r != nil {
+		return r, nil
+	}
+	now := hook.Now(h.rm)
+	if at.After(now) || at.Before(now.Add(-HistoryRetention)) {
+		return nil, ErrNoRecord
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.kept {
+		if r.Start <= sec && sec < r.End {
+			return r, nil
+		}
+	}
+	r, err := Lottery(ctx, h.rm, at)
+	if err == nil && !r.Seed.IsZero() {
+		if len(h.kept) >= maxKeptRecords {
+			clear(h.kept)
+		}
+		h.kept[r.Start] = r
+	}
+	return r, err
+}
+
+// cacheFor sets the response's Cache-Control to v, unless it has one
+// (the admin API's no-store).
+func cacheFor(w http.ResponseWriter, v string) {
+	if w.Header().Get("Cache-Control") == "" {
+		w.Header().Set("Cache-Control", v)
+	}
+}
+
+// parseAt reads a time given as RFC 3339 or as Unix seconds.
+func parseAt(s string) (time.Time, error) {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.Unix(n, 0), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("waitingroom: at %q: want RFC 3339 or Unix seconds", clipText(s))
+	}
+	return t, nil
+}
+
+// clipText shortens s for an error message.
+func clipText(s string) string {
+	if len(s) > 40 {
+		return s[:37] + "..."
+	}
+	return s
+}
