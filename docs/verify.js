@@ -1,6 +1,6 @@
 // The waiting room's lottery, checked in the browser: the same
 // computations and checks as the Go package
-// github.com/go-waitingroom/waitingroom/lottery (Commit, Draw, RankHash,
+// github.com/go-waitingroom/waitingroom/lottery (Commit, Draw, Place,
 // Verify), with WebCrypto's SHA-256 and HMAC. verify.html uses it; node
 // (18 or later) runs it too, which is how the repository's tests compare it
 // with the Go package. No external resources, no build step.
@@ -16,7 +16,7 @@
   class LotteryError extends Error {
     constructor(kind, message) {
       super(message);
-      this.kind = kind; // record, notRevealed, seed, missingOdds, oddsChanged, notDrawn, rank
+      this.kind = kind; // record, notRevealed, seed, missingOdds, oddsChanged, notDrawn, outOfTurn
     }
   }
 
@@ -62,16 +62,21 @@
     return toHex(await subtle.digest("SHA-256", msg));
   }
 
-  // draw returns identity's (BigInt) draw for interval w, in [0, 1).
-  async function draw(seed, identity, w) {
-    const mac = await hmac(seed, concat(enc.encode("waitingroom lottery v1 draw"), be64(identity, w)));
-    const x = new DataView(mac.buffer).getBigUint64(0) >> 11n;
-    return Number(x) / 2 ** 53;
+  // unit reads the first 8 bytes of mac as a number in [0, 1): shifted
+  // right by 11, over 2^53.
+  function unit(mac) {
+    return Number(new DataView(mac.buffer).getBigUint64(0) >> 11n) / 2 ** 53;
   }
 
-  // rankHash returns identity's (BigInt) rank hash, hex.
-  async function rankHash(seed, identity) {
-    return toHex(await hmac(seed, concat(enc.encode("waitingroom lottery v1 rank"), be64(identity))));
+  // draw returns identity's (BigInt) draw for interval w, in [0, 1).
+  async function draw(seed, identity, w) {
+    return unit(await hmac(seed, concat(enc.encode("waitingroom lottery v1 draw"), be64(identity, w))));
+  }
+
+  // place returns identity's (BigInt) place in an event's shuffle, in
+  // [0, 1).
+  async function place(seed, identity) {
+    return unit(await hmac(seed, concat(enc.encode("waitingroom lottery v1 place"), be64(identity))));
   }
 
   // parseIdentity reads 1 to 16 hex digits as a BigInt.
@@ -90,20 +95,20 @@
     return w >= ceilDiv(r.start * 1000, r.intervalMs) && w < ceilDiv(r.end * 1000, r.intervalMs);
   }
 
-  // admitOdds returns the odds a visitor let in at interval w is held to:
-  // the greater of w's and those of the interval before (which the room
-  // draws under until it has w's), or undefined if the record has neither.
-  function admitOdds(odds, w) {
+  // held returns the odds (odds: by interval) or the cut (cuts) a visitor
+  // let in at interval w is held to: the greater of w's and that of the
+  // interval before (which the room uses until it has w's), or undefined
+  // if the record has neither.
+  function held(odds, w) {
     const o = odds.get(w), p = odds.get(w - 1);
     return p !== undefined && (o === undefined || p > o) ? p : o;
   }
 
   // admits reports whether the draw lets visitor id in at interval w of
   // record r (odds: its odds by interval): their draw of w, or of one of
-  // the HOLD-1 intervals before it within the period, fell under
-  // admitOdds.
+  // the HOLD-1 intervals before it within the period, fell under held.
   async function admits(r, odds, id, w) {
-    const o = admitOdds(odds, w);
+    const o = held(odds, w);
     if (o === undefined) return false;
     for (let x = w; x > w - HOLD && holds(r, x); x--) {
       if ((await draw(r.seedBytes, id, x)) < o) return true;
@@ -112,8 +117,8 @@
   }
 
   // check throws a "record" LotteryError if r is malformed or claim c names
-  // an interval outside its period or a negative rank; it returns the
-  // seed's and the rank hashes' bytes.
+  // an interval outside its period; it returns r with its defaults filled
+  // in and the seed's bytes.
   function check(r, c) {
     const bad = (m) => new LotteryError("record", m);
     if (r === null || typeof r !== "object") throw bad("no record");
@@ -121,10 +126,12 @@
     if (!isInt(start) || !isInt(end) || start < 0 || end <= start || end > MAX_UNIX) {
       throw bad("period " + start + "-" + end + ": want 0 <= start < end <= " + MAX_UNIX);
     }
-    r = { ...r, start, end, intervalMs: r.intervalMs ?? 0, odds: r.odds ?? [], ranks: r.ranks ?? [] };
-    if (!Array.isArray(r.odds) || !Array.isArray(r.ranks)) throw bad("odds and ranks must be lists");
+    r = { ...r, start, end, intervalMs: r.intervalMs ?? 0, odds: r.odds ?? [], cuts: r.cuts ?? [] };
+    if (!Array.isArray(r.odds) || !Array.isArray(r.cuts)) throw bad("odds and cuts must be lists");
+    r.odds = [...r.odds];
+    r.cuts = [...r.cuts];
     const named = c.waited.length > 0 || c.shown.length > 0 || c.admitted !== 0;
-    if ((r.odds.length > 0 || named) && (!isInt(r.intervalMs) || r.intervalMs <= 0 || r.intervalMs > MAX_INTERVAL_MS)) {
+    if ((r.odds.length > 0 || r.cuts.length > 0 || named) && (!isInt(r.intervalMs) || r.intervalMs <= 0 || r.intervalMs > MAX_INTERVAL_MS)) {
       throw bad("intervalMs " + r.intervalMs + ": want 1 to " + MAX_INTERVAL_MS);
     }
     r.odds.forEach((o, i) => {
@@ -137,13 +144,22 @@
       if (i > 0 && o.interval <= r.odds[i - 1].interval) throw bad("odds of interval " + o.interval + " out of order");
       if (!holds(r, o.interval)) throw bad("odds of interval " + o.interval + ", outside the period");
     });
+    r.cuts.forEach((o, i) => {
+      if (o === null || typeof o !== "object" || !isInt(o.interval ?? 0) || typeof (o.odds ?? 0) !== "number") {
+        throw bad("cut record " + (i + 1) + " is not {interval, odds}");
+      }
+      o = { interval: o.interval ?? 0, odds: o.odds ?? 0 };
+      r.cuts[i] = o;
+      if (!(o.odds >= 0 && o.odds <= 1)) throw bad("interval " + o.interval + ": cut " + o.odds + " outside [0, 1]");
+      if (i > 0 && o.interval <= r.cuts[i - 1].interval) throw bad("cut of interval " + o.interval + " out of order");
+      if (i > 0 && o.odds < r.cuts[i - 1].odds) {
+        throw bad("cut of interval " + o.interval + ", " + o.odds + ", below that of " + r.cuts[i - 1].interval + ": cuts never decrease");
+      }
+      if (!holds(r, o.interval)) throw bad("cut of interval " + o.interval + ", outside the period");
+    });
     r.seedBytes = r.seed && !/^0+$/.test(r.seed) ? fromHex(r.seed, "seed") : null;
     r.commitment = toHex(fromHex(r.commitment, "commitment"));
     if (/^0+$/.test(r.commitment)) throw bad("no commitment");
-    r.ranks = r.ranks.map((h) => toHex(fromHex(h, "rank hash")));
-    for (let i = 1; i < r.ranks.length; i++) {
-      if (r.ranks[i - 1] >= r.ranks[i]) throw bad("rank hashes " + i + " and " + (i + 1) + " out of order");
-    }
     for (const w of [...c.waited, c.admitted]) {
       if (!isInt(w)) throw bad("interval " + w + ": not a whole number");
       if (w !== 0 && !holds(r, w)) throw bad("interval " + w + " is outside the period: verify it with its own period's record");
@@ -151,17 +167,19 @@
     for (const s of c.shown) {
       if (!isInt(s.interval) || typeof s.odds !== "number") throw bad("shown odds: want {interval, odds}");
     }
-    if (!isInt(c.rank) || c.rank < 0) throw bad("rank " + c.rank + ": want 1 or more, or 0 for none");
+    if (typeof c.shuffled !== "boolean") throw bad("shuffled " + c.shuffled + ": want true or false");
     return r;
   }
 
   // verify checks visitor identity's (hex text) claim against record r
   // (parsed JSON), as lottery.Verify does. claim: {waited: [w...], shown:
-  // [{interval, odds}...], admitted: w or 0, rank: n or 0}. It resolves to
-  // {draws: [{interval, draw, odds, won}...], rank, error: null or
-  // {kind, message}}.
+  // [{interval, odds}...], admitted: w or 0, shuffled: true if the visitor
+  // joined the event's pre-queue}. It resolves to {draws: [{interval,
+  // draw, odds, won}...], place, cut, error: null or {kind, message}}:
+  // place when the record has cuts or the claim is shuffled, cut when a
+  // shuffled admission has one, 0 otherwise.
   async function verify(r, identity, claim) {
-    const rep = { draws: [], rank: 0, error: null };
+    const rep = { draws: [], place: 0, cut: 0, error: null };
     try {
       const id = parseIdentity(identity);
       const list = (x) => (Array.isArray(x) ? x : []);
@@ -169,7 +187,7 @@
         waited: list(claim?.waited),
         shown: list(claim?.shown).map((s) => ({ interval: s?.interval ?? 0, odds: s?.odds ?? 0 })),
         admitted: claim?.admitted ?? 0,
-        rank: claim?.rank ?? 0,
+        shuffled: claim?.shuffled ?? false,
       };
       r = check(r, c);
       if (!r.seedBytes) throw new LotteryError("notRevealed", "the record has no seed yet");
@@ -177,18 +195,26 @@
         throw new LotteryError("seed", "the seed is not the one committed to for " + r.start + "-" + r.end);
       }
       const odds = new Map(r.odds.map((o) => [o.interval, o.odds]));
+      const cuts = new Map(r.cuts.map((o) => [o.interval, o.odds]));
       const ws = [...c.waited, ...c.shown.map((s) => s.interval)];
-      if (c.admitted !== 0) for (let k = 0; k < HOLD; k++) ws.push(c.admitted - k);
+      if (c.admitted !== 0) for (let k = 0; k < (c.shuffled ? 1 : HOLD); k++) ws.push(c.admitted - k);
       for (const w of [...new Set(ws)].sort((a, b) => a - b)) {
         if (!odds.has(w) || !holds(r, w)) continue;
         const d = await draw(r.seedBytes, id, w);
         rep.draws.push({ interval: w, draw: d, odds: odds.get(w), won: d < odds.get(w) });
       }
-      if (r.ranks.length > 0) rep.rank = r.ranks.indexOf(await rankHash(r.seedBytes, id)) + 1;
+      if (r.cuts.length > 0 || c.shuffled) rep.place = await place(r.seedBytes, id);
       for (const w of c.waited) {
-        if (!odds.has(w)) throw new LotteryError("missingOdds", "the record has no odds for interval " + w);
+        // a shuffled visitor did not draw
+        if (!odds.has(w) && !c.shuffled) throw new LotteryError("missingOdds", "the record has no odds for interval " + w);
       }
-      if (c.admitted !== 0 && admitOdds(odds, c.admitted) === undefined) {
+      if (c.admitted !== 0 && c.shuffled) {
+        const cut = held(cuts, c.admitted);
+        if (cut === undefined) {
+          throw new LotteryError("missingOdds", "the record has no cut for interval " + c.admitted + ", nor for the one before");
+        }
+        rep.cut = cut;
+      } else if (c.admitted !== 0 && held(odds, c.admitted) === undefined) {
         throw new LotteryError("missingOdds", "the record has no odds for interval " + c.admitted + ", nor for the one before");
       }
       for (const s of c.shown) {
@@ -197,14 +223,13 @@
           throw new LotteryError("oddsChanged", "interval " + s.interval + ": shown " + s.odds + ", recorded " + odds.get(s.interval));
         }
       }
-      if (c.admitted !== 0 && !(await admits(r, odds, id, c.admitted))) {
+      if (c.admitted !== 0 && c.shuffled && !(rep.place < rep.cut)) {
+        throw new LotteryError("outOfTurn", "let in at interval " + c.admitted + ", place " + rep.place +
+          " not below the cut " + rep.cut);
+      }
+      if (c.admitted !== 0 && !c.shuffled && !(await admits(r, odds, id, c.admitted))) {
         throw new LotteryError("notDrawn", "let in at interval " + c.admitted + ", no draw of intervals " +
           (c.admitted - HOLD + 1) + " to " + c.admitted + " fell under the odds");
-      }
-      if (c.rank > 0) {
-        if (r.ranks.length === 0) throw new LotteryError("rank", "rank " + c.rank + " shown, but the record has no rank list");
-        if (rep.rank === 0) throw new LotteryError("rank", "rank " + c.rank + " shown, but the visitor's rank hash is not in the list");
-        if (rep.rank !== c.rank) throw new LotteryError("rank", "rank " + c.rank + " shown, " + rep.rank + " in the list");
       }
     } catch (e) {
       if (!(e instanceof LotteryError)) throw e;
@@ -215,15 +240,17 @@
 
   // parseClaim reads a claim from text, as `waitingroom verify` takes it:
   // waited "58828440-58828445, 58828450", shown "58828440=0.25, ...",
-  // admitted and rank a number each or empty. It throws an Error saying
-  // what is wrong.
-  function parseClaim(waited, shown, admitted, rank) {
+  // admitted a number or empty, shuffled true or false (the visitor
+  // joined the event's pre-queue). It throws an Error saying what is
+  // wrong.
+  function parseClaim(waited, shown, admitted, shuffled = false) {
     const int = (s, what) => {
       if (!/^-?[0-9]+$/.test(s) || !Number.isSafeInteger(Number(s))) throw new Error(what + " " + JSON.stringify(s) + ": want a whole number");
       return Number(s);
     };
     const items = (s) => s.split(",").map((x) => x.trim()).filter((x) => x !== "");
-    const c = { waited: [], shown: [], admitted: 0, rank: 0 };
+    if (typeof shuffled !== "boolean") throw new Error("shuffled " + JSON.stringify(shuffled) + ": want true or false");
+    const c = { waited: [], shown: [], admitted: 0, shuffled };
     for (const x of items(waited)) {
       const m = /^(-?[0-9]+)-(-?[0-9]+)$/.exec(x);
       if (!m) {
@@ -242,11 +269,10 @@
       c.shown.push({ interval: int(w.trim(), "interval"), odds: Number(o) });
     }
     if (admitted.trim() !== "") c.admitted = int(admitted.trim(), "admitted interval");
-    if (rank.trim() !== "") c.rank = int(rank.trim(), "rank");
     return c;
   }
 
-  const api = { commit, draw, rankHash, parseIdentity, parseClaim, verify };
+  const api = { commit, draw, place, parseIdentity, parseClaim, verify };
   if (typeof module === "object" && module.exports) module.exports = api;
   else root.lottery = api;
 })(globalThis);

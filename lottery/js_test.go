@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +30,7 @@ type jsClaim struct {
 	Waited   []int64        `json:"waited"`
 	Shown    []lottery.Odds `json:"shown"`
 	Admitted int64          `json:"admitted"`
-	Rank     int            `json:"rank"`
+	Shuffled bool           `json:"shuffled"`
 }
 
 type jsReport struct {
@@ -39,7 +40,8 @@ type jsReport struct {
 		Odds     float64 `json:"odds"`
 		Won      bool    `json:"won"`
 	} `json:"draws"`
-	Rank  int `json:"rank"`
+	Place float64 `json:"place"`
+	Cut   float64 `json:"cut"`
 	Error *struct {
 		Kind    string `json:"kind"`
 		Message string `json:"message"`
@@ -69,7 +71,7 @@ var kinds = map[error]string{
 	lottery.ErrMissingOdds: "missingOdds",
 	lottery.ErrOddsChanged: "oddsChanged",
 	lottery.ErrNotDrawn:    "notDrawn",
-	lottery.ErrRank:        "rank",
+	lottery.ErrOutOfTurn:   "outOfTurn",
 }
 
 func kindOf(t *testing.T, err error) string {
@@ -86,8 +88,8 @@ func kindOf(t *testing.T, err error) string {
 }
 
 // The verifier page's script computes what the Go package computes: the
-// same draws, to the last bit, the same rank and the same verdict, for
-// honest and tampered records alike.
+// same draws and places, to the last bit, the same cuts and the same
+// verdict, for honest and tampered records alike.
 func TestScriptAgrees(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -109,16 +111,32 @@ func TestScriptAgrees(t *testing.T) {
 		cases = append(cases, jsCase{Record: json.RawMessage(r), Identity: "1", Claim: c})
 	}
 	const p, n = 1.0 / 3, 12
+	// A shuffle let in from interval firstW+n, in random cuts rising over
+	// the intervals, some without a cut: the places of ids fall on either
+	// side of them.
+	rng := rand.New(rand.NewPCG(9, 9))
+	var cs []float64
+	for k, c := 0, 0.0; k < 3*n; k++ {
+		c += rng.Float64() / n
+		if k == 3*n-1 {
+			c = 1
+		}
+		if rng.IntN(4) == 0 {
+			cs = append(cs, -1) // no cut
+			continue
+		}
+		cs = append(cs, min(c, 1))
+	}
 	for _, id := range ids {
-		r := honest(seed, p, n, ids...)
+		r := honest(seed, p, n)
 		won := firstWin(seed, id, p, n)
 		var ws []int64
 		for w := int64(firstW); w < firstW+n; w++ {
 			ws = append(ws, w)
 		}
 		add(r, id, jsClaim{Waited: ws, Admitted: won})
-		add(r, id, jsClaim{Waited: ws[:3], Shown: []lottery.Odds{{Interval: firstW, Odds: p}}, Rank: 2})
-		add(r, id, jsClaim{Admitted: firstW + 6, Rank: 1})
+		add(r, id, jsClaim{Waited: ws[:3], Shown: []lottery.Odds{{Interval: firstW, Odds: p}}, Shuffled: true})
+		add(r, id, jsClaim{Admitted: firstW + 6})
 		add(r, id, jsClaim{Shown: []lottery.Odds{{Interval: firstW + 1, Odds: 0.25}}})
 		add(r, id, jsClaim{Waited: []int64{firstW + n}})
 		tampered := *r
@@ -130,9 +148,6 @@ func TestScriptAgrees(t *testing.T) {
 		hidden := *r
 		hidden.Seed = lottery.Seed{}
 		add(&hidden, id, jsClaim{})
-		reordered := *r
-		reordered.Ranks = append([]lottery.Hash{r.Ranks[1], r.Ranks[0]}, r.Ranks[2:]...)
-		add(&reordered, id, jsClaim{Rank: 1})
 		outside := *r
 		outside.Odds = append([]lottery.Odds{{Interval: firstW - 1, Odds: p}}, r.Odds...)
 		add(&outside, id, jsClaim{})
@@ -152,13 +167,40 @@ func TestScriptAgrees(t *testing.T) {
 		for w := int64(firstW); w < firstW+n; w++ {
 			add(&gaps, id, jsClaim{Admitted: w})
 		}
+		// The shuffle: admissions at every interval, in turn and out of
+		// it, some after waiting in intervals without odds; some claimed
+		// as draws, some on a record without cuts.
+		shuffle := *r
+		shuffle.Cuts = cuts(n, cs...)
+		for w := int64(firstW + n - 1); w < firstW+4*n+1; w++ {
+			add(&shuffle, id, jsClaim{Admitted: w, Shuffled: true})
+		}
+		add(&shuffle, id, jsClaim{Waited: []int64{firstW + n, firstW + n + 1}, Admitted: firstW + n + 2, Shuffled: true})
+		add(&shuffle, id, jsClaim{Waited: []int64{firstW + n}, Shuffled: true})
+		add(&shuffle, id, jsClaim{Waited: []int64{firstW + n}})
+		add(&shuffle, id, jsClaim{Admitted: firstW + 2*n})
+		add(&shuffle, id, jsClaim{Shown: []lottery.Odds{{Interval: firstW + 1, Odds: 0.25}}, Admitted: firstW + 2*n, Shuffled: true})
+		add(r, id, jsClaim{Admitted: firstW + 2, Shuffled: true})
+		// The cut at each visitor's very place: out of turn.
+		exact := *r
+		exact.Cuts = []lottery.Odds{{Interval: firstW + n, Odds: lottery.Place(seed, id)}, {Interval: firstW + n + 1, Odds: 1}}
+		add(&exact, id, jsClaim{Admitted: firstW + n, Shuffled: true})
+		add(&exact, id, jsClaim{Admitted: firstW + n + 1, Shuffled: true})
+		decreasing := shuffle
+		decreasing.Cuts = slices.Clone(shuffle.Cuts)
+		decreasing.Cuts[3].Odds, decreasing.Cuts[4].Odds = decreasing.Cuts[4].Odds, decreasing.Cuts[3].Odds
+		add(&decreasing, id, jsClaim{Admitted: firstW + 2*n, Shuffled: true})
+		tamperedShuffle := shuffle
+		tamperedShuffle.Seed[0] ^= 1
+		add(&tamperedShuffle, id, jsClaim{Admitted: firstW + 2*n, Shuffled: true})
 	}
 	for _, bad := range []string{
 		`{}`,
 		`{"start":1,"end":0,"commitment":"` + lottery.Commit(seed, hour).String() + `"}`,
 		`{"start":1764853200,"end":1764856800,"commitment":"` + lottery.Commit(seed, hour).String() + `","intervalMs":30000,"odds":[{"interval":58828440,"odds":1.5}]}`,
 		`{"start":1764853200,"end":1764856800,"commitment":"00"}`,
-		`{"start":1764853200,"end":1764856800,"commitment":"` + lottery.Commit(seed, hour).String() + `","ranks":["0g` + lottery.Commit(seed, hour).String()[2:] + `"]}`,
+		`{"start":1764853200,"end":1764856800,"commitment":"` + lottery.Commit(seed, hour).String() + `","intervalMs":30000,"cuts":[{"interval":58828440,"odds":-0}, {"interval":58828441,"odds":"1"}]}`,
+		`{"start":1764853200,"end":1764856800,"commitment":"` + lottery.Commit(seed, hour).String() + `","cuts":[{"interval":58828440,"odds":0.5}]}`,
 	} {
 		addRaw(bad, jsClaim{})
 	}
@@ -197,10 +239,11 @@ func TestScriptAgrees(t *testing.T) {
 			assert.Equal(t, want, g.Error.Kind, "case %d: Go: %v, script: %s", i, verr, g.Error.Message)
 		}
 		if verr != nil && !errors.Is(verr, lottery.ErrMissingOdds) && !errors.Is(verr, lottery.ErrOddsChanged) &&
-			!errors.Is(verr, lottery.ErrNotDrawn) && !errors.Is(verr, lottery.ErrRank) {
+			!errors.Is(verr, lottery.ErrNotDrawn) && !errors.Is(verr, lottery.ErrOutOfTurn) {
 			continue // no report to compare
 		}
-		assert.Equal(t, rep.Rank, g.Rank, "case %d", i)
+		assert.Equal(t, rep.Place, g.Place, "case %d", i)
+		assert.Equal(t, rep.Cut, g.Cut, "case %d", i)
 		require.Len(t, g.Draws, len(rep.Draws), "case %d", i)
 		for j, d := range rep.Draws {
 			assert.Equal(t, lottery.Drawn{Interval: g.Draws[j].Interval, Draw: g.Draws[j].Draw, Odds: g.Draws[j].Odds, Won: g.Draws[j].Won}, d, "case %d", i)
@@ -233,12 +276,12 @@ func TestVerifierPage(t *testing.T) {
 	require.NoError(t, err)
 	out, err = exec.Command(node, "-e", `
 const l = require(process.argv[1]);
-const ok = JSON.stringify(l.parseClaim("58828440-58828442, 58828450", "58828440=0.25", " 58828450 ", "3"));
+const ok = JSON.stringify(l.parseClaim("58828440-58828442, 58828450", "58828440=0.25", " 58828450 ", true));
 let bad = [];
-for (const c of [["x", "", "", ""], ["3-1", "", "", ""], ["", "1", "", ""], ["", "", "1.5", ""], ["", "", "", "-"]]) {
+for (const c of [["x", "", ""], ["3-1", "", ""], ["", "1", ""], ["", "", "1.5"], ["", "", "", "yes"]]) {
   try { l.parseClaim(...c); } catch (e) { bad.push(c); }
 }
 process.stdout.write(ok + "\n" + bad.length);`, script).CombinedOutput()
 	require.NoError(t, err, string(out))
-	assert.Equal(t, `{"waited":[58828440,58828441,58828442,58828450],"shown":[{"interval":58828440,"odds":0.25}],"admitted":58828450,"rank":3}`+"\n5", string(out))
+	assert.Equal(t, `{"waited":[58828440,58828441,58828442,58828450],"shown":[{"interval":58828440,"odds":0.25}],"admitted":58828450,"shuffled":true}`+"\n5", string(out))
 }

@@ -7,11 +7,13 @@
 // decision that depends on chance follows from the seed and public facts:
 // a visitor wins the draw of refresh interval w when Draw(seed, identity,
 // w) is below the odds the room published for w, and an event's pre-queue
-// is shuffled in the order of RankHash(seed, identity). Once the period's
-// draws are done the room reveals the seed, and anyone holding the
-// period's Record (the commitment, the seed, the odds of every interval
-// and, for a shuffle, the sorted rank hashes) can recompute a visitor's
-// draws and rank with Verify. docs/verify.html in the repository does the
+// is let in in the order of Place(seed, identity): from the event's start
+// the room publishes the cut of each refresh interval, the share of the
+// pre-queue let in by then, and a pre-queued visitor's turn has come when
+// their place is below it. Once the period's draws are done the room
+// reveals the seed, and anyone holding the period's Record (the
+// commitment, the seed, the odds of every interval and, for a shuffle,
+// the cuts) can recompute a visitor's draws and place with Verify. docs/verify.html in the repository does the
 // same in a browser, and `waitingroom verify` on the command line.
 //
 // Everything here is a pure function of its arguments, safe for
@@ -29,11 +31,11 @@ import (
 )
 
 // The domain strings that keep the three uses of the seed apart: a
-// commitment is never a draw, a draw never a rank.
+// commitment is never a draw, a draw never a place.
 const (
 	commitDomain = "waitingroom lottery v1 commit"
 	drawDomain   = "waitingroom lottery v1 draw"
-	rankDomain   = "waitingroom lottery v1 rank"
+	placeDomain  = "waitingroom lottery v1 place"
 )
 
 // Seed is a period's secret: 32 random bytes, kept secret until the
@@ -72,8 +74,8 @@ func (s *Seed) UnmarshalText(b []byte) error {
 	return decodeHex((*[32]byte)(s), b, "seed")
 }
 
-// Hash is a SHA-256 digest: a commitment or a rank hash. In JSON and text
-// it is 64 hex digits.
+// Hash is a SHA-256 digest: a commitment. In JSON and text it is 64 hex
+// digits.
 type Hash [32]byte
 
 // String returns h as 64 hex digits.
@@ -153,29 +155,37 @@ func Draw(seed Seed, identity uint64, w int64) float64 {
 	binary.BigEndian.PutUint64(b[:8], identity)
 	binary.BigEndian.PutUint64(b[8:], uint64(w))
 	m.Write(b[:])
-	return float64(binary.BigEndian.Uint64(m.Sum(nil))>>11) / (1 << 53)
+	return unit(m.Sum(nil))
 }
 
-// RankHash returns visitor identity's place in an event's shuffle:
-// HMAC-SHA256 keyed by seed over the domain string "waitingroom lottery
-// v1 rank" and identity (8 bytes big-endian). The pre-queue is let in in
-// ascending order of these hashes (bytewise, as their hex sorts).
-func RankHash(seed Seed, identity uint64) Hash {
+// Place returns pre-queued visitor identity's place in an event's
+// shuffle, in [0, 1): the first 8 bytes of HMAC-SHA256 keyed by seed over
+// the domain string "waitingroom lottery v1 place" and identity (8 bytes
+// big-endian), as a big-endian integer shifted right by 11, over 2^53.
+// The pre-queue is let in in ascending order of places: the visitor's
+// turn has come in an interval whose cut is above their place.
+func Place(seed Seed, identity uint64) float64 {
 	m := hmac.New(sha256.New, seed[:])
-	m.Write([]byte(rankDomain))
+	m.Write([]byte(placeDomain))
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], identity)
 	m.Write(b[:])
-	return Hash(m.Sum(nil))
+	return unit(m.Sum(nil))
+}
+
+// unit reads the first 8 bytes of mac as a number in [0, 1): big-endian,
+// shifted right by 11, over 2^53.
+func unit(mac []byte) float64 {
+	return float64(binary.BigEndian.Uint64(mac)>>11) / (1 << 53)
 }
 
 // The errors Verify returns, each wrapped with the details: test them with
 // errors.Is.
 var (
-	// ErrRecord: the record is malformed (odds outside [0, 1] or not a
-	// number, intervals out of order or outside the period, rank hashes
-	// not sorted, a hash of the wrong length, no interval length), or the
-	// claim names nothing it could check against it.
+	// ErrRecord: the record is malformed (odds or cuts outside [0, 1] or
+	// not a number, intervals out of order or outside the period, a cut
+	// below the one before, a hash of the wrong length, no interval
+	// length), or the claim names nothing it could check against it.
 	ErrRecord = errors.New("lottery: malformed record")
 	// ErrNotRevealed: the record has no seed yet.
 	ErrNotRevealed = errors.New("lottery: seed not revealed")
@@ -183,7 +193,9 @@ var (
 	// record's period (a tampered seed, or the seed of another period).
 	ErrSeed = errors.New("lottery: seed does not match the commitment")
 	// ErrMissingOdds: the record has no odds for an interval the visitor
-	// waited in or was let in.
+	// waited in or was let in (nor for the one before), or, for a visitor
+	// of an event's pre-queue, no cut for the interval they were let in
+	// nor for the one before.
 	ErrMissingOdds = errors.New("lottery: odds not published")
 	// ErrOddsChanged: the record's odds for an interval differ from those
 	// the room showed the visitor.
@@ -192,9 +204,10 @@ var (
 	// their draw nor the draw of one of the two before it fell under that
 	// interval's odds, nor under the interval before's.
 	ErrNotDrawn = errors.New("lottery: let in without winning the draw")
-	// ErrRank: the visitor's rank hash is not in the record's list where
-	// the rank the room showed says.
-	ErrRank = errors.New("lottery: rank does not match")
+	// ErrOutOfTurn: a visitor of an event's pre-queue was let in in an
+	// interval where their place was not below the cut of that interval,
+	// nor below the cut of the interval before.
+	ErrOutOfTurn = errors.New("lottery: let in before their place in the shuffle came")
 )
 
 // Hold is how many refresh intervals a winning draw holds: the

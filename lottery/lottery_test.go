@@ -1,6 +1,9 @@
 package lottery_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"slices"
@@ -32,25 +35,36 @@ func testSeed(b byte) lottery.Seed {
 }
 
 // honest returns the record an honest room publishes for the hour: odds p
-// for its first n intervals, the seed revealed, and the rank hashes of ids.
-func honest(seed lottery.Seed, p float64, n int, ids ...uint64) *lottery.Record {
+// for its first n intervals and the seed revealed.
+func honest(seed lottery.Seed, p float64, n int) *lottery.Record {
 	r := &lottery.Record{Period: hour, Commitment: lottery.Commit(seed, hour), Seed: seed, IntervalMS: intervalMS}
 	for k := range int64(n) {
 		r.Odds = append(r.Odds, lottery.Odds{Interval: firstW + k, Odds: p})
 	}
-	for _, id := range ids {
-		r.Ranks = append(r.Ranks, lottery.RankHash(seed, id))
-	}
-	sortHashes(r.Ranks)
 	return r
 }
 
-func sortHashes(hs []lottery.Hash) {
-	for i := 1; i < len(hs); i++ {
-		for j := i; j > 0 && string(hs[j][:]) < string(hs[j-1][:]); j-- {
-			hs[j], hs[j-1] = hs[j-1], hs[j]
+// cuts returns the cuts cs of the intervals from firstW+from on, one an
+// interval, leaving out the intervals whose cut in cs is negative.
+func cuts(from int64, cs ...float64) []lottery.Odds {
+	var os []lottery.Odds
+	for k, c := range cs {
+		if c >= 0 {
+			os = append(os, lottery.Odds{Interval: firstW + from + int64(k), Odds: c})
 		}
 	}
+	return os
+}
+
+// placed returns an identity whose place in seed's shuffle is in [lo, hi).
+func placed(t *testing.T, seed lottery.Seed, lo, hi float64) uint64 {
+	for id := uint64(1); id < 10_000; id++ {
+		if p := lottery.Place(seed, id); p >= lo && p < hi {
+			return id
+		}
+	}
+	t.Fatal("no place found")
+	return 0
 }
 
 // firstWin returns the first interval, from firstW on, where id's draw
@@ -78,19 +92,26 @@ func loser(t *testing.T, seed lottery.Seed, p float64, n int) uint64 {
 func TestVerify(t *testing.T) {
 	seed := testSeed(1)
 	const p, n = 0.2, 20
-	ids := []uint64{7, 8, 9, 10, 11, 12}
-	winner := ids[0]
+	const winner = 7
 	won := firstWin(seed, winner, p, n)
 	require.NotZero(t, won)
 	lose := loser(t, seed, p, n)
-	rankOf := func(r *lottery.Record, id uint64) int {
-		h := lottery.RankHash(seed, id)
-		for i, x := range r.Ranks {
-			if x == h {
-				return i + 1
-			}
+	// A pre-queued visitor, and a shuffle let in from interval firstW+30
+	// (which has no odds): its cut below their place at first, none in
+	// the next interval, above it in the one after, then everyone.
+	pre := placed(t, seed, 0.3, 0.7)
+	place := lottery.Place(seed, pre)
+	const w0 = firstW + 30
+	shuffle := func(cs ...float64) func() *lottery.Record {
+		return func() *lottery.Record {
+			r := honest(seed, p, n)
+			r.Cuts = cuts(30, cs...)
+			return r
 		}
-		return 0
+	}
+	inTurn := shuffle(place/2, -1, (place+1)/2, 1)
+	admitted := func(w int64) func(*lottery.Record) lottery.Claim {
+		return func(*lottery.Record) lottery.Claim { return lottery.Claim{Shuffled: true, Admitted: w} }
 	}
 	// A visitor whose draw two intervals before firstW+5 is under one half,
 	// and whose draw of firstW+5 is not: let in at firstW+5 only if that
@@ -125,10 +146,8 @@ func TestVerify(t *testing.T) {
 		claim  func(r *lottery.Record) lottery.Claim
 		want   error
 	}{
-		{"honest admission", winner, func() *lottery.Record { return honest(seed, p, n, ids...) },
-			func(r *lottery.Record) lottery.Claim {
-				return lottery.Claim{Waited: waited(won), Admitted: won, Rank: rankOf(r, winner)}
-			}, nil},
+		{"honest admission", winner, func() *lottery.Record { return honest(seed, p, n) },
+			func(*lottery.Record) lottery.Claim { return lottery.Claim{Waited: waited(won), Admitted: won} }, nil},
 		{"admission held two intervals after the win", winner, func() *lottery.Record { return honest(seed, p, n) },
 			func(*lottery.Record) lottery.Claim { return lottery.Claim{Waited: waited(won + 2), Admitted: won + 2} }, nil},
 		{"admission three intervals after the last win", winner, func() *lottery.Record {
@@ -196,43 +215,54 @@ func TestVerify(t *testing.T) {
 			r.Odds = r.Odds[:max(0, won-1-firstW)] // neither the interval nor the one before
 			return r
 		}, func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: won} }, lottery.ErrMissingOdds},
-		{"a rank moved", winner, func() *lottery.Record { return honest(seed, p, n, ids...) },
-			func(r *lottery.Record) lottery.Claim { return lottery.Claim{Rank: rankOf(r, winner)%len(ids) + 1} }, lottery.ErrRank},
-		{"a rank not in the list", 99, func() *lottery.Record { return honest(seed, p, n, ids...) },
-			func(*lottery.Record) lottery.Claim { return lottery.Claim{Rank: 1} }, lottery.ErrRank},
-		{"a rank without a list", winner, func() *lottery.Record { return honest(seed, p, n) },
-			func(*lottery.Record) lottery.Claim { return lottery.Claim{Rank: 1} }, lottery.ErrRank},
-		{"a hash list reordered", winner, func() *lottery.Record {
-			r := honest(seed, p, n, ids...)
-			r.Ranks[0], r.Ranks[1] = r.Ranks[1], r.Ranks[0]
+		{"let in in turn, after waiting in intervals without odds", pre, inTurn, func(*lottery.Record) lottery.Claim {
+			return lottery.Claim{Shuffled: true, Waited: []int64{w0, w0 + 1}, Admitted: w0 + 2}
+		}, nil},
+		{"let in in turn under the cut of the interval before", pre, inTurn, admitted(w0 + 4), nil},
+		{"let in when everyone is", pre, shuffle(0, 0, 1), admitted(w0 + 2), nil},
+		{"let in out of turn", pre, inTurn, admitted(w0), lottery.ErrOutOfTurn},
+		{"let in out of turn under the cut of the interval before", pre, inTurn, admitted(w0 + 1), lottery.ErrOutOfTurn},
+		{"let in at a cut equal to the place", pre, shuffle(place, 1), admitted(w0), lottery.ErrOutOfTurn},
+		{"let in at a cut just above the place", pre, shuffle(math.Nextafter(place, 1), 1), admitted(w0), nil},
+		{"let in where neither the interval nor the one before has a cut", pre, inTurn, admitted(w0 + 5), lottery.ErrMissingOdds},
+		{"a shuffled admission is not held to the odds", winner, func() *lottery.Record { return honest(seed, p, n) },
+			admitted(won), lottery.ErrMissingOdds},
+		{"a drawn admission is not held to the cuts", pre, inTurn,
+			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: w0 + 2} }, lottery.ErrMissingOdds},
+		{"a shuffled visitor's shown odds still count", pre, inTurn, func(*lottery.Record) lottery.Claim {
+			return lottery.Claim{Shuffled: true, Shown: []lottery.Odds{{Interval: firstW, Odds: p / 2}}, Admitted: w0 + 2}
+		}, lottery.ErrOddsChanged},
+		{"a cut decreasing", pre, shuffle((place+1)/2, place/2, 1), admitted(w0 + 2), lottery.ErrRecord},
+		{"a shuffle's tampered seed", pre, func() *lottery.Record {
+			r := inTurn()
+			r.Seed[31] ^= 1
 			return r
-		}, func(r *lottery.Record) lottery.Claim { return lottery.Claim{Rank: 1} }, lottery.ErrRecord},
-		{"a hash replaced", winner, func() *lottery.Record {
-			r := honest(seed, p, n, ids...)
-			i := rankOf(r, winner) - 1
-			r.Ranks[i][31] ^= 1
-			sortHashes(r.Ranks)
-			return r
-		}, func(*lottery.Record) lottery.Claim { return lottery.Claim{Rank: 1} }, lottery.ErrRank},
+		}, admitted(w0 + 2), lottery.ErrSeed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.record()
-			rep, err := lottery.Verify(r, tc.id, tc.claim(r))
-			if tc.want == nil {
-				require.NoError(t, err)
+			c := tc.claim(r)
+			rep, err := lottery.Verify(r, tc.id, c)
+			if tc.want != nil {
+				require.ErrorIs(t, err, tc.want)
+				return
+			}
+			require.NoError(t, err)
+			if !c.Shuffled {
 				assert.NotEmpty(t, rep.Draws)
 				return
 			}
-			require.ErrorIs(t, err, tc.want)
+			assert.Equal(t, lottery.Place(seed, tc.id), rep.Place)
+			assert.Greater(t, rep.Cut, rep.Place)
 		})
 	}
 }
 
 // The report lists each draw named, with its odds, whether won, and the
-// visitor's rank.
+// visitor's place when the record has cuts.
 func TestVerifyReport(t *testing.T) {
 	seed := testSeed(2)
-	r := honest(seed, 0.5, 10, 1, 2, 3)
+	r := honest(seed, 0.5, 10)
 	rep, err := lottery.Verify(r, 2, lottery.Claim{Waited: []int64{firstW + 3, firstW + 1, firstW + 1}})
 	require.NoError(t, err)
 	require.Len(t, rep.Draws, 2)
@@ -240,7 +270,79 @@ func TestVerifyReport(t *testing.T) {
 		d := lottery.Draw(seed, 2, w)
 		assert.Equal(t, lottery.Drawn{Interval: w, Draw: d, Odds: 0.5, Won: d < 0.5}, rep.Draws[i])
 	}
-	assert.Positive(t, rep.Rank)
+	assert.Zero(t, rep.Place)
+	assert.Zero(t, rep.Cut)
+
+	// With cuts, the place; with a shuffled admission, the cut it is held
+	// to (the greater of its interval's and the one before's), and no
+	// draws of the intervals before it.
+	r.Cuts = cuts(12, 0.25, 0.5, -1, 1)
+	rep, err = lottery.Verify(r, 2, lottery.Claim{Waited: []int64{firstW + 1}})
+	require.NoError(t, err)
+	assert.Equal(t, lottery.Place(seed, 2), rep.Place)
+	assert.Zero(t, rep.Cut)
+	id := placed(t, seed, 0, 0.5)
+	rep, err = lottery.Verify(r, id, lottery.Claim{Shuffled: true, Admitted: firstW + 14})
+	require.NoError(t, err)
+	assert.Equal(t, lottery.Report{Place: lottery.Place(seed, id), Cut: 0.5}, rep)
+}
+
+// Place is the spec's: the first 8 bytes of HMAC-SHA256(seed, domain ‖
+// identity), shifted right by 11, over 2^53; in [0, 1), tied to the seed
+// and the identity, and not a draw.
+func TestPlace(t *testing.T) {
+	seed := testSeed(10)
+	for _, id := range []uint64{0, 1, 0xfedcba9876543210, math.MaxUint64} {
+		m := hmac.New(sha256.New, seed[:])
+		m.Write([]byte("waitingroom lottery v1 place"))
+		m.Write(binary.BigEndian.AppendUint64(nil, id))
+		want := float64(binary.BigEndian.Uint64(m.Sum(nil))>>11) / (1 << 53)
+		p := lottery.Place(seed, id)
+		assert.Equal(t, want, p, "identity %x", id)
+		assert.GreaterOrEqual(t, p, 0.0)
+		assert.Less(t, p, 1.0)
+	}
+	assert.NotEqual(t, lottery.Place(seed, 1), lottery.Place(seed, 2))
+	assert.NotEqual(t, lottery.Place(seed, 1), lottery.Place(testSeed(11), 1))
+	assert.NotEqual(t, lottery.Place(seed, 1), lottery.Draw(seed, 1, 0))
+}
+
+// A simulated shuffle: 1,000 pre-queued visitors let in over ten
+// intervals, a tenth more each, each at the first interval whose cut is
+// above their place. The share let in by each interval is near its cut,
+// every visitor verifies, and would not an interval earlier.
+func TestSimulatedCuts(t *testing.T) {
+	seed := testSeed(12)
+	const visitors = 1000
+	r := honest(seed, 0, 0)
+	for k := range 10 {
+		r.Cuts = append(r.Cuts, lottery.Odds{Interval: firstW + int64(k), Odds: float64(k+1) / 10})
+	}
+	in := make([]int, 10)
+	for id := uint64(1); id <= visitors; id++ {
+		p := lottery.Place(seed, id)
+		k := 0
+		for r.Cuts[k].Odds <= p {
+			k++
+		}
+		in[k]++
+		c := lottery.Claim{Shuffled: true, Admitted: firstW + int64(k)}
+		_, err := lottery.Verify(r, id, c)
+		require.NoError(t, err, "visitor %d", id)
+		if k > 0 {
+			c.Admitted--
+			_, err = lottery.Verify(r, id, c)
+			require.ErrorIs(t, err, lottery.ErrOutOfTurn, "visitor %d", id)
+		}
+	}
+	// The count let in by interval k is binomial(visitors, cut): six
+	// standard deviations either side of the mean.
+	sum := 0
+	for k, n := range in {
+		sum += n
+		cut := r.Cuts[k].Odds
+		assert.InDelta(t, visitors*cut, float64(sum), 6*math.Sqrt(visitors*cut*(1-cut))+0.5, "interval %d", k)
+	}
 }
 
 // Malformed records and claims are errors, never panics.
@@ -265,13 +367,23 @@ func TestVerifyMalformed(t *testing.T) {
 		{"negative period", func(r *lottery.Record, _ *lottery.Claim) { r.Start = math.MinInt64 }, lottery.ErrRecord},
 		{"claim outside the period", func(_ *lottery.Record, c *lottery.Claim) { c.Admitted = math.MaxInt64 }, lottery.ErrRecord},
 		{"claim before the period", func(_ *lottery.Record, c *lottery.Claim) { c.Waited = []int64{math.MinInt64} }, lottery.ErrRecord},
-		{"negative rank", func(_ *lottery.Record, c *lottery.Claim) { c.Rank = -1 }, lottery.ErrRecord},
+		{"cut above 1", func(r *lottery.Record, _ *lottery.Claim) { r.Cuts[1].Odds = 1.5 }, lottery.ErrRecord},
+		{"negative cut", func(r *lottery.Record, _ *lottery.Claim) { r.Cuts[0].Odds = -0.1 }, lottery.ErrRecord},
+		{"NaN cut", func(r *lottery.Record, _ *lottery.Claim) { r.Cuts[0].Odds = math.NaN() }, lottery.ErrRecord},
+		{"cut decreasing", func(r *lottery.Record, _ *lottery.Claim) { r.Cuts[1].Odds = 0.1 }, lottery.ErrRecord},
+		{"cuts out of order", func(r *lottery.Record, _ *lottery.Claim) { r.Cuts[0], r.Cuts[1] = r.Cuts[1], r.Cuts[0] }, lottery.ErrRecord},
+		{"cut twice", func(r *lottery.Record, _ *lottery.Claim) { r.Cuts[1].Interval = r.Cuts[0].Interval }, lottery.ErrRecord},
+		{"cut outside the period", func(r *lottery.Record, _ *lottery.Claim) { r.Cuts[1].Interval = firstW + 120 }, lottery.ErrRecord},
+		{"cuts without an interval length", func(r *lottery.Record, c *lottery.Claim) {
+			r.IntervalMS, r.Odds, *c = 0, nil, lottery.Claim{Shuffled: true}
+		}, lottery.ErrRecord},
 		{"shown odds of no interval", func(_ *lottery.Record, c *lottery.Claim) {
 			c.Shown = []lottery.Odds{{Interval: math.MinInt64, Odds: math.NaN()}}
 		}, lottery.ErrMissingOdds},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := honest(seed, 0.5, 4, 1, 2)
+			r := honest(seed, 0.5, 4)
+			r.Cuts = cuts(2, 0.25, 0.5)
 			c := lottery.Claim{Waited: []int64{firstW}}
 			tc.change(r, &c)
 			_, err := lottery.Verify(r, 1, c)
@@ -286,7 +398,8 @@ func TestVerifyMalformed(t *testing.T) {
 // revealed, every value back as it was.
 func TestRecordJSON(t *testing.T) {
 	seed := testSeed(4)
-	r := honest(seed, 1.0/3, 3, 5, 6)
+	r := honest(seed, 1.0/3, 3)
+	r.Cuts = cuts(3, 0.1, 1.0/3, 1)
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
 	var back lottery.Record
@@ -302,7 +415,7 @@ func TestRecordJSON(t *testing.T) {
 		`{"commitment":"abc"}`,
 		`{"commitment":"` + string(make([]byte, 64)) + `"}`,
 		`{"seed":"zz` + lottery.Commit(seed, hour).String()[2:] + `"}`,
-		`{"ranks":["00"]}`,
+		`{"cuts":[{"interval":"1"}]}`,
 		`{"odds":[{"interval":1,"odds":1e999}]}`,
 	} {
 		assert.Error(t, json.Unmarshal([]byte(bad), new(lottery.Record)), bad)
@@ -376,7 +489,6 @@ func TestDrawInputs(t *testing.T) {
 	assert.NotEqual(t, d, lottery.Draw(seed, 2, firstW))
 	assert.NotEqual(t, d, lottery.Draw(seed, 1, firstW+1))
 	assert.NotEqual(t, d, lottery.Draw(testSeed(7), 1, firstW))
-	assert.NotEqual(t, lottery.RankHash(seed, 1), lottery.RankHash(seed, 2))
 	assert.NotEqual(t, lottery.Commit(seed, hour), lottery.Commit(testSeed(7), hour))
 	assert.False(t, lottery.NewSeed().IsZero())
 	assert.NotEqual(t, lottery.NewSeed(), lottery.NewSeed())
@@ -384,14 +496,17 @@ func TestDrawInputs(t *testing.T) {
 
 func FuzzVerify(f *testing.F) {
 	seed := testSeed(8)
-	b, _ := json.Marshal(honest(seed, 0.3, 5, 1, 2, 3))
-	f.Add(b, uint64(1), int64(firstW), 1)
-	f.Add([]byte(`{}`), uint64(0), int64(0), 0)
-	f.Fuzz(func(t *testing.T, data []byte, id uint64, admitted int64, rank int) {
+	r := honest(seed, 0.3, 5)
+	r.Cuts = cuts(5, 0.2, -1, 0.6, 1)
+	b, _ := json.Marshal(r)
+	f.Add(b, uint64(1), int64(firstW), false)
+	f.Add(b, uint64(1), int64(firstW+7), true)
+	f.Add([]byte(`{}`), uint64(0), int64(0), false)
+	f.Fuzz(func(t *testing.T, data []byte, id uint64, admitted int64, shuffled bool) {
 		var r lottery.Record
 		if json.Unmarshal(data, &r) != nil {
 			return
 		}
-		_, _ = lottery.Verify(&r, id, lottery.Claim{Waited: []int64{admitted - 1}, Admitted: admitted, Rank: rank})
+		_, _ = lottery.Verify(&r, id, lottery.Claim{Waited: []int64{admitted - 1}, Admitted: admitted, Shuffled: shuffled})
 	})
 }

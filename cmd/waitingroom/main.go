@@ -170,8 +170,8 @@
 // # Checking the lottery
 //
 // waitingroom verify -id IDENTITY [-waited ...] [-shown ...] [-admitted N]
-// [-rank N] [RECORD] proxies nothing: it checks a visitor's draws and rank
-// against a room's lottery record (package lottery), read as JSON from
+// [-shuffled] [RECORD] proxies nothing: it checks a visitor's draws and
+// place against a room's lottery record (package lottery), read as JSON from
 // the file RECORD or from standard input, prints them and "kept" with
 // status 0, or what the room broke with status 1; status 2 for a bad flag
 // or record. waitingroom verify -h lists its flags.

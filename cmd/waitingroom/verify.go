@@ -17,7 +17,7 @@ import (
 const verifyUsage = `Usage:
   waitingroom verify -id IDENTITY [flags] [RECORD]
 
-Checks a visitor's draws and rank against a room's lottery record: the
+Checks a visitor's draws and place against a room's lottery record: the
 JSON the room published for the period (its status or history), read
 from the file RECORD, or from standard input without one or with "-".
 It prints the visitor's draw in each interval named, and "kept" with
@@ -41,7 +41,7 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	waited := fs.String("waited", "", "intervals the visitor waited in: numbers and ranges, as 58828440-58828445,58828450")
 	shown := fs.String("shown", "", "odds the room showed the visitor: interval=odds,...")
 	admitted := fs.Int64("admitted", 0, "the interval the visitor was let in (0: not let in)")
-	rank := fs.Int("rank", 0, "the visitor's rank in the event's shuffle, as shown (0: none)")
+	shuffled := fs.Bool("shuffled", false, "the visitor joined the event's pre-queue: their admission is checked against the cuts")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
@@ -58,7 +58,7 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return verifyUsageError(stderr, fmt.Errorf("-id: %w", err))
 	}
-	c := lottery.Claim{Admitted: *admitted, Rank: *rank}
+	c := lottery.Claim{Admitted: *admitted, Shuffled: *shuffled}
 	if c.Waited, err = parseIntervals(*waited); err != nil {
 		return verifyUsageError(stderr, err)
 	}
@@ -73,7 +73,9 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.Is(err, lottery.ErrRecord) {
 		return verifyUsageError(stderr, err)
 	}
-	writeReport(stdout, rep)
+	// A cut of 0 lets nobody in: Report.Cut is 0 then, and the admission
+	// out of turn.
+	writeReport(stdout, rep, len(r.Cuts) > 0 || c.Shuffled, rep.Cut > 0 || errors.Is(err, lottery.ErrOutOfTurn))
 	if err != nil {
 		fmt.Fprintln(stdout, "broken:", strings.TrimPrefix(err.Error(), "lottery: "))
 		return exitFailure
@@ -160,8 +162,9 @@ func parseShown(s string) ([]lottery.Odds, error) {
 	return odds, nil
 }
 
-// writeReport writes the visitor's draws as a table, and their rank.
-func writeReport(w io.Writer, rep lottery.Report) {
+// writeReport writes the visitor's draws as a table, then their place
+// when shuffle, and the cut at their admission when cut.
+func writeReport(w io.Writer, rep lottery.Report, shuffle, cut bool) {
 	if len(rep.Draws) > 0 {
 		fmt.Fprintf(w, "%-12s %-20s %-20s %s\n", "interval", "draw", "odds", "won")
 	}
@@ -173,7 +176,10 @@ func writeReport(w io.Writer, rep lottery.Report) {
 		fmt.Fprintf(w, "%-12d %-20s %-20s %s\n", d.Interval,
 			strconv.FormatFloat(d.Draw, 'g', -1, 64), strconv.FormatFloat(d.Odds, 'g', -1, 64), won)
 	}
-	if rep.Rank > 0 {
-		fmt.Fprintln(w, "rank in the shuffle:", rep.Rank)
+	if shuffle {
+		fmt.Fprintln(w, "place in the shuffle:", strconv.FormatFloat(rep.Place, 'g', -1, 64))
+	}
+	if cut {
+		fmt.Fprintln(w, "cut at admission:", strconv.FormatFloat(rep.Cut, 'g', -1, 64))
 	}
 }

@@ -17,10 +17,11 @@ import (
 	"github.com/go-waitingroom/waitingroom/lottery"
 )
 
-// verifyRecord returns an hour's honest record, with odds p in its first
-// 10 intervals, the rank hashes of identities 1 to 5, and the first
-// interval; and an identity among 1 to 5 that wins a draw, with the
-// interval it wins.
+// verifyRecord returns an hour's honest record, with odds 0.25 in its
+// first 10 intervals and a shuffle let in from the 11th, whose cuts are
+// 0.25, none, 0.75 and 1; and the first interval; and an identity among 1
+// to 20 that wins a draw, with the interval it wins, and whose place is
+// between the first two cuts.
 func verifyRecord(t *testing.T) (r *lottery.Record, first int64, winner uint64, won int64) {
 	var seed lottery.Seed
 	copy(seed[:], "the seed of the verify command..")
@@ -30,15 +31,11 @@ func verifyRecord(t *testing.T) (r *lottery.Record, first int64, winner uint64, 
 	for w := first; w < first+10; w++ {
 		r.Odds = append(r.Odds, lottery.Odds{Interval: w, Odds: 0.25})
 	}
-	for id := uint64(1); id <= 5; id++ {
-		r.Ranks = append(r.Ranks, lottery.RankHash(seed, id))
-	}
-	for i := 1; i < len(r.Ranks); i++ {
-		for j := i; j > 0 && string(r.Ranks[j][:]) < string(r.Ranks[j-1][:]); j-- {
-			r.Ranks[j], r.Ranks[j-1] = r.Ranks[j-1], r.Ranks[j]
+	r.Cuts = []lottery.Odds{{Interval: first + 10, Odds: 0.25}, {Interval: first + 12, Odds: 0.75}, {Interval: first + 13, Odds: 1}}
+	for id := uint64(1); id <= 20; id++ {
+		if p := lottery.Place(seed, id); p < 0.25 || p >= 0.75 {
+			continue
 		}
-	}
-	for id := uint64(1); id <= 5; id++ {
 		for w := first; w < first+10; w++ {
 			if lottery.Draw(seed, id, w) < 0.25 {
 				return r, first, id, w
@@ -57,15 +54,18 @@ func TestVerifyCommand(t *testing.T) {
 	tampered.Seed[0] ^= 1
 	bad, err := json.Marshal(&tampered)
 	require.NoError(t, err)
+	zero := *r
+	zero.Cuts = append([]lottery.Odds{{Interval: first + 10, Odds: 0}}, r.Cuts[1:]...)
+	zeroCut, err := json.Marshal(&zero)
+	require.NoError(t, err)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "record.json")
 	require.NoError(t, os.WriteFile(file, honest, 0o600))
 	id := lottery.FormatIdentity(winner)
-	rep, err := lottery.Verify(r, winner, lottery.Claim{})
-	require.NoError(t, err)
-	rank := strconv.Itoa(rep.Rank)
+	place := "place in the shuffle: " + strconv.FormatFloat(lottery.Place(r.Seed, winner), 'g', -1, 64) + "\n"
 	wonArg := strconv.FormatInt(won, 10)
 	waited := fmt.Sprintf("%d-%d", first, won)
+	in := func(k int64) string { return strconv.FormatInt(first+k, 10) }
 
 	for _, tc := range []struct {
 		name     string
@@ -74,18 +74,27 @@ func TestVerifyCommand(t *testing.T) {
 		code     int
 		out, err string
 	}{
-		{"kept, from a file", []string{"-id", id, "-waited", waited, "-admitted", wonArg, "-rank", rank, file}, nil, exitOK,
+		{"kept, from a file", []string{"-id", id, "-waited", waited, "-admitted", wonArg, file}, nil, exitOK,
 			"kept\n", ""},
 		{"kept, from standard input", []string{"-id", id, "-admitted", wonArg, "-shown", wonArg + "=0.25"}, honest, exitOK,
-			"yes\nrank in the shuffle: " + rank + "\nkept\n", ""},
+			"yes\n" + place + "kept\n", ""},
+		{"let in in turn", []string{"-id", id, "-shuffled", "-waited", in(10) + "-" + in(11), "-admitted", in(12)}, honest, exitOK,
+			place + "cut at admission: 0.75\nkept\n", ""},
+		{"let in in turn, under the cut of the interval before", []string{"-id", id, "-shuffled", "-admitted", in(14)}, honest, exitOK,
+			place + "cut at admission: 1\nkept\n", ""},
 		{"the table", []string{"-id", id, "-waited", wonArg, "-"}, honest, exitOK,
 			"interval     draw                 odds                 won\n" + wonArg + " ", ""},
 		{"tampered seed", []string{"-id", id, "-admitted", wonArg}, bad, exitFailure,
 			"broken: seed does not match the commitment", ""},
 		{"odds changed", []string{"-id", id, "-shown", wonArg + "=0.5"}, honest, exitFailure,
 			"broken: odds changed: interval " + wonArg + ": shown 0.5, recorded 0.25\n", ""},
-		{"a rank moved", []string{"-id", id, "-rank", strconv.Itoa(rep.Rank%5 + 1)}, honest, exitFailure,
-			"broken: rank does not match", ""},
+		{"let in out of turn", []string{"-id", id, "-shuffled", "-admitted", in(11)}, honest, exitFailure,
+			place + "cut at admission: 0.25\nbroken: let in before their place in the shuffle came: let in at interval " + in(11), ""},
+		{"let in at a cut of 0", []string{"-id", id, "-shuffled", "-admitted", in(10)}, zeroCut,
+			exitFailure, place + "cut at admission: 0\nbroken: let in before", ""},
+		{"a shuffle without a cut", []string{"-id", id, "-shuffled", "-admitted", in(20)}, honest, exitFailure,
+			place + "broken: odds not published: the record has no cut for interval " + in(20), ""},
+		{"a bad shuffled flag", []string{"-id", id, "-shuffled=maybe"}, honest, exitUsage, "", "shuffled"},
 		{"help", []string{"-h"}, nil, exitOK, "Usage:\n  waitingroom verify -id IDENTITY", ""},
 		{"no identity", nil, honest, exitUsage, "", "-id: lottery: identity \"\""},
 		{"bad identity", []string{"-id", "xyz"}, honest, exitUsage, "", "want 1 to 16 hex digits"},
@@ -123,20 +132,23 @@ func TestVerifySubcommand(t *testing.T) {
 	assert.Contains(t, stdout.String(), "-waited")
 }
 
-// The examples in README.md are what the command prints for the record in
-// testdata/lottery-record.json.
+// The examples in README.md are what the command prints for the records
+// in testdata: lottery-record.json (record.json in README.md) and
+// lottery-shuffle.json (shuffle.json).
 func TestVerifyREADME(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
-	require.NoError(t, err)
-	record, err := os.ReadFile(filepath.Join("testdata", "lottery-record.json"))
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		command string
 		code    int
 	}{
-		{"waitingroom verify -id 0000000000000001 -waited 58828440-58828442 -admitted 58828443 -rank 2 record.json", exitOK},
+		{"waitingroom verify -id 0000000000000001 -waited 58828440-58828442 -admitted 58828443 record.json", exitOK},
 		{"waitingroom verify -id 0000000000000001 -admitted 58828441 < record.json", exitFailure},
+		{"waitingroom verify -id 0000000000000005 -shuffled -waited 58828560-58828562 -admitted 58828563 shuffle.json", exitOK},
+		{"waitingroom verify -id 0000000000000005 -shuffled -admitted 58828562 < shuffle.json", exitFailure},
 	} {
+		record, err := os.ReadFile(filepath.Join("testdata", "lottery-"+strings.Fields(tc.command)[len(strings.Fields(tc.command))-1]))
+		require.NoError(t, err)
 		args := strings.Fields(strings.TrimPrefix(tc.command, "waitingroom verify "))
 		args = args[:len(args)-1] // the record comes on standard input
 		if args[len(args)-1] == "<" {
