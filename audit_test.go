@@ -1,8 +1,12 @@
 package waitingroom_test
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
+	"math"
 	mrand "math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -180,4 +184,159 @@ func TestLotteryAudit(t *testing.T) {
 	assert.Greater(t, cloners, crowd/20, "copies of a cookie are let in by the draw only")
 	assert.Greater(t, claims, crowd/2, "most of the crowd waits for a draw")
 	assert.Equal(t, claims, wins, "every visitor who waited was let in by a draw the record bears out")
+}
+
+// shuffler is a visitor of an event's pre-queue who keeps what the room
+// showed them, to check their place in the shuffle once the seed is
+// revealed.
+type shuffler struct {
+	visitor
+	next       int64  // Unix ms of their next request
+	identity   string // as shown in the pre-queue
+	commitment string // as shown in the pre-queue
+	admitted   int64  // Unix ms they were let in; 0 while waiting
+	later      bool   // arrived after the start: not in the shuffle
+}
+
+// TestShuffleAudit runs an event that shuffles its pre-queue, on one
+// instance and on four (each request to one at random), through 1,000
+// visitors who join the pre-queue and 100 who come after the start, all
+// coming back when their page says. Each pre-queued visitor keeps the
+// identity and commitment their page showed and the time they were let
+// in, and, once the seed is revealed, checks it with lottery.Verify: the
+// room let everyone in in their turn by the published cuts. The order of
+// admission follows the places in the shuffle (Kendall's tau between the
+// two, measured), and later arrivals come after the pre-queue.
+func TestShuffleAudit(t *testing.T) {
+	for _, n := range []int{1, 4} {
+		t.Run(fmt.Sprintf("%d instances", n), func(t *testing.T) { shuffleAudit(t, n) })
+	}
+}
+
+func shuffleAudit(t *testing.T, n int) {
+	const crowd, later = 1_000, 100
+	clk, st := newClock(), memstore.New()
+	opens := clk.Now().Add(2 * time.Minute)
+	start := opens.Add(10 * time.Minute)
+	made := uint64(0)
+	rooms := instances(t, clk, st, n, func(c *waitingroom.Config) {
+		made++ // each instance its own identities, the same every run: so are the seeds
+		c.Identities = mrand.New(mrand.NewPCG(made, 5)).Uint64
+		c.Random = mrand.New(mrand.NewPCG(made, 6)).Float64
+		c.TotalActiveUsers, c.NewUsersPerMinute = 100_000, 120
+		c.Events = []waitingroom.Event{{Name: "drop", PrequeueStart: opens, Start: start, End: start.Add(time.Hour), ShuffleAtStart: true}}
+	})
+	refresh := rooms[0].cfg.RefreshInterval.Milliseconds()
+	rnd := mrand.New(mrand.NewPCG(3, uint64(n)))
+	var committed *lottery.Record // the event's period as published before its pre-queue opened
+	for _, r := range rooms[0].syncer.Lottery() {
+		if r.Start == opens.Unix() {
+			committed = &r
+		}
+	}
+	require.NotNil(t, committed, "the shuffle's commitment is out before the pre-queue opens")
+	assert.Equal(t, start.Add(time.Hour).Unix(), committed.End, "one period, from the pre-queue's opening to the event's end")
+
+	visitors := make([]*shuffler, crowd+later)
+	for i := range visitors {
+		at := opens.UnixMilli() + int64(i)*600_000/crowd + rnd.Int64N(600) // across the pre-queue
+		if i >= crowd {
+			at = start.UnixMilli() + int64(i-crowd)*2_000 + rnd.Int64N(2_000) + 1
+		}
+		visitors[i] = &shuffler{next: at, later: i >= crowd}
+	}
+	waiting := len(visitors)
+	for step := 0; waiting > 0; step++ {
+		require.Less(t, step, 3_600, "everyone is let in within an hour")
+		clk.Add(time.Second)
+		for _, rm := range rooms {
+			rm.sync()
+		}
+		for _, a := range visitors {
+			if a.admitted != 0 || a.next > clk.Now().UnixMilli() {
+				continue
+			}
+			rm := rooms[rnd.IntN(len(rooms))]
+			w := rm.get(&a.visitor, "application/json")
+			now := rm.now()
+			if admitted(w) {
+				a.admitted = now
+				waiting--
+				continue
+			}
+			var body struct {
+				Room template.Data `json:"waitingRoom"`
+			}
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
+			d := body.Room
+			a.next = now + int64(max(d.RefreshIntervalSeconds, 1))*1000
+			if !a.later {
+				require.NotEmpty(t, d.LotteryIdentity, "a pre-queued visitor is shown their identity")
+				require.True(t, a.identity == "" || a.identity == d.LotteryIdentity, "one identity for the whole wait")
+				a.identity, a.commitment = d.LotteryIdentity, d.LotteryCommitment
+			}
+		}
+	}
+	var record *lottery.Record
+	for end := start.Add(time.Hour + 10*time.Minute); clk.Now().Before(end); {
+		clk.Add(time.Minute)
+		for _, rm := range rooms {
+			rm.sync()
+		}
+		for _, r := range rooms[0].syncer.Lottery() {
+			if r.Start == opens.Unix() && !r.Seed.IsZero() {
+				record = &r
+			}
+		}
+	}
+	require.NotNil(t, record, "the seed is revealed after the event")
+	assert.Equal(t, committed.Commitment, record.Commitment)
+	require.NotEmpty(t, record.Cuts)
+
+	type placed struct {
+		place float64
+		at    int64
+		id    uint64
+	}
+	var pre []placed
+	lastPre, firstLater := int64(0), int64(math.MaxInt64)
+	for i, a := range visitors {
+		if a.later {
+			firstLater = min(firstLater, a.admitted)
+			continue
+		}
+		lastPre = max(lastPre, a.admitted)
+		assert.Equal(t, record.Commitment.String(), a.commitment, "visitor %d was shown the commitment", i)
+		id, err := lottery.ParseIdentity(a.identity)
+		require.NoError(t, err)
+		rep, err := lottery.Verify(record, id, lottery.Claim{Shuffled: true, Admitted: share.FloorDiv(a.admitted, refresh)})
+		require.NoError(t, err, "visitor %d (%s)", i, a.identity)
+		pre = append(pre, placed{rep.Place, a.admitted, id})
+	}
+	// Kendall's tau between the places and the admission times: +1 is
+	// the order of the places exactly.
+	concordant, discordant := 0, 0
+	for i := range pre {
+		for j := i + 1; j < len(pre); j++ {
+			switch d := (pre[i].place - pre[j].place) * float64(pre[i].at-pre[j].at); {
+			case d > 0:
+				concordant++
+			case d < 0:
+				discordant++
+			}
+		}
+	}
+	tau := float64(concordant-discordant) / float64(len(pre)*(len(pre)-1)/2)
+	drain := float64(lastPre-start.UnixMilli()) / 1000
+	t.Logf("%d instances: %d pre-queued visitors verified against %d cuts; Kendall's tau of places and admissions %.3f; the pre-queue let in in %.0f s (%.0f s at New Users Per Minute's pace), the last %.0f s after the first later arrival",
+		n, len(pre), len(record.Cuts), tau, drain, crowd/120.0*60, float64(lastPre-firstLater)/1000)
+	assert.Less(t, drain, crowd/120.0*60*1.1, "the cuts keep New Users Per Minute's pace")
+	assert.Greater(t, tau, 0.9, "let in in the order of their places")
+	assert.LessOrEqual(t, lastPre-firstLater, 2*refresh, "later arrivals come after the pre-queue")
+
+	// The check can fail: the last place claiming to be let in with the
+	// first cut.
+	last := slices.MaxFunc(pre, func(a, b placed) int { return cmp.Compare(a.place, b.place) })
+	_, err := lottery.Verify(record, last.id, lottery.Claim{Shuffled: true, Admitted: record.Cuts[0].Interval})
+	assert.ErrorIs(t, err, lottery.ErrOutOfTurn)
 }

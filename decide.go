@@ -54,6 +54,7 @@ type visit struct {
 
 	ok, shut, closed, held, fresh, owed bool
 	cookieCounted, drawing, won, admit  bool
+	shuffled                            bool // in an event's shuffled pre-queue
 
 	chal *challenge.Policy // in force, or nil
 	ch   chance
@@ -228,6 +229,11 @@ func (rm *Room) chanceLocked(x *visit) bool {
 	x.drawing = (!x.fresh || x.ok) && !x.closed && !pol.method.ordered && !pol.method.passes &&
 		pol.method.layout != nil && v.Instances > 1 && !v.Scarce
 	x.won = x.drawing && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds())
+	if x.shuffled = pol.lottery[1] != 0 && !x.fresh && !x.closed && pol.bucket(c.bucket) == pol.lottery[0]; x.shuffled {
+		// An event's shuffled pre-queue, any method and instances: in
+		// the order of places, as far as the cut (share: View.Placed).
+		x.drawing, x.won = true, v.Placed(c.id, now, rm.cfg.RefreshInterval.Milliseconds())
+	}
 	if x.fresh {
 		return false
 	}
@@ -397,11 +403,11 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 		// (With a draw of each client's own at four times the odds,
 		// groups of five sharing a cookie across 40 instances waited
 		// 0.54 of polite visitors' wait.)
-		if rm.local.MayAsk(c.id) && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds()) {
+		if rm.local.MayAsk(c.id) && (x.won || !x.shuffled && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds())) {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
 		}
-	case pol.method.ordered && v.Near(c.bucket, int64(pol.NewUsersPerMinute)):
+	case pol.method.ordered && v.Near(c.bucket, int64(pol.NewUsersPerMinute)) && x.won == x.shuffled:
 		// No slot here for a visitor whose turn is near: the fleet's
 		// aggregator may pick them. Back as soon as the pick can be
 		// out: one the reserve holds a slot for, or a view without the

@@ -209,8 +209,8 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 	data.WaitTimeFormatted = e.Formatted(lang)
 	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data)
 	data.QueueLength = e.Waiting
-	if d.Outcome == outcomeWaiting && data.IsRandomQueue {
-		rm.lotteryData(d.state.id, data, now)
+	if d.Outcome == outcomeWaiting && (data.IsRandomQueue || p.event != nil && p.event.ShuffleAtStart) {
+		rm.lotteryData(d.state.id, data, now, !data.IsRandomQueue)
 	}
 	if d.chal != nil && d.Outcome == outcomeWaiting {
 		rm.challengeData(&d, data, now)
@@ -238,11 +238,12 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 }
 
 // lotteryData shows the waiting visitor id, where admission is a draw
-// (random with several instances, slots.go), what they check it by: their
-// identity in it, the commitment to the seed of the hour in progress, and
-// the interval in progress with the odds of its draw once fixed.
-func (rm *Room) lotteryData(id uint64, data *template.Data, now int64) {
-	if v := rm.syncer.Snapshot(); v != nil && v.Instances > 1 {
+// (random with several instances, slots.go) or an event's shuffle
+// (shuffle), what they check it by: their identity in it, the commitment
+// to the seed of the period in progress, and the interval in progress
+// with the odds of its draw once fixed.
+func (rm *Room) lotteryData(id uint64, data *template.Data, now int64, shuffle bool) {
+	if v := rm.syncer.Snapshot(); v != nil && (v.Instances > 1 || shuffle) {
 		if c, ok := v.CommitmentAt(now); ok {
 			data.LotteryIdentity, data.LotteryCommitment = lottery.FormatIdentity(id), c.String()
 			if w, o, ok := v.OddsAt(now, rm.cfg.RefreshInterval.Milliseconds()); ok {

@@ -56,37 +56,21 @@ func randomLayout(n int64, _ []share.Bucket) grant {
 	return grant{{Bucket: anyBucket, N: n}}
 }
 
-// The draw: random admission with several instances.
-//
-// One instance remembers every waiting visitor's chance: one a refresh
-// interval, whichever copy of the cookie asks. Several instances each
-// remember only the chances they gave, so a cookie resent to all of them,
-// or shared by clients that reach different ones, would get a chance at
-// each, and a slot sooner than a visitor who waits as asked. With several
-// instances, a random room therefore lets in only the visitors the draw
-// holds: those whose draw in the shared clock's refresh interval, or in
-// one of the lottery.Hold-1 before it (the lottery's: their identity and
-// the interval's number under the hour's seed, share.View.Drawn), fell
-// under the interval's odds (or the one before's, until the instance has
-// them). The draw is a function of the visitor, the clock and the seed:
-// every copy of a cookie, at every instance, at any moment, draws the
-// same, and a visitor who comes back once a refresh interval sees every
-// draw made since their last request, as one who polls every second does. A visitor who holds the draw takes a slot as
-// before, from the instance's grant, even before their next chance is due
-// there; one who finds none comes back soon, while the draw is theirs
-// (drawRetry). A new visitor without a cookie is not drawn: their first
-// request takes a slot free then, as on one instance (a request without a
-// cookie is a new visitor every time, so a draw would gain nothing); a
-// cookie whose place lapsed brings a new place (successor), drawn like any
-// other. Every slot by pick (fleetScarce) draws its own way
-// (internal/share: picks.go).
+// The draw: random admission with several instances, where each
+// instance remembers only the chances it gave, so that copies of a cookie
+// at several would each get one. Only the visitors the lottery's draw
+// holds take a slot (share.View.Drawn: their identity and the refresh
+// interval under the period's seed, below the interval's odds); the draw
+// is the same for every copy, at every instance, and one who finds no
+// slot comes back soon (drawRetry). A new visitor without a cookie is not
+// drawn. An event's shuffled pre-queue is let in the same way, in the
+// order of the places the seed gives (share.View.Placed), on any number
+// of instances. docs/fairness.md and docs/lottery.md tell the rest.
 
 // drawMargin is how many visitors the odds let win the draw for each slot
-// an interval brings. More race for the slots, and whoever asks most
-// often takes them first: groups of five clients sharing a cookie across
-// four instances, polling every second, waited 0.74 of polite visitors'
-// wait with 1.25, 0.89 with 1 (five runs pooled). The instances' grants
-// bound the admissions whatever it is.
+// an interval brings. More race for the slots, and whoever asks most often
+// takes them first (groups of five sharing a cookie across four instances
+// waited 0.74 of polite visitors' wait with 1.25, 0.89 with 1).
 const drawMargin = 1.0
 
 // drawScarceMargin is drawMargin where every slot goes by pick
@@ -97,25 +81,20 @@ const drawMargin = 1.0
 // a minute, 67 s with twice them.
 const drawScarceMargin = 2.0
 
-// drawOdds is the chance that one waiting visitor wins a refresh
-// interval's draw at now (Unix ms), as of view v under policy p: the
+// drawSlots is how many visitors the draw of a refresh interval at now
+// (Unix ms) lets in, as of view v under policy p: the odds of one waiting
+// visitor are these over the visitors waiting (drawOdds), and the share
+// of an event's shuffled pre-queue the interval's cut adds, these over
+// its visitors still waiting (internal/share: keepCuts). They are the
 // slots an interval brings (New Users Per Minute's share, or, when Total
-// Active Users binds, as many as were let in lately) over the visitors
-// waiting; or, when the slots released and not taken yet are more, what
-// they exceed a quarter of an interval's by. Copies of a cookie counted
-// waiting at several instances swell the count (up to a fold for each
-// instance), and odds that small would leave slots unused: a crowd half
-// replayers on four instances waited 69 s on average, against 57 s
-// without the draw, and 62 s with the slots not taken counted so. Counted
-// whole, they raise the odds whenever a few slots lie unused for a
-// moment, which a client asking every second finds: groups of five
-// sharing a cookie waited 0.75 of polite visitors' wait, 0.86 to 0.88 so;
-// counted beyond a whole interval's, four instances at 20 a minute with a
-// 20-second interval used 0.954 of it, 0.979 so. The odds are those times
-// drawMargin, or drawScarceMargin where every slot goes by pick, at most
-// one. The state fixes them at the first sync of each interval
-// (internal/share: keepOdds), and every instance draws with them.
-func drawOdds(v *share.View, p *policy, refresh, now int64) float64 {
+// Active Users binds, as many as were let in lately), or, when the slots
+// released and not taken yet are more, what they exceed a quarter of an
+// interval's by (copies of a cookie counted waiting at several instances
+// swell the count, and odds that small would leave slots unused:
+// docs/fairness.md); times drawMargin, or drawScarceMargin where every
+// slot goes by pick. The state fixes the odds and cuts at the first sync
+// of each interval, and every instance draws with them.
+func drawSlots(v *share.View, p *policy, refresh, now int64) float64 {
 	margin := drawMargin
 	if v.Scarce {
 		margin = drawScarceMargin
@@ -135,7 +114,13 @@ func drawOdds(v *share.View, p *policy, refresh, now int64) float64 {
 	// Released: New Users Per Minute's pace, an interval ahead.
 	target := int64(math.Ceil(float64(limit) * float64(now-minuteOf(now)*60_000+refresh) / 60_000))
 	free := max(0, min(room, min(limit, target)-admitted))
-	return min(1, margin*max(slots, float64(free)-slots/4, 1)/float64(max(1, v.Waiting)))
+	return margin * max(slots, float64(free)-slots/4, 1)
+}
+
+// drawOdds is the chance that one waiting visitor wins the draw of a
+// refresh interval at now (Unix ms): drawSlots over the visitors waiting.
+func drawOdds(v *share.View, p *policy, refresh, now int64) float64 {
+	return min(1, drawSlots(v, p, refresh, now)/float64(max(1, v.Waiting)))
 }
 
 // drawRetry is how long, in ms, a visitor the draw holds who found no slot

@@ -191,6 +191,14 @@ func (rm *Room) rules(p *policy, s *Settings) share.Rules {
 	if !p.method.ordered && !p.method.passes && p.method.layout != nil {
 		r.Odds = func(v *share.View, now int64) float64 { return drawOdds(v, p, r.Refresh, now) }
 	}
+	if p.lottery[1] != 0 {
+		r.Slots = func(v *share.View, now int64) float64 { return 1.0 * drawSlots(v, p, r.Refresh, now) }
+	}
+	for _, e := range s.Events {
+		if e.ShuffleAtStart && !e.Suspended {
+			r.Shuffles = append(r.Shuffles, [2]int64{e.PrequeueStart.Unix(), e.End.Unix()})
+		}
+	}
 	if p.event != nil {
 		r.Event = p.event.Name
 	}

@@ -97,20 +97,31 @@ func recordOf(ps []store.Period, sec int64) *lottery.Record {
 		if p.Seed != ([32]byte{}) {
 			r.Seed = p.Seed
 		}
-		if len(p.Odds) > 0 {
+		if len(p.Odds)+len(p.Cuts) > 0 && r.IntervalMS == 0 {
 			r.IntervalMS = p.Interval
 		}
-		for _, o := range p.Odds {
-			if p.Interval == r.IntervalMS {
-				r.Odds = append(r.Odds, lottery.Odds{Interval: o.Interval, Odds: o.Odds})
-			}
+		if p.Interval == r.IntervalMS {
+			r.Odds, r.Cuts = appendOdds(r.Odds, p.Odds), appendOdds(r.Cuts, p.Cuts)
 		}
 	}
 	if r != nil {
-		slices.SortFunc(r.Odds, func(a, b lottery.Odds) int { return cmp.Compare(a.Interval, b.Interval) })
-		r.Odds = slices.CompactFunc(r.Odds, func(a, b lottery.Odds) bool { return a.Interval == b.Interval })
+		r.Odds, r.Cuts = sortOdds(r.Odds), sortOdds(r.Cuts)
 	}
 	return r
+}
+
+// appendOdds appends the store's odds (or cuts) os to the record's.
+func appendOdds(to []lottery.Odds, os []store.Odds) []lottery.Odds {
+	for _, o := range os {
+		to = append(to, lottery.Odds{Interval: o.Interval, Odds: o.Odds})
+	}
+	return to
+}
+
+// sortOdds orders os by interval, one record each.
+func sortOdds(os []lottery.Odds) []lottery.Odds {
+	slices.SortFunc(os, func(a, b lottery.Odds) int { return cmp.Compare(a.Interval, b.Interval) })
+	return slices.CompactFunc(os, func(a, b lottery.Odds) bool { return a.Interval == b.Interval })
 }
 
 // Records returns a handler that publishes rm's lottery records to

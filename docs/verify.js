@@ -95,10 +95,21 @@
     return w >= ceilDiv(r.start * 1000, r.intervalMs) && w < ceilDiv(r.end * 1000, r.intervalMs);
   }
 
-  // held returns the odds (odds: by interval) or the cut (cuts) a visitor
-  // let in at interval w is held to: the greater of w's and that of the
-  // interval before (which the room uses until it has w's), or undefined
-  // if the record has neither.
+  // cutAt returns the cut of cuts (checked: ascending intervals) in force
+  // in interval w: the latest at or before w, or undefined if none.
+  function cutAt(cuts, w) {
+    let c;
+    for (const o of cuts) {
+      if (o.interval > w) break;
+      c = o.odds;
+    }
+    return c;
+  }
+
+  // held returns the odds (odds: by interval) a visitor let in at
+  // interval w is held to: the greater of w's and that of the interval
+  // before (which the room uses until it has w's), or undefined if the
+  // record has neither.
   function held(odds, w) {
     const o = odds.get(w), p = odds.get(w - 1);
     return p !== undefined && (o === undefined || p > o) ? p : o;
@@ -195,7 +206,6 @@
         throw new LotteryError("seed", "the seed is not the one committed to for " + r.start + "-" + r.end);
       }
       const odds = new Map(r.odds.map((o) => [o.interval, o.odds]));
-      const cuts = new Map(r.cuts.map((o) => [o.interval, o.odds]));
       const ws = [...c.waited, ...c.shown.map((s) => s.interval)];
       if (c.admitted !== 0) for (let k = 0; k < (c.shuffled ? 1 : HOLD); k++) ws.push(c.admitted - k);
       for (const w of [...new Set(ws)].sort((a, b) => a - b)) {
@@ -209,9 +219,9 @@
         if (!odds.has(w) && !c.shuffled) throw new LotteryError("missingOdds", "the record has no odds for interval " + w);
       }
       if (c.admitted !== 0 && c.shuffled) {
-        const cut = held(cuts, c.admitted);
+        const cut = cutAt(r.cuts, c.admitted);
         if (cut === undefined) {
-          throw new LotteryError("missingOdds", "the record has no cut for interval " + c.admitted + ", nor for the one before");
+          throw new LotteryError("missingOdds", "the record has no cut at or before interval " + c.admitted);
         }
         rep.cut = cut;
       } else if (c.admitted !== 0 && held(odds, c.admitted) === undefined) {

@@ -1,20 +1,21 @@
 // Package lottery makes a waiting room's draws verifiable: commit, then
 // reveal.
 //
-// Before a period opens (an hour of random queueing, or an event's
-// pre-queue up to the event's start), the room fixes a secret Seed and
+// Before a period opens (an hour, or an event that shuffles its
+// pre-queue, from the pre-queue's opening to its end), the room fixes a secret Seed and
 // publishes its commitment, Commit(seed, period). During the period every
 // decision that depends on chance follows from the seed and public facts:
 // a visitor wins the draw of refresh interval w when Draw(seed, identity,
 // w) is below the odds the room published for w, and an event's pre-queue
 // is let in in the order of Place(seed, identity): from the event's start
-// the room publishes the cut of each refresh interval, the share of the
+// the room publishes the cuts of the refresh intervals, the share of the
 // pre-queue let in by then, and a pre-queued visitor's turn has come when
-// their place is below it. Once the period's draws are done the room
-// reveals the seed, and anyone holding the period's Record (the
+// their place is below the cut in force. Once the period's draws are done
+// the room reveals the seed, and anyone holding the period's Record (the
 // commitment, the seed, the odds of every interval and, for a shuffle,
-// the cuts) can recompute a visitor's draws and place with Verify. docs/verify.html in the repository does the
-// same in a browser, and `waitingroom verify` on the command line.
+// the cuts) can recompute a visitor's draws and place with Verify.
+// docs/verify.html in the repository does the same in a browser, and
+// `waitingroom verify` on the command line.
 //
 // Everything here is a pure function of its arguments, safe for
 // concurrent use; only NewSeed reads the system's random source.
@@ -194,8 +195,8 @@ var (
 	ErrSeed = errors.New("lottery: seed does not match the commitment")
 	// ErrMissingOdds: the record has no odds for an interval the visitor
 	// waited in or was let in (nor for the one before), or, for a visitor
-	// of an event's pre-queue, no cut for the interval they were let in
-	// nor for the one before.
+	// of an event's pre-queue, no cut at or before the interval they were
+	// let in.
 	ErrMissingOdds = errors.New("lottery: odds not published")
 	// ErrOddsChanged: the record's odds for an interval differ from those
 	// the room showed the visitor.
@@ -205,8 +206,8 @@ var (
 	// interval's odds, nor under the interval before's.
 	ErrNotDrawn = errors.New("lottery: let in without winning the draw")
 	// ErrOutOfTurn: a visitor of an event's pre-queue was let in in an
-	// interval where their place was not below the cut of that interval,
-	// nor below the cut of the interval before.
+	// interval where their place was not below the cut in force (the
+	// latest at or before it).
 	ErrOutOfTurn = errors.New("lottery: let in before their place in the shuffle came")
 )
 

@@ -3,6 +3,7 @@ package lottery
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 )
 
@@ -28,13 +29,13 @@ type Record struct {
 	// ascending order of interval, one record each. An interval missing
 	// had no draw.
 	Odds []Odds `json:"odds,omitempty"`
-	// Cuts holds, for an event's shuffle, the cut of each refresh
-	// interval of the event after its start: the share of the pre-queue
+	// Cuts holds, for an event's shuffle, the cuts of the refresh
+	// intervals of the event after its start: the share of the pre-queue
 	// let in by then, in [0, 1]. A pre-queued visitor may be let in
-	// during interval w when their Place is below the cut of w, or of
-	// w-1, which the room uses until it has w's. In ascending order of
-	// interval, one record each, and never decreasing from one record to
-	// the next.
+	// during interval w when their Place is below the cut in force in w:
+	// the latest at or before w (the room writes one only when it moves,
+	// and none after 1). In ascending order of interval, one record each,
+	// and never decreasing from one record to the next.
 	Cuts []Odds `json:"cuts,omitempty"`
 }
 
@@ -105,8 +106,8 @@ const maxIntervalMS = 86_400_000
 // w or of one of the Hold-1 before it, within the period, fell under the
 // odds of w or of the interval before (the room draws under those until
 // it has w's). For a visitor of an event's pre-queue (c.Shuffled), r has
-// a cut for the interval they were let in or the one before, and their
-// place is below the greater of the two. It returns the report and nil,
+// a cut at or before the interval they were let in, and their place is
+// below the latest of those. It returns the report and nil,
 // or the report as far as it got and an error wrapping the first broken
 // promise (ErrSeed, ErrMissingOdds, ...) or ErrRecord for a malformed
 // record or claim. It never panics, whatever r and c hold.
@@ -134,9 +135,9 @@ func Verify(r *Record, identity uint64, c Claim) (Report, error) {
 		}
 	}
 	if c.Admitted != 0 && c.Shuffled {
-		cut, ok := held(r.Cuts, c.Admitted)
+		cut, ok := cutAt(r.Cuts, c.Admitted)
 		if !ok {
-			return rep, fmt.Errorf("%w: the record has no cut for interval %d, nor for the one before", ErrMissingOdds, c.Admitted)
+			return rep, fmt.Errorf("%w: the record has no cut at or before interval %d", ErrMissingOdds, c.Admitted)
 		}
 		rep.Cut = cut
 	} else if _, ok := held(r.Odds, c.Admitted); c.Admitted != 0 && !ok {
@@ -272,10 +273,19 @@ func (r *Record) admits(identity uint64, w int64) bool {
 	return false
 }
 
-// held returns the odds (list r.Odds) or the cut (r.Cuts) a visitor let
-// in at interval w is held to: the greater of w's and that of the
-// interval before, which the room uses until it has w's; and whether the
-// list has either.
+// cutAt returns the cut of cuts (checked) in force in interval w: the
+// latest at or before w; and whether there is one.
+func cutAt(cuts []Odds, w int64) (float64, bool) {
+	i := sort.Search(len(cuts), func(i int) bool { return cuts[i].Interval > w })
+	if i == 0 {
+		return 0, false
+	}
+	return cuts[i-1].Odds, true
+}
+
+// held returns the odds of list r.Odds a visitor let in at interval w is
+// held to: the greater of w's and that of the interval before, which the
+// room uses until it has w's; and whether the list has either.
 func held(list []Odds, w int64) (float64, bool) {
 	o, ok := find(list, w)
 	if p, was := find(list, w-1); was && (!ok || p > o) {

@@ -66,6 +66,7 @@ func appendSeeds(b []byte, ss []Seed) []byte {
 		b = append(b, x.Secret[:]...)
 		b = binary.AppendVarint(b, x.Interval)
 		b = appendOdds(b, x.Odds)
+		b = appendOdds(b, x.Cuts)
 	}
 	return b
 }
@@ -322,7 +323,7 @@ func (d *decoder) cells() []Cell {
 
 // seeds reads what appendSeeds wrote.
 func (d *decoder) seeds() []Seed {
-	n := d.length(35)
+	n := d.length(36)
 	if n == 0 {
 		return nil
 	}
@@ -334,6 +335,7 @@ func (d *decoder) seeds() []Seed {
 		d.fixed(x.Secret[:], "seed")
 		x.Interval = d.varint()
 		x.Odds = d.odds()
+		x.Cuts = d.odds()
 		if d.err != nil {
 			return nil
 		}

@@ -109,8 +109,10 @@ type Period struct {
 	// Interval is the length, in ms, of the refresh intervals of Odds.
 	Interval int64
 	// Odds are the odds of the draws of the period's refresh intervals
-	// that began in the minute, in order of interval.
+	// that began in the minute, in order of interval; Cuts, the cuts of
+	// an event's shuffle (Seed.Cuts) of those intervals.
 	Odds []Odds
+	Cuts []Odds
 }
 
 // maxTallyBuckets bounds the histogram buckets of a Tally read back, so a
@@ -148,6 +150,7 @@ func MarshalTally(t *Tally) []byte {
 		}
 		b = binary.AppendVarint(b, p.Interval)
 		b = appendOdds(b, p.Odds)
+		b = appendOdds(b, p.Cuts)
 	}
 	return b
 }
@@ -192,7 +195,7 @@ func (d *decoder) tally() *Tally {
 
 // periods reads the lottery's periods of a Tally.
 func (d *decoder) periods() []Period {
-	n := d.length(36)
+	n := d.length(37)
 	if n == 0 {
 		return nil
 	}
@@ -212,6 +215,7 @@ func (d *decoder) periods() []Period {
 		}
 		p.Interval = d.varint()
 		p.Odds = d.odds()
+		p.Cuts = d.odds()
 		if d.err != nil {
 			return nil
 		}

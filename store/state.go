@@ -87,6 +87,11 @@ type Seed struct {
 	// record per interval, in order: each fixed by the interval's first
 	// sync and never changed, published with the period.
 	Odds []Odds
+	// Cuts are, for the shuffle of a scheduled event's pre-queue, the
+	// share of it let in by each interval after the event's start (the
+	// visitors whose place in the shuffle is below it), in the same form
+	// as Odds: fixed by the interval's first sync, never decreasing.
+	Cuts []Odds
 }
 
 // Odds is the chance one waiting visitor wins the lottery's draw in one

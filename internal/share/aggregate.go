@@ -167,7 +167,7 @@ func (s *Syncer[S]) applyMailboxes(st *store.State, r *round) bool {
 	p.keepSilent = r.wentBack || s.keepSilent(local)
 	p.reserved = s.fleet.reserved
 	p.rules = rules
-	keepSeeds(st, now, p.revealAfter(), s.cfg.Seed)
+	keepSeeds(st, now, p.revealAfter(), s.cfg.Seed, p.rules.Shuffles)
 	cs, v := applyRound(st, p, members, ds)
 	for i, m := range members {
 		r.out[m.id] = carved{g: cs[i].g, base: m.seq, applied: m.seq, fair: cs[i].fair, scarce: cs[i].scarce}

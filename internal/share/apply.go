@@ -79,6 +79,7 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 	} else {
 		carveMembers(st, p, v, members, at, d.asks, picked, ahead, out)
 		keepOdds(st, &p, v)
+		keepCuts(st, &p, v)
 	}
 	v.Picks, v.ReservedTo = picksOf(st, p.now)
 	v.Lottery = publicSeeds(st.Seeds, p.now, p.revealAfter())

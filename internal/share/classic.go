@@ -181,7 +181,7 @@ func (s *Syncer[S]) applyClassic(st *store.State, c *classicRun[S]) {
 	c.settings = st.SettingsVersion
 	st.Version++
 	st.Clock = now
-	keepSeeds(st, now, c.p.revealAfter(), s.cfg.Seed)
+	keepSeeds(st, now, c.p.revealAfter(), s.cfg.Seed, c.p.rules.Shuffles)
 	c.g, c.v = applySync(st, c.p, d)
 	s.takeLease(st, now, c.p.leaving)
 	c.epoch, c.version = st.Epoch, st.Version

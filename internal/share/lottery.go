@@ -29,25 +29,40 @@ const lotteryPeriod = 3600
 // (Unix ms) if it has none, and drops the seeds revealed before the latest
 // one revealed (revealAfter: the ms after a period's end at which its seed
 // is revealed) and any of a period after the next (set under a clock that
-// ran ahead). A state without a seed for the hour in progress (new, or
+// ran ahead). A state without a seed for the period in progress (new, or
 // lost) gets one for what is left of it from the next second: committed
-// before its first draw, as every seed is. newSeed draws the seeds (nil:
-// lottery.NewSeed).
-func keepSeeds(st *store.State, now, revealAfter int64, newSeed func() lottery.Seed) {
+// before its first draw, as every seed is. The periods are hours, but
+// for the spans of the events that shuffle their pre-queue (shuffles),
+// each a period of its own (periodAt); a seed of a period not begun yet
+// that the events no longer agree with (one was added or moved) was
+// never used, and is dropped: its commitment goes unrevealed. A period
+// that begins before a seed could be made for it (an event added in its
+// last minutes) begins after the seed in progress. newSeed draws the
+// seeds (nil: lottery.NewSeed).
+func keepSeeds(st *store.State, now, revealAfter int64, newSeed func() lottery.Seed, shuffles [][2]int64) {
 	if newSeed == nil {
 		newSeed = lottery.NewSeed
 	}
-	next := (FloorDiv(now, 1000*lotteryPeriod) + 1) * lotteryPeriod
-	st.Seeds = slices.DeleteFunc(st.Seeds, func(x store.Seed) bool { return x.Start > next })
+	sec := FloorDiv(now, 1000)
+	st.Seeds = slices.DeleteFunc(st.Seeds, func(x store.Seed) bool {
+		_, end := periodAt(x.Start, shuffles)
+		return x.Start > sec && end != x.End
+	})
 	add := func(start, end int64) {
 		if start < end && !slices.ContainsFunc(st.Seeds, func(x store.Seed) bool { return x.Start < end && start < x.End }) {
 			st.Seeds = append(st.Seeds, store.Seed{Start: start, End: end, Secret: newSeed()})
 		}
 	}
-	if seedOf(st.Seeds, now) == nil {
-		add(FloorDiv(now, 1000)+1, next)
+	var end int64
+	if x := seedOf(st.Seeds, now); x != nil {
+		end = x.End
+	} else {
+		_, end = periodAt(sec, shuffles)
+		add(sec+1, end)
 	}
-	add(next, next+lotteryPeriod)
+	start, next := periodAt(end, shuffles)
+	add(max(start, end), next)
+	st.Seeds = slices.DeleteFunc(st.Seeds, func(x store.Seed) bool { return x.Start > end })
 	slices.SortFunc(st.Seeds, func(a, b store.Seed) int { return cmp.Compare(a.Start, b.Start) })
 	latest := -1
 	for i, x := range st.Seeds {
@@ -58,6 +73,25 @@ func keepSeeds(st *store.State, now, revealAfter int64, newSeed func() lottery.S
 	if latest > 0 {
 		st.Seeds = slices.Delete(st.Seeds, 0, latest)
 	}
+}
+
+// periodAt returns the period of the lottery that holds sec (Unix
+// seconds): the span of shuffles that holds it, or its hour, cut short by
+// the spans that end or begin in that hour.
+func periodAt(sec int64, shuffles [][2]int64) (start, end int64) {
+	start = FloorDiv(sec, lotteryPeriod) * lotteryPeriod
+	end = start + lotteryPeriod
+	for _, s := range shuffles {
+		switch {
+		case s[0] <= sec && sec < s[1]:
+			return s[0], s[1]
+		case s[1] <= sec:
+			start = max(start, s[1])
+		default:
+			end = min(end, s[0])
+		}
+	}
+	return start, end
 }
 
 // SeedsFrom returns a source of the lottery's seeds that draws each from
@@ -119,6 +153,83 @@ func keepOdds(st *store.State, p *params, v *View) {
 	x.Odds = append(x.Odds, store.Odds{Interval: w, Odds: min(o, 1)})
 }
 
+// keepCuts fixes in st the cut of the shuffle of the event in force
+// (Rules.Lottery) in the refresh interval of p.now, as of the merged view
+// v: the share of the pre-queue let in by the interval's end, kept with
+// the seed of the interval's period like the odds (keepOdds). Each
+// interval lets in Slots more of the pre-queue's visitors still waiting,
+// whose places lie above the cut before: the cut moves that share of the
+// way to 1. Once at 1 (all of the pre-queue may pass) it is not written
+// again; nor is a cut that did not move.
+func keepCuts(st *store.State, p *params, v *View) {
+	r := &p.rules
+	if r.Lottery[1] == 0 || r.Slots == nil || r.Refresh <= 0 || r.Closed {
+		return
+	}
+	w := FloorDiv(p.now, r.Refresh)
+	x := seedOf(st.Seeds, w*r.Refresh)
+	if x == nil || x.Interval != 0 && x.Interval != r.Refresh {
+		return
+	}
+	cut := 0.0
+	if n := len(x.Cuts); n > 0 {
+		if x.Cuts[n-1].Interval >= w || x.Cuts[n-1].Odds >= 1 {
+			return
+		}
+		cut = x.Cuts[n-1].Odds
+	}
+	share := 1.0
+	if n := v.shuffled(r.Lottery); n > 0 {
+		share = r.Slots(v, p.now) / float64(n)
+	}
+	if !(share > 0) {
+		return
+	}
+	x.Interval = r.Refresh
+	x.Cuts = append(x.Cuts, store.Odds{Interval: w, Odds: min(1, cut+(1-cut)*share)})
+}
+
+// shuffled is how many visitors of the pre-queue lottery (Rules.Lottery)
+// wait.
+func (v *View) shuffled(lottery [2]int64) int64 {
+	var n int64
+	for _, b := range v.Buckets {
+		if b.Arrival >= lottery[0] && b.Arrival < lottery[1] {
+			n += b.Waiting
+		}
+	}
+	return n
+}
+
+// cutAt returns the cut of the shuffle in force in interval w that x
+// holds: the latest fixed at or before w; and whether there is one.
+func cutAt(x *store.Seed, w int64) (float64, bool) {
+	i, found := slices.BinarySearchFunc(x.Cuts, w, func(o store.Odds, w int64) int { return cmp.Compare(o.Interval, w) })
+	if found {
+		return x.Cuts[i].Odds, true
+	}
+	if i == 0 {
+		return 0, false
+	}
+	return x.Cuts[i-1].Odds, true
+}
+
+// Placed reports whether the shuffle of an event's pre-queue lets visitor
+// id in at now (Unix ms, the shared clock), with refresh intervals of
+// refresh ms: whether their place under the seed of the interval's
+// period (lottery.Place) is below the cut in force (cutAt) as the view
+// has it. Like a draw, it is the same for every copy of a cookie at
+// every instance.
+func (v *View) Placed(id uint64, now, refresh int64) bool {
+	w := FloorDiv(now, refresh)
+	x := seedOf(v.seeds, w*refresh)
+	if x == nil || x.Interval != refresh {
+		return false
+	}
+	c, ok := cutAt(x, w)
+	return ok && lottery.Place(x.Secret, id) < c
+}
+
 // oddsOf returns the odds of interval w that x holds, if any.
 func oddsOf(x *store.Seed, w int64) (float64, bool) {
 	i, ok := slices.BinarySearchFunc(x.Odds, w, func(o store.Odds, w int64) int { return cmp.Compare(o.Interval, w) })
@@ -144,12 +255,9 @@ func publicSeeds(seeds []store.Seed, now, revealAfter int64) []lottery.Record {
 		if revealed(x, now, revealAfter) {
 			r.Seed = x.Secret
 		}
-		if len(x.Odds) > 0 {
+		if len(x.Odds)+len(x.Cuts) > 0 {
 			r.IntervalMS = x.Interval
-			r.Odds = make([]lottery.Odds, len(x.Odds))
-			for i, o := range x.Odds {
-				r.Odds[i] = lottery.Odds{Interval: o.Interval, Odds: o.Odds}
-			}
+			r.Odds, r.Cuts = publicOdds(x.Odds), publicOdds(x.Cuts)
 		}
 		out = append(out, r)
 	}
@@ -169,12 +277,8 @@ func lotteryMinute(seeds []store.Seed, from, to, revealAfter int64) []store.Peri
 		if t := x.End*1000 + revealAfter; from <= t && t < to {
 			p.Seed = x.Secret
 		}
-		for _, o := range x.Odds {
-			if t := o.Interval * x.Interval; from <= t && t < to {
-				p.Odds = append(p.Odds, o)
-			}
-		}
-		if len(p.Odds) == 0 {
+		p.Odds, p.Cuts = within(x.Odds, x.Interval, from, to), within(x.Cuts, x.Interval, from, to)
+		if len(p.Odds)+len(p.Cuts) == 0 {
 			p.Interval = 0
 			if p.Seed == ([32]byte{}) {
 				continue
@@ -182,6 +286,30 @@ func lotteryMinute(seeds []store.Seed, from, to, revealAfter int64) []store.Peri
 		}
 		p.Commitment = lottery.Commit(x.Secret, lottery.Period{Start: x.Start, End: x.End})
 		out = append(out, p)
+	}
+	return out
+}
+
+// within returns the odds (or cuts) os of the intervals of interval ms
+// that begin in [from, to) (Unix ms), or nil.
+func within(os []store.Odds, interval, from, to int64) []store.Odds {
+	var out []store.Odds
+	for _, o := range os {
+		if t := o.Interval * interval; from <= t && t < to {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// publicOdds converts the state's odds or cuts into the record's.
+func publicOdds(os []store.Odds) []lottery.Odds {
+	if len(os) == 0 {
+		return nil
+	}
+	out := make([]lottery.Odds, len(os))
+	for i, o := range os {
+		out[i] = lottery.Odds{Interval: o.Interval, Odds: o.Odds}
 	}
 	return out
 }

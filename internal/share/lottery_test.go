@@ -57,7 +57,7 @@ func TestKeepSeeds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &store.State{Seeds: tc.seeds}
-			keepSeeds(st, tc.now, reveal, nil)
+			keepSeeds(st, tc.now, reveal, nil, nil)
 			assert.Equal(t, tc.want, starts(st.Seeds))
 			for i, x := range st.Seeds {
 				if i > 0 {
@@ -185,14 +185,14 @@ func TestSeedsShared(t *testing.T) {
 func BenchmarkSeeds(b *testing.B) {
 	const now = 1_790_002_800_000 + 60_000
 	st := &store.State{}
-	keepSeeds(st, now-3_600_000, 81_000, nil)
-	keepSeeds(st, now, 81_000, nil)
+	keepSeeds(st, now-3_600_000, 81_000, nil, nil)
+	keepSeeds(st, now, 81_000, nil, nil)
 	for i := range st.Seeds { // an hour of odds, at 20-second intervals
 		st.Seeds[i] = withOdds(st.Seeds[i], 20_000, 0.123456789)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		keepSeeds(st, now, 81_000, nil)
+		keepSeeds(st, now, 81_000, nil, nil)
 		_ = publicSeeds(st.Seeds, now, 81_000)
 	}
 	b.ReportMetric(float64(len(store.MarshalState(st))-len(store.MarshalState(&store.State{}))), "state-bytes")
@@ -461,12 +461,15 @@ func TestLotteryMinute(t *testing.T) {
 	x := store.Seed{Start: hour, End: hour + lotteryPeriod, Secret: [32]byte{7}, Interval: 20_000}
 	for w := int64(hour / 20); w < (hour+lotteryPeriod)/20; w++ {
 		x.Odds = append(x.Odds, store.Odds{Interval: w, Odds: 1 / float64(w%7+1)})
+		if w%5 == 0 && w < hour/20+100 {
+			x.Cuts = append(x.Cuts, store.Odds{Interval: w, Odds: float64(w-hour/20) / 100})
+		}
 	}
 	next := store.Seed{Start: hour + lotteryPeriod, End: hour + 2*lotteryPeriod, Secret: [32]byte{8}}
 	seeds := []store.Seed{x, next}
 	commit := lottery.Commit(x.Secret, lottery.Period{Start: x.Start, End: x.End})
 
-	var odds []store.Odds
+	var odds, cuts []store.Odds
 	var seed [32]byte
 	reveals := 0
 	from := int64(hour-120) * 1000
@@ -482,6 +485,7 @@ func TestLotteryMinute(t *testing.T) {
 			assert.Equal(t, x.End, p.End)
 			assert.Equal(t, commit, lottery.Hash(p.Commitment))
 			odds = append(odds, p.Odds...)
+			cuts = append(cuts, p.Cuts...)
 			if p.Seed != ([32]byte{}) {
 				reveals++
 				seed = p.Seed
@@ -498,6 +502,158 @@ func TestLotteryMinute(t *testing.T) {
 		}
 	}
 	assert.Equal(t, x.Odds, odds, "every interval's odds, once")
+	assert.Equal(t, x.Cuts, cuts, "and cuts")
 	assert.Equal(t, 1, reveals)
 	assert.Equal(t, x.Secret, seed)
+}
+
+// An event that shuffles its pre-queue is a period of its own, from the
+// opening of its pre-queue to its end; the hours around it are cut short.
+func TestPeriodAt(t *testing.T) {
+	const h = 1_790_002_800 // an hour's first second
+	spans := [][2]int64{{h + 600, h + 3*3600}, {h + 4*3600 + 900, h + 4*3600 + 1800}}
+	for _, tc := range []struct {
+		name       string
+		sec        int64
+		start, end int64
+	}{
+		{"an hour before any event", h - 1, h - 3600, h},
+		{"cut short by a pre-queue opening", h + 5, h, h + 600},
+		{"the event, from its pre-queue", h + 600, h + 600, h + 3*3600},
+		{"the event, to its end", h + 3*3600 - 1, h + 600, h + 3*3600},
+		{"an hour that an event ends", h + 3*3600, h + 3*3600, h + 4*3600},
+		{"an hour with an event inside, before it", h + 4*3600 + 10, h + 4*3600, h + 4*3600 + 900},
+		{"the same hour, after it", h + 4*3600 + 1800, h + 4*3600 + 1800, h + 5*3600},
+	} {
+		s, e := periodAt(tc.sec, spans)
+		assert.Equal(t, [2]int64{tc.start, tc.end}, [2]int64{s, e}, tc.name)
+	}
+	s, e := periodAt(h+5, nil)
+	assert.Equal(t, [2]int64{h, h + 3600}, [2]int64{s, e}, "hours without events")
+}
+
+// The seed of an event's shuffle is committed before its pre-queue opens:
+// made at the first sync of the period before, as every next period's;
+// an hour's seed that an event added later cuts short is replaced, never
+// used; one the event would cut short after it began stands, and the
+// event's period begins after it.
+func TestKeepSeedsForShuffles(t *testing.T) {
+	const h = 1_790_002_800
+	const reveal = 60_000
+	periods := func(st *store.State) [][2]int64 {
+		var out [][2]int64
+		for _, x := range st.Seeds {
+			out = append(out, [2]int64{x.Start, x.End})
+		}
+		return out
+	}
+	t.Run("in time", func(t *testing.T) {
+		spans := [][2]int64{{h + 5400, h + 3*3600}} // pre-queue from 1:30, to 3:00
+		st := &store.State{}
+		keepSeeds(st, h*1000+5_000, reveal, nil, spans)
+		assert.Equal(t, [][2]int64{{h + 6, h + 3600}, {h + 3600, h + 5400}}, periods(st))
+		keepSeeds(st, (h+3600)*1000+1, reveal, nil, spans)
+		assert.Equal(t, [][2]int64{{h + 6, h + 3600}, {h + 3600, h + 5400}, {h + 5400, h + 3*3600}}, periods(st),
+			"committed half an hour before the pre-queue opens")
+		event := st.Seeds[2].Secret
+		keepSeeds(st, (h+5400)*1000, reveal, nil, spans)
+		keepSeeds(st, (h+3*3600-1)*1000, reveal, nil, spans)
+		assert.Equal(t, [2]int64{h + 3*3600, h + 4*3600}, periods(st)[len(st.Seeds)-1], "the hour after the event")
+		assert.Equal(t, event, seedOf(st.Seeds, (h+3*3600-1)*1000).Secret, "one seed for the whole event")
+	})
+	t.Run("an event added for the next hour", func(t *testing.T) {
+		st := &store.State{}
+		keepSeeds(st, (h+600)*1000, reveal, nil, nil)
+		next := st.Seeds[1]
+		require.Equal(t, [2]int64{h + 3600, h + 7200}, [2]int64{next.Start, next.End})
+		spans := [][2]int64{{h + 3600 + 1200, h + 3*3600}}
+		keepSeeds(st, (h+700)*1000, reveal, nil, spans)
+		assert.Equal(t, [][2]int64{{h + 601, h + 3600}, {h + 3600, h + 4800}}, periods(st), "the next hour, cut short, anew")
+		assert.NotEqual(t, next.Secret, st.Seeds[1].Secret)
+	})
+	t.Run("an event added in the last minutes of an hour", func(t *testing.T) {
+		st := &store.State{}
+		keepSeeds(st, (h+600)*1000, reveal, nil, nil)
+		spans := [][2]int64{{h + 3300, h + 3*3600}} // pre-queue from 0:55
+		keepSeeds(st, (h+3000)*1000, reveal, nil, spans)
+		assert.Equal(t, [][2]int64{{h + 601, h + 3600}, {h + 3600, h + 3*3600}}, periods(st),
+			"the hour in progress stands; the event's period begins after it, committed before its pre-queue opens")
+	})
+}
+
+// The cut of an event's shuffle: fixed by each interval's first sync,
+// each interval's slots over the pre-queue's visitors still waiting of the
+// way to 1; not written again once at 1, nor when it does not move.
+func TestKeepCuts(t *testing.T) {
+	const refresh = 20_000
+	const h = 1_790_002_800
+	pre := [2]int64{h - 600, h} // the pre-queue's arrival seconds
+	w := int64(h*1000/refresh) + 1
+	st := &store.State{Seeds: []store.Seed{{Start: h - 600, End: h + 3600}}}
+	slots := 10.0
+	r := fifo
+	r.Refresh, r.Lottery = refresh, pre
+	r.Slots = func(*View, int64) float64 { return slots }
+	view := func(waiting ...int64) *View {
+		v := &View{}
+		for i, n := range waiting {
+			v.Buckets = append(v.Buckets, Bucket{Arrival: pre[0] + int64(i)*100, Waiting: n})
+		}
+		v.Buckets = append(v.Buckets, Bucket{Arrival: h + 5, Waiting: 1_000}) // after the start: not shuffled
+		return v
+	}
+	keep := func(now int64, v *View) { keepCuts(st, &params{now: now, rules: r}, v) }
+	cuts := func() []store.Odds { return st.Seeds[0].Cuts }
+
+	keep(w*refresh+10, view(60, 40))
+	keep(w*refresh+19_000, view(10)) // later in the interval: no change
+	require.Equal(t, []store.Odds{{Interval: w, Odds: 0.1}}, cuts())
+	keep((w+1)*refresh, view(50, 40)) // ten let in: the same share of the rest
+	assert.InDelta(t, 0.2, cuts()[1].Odds, 1e-12)
+	slots = 0
+	keep((w+2)*refresh, view(90))
+	assert.Len(t, cuts(), 2, "a cut that does not move is not written")
+	slots = 5
+	keep((w+3)*refresh, view())
+	assert.Equal(t, store.Odds{Interval: w + 3, Odds: 1}, cuts()[2], "nobody left waiting: everyone may pass")
+	keep((w+4)*refresh, view(7))
+	assert.Len(t, cuts(), 3, "not written again once at 1")
+
+	v := &View{seeds: st.Seeds}
+	for _, tc := range []struct {
+		w   int64
+		cut float64
+		ok  bool
+	}{{w - 1, 0, false}, {w, 0.1, true}, {w + 2, 0.2, true}, {w + 9, 1, true}} {
+		c, ok := cutAt(&st.Seeds[0], tc.w)
+		assert.Equal(t, tc.ok, ok, "interval %d", tc.w)
+		assert.InDelta(t, tc.cut, c, 1e-12, "interval %d: the latest at or before it", tc.w)
+	}
+	st.Seeds[0].Interval = refresh
+	placed := 0
+	for id := range uint64(1000) {
+		in := v.Placed(id, (w+1)*refresh+5, refresh)
+		assert.Equal(t, lottery.Place(st.Seeds[0].Secret, id) < cuts()[1].Odds, in, "visitor %d", id)
+		if in {
+			placed++
+		}
+		assert.False(t, v.Placed(id, (w-1)*refresh, refresh), "before the first cut nobody")
+		assert.False(t, v.Placed(id, (w+1)*refresh, 2*refresh), "intervals of another length")
+	}
+	assert.InDelta(t, 200, placed, 40, "a fifth of the pre-queue by the cut of 0.2")
+
+	for _, tc := range []struct {
+		name string
+		r    func(*Rules)
+	}{
+		{"no event shuffles", func(r *Rules) { r.Lottery = [2]int64{} }},
+		{"a closed room", func(r *Rules) { r.Closed = true }},
+		{"no slots estimate", func(r *Rules) { r.Slots = nil }},
+	} {
+		st := &store.State{Seeds: []store.Seed{{Start: h - 600, End: h + 3600}}}
+		rr := r
+		tc.r(&rr)
+		keepCuts(st, &params{now: w * refresh, rules: rr}, view(10))
+		assert.Empty(t, st.Seeds[0].Cuts, tc.name)
+	}
 }

@@ -27,8 +27,17 @@ type Rules struct {
 	Refresh int64
 	// Lottery merges the arrival seconds [Lottery[0], Lottery[1]) of an
 	// event's pre-queue into one bucket once the event starts
-	// (ShuffleAtStart); zero for none.
+	// (ShuffleAtStart); zero for none. Its visitors are let in in the
+	// order of their places in the shuffle (View.Placed), as far as the
+	// cut of each refresh interval (keepCuts): Slots is how many visitors
+	// the interval of now may let in, as of view v.
 	Lottery [2]int64
+	Slots   func(v *View, now int64) float64
+	// Shuffles are the spans [opening of the pre-queue, end) of the
+	// scheduled events that shuffle their pre-queue, in Unix seconds,
+	// ordered and apart: each is a period of the lottery of its own
+	// (periodAt).
+	Shuffles [][2]int64
 	// Event is the name of the event in force, for the tallies; "" for
 	// none.
 	Event string
