@@ -196,6 +196,7 @@ type shuffler struct {
 	commitment string // as shown in the pre-queue
 	admitted   int64  // Unix ms they were let in; 0 while waiting
 	later      bool   // arrived after the start: not in the shuffle
+	position   int    // the first place in line shown after the start
 }
 
 // TestShuffleAudit runs an event that shuffles its pre-queue, on one
@@ -274,6 +275,9 @@ func shuffleAudit(t *testing.T, n int) {
 				require.NotEmpty(t, d.LotteryIdentity, "a pre-queued visitor is shown their identity")
 				require.True(t, a.identity == "" || a.identity == d.LotteryIdentity, "one identity for the whole wait")
 				a.identity, a.commitment = d.LotteryIdentity, d.LotteryCommitment
+				if a.position == 0 && now >= start.UnixMilli() {
+					a.position = d.PositionInLine
+				}
 			}
 		}
 	}
@@ -294,9 +298,10 @@ func shuffleAudit(t *testing.T, n int) {
 	require.NotEmpty(t, record.Cuts)
 
 	type placed struct {
-		place float64
-		at    int64
-		id    uint64
+		place    float64
+		at       int64
+		id       uint64
+		position int
 	}
 	var pre []placed
 	lastPre, firstLater := int64(0), int64(math.MaxInt64)
@@ -311,25 +316,34 @@ func shuffleAudit(t *testing.T, n int) {
 		require.NoError(t, err)
 		rep, err := lottery.Verify(record, id, lottery.Claim{Shuffled: true, Admitted: share.FloorDiv(a.admitted, refresh)})
 		require.NoError(t, err, "visitor %d (%s)", i, a.identity)
-		pre = append(pre, placed{rep.Place, a.admitted, id})
+		pre = append(pre, placed{rep.Place, a.admitted, id, a.position})
 	}
 	// Kendall's tau between the places and the admission times: +1 is
 	// the order of the places exactly.
-	concordant, discordant := 0, 0
-	for i := range pre {
-		for j := i + 1; j < len(pre); j++ {
-			switch d := (pre[i].place - pre[j].place) * float64(pre[i].at-pre[j].at); {
-			case d > 0:
-				concordant++
-			case d < 0:
-				discordant++
+	kendall := func(other func(placed) float64) float64 {
+		concordant, discordant, pairs := 0, 0, 0
+		for i := range pre {
+			for j := i + 1; j < len(pre); j++ {
+				if other(pre[i]) == 0 || other(pre[j]) == 0 {
+					continue
+				}
+				pairs++
+				switch d := (pre[i].place - pre[j].place) * (other(pre[i]) - other(pre[j])); {
+				case d > 0:
+					concordant++
+				case d < 0:
+					discordant++
+				}
 			}
 		}
+		return float64(concordant-discordant) / float64(pairs)
 	}
-	tau := float64(concordant-discordant) / float64(len(pre)*(len(pre)-1)/2)
+	tau := kendall(func(p placed) float64 { return float64(p.at) })
+	shown := kendall(func(p placed) float64 { return float64(p.position) })
 	drain := float64(lastPre-start.UnixMilli()) / 1000
-	t.Logf("%d instances: %d pre-queued visitors verified against %d cuts; Kendall's tau of places and admissions %.3f; the pre-queue let in in %.0f s (%.0f s at New Users Per Minute's pace), the last %.0f s after the first later arrival",
-		n, len(pre), len(record.Cuts), tau, drain, crowd/120.0*60, float64(lastPre-firstLater)/1000)
+	t.Logf("%d instances: %d pre-queued visitors verified against %d cuts; Kendall's tau of places and admissions %.3f, of places and the first place in line shown %.3f; the pre-queue let in in %.0f s (%.0f s at New Users Per Minute's pace), the last %.0f s after the first later arrival",
+		n, len(pre), len(record.Cuts), tau, shown, drain, crowd/120.0*60, float64(lastPre-firstLater)/1000)
+	assert.Greater(t, shown, 0.9, "the place in line shown follows the place in the shuffle")
 	assert.Less(t, drain, crowd/120.0*60*1.1, "the cuts keep New Users Per Minute's pace")
 	assert.Greater(t, tau, 0.9, "let in in the order of their places")
 	assert.LessOrEqual(t, lastPre-firstLater, 2*refresh, "later arrivals come after the pre-queue")

@@ -521,7 +521,7 @@ func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) 
 	rm.local.Unlock()
 	var ahead int64
 	if p.method.ordered {
-		ahead = v.Ahead(p.bucket(c.bucket), p.lottery, fresh)
+		ahead = v.Ahead(p.bucket(c.bucket), p.lottery, fresh, c.id, rm.cfg.RefreshInterval.Milliseconds())
 		if c.pos > 0 && (again || c.pos-1 < ahead) {
 			ahead = c.pos - 1
 		}

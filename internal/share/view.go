@@ -119,10 +119,12 @@ func (v *View) Near(b, n int64) bool {
 // Ahead is how many visitors are ahead in line of one competing in bucket
 // b (an arrival second): everyone waiting in an older one, none of those
 // of the same second (whichever asks first goes first); a fresh visitor
-// is behind everyone. The bucket of an event's shuffled pre-queue
-// (lottery: Rules.Lottery; b its first second) is a lottery: half of it
-// is ahead on average.
-func (v *View) Ahead(b int64, lottery [2]int64, fresh bool) int64 {
+// is behind everyone. In the bucket of an event's shuffled pre-queue
+// (lottery: Rules.Lottery; b its first second), the visitors ahead are
+// those of it whose places lie between the cut in force and visitor id's
+// (View.Placed, refresh intervals of refresh ms): their share of the
+// places above the cut; half of it without a seed.
+func (v *View) Ahead(b int64, lottery [2]int64, fresh bool, id uint64, refresh int64) int64 {
 	if fresh {
 		return v.Waiting
 	}
@@ -140,9 +142,25 @@ func (v *View) Ahead(b int64, lottery [2]int64, fresh bool) int64 {
 			}
 			in += x.Waiting
 		}
-		return bc.Before + in/2
+		return bc.Before + int64(float64(in)*v.placeShare(id, refresh))
 	}
 	return v.Waiting
+}
+
+// placeShare is the share of the shuffled pre-queue's places above the
+// cut in force at the view's time that lie below visitor id's: 0 when
+// their turn has come, a half without a seed.
+func (v *View) placeShare(id uint64, refresh int64) float64 {
+	w := FloorDiv(v.At, refresh)
+	x := seedOf(v.seeds, w*refresh)
+	if x == nil {
+		return 0.5
+	}
+	cut, _ := cutAt(x, w)
+	if cut >= 1 {
+		return 0
+	}
+	return max(0, lottery.Place(x.Secret, id)-cut) / (1 - cut)
 }
 
 // Snapshot is the view requests read: the algorithm's View, and the live

@@ -1,10 +1,13 @@
 package share
 
 import (
+	"cmp"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -88,7 +91,41 @@ func TestViewAhead(t *testing.T) {
 		{"a second after the pre-queue", [2]int64{s, s + 5}, s + 5, false, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, v.Ahead(tc.bucket, tc.lottery, tc.fresh))
+			assert.Equal(t, tc.want, v.Ahead(tc.bucket, tc.lottery, tc.fresh, 1, 20_000))
 		})
 	}
+
+	// With the seed: the visitors whose places lie between the cut and
+	// the visitor's, of those above the cut.
+	const refresh = 20_000
+	pre := [2]int64{s - 600, s}
+	x := store.Seed{Start: s - 600, End: s + 3600, Secret: [32]byte{4}, Interval: refresh,
+		Cuts: []store.Odds{{Interval: s * 1000 / refresh, Odds: 0.2}}}
+	v = &View{At: s*1000 + 30_000, Waiting: 1000, Buckets: []Bucket{{Arrival: s - 300, Waiting: 900}, {Arrival: s + 2, Waiting: 100, Before: 900}}, seeds: []store.Seed{x}}
+	prev, seen := int64(-1), 0
+	for _, id := range idsByPlace(x.Secret, 50) {
+		p := lottery.Place(x.Secret, id)
+		got := v.Ahead(s-600, pre, false, id, refresh)
+		if p < 0.2 {
+			assert.Zero(t, got, "their turn has come")
+			continue
+		}
+		assert.Equal(t, int64(900*(p-0.2)/0.8), got, "place %v", p)
+		assert.GreaterOrEqual(t, got, prev, "in the order of places")
+		prev, seen = got, seen+1
+	}
+	assert.Greater(t, seen, 20)
+	v.seeds[0].Cuts = append(v.seeds[0].Cuts, store.Odds{Interval: s*1000/refresh + 1, Odds: 1})
+	assert.Zero(t, v.Ahead(s-600, pre, false, 7, refresh), "everyone's turn has come")
+}
+
+// idsByPlace returns n identities in the order of their places under
+// seed.
+func idsByPlace(seed [32]byte, n int) []uint64 {
+	ids := make([]uint64, n)
+	for i := range ids {
+		ids[i] = uint64(i) * 7919
+	}
+	slices.SortFunc(ids, func(a, b uint64) int { return cmp.Compare(lottery.Place(seed, a), lottery.Place(seed, b)) })
+	return ids
 }
