@@ -89,15 +89,17 @@ type messages struct {
 	DrawCheck string
 	// DrawIdentity labels the visitor's identity in the draw.
 	DrawIdentity string
-	// DrawCommitment labels the commitment to the seed of the hour.
+	// DrawCommitment labels the commitment to the seed in force: the hour's
+	// in random queueing, the event's for its shuffle.
 	DrawCommitment string
 	// DrawInterval labels the number of the refresh interval in progress.
 	DrawInterval string
 	// DrawOdds labels the odds of that interval's draw.
 	DrawOdds string
-	// DrawNote says, in one sentence, that the seed is revealed after the
-	// hour and that the draw can then be checked with {command} (the
-	// command, waitingroom verify) or the verifier page.
+	// DrawNote says, in one sentence, that the seed is revealed once its
+	// period (the hour, or the event) is over and that the draw can then be
+	// checked with {command} (the command, waitingroom verify) or the
+	// verifier page.
 	DrawNote string
 
 	// ClosedTitle is the title and heading of a closed site (reject).

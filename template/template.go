@@ -471,7 +471,7 @@ var defaultTemplate = sync.OnceValue(func() *Template {
 // end, in the language passed to Render, right to left where the language
 // is. Where admission is a draw (lotteryIdentity), a section closed by
 // default ("Check the draw") shows the visitor's identity in it, the
-// commitment to the hour's seed and, with lotteryInterval, the interval and
+// commitment to the seed in force and, with lotteryInterval, the interval and
 // its odds, and says how to check the draw once the seed is revealed.
 // Every call returns the same *Template.
 func Default() *Template {
