@@ -54,7 +54,7 @@ func TestStatusLottery(t *testing.T) {
 	require.NotNil(t, c)
 	assert.Equal(t, next, *c, "the commitment shown before the hour")
 	page := f.do(http.MethodGet, "/", "").Body.String()
-	assert.Contains(t, page, "Lottery commitment this hour <code>"+next.Commitment.String()+"</code> · next hour <code>"+n.Commitment.String()+"</code>")
+	assert.Contains(t, page, fmt.Sprintf("Lottery commitment in force <code>%s</code> · next from %d <code>%s</code>", next.Commitment, n.Start, n.Commitment))
 	assert.Contains(t, page, "function lottery(l)")
 	require.NotNil(t, n)
 	assert.Equal(t, next.End, n.Start)
@@ -148,6 +148,10 @@ func TestLotteryFromHistory(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &curRec))
 	assert.Equal(t, *cur, curRec, "the current period's, from the latest sync")
 	assert.True(t, curRec.Seed.IsZero(), "never a seed before its time")
+	require.NotEmpty(t, cur.Odds)
+	page := f.do(http.MethodGet, "/", "").Body.String()
+	assert.Contains(t, page, fmt.Sprintf("</code> · odds %v · next from", cur.Odds[len(cur.Odds)-1].Odds), "the status page shows the latest odds")
+	assert.Contains(t, page, "function draws(r)")
 
 	for _, tc := range []struct {
 		query string

@@ -41,6 +41,9 @@ type pageData struct {
 	// Parked says how many visitors the challenge parked on this
 	// instance; "" if none. The script tells whether it still does.
 	Parked string
+	// Draws gives the lottery period in force's latest odds and shuffle
+	// cut, as the script's draws does; "" for none.
+	Draws string
 }
 
 // page serves the status page, its script and style allowed by a
@@ -69,6 +72,14 @@ func (a *admin) page(w http.ResponseWriter, r *http.Request, session bool) {
 		d.LastSync = st.LastSync.Format(time.RFC3339)
 	}
 	d.Queue, d.Parked = queueSummary(st.Queue), parkedSummary(st.Counters)
+	if r := st.Lottery.Current; r != nil {
+		if n := len(r.Odds); n > 0 {
+			d.Draws += " · odds " + strconv.FormatFloat(r.Odds[n-1].Odds, 'g', -1, 64)
+		}
+		if n := len(r.Cuts); n > 0 {
+			d.Draws += " · shuffle cut " + strconv.FormatFloat(r.Cuts[n-1].Odds, 'g', -1, 64)
+		}
+	}
 	var buf bytes.Buffer
 	if err := adminPage.Execute(&buf, d); err != nil {
 		writeError(w, http.StatusInternalServerError, "waitingroom: rendering the status page failed")
