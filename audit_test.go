@@ -200,7 +200,8 @@ type shuffler struct {
 }
 
 // TestShuffleAudit runs an event that shuffles its pre-queue, on one
-// instance and on four (each request to one at random), through 1,000
+// instance and on four (each request to one at random; forty in
+// TestFleetShuffleAudit), through 1,000
 // visitors who join the pre-queue and 100 who come after the start, all
 // coming back when their page says. Each pre-queued visitor keeps the
 // identity and commitment their page showed and the time they were let
@@ -212,6 +213,13 @@ func TestShuffleAudit(t *testing.T) {
 	for _, n := range []int{1, 4} {
 		t.Run(fmt.Sprintf("%d instances", n), func(t *testing.T) { shuffleAudit(t, n) })
 	}
+}
+
+// TestFleetShuffleAudit is TestShuffleAudit on 40 instances, syncing
+// through an aggregator, every slot by pick.
+func TestFleetShuffleAudit(t *testing.T) {
+	simulatedFleet(t)
+	shuffleAudit(t, 40)
 }
 
 func shuffleAudit(t *testing.T, n int) {
@@ -240,7 +248,7 @@ func shuffleAudit(t *testing.T, n int) {
 
 	visitors := make([]*shuffler, crowd+later)
 	for i := range visitors {
-		at := opens.UnixMilli() + int64(i)*600_000/crowd + rnd.Int64N(600) // across the pre-queue
+		at := opens.UnixMilli() + int64(i)*595_000/crowd + rnd.Int64N(600) // across the pre-queue
 		if i >= crowd {
 			at = start.UnixMilli() + int64(i-crowd)*2_000 + rnd.Int64N(2_000) + 1
 		}

@@ -407,7 +407,7 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
 		}
-	case pol.method.ordered && v.Near(c.bucket, int64(pol.NewUsersPerMinute)) && x.won == x.shuffled:
+	case pol.method.ordered && v.Near(pol.bucket(c.bucket), int64(pol.NewUsersPerMinute)) && (x.won == x.shuffled || v.Fleet):
 		// No slot here for a visitor whose turn is near: the fleet's
 		// aggregator may pick them. Back as soon as the pick can be
 		// out: one the reserve holds a slot for, or a view without the
@@ -416,7 +416,7 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 		// a refresh interval.
 		b := pol.bucket(c.bucket)
 		asked := v.Fleet && rm.local.MayAsk(c.id)
-		soon := v.Scarce && asked && v.Near(c.bucket, max(1, int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000))
+		soon := v.Scarce && asked && v.Near(b, max(1, int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000))
 		if b <= v.ReservedTo && (asked || !v.Fleet) || soon {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 		}

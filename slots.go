@@ -91,14 +91,9 @@ const drawScarceMargin = 2.0
 // released and not taken yet are more, what they exceed a quarter of an
 // interval's by (copies of a cookie counted waiting at several instances
 // swell the count, and odds that small would leave slots unused:
-// docs/fairness.md); times drawMargin, or drawScarceMargin where every
-// slot goes by pick. The state fixes the odds and cuts at the first sync
+// docs/fairness.md). The state fixes the odds and cuts at the first sync
 // of each interval, and every instance draws with them.
 func drawSlots(v *share.View, p *policy, refresh, now int64) float64 {
-	margin := drawMargin
-	if v.Scarce {
-		margin = drawScarceMargin
-	}
 	limit := int64(p.NewUsersPerMinute)
 	slots := float64(limit) * float64(refresh) / 60_000
 	room := int64(p.TotalActiveUsers) - v.Active
@@ -114,13 +109,18 @@ func drawSlots(v *share.View, p *policy, refresh, now int64) float64 {
 	// Released: New Users Per Minute's pace, an interval ahead.
 	target := int64(math.Ceil(float64(limit) * float64(now-minuteOf(now)*60_000+refresh) / 60_000))
 	free := max(0, min(room, min(limit, target)-admitted))
-	return margin * max(slots, float64(free)-slots/4, 1)
+	return max(slots, float64(free)-slots/4, 1)
 }
 
 // drawOdds is the chance that one waiting visitor wins the draw of a
-// refresh interval at now (Unix ms): drawSlots over the visitors waiting.
+// refresh interval at now (Unix ms): drawSlots over the visitors waiting,
+// times drawMargin, or drawScarceMargin where every slot goes by pick.
 func drawOdds(v *share.View, p *policy, refresh, now int64) float64 {
-	return min(1, drawSlots(v, p, refresh, now)/float64(max(1, v.Waiting)))
+	margin := drawMargin
+	if v.Scarce {
+		margin = drawScarceMargin
+	}
+	return min(1, margin*drawSlots(v, p, refresh, now)/float64(max(1, v.Waiting)))
 }
 
 // drawRetry is how long, in ms, a visitor the draw holds who found no slot

@@ -192,7 +192,7 @@ func (rm *Room) rules(p *policy, s *Settings) share.Rules {
 		r.Odds = func(v *share.View, now int64) float64 { return drawOdds(v, p, r.Refresh, now) }
 	}
 	if p.lottery[1] != 0 {
-		r.Slots = func(v *share.View, now int64) float64 { return 1.0 * drawSlots(v, p, r.Refresh, now) }
+		r.Slots = func(v *share.View, now int64) float64 { return drawSlots(v, p, r.Refresh, now) }
 	}
 	for _, e := range s.Events {
 		if e.ShuffleAtStart && !e.Suspended {

@@ -103,6 +103,7 @@ func recordOf(ps []store.Period, sec int64) *lottery.Record {
 		if p.Interval == r.IntervalMS {
 			r.Odds, r.Cuts = appendOdds(r.Odds, p.Odds), appendOdds(r.Cuts, p.Cuts)
 		}
+		r.Prequeued = max(r.Prequeued, p.Prequeued)
 	}
 	if r != nil {
 		r.Odds, r.Cuts = sortOdds(r.Odds), sortOdds(r.Cuts)

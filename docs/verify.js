@@ -137,6 +137,8 @@
     if (!isInt(start) || !isInt(end) || start < 0 || end <= start || end > MAX_UNIX) {
       throw bad("period " + start + "-" + end + ": want 0 <= start < end <= " + MAX_UNIX);
     }
+    const prequeued = r.prequeued ?? 0;
+    if (!isInt(prequeued) || prequeued < 0) throw bad("prequeued " + prequeued + ": want 0 or more");
     r = { ...r, start, end, intervalMs: r.intervalMs ?? 0, odds: r.odds ?? [], cuts: r.cuts ?? [] };
     if (!Array.isArray(r.odds) || !Array.isArray(r.cuts)) throw bad("odds and cuts must be lists");
     r.odds = [...r.odds];

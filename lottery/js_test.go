@@ -190,6 +190,11 @@ func TestScriptAgrees(t *testing.T) {
 		decreasing.Cuts = slices.Clone(shuffle.Cuts)
 		decreasing.Cuts[3].Odds, decreasing.Cuts[4].Odds = decreasing.Cuts[4].Odds, decreasing.Cuts[3].Odds
 		add(&decreasing, id, jsClaim{Admitted: firstW + 2*n, Shuffled: true})
+		counted := shuffle
+		counted.Prequeued = 1000
+		add(&counted, id, jsClaim{Admitted: firstW + 2*n, Shuffled: true})
+		counted.Prequeued = -1
+		add(&counted, id, jsClaim{Admitted: firstW + 2*n, Shuffled: true})
 		tamperedShuffle := shuffle
 		tamperedShuffle.Seed[0] ^= 1
 		add(&tamperedShuffle, id, jsClaim{Admitted: firstW + 2*n, Shuffled: true})

@@ -37,6 +37,11 @@ type Record struct {
 	// and none after 1). In ascending order of interval, one record each,
 	// and never decreasing from one record to the next.
 	Cuts []Odds `json:"cuts,omitempty"`
+	// Prequeued is, for an event's shuffle, the number of visitors its
+	// pre-queue held when the first cut was fixed: with the cuts, how
+	// many the room says it let in by each interval. Informative; Verify
+	// checks only that it is not negative.
+	Prequeued int64 `json:"prequeued,omitempty"`
 }
 
 // Odds is the chance one waiting visitor wins the draw of a refresh
@@ -187,6 +192,9 @@ func (r *Record) check(c Claim) error {
 		if !r.holds(o.Interval, r.IntervalMS) {
 			return fmt.Errorf("%w: odds of interval %d, outside the period %d-%d", ErrRecord, o.Interval, r.Start, r.End)
 		}
+	}
+	if r.Prequeued < 0 {
+		return fmt.Errorf("%w: prequeued %d: want 0 or more", ErrRecord, r.Prequeued)
 	}
 	for i, o := range r.Cuts {
 		if !(o.Odds >= 0 && o.Odds <= 1) {

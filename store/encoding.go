@@ -67,6 +67,7 @@ func appendSeeds(b []byte, ss []Seed) []byte {
 		b = binary.AppendVarint(b, x.Interval)
 		b = appendOdds(b, x.Odds)
 		b = appendOdds(b, x.Cuts)
+		b = binary.AppendVarint(b, x.Prequeued)
 	}
 	return b
 }
@@ -323,7 +324,7 @@ func (d *decoder) cells() []Cell {
 
 // seeds reads what appendSeeds wrote.
 func (d *decoder) seeds() []Seed {
-	n := d.length(36)
+	n := d.length(37)
 	if n == 0 {
 		return nil
 	}
@@ -336,6 +337,7 @@ func (d *decoder) seeds() []Seed {
 		x.Interval = d.varint()
 		x.Odds = d.odds()
 		x.Cuts = d.odds()
+		x.Prequeued = d.varint()
 		if d.err != nil {
 			return nil
 		}

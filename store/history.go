@@ -110,9 +110,11 @@ type Period struct {
 	Interval int64
 	// Odds are the odds of the draws of the period's refresh intervals
 	// that began in the minute, in order of interval; Cuts, the cuts of
-	// an event's shuffle (Seed.Cuts) of those intervals.
-	Odds []Odds
-	Cuts []Odds
+	// an event's shuffle (Seed.Cuts) of those intervals, and Prequeued
+	// its Seed.Prequeued.
+	Odds      []Odds
+	Cuts      []Odds
+	Prequeued int64
 }
 
 // maxTallyBuckets bounds the histogram buckets of a Tally read back, so a
@@ -151,6 +153,7 @@ func MarshalTally(t *Tally) []byte {
 		b = binary.AppendVarint(b, p.Interval)
 		b = appendOdds(b, p.Odds)
 		b = appendOdds(b, p.Cuts)
+		b = binary.AppendVarint(b, p.Prequeued)
 	}
 	return b
 }
@@ -195,7 +198,7 @@ func (d *decoder) tally() *Tally {
 
 // periods reads the lottery's periods of a Tally.
 func (d *decoder) periods() []Period {
-	n := d.length(37)
+	n := d.length(38)
 	if n == 0 {
 		return nil
 	}
@@ -216,6 +219,7 @@ func (d *decoder) periods() []Period {
 		p.Interval = d.varint()
 		p.Odds = d.odds()
 		p.Cuts = d.odds()
+		p.Prequeued = d.varint()
 		if d.err != nil {
 			return nil
 		}

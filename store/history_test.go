@@ -77,7 +77,7 @@ func lotteryTally() store.Tally {
 		{Start: 1_789_996_400, End: 1_790_000_000, Commitment: [32]byte{9, 8, 7}, Seed: [32]byte{1, 2, 3}},
 		{Start: 1_790_000_000, End: 1_790_003_600, Commitment: [32]byte{31: 4}, Interval: 20_000,
 			Odds: []store.Odds{{Interval: 89_500_000, Odds: 0.25}, {Interval: 89_500_001, Odds: 1}, {Interval: 89_500_002, Odds: 0}},
-			Cuts: []store.Odds{{Interval: 89_500_001, Odds: 0.01}, {Interval: 89_500_002, Odds: 0.03}}},
+			Cuts: []store.Odds{{Interval: 89_500_001, Odds: 0.01}, {Interval: 89_500_002, Odds: 0.03}}, Prequeued: 300},
 	}
 	return tl
 }

@@ -91,7 +91,10 @@ type Seed struct {
 	// share of it let in by each interval after the event's start (the
 	// visitors whose place in the shuffle is below it), in the same form
 	// as Odds: fixed by the interval's first sync, never decreasing.
-	Cuts []Odds
+	// Prequeued is the number of visitors the pre-queue held when its
+	// first cut was fixed; 0 before.
+	Cuts      []Odds
+	Prequeued int64
 }
 
 // Odds is the chance one waiting visitor wins the lottery's draw in one

@@ -77,9 +77,9 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 			keepReserve(st, p)
 		}
 	} else {
+		keepCuts(st, &p, v) // before the picks, which follow it
 		carveMembers(st, p, v, members, at, d.asks, picked, ahead, out)
 		keepOdds(st, &p, v)
-		keepCuts(st, &p, v)
 	}
 	v.Picks, v.ReservedTo = picksOf(st, p.now)
 	v.Lottery = publicSeeds(st.Seeds, p.now, p.revealAfter())

@@ -156,11 +156,15 @@ func keepOdds(st *store.State, p *params, v *View) {
 // keepCuts fixes in st the cut of the shuffle of the event in force
 // (Rules.Lottery) in the refresh interval of p.now, as of the merged view
 // v: the share of the pre-queue let in by the interval's end, kept with
-// the seed of the interval's period like the odds (keepOdds). Each
-// interval lets in Slots more of the pre-queue's visitors still waiting,
-// whose places lie above the cut before: the cut moves that share of the
-// way to 1. Once at 1 (all of the pre-queue may pass) it is not written
-// again; nor is a cut that did not move.
+// the seed of the interval's period like the odds (keepOdds). The first
+// also keeps how many the pre-queue held (Seed.Prequeued). Each interval
+// lets in Slots more of the pre-queue's visitors still waiting, whose
+// places lie above the cut before: the cut moves that share of the way to
+// 1. (Set so as to leave Slots of them below it, from the pre-queue's
+// size, the cut waited for admissions that lag; but copies of a cookie
+// counted waiting at several instances held it back for good.) Once at 1
+// (all of the pre-queue may pass) it is not written again; nor is a cut
+// that did not move.
 func keepCuts(st *store.State, p *params, v *View) {
 	r := &p.rules
 	if r.Lottery[1] == 0 || r.Slots == nil || r.Refresh <= 0 || r.Closed {
@@ -178,15 +182,19 @@ func keepCuts(st *store.State, p *params, v *View) {
 		}
 		cut = x.Cuts[n-1].Odds
 	}
-	share := 1.0
-	if n := v.shuffled(r.Lottery); n > 0 {
-		share = r.Slots(v, p.now) / float64(n)
+	waiting := v.shuffled(r.Lottery)
+	if len(x.Cuts) == 0 {
+		x.Prequeued = waiting
 	}
-	if !(share > 0) {
+	next := 1.0
+	if waiting > 0 {
+		next = cut + (1-cut)*r.Slots(v, p.now)/float64(waiting)
+	}
+	if !(next > cut) {
 		return
 	}
 	x.Interval = r.Refresh
-	x.Cuts = append(x.Cuts, store.Odds{Interval: w, Odds: min(1, cut+(1-cut)*share)})
+	x.Cuts = append(x.Cuts, store.Odds{Interval: w, Odds: min(1, next)})
 }
 
 // shuffled is how many visitors of the pre-queue lottery (Rules.Lottery)
@@ -257,7 +265,7 @@ func publicSeeds(seeds []store.Seed, now, revealAfter int64) []lottery.Record {
 		}
 		if len(x.Odds)+len(x.Cuts) > 0 {
 			r.IntervalMS = x.Interval
-			r.Odds, r.Cuts = publicOdds(x.Odds), publicOdds(x.Cuts)
+			r.Odds, r.Cuts, r.Prequeued = publicOdds(x.Odds), publicOdds(x.Cuts), x.Prequeued
 		}
 		out = append(out, r)
 	}
@@ -278,6 +286,9 @@ func lotteryMinute(seeds []store.Seed, from, to, revealAfter int64) []store.Peri
 			p.Seed = x.Secret
 		}
 		p.Odds, p.Cuts = within(x.Odds, x.Interval, from, to), within(x.Cuts, x.Interval, from, to)
+		if len(p.Cuts) > 0 {
+			p.Prequeued = x.Prequeued
+		}
 		if len(p.Odds)+len(p.Cuts) == 0 {
 			p.Interval = 0
 			if p.Seed == ([32]byte{}) {

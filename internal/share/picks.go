@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -158,7 +159,7 @@ func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, span i
 		limit = g.Total()
 	}
 	ordered := p.rules.Ordered
-	made := pick(st, asks, lay, span, limit-picks, p.now, p.waitWindow, ordered)
+	made := pick(st, asks, lay, span, limit-picks, p.now, p.waitWindow, ordered, shufflePlaces(st, &p))
 	var n int64
 	for _, k := range made {
 		n += k
@@ -208,11 +209,13 @@ func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, span i
 // bucket. Ordered, it picks the oldest buckets first, and the visitors
 // of a bucket only while no due visitor of an older one is left (lay: the
 // due visitors of each bucket that no pick covers yet): those will ask
-// too, and a newer visitor picked before them would be let in first.
-// Otherwise (random, with few slots an instance) it draws among them at
-// random: the instances ask for visitors drawn at their chances, once a
-// refresh interval of the shared clock each (the room's draw).
-func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, longest int64, ordered bool) map[int64]int64 {
+// too, and a newer visitor picked before them would be let in first;
+// those of an event's shuffled pre-queue (places, when it is in force) in
+// the order of their places. Otherwise (random, with few slots an
+// instance) it draws among them at random: the instances ask for
+// visitors drawn at their chances, once a refresh interval of the shared
+// clock each (the room's draw).
+func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, longest int64, ordered bool, places func(id uint64, bucket int64) float64) map[int64]int64 {
 	if n <= 0 || len(asks) == 0 {
 		return nil
 	}
@@ -221,18 +224,20 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, long
 		have[pk.Visitor] = true
 	}
 	type asked struct {
-		id uint64
-		a  ask
+		id    uint64
+		a     ask
+		place float64
 	}
 	var cs []asked
 	for id, a := range asks {
 		if a.until > now && !have[id] && !hasSession(st.Sessions, id) {
-			cs = append(cs, asked{id, a})
+			cs = append(cs, asked{id, a, places(id, a.bucket)})
 		}
 	}
 	if ordered {
 		slices.SortFunc(cs, func(x, y asked) int {
-			return cmp.Or(cmp.Compare(x.a.bucket, y.a.bucket), cmp.Compare(x.a.until, y.a.until), cmp.Compare(x.id, y.id))
+			return cmp.Or(cmp.Compare(x.a.bucket, y.a.bucket), cmp.Compare(x.place, y.place),
+				cmp.Compare(x.a.until, y.a.until), cmp.Compare(x.id, y.id))
 		})
 	} else {
 		// A draw that the round's time and the visitor decide, so a
@@ -245,6 +250,9 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, long
 	i := 0                     // lay[:i] are the groups older than the one picked from
 	var older int64
 	for _, c := range cs[:min(int64(len(cs)), n)] {
+		if c.place > 1 {
+			continue // a shuffled pre-queue's visitor whose place has not come
+		}
 		// Blocked by the due visitors of an older minute only: spans
 		// of seconds held the picks back behind a few visitors of the
 		// oldest span who had not asked (200 instances at 20 a minute
@@ -268,6 +276,35 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, long
 		byKey[key]++
 	}
 	return out
+}
+
+// shufflePlaces returns the places in the shuffle of the event in force
+// (Rules.Lottery) of the visitors who asked in its pre-queue's bucket,
+// under the seed of the interval of p.now (View.Placed), and 0 for every
+// other; all 0 without a shuffle. A visitor whose place is not below the
+// cut in force (or without a seed) is at 1 or more: not to be picked.
+func shufflePlaces(st *store.State, p *params) func(id uint64, bucket int64) float64 {
+	r := &p.rules
+	var x *store.Seed
+	cut := 0.0
+	if r.Lottery[1] != 0 && r.Refresh > 0 {
+		w := FloorDiv(p.now, r.Refresh)
+		if x = seedOf(st.Seeds, w*r.Refresh); x != nil && x.Interval == r.Refresh {
+			cut, _ = cutAt(x, w)
+		}
+	}
+	return func(id uint64, bucket int64) float64 {
+		switch {
+		case r.Lottery[1] == 0 || bucket != r.Lottery[0]:
+			return 0
+		case x == nil:
+			return 2
+		}
+		if pl := lottery.Place(x.Secret, id); pl < cut {
+			return pl
+		}
+		return 2
+	}
 }
 
 // coverDue takes from the due visitors of buckets (oldest first, grouped

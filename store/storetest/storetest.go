@@ -127,7 +127,7 @@ func Sample() *store.State {
 			{Start: 1_789_996_400, End: 1_790_000_000, Secret: [32]byte{1, 2, 3}},
 			{Start: 1_790_000_000, End: 1_790_003_600, Secret: [32]byte{31: 0xff}, Interval: 20_000,
 				Odds: []store.Odds{{Interval: 89_500_000, Odds: 0.25}, {Interval: 89_500_001, Odds: 1}, {Interval: 89_500_003, Odds: 1.0 / 3}},
-				Cuts: []store.Odds{{Interval: 89_500_001, Odds: 0.125}, {Interval: 89_500_002, Odds: 0.5}}},
+				Cuts: []store.Odds{{Interval: 89_500_001, Odds: 0.125}, {Interval: 89_500_002, Odds: 0.5}}, Prequeued: 1_234},
 		},
 	}
 }
