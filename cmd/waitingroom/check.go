@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/admin"
+	"github.com/go-waitingroom/waitingroom/cmd/waitingroom/internal/demoapp"
 	"github.com/go-waitingroom/waitingroom/store/sqlstore"
 	"github.com/go-waitingroom/waitingroom/template"
 )
@@ -43,8 +44,8 @@ func (o *options) check(set map[string]bool) error {
 	if err := o.checkPass(set); err != nil {
 		return err
 	}
-	if o.healthPath != "" && !strings.HasPrefix(o.healthPath, "/") {
-		return usage("%s %q must start with /", o.label("health-path"), o.healthPath)
+	if err := o.checkPaths(); err != nil {
+		return err
 	}
 	if err := o.checkStore(set); err != nil {
 		return err
@@ -53,6 +54,24 @@ func (o *options) check(set map[string]bool) error {
 		return err
 	}
 	return o.checkRoom(set)
+}
+
+// checkPaths checks the paths served outside the room: each starts with
+// /, and the lottery's is neither the health check's nor the demo's
+// report, which would hide it.
+func (o *options) checkPaths() error {
+	for _, p := range []struct{ id, path string }{{"health-path", o.healthPath}, {"lottery-path", o.lotteryPath}} {
+		if p.path != "" && !strings.HasPrefix(p.path, "/") {
+			return usage("%s %q must start with /", o.label(p.id), p.path)
+		}
+	}
+	switch {
+	case o.lotteryPath != "" && o.lotteryPath == o.healthPath:
+		return usage("%s and %s are both %q: give them different paths", o.label("lottery-path"), o.label("health-path"), o.lotteryPath)
+	case o.demo && o.lotteryPath == demoapp.ActivePath:
+		return usage("%s %q is the demo's report of its sessions: give another path", o.label("lottery-path"), o.lotteryPath)
+	}
+	return nil
 }
 
 // checkMode checks that exactly one of -upstream, -demo and -forward-auth

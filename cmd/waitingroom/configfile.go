@@ -276,6 +276,7 @@ func (d *fileDecoder) settings(root *node) ([]fileValue, error) {
 		"queueingStatusCode": byFlag("queueing-status-code", setter(integer, func(o *options) *int { return &o.statusCode })),
 		"syncInterval":       byFlag("sync-interval", setter(duration, func(o *options) *time.Duration { return &o.syncInterval })),
 		"healthPath":         byFlag("health-path", setter(str, func(o *options) *string { return &o.healthPath })),
+		"lotteryPath":        byFlag("lottery-path", setter(str, func(o *options) *string { return &o.lotteryPath })),
 		"adminListen":        byFlag("admin-listen", setter(str, func(o *options) *string { return &o.adminListen })),
 		"store":              byFlag("store", setter(str, func(o *options) *string { return &o.storeURL })),
 		"storePrefix":        byFlag("store-prefix", setter(str, func(o *options) *string { return &o.storeOpts.prefix })),

@@ -62,6 +62,7 @@ func TestExampleConfig(t *testing.T) {
 	assert.Equal(t, kindMemory, o.store.kind)
 	assert.Equal(t, time.Second, o.syncInterval)
 	assert.Equal(t, "/healthz", o.healthPath)
+	assert.Empty(t, o.lotteryPath, "off unless asked")
 	assert.Empty(t, o.adminListen)
 	assert.Equal(t, connLimits{readHeader: 10 * time.Second, idle: 2 * time.Minute, body: time.Minute, maxHeaderBytes: 65536}, o.limits)
 	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}, o.trustedProxies)
@@ -349,6 +350,7 @@ func TestConfigFileErrors(t *testing.T) {
 			want: "room.yaml:2:18: refreshInterval (3m0s) is more than half the default queue hold (5m0s): set queueHold in a config file to at least twice it"},
 		{name: "language", file: "room.yaml", content: "demo: true\nlanguage: xx\n", want: `room.yaml:2:11: language: Page.Language "xx" is not one of`},
 		{name: "health path", file: "room.yaml", content: "demo: true\nhealthPath: healthz\n", want: `room.yaml:2:13: healthPath "healthz" must start with /`},
+		{name: "lottery path", file: "room.yaml", content: "demo: true\nlotteryPath: lottery\n", want: `room.yaml:2:14: lotteryPath "lottery" must start with /`},
 		{name: "sync interval", file: "room.yaml", content: "demo: true\nsyncInterval: 0s\n", want: "room.yaml:2:15: syncInterval must be > 0, got 0s"},
 		{name: "upstream and demo", file: "room.yaml", content: "demo: true\nupstream: http://127.0.0.1:3000\n", want: "give exactly one of room.yaml:2:11: upstream and room.yaml:1:7: demo, not both"},
 		{name: "upstream and -demo", file: "room.yaml", content: "upstream: http://127.0.0.1:3000\n", args: []string{"-demo"}, want: "give exactly one of room.yaml:1:11: upstream and -demo, not both"},

@@ -151,8 +151,20 @@
 // proxy even when the room is full. It reports that the process serves, not
 // that the store is reachable: during a store outage the proxy still serves
 // admitted visitors, and taking it out of rotation would not help. Set it
-// to "" to pass that path to the upstream. With -demo, /active reports the
-// sessions the demo application has seen (see package internal/demoapp).
+// to "" to pass that path to the upstream.
+//
+// -lottery-path (default "", off) serves the room's lottery records to
+// anyone, without credentials, as admin.Records does: GET without a
+// query answers the current, next and latest revealed periods' records
+// ({"current","next","revealed"}), and ?at= (RFC 3339 or Unix seconds)
+// the record of the period that holds that time, so visitors can check
+// their draws with waitingroom verify. Off, the path goes through the room.
+// It is matched exactly, and must differ from -health-path.
+// With -forward-auth, the server in front must send that path to this
+// address for visitors to reach it.
+//
+// With -demo, /active reports the sessions the demo application has seen
+// (see package internal/demoapp).
 //
 // # Admin address
 //

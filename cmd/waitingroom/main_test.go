@@ -129,7 +129,7 @@ func TestHelp(t *testing.T) {
 	noEnv(t)
 	var flags []string
 	newFlagSet(&options{}).VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
-	require.Len(t, flags, 34)
+	require.Len(t, flags, 35)
 
 	for _, tc := range []struct {
 		name   string

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/admin"
 	"github.com/go-waitingroom/waitingroom/cmd/waitingroom/internal/demoapp"
 	"github.com/go-waitingroom/waitingroom/forwardauth"
 )
@@ -116,7 +117,8 @@ func (o *options) serve(ctx context.Context, log *slog.Logger, stderr io.Writer,
 	}
 	cancelStart()
 
-	return o.listenAndServe(ctx, routes(o.healthPath, dem, gate), room, log, stderr, ready)
+	out := outside{healthPath: o.healthPath, lotteryPath: o.lotteryPath, lottery: admin.Records(room), demo: dem}
+	return o.listenAndServe(ctx, routes(out, gate), room, log, stderr, ready)
 }
 
 // keys returns the cookie keys given (cookieKeys). With -demo and none

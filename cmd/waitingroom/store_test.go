@@ -183,6 +183,7 @@ func TestStoreUsageErrors(t *testing.T) {
 		{"zero sync interval", []string{"-demo", "-sync-interval", "0s"}, "", "-sync-interval must be > 0"},
 		{"negative sync interval", []string{"-demo", "-sync-interval", "-1s"}, "", "-sync-interval must be > 0"},
 		{"relative health path", []string{"-demo", "-health-path", "healthz"}, "", "must start with /"},
+		{"relative lottery path", []string{"-demo", "-lottery-path", "lottery"}, "", `-lottery-path "lottery" must start with /`},
 		// The Config is checked before any connection is tried.
 		{"bad limits before connecting", []string{"-demo", "-key", hexKey, "-store", "redis://127.0.0.1:1/0", "-total-active-users", "0"}, "", "TotalActiveUsers"},
 	} {
