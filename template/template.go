@@ -42,7 +42,7 @@
 //	positionInLine                number  FIFO: the visitor's place in line, 1 being next (0 when not known)
 //	queueLength                   number  the number of visitors in line, the visitor included (0 when nobody waits for a slot)
 //	chancePerRefreshOneIn         number  random: the chance of getting in at each refresh is about 1 in this (0 when not known)
-//	lotteryIdentity               string  random, where admission is a draw: the visitor's identity in the lottery, 16 hex digits ("" otherwise)
+//	lotteryIdentity               string  where admission is a draw (random, a shuffled pre-queue): the visitor's identity in the lottery, 16 hex digits ("" otherwise)
 //	lotteryCommitment             string  with lotteryIdentity: the commitment to the seed of the lottery's period in progress
 //	lotteryInterval               int     with lotteryIdentity: the number of the refresh interval in progress (0 until its odds are fixed)
 //	lotteryOdds                   float   with lotteryInterval: the published odds of that interval's draw, in [0, 1], written as in the JSON (0.00001)
@@ -234,11 +234,12 @@ type Data struct {
 	// certain). 0 when not known (FIFO queueing, queueAll, a pre-queue,
 	// an unknown wait).
 	ChancePerRefreshOneIn int `json:"chancePerRefreshOneIn"`
-	// LotteryIdentity is, where random admission is a draw (random
-	// queueing with several instances, docs/lottery.md), the visitor's
-	// identity in it: 16 hex digits (lottery.FormatIdentity), what their
-	// draws are made of and what the verifier asks for. "" otherwise
-	// (absent from the JSON).
+	// LotteryIdentity is, where admission is a draw (random queueing
+	// with several instances, or an event's shuffled pre-queue,
+	// docs/lottery.md), the visitor's identity in it: 16 hex digits
+	// (lottery.FormatIdentity), what their draws and place are made of
+	// and what the verifier asks for. "" otherwise (absent from the
+	// JSON).
 	LotteryIdentity string `json:"lotteryIdentity,omitempty"`
 	// LotteryCommitment is, with LotteryIdentity, the commitment to the
 	// seed of the lottery's period in progress (hex SHA-256,
