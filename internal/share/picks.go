@@ -159,7 +159,7 @@ func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, span i
 		limit = g.Total()
 	}
 	ordered := p.rules.Ordered
-	made := pick(st, asks, lay, span, limit-picks, p.now, p.waitWindow, ordered, shufflePlaces(st, &p))
+	made := pick(st, asks, lay, span, limit-picks, p.now, p.waitWindow, ordered, pickRanks(st, &p))
 	var n int64
 	for _, k := range made {
 		n += k
@@ -210,12 +210,13 @@ func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, span i
 // of a bucket only while no due visitor of an older one is left (lay: the
 // due visitors of each bucket that no pick covers yet): those will ask
 // too, and a newer visitor picked before them would be let in first;
-// those of an event's shuffled pre-queue (places, when it is in force) in
-// the order of their places. Otherwise (random, with few slots an
-// instance) it draws among them at random: the instances ask for
-// visitors drawn at their chances, once a refresh interval of the shared
-// clock each (the room's draw).
-func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, longest int64, ordered bool, places func(id uint64, bucket int64) float64) map[int64]int64 {
+// those of an event's shuffled pre-queue in the order of their places
+// (ranks). Otherwise (random, with few slots an instance) it picks the
+// lowest ranks: the instances ask for visitors drawn at their chances,
+// once a refresh interval of the shared clock each (the room's draw),
+// and their ranks are their draws of the interval. A rank above 1 is not
+// picked (a place that has not come).
+func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, longest int64, ordered bool, ranks func(id uint64, bucket int64) float64) map[int64]int64 {
 	if n <= 0 || len(asks) == 0 {
 		return nil
 	}
@@ -231,7 +232,7 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, long
 	var cs []asked
 	for id, a := range asks {
 		if a.until > now && !have[id] && !hasSession(st.Sessions, id) {
-			cs = append(cs, asked{id, a, places(id, a.bucket)})
+			cs = append(cs, asked{id, a, ranks(id, a.bucket)})
 		}
 	}
 	if ordered {
@@ -240,10 +241,8 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, long
 				cmp.Compare(x.a.until, y.a.until), cmp.Compare(x.id, y.id))
 		})
 	} else {
-		// A draw that the round's time and the visitor decide, so a
-		// retried round draws the same.
-		draw := func(id uint64) uint64 { return Mix(id, now) }
-		slices.SortFunc(cs, func(x, y asked) int { return cmp.Or(cmp.Compare(draw(x.id), draw(y.id)), cmp.Compare(x.id, y.id)) })
+		// The seed's draws: a retried round draws the same.
+		slices.SortFunc(cs, func(x, y asked) int { return cmp.Or(cmp.Compare(x.place, y.place), cmp.Compare(x.id, y.id)) })
 	}
 	var out map[int64]int64
 	byKey := map[int64]int64{} // the picks made, by the key of lay's group
@@ -278,32 +277,40 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, long
 	return out
 }
 
-// shufflePlaces returns the places in the shuffle of the event in force
-// (Rules.Lottery) of the visitors who asked in its pre-queue's bucket,
-// under the seed of the interval of p.now (View.Placed), and 0 for every
-// other; all 0 without a shuffle. A visitor whose place is not below the
-// cut in force (or without a seed) is at 1 or more: not to be picked.
-func shufflePlaces(st *store.State, p *params) func(id uint64, bucket int64) float64 {
+// pickRanks returns the ranks pick orders the asked visitors by, under
+// the seed of the interval of p.now: in the bucket of the shuffled
+// pre-queue of the event in force (Rules.Lottery), their places
+// (View.Placed), 2 (not to be picked) where the place is not below the
+// cut in force or there is no seed; elsewhere, ordered, 0 (the order of
+// arrival decides); random, their draws of the interval (lottery.Draw),
+// or a mix of the visitor and the time without a seed.
+func pickRanks(st *store.State, p *params) func(id uint64, bucket int64) float64 {
 	r := &p.rules
 	var x *store.Seed
+	var w int64
 	cut := 0.0
-	if r.Lottery[1] != 0 && r.Refresh > 0 {
-		w := FloorDiv(p.now, r.Refresh)
+	if r.Refresh > 0 {
+		w = FloorDiv(p.now, r.Refresh)
 		if x = seedOf(st.Seeds, w*r.Refresh); x != nil && x.Interval == r.Refresh {
 			cut, _ = cutAt(x, w)
 		}
 	}
 	return func(id uint64, bucket int64) float64 {
 		switch {
-		case r.Lottery[1] == 0 || bucket != r.Lottery[0]:
+		case r.Lottery[1] != 0 && bucket == r.Lottery[0]:
+			if x == nil || cut == 0 {
+				return 2
+			}
+			if pl := lottery.Place(x.Secret, id); pl < cut {
+				return pl
+			}
+			return 2
+		case r.Ordered:
 			return 0
 		case x == nil:
-			return 2
+			return float64(Mix(id, p.now)>>11) / (1 << 53)
 		}
-		if pl := lottery.Place(x.Secret, id); pl < cut {
-			return pl
-		}
-		return 2
+		return lottery.Draw(x.Secret, id, w)
 	}
 }
 
