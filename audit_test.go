@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -19,6 +20,16 @@ import (
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 	"github.com/go-waitingroom/waitingroom/template"
 )
+
+// roomData is the room's data in a waiting page's JSON.
+func roomData(t *testing.T, w *httptest.ResponseRecorder) template.Data {
+	t.Helper()
+	var body struct {
+		Room template.Data `json:"waitingRoom"`
+	}
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
+	return body.Room
+}
 
 // auditor is a visitor who keeps what the room showed them, to check the
 // lottery's draw once its seed is revealed (docs/lottery.md).
@@ -108,11 +119,7 @@ func TestLotteryAudit(t *testing.T) {
 				waiting--
 				continue
 			}
-			var body struct {
-				Room template.Data `json:"waitingRoom"`
-			}
-			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
-			d := body.Room
+			d := roomData(t, w)
 			require.True(t, d.InWaitingRoom)
 			a.next = now + int64(max(d.RefreshIntervalSeconds, 1))*1000
 			if d.LotteryIdentity == "" {
@@ -273,11 +280,7 @@ func shuffleAudit(t *testing.T, n int) {
 				waiting--
 				continue
 			}
-			var body struct {
-				Room template.Data `json:"waitingRoom"`
-			}
-			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &body), w.Body.String())
-			d := body.Room
+			d := roomData(t, w)
 			a.next = now + int64(max(d.RefreshIntervalSeconds, 1))*1000
 			if !a.later {
 				require.NotEmpty(t, d.LotteryIdentity, "a pre-queued visitor is shown their identity")

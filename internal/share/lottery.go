@@ -229,9 +229,8 @@ func cutAt(x *store.Seed, w int64) (float64, bool) {
 // has it. Like a draw, it is the same for every copy of a cookie at
 // every instance.
 func (v *View) Placed(id uint64, now, refresh int64) bool {
-	w := FloorDiv(now, refresh)
-	x := seedOf(v.seeds, w*refresh)
-	if x == nil || x.Interval != refresh {
+	x, w := v.seedAt(now, refresh)
+	if x == nil {
 		return false
 	}
 	c, ok := cutAt(x, w)
@@ -364,9 +363,8 @@ func (s *Syncer[S]) Lottery() []lottery.Record {
 // waited 0.81 of polite visitors' wait, 0.92 so; polling every second,
 // 0.83 and 0.87; replayers 0.91 and 0.98).
 func (v *View) Drawn(id uint64, now, refresh int64) bool {
-	w := FloorDiv(now, refresh)
-	x := seedOf(v.seeds, w*refresh)
-	if x == nil || x.Interval != refresh {
+	x, w := v.seedAt(now, refresh)
+	if x == nil {
 		return false
 	}
 	o, ok := oddsOf(x, w)
@@ -387,13 +385,23 @@ func (v *View) Drawn(id uint64, now, refresh int64) bool {
 // holds now (Unix ms) and the odds of its draw, if the state has fixed
 // them: what a visitor drawn in it is shown.
 func (v *View) OddsAt(now, refresh int64) (int64, float64, bool) {
-	w := FloorDiv(now, refresh)
-	x := seedOf(v.seeds, w*refresh)
-	if x == nil || x.Interval != refresh {
+	x, w := v.seedAt(now, refresh)
+	if x == nil {
 		return w, 0, false
 	}
 	o, ok := oddsOf(x, w)
 	return w, o, ok
+}
+
+// seedAt returns the number of the refresh interval (of refresh ms) that
+// holds now (Unix ms), and the seed of its period if the view has one
+// whose odds and cuts are of intervals of that length, or nil.
+func (v *View) seedAt(now, refresh int64) (*store.Seed, int64) {
+	w := FloorDiv(now, refresh)
+	if x := seedOf(v.seeds, w*refresh); x != nil && x.Interval == refresh {
+		return x, w
+	}
+	return nil, w
 }
 
 // CommitmentAt returns the commitment to the seed of the lottery period

@@ -151,8 +151,7 @@ func (v *View) Ahead(b int64, lottery [2]int64, fresh bool, id uint64, refresh i
 // cut in force at the view's time that lie below visitor id's: 0 when
 // their turn has come, a half without a seed.
 func (v *View) placeShare(id uint64, refresh int64) float64 {
-	w := FloorDiv(v.At, refresh)
-	x := seedOf(v.seeds, w*refresh)
+	x, w := v.seedAt(v.At, refresh)
 	if x == nil {
 		return 0.5
 	}
