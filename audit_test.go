@@ -55,6 +55,7 @@ type auditor struct {
 // the room kept to its draws. The commitment of each period was published
 // before it began, and is the one its visitors were shown.
 func TestLotteryAudit(t *testing.T) {
+	simulatedFleet(t)
 	const crowd = 1_000
 	clk, st := newClock(), memstore.New()
 	rooms := instances(t, clk, st, 4, func(c *waitingroom.Config) {
@@ -217,6 +218,7 @@ type shuffler struct {
 // admission follows the places in the shuffle (Kendall's tau between the
 // two, measured), and later arrivals come after the pre-queue.
 func TestShuffleAudit(t *testing.T) {
+	simulatedFleet(t)
 	for _, n := range []int{1, 4} {
 		t.Run(fmt.Sprintf("%d instances", n), func(t *testing.T) { shuffleAudit(t, n) })
 	}

@@ -50,8 +50,8 @@ func orderedIDs() (ordered func(mutate func(*waitingroom.Config)) func(*waitingr
 // simulatedFleet skips a test under the race detector when the test is a
 // fleet simulated on one goroutine (the surge harness): minutes of CPU
 // that the detector multiplies by five for races it cannot see there.
-// scripts/test.sh runs these tests (every TestFleet and TestSurge) again
-// without it. TestFleetAggregatorKilled and the small fleet tests still
+// scripts/test.sh runs these tests (every TestFleet and TestSurge, and
+// the lottery's audits) again without it. TestFleetAggregatorKilled and the small fleet tests still
 // run under the detector, with the aggregator's concurrent mailbox
 // writes.
 func simulatedFleet(t *testing.T) {

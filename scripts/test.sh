@@ -109,15 +109,15 @@ lane_library() {
 
 lane_simulator() {
   lane_nice=$cpu_nice
-  # The simulator at full size, and the library's fleets simulated on one
-  # goroutine (TestFleet*, TestSurge*: they skip under the race detector),
-  # without the race detector. With -short everything ran without it in
-  # the library's lane.
+  # The simulator at full size, and the library's fleets and audits
+  # simulated on one goroutine (TestFleet*, TestSurge*, Test*Audit: they
+  # skip under the race detector), without the race detector. With -short
+  # everything ran without it in the library's lane.
   if [[ -z $short ]]; then
     gotest "./sim, full size, GOWORK=off" . \
       env GOWORK=off go test -count=1 -timeout=20m ./sim/
     gotest "., the simulated fleets, no race detector, GOWORK=off" . \
-      env GOWORK=off go test -count=1 -timeout=20m -run '^Test(Fleet|Surge)' ${args[@]+"${args[@]}"} .
+      env GOWORK=off go test -count=1 -timeout=20m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit)' ${args[@]+"${args[@]}"} .
   fi
 }
 
