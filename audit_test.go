@@ -205,6 +205,9 @@ type shuffler struct {
 	admitted   int64  // Unix ms they were let in; 0 while waiting
 	later      bool   // arrived after the start: not in the shuffle
 	position   int    // the first place in line shown after the start
+	// cloner: after the start they also send a copy of their cookie to
+	// an instance at random every second.
+	cloner, lapsed bool
 }
 
 // TestShuffleAudit runs an event that shuffles its pre-queue, on one
@@ -261,8 +264,9 @@ func shuffleAudit(t *testing.T, n int) {
 		if i >= crowd {
 			at = start.UnixMilli() + int64(i-crowd)*2_000 + rnd.Int64N(2_000) + 1
 		}
-		visitors[i] = &shuffler{next: at, later: i >= crowd}
+		visitors[i] = &shuffler{next: at, later: i >= crowd, cloner: i%10 == 3}
 	}
+	cloned := 0 // pre-queued visitors let in through a copy
 	waiting := len(visitors)
 	for step := 0; waiting > 0; step++ {
 		require.Less(t, step, 3_600, "everyone is let in within an hour")
@@ -271,6 +275,15 @@ func shuffleAudit(t *testing.T, n int) {
 			rm.sync()
 		}
 		for _, a := range visitors {
+			if a.cloner && a.admitted == 0 && a.identity != "" && !clk.Now().Before(start) {
+				rm := rooms[rnd.IntN(len(rooms))]
+				if admitted(rm.get(&visitor{cookie: a.cookie}, "application/json")) {
+					a.admitted = rm.now()
+					waiting--
+					cloned++
+					continue
+				}
+			}
 			if a.admitted != 0 || a.next > clk.Now().UnixMilli() {
 				continue
 			}
@@ -286,7 +299,13 @@ func shuffleAudit(t *testing.T, n int) {
 			a.next = now + int64(max(d.RefreshIntervalSeconds, 1))*1000
 			if !a.later {
 				require.NotEmpty(t, d.LotteryIdentity, "a pre-queued visitor is shown their identity")
-				require.True(t, a.identity == "" || a.identity == d.LotteryIdentity, "one identity for the whole wait")
+				if a.identity != "" && a.identity != d.LotteryIdentity {
+					// A cloner whose copies always came first: their own
+					// cookie, never renewed, lapsed (QueueHold), and its
+					// new place is not in the shuffle.
+					require.True(t, a.cloner, "one identity for the whole wait")
+					a.lapsed = true
+				}
 				a.identity, a.commitment = d.LotteryIdentity, d.LotteryCommitment
 				if a.position == 0 && now >= start.UnixMilli() {
 					a.position = d.PositionInLine
@@ -318,9 +337,14 @@ func shuffleAudit(t *testing.T, n int) {
 	}
 	var pre []placed
 	lastPre, firstLater := int64(0), int64(math.MaxInt64)
+	lapsed := 0
 	for i, a := range visitors {
 		if a.later {
 			firstLater = min(firstLater, a.admitted)
+			continue
+		}
+		if a.lapsed {
+			lapsed++
 			continue
 		}
 		lastPre = max(lastPre, a.admitted)
@@ -354,8 +378,9 @@ func shuffleAudit(t *testing.T, n int) {
 	tau := kendall(func(p placed) float64 { return float64(p.at) })
 	shown := kendall(func(p placed) float64 { return float64(p.position) })
 	drain := float64(lastPre-start.UnixMilli()) / 1000
-	t.Logf("%d instances: %d pre-queued visitors verified against %d cuts; Kendall's tau of places and admissions %.3f, of places and the first place in line shown %.3f; the pre-queue let in in %.0f s (%.0f s at New Users Per Minute's pace), the last %.0f s after the first later arrival",
-		n, len(pre), len(record.Cuts), tau, shown, drain, crowd/120.0*60, float64(lastPre-firstLater)/1000)
+	assert.Greater(t, cloned, crowd/40, "copies of a cookie are let in by the cuts only, and verify too")
+	t.Logf("%d instances: %d pre-queued visitors (%d let in through a copy of their cookie; %d cloners lost their place) verified against %d cuts; Kendall's tau of places and admissions %.3f, of places and the first place in line shown %.3f; the pre-queue let in in %.0f s (%.0f s at New Users Per Minute's pace), the last %.0f s after the first later arrival",
+		n, len(pre), cloned, lapsed, len(record.Cuts), tau, shown, drain, crowd/120.0*60, float64(lastPre-firstLater)/1000)
 	assert.Greater(t, shown, 0.9, "the place in line shown follows the place in the shuffle")
 	assert.Less(t, drain, crowd/120.0*60*1.1, "the cuts keep New Users Per Minute's pace")
 	assert.Greater(t, tau, 0.9, "let in in the order of their places")

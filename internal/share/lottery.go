@@ -3,6 +3,7 @@ package share
 import (
 	"cmp"
 	"encoding/binary"
+	"math"
 	"slices"
 
 	"github.com/go-waitingroom/waitingroom/lottery"
@@ -186,9 +187,16 @@ func keepCuts(st *store.State, p *params, v *View) {
 	if len(x.Cuts) == 0 {
 		x.Prequeued = waiting
 	}
-	next := 1.0
+	next, slots := 1.0, r.Slots(v, p.now)
+	if len(x.Cuts) > 0 {
+		// Copies of a cookie counted waiting at several instances swell
+		// the count, and would slow the cut: above it there are no more
+		// than its share of the pre-queue, and below it about an
+		// interval's slots not taken yet.
+		waiting = min(waiting, int64(math.Ceil(float64(x.Prequeued)*(1-cut)+slots)))
+	}
 	if waiting > 0 {
-		next = cut + (1-cut)*r.Slots(v, p.now)/float64(waiting)
+		next = cut + (1-cut)*slots/float64(waiting)
 	}
 	if !(next > cut) {
 		return

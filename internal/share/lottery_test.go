@@ -622,6 +622,14 @@ func TestKeepCuts(t *testing.T) {
 	keep((w+4)*refresh, view(7))
 	assert.Len(t, cuts(), 3, "not written again once at 1")
 
+	// Copies counted at several instances: no more count above the cut
+	// than its share of the pre-queue, and an interval's slots below.
+	swollen := &store.State{Seeds: []store.Seed{{Start: h - 600, End: h + 3600, Interval: refresh, Prequeued: 100,
+		Cuts: []store.Odds{{Interval: w, Odds: 0.1}}}}}
+	slots = 10
+	keepCuts(swollen, &params{now: (w + 1) * refresh, rules: r}, view(150, 50))
+	assert.InDelta(t, 0.1+0.9*10/100, swollen.Seeds[0].Cuts[1].Odds, 1e-12, "counted as 100, not 200")
+
 	v := &View{seeds: st.Seeds}
 	for _, tc := range []struct {
 		w   int64
