@@ -297,15 +297,16 @@ func shuffleAudit(t *testing.T, n int) {
 			}
 			d := roomData(t, w)
 			a.next = now + int64(max(d.RefreshIntervalSeconds, 1))*1000
-			if !a.later {
-				require.NotEmpty(t, d.LotteryIdentity, "a pre-queued visitor is shown their identity")
-				if a.identity != "" && a.identity != d.LotteryIdentity {
-					// A cloner whose copies always came first: their own
-					// cookie, never renewed, lapsed (QueueHold), and its
-					// new place is not in the shuffle.
-					require.True(t, a.cloner, "one identity for the whole wait")
-					a.lapsed = true
-				}
+			if a.later {
+				require.Empty(t, d.LotteryIdentity, "a later arrival is not in the shuffle")
+			} else if d.LotteryIdentity == "" || a.lapsed {
+				// A cloner whose copies always came first: their own
+				// cookie, never renewed, lapsed (QueueHold), and its
+				// new place is not in the shuffle.
+				require.True(t, a.cloner, "a pre-queued visitor is shown their identity in the shuffle")
+				a.lapsed = true
+			} else {
+				require.True(t, a.identity == "" || a.identity == d.LotteryIdentity, "one identity for the whole wait")
 				a.identity, a.commitment = d.LotteryIdentity, d.LotteryCommitment
 				if a.position == 0 && now >= start.UnixMilli() {
 					a.position = d.PositionInLine

@@ -230,8 +230,7 @@ func (rm *Room) chanceLocked(x *visit) bool {
 		pol.method.layout != nil && v.Instances > 1 && !v.Scarce
 	x.won = x.drawing && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds())
 	if x.shuffled = pol.lottery[1] != 0 && !x.fresh && !x.closed && pol.bucket(c.bucket) == pol.lottery[0]; x.shuffled {
-		// An event's shuffled pre-queue, any method and instances: in
-		// the order of places, as far as the cut (share: View.Placed).
+		// A shuffled pre-queue, by places up to the cut (View.Placed).
 		x.drawing, x.won = true, v.Placed(c.id, now, rm.cfg.RefreshInterval.Milliseconds())
 	}
 	if x.fresh {
@@ -442,7 +441,7 @@ func (rm *Room) conclude(x *visit) {
 		if x.fresh {
 			rm.counters.queued.Add(1)
 		}
-		d.state.id = c.id // the challenge's and the lottery's
+		d.state.id, d.state.bucket = c.id, c.bucket // the challenge's and the lottery's
 		if x.chal != nil && c.chal != chalPassed {
 			d.chal = x.chal
 		}
@@ -481,7 +480,7 @@ func (rm *Room) tooEarly(d *decision, v *view, p *policy, c cookieState, last, n
 	if ch := rm.challengeOf(v, p); ch != nil && (c.chal == chalGiven || c.chal == chalFailed) {
 		d.chal = ch // the same page: still the challenge
 	}
-	d.state.id = c.id
+	d.state.id, d.state.bucket = c.id, c.bucket
 	d.Estimate = rm.estimate(v, p, &c, false, true)
 }
 

@@ -209,8 +209,9 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 	data.WaitTimeFormatted = e.Formatted(lang)
 	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data)
 	data.QueueLength = e.Waiting
-	if d.Outcome == outcomeWaiting && (data.IsRandomQueue || p.event != nil && p.event.ShuffleAtStart) {
-		rm.lotteryData(d.state.id, data, now, !data.IsRandomQueue)
+	shuffled := p.event != nil && p.event.ShuffleAtStart && (p.prequeue || p.bucket(d.state.bucket) == p.lottery[0])
+	if d.Outcome == outcomeWaiting && (data.IsRandomQueue || shuffled) {
+		rm.lotteryData(d.state.id, data, now, shuffled)
 	}
 	if d.chal != nil && d.Outcome == outcomeWaiting {
 		rm.challengeData(&d, data, now)
