@@ -37,8 +37,7 @@
 # output is printed whole when the lane ends, with how long each command
 # and the lane took; the script exits non-zero if any command of any lane
 # failed. TEST_SERIAL=1 runs the lanes one after the other instead,
-# printing as they go. TEST_ALONE_DONE=FILE has the script create FILE once
-# the lanes that run alone are over.
+# printing as they go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/modules.sh || exit 1
@@ -172,9 +171,6 @@ else
   # run: in a process group of their own, the fault scenarios' run ended
   # the whole script.
   run_alone "${alone[@]}"
-  # Whoever waits for the lanes that run alone to be over (.ci/run, to
-  # start its checks beside the others) is told so.
-  if [[ -n ${TEST_ALONE_DONE:-} ]]; then touch "$TEST_ALONE_DONE"; fi
   # Each lane in a process group of its own (job control), so that an
   # interrupted run stops every go test it started.
   set -m
