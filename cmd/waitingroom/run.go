@@ -103,12 +103,14 @@ func (o *options) serve(ctx context.Context, log *slog.Logger, stderr io.Writer,
 	// cannot be reached, refuses the credentials or lacks its table fail
 	// the start-up, and gives the room its first grant before the first
 	// visitor.
-	if err := room.Ready(startCtx); err != nil {
-		if ctx.Err() != nil {
-			// SIGINT or SIGTERM during the start-up: a clean stop.
-			log.Info("waitingroom: stopped before serving")
-			return exitOK
-		}
+	err = room.Ready(startCtx)
+	if ctx.Err() != nil {
+		// SIGINT or SIGTERM during the start-up, whether or not the first
+		// sync was over by then: a clean stop, before serving.
+		log.Info("waitingroom: stopped before serving")
+		return exitOK
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "waitingroom: store %s: first sync failed: %v\n", o.store.redacted, err)
 		if hint := storeHint(o.store, o.storeOpts, err); hint != "" {
 			fmt.Fprintln(stderr, "waitingroom:", hint)
