@@ -134,13 +134,15 @@ func (p *Puzzles) Verify(answer string, id uint64, now time.Time, pol *Policy) e
 	if len(parts) != 3 {
 		return ErrFailed
 	}
+	// Only the puzzle as it was issued: the decoder skips line breaks,
+	// and ParseInt takes a sign, which would make one puzzle many.
 	seed, err := base64.RawURLEncoding.Strict().DecodeString(parts[0])
-	if err != nil || len(seed) != 16 {
+	if err != nil || len(seed) != 16 || base64.RawURLEncoding.EncodeToString(seed) != parts[0] {
 		return ErrFailed
 	}
 	ms := now.UnixMilli()
 	sec, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil || sec*1000 > ms+maxLead.Milliseconds() || ms-sec*1000 >= pol.ttl().Milliseconds() {
+	if err != nil || strconv.FormatInt(sec, 10) != parts[1] || sec*1000 > ms+maxLead.Milliseconds() || ms-sec*1000 >= pol.ttl().Milliseconds() {
 		return ErrFailed // expired, or from the future
 	}
 	diff, err := strconv.Atoi(parts[2])

@@ -202,7 +202,11 @@ func FuzzPuzzlesVerify(f *testing.F) {
 	p := puzzles(f, "launch", testKey)
 	pol := &Policy{Kind: PoW, Difficulty: 1}
 	valid := solve(f, p.Issue(1, t0, 1))
-	for _, s := range []string{valid, valid + "0", "", ".", "..", "a.b.c.d", "AAAAAAAAAAAAAAAAAAAAAA.0.1.0", strings.Repeat("9", 600)} {
+	// The same puzzle written another way: a line break in its seed (the
+	// decoder skips it), a sign before its second.
+	broken := valid[:2] + "\n" + valid[2:]
+	signed := strings.Replace(valid, ".", ".+", 1)
+	for _, s := range []string{valid, valid + "0", "", ".", "..", "a.b.c.d", "AAAAAAAAAAAAAAAAAAAAAA.0.1.0", strings.Repeat("9", 600), broken, signed} {
 		f.Add(s, uint64(1), int64(0))
 	}
 	f.Fuzz(func(t *testing.T, answer string, id uint64, after int64) {
