@@ -44,6 +44,11 @@ type auditor struct {
 	// cloner: they also send a copy of their cookie to an instance at
 	// random every second, as a cookie shared by several clients is.
 	cloner bool
+	// renewed is the Unix ms of the latest cookie of their own; lapsed: a
+	// cloner whose copies always came first, so that their own cookie,
+	// never renewed, lapsed (QueueHold) and brought a new place.
+	renewed int64
+	lapsed  bool
 }
 
 // TestLotteryAudit runs a random room on four instances through a crowd
@@ -53,7 +58,9 @@ type auditor struct {
 // they were let in) and check it, once the seeds are revealed, against the
 // room's published records with lottery.Verify: every one of them finds
 // the room kept to its draws. The commitment of each period was published
-// before it began, and is the one its visitors were shown.
+// before it began, and is the one its visitors were shown. A cloner whose
+// copies always came first may lose their place (their own cookie, never
+// renewed, lapses: QueueHold) and wait in a new one: counted, not checked.
 func TestLotteryAudit(t *testing.T) {
 	simulatedFleet(t)
 	const crowd = 1_000
@@ -63,6 +70,7 @@ func TestLotteryAudit(t *testing.T) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 100_000, 120
 	})
 	refresh := rooms[0].cfg.RefreshInterval.Milliseconds()
+	hold := rooms[0].cfg.QueueHold.Milliseconds()
 	rnd := mrand.New(mrand.NewPCG(1, 2))
 	syncAll := func() {
 		for _, rm := range rooms {
@@ -103,7 +111,8 @@ func TestLotteryAudit(t *testing.T) {
 			if a.cloner && a.admitted == 0 && a.identity != "" {
 				rm := rooms[rnd.IntN(len(rooms))]
 				if admitted(rm.get(&visitor{cookie: a.cookie}, "application/json")) {
-					a.admitted, a.claims = share.FloorDiv(rm.now(), refresh), true
+					a.lapsed = a.lapsed || rm.now()-a.renewed >= hold
+					a.admitted, a.claims = share.FloorDiv(rm.now(), refresh), !a.lapsed
 					waiting--
 					continue
 				}
@@ -112,19 +121,24 @@ func TestLotteryAudit(t *testing.T) {
 				continue
 			}
 			rm := rooms[rnd.IntN(len(rooms))] // no stickiness
-			first := a.cookie == ""
+			first, old := a.cookie == "", a.cookie
 			w := rm.get(&a.visitor, "application/json")
 			now := rm.now()
+			a.lapsed = a.lapsed || !first && now-a.renewed >= hold
+			if a.cookie != old {
+				a.renewed = now
+			}
 			if admitted(w) {
-				a.admitted, a.claims = share.FloorDiv(now, refresh), !first
+				a.admitted, a.claims = share.FloorDiv(now, refresh), !first && !a.lapsed
 				waiting--
 				continue
 			}
 			d := roomData(t, w)
 			require.True(t, d.InWaitingRoom)
 			a.next = now + int64(max(d.RefreshIntervalSeconds, 1))*1000
-			if d.LotteryIdentity == "" {
-				continue // the first interval of the room, before its first seed
+			if d.LotteryIdentity == "" || a.lapsed {
+				require.True(t, d.LotteryIdentity != "" || !a.lapsed || a.cloner, "only a cloner's place lapses")
+				continue // the first interval of the room, before its first seed; or a new place
 			}
 			require.True(t, a.identity == "" || a.identity == d.LotteryIdentity, "one identity for the whole wait")
 			a.identity = d.LotteryIdentity
@@ -149,10 +163,14 @@ func TestLotteryAudit(t *testing.T) {
 		watch()
 	}
 
-	claims, wins, cloners := 0, 0, 0
+	claims, wins, cloners, lapsed := 0, 0, 0, 0
 	for i, a := range visitors {
+		if a.lapsed {
+			require.True(t, a.cloner, "visitor %d: only a cloner's place lapses", i)
+			lapsed++
+		}
 		if !a.claims {
-			continue // let in at their first request, when there was room: no draw
+			continue // let in at their first request, when there was room: no draw; or in a new place
 		}
 		claims++
 		id, err := lottery.ParseIdentity(a.identity)
@@ -187,8 +205,8 @@ func TestLotteryAudit(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d of %d visitors waited and checked their draws; %d admissions (%d of cookies sent as copies too) verified against %d records",
-		claims, crowd, wins, cloners, len(records))
+	t.Logf("%d of %d visitors waited and checked their draws; %d admissions (%d of cookies sent as copies too) verified against %d records; %d cloners lost their place",
+		claims, crowd, wins, cloners, len(records), lapsed)
 	assert.Greater(t, cloners, crowd/20, "copies of a cookie are let in by the draw only")
 	assert.Greater(t, claims, crowd/2, "most of the crowd waits for a draw")
 	assert.Equal(t, claims, wins, "every visitor who waited was let in by a draw the record bears out")
