@@ -192,7 +192,7 @@ type Config struct {
 	// that need instances in a known order).
 	newID func() string
 	// fleetMin is the fewest live instances that sync through an
-	// aggregator; 0 is the default, fleetMin (tests compare a fleet with
+	// aggregator; 0 is the default, share.FleetMin (tests compare a fleet with
 	// as many instances syncing on their own).
 	fleetMin int
 	// seeds draws the lottery's seeds from Identities when it was set:
@@ -366,7 +366,7 @@ func (c *Config) fillHooks() {
 	if c.ErrorHandler == nil {
 		c.ErrorHandler = defaultErrorHandler
 	}
-	c.fleetMin = cmp.Or(c.fleetMin, fleetMin)
+	c.fleetMin = cmp.Or(c.fleetMin, share.FleetMin)
 }
 
 // settings are the live settings c starts with: its Settings, with the

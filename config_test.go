@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -120,7 +121,7 @@ func TestNormalizeBounds(t *testing.T) {
 			assert.NotNil(t, c.Identities)
 			assert.NotNil(t, c.Logger)
 			assert.NotNil(t, c.ErrorHandler)
-			assert.Equal(t, fleetMin, c.fleetMin)
+			assert.Equal(t, share.FleetMin, c.fleetMin)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"cmp"
 	"math"
 	"net/http"
 	"time"
@@ -306,7 +307,16 @@ func (rm *Room) takeLocked(x *visit) {
 	pass := x.gate == gatePass
 	x.admit = !x.closed && pol.method.passes && pass
 	if !x.closed && !x.admit && pass && (!x.drawing || x.won) {
-		x.admit = rm.local.Take(pol.bucket(c.bucket), x.fresh)
+		// FIFO to the second: while the grant keeps a slot for an older
+		// visitor, who is back (here or elsewhere) within the longest
+		// refresh and its lateness, a newer one waits, that long at most
+		// (a copy counted at several instances may never come).
+		b := pol.bucket(c.bucket)
+		if !x.fresh && rm.local.OlderKept(b) && (x.ch.heldAt == 0 || now-x.ch.heldAt < rm.waitWindow/2+rm.lateness) {
+			x.ch.heldAt = cmp.Or(x.ch.heldAt, now)
+		} else {
+			x.ch.heldAt, x.admit = 0, rm.local.Take(b, x.fresh)
+		}
 		if until, ok := v.Picks[c.id]; !x.admit && ok && !x.fresh && now < until && rm.syncer.Healthy() {
 			// Picked by the fleet's aggregator (internal/share:
 			// picks.go): let in from the pick's slot, whichever instance
@@ -380,7 +390,7 @@ func (rm *Room) waitLocked(x *visit) {
 		// cookie until its first chance is due, so only a visitor who
 		// came with a cookie that brought a place is remembered: a flood
 		// of requests without one costs no memory.
-		rm.chances.Set(c.id, chance{next: next, bucket: c.bucket, slot: slotOf(now), chal: c.chal, counted: counted})
+		rm.chances.Set(c.id, chance{next: next, bucket: c.bucket, slot: slotOf(now), chal: c.chal, counted: counted, heldAt: x.ch.heldAt})
 	}
 }
 
@@ -399,9 +409,6 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 		// be out (picks are used within seconds: a minute's last would
 		// count against the next). The draw is the visitor's and the
 		// clock's, the same for every copy of a cookie at any instance.
-		// (With a draw of each client's own at four times the odds,
-		// groups of five sharing a cookie across 40 instances waited
-		// 0.54 of polite visitors' wait.)
 		if rm.local.MayAsk(c.id) && (x.won || !x.shuffled && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds())) {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
@@ -465,8 +472,9 @@ func successor(id uint64, lastCheckIn int64) uint64 { return share.Mix(id, lastC
 type chance struct {
 	next         int64 // Unix ms
 	bucket, slot int64
-	chal         int8 // chalNone, chalGiven, chalPassed, chalFailed (challenge.go)
-	counted      bool // the visitor counts as waiting at (bucket, slot)
+	chal         int8  // chalNone, chalGiven, chalPassed, chalFailed (challenge.go)
+	counted      bool  // the visitor counts as waiting at (bucket, slot)
+	heldAt       int64 // Unix ms: held back for an older visitor since
 }
 
 // tooEarly answers a waiting visitor who gets no new chance before next
@@ -485,14 +493,11 @@ func (rm *Room) tooEarly(d *decision, v *view, p *policy, c cookieState, last, n
 }
 
 // jitteredRefresh draws a waiting visitor's next refresh interval, in ms:
-// RefreshInterval varied by up to RefreshJitter, in whole seconds. Whole
-// seconds because that is what the Refresh header and
-// refreshIntervalSeconds can say: a browser that obeys them comes back
-// the moment it is eligible, where an interval of 20.3 s, announced as
-// 21, would make every polite visitor 0.5 s late on average, a head start
-// for clients that poll every second. The rounding is random (20.3 s is
-// 21 s three times in ten), so the mean stays RefreshInterval and short
-// intervals keep their jitter.
+// RefreshInterval varied by up to RefreshJitter, in whole seconds, what
+// the Refresh header can say (20.3 s announced as 21 would make every
+// polite visitor 0.5 s late, a head start for clients that poll every
+// second), rounded at random (20.3 s is 21 s three times in ten) so that
+// the mean stays RefreshInterval.
 func (rm *Room) jitteredRefresh() int64 {
 	f := 1 + rm.cfg.RefreshJitter*(2*rm.cfg.Random()-1)
 	x := rm.cfg.RefreshInterval.Seconds() * f

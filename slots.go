@@ -76,9 +76,7 @@ const drawMargin = 1.0
 // drawScarceMargin is drawMargin where every slot goes by pick
 // (fleetScarce): the visitors the draw holds are asked for, and the round
 // draws among those asked (internal/share: picks.go). More than one for
-// each slot, so that a pick finds a visitor who asked in time: with the
-// draw's odds alone, polite visitors waited 525 s at 40 instances and 60
-// a minute, 67 s with twice them.
+// each slot, so that a pick finds a visitor who asked in time.
 const drawScarceMargin = 2.0
 
 // drawSlots is how many visitors the draw of a refresh interval at now
@@ -125,10 +123,9 @@ func drawOdds(v *share.View, p *policy, refresh, now int64) float64 {
 
 // drawRetry is how long, in ms, a visitor the draw holds who found no slot
 // waits before coming back: a quarter of the refresh interval of refresh
-// ms, in whole seconds (what the page can say), at least one. Every
-// second, the visitors the draw holds doubled the requests of four
-// instances at 300 a minute and a 20-second interval (76,911 against
-// 33,462 on one instance; 43,678 at a quarter), for no fairer a wait.
+// ms, in whole seconds (what the page can say), at least one. Back every
+// second, they doubled four instances' requests (76,911 against 43,678 at
+// a quarter), for no fairer a wait.
 func drawRetry(refresh int64) int64 {
 	return max(1, refresh/4/1000) * 1000
 }

@@ -20,10 +20,6 @@ import (
 // without a lock (Syncer.Snapshot).
 type view = share.Snapshot[Settings]
 
-// fleetMin is the fewest live instances that sync through an aggregator
-// (Config.fleetMin changes it for a room's tests).
-const fleetMin = share.FleetMin
-
 // Sync runs one sync with the store now: it merges this instance's counts
 // since the previous sync, returns its unused grant and takes a new one.
 // The background loop calls it every SyncInterval, and sooner after a

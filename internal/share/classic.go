@@ -369,7 +369,6 @@ func (s *Syncer[S]) finish(ctx context.Context, p params, v *View, set S, epoch,
 	// periods as long as it must be kept: until none of its cookies can
 	// be presented.
 	s.local.known.Turn(p.now, p.rules.Times.remembered())
-	s.local.alone = v.Instances <= 1
 	setGrant()
 	s.local.mu.Unlock()
 	snap := &Snapshot[S]{View: *v, Settings: set, SettingsVersion: settingsVersion}

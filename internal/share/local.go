@@ -22,9 +22,6 @@ type Local struct {
 	// is in flight; they are charged to the grant the sync brings. nil
 	// when no sync is in flight.
 	inflight map[int64]int64
-	// alone reports that the latest view counted no other instance: a
-	// queued visitor waits while an older one has an admission kept (Take).
-	alone bool
 	// known is what this instance knows of sessions beyond the latest
 	// sync: those it admitted, saw or revoked, by visitor ID, kept at
 	// least as long as the state keeps them (for a rebuild after a loss).
@@ -46,26 +43,18 @@ func (l *Local) Unlock() { l.mu.Unlock() }
 // take only what any visitor may), and reports whether there was one. An
 // admission taken while a sync is in flight is charged to the grant that
 // sync brings.
-//
-// At the room's only instance, a queued visitor gets none while the
-// grant keeps one for an older bucket (FIFO), whose visitor comes back
-// within their refresh interval and goes first: a release that covers
-// several seconds at once (the minute's slots, free at its start) lets
-// them in in arrival order, not in the order they come back (ten visitors
-// 5 s apart at 3 a minute: 9 pairs of 135 out of order in three runs,
-// none so). Not with several instances: an older visitor may come back to
-// another one, and 40 instances at 100 a minute used 0.930 of it, 0.950
-// without.
 func (l *Local) Take(bucket int64, fresh bool) bool {
-	if !fresh && l.alone && l.grant.olderHeld(bucket) {
-		return false
-	}
 	from, ok := l.grant.take(bucket, fresh)
 	if ok && l.inflight != nil {
 		l.inflight[from]++
 	}
 	return ok
 }
+
+// OlderKept reports whether the grant keeps an admission for a bucket
+// older than bucket: a visitor of bucket who takes one may get in before
+// an older one (the room holds them back a while: takeLocked).
+func (l *Local) OlderKept(bucket int64) bool { return l.grant.olderHeld(bucket) }
 
 // Report reports x, a session's admission, sign of life or revoke, to the
 // next sync, and notes it among the sessions this instance knows.

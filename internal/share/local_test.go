@@ -77,3 +77,19 @@ func TestLocalPending(t *testing.T) {
 	assert.Equal(t, int64(2), l.pending.attempts)
 	assert.Equal(t, map[uint64]int64{5: 1234}, l.pending.waits)
 }
+
+// OlderKept reports a slot kept for an older bucket than the one asked
+// about, not one kept for the same bucket or a newer one, nor an entry
+// used up.
+func TestOlderKept(t *testing.T) {
+	l := newLocal()
+	l.SetGrant(Grant{{Bucket: 3, N: 1}, {Bucket: 5, N: 0}, {Bucket: 7, N: 1}, {Bucket: AnyBucket, N: 1}})
+	for _, tc := range []struct {
+		bucket int64
+		want   bool
+	}{{2, false}, {3, false}, {4, true}, {6, true}, {AnyBucket, true}} {
+		assert.Equal(t, tc.want, l.OlderKept(tc.bucket), "bucket %d", tc.bucket)
+	}
+	l.SetGrant(Grant{{Bucket: 3, N: 0}, {Bucket: 7, N: 1}})
+	assert.False(t, l.OlderKept(6), "an entry used up")
+}
