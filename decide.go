@@ -308,9 +308,8 @@ func (rm *Room) takeLocked(x *visit) {
 	x.admit = !x.closed && pol.method.passes && pass
 	if !x.closed && !x.admit && pass && (!x.drawing || x.won) {
 		// FIFO to the second: while the grant keeps a slot for an older
-		// visitor, who is back (here or elsewhere) within the longest
-		// refresh and its lateness, a newer one waits, that long at most
-		// (a copy counted at several instances may never come).
+		// visitor, back (here or elsewhere) within the longest refresh and
+		// its lateness, a newer one waits that long at most.
 		b := pol.bucket(c.bucket)
 		if !x.fresh && rm.local.OlderKept(b) && (x.ch.heldAt == 0 || now-x.ch.heldAt < rm.waitWindow/2+rm.lateness) {
 			x.ch.heldAt = cmp.Or(x.ch.heldAt, now)
@@ -374,9 +373,7 @@ func (rm *Room) waitLocked(x *visit) {
 		next = now + powHoldRefresh // back as soon as the page's worker is done
 	}
 	if x.won && x.gate == gatePass {
-		// The draw holds the visitor, and no slot is free here: back
-		// soon, while it is theirs.
-		next = now + drawRetry(rm.cfg.RefreshInterval.Milliseconds())
+		next = now + drawRetry(rm.cfg.RefreshInterval.Milliseconds()) // the draw holds them: back soon
 	}
 	if !x.fresh && !x.closed && x.gate == gatePass && counted {
 		next = rm.askLocked(x, next)
@@ -386,10 +383,9 @@ func (rm *Room) waitLocked(x *visit) {
 		rm.local.Count(c.bucket, slotOf(now), 1)
 	}
 	if x.ok {
-		// A new visitor's copies (if any) are held back by their own
-		// cookie until its first chance is due, so only a visitor who
-		// came with a cookie that brought a place is remembered: a flood
-		// of requests without one costs no memory.
+		// A new visitor's copies are held back by their own cookie until
+		// its first chance: only a visitor who came with a cookie that
+		// brought a place is remembered (a flood without costs nothing).
 		rm.chances.Set(c.id, chance{next: next, bucket: c.bucket, slot: slotOf(now), chal: c.chal, counted: counted, heldAt: x.ch.heldAt})
 	}
 }
@@ -403,12 +399,10 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 	switch {
 	case !pol.method.ordered && v.Fleet && v.Scarce && pol.method.layout != nil:
 		// Random, in a fleet with few slots an instance (fleetScarce):
-		// every slot by pick, among the visitors asked for: those the
-		// draw (slots.go, at twice its odds: drawScarceMargin) holds,
-		// at every chance while it does, back as soon as the pick can
-		// be out (picks are used within seconds: a minute's last would
-		// count against the next). The draw is the visitor's and the
-		// clock's, the same for every copy of a cookie at any instance.
+		// every slot by pick, among the visitors the draw holds (at
+		// drawScarceMargin), asked for at every chance while it does,
+		// back as soon as the pick can be out (picks are used within
+		// seconds: a minute's last would count against the next).
 		if rm.local.MayAsk(c.id) && (x.won || !x.shuffled && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds())) {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
@@ -455,8 +449,20 @@ func (rm *Room) conclude(x *visit) {
 		d.Outcome = outcomeWaiting
 		d.RefreshAfter = time.Duration(c.refresh) * time.Millisecond
 		d.last = now
-		d.Estimate = rm.estimate(x.v, x.pol, c, x.fresh, false)
+		var turn int64
+		d.Estimate, turn = rm.estimate(x.v, x.pol, c, x.fresh, false)
 		c.pos = int64(d.Estimate.Position)
+		// In FIFO, back when their turn is expected if sooner: a span's
+		// slots go to whoever comes first (grant.go), now in line order.
+		if soon := max(turn, drawRetry(rm.cfg.RefreshInterval.Milliseconds())); soon < c.refresh && x.gate == gatePass {
+			c.refresh, d.RefreshAfter = soon, time.Duration(soon)*time.Millisecond
+			rm.local.Lock()
+			if ch, seen := rm.chances.Get(c.id); seen && x.ok {
+				ch.next = now + soon
+				rm.chances.Set(c.id, ch)
+			}
+			rm.local.Unlock()
+		}
 	}
 	d.cookie = rm.codec.encode(*c)
 }
@@ -489,7 +495,7 @@ func (rm *Room) tooEarly(d *decision, v *view, p *policy, c cookieState, last, n
 		d.chal = ch // the same page: still the challenge
 	}
 	d.state.id, d.state.bucket = c.id, c.bucket
-	d.Estimate = rm.estimate(v, p, &c, false, true)
+	d.Estimate, _ = rm.estimate(v, p, &c, false, true)
 }
 
 // jitteredRefresh draws a waiting visitor's next refresh interval, in ms:
@@ -510,12 +516,14 @@ func (rm *Room) jitteredRefresh() int64 {
 
 // estimate is the wait of the visitor of cookie c as of view v under
 // policy p (fresh: behind everyone), counting the visitors this instance
-// let in since v's sync (who hold slots v shows free). In line, the place
-// is never above the one c was last shown, which an answer between
-// chances (again) shows. The local lock must not be held.
-func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) Estimate {
+// let in since v's sync (who hold slots v shows free), and, in FIFO, in
+// how many ms their turn is expected (MaxInt64 when not known). In line,
+// the place is never above the one c was last shown, which an answer
+// between chances (again) shows. The local lock must not be held.
+func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) (Estimate, int64) {
+	turn := int64(math.MaxInt64)
 	if p.QueueAll || p.prequeue || p.method.estimate == nil {
-		return Estimate{}
+		return Estimate{}, turn
 	}
 	rm.local.Lock()
 	if n := rm.local.Unseen(); n > 0 {
@@ -529,6 +537,9 @@ func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) 
 		if c.pos > 0 && (again || c.pos-1 < ahead) {
 			ahead = c.pos - 1
 		}
+		if m, ok := waitAfter(v, p, float64(ahead), math.NaN()); ok && m < 60 {
+			turn = int64(math.Ceil(m*60)) * 1000
+		}
 	}
 	e := p.method.estimate(v, p, ahead, fresh)
 	if p.method.layout != nil { // a line to wait in
@@ -538,5 +549,5 @@ func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) 
 		}
 		e.Waiting = max(int(min(n, 1e9)), e.Position)
 	}
-	return e
+	return e, turn
 }

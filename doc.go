@@ -30,37 +30,27 @@
 //
 // # How it works
 //
-// A visitor's place in the queue is the minute of their first request, kept
-// in an encrypted, authenticated cookie (XChaCha20-Poly1305) together with
-// their random identity, admission time, latest check-in and refresh
-// interval. The shared state holds one small record per admitted visitor
-// (identity, admission, latest request, revoked), counts of waiting
-// visitors by arrival minute and 10-second check-in slot, and admissions
-// by minute: its size grows with the sessions, not with the queue.
+// A visitor's place in the queue is the second of their first request,
+// kept in an encrypted, authenticated cookie (XChaCha20-Poly1305) with
+// their random identity, admission, latest check-in and refresh. The
+// shared state holds one small record per admitted visitor and counts of
+// waiting visitors by arrival second: it grows with the sessions, not with
+// the queue. Every copy of a cookie carries the same identity, so parallel
+// requests, a replayed cookie or one cookie on many machines count as one
+// visitor, a place yields one admission, and a revoke subtracts once.
 //
-// One place, one visitor, one count: every copy of a cookie carries the
-// same identity, so a browser's parallel requests, a replayed cookie or one
-// cookie on many machines count as one active visitor, a waiting place
-// yields one admission (copies of it join that session), a revoke
-// subtracts once, and a session lasts SessionDuration from the latest
-// request of any holder. docs/design.md in the repository is the map.
+// Every SyncInterval each instance syncs with the store in one atomic
+// read-modify-write: it merges its counts and takes a grant, a share of
+// the free slots. Between syncs every decision is local, so a request
+// never waits on the store, and the limits hold exactly across any number
+// of instances. docs/design.md in the repository is the map.
 //
-// Every SyncInterval each instance (each Room) syncs with the store in one
-// atomic read-modify-write: it merges its counts, returns what is left of
-// its grant and takes a new one, a share of the free slots. Between syncs
-// every decision is local, so a request never waits on the store, and the
-// grants of all instances never add up to more than the free slots: the
-// limits hold exactly across any number of instances.
-//
-// FIFO reserves free slots for the oldest arrival minutes first; fresh
-// arrivals get slots only when every waiting visitor is covered. Random
-// lets every waiting visitor race for the same slots. Both keep the arrival
-// minutes, so switching from FIFO to random and back restores arrival
-// order. A waiting visitor gets a new chance only when their refresh
-// interval (jittered per visitor) is due, counted from when the previous
-// chance was due, whichever copy of their cookie asks: a browser obeying
-// the page takes as many chances as a client polling every second, so
-// refreshing faster gains nothing.
+// FIFO reserves free slots for the oldest arrivals first; random draws who
+// may take them, and switching between the two keeps the arrival seconds.
+// A waiting visitor gets a new chance only when the one their page
+// announced is due (a jittered refresh, or in FIFO when their turn is
+// expected, if sooner), whichever copy of their cookie asks: refreshing
+// faster gains nothing.
 //
 // # Stores
 //

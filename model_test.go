@@ -420,6 +420,7 @@ type model struct {
 	firstByM     map[int64]int         // distinct IDs first seen, by minute
 	chances      map[uint64]int64      // latest chance by identity
 	chanceAt     map[chanceKey][]int64 // latest chances by identity and instance
+	nextAt       map[chanceKey]int64   // the next chance announced, by identity and instance
 	drawnAt      map[chanceKey]int64   // latest returns of a visitor the draw holds (random, several instances)
 	heldAt       map[chanceKey]int64   // with a challenge: latest holds for it that counted the visitor waiting
 	copied       map[uint64]bool       // identities whose cookie was copied or replayed
@@ -470,6 +471,7 @@ func newModel(t *testing.T, tc modelCase, seed uint64, attack bool) *model {
 		firstByM: map[int64]int{},
 		chances:  map[uint64]int64{},
 		chanceAt: map[chanceKey][]int64{},
+		nextAt:   map[chanceKey]int64{},
 		drawnAt:  map[chanceKey]int64{},
 		heldAt:   map[chanceKey]int64{},
 		copied:   map[uint64]bool{},
@@ -936,22 +938,29 @@ func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
 	}
 }
 
-// checkInterval checks and records the chance r brought at now: one per
-// refresh interval per instance, whichever copy of the cookie asks. The
-// shortest interval drawn is the RefreshInterval less its jitter, rounded
-// down to the second, and a chance taken late (by up to the room's
-// lateness) is due an interval after it was due: n chances on one
-// instance span at least n-1 shortest intervals, less the lateness.
+// checkInterval checks and records the chance r brought at now: none
+// before the one the place's previous chance on this instance announced
+// (whichever copy of the cookie asks), and each announced at least the
+// shortest refresh interval drawn later (the RefreshInterval less its
+// jitter, rounded down to the second) less the room's lateness (a chance
+// taken late is due an interval after it was due), or, in FIFO, a quarter
+// of the interval when sooner: the room brings a visitor whose turn comes
+// sooner back then.
 func (m *model) checkInterval(r mResp, now int64) {
 	key := chanceKey{r.state.ID, r.inst}
-	past := m.chanceAt[key]
-	for j, at := range slices.Backward(past) {
-		if k := int64(len(past) - j); now-at < k*m.minRefresh-m.lateness {
-			m.fail("a place got more than one chance per refresh interval on one instance", "%s on instance %d: %d chances from %s to %s",
-				m.hexID(r.state.ID), r.inst, k+1, m.rel(at), m.rel(now))
-			break
-		}
+	if next, ok := m.nextAt[key]; ok && now < next {
+		m.fail("a place got a chance before the one its page announced", "%s on instance %d: at %s, announced for %s",
+			m.hexID(r.state.ID), r.inst, m.rel(now), m.rel(next))
 	}
+	least := m.minRefresh - m.lateness
+	if m.methodAt(now) == waitingroom.FIFO {
+		least = min(least, waitingroom.DrawRetry(modelRefresh.Milliseconds()))
+	}
+	if r.state.Refresh < least {
+		m.fail("a place's next chance announced too soon", "%s on instance %d at %s: in %d ms", m.hexID(r.state.ID), r.inst, m.rel(now), r.state.Refresh)
+	}
+	m.nextAt[key] = now + r.state.Refresh
+	past := m.chanceAt[key]
 	m.chanceAt[key] = append(past[max(0, len(past)-9):], now)
 }
 

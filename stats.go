@@ -79,6 +79,7 @@ func (rm *Room) Stats() Stats {
 	sc := rm.syncer.Counters()
 	now := rm.now()
 	pol := rm.policyAt(&v.Settings, now)
+	e, _ := rm.estimate(v, &pol, &cookieState{bucket: secondOf(now)}, true, false)
 	s := Stats{
 		Settings:           v.Settings,
 		InForce:            pol.Settings,
@@ -90,7 +91,7 @@ func (rm *Room) Stats() Stats {
 		Instances:          v.Instances,
 		Aggregated:         sc.Aggregated,
 		Aggregating:        sc.Aggregating,
-		Estimate:           rm.estimate(v, &pol, &cookieState{bucket: secondOf(now)}, true, false),
+		Estimate:           e,
 	}
 	if s.Now = time.UnixMilli(now); v.At != 0 {
 		s.Synced = time.UnixMilli(v.At)
