@@ -28,7 +28,7 @@
 // The Result holds each visitor's record (arrival, admission, the
 // estimates they were shown) and the figures computed from them:
 //
-//   - order: Kendall's tau between arrival minute and admission time
+//   - order: Kendall's tau between arrival second and admission time
 //     (FIFO), and, for the visitors queued together at one instant, between
 //     their arrival and admission orders with a chi-square test of
 //     independence (random);

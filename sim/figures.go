@@ -86,7 +86,7 @@ func (r *run) waits(res *Result) *kindWaits {
 		res.ArrivalMinutes = append(res.ArrivalMinutes, m)
 		res.WaitTimeSeconds = append(res.WaitTimeSeconds, w)
 		if v.Kind.honest() {
-			bucket = append(bucket, int64(m))
+			bucket = append(bucket, int64(v.Arrival/time.Second))
 			admittedAt = append(admittedAt, v.Admitted.Milliseconds())
 		}
 		sum += w

@@ -255,16 +255,15 @@ type Result struct {
 	// DurationSeconds is the virtual time the run covered.
 	DurationSeconds float64 `json:"DurationSeconds"`
 
-	// KendallTau is Kendall's tau-b between arrival minute (the queue
-	// bucket, shared by every visitor of a minute) and admission time over
+	// KendallTau is Kendall's tau-b between arrival second (the queue
+	// bucket, shared by every visitor of a second) and admission time over
 	// every honest visitor let in (polite or spammer: the order figures
 	// and the estimates leave out replayers and cloner groups): near 1
-	// when visitors get in in the order of their arrival minutes, as FIFO
-	// promises. Because arrival minutes tie and admission times do not,
-	// even a perfect order scores only KendallTauMax, about
-	// √(1 − 1/minutes of arrivals) for a steady stream; KendallTau /
-	// KendallTauMax is the share of pairs from different minutes let in
-	// in order, less the share let in out of order.
+	// when visitors get in in the order of their arrival, as FIFO
+	// promises. Because arrival seconds tie and admission times do not,
+	// even a perfect order scores only KendallTauMax, just under 1;
+	// KendallTau / KendallTauMax is the share of pairs from different
+	// seconds let in in order, less the share let in out of order.
 	KendallTau    float64 `json:"KendallTau"`
 	KendallTauMax float64 `json:"KendallTauMax"`
 	// CohortSeconds is when the cohort was taken; CohortSize the number of

@@ -157,7 +157,7 @@ func TestFIFOOrder(t *testing.T) {
 		min       float64
 		minutes   int
 	}{
-		// Forty minutes of arrivals: a perfect order scores 0.988.
+		// Forty minutes of arrivals: a perfect order scores 0.9999.
 		{1, 0.98, 40},
 		{4, 0.95, pick(40, 20)},
 	} {
