@@ -16,14 +16,16 @@ const (
 	drawOpen       = `<details class="draw" data-wr-if="lotteryIdentity"`
 	drawIdentity   = "00000000075bcd15"
 	drawCommitment = "2ec99663ca71e231324cad1af9df2e0570d0e3401bd18a3e02b1081f8a91de07"
+	drawRecords    = "/lottery?at=1764853200"
 )
 
 // drawData is random queueing where admission is a draw, in interval
-// 58828440 at odds 0.25.
+// 58828440 at odds 0.25, whose period's record is at drawRecords.
 func drawData() *Data {
 	return with(randomData(), func(d *Data) {
 		d.LotteryIdentity, d.LotteryCommitment = drawIdentity, drawCommitment
 		d.LotteryInterval, d.LotteryOdds = 58828440, 0.25
+		d.LotteryRecords = drawRecords
 	})
 }
 
@@ -32,7 +34,7 @@ func drawData() *Data {
 func drawTexts(lang string) map[string]string {
 	texts := lookupLang(lang).textsFor(30)
 	out := map[string]string{}
-	for _, k := range []string{"drawCheck", "drawIdentity", "drawCommitment", "drawInterval", "drawOdds", "drawNoteBefore", "drawNoteAfter"} {
+	for _, k := range []string{"drawCheck", "drawIdentity", "drawCommitment", "drawInterval", "drawOdds", "drawRecords", "drawNoteBefore", "drawNoteAfter"} {
 		out[k] = html.EscapeString(texts[internalPrefix+k])
 	}
 	return out
@@ -50,9 +52,19 @@ func drawRow(label, name, value string, hidden bool) string {
 	return `<div` + attrs + `><dt>` + label + `</dt><dd><code dir="ltr" data-wr-text="` + name + `"` + or + `>` + value + `</code></dd></div>`
 }
 
+// recordsRow is the row of the section that links to the record at url,
+// escaped as the page writes it: hidden, linking nowhere, without url.
+func recordsRow(label, url string) string {
+	if url == "" {
+		return `<div data-wr-if="lotteryRecords" hidden><dt>` + label + `</dt><dd><a dir="ltr" data-wr-href="lotteryRecords" data-wr-text="lotteryRecords"></a></dd></div>`
+	}
+	return `<div data-wr-if="lotteryRecords"><dt>` + label + `</dt><dd><a dir="ltr" data-wr-href="lotteryRecords" data-wr-text="lotteryRecords" href="` + url + `">` + url + `</a></dd></div>`
+}
+
 // The section a visitor notes to check the draw: only where admission is
 // a draw, whole, never an empty label; the interval and its odds only
-// once the room has fixed them, the odds as the JSON writes them.
+// once the room has fixed them, the odds as the JSON writes them; the
+// link to the published record only where the room gives it.
 func TestDrawSection(t *testing.T) {
 	tx := drawTexts("en")
 	tests := []struct {
@@ -61,20 +73,26 @@ func TestDrawSection(t *testing.T) {
 		section  bool     // shown, to visitors without JavaScript too
 		interval string   // the interval shown, "" for rows hidden
 		odds     string   // the odds shown
+		records  string   // the record linked to, escaped; "" for its row hidden
 		want     []string // in the page as shown
 	}{
 		{name: "fifo", data: fifoData()},
 		{name: "random, one instance: no draw", data: randomData()},
 		{name: "a commitment without identity", data: with(randomData(), func(d *Data) { d.LotteryCommitment = drawCommitment })},
 		{name: "closed", data: with(drawData(), func(d *Data) { d.IsRejectQueue, d.IsRandomQueue, d.QueueingMethod = true, false, "reject" })},
-		{name: "a draw", data: drawData(), section: true, interval: "58828440", odds: "0.25"},
-		{name: "odds not fixed yet", data: with(drawData(), func(d *Data) { d.LotteryInterval, d.LotteryOdds = 0, 0 }), section: true},
-		{name: "odds of 0", data: with(drawData(), func(d *Data) { d.LotteryOdds = 0 }), section: true, interval: "58828440", odds: "0"},
-		{name: "tiny odds, as in the JSON", data: with(drawData(), func(d *Data) { d.LotteryOdds = 0.00001 }), section: true, interval: "58828440", odds: "0.00001"},
-		{name: "tinier odds, as in the JSON", data: with(drawData(), func(d *Data) { d.LotteryOdds = 1.5e-7 }), section: true, interval: "58828440", odds: "1.5e-7"},
-		{name: "odds of 1", data: with(drawData(), func(d *Data) { d.LotteryOdds = 1 }), section: true, interval: "58828440", odds: "1"},
+		{name: "a draw", data: drawData(), section: true, interval: "58828440", odds: "0.25", records: drawRecords},
+		{name: "odds not fixed yet", data: with(drawData(), func(d *Data) { d.LotteryInterval, d.LotteryOdds = 0, 0 }), section: true, records: drawRecords},
+		{name: "odds of 0", data: with(drawData(), func(d *Data) { d.LotteryOdds = 0 }), section: true, interval: "58828440", odds: "0", records: drawRecords},
+		{name: "tiny odds, as in the JSON", data: with(drawData(), func(d *Data) { d.LotteryOdds = 0.00001 }), section: true, interval: "58828440", odds: "0.00001", records: drawRecords},
+		{name: "tinier odds, as in the JSON", data: with(drawData(), func(d *Data) { d.LotteryOdds = 1.5e-7 }), section: true, interval: "58828440", odds: "1.5e-7", records: drawRecords},
+		{name: "odds of 1", data: with(drawData(), func(d *Data) { d.LotteryOdds = 1 }), section: true, interval: "58828440", odds: "1", records: drawRecords},
+		{name: "no record given", data: with(drawData(), func(d *Data) { d.LotteryRecords = "" }), section: true, interval: "58828440", odds: "0.25"},
 		{
-			name: "queue all", data: with(drawData(), func(d *Data) { d.QueueAll = true }), section: true, interval: "58828440", odds: "0.25",
+			name: "a record after a query", data: with(drawData(), func(d *Data) { d.LotteryRecords = "https://audit.example/lottery?room=shop&at=1764853200" }),
+			section: true, interval: "58828440", odds: "0.25", records: "https://audit.example/lottery?room=shop&amp;at=1764853200",
+		},
+		{
+			name: "queue all", data: with(drawData(), func(d *Data) { d.QueueAll = true }), section: true, interval: "58828440", odds: "0.25", records: drawRecords,
 			want: []string{"The site is not admitting anyone at the moment."},
 		},
 	}
@@ -114,6 +132,12 @@ func TestDrawSection(t *testing.T) {
 					assert.Regexp(t, `"lotteryOdds":`+regexp.QuoteMeta(tt.odds)+`[,}]`, string(b), "the JSON's very number")
 				}
 			}
+			assert.Contains(t, sec, recordsRow(tx["drawRecords"], tt.records))
+			if tt.records == "" {
+				assert.NotContains(t, sec, " href=", "no link")
+			} else {
+				assert.Equal(t, 1, strings.Count(sec, "<a "), "one link")
+			}
 			assert.Contains(t, sec, "<p>"+tx["drawNoteBefore"]+`<code dir="ltr">waitingroom verify</code>`+tx["drawNoteAfter"]+"</p>")
 			assert.Equal(t, 1, strings.Count(page, "<details"))
 		})
@@ -141,11 +165,12 @@ func TestDrawEveryLanguage(t *testing.T) {
 				drawRow(tx["drawCommitment"], "lotteryCommitment", drawCommitment, false),
 				drawRow(tx["drawInterval"], "lotteryInterval", "58828440", false),
 				drawRow(tx["drawOdds"], "lotteryOdds", "0.25", false),
+				recordsRow(tx["drawRecords"], drawRecords),
 			} {
 				assert.Contains(t, sec, row)
 			}
 			assert.Contains(t, sec, "<p>"+tx["drawNoteBefore"]+`<code dir="ltr">waitingroom verify</code>`+tx["drawNoteAfter"]+"</p>")
-			assert.Equal(t, strings.Count(sec, "<code"), strings.Count(sec, `<code dir="ltr"`), "every value left to right")
+			assert.Equal(t, strings.Count(sec, "<code")+strings.Count(sec, "<a "), strings.Count(sec, ` dir="ltr"`), "every value left to right")
 			assert.NotContains(t, sec, "{")
 			if lang != "en" {
 				for k, en := range drawTexts("en") {
@@ -164,6 +189,7 @@ func TestDrawEscapes(t *testing.T) {
 	d := with(drawData(), func(d *Data) {
 		d.LotteryIdentity = `"><script>alert(1)</script>`
 		d.LotteryCommitment = `c0ffee' onmouseover='x' &amp;`
+		d.LotteryRecords = `/lottery?at=1"><script>alert(2)</script>&x='y'`
 	})
 	page := render(t, Default(), d, "en")
 	assert.Equal(t, 1, strings.Count(page, "<script"), "the live script alone")
@@ -171,18 +197,23 @@ func TestDrawEscapes(t *testing.T) {
 	sec := section(page)
 	assert.Contains(t, sec, `data-wr-text="lotteryIdentity">&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;</code>`)
 	assert.Contains(t, sec, `data-wr-text="lotteryCommitment">c0ffee&#39; onmouseover=&#39;x&#39; &amp;amp;</code>`)
+	records := `/lottery?at=1&#34;&gt;&lt;script&gt;alert(2)&lt;/script&gt;&amp;x=&#39;y&#39;`
+	assert.Contains(t, sec, `data-wr-text="lotteryRecords" href="`+records+`">`+records+`</a>`)
 }
 
 // The live page keeps the section as the page served with the latest JSON
 // would show it, in place (a visitor who opened it finds it open): the
-// interval and odds of each refresh interval, a new commitment, a draw
-// that begins after the page was served or ends.
+// interval and odds of each refresh interval, a new commitment and the
+// link to its record, a draw that begins after the page was served or
+// ends.
 func TestLiveDraw(t *testing.T) {
 	next := with(drawData(), func(d *Data) {
 		d.LotteryInterval, d.LotteryOdds, d.LotteryCommitment = 58828441, 0.00001, strings.Repeat("ab", 32)
+		d.LotteryRecords = "/lottery?at=1764856800&room=a"
 	})
 	noOdds := with(drawData(), func(d *Data) { d.LotteryInterval, d.LotteryOdds = 0, 0 })
 	zeroOdds := with(drawData(), func(d *Data) { d.LotteryOdds = 0 })
+	noRecords := with(drawData(), func(d *Data) { d.LotteryRecords = "" })
 	tests := []struct {
 		name    string
 		page    *Data
@@ -194,6 +225,9 @@ func TestLiveDraw(t *testing.T) {
 		{"odds of 0", drawData(), []*Data{zeroOdds}, []*Data{zeroOdds}},
 		{"a draw begins", randomData(), []*Data{randomData(), drawData(), next}, []*Data{nil, drawData(), next}},
 		{"a draw ends, begins again", drawData(), []*Data{fifoData(), next}, []*Data{nil, next}},
+		{"the record of the next period", drawData(), []*Data{next}, []*Data{next}},
+		{"a record given, then not", noRecords, []*Data{drawData(), noRecords, next}, []*Data{drawData(), noRecords, next}},
+		{"a draw begins without a record", randomData(), []*Data{noRecords, drawData()}, []*Data{noRecords, drawData()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,6 +256,11 @@ func TestLiveDraw(t *testing.T) {
 					assert.Equal(t, want, got, "%s, answer %d", lang, i)
 					assert.False(t, strings.Contains(mains[i+1], "<template data-wr-unfold"), "unfolded")
 					assert.Contains(t, got, ">"+strconv.FormatInt(w.LotteryInterval, 10)+"<")
+					if w.LotteryRecords != "" {
+						assert.Contains(t, got, ` href="`+html.EscapeString(w.LotteryRecords)+`">`, "%s, answer %d: the link", lang, i)
+					} else {
+						assert.NotContains(t, got, " href=", "%s, answer %d: no link", lang, i)
+					}
 				}
 			}
 		})

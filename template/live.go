@@ -19,7 +19,8 @@ import (
 //   - updates the page in place from the JSON: an element with
 //     data-wr-if="a !b" is shown when a is true and b false (false, 0,
 //     "" and missing are false), one with data-wr-text="name" shows the
-//     value (missing: its data-wr-or, else nothing), a <template
+//     value (missing: its data-wr-or, else nothing), one with
+//     data-wr-href="name" links to it (missing or "": no href), a <template
 //     data-wr-unfold="a !b"> is replaced by its content once its
 //     condition holds (a section the page was served without), and a
 //     <template data-wr-lines="id"> lists the lines of the element id,
@@ -52,7 +53,8 @@ if(!(refresh>0)||typeof fetch!=="function")return;
 function truthy(v,k){return !!v[k]}
 function meets(c,v){var ks=(c||"").split(/\s+/);for(var i=0;i<ks.length;i++){var k=ks[i];if(k&&(k.charAt(0)==="!"?truthy(v,k.slice(1)):!truthy(v,k)))return false}return true}
 function holds(el,v){return meets(el.getAttribute("data-wr-if"),v)}
-function fill(root,v){var l=root.querySelectorAll("[data-wr-text]");for(var i=0;i<l.length;i++){var x=v[l[i].getAttribute("data-wr-text")],txt=x==null?l[i].getAttribute("data-wr-or")||"":String(x);if(l[i].textContent!==txt)l[i].textContent=txt}}
+function fill(root,v){var l=root.querySelectorAll("[data-wr-text]");for(var i=0;i<l.length;i++){var x=v[l[i].getAttribute("data-wr-text")],txt=x==null?l[i].getAttribute("data-wr-or")||"":String(x);if(l[i].textContent!==txt)l[i].textContent=txt}
+l=root.querySelectorAll("[data-wr-href]");for(i=0;i<l.length;i++){x=v[l[i].getAttribute("data-wr-href")];if(x==null||x==="")l[i].removeAttribute("href");else if(l[i].getAttribute("href")!==String(x))l[i].setAttribute("href",String(x))}}
 function unfold(v){each("template[data-wr-unfold]",function(t){if(meets(t.getAttribute("data-wr-unfold"),v))t.parentNode.replaceChild(t.content.cloneNode(true),t)})}
 function lines(t,v){var box=d.getElementById(t.getAttribute("data-wr-lines"));if(!box)return;var want=[],c=t.content.children;
 for(var i=0;i<c.length;i++)if(holds(c[i],v)){var n=c[i].cloneNode(true);n.removeAttribute("data-wr-if");fill(n,v);want.push(n)}

@@ -96,6 +96,10 @@ type messages struct {
 	DrawInterval string
 	// DrawOdds labels the odds of that interval's draw.
 	DrawOdds string
+	// DrawRecords labels the link to the lottery's published record of
+	// the period in progress (Data.LotteryRecords), where the draw is
+	// checked once its seed is revealed.
+	DrawRecords string
 	// DrawNote says, in one sentence, that the seed is revealed once its
 	// period (the hour, or the event) is over and that the draw can then be
 	// checked with {command} (the command, waitingroom verify) or the
@@ -315,6 +319,7 @@ func baseTexts(tag string, m *messages) (map[string]string, error) {
 		"drawCommitment":  m.DrawCommitment,
 		"drawInterval":    m.DrawInterval,
 		"drawOdds":        m.DrawOdds,
+		"drawRecords":     m.DrawRecords,
 	}
 	for k, v := range base {
 		if strings.TrimSpace(v) == "" {

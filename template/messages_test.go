@@ -43,6 +43,7 @@ func TestCompileLangErrors(t *testing.T) {
 		{"range forms missing a category", func(m *messages) { m.RangeMinutes = plurals{other: "{n} minutes"} }},
 		{"no draw summary", func(m *messages) { m.DrawCheck = "" }},
 		{"no odds label", func(m *messages) { m.DrawOdds = "" }},
+		{"no record label", func(m *messages) { m.DrawRecords = "" }},
 		{"draw note without the command", func(m *messages) { m.DrawNote = "Check the draw later." }},
 		{"draw note with another placeholder", func(m *messages) { m.DrawNote = "Check it with {n}." }},
 	}

@@ -47,3 +47,23 @@ func TestOptionsJSONFor(t *testing.T) {
 		})
 	}
 }
+
+func TestOptionsRecordsAt(t *testing.T) {
+	for _, tc := range []struct {
+		name, records, want string
+	}{
+		{"none", "", ""},
+		{"a path", "/lottery", "/lottery?at=1700000000"},
+		{"a path with a query", "/lottery?room=shop", "/lottery?room=shop&at=1700000000"},
+		{"an empty query", "/lottery?", "/lottery?at=1700000000"},
+		{"a query ending with &", "/lottery?room=shop&", "/lottery?room=shop&at=1700000000"},
+		{"an absolute URL", "https://audit.example/lottery", "https://audit.example/lottery?at=1700000000"},
+		{"a fragment", "/lottery?room=shop#record", "/lottery?room=shop&at=1700000000#record"},
+		{"a question mark in the fragment", "/lottery#a?b", "/lottery?at=1700000000#a?b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{LotteryRecords: tc.records}
+			assert.Equal(t, tc.want, o.RecordsAt(1_700_000_000))
+		})
+	}
+}

@@ -46,8 +46,9 @@
 //	lotteryCommitment             string  with lotteryIdentity: the commitment to the seed of the lottery's period in progress
 //	lotteryInterval               int     with lotteryIdentity: the number of the refresh interval in progress (0 until its odds are fixed)
 //	lotteryOdds                   float   with lotteryInterval: the published odds of that interval's draw, in [0, 1], written as in the JSON (0.00001)
+//	lotteryRecords                string  with lotteryIdentity, where the room says (Options.LotteryRecords): the URL of the published record of the period in progress ("" otherwise)
 //
-// The last six are this package's own: the commercial product shows
+// The last seven are this package's own: the commercial product shows
 // none of them, and templates written for it do not use them. So are two slots
 // of markup, placed unescaped ({{{name}}}), in no JSON:
 //
@@ -68,6 +69,7 @@
 //
 //	data-wr-if="a !b"               shown while a is true and b false (false, 0, "" and none are false)
 //	data-wr-text="name"             shows the value of name; data-wr-or="text": text while name is missing from the JSON
+//	data-wr-href="name"             links to the value of name (its href; none while name is missing or "")
 //	<template data-wr-unfold="a !b"> replaced by its content once a is true and b false: a section the page was served without
 //	<time data-wr-time="name">      the time name (lastUpdated), in the page's language and the visitor's time zone
 //	<template data-wr-lines="id">   the lines of the element id, each a child with its data-wr-if; a line whose text is unchanged stays, so a live region announces only changes
@@ -253,6 +255,12 @@ type Data struct {
 	// odds.
 	LotteryInterval int64   `json:"lotteryInterval,omitempty"`
 	LotteryOdds     float64 `json:"lotteryOdds,omitempty"`
+	// LotteryRecords is, with LotteryIdentity, where the room publishes
+	// its lottery's records (Options.LotteryRecords): the URL of the
+	// record of the period in progress, the one holding LotteryCommitment
+	// (admin.Records with ?at= its start, Unix seconds). "" (absent from
+	// the JSON) where the room does not say.
+	LotteryRecords string `json:"lotteryRecords,omitempty"`
 
 	// Challenge is the challenge the visitor must pass before their next
 	// chance: "pow" (the built-in proof of work), or a hosted provider's
@@ -334,6 +342,7 @@ func (d *Data) vars() map[string]any {
 		"lotteryCommitment":     d.LotteryCommitment,
 		"lotteryInterval":       d.LotteryInterval,
 		"lotteryOdds":           jsonFloat(d.LotteryOdds),
+		"lotteryRecords":        d.LotteryRecords,
 
 		"challenge":        d.Challenge,
 		"challengePuzzle":  d.ChallengePuzzle,
@@ -472,8 +481,9 @@ var defaultTemplate = sync.OnceValue(func() *Template {
 // end, in the language passed to Render, right to left where the language
 // is. Where admission is a draw (lotteryIdentity), a section closed by
 // default ("Check the draw") shows the visitor's identity in it, the
-// commitment to the seed in force and, with lotteryInterval, the interval and
-// its odds, and says how to check the draw once the seed is revealed.
+// commitment to the seed in force, with lotteryInterval the interval and
+// its odds, and with lotteryRecords a link to the published record, and
+// says how to check the draw once the seed is revealed.
 // Every call returns the same *Template.
 func Default() *Template {
 	return defaultTemplate()

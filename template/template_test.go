@@ -433,6 +433,7 @@ lotteryIdentity={{lotteryIdentity}}
 lotteryCommitment={{lotteryCommitment}}
 lotteryInterval={{lotteryInterval}}
 lotteryOdds={{lotteryOdds}}
+lotteryRecords={{lotteryRecords}}
 challenge={{challenge}}
 challengePuzzle={{challengePuzzle}}
 challengeSiteKey={{challengeSiteKey}}
@@ -485,6 +486,7 @@ func TestCustomTemplateVariables(t *testing.T) {
 				LotteryCommitment:     "c0ffee",
 				LotteryInterval:       58828440,
 				LotteryOdds:           0.25,
+				LotteryRecords:        "/lottery?at=1764932400&room=a&b",
 
 				Challenge:        "pow",
 				ChallengePuzzle:  "abc.1.16",
@@ -523,6 +525,7 @@ lotteryIdentity=00000000075bcd15
 lotteryCommitment=c0ffee
 lotteryInterval=58828440
 lotteryOdds=0.25
+lotteryRecords=/lottery?at=1764932400&amp;room=a&amp;b
 challenge=pow
 challengePuzzle=abc.1.16
 challengeSiteKey=key
@@ -572,6 +575,7 @@ lotteryIdentity=
 lotteryCommitment=
 lotteryInterval=0
 lotteryOdds=0
+lotteryRecords=
 challenge=
 challengePuzzle=
 challengeSiteKey=
@@ -599,12 +603,12 @@ func TestVarsMatchJSON(t *testing.T) {
 	d.TimeUntilEventStart, d.TimeUntilEventStartFormatted = 3, "3 minutes"
 	d.TimeUntilEventEnd, d.TimeUntilEventEndFormatted = 61, "1 hour 1 minute"
 	d.LotteryIdentity, d.LotteryCommitment = "00000000075bcd15", "2ec99663ca71e231324cad1af9df2e0570d0e3401bd18a3e02b1081f8a91de07"
-	d.LotteryInterval, d.LotteryOdds = 58828440, 0.25
+	d.LotteryInterval, d.LotteryOdds, d.LotteryRecords = 58828440, 0.25, "/lottery?at=1764932400"
 	vars := d.vars()
 
 	typ := reflect.TypeOf(*d)
 	val := reflect.ValueOf(*d)
-	require.Equal(t, 37, typ.NumField())
+	require.Equal(t, 38, typ.NumField())
 	assert.Len(t, vars, typ.NumField()) // not CookieAttributes, but liveScript
 	for i := 0; i < typ.NumField(); i++ {
 		if typ.Field(i).Name == "CookieAttributes" {
