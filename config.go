@@ -136,8 +136,8 @@ type Config struct {
 	// this Room. Default nil: a hosted challenge (set here or live) is
 	// then off.
 	ChallengeVerifier *challenge.Verifier
-	// Page says in which language the waiting page is written, and when
-	// and how it is JSON. Default: see template.Options.
+	// Page says the waiting page's language, when and how it is JSON, and
+	// where it links to the lottery's records. Default: template.Options.
 	Page template.Options
 
 	// Bypass lists rules for requests that skip the room: neither queued

@@ -239,14 +239,14 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 }
 
 // lotteryData shows the waiting visitor id, where admission is a draw
-// (random with several instances, slots.go) or an event's shuffle
-// (shuffle), what they check it by: their identity in it, the commitment
-// to the seed of the period in progress, and the interval in progress
-// with the odds of its draw once fixed.
+// (random on several instances, slots.go) or a shuffle, what checks it:
+// their identity, the commitment of the period in progress and where its
+// record is published, the interval in progress and its odds once fixed.
 func (rm *Room) lotteryData(id uint64, data *template.Data, now int64, shuffle bool) {
 	if v := rm.syncer.Snapshot(); v != nil && (v.Instances > 1 || shuffle) {
-		if c, ok := v.CommitmentAt(now); ok {
-			data.LotteryIdentity, data.LotteryCommitment = lottery.FormatIdentity(id), c.String()
+		if r, ok := v.RecordAt(now); ok {
+			data.LotteryIdentity, data.LotteryCommitment = lottery.FormatIdentity(id), r.Commitment.String()
+			data.LotteryRecords = rm.cfg.Page.RecordsAt(r.Start)
 			if w, o, ok := v.OddsAt(now, rm.cfg.RefreshInterval.Milliseconds()); ok {
 				data.LotteryInterval, data.LotteryOdds = w, o
 			}

@@ -2,7 +2,9 @@ package waitingroom
 
 import (
 	"encoding/json"
+	"html"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,19 +200,24 @@ func TestCeilSecondsAndMinutes(t *testing.T) {
 
 // A visitor whose admission is a draw (random, several instances) is shown
 // their identity in it, which their cookie holds, the commitment to the
-// seed of the hour in progress, which the room's status shows too, and
-// the interval in progress with the odds the state fixed for its draw;
-// nobody else is shown either (FIFO, one instance, a visitor let in).
+// seed of the hour in progress, which the room's status shows too, the
+// interval in progress with the odds the state fixed for its draw and,
+// where Page.LotteryRecords says, the URL of the hour's record; nobody
+// else is shown either (FIFO, one instance, a visitor let in).
 func TestLotteryShown(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		method    QueueingMethod
 		instances int
+		records   string // Page.LotteryRecords
 		shown     bool
+		link      string // lotteryRecords before its at=
 	}{
-		{"random, two instances", Random, 2, true},
-		{"random, one instance", Random, 1, false},
-		{"fifo, two instances", FIFO, 2, false},
+		{"random, two instances", Random, 2, "", true, ""},
+		{"random, two instances, records published", Random, 2, "/lottery", true, "/lottery?at="},
+		{"random, records after a query", Random, 2, "https://audit.example/lottery?room=shop", true, "https://audit.example/lottery?room=shop&at="},
+		{"random, one instance", Random, 1, "/lottery", false, ""},
+		{"fifo, two instances", FIFO, 2, "/lottery", false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk, st := newClock(), memstore.New()
@@ -218,6 +225,7 @@ func TestLotteryShown(t *testing.T) {
 			for i := range rooms {
 				rooms[i] = newTestRoomOn(t, clk, st, func(c *Config) {
 					c.TotalActiveUsers, c.NewUsersPerMinute, c.QueueingMethod = 1000, 1, tc.method
+					c.Page.LotteryRecords = tc.records
 				})
 			}
 			tr := rooms[0]
@@ -237,7 +245,7 @@ func TestLotteryShown(t *testing.T) {
 			got := jsonBody(t, tr.get(v, "application/json"))
 			require.Equal(t, true, got["inWaitingRoom"])
 			if !tc.shown {
-				for _, k := range []string{"lotteryIdentity", "lotteryCommitment", "lotteryInterval", "lotteryOdds"} {
+				for _, k := range []string{"lotteryIdentity", "lotteryCommitment", "lotteryInterval", "lotteryOdds", "lotteryRecords"} {
 					assert.NotContains(t, got, k)
 				}
 				return
@@ -245,7 +253,8 @@ func TestLotteryShown(t *testing.T) {
 			s, err := tr.codec.decode(strings.TrimPrefix(v.cookie, tr.cookieName+"="))
 			require.NoError(t, err)
 			assert.Equal(t, lottery.FormatIdentity(s.id), got["lotteryIdentity"])
-			c, ok := tr.syncer.Snapshot().CommitmentAt(tr.now())
+			r, ok := tr.syncer.Snapshot().RecordAt(tr.now())
+			c := r.Commitment
 			require.True(t, ok, "the hour in progress has a seed")
 			assert.Equal(t, c.String(), got["lotteryCommitment"])
 			w, o, ok := tr.syncer.Snapshot().OddsAt(tr.now(), tr.cfg.RefreshInterval.Milliseconds())
@@ -258,6 +267,23 @@ func TestLotteryShown(t *testing.T) {
 				status = append(status, r.Commitment)
 			}
 			assert.Contains(t, status, c, "the status shows the same")
+			if tc.link == "" {
+				assert.NotContains(t, got, "lotteryRecords")
+			} else {
+				// The link's at= is the start of the period whose
+				// commitment the page shows: admin.Records answers its
+				// record.
+				link, _ := got["lotteryRecords"].(string)
+				at, ok := strings.CutPrefix(link, tc.link)
+				require.True(t, ok, "%q", link)
+				sec, err := strconv.ParseInt(at, 10, 64)
+				require.NoError(t, err)
+				assert.Equal(t, r.Start, sec)
+				p, ok := tr.syncer.Snapshot().RecordAt(sec * 1000)
+				require.True(t, ok)
+				assert.Equal(t, c, p.Commitment, "the period at= holds is the one shown")
+				assert.Contains(t, tr.get(&visitor{cookie: v.cookie}, "text/html").Body.String(), ` href="`+html.EscapeString(link)+`">`, "the page links to it")
+			}
 			// A copy of the cookie sent too early gets the same page.
 			again := jsonBody(t, tr.get(&visitor{cookie: v.cookie}, "application/json"))
 			assert.Equal(t, got["lotteryIdentity"], again["lotteryIdentity"])

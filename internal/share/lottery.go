@@ -412,14 +412,14 @@ func (v *View) seedAt(now, refresh int64) (*store.Seed, int64) {
 	return nil, w
 }
 
-// CommitmentAt returns the commitment to the seed of the lottery period
-// that holds now (Unix ms), if the view has one: what a visitor drawn in
-// it is shown.
-func (v *View) CommitmentAt(now int64) (lottery.Hash, bool) {
+// RecordAt returns the record of the lottery period that holds now (Unix
+// ms), if the view has one: its commitment is what a visitor drawn in it
+// is shown, and its start where its published record is found.
+func (v *View) RecordAt(now int64) (lottery.Record, bool) {
 	for _, r := range v.Lottery {
 		if r.Start*1000 <= now && now < r.End*1000 {
-			return r.Commitment, true
+			return r, true
 		}
 	}
-	return lottery.Hash{}, false
+	return lottery.Record{}, false
 }
