@@ -126,7 +126,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.key, "key", "", "cookie keys, comma-separated, hex or base64, ≥ 32 bytes each; the first encrypts (default $WAITINGROOM_KEYS or $WAITINGROOM_KEY)")
 	fs.DurationVar(&o.syncInterval, "sync-interval", time.Second, "how often the room syncs with the store (> 0)")
 	fs.StringVar(&o.healthPath, "health-path", "/healthz", `path answered with 200 "ok" outside the room ("" for none)`)
-	fs.StringVar(&o.lotteryPath, "lottery-path", "", "path serving the lottery's public records (JSON; ?at= a time) outside the room (default off)")
+	fs.StringVar(&o.lotteryPath, "lottery-path", "", "path serving the lottery's public records (JSON; ?at= a time) outside the room, linked from the waiting page (default off)")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "address of the admin API, status page and /metrics (default off)")
 	fs.StringVar(&o.adminToken, "admin-token", "", "bearer token for the admin address, ≥ 16 bytes (default $WAITINGROOM_ADMIN_TOKEN)")
 	fs.StringVar(&o.storeURL, "store", "", "where the shared state lives: "+storeHelp+" (default: the config file's store, else $WAITINGROOM_STORE, else memory)")

@@ -5,15 +5,20 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // TestLotteryPathSettings: -lottery-path and the config file's
@@ -161,6 +166,80 @@ func TestLotteryPath(t *testing.T) {
 			require.NoError(t, err)
 			resp.Body.Close()
 			assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+		})
+	}
+}
+
+// waitingJSON is the room's data in the waiting JSON c gets for url.
+func waitingJSON(t require.TestingT, c *http.Client, url string) template.Data {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var body struct {
+		Room template.Data `json:"waitingRoom"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	require.True(t, body.Room.InWaitingRoom, "a waiting page")
+	return body.Room
+}
+
+// TestLotteryPathLinked: with -lottery-path, the waiting page of a
+// visitor whose admission is a draw (random queueing on two proxies
+// sharing a store) links to the record of the period in progress: its
+// JSON's lotteryRecords is the path with ?at= the period's start, which
+// answers the record of the commitment the page shows, and the page links
+// to it. Without -lottery-path, no link.
+func TestLotteryPathLinked(t *testing.T) {
+	noEnv(t)
+	for _, tc := range []struct{ name, lottery string }{
+		{"linked", "/lottery"},
+		{"off", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"-demo", "-key", hexKey, "-queueing-method", "random",
+				"-total-active-users", "1", "-new-users-per-minute", "1", "-sync-interval", "100ms",
+				"-store", "sqlite://" + filepath.Join(t.TempDir(), "rooms.db")}
+			if tc.lottery != "" {
+				args = append(args, "-lottery-path", tc.lottery)
+			}
+			base := start(t, args...)
+			start(t, args...) // the other instance
+			resp, _ := get(t, browser(t), base+"/")
+			require.NotEmpty(t, resp.Header.Values("Set-Cookie"), "the first visitor takes the one slot")
+
+			// Once each proxy knows of the other and the room's first
+			// period has begun (the second after its first sync), a
+			// waiting visitor's admission is a draw.
+			visitor := browser(t)
+			var d template.Data
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				d = waitingJSON(c, visitor, base+"/")
+				assert.NotEmpty(c, d.LotteryIdentity)
+			}, 10*time.Second, 50*time.Millisecond, "a draw")
+			_, page := get(t, visitor, base+"/")
+			if tc.lottery == "" {
+				assert.Empty(t, d.LotteryRecords)
+				assert.NotContains(t, page, "data-wr-text=\"lotteryRecords\" href=")
+				return
+			}
+			d = waitingJSON(t, visitor, base+"/") // as the page just shown
+			at, ok := strings.CutPrefix(d.LotteryRecords, tc.lottery+"?at=")
+			require.True(t, ok, "%q", d.LotteryRecords)
+			assert.Contains(t, page, ` href="`+html.EscapeString(d.LotteryRecords)+`">`, "the page links to it")
+
+			resp, body := get(t, browser(t), base+d.LotteryRecords)
+			require.Equal(t, http.StatusOK, resp.StatusCode, body)
+			var rec struct {
+				Start      int64  `json:"start"`
+				End        int64  `json:"end"`
+				Commitment string `json:"commitment"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(body), &rec), body)
+			assert.Equal(t, at, strconv.FormatInt(rec.Start, 10), "at= is the period's start")
+			assert.Equal(t, d.LotteryCommitment, rec.Commitment, "the record of the commitment shown")
 		})
 	}
 }

@@ -158,8 +158,11 @@
 // query answers the current, next and latest revealed periods' records
 // ({"current","next","revealed"}), and ?at= (RFC 3339 or Unix seconds)
 // the record of the period that holds that time, so visitors can check
-// their draws with waitingroom verify. Off, the path goes through the room.
-// It is matched exactly, and must differ from -health-path.
+// their draws with waitingroom verify. Where admission is a draw, the
+// waiting page links to the record of the period in progress (the path
+// with ?at= its start; lotteryRecords in its JSON). Off, the path goes
+// through the room. It is matched exactly, and must differ from
+// -health-path.
 // With -forward-auth, the server in front must send that path to this
 // address for visitors to reach it.
 //

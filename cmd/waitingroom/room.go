@@ -37,6 +37,7 @@ func (o *options) roomConfig(keys [][]byte, log *slog.Logger) waitingroom.Config
 		Page: template.Options{
 			Language:          o.language,
 			NegotiateLanguage: o.negotiateLanguage,
+			LotteryRecords:    o.lotteryPath, // the page links to the records the public address serves
 		},
 		Bypass:         o.bypass,
 		TrustedProxies: o.trustedProxies,
