@@ -15,13 +15,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/admin"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/go-waitingroom/waitingroom/template"
 )
 
 // Where admission is a draw (random queueing, several instances), the
 // waiting page has a closed section a visitor opens to note what checks
 // the draw: their identity in it, the commitment to the hour's seed, the
-// interval in progress and its odds, as the page's JSON gives them, on a
+// interval in progress and its odds, as the page's JSON gives them, and a
+// link to the published record of the period, which answers it, on a
 // phone's width without overflowing.
 func TestDrawSection(t *testing.T) {
 	clk := &virtualClock{t: time.Date(2026, 3, 14, 12, 0, 30, 0, time.UTC)}
@@ -36,6 +39,7 @@ func TestDrawSection(t *testing.T) {
 			SyncInterval:  -1,
 			Now:           clk.Now,
 			Logger:        slog.New(slog.DiscardHandler),
+			Page:          template.Options{LotteryRecords: "/lottery"},
 		}, st)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = room.Close() })
@@ -52,9 +56,12 @@ func TestDrawSection(t *testing.T) {
 			require.NoError(t, rm.Sync(bg))
 		}
 	}
-	srv := httptest.NewServer(rooms[0].Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	mux := http.NewServeMux()
+	mux.Handle("/lottery", admin.Records(rooms[0])) // outside the room, as an operator mounts it
+	mux.Handle("/", rooms[0].Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, appPage)
 	})))
+	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL) // takes the minute's one admission
 	require.NoError(t, err)
@@ -91,6 +98,17 @@ func TestDrawSection(t *testing.T) {
 	assert.True(t, eval[bool](t, ctx, `(() => { const m = document.querySelector("main").getBoundingClientRect(), c = document.querySelectorAll("details.draw dd code")[1].getBoundingClientRect(); return c.height > 0 && c.left >= m.left && c.right <= m.right })()`),
 		"the commitment wraps within the page")
 	assert.Zero(t, eval[float64](t, ctx, `document.documentElement.scrollWidth - document.documentElement.clientWidth`), "no sideways scroll")
+
+	link := eval[string](t, ctx, `(() => { const a = document.querySelector("details.draw dd a"); return a && a.checkVisibility() ? a.href : "" })()`)
+	require.NotEmpty(t, link, "the record's link shown")
+	assert.Equal(t, srv.URL+v["lotteryRecords"].(string), link)
+	c2, cancel2 := context.WithTimeout(ctx, patience)
+	defer cancel2()
+	record, err := chromedp.Run(c2, chromedp.Evaluate[map[string]any](
+		`fetch(document.querySelector("details.draw dd a").href).then(r => r.json())`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
+	assert.Equal(t, v["lotteryCommitment"], record["commitment"], "the link answers the record of the commitment shown")
+	assert.Zero(t, eval[float64](t, ctx, `document.documentElement.scrollWidth - document.documentElement.clientWidth`), "no sideways scroll with the link")
 }
 
 func parseFloat(t *testing.T, s string) float64 {
