@@ -54,7 +54,18 @@ func MarshalState(s *State) []byte {
 	}
 	b = appendTallies(b, s.Recorded, s.Tallies)
 	b = appendFleet(b, s)
-	return appendSeeds(b, s.Seeds)
+	b = appendSeeds(b, s.Seeds)
+	if len(s.Places) > 0 {
+		// Only in the state of a shuffle's list: a room's state ends
+		// with its seeds.
+		b = binary.AppendUvarint(b, uint64(len(s.Places)))
+		var prev uint64
+		for _, p := range s.Places {
+			b = binary.AppendUvarint(b, p-prev)
+			prev = p
+		}
+	}
+	return b
 }
 
 // appendSeeds writes the lottery's seeds, after the fleet's records.
@@ -181,6 +192,9 @@ func UnmarshalState(data []byte) (*State, error) {
 	s.Recorded, s.Tallies = d.tallies()
 	d.fleet(s)
 	s.Seeds = d.seeds()
+	if len(d.b) > 0 {
+		s.Places = d.places()
+	}
 	if d.err != nil {
 		return nil, d.err
 	}
@@ -343,6 +357,27 @@ func (d *decoder) seeds() []Seed {
 		}
 	}
 	return ss
+}
+
+// places reads the list of a shuffle's places: ascending, each below
+// 2^53.
+func (d *decoder) places() []uint64 {
+	n := d.length(1)
+	ps := make([]uint64, n)
+	var prev uint64
+	for i := range ps {
+		delta := d.uvarint()
+		if i > 0 && delta == 0 || delta >= 1<<53-prev {
+			d.fail("places")
+			return nil
+		}
+		prev += delta
+		ps[i] = prev
+	}
+	if n == 0 {
+		d.fail("places")
+	}
+	return ps
 }
 
 // fixed reads len(dst) bytes into dst.

@@ -16,6 +16,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 		"sample": storetest.Sample(),
 		"negative": {Sessions: []store.Session{{ID: 3, Admitted: -5, Seen: -9, End: -6}, {ID: 1, Admitted: 0, Seen: 0}},
 			Waiting: []store.Cell{{Bucket: 10, Slot: 2, N: -4}, {Bucket: 3, Slot: 99, N: 1}}},
+		"places": {Epoch: 1, Version: 3, Places: []uint64{0, 1, 1 << 40, 1<<53 - 1}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := store.UnmarshalState(store.MarshalState(s))
@@ -37,6 +38,12 @@ func TestUnmarshalCorrupt(t *testing.T) {
 		"trailing": append(append([]byte{}, good...), 0),
 		"huge len": {good[0], 1, 1, 2, 0xff, 0xff, 0xff, 0xff, 0x0f},
 	}
+	// A shuffle's list must ascend, below 2^53.
+	list := func(ps ...uint64) []byte { return store.MarshalState(&store.State{Epoch: 1, Places: ps}) }
+	cases["places twice"] = list(5, 5)
+	cases["places descending"] = append(list(5, 6)[:len(list(5, 6))-1], 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01)
+	cases["place of 2^53"] = list(1 << 53)
+	cases["no places"] = append(list(1)[:len(list(1))-2], 0)
 	for i := 1; i < len(good); i++ {
 		cases["truncated"+string(rune('a'+i%26))+string(rune('0'+i/26))] = good[:i]
 	}

@@ -72,6 +72,14 @@ type State struct {
 	// secret until then: the store holds them like the cookie keys'
 	// secrets, and views of the room show only their commitments.
 	Seeds []Seed
+
+	// Places is set in the state of the list of an event's shuffle, a
+	// state of its own under a name derived from the room's and the
+	// shuffle's period: the places (lottery.Place, times 2^53) of the
+	// visitors the instances saw in the event's pre-queue, in ascending
+	// order, without identities; published with the period's record. Nil
+	// in a room's state.
+	Places []uint64
 }
 
 // Seed is the secret of one period of the room's lottery.
