@@ -237,6 +237,9 @@ func (rm *Room) chanceLocked(x *visit) bool {
 	if x.fresh {
 		return false
 	}
+	if span := pol.listing; span[0] <= c.bucket && c.bucket < span[1] {
+		rm.local.Prequeued(c.id, span[1]) // the shuffle's list
+	}
 	// One chance per refresh interval, whichever copy of the cookie
 	// asks: a copy sent again is as early as the latest one.
 	ch, seen := rm.chances.Get(c.id)

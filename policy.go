@@ -19,9 +19,9 @@ type policy struct {
 	method   *method // what QueueingMethod does
 	event    *Event  // the event in force (pre-queue included), or nil
 	prequeue bool
-	// lottery merges the arrival seconds [lottery[0], lottery[1]) of an
-	// event's pre-queue into one bucket once it starts (ShuffleAtStart).
-	lottery [2]int64
+	// listing is the pre-queue [opening, start) in seconds of an event that
+	// shuffles it; lottery, the same once it starts (one bucket then).
+	listing, lottery [2]int64
 }
 
 // bucket is the bucket a visitor of arrival second b competes in: the
@@ -63,8 +63,11 @@ func (rm *Room) policyAt(s *Settings, now int64) policy {
 		}
 		p.event = e
 		p.prequeue = now < e.Start.UnixMilli()
-		if e.ShuffleAtStart && !p.prequeue {
-			p.lottery = [2]int64{e.PrequeueStart.Unix(), e.Start.Unix()}
+		if e.ShuffleAtStart {
+			p.listing = [2]int64{e.PrequeueStart.Unix(), e.Start.Unix()}
+			if !p.prequeue {
+				p.lottery = p.listing
+			}
 		}
 		if e.TotalActiveUsers > 0 {
 			p.TotalActiveUsers, p.NewUsersPerMinute = e.TotalActiveUsers, e.NewUsersPerMinute

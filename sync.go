@@ -24,18 +24,16 @@ type view = share.Snapshot[Settings]
 // since the previous sync, returns its unused grant and takes a new one.
 // The background loop calls it every SyncInterval, and sooner after a
 // revoke; with a negative SyncInterval, tests and simulators call it
-// themselves (under their own clock). While a sync is in flight the
-// instance admits nobody new beyond a little of its grant, so the grants
-// of all instances never add up to more than the free slots. Calls are
-// serialized. On error nothing is lost: the counts are kept for the next
-// sync.
+// (under their own clock). While a sync is in flight the instance admits
+// nobody new beyond a little of its grant, so the grants of all instances
+// never add up to more than the free slots. Calls are serialized. On
+// error nothing is lost: the counts are kept for the next sync.
 //
 // A failed sync's error wraps the store's, which says what is wrong (see
 // Ready); one whose ctx's deadline passed wraps store.ErrUnavailable. The
-// room logs the first failure of an outage, at level ERROR, as a
-// misconfiguration (store.ErrNoSchema, store.ErrAuth) or an outage, and
-// the recovery. A sync whose ctx is cancelled is no failure of the store:
-// it is neither logged as one nor counted in Counters.SyncErrors.
+// room logs the first failure of an outage at level ERROR, and the
+// recovery. A cancelled sync is no failure of the store: it is neither
+// logged as one nor counted in Counters.SyncErrors.
 func (rm *Room) Sync(ctx context.Context) error {
 	if rm.closed.Load() {
 		return ErrClosed
@@ -82,21 +80,17 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 
 // Close stops the background sync and makes Sync, Update and Ready return
 // ErrClosed, and Handler answer with Config.ErrorHandler. It cancels the
-// context of the sync in flight, if any, and waits for the background loop
-// to stop: at once with a Store that honours its context's cancellation,
-// as the stores of this module do. It logs no error for the sync it
-// cancels.
+// sync in flight, without logging an error for it, and waits for the
+// background loop to stop (at once with the stores of this module).
 //
 // Then, if the instance's latest sync went through, Close makes its last
-// one: it brings in the admissions made since, and takes the instance's
-// record out of the shared state, its grant back to the pool. It waits for
-// it as long as a sync is given (2 s or two SyncIntervals); Shutdown waits
-// as long as its context allows. An instance that stops without it (a
-// crash, a Close that could not reach the store) is dropped from the state
-// an instance TTL later, and the grant it held is counted as admitted
-// then, since it may have been used (docs/design.md, "Instances that
-// stop"). It does not close the store, which the caller owns. Close is
-// idempotent, and returns nil.
+// one, waiting for it as long as a sync is given (2 s or two
+// SyncIntervals; Shutdown: as long as its context allows): it brings in
+// the admissions made since, and hands the instance's grant back to the
+// pool. An instance that stops without it is dropped from the state an
+// instance TTL later, its grant counted as admitted (docs/design.md,
+// "Instances that stop"). It does not close the store, which the caller
+// owns. Close is idempotent, and returns nil.
 func (rm *Room) Close() error {
 	rm.closed.Store(true)
 	rm.syncer.Close()
@@ -105,13 +99,13 @@ func (rm *Room) Close() error {
 
 // Shutdown is Close bounded by ctx, as http.Server's Shutdown: it makes
 // Sync, Update and Ready return ErrClosed and Handler answer with
-// Config.ErrorHandler, stops the background
-// sync, and makes the instance's last sync, which hands its grant back to
-// the pool, waiting for it until ctx is done. It returns ctx's error if
-// ctx ended first (the last sync is cancelled), the last sync's error if
-// it failed, and nil if it went through or none was due (the instance
-// never synced, or its latest sync failed). Calls after the first wait for
-// the first one's last sync. It does not close the store.
+// Config.ErrorHandler, stops the background sync, and makes the
+// instance's last sync, which hands its grant back to the pool, waiting
+// for it until ctx is done. It returns ctx's error if ctx ended first (the
+// last sync is cancelled), the last sync's error if it failed, and nil if
+// it went through or none was due (the instance never synced, or its
+// latest sync failed). Calls after the first wait for the first one's
+// last sync. It does not close the store.
 func (rm *Room) Shutdown(ctx context.Context) error {
 	rm.closed.Store(true)
 	return rm.syncer.Shutdown(ctx)

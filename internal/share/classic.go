@@ -78,6 +78,7 @@ func (s *Syncer[S]) sync(ctx context.Context, leaving bool) error {
 	s.aggregated.Store(s.fleet.on && s.fleet.viewed)
 	s.aggregating.Store(s.fleet.term != 0)
 	s.removeMailboxes(ctx)
+	s.writePlaces(ctx)
 	return nil
 }
 
@@ -300,6 +301,7 @@ func (s *Syncer[S]) classicSynced(ctx context.Context, c *classicRun[S]) {
 		}
 	}
 	s.removeMailboxes(ctx)
+	s.writePlaces(ctx)
 }
 
 // syncFailed reports a sync that failed with err: it counts it, logs the

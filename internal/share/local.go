@@ -26,6 +26,9 @@ type Local struct {
 	// sync: those it admitted, saw or revoked, by visitor ID, kept at
 	// least as long as the state keeps them (for a rebuild after a loss).
 	known Memory[store.Session]
+	// listing is what the instance saw of a shuffled pre-queue and has not
+	// written to its list yet (places.go).
+	listing listing
 }
 
 func newLocal() *Local {

@@ -127,6 +127,12 @@ type Syncer[S any] struct {
 	// gone are the mailboxes of fleet instances to remove, by when (local
 	// ms) (mailbox.go).
 	gone map[string]int64
+	// listed is the list of the latest shuffle as this instance's latest
+	// write of it brought it back (places.go).
+	listed struct {
+		start  int64
+		places []uint64
+	}
 }
 
 // New returns the Syncer of an instance whose room starts with settings
