@@ -16,7 +16,7 @@
   class LotteryError extends Error {
     constructor(kind, message) {
       super(message);
-      this.kind = kind; // record, notRevealed, seed, missingOdds, oddsChanged, notDrawn, outOfTurn
+      this.kind = kind; // record, notRevealed, seed, unlisted, rankMoved, missingOdds, oddsChanged, notDrawn, outOfTurn
     }
   }
 
@@ -106,6 +106,19 @@
     return c;
   }
 
+  // rankOf returns the 1-based rank of place p in places (checked:
+  // strictly ascending) if p is one of them, exactly, or 0: 1 + the
+  // number of places below it.
+  function rankOf(places, p) {
+    let lo = 0, hi = places.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (places[mid] < p) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < places.length && places[lo] === p ? lo + 1 : 0;
+  }
+
   // held returns the odds (odds: by interval) a visitor let in at
   // interval w is held to: the greater of w's and that of the interval
   // before (which the room uses until it has w's), or undefined if the
@@ -139,10 +152,11 @@
     }
     const prequeued = r.prequeued ?? 0;
     if (!isInt(prequeued) || prequeued < 0) throw bad("prequeued " + prequeued + ": want 0 or more");
-    r = { ...r, start, end, intervalMs: r.intervalMs ?? 0, odds: r.odds ?? [], cuts: r.cuts ?? [] };
-    if (!Array.isArray(r.odds) || !Array.isArray(r.cuts)) throw bad("odds and cuts must be lists");
+    r = { ...r, start, end, intervalMs: r.intervalMs ?? 0, odds: r.odds ?? [], cuts: r.cuts ?? [], places: r.places ?? [] };
+    if (!Array.isArray(r.odds) || !Array.isArray(r.cuts) || !Array.isArray(r.places)) throw bad("odds, cuts and places must be lists");
     r.odds = [...r.odds];
     r.cuts = [...r.cuts];
+    r.places = [...r.places];
     const named = c.waited.length > 0 || c.shown.length > 0 || c.admitted !== 0;
     if ((r.odds.length > 0 || r.cuts.length > 0 || named) && (!isInt(r.intervalMs) || r.intervalMs <= 0 || r.intervalMs > MAX_INTERVAL_MS)) {
       throw bad("intervalMs " + r.intervalMs + ": want 1 to " + MAX_INTERVAL_MS);
@@ -170,6 +184,17 @@
       }
       if (!holds(r, o.interval)) throw bad("cut of interval " + o.interval + ", outside the period");
     });
+    r.places.forEach((v, i) => {
+      if (v === null) v = 0; // as Go reads null
+      if (typeof v !== "number") throw bad("place " + (i + 1) + " of the list is not a number");
+      r.places[i] = v;
+      if (!(v >= 0 && v < 1)) throw bad("place " + (i + 1) + " of the list, " + v + ", outside [0, 1)");
+      if (!Number.isInteger(v * 2 ** 53)) throw bad("place " + (i + 1) + " of the list, " + v + ", not a multiple of 2^-53");
+      if (i > 0 && v <= r.places[i - 1]) {
+        throw bad("place " + (i + 1) + " of the list, " + v + ", not above the one before, " + r.places[i - 1] +
+          ": want places in strictly ascending order");
+      }
+    });
     r.seedBytes = r.seed && !/^0+$/.test(r.seed) ? fromHex(r.seed, "seed") : null;
     r.commitment = toHex(fromHex(r.commitment, "commitment"));
     if (/^0+$/.test(r.commitment)) throw bad("no commitment");
@@ -181,18 +206,22 @@
       if (!isInt(s.interval) || typeof s.odds !== "number") throw bad("shown odds: want {interval, odds}");
     }
     if (typeof c.shuffled !== "boolean") throw bad("shuffled " + c.shuffled + ": want true or false");
+    if (!isInt(c.rank) || c.rank < 0) throw bad("rank " + c.rank + ": want 1 or more (0 claims none)");
+    if (c.rank !== 0 && !c.shuffled) throw bad("rank " + c.rank + " claimed by a visitor not of the shuffle");
     return r;
   }
 
   // verify checks visitor identity's (hex text) claim against record r
   // (parsed JSON), as lottery.Verify does. claim: {waited: [w...], shown:
   // [{interval, odds}...], admitted: w or 0, shuffled: true if the visitor
-  // joined the event's pre-queue}. It resolves to {draws: [{interval,
-  // draw, odds, won}...], place, cut, error: null or {kind, message}}:
-  // place when the record has cuts or the claim is shuffled, cut when a
-  // shuffled admission has one, 0 otherwise.
+  // joined the event's pre-queue, rank: the rank in the shuffle they
+  // noted or 0}. It resolves to {draws: [{interval, draw, odds, won}...],
+  // place, cut, rank, listed, error: null or {kind, message}}: place when
+  // the record has cuts or the claim is shuffled, cut when a shuffled
+  // admission has one, rank (1-based) and listed (how many places the
+  // record lists) when a shuffled claim's place is listed, 0 otherwise.
   async function verify(r, identity, claim) {
-    const rep = { draws: [], place: 0, cut: 0, error: null };
+    const rep = { draws: [], place: 0, cut: 0, rank: 0, listed: 0, error: null };
     try {
       const id = parseIdentity(identity);
       const list = (x) => (Array.isArray(x) ? x : []);
@@ -201,6 +230,7 @@
         shown: list(claim?.shown).map((s) => ({ interval: s?.interval ?? 0, odds: s?.odds ?? 0 })),
         admitted: claim?.admitted ?? 0,
         shuffled: claim?.shuffled ?? false,
+        rank: claim?.rank ?? 0,
       };
       r = check(r, c);
       if (!r.seedBytes) throw new LotteryError("notRevealed", "the record has no seed yet");
@@ -216,6 +246,18 @@
         rep.draws.push({ interval: w, draw: d, odds: odds.get(w), won: d < odds.get(w) });
       }
       if (r.cuts.length > 0 || c.shuffled) rep.place = await place(r.seedBytes, id);
+      if (c.shuffled) {
+        if (r.places.length === 0) throw new LotteryError("unlisted", "the record lists no places");
+        const k = rankOf(r.places, rep.place);
+        if (k === 0) {
+          throw new LotteryError("unlisted", "place " + rep.place + " is not among the record's " + r.places.length);
+        }
+        rep.rank = k;
+        rep.listed = r.places.length;
+        if (c.rank !== 0 && c.rank !== k) {
+          throw new LotteryError("rankMoved", "noted " + c.rank + ", now " + k + " of " + rep.listed);
+        }
+      }
       for (const w of c.waited) {
         // a shuffled visitor did not draw
         if (!odds.has(w) && !c.shuffled) throw new LotteryError("missingOdds", "the record has no odds for interval " + w);
@@ -253,16 +295,16 @@
   // parseClaim reads a claim from text, as `waitingroom verify` takes it:
   // waited "58828440-58828445, 58828450", shown "58828440=0.25, ...",
   // admitted a number or empty, shuffled true or false (the visitor
-  // joined the event's pre-queue). It throws an Error saying what is
-  // wrong.
-  function parseClaim(waited, shown, admitted, shuffled = false) {
+  // joined the event's pre-queue), rank the rank in the shuffle they
+  // noted, a number or empty. It throws an Error saying what is wrong.
+  function parseClaim(waited, shown, admitted, shuffled = false, rank = "") {
     const int = (s, what) => {
       if (!/^-?[0-9]+$/.test(s) || !Number.isSafeInteger(Number(s))) throw new Error(what + " " + JSON.stringify(s) + ": want a whole number");
       return Number(s);
     };
     const items = (s) => s.split(",").map((x) => x.trim()).filter((x) => x !== "");
     if (typeof shuffled !== "boolean") throw new Error("shuffled " + JSON.stringify(shuffled) + ": want true or false");
-    const c = { waited: [], shown: [], admitted: 0, shuffled };
+    const c = { waited: [], shown: [], admitted: 0, shuffled, rank: 0 };
     for (const x of items(waited)) {
       const m = /^(-?[0-9]+)-(-?[0-9]+)$/.exec(x);
       if (!m) {
@@ -281,6 +323,10 @@
       c.shown.push({ interval: int(w.trim(), "interval"), odds: Number(o) });
     }
     if (admitted.trim() !== "") c.admitted = int(admitted.trim(), "admitted interval");
+    if (rank.trim() !== "") {
+      c.rank = int(rank.trim(), "rank");
+      if (c.rank < 1) throw new Error("rank " + JSON.stringify(rank.trim()) + ": want 1 or more, or nothing");
+    }
     return c;
   }
 

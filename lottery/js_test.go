@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,6 +33,7 @@ type jsClaim struct {
 	Shown    []lottery.Odds `json:"shown"`
 	Admitted int64          `json:"admitted"`
 	Shuffled bool           `json:"shuffled"`
+	Rank     int            `json:"rank"`
 }
 
 type jsReport struct {
@@ -40,9 +43,11 @@ type jsReport struct {
 		Odds     float64 `json:"odds"`
 		Won      bool    `json:"won"`
 	} `json:"draws"`
-	Place float64 `json:"place"`
-	Cut   float64 `json:"cut"`
-	Error *struct {
+	Place  float64 `json:"place"`
+	Cut    float64 `json:"cut"`
+	Rank   int     `json:"rank"`
+	Listed int     `json:"listed"`
+	Error  *struct {
 		Kind    string `json:"kind"`
 		Message string `json:"message"`
 	} `json:"error"`
@@ -72,6 +77,8 @@ var kinds = map[error]string{
 	lottery.ErrOddsChanged: "oddsChanged",
 	lottery.ErrNotDrawn:    "notDrawn",
 	lottery.ErrOutOfTurn:   "outOfTurn",
+	lottery.ErrUnlisted:    "unlisted",
+	lottery.ErrRankMoved:   "rankMoved",
 }
 
 func kindOf(t *testing.T, err error) string {
@@ -88,8 +95,8 @@ func kindOf(t *testing.T, err error) string {
 }
 
 // The verifier page's script computes what the Go package computes: the
-// same draws and places, to the last bit, the same cuts and the same
-// verdict, for honest and tampered records alike.
+// same draws and places, to the last bit, the same cuts and ranks and
+// the same verdict, for honest and tampered records alike.
 func TestScriptAgrees(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -127,6 +134,10 @@ func TestScriptAgrees(t *testing.T) {
 		}
 		cs = append(cs, min(c, 1))
 	}
+	// The shuffle's list of places: those of identities 1 to 30 and of
+	// ids, but for the last of ids, left out.
+	listed := placesOf(seed, 30, ids[:len(ids)-1]...)
+	const ulp = 1.0 / (1 << 53)
 	for _, id := range ids {
 		r := honest(seed, p, n)
 		won := firstWin(seed, id, p, n)
@@ -135,7 +146,10 @@ func TestScriptAgrees(t *testing.T) {
 			ws = append(ws, w)
 		}
 		add(r, id, jsClaim{Waited: ws, Admitted: won})
-		add(r, id, jsClaim{Waited: ws[:3], Shown: []lottery.Odds{{Interval: firstW, Odds: p}}, Shuffled: true})
+		add(r, id, jsClaim{Waited: ws[:3], Shown: []lottery.Odds{{Interval: firstW, Odds: p}}, Shuffled: true}) // no list
+		withList := *r
+		withList.Places = listed
+		add(&withList, id, jsClaim{Waited: ws[:3], Shown: []lottery.Odds{{Interval: firstW, Odds: p}}, Shuffled: true})
 		add(r, id, jsClaim{Admitted: firstW + 6})
 		add(r, id, jsClaim{Shown: []lottery.Odds{{Interval: firstW + 1, Odds: 0.25}}})
 		add(r, id, jsClaim{Waited: []int64{firstW + n}})
@@ -172,6 +186,7 @@ func TestScriptAgrees(t *testing.T) {
 		// as draws, some on a record without cuts.
 		shuffle := *r
 		shuffle.Cuts = cuts(n, cs...)
+		shuffle.Places = listed
 		for w := int64(firstW + n - 1); w < firstW+4*n+1; w++ {
 			add(&shuffle, id, jsClaim{Admitted: w, Shuffled: true})
 		}
@@ -181,9 +196,11 @@ func TestScriptAgrees(t *testing.T) {
 		add(&shuffle, id, jsClaim{Admitted: firstW + 2*n})
 		add(&shuffle, id, jsClaim{Shown: []lottery.Odds{{Interval: firstW + 1, Odds: 0.25}}, Admitted: firstW + 2*n, Shuffled: true})
 		add(r, id, jsClaim{Admitted: firstW + 2, Shuffled: true})
+		add(&withList, id, jsClaim{Admitted: firstW + 2, Shuffled: true})
 		// The cut at each visitor's very place: out of turn.
 		exact := *r
 		exact.Cuts = []lottery.Odds{{Interval: firstW + n, Odds: lottery.Place(seed, id)}, {Interval: firstW + n + 1, Odds: 1}}
+		exact.Places = listed
 		add(&exact, id, jsClaim{Admitted: firstW + n, Shuffled: true})
 		add(&exact, id, jsClaim{Admitted: firstW + n + 1, Shuffled: true})
 		decreasing := shuffle
@@ -198,6 +215,52 @@ func TestScriptAgrees(t *testing.T) {
 		tamperedShuffle := shuffle
 		tamperedShuffle.Seed[0] ^= 1
 		add(&tamperedShuffle, id, jsClaim{Admitted: firstW + 2*n, Shuffled: true})
+		// The list: the rank noted or moved, the place left out, the
+		// list malformed.
+		rank := rankIn(listed, lottery.Place(seed, id))
+		for _, k := range []int{0, rank, rank + 1, rank - 1} {
+			add(&shuffle, id, jsClaim{Shuffled: true, Rank: k})
+			add(&shuffle, id, jsClaim{Admitted: firstW + 4*n, Shuffled: true, Rank: k})
+			add(&shuffle, id, jsClaim{Admitted: firstW + n, Shuffled: true, Rank: k})
+		}
+		add(&shuffle, id, jsClaim{Rank: rank})
+		add(&shuffle, id, jsClaim{Shuffled: true, Rank: -1})
+		list := func(change func(ps []float64) []float64) *lottery.Record {
+			x := shuffle
+			x.Places = change(slices.Clone(listed))
+			return &x
+		}
+		for _, x := range []*lottery.Record{
+			list(func(ps []float64) []float64 { return slices.Insert(ps, 0, ulp) }), // a place before all
+			list(func(ps []float64) []float64 { return slices.Delete(ps, 0, 1) }),
+			list(func(ps []float64) []float64 {
+				return slices.DeleteFunc(ps, func(v float64) bool { return v == lottery.Place(seed, id) })
+			}),
+			list(func(ps []float64) []float64 { ps[1] += ulp; ps[len(ps)-2] -= ulp; return ps }),
+			list(func(ps []float64) []float64 { ps[2], ps[3] = ps[3], ps[2]; return ps }),
+			list(func(ps []float64) []float64 { ps[3] = ps[2]; return ps }),
+			list(func(ps []float64) []float64 { return append(ps, 1) }),
+			list(func(ps []float64) []float64 { return append(ps, 1.5) }),
+			list(func(ps []float64) []float64 { return slices.Insert(ps, 0, -ulp) }),
+			list(func(ps []float64) []float64 { return slices.Insert(ps, 0, 0) }),
+			list(func(ps []float64) []float64 { return slices.Insert(ps, 0, 1e-300) }),
+			list(func(ps []float64) []float64 { ps[0] = math.Nextafter(ps[0], 0); return ps }),
+			list(func([]float64) []float64 { return nil }),
+		} {
+			add(x, id, jsClaim{Admitted: firstW + 4*n, Shuffled: true, Rank: rank})
+			add(x, id, jsClaim{Shuffled: true})
+			add(x, id, jsClaim{})
+		}
+	}
+	// Places as JSON may hold null (0, in Go as in the script), and
+	// nothing but numbers in a list.
+	withList := honest(seed, p, n)
+	withList.Places = listed
+	b, err := json.Marshal(withList)
+	require.NoError(t, err)
+	for _, places := range []string{`"places":[null,`, `"places":["0.5",`, `"places":0.5,"x":[`} {
+		addRaw(strings.Replace(string(b), `"places":[`, places, 1), jsClaim{Shuffled: true})
+		addRaw(strings.Replace(string(b), `"places":[`, places, 1), jsClaim{Shuffled: true, Rank: rankIn(listed, lottery.Place(seed, 1))})
 	}
 	for _, bad := range []string{
 		`{}`,
@@ -244,11 +307,14 @@ func TestScriptAgrees(t *testing.T) {
 			assert.Equal(t, want, g.Error.Kind, "case %d: Go: %v, script: %s", i, verr, g.Error.Message)
 		}
 		if verr != nil && !errors.Is(verr, lottery.ErrMissingOdds) && !errors.Is(verr, lottery.ErrOddsChanged) &&
-			!errors.Is(verr, lottery.ErrNotDrawn) && !errors.Is(verr, lottery.ErrOutOfTurn) {
+			!errors.Is(verr, lottery.ErrNotDrawn) && !errors.Is(verr, lottery.ErrOutOfTurn) &&
+			!errors.Is(verr, lottery.ErrUnlisted) && !errors.Is(verr, lottery.ErrRankMoved) {
 			continue // no report to compare
 		}
 		assert.Equal(t, rep.Place, g.Place, "case %d", i)
 		assert.Equal(t, rep.Cut, g.Cut, "case %d", i)
+		assert.Equal(t, rep.Rank, g.Rank, "case %d", i)
+		assert.Equal(t, rep.Listed, g.Listed, "case %d", i)
 		require.Len(t, g.Draws, len(rep.Draws), "case %d", i)
 		for j, d := range rep.Draws {
 			assert.Equal(t, lottery.Drawn{Interval: g.Draws[j].Interval, Draw: g.Draws[j].Draw, Odds: g.Draws[j].Odds, Won: g.Draws[j].Won}, d, "case %d", i)
@@ -282,11 +348,14 @@ func TestVerifierPage(t *testing.T) {
 	out, err = exec.Command(node, "-e", `
 const l = require(process.argv[1]);
 const ok = JSON.stringify(l.parseClaim("58828440-58828442, 58828450", "58828440=0.25", " 58828450 ", true));
+const ranked = JSON.stringify(l.parseClaim("", "", "", true, " 12 "));
 let bad = [];
-for (const c of [["x", "", ""], ["3-1", "", ""], ["", "1", ""], ["", "", "1.5"], ["", "", "", "yes"]]) {
+for (const c of [["x", "", ""], ["3-1", "", ""], ["", "1", ""], ["", "", "1.5"], ["", "", "", "yes"],
+  ["", "", "", true, "x"], ["", "", "", true, "0"], ["", "", "", true, "-1"], ["", "", "", true, "1.5"]]) {
   try { l.parseClaim(...c); } catch (e) { bad.push(c); }
 }
-process.stdout.write(ok + "\n" + bad.length);`, script).CombinedOutput()
+process.stdout.write(ok + "\n" + ranked + "\n" + bad.length);`, script).CombinedOutput()
 	require.NoError(t, err, string(out))
-	assert.Equal(t, `{"waited":[58828440,58828441,58828442,58828450],"shown":[{"interval":58828440,"odds":0.25}],"admitted":58828450,"shuffled":true}`+"\n5", string(out))
+	assert.Equal(t, `{"waited":[58828440,58828441,58828442,58828450],"shown":[{"interval":58828440,"odds":0.25}],"admitted":58828450,"shuffled":true,"rank":0}`+"\n"+
+		`{"waited":[],"shown":[],"admitted":0,"shuffled":true,"rank":12}`+"\n9", string(out))
 }

@@ -13,7 +13,8 @@
 // their place is below the cut in force. Once the period's draws are done
 // the room reveals the seed, and anyone holding the period's Record (the
 // commitment, the seed, the odds of every interval and, for a shuffle,
-// the cuts) can recompute a visitor's draws and place with Verify.
+// the cuts and the sorted list of the pre-queue's places) can recompute a
+// visitor's draws, place and rank with Verify.
 // docs/verify.html in the repository does the same in a browser, and
 // `waitingroom verify` on the command line.
 //
@@ -185,8 +186,11 @@ func unit(mac []byte) float64 {
 var (
 	// ErrRecord: the record is malformed (odds or cuts outside [0, 1] or
 	// not a number, intervals out of order or outside the period, a cut
-	// below the one before, a hash of the wrong length, no interval
-	// length), or the claim names nothing it could check against it.
+	// below the one before, places not in strictly ascending order,
+	// outside [0, 1) or not multiples of 2^-53, a hash of the wrong
+	// length, no interval length), or the claim names nothing it could
+	// check against it (an interval outside the period, a negative rank,
+	// a rank claimed by a visitor not of the shuffle).
 	ErrRecord = errors.New("lottery: malformed record")
 	// ErrNotRevealed: the record has no seed yet.
 	ErrNotRevealed = errors.New("lottery: seed not revealed")
@@ -209,6 +213,16 @@ var (
 	// interval where their place was not below the cut in force (the
 	// latest at or before it).
 	ErrOutOfTurn = errors.New("lottery: let in before their place in the shuffle came")
+	// ErrUnlisted: a visitor of an event's pre-queue does not find their
+	// place in the record's list of the shuffle's places (Record.Places),
+	// or the record publishes no list: the room left them out of the
+	// shuffle it published.
+	ErrUnlisted = errors.New("lottery: place not in the published list of the shuffle")
+	// ErrRankMoved: a visitor of an event's pre-queue finds their place
+	// at another rank in the record's list than the one they noted
+	// (Claim.Rank): places were added before theirs, or taken out, after
+	// the fact.
+	ErrRankMoved = errors.New("lottery: rank in the shuffle moved")
 )
 
 // Hold is how many refresh intervals a winning draw holds: the

@@ -56,6 +56,32 @@ func cuts(from int64, cs ...float64) []lottery.Odds {
 	return os
 }
 
+// placesOf returns the list of places a room publishes for seed's
+// shuffle when its pre-queue held identities 1 to n and those of more:
+// sorted, one each.
+func placesOf(seed lottery.Seed, n int, more ...uint64) []float64 {
+	var ps []float64
+	for id := uint64(1); id <= uint64(n); id++ {
+		ps = append(ps, lottery.Place(seed, id))
+	}
+	for _, id := range more {
+		ps = append(ps, lottery.Place(seed, id))
+	}
+	slices.Sort(ps)
+	return slices.Compact(ps)
+}
+
+// rankIn returns 1 + the number of places below p.
+func rankIn(places []float64, p float64) int {
+	k := 1
+	for _, q := range places {
+		if q < p {
+			k++
+		}
+	}
+	return k
+}
+
 // placed returns an identity whose place in seed's shuffle is in [lo, hi).
 func placed(t *testing.T, seed lottery.Seed, lo, hi float64) uint64 {
 	for id := uint64(1); id < 10_000; id++ {
@@ -106,6 +132,7 @@ func TestVerify(t *testing.T) {
 		return func() *lottery.Record {
 			r := honest(seed, p, n)
 			r.Cuts = cuts(30, cs...)
+			r.Places = placesOf(seed, 50, pre)
 			return r
 		}
 	}
@@ -226,8 +253,11 @@ func TestVerify(t *testing.T) {
 		{"let in at a cut just above the place", pre, shuffle(math.Nextafter(place, 1), 1), admitted(w0), nil},
 		{"let in under the latest cut, two intervals before", pre, inTurn, admitted(w0 + 5), nil},
 		{"let in before the first cut", pre, inTurn, admitted(w0 - 1), lottery.ErrMissingOdds},
-		{"a shuffled admission is not held to the odds", winner, func() *lottery.Record { return honest(seed, p, n) },
-			admitted(won), lottery.ErrMissingOdds},
+		{"a shuffled admission is not held to the odds", winner, func() *lottery.Record {
+			r := honest(seed, p, n)
+			r.Places = placesOf(seed, 50, winner)
+			return r
+		}, admitted(won), lottery.ErrMissingOdds},
 		{"a drawn admission is not held to the cuts", pre, inTurn,
 			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: w0 + 2} }, lottery.ErrMissingOdds},
 		{"a shuffled visitor's shown odds still count", pre, inTurn, func(*lottery.Record) lottery.Claim {
@@ -255,6 +285,8 @@ func TestVerify(t *testing.T) {
 			}
 			assert.Equal(t, lottery.Place(seed, tc.id), rep.Place)
 			assert.Greater(t, rep.Cut, rep.Place)
+			assert.Equal(t, rankIn(r.Places, rep.Place), rep.Rank)
+			assert.Equal(t, len(r.Places), rep.Listed)
 		})
 	}
 }
@@ -283,9 +315,119 @@ func TestVerifyReport(t *testing.T) {
 	assert.Equal(t, lottery.Place(seed, 2), rep.Place)
 	assert.Zero(t, rep.Cut)
 	id := placed(t, seed, 0, 0.5)
+	r.Places = placesOf(seed, 40, id)
 	rep, err = lottery.Verify(r, id, lottery.Claim{Shuffled: true, Admitted: firstW + 14})
 	require.NoError(t, err)
-	assert.Equal(t, lottery.Report{Place: lottery.Place(seed, id), Cut: 0.5}, rep)
+	place := lottery.Place(seed, id)
+	assert.Equal(t, lottery.Report{Place: place, Cut: 0.5, Rank: rankIn(r.Places, place), Listed: len(r.Places)}, rep)
+
+	// Not let in: the rank all the same; not shuffled: no rank, though
+	// the record lists the place.
+	rep, err = lottery.Verify(r, id, lottery.Claim{Shuffled: true})
+	require.NoError(t, err)
+	assert.Equal(t, lottery.Report{Place: place, Rank: rankIn(r.Places, place), Listed: len(r.Places)}, rep)
+	rep, err = lottery.Verify(r, id, lottery.Claim{})
+	require.NoError(t, err)
+	assert.Equal(t, lottery.Report{Place: place}, rep)
+}
+
+// A shuffle's published list of places: each pre-queued visitor finds
+// their place in it, at the rank they noted; a list changed after the
+// fact, or malformed, fails.
+func TestVerifyPlaces(t *testing.T) {
+	seed := testSeed(13)
+	const visitors = 1000
+	const ulp = 1.0 / (1 << 53)
+	id := placed(t, seed, 0.3, 0.7)
+	require.LessOrEqual(t, id, uint64(visitors))
+	place := lottery.Place(seed, id)
+	all := placesOf(seed, visitors)
+	require.Len(t, all, visitors)
+	at := slices.Index(all, place)
+	require.Positive(t, at)
+	rank := at + 1 // 1 + the places below
+	require.NotContains(t, all, place-ulp)
+	require.Less(t, all[0], 0.25, "the first place's float steps are finer than 2^-53")
+	const w = firstW + 5 // the cut in force: below the place at w, 1 from w+1
+	shuffled := lottery.Claim{Shuffled: true, Admitted: w + 1}
+	noted := func(k int) lottery.Claim { c := shuffled; c.Rank = k; return c }
+	for _, tc := range []struct {
+		name   string
+		change func(ps []float64) []float64
+		claim  lottery.Claim
+		want   error
+		rank   int // Report.Rank
+	}{
+		{"listed among 1,000, let in", nil, shuffled, nil, rank},
+		{"listed, still waiting", nil, lottery.Claim{Shuffled: true}, nil, rank},
+		{"the rank noted", nil, noted(rank), nil, rank},
+		{"the rank noted, still waiting", nil, lottery.Claim{Shuffled: true, Rank: rank}, nil, rank},
+		{"a place inserted before the visitor's", func(ps []float64) []float64 { return slices.Insert(ps, at, place-ulp) },
+			noted(rank), lottery.ErrRankMoved, rank + 1},
+		{"a place inserted, no rank noted", func(ps []float64) []float64 { return slices.Insert(ps, at, place-ulp) },
+			shuffled, nil, rank + 1},
+		{"a place taken out before the visitor's", func(ps []float64) []float64 { return slices.Delete(ps, 0, 1) },
+			noted(rank), lottery.ErrRankMoved, rank - 1},
+		{"a place added after the visitor's", func(ps []float64) []float64 { return append(ps, 1-ulp) },
+			noted(rank), nil, rank},
+		{"the rank moved, still waiting", func(ps []float64) []float64 { return slices.Delete(ps, 0, 1) },
+			lottery.Claim{Shuffled: true, Rank: rank}, lottery.ErrRankMoved, rank - 1},
+		{"the rank moved, before the turn checked", func(ps []float64) []float64 { return slices.Delete(ps, 0, 1) },
+			lottery.Claim{Shuffled: true, Admitted: w, Rank: rank}, lottery.ErrRankMoved, rank - 1},
+		{"the rank in order, let in out of turn", nil, lottery.Claim{Shuffled: true, Admitted: w, Rank: rank}, lottery.ErrOutOfTurn, rank},
+		{"the visitor's place taken out", func(ps []float64) []float64 { return slices.Delete(ps, at, at+1) },
+			shuffled, lottery.ErrUnlisted, 0},
+		{"the visitor's place taken out, before the turn checked", func(ps []float64) []float64 { return slices.Delete(ps, at, at+1) },
+			lottery.Claim{Shuffled: true, Admitted: w}, lottery.ErrUnlisted, 0},
+		{"the visitor's place moved by 2^-53", func(ps []float64) []float64 { ps[at] += ulp; return ps },
+			shuffled, lottery.ErrUnlisted, 0},
+		{"no list", func([]float64) []float64 { return nil }, shuffled, lottery.ErrUnlisted, 0},
+		{"no list, still waiting", func([]float64) []float64 { return nil }, lottery.Claim{Shuffled: true}, lottery.ErrUnlisted, 0},
+		{"no list, not shuffled", func([]float64) []float64 { return nil }, lottery.Claim{}, nil, 0},
+		{"unsorted", func(ps []float64) []float64 { ps[3], ps[4] = ps[4], ps[3]; return ps }, shuffled, lottery.ErrRecord, 0},
+		{"a duplicate", func(ps []float64) []float64 { ps[5] = ps[4]; return ps }, shuffled, lottery.ErrRecord, 0},
+		{"the visitor's place twice", func(ps []float64) []float64 { return slices.Insert(ps, at, place) }, shuffled, lottery.ErrRecord, 0},
+		{"a place of 1", func(ps []float64) []float64 { return append(ps, 1) }, shuffled, lottery.ErrRecord, 0},
+		{"a place above 1", func(ps []float64) []float64 { return append(ps, 1.5) }, shuffled, lottery.ErrRecord, 0},
+		{"an infinite place", func(ps []float64) []float64 { return append(ps, math.Inf(1)) }, shuffled, lottery.ErrRecord, 0},
+		{"a negative place", func(ps []float64) []float64 { return slices.Insert(ps, 0, -ulp) }, shuffled, lottery.ErrRecord, 0},
+		{"a NaN place", func(ps []float64) []float64 { ps[10] = math.NaN(); return ps }, shuffled, lottery.ErrRecord, 0},
+		{"a NaN place, not shuffled", func(ps []float64) []float64 { ps[10] = math.NaN(); return ps }, lottery.Claim{}, lottery.ErrRecord, 0},
+		{"a place not a multiple of 2^-53", func(ps []float64) []float64 { ps[0] = math.Nextafter(ps[0], 1); return ps },
+			shuffled, lottery.ErrRecord, 0},
+		{"a tiny place", func(ps []float64) []float64 { return slices.Insert(ps, 0, 1e-300) }, shuffled, lottery.ErrRecord, 0},
+		{"a place of 0", func(ps []float64) []float64 { return slices.Insert(ps, 0, 0) }, noted(rank), lottery.ErrRankMoved, rank + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := honest(seed, 0, 0)
+			r.Cuts = []lottery.Odds{{Interval: w, Odds: place / 2}, {Interval: w + 1, Odds: 1}}
+			r.Places = slices.Clone(all)
+			if tc.change != nil {
+				r.Places = tc.change(r.Places)
+			}
+			rep, err := lottery.Verify(r, id, tc.claim)
+			if tc.want != nil {
+				require.ErrorIs(t, err, tc.want)
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tc.rank, rep.Rank)
+			if tc.rank == 0 {
+				assert.Zero(t, rep.Listed)
+				return
+			}
+			assert.Equal(t, len(r.Places), rep.Listed)
+			assert.Equal(t, place, r.Places[rep.Rank-1])
+		})
+	}
+
+	// A shuffle's tampered seed: no rank.
+	r := honest(seed, 0, 0)
+	r.Places = all
+	r.Seed[0] ^= 1
+	rep, err := lottery.Verify(r, id, noted(rank))
+	require.ErrorIs(t, err, lottery.ErrSeed)
+	assert.Zero(t, rep.Rank)
 }
 
 // Place is the spec's: the first 8 bytes of HMAC-SHA256(seed, domain ‖
@@ -311,7 +453,8 @@ func TestPlace(t *testing.T) {
 // A simulated shuffle: 1,000 pre-queued visitors let in over ten
 // intervals, a tenth more each, each at the first interval whose cut is
 // above their place. The share let in by each interval is near its cut,
-// every visitor verifies, and would not an interval earlier.
+// every visitor verifies, finds their place at their rank in the list,
+// and would not verify an interval earlier.
 func TestSimulatedCuts(t *testing.T) {
 	seed := testSeed(12)
 	const visitors = 1000
@@ -319,6 +462,8 @@ func TestSimulatedCuts(t *testing.T) {
 	for k := range 10 {
 		r.Cuts = append(r.Cuts, lottery.Odds{Interval: firstW + int64(k), Odds: float64(k+1) / 10})
 	}
+	r.Places = placesOf(seed, visitors)
+	require.Len(t, r.Places, visitors)
 	in := make([]int, 10)
 	for id := uint64(1); id <= visitors; id++ {
 		p := lottery.Place(seed, id)
@@ -328,8 +473,9 @@ func TestSimulatedCuts(t *testing.T) {
 		}
 		in[k]++
 		c := lottery.Claim{Shuffled: true, Admitted: firstW + int64(k)}
-		_, err := lottery.Verify(r, id, c)
+		rep, err := lottery.Verify(r, id, c)
 		require.NoError(t, err, "visitor %d", id)
+		require.Equal(t, p, r.Places[rep.Rank-1], "visitor %d: rank %d", id, rep.Rank)
 		if k > 0 {
 			c.Admitted--
 			_, err = lottery.Verify(r, id, c)
@@ -378,6 +524,9 @@ func TestVerifyMalformed(t *testing.T) {
 		{"cuts without an interval length", func(r *lottery.Record, c *lottery.Claim) {
 			r.IntervalMS, r.Odds, *c = 0, nil, lottery.Claim{Shuffled: true}
 		}, lottery.ErrRecord},
+		{"places unsorted, whatever the claim", func(r *lottery.Record, _ *lottery.Claim) { r.Places = []float64{0.5, 0.25} }, lottery.ErrRecord},
+		{"a negative rank", func(_ *lottery.Record, c *lottery.Claim) { c.Shuffled, c.Rank = true, -1 }, lottery.ErrRecord},
+		{"a rank claimed outside the shuffle", func(_ *lottery.Record, c *lottery.Claim) { c.Rank = 1 }, lottery.ErrRecord},
 		{"shown odds of no interval", func(_ *lottery.Record, c *lottery.Claim) {
 			c.Shown = []lottery.Odds{{Interval: math.MinInt64, Odds: math.NaN()}}
 		}, lottery.ErrMissingOdds},
@@ -401,6 +550,7 @@ func TestRecordJSON(t *testing.T) {
 	seed := testSeed(4)
 	r := honest(seed, 1.0/3, 3)
 	r.Cuts = cuts(3, 0.1, 1.0/3, 1)
+	r.Places = placesOf(seed, 100)
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
 	var back lottery.Record
@@ -418,6 +568,8 @@ func TestRecordJSON(t *testing.T) {
 		`{"seed":"zz` + lottery.Commit(seed, hour).String()[2:] + `"}`,
 		`{"cuts":[{"interval":"1"}]}`,
 		`{"odds":[{"interval":1,"odds":1e999}]}`,
+		`{"places":["0.5"]}`,
+		`{"places":0.5}`,
 	} {
 		assert.Error(t, json.Unmarshal([]byte(bad), new(lottery.Record)), bad)
 	}
@@ -499,15 +651,16 @@ func FuzzVerify(f *testing.F) {
 	seed := testSeed(8)
 	r := honest(seed, 0.3, 5)
 	r.Cuts = cuts(5, 0.2, -1, 0.6, 1)
+	r.Places = placesOf(seed, 5)
 	b, _ := json.Marshal(r)
-	f.Add(b, uint64(1), int64(firstW), false)
-	f.Add(b, uint64(1), int64(firstW+7), true)
-	f.Add([]byte(`{}`), uint64(0), int64(0), false)
-	f.Fuzz(func(t *testing.T, data []byte, id uint64, admitted int64, shuffled bool) {
+	f.Add(b, uint64(1), int64(firstW), false, 0)
+	f.Add(b, uint64(1), int64(firstW+7), true, 3)
+	f.Add([]byte(`{}`), uint64(0), int64(0), false, 0)
+	f.Fuzz(func(t *testing.T, data []byte, id uint64, admitted int64, shuffled bool, rank int) {
 		var r lottery.Record
 		if json.Unmarshal(data, &r) != nil {
 			return
 		}
-		_, _ = lottery.Verify(&r, id, lottery.Claim{Waited: []int64{admitted - 1}, Admitted: admitted, Shuffled: shuffled})
+		_, _ = lottery.Verify(&r, id, lottery.Claim{Waited: []int64{admitted - 1}, Admitted: admitted, Shuffled: shuffled, Rank: rank})
 	})
 }

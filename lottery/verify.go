@@ -2,6 +2,7 @@ package lottery
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -11,10 +12,11 @@ import (
 // status JSON and history: the period, the commitment, the seed once
 // revealed, the odds of each refresh interval it drew for and, for an
 // event's shuffle, the cut of each refresh interval after the event's
-// start. It names no visitor: a shuffle's record is its cuts, shares of
-// the pre-queue, not a list of places. Its JSON form is what
-// docs/verify.html and `waitingroom verify` read; float64 odds and cuts
-// survive JSON exactly, in Go and in JavaScript.
+// start and the sorted list of the places in its pre-queue. It names no
+// visitor: a shuffle's record is its cuts, shares of the pre-queue, and
+// its places, without the identities they belong to. Its JSON form is
+// what docs/verify.html and `waitingroom verify` read; float64 odds,
+// cuts and places survive JSON exactly, in Go and in JavaScript.
 type Record struct {
 	Period
 	// Commitment is Commit(Seed, Period), published before the period
@@ -42,6 +44,14 @@ type Record struct {
 	// many the room says it let in by each interval. Informative; Verify
 	// checks only that it is not negative.
 	Prequeued int64 `json:"prequeued,omitempty"`
+	// Places holds, for an event's shuffle, the places (Place values,
+	// each in [0, 1) and a multiple of 2^-53) of the visitors the room
+	// saw in its pre-queue, in strictly ascending order and without
+	// their identities. It may hold visitors who left before their turn
+	// came. A visitor's rank in the shuffle is 1 + the number of places
+	// below theirs. A Shuffled claim's place must be in it, whatever the
+	// cuts; nil (omitted from JSON) when the record has no shuffle.
+	Places []float64 `json:"places,omitempty"`
 }
 
 // Odds is the chance one waiting visitor wins the draw of a refresh
@@ -54,8 +64,9 @@ type Odds struct {
 }
 
 // Claim is what a visitor saw of the room: the intervals they waited in,
-// the odds the room showed them, the interval they were let in and
-// whether they joined an event's pre-queue. Zero fields claim nothing.
+// the odds the room showed them, the interval they were let in, whether
+// they joined an event's pre-queue and their rank in its shuffle. Zero
+// fields claim nothing.
 type Claim struct {
 	// Waited lists the intervals the visitor waited in.
 	Waited []int64
@@ -69,6 +80,11 @@ type Claim struct {
 	// the draw, and the intervals they waited in need no odds (they did
 	// not draw).
 	Shuffled bool
+	// Rank is the visitor's rank in the event's shuffle as they noted it
+	// (from an earlier copy of the record, say), 1-based: their place
+	// must have it in the record's Places. 0 claims nothing; a rank
+	// needs Shuffled.
+	Rank int
 }
 
 // Report is what Verify recomputed for one visitor.
@@ -85,6 +101,14 @@ type Report struct {
 	// greater of the admission interval's and the one before's); 0 if
 	// none.
 	Cut float64
+	// Rank is, for a Shuffled claim, the visitor's rank in the shuffle:
+	// 1 + the number of the record's Places below theirs. 0 when not
+	// computed (the claim is not Shuffled, Verify stopped before, or the
+	// place is not listed).
+	Rank int
+	// Listed is the number of places the record lists, len(r.Places),
+	// when Rank was computed; 0 otherwise.
+	Listed int
 }
 
 // Drawn is a visitor's draw in one interval.
@@ -102,20 +126,23 @@ const maxUnix = 253402300800
 // maxIntervalMS bounds a refresh interval's length: a day.
 const maxIntervalMS = 86_400_000
 
-// Verify recomputes visitor identity's draws and place from record r and
-// checks that the room kept the promises claim c depends on: the seed is
-// revealed and matches the commitment for r's very period, and r has the
-// odds the room showed. For a visitor of the draw, r has odds for every
-// interval they waited in, and for the interval they were let in or the
-// one before; they were let in only in an interval w where their draw of
-// w or of one of the Hold-1 before it, within the period, fell under the
-// odds of w or of the interval before (the room draws under those until
-// it has w's). For a visitor of an event's pre-queue (c.Shuffled), r has
-// a cut at or before the interval they were let in, and their place is
-// below the latest of those. It returns the report and nil,
-// or the report as far as it got and an error wrapping the first broken
-// promise (ErrSeed, ErrMissingOdds, ...) or ErrRecord for a malformed
-// record or claim. It never panics, whatever r and c hold.
+// Verify recomputes visitor identity's draws, place and rank from record
+// r and checks that the room kept the promises claim c depends on: the
+// seed is revealed and matches the commitment for r's very period, and r
+// has the odds the room showed. For a visitor of the draw, r has odds for
+// every interval they waited in, and for the interval they were let in or
+// the one before; they were let in only in an interval w where their draw
+// of w or of one of the Hold-1 before it, within the period, fell under
+// the odds of w or of the interval before (the room draws under those
+// until it has w's). For a visitor of an event's pre-queue (c.Shuffled),
+// r lists their place among its Places, at the rank they noted unless
+// c.Rank is 0 (checked right after the seed, let in or not: the report
+// then has their rank); and if they were let in, r has a cut at or before
+// that interval, and their place is below the latest of those. It
+// returns the report and nil, or the report as far as it got and an
+// error wrapping the first broken promise (ErrSeed, ErrUnlisted,
+// ErrMissingOdds, ...) or ErrRecord for a malformed record or claim. It
+// never panics, whatever r and c hold.
 func Verify(r *Record, identity uint64, c Claim) (Report, error) {
 	var rep Report
 	if r == nil {
@@ -133,6 +160,19 @@ func Verify(r *Record, identity uint64, c Claim) (Report, error) {
 	rep.Draws = r.draws(identity, c)
 	if len(r.Cuts) > 0 || c.Shuffled {
 		rep.Place = Place(r.Seed, identity)
+	}
+	if c.Shuffled {
+		if len(r.Places) == 0 {
+			return rep, fmt.Errorf("%w: the record lists no places", ErrUnlisted)
+		}
+		i, ok := slices.BinarySearch(r.Places, rep.Place) // exact: places are multiples of 2^-53
+		if !ok {
+			return rep, fmt.Errorf("%w: place %v is not among the record's %d", ErrUnlisted, rep.Place, len(r.Places))
+		}
+		rep.Rank, rep.Listed = i+1, len(r.Places)
+		if c.Rank != 0 && c.Rank != rep.Rank {
+			return rep, fmt.Errorf("%w: noted %d, now %d of %d", ErrRankMoved, c.Rank, rep.Rank, rep.Listed)
+		}
 	}
 	for _, w := range c.Waited {
 		if _, ok := find(r.Odds, w); !ok && !c.Shuffled { // a shuffled visitor did not draw
@@ -209,6 +249,23 @@ func (r *Record) check(c Claim) error {
 		if !r.holds(o.Interval, r.IntervalMS) {
 			return fmt.Errorf("%w: cut of interval %d, outside the period %d-%d", ErrRecord, o.Interval, r.Start, r.End)
 		}
+	}
+	for i, v := range r.Places {
+		if !(v >= 0 && v < 1) {
+			return fmt.Errorf("%w: place %d of the list, %v, outside [0, 1)", ErrRecord, i+1, v)
+		}
+		if x := v * (1 << 53); x != math.Trunc(x) {
+			return fmt.Errorf("%w: place %d of the list, %v, not a multiple of 2^-53", ErrRecord, i+1, v)
+		}
+		if i > 0 && v <= r.Places[i-1] {
+			return fmt.Errorf("%w: place %d of the list, %v, not above the one before, %v: want places in strictly ascending order", ErrRecord, i+1, v, r.Places[i-1])
+		}
+	}
+	if c.Rank < 0 {
+		return fmt.Errorf("%w: rank %d: want 1 or more (0 claims none)", ErrRecord, c.Rank)
+	}
+	if c.Rank != 0 && !c.Shuffled {
+		return fmt.Errorf("%w: rank %d claimed by a visitor not of the shuffle", ErrRecord, c.Rank)
 	}
 	for _, w := range append(slices.Clone(c.Waited), c.Admitted) {
 		if w != 0 && !r.holds(w, r.IntervalMS) {
