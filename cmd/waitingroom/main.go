@@ -185,11 +185,12 @@
 // # Checking the lottery
 //
 // waitingroom verify -id IDENTITY [-waited ...] [-shown ...] [-admitted N]
-// [-shuffled] [RECORD] proxies nothing: it checks a visitor's draws and
-// place against a room's lottery record (package lottery), read as JSON from
-// the file RECORD or from standard input, prints them and "kept" with
-// status 0, or what the room broke with status 1; status 2 for a bad flag
-// or record. waitingroom verify -h lists its flags.
+// [-shuffled [-rank N]] [RECORD] proxies nothing: it checks a visitor's
+// draws, place and rank against a room's lottery record (package
+// lottery), read as JSON from the file RECORD or from standard input,
+// prints them and "kept" with status 0, or what the room broke with
+// status 1; status 2 for a bad flag or record. waitingroom verify -h
+// lists its flags.
 //
 // # Stopping
 //

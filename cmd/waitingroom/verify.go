@@ -17,10 +17,11 @@ import (
 const verifyUsage = `Usage:
   waitingroom verify -id IDENTITY [flags] [RECORD]
 
-Checks a visitor's draws and place against a room's lottery record: the
-JSON the room published for the period (its status or history), read
-from the file RECORD, or from standard input without one or with "-".
-It prints the visitor's draw in each interval named, and "kept" with
+Checks a visitor's draws, or place and rank in an event's shuffle,
+against a room's lottery record: the JSON the room published for the
+period (its status or history), read from the file RECORD, or from
+standard input without one or with "-". It prints the visitor's draw in
+each interval named (or their place, rank and cut), and "kept" with
 status 0, or what the room broke with status 1; status 2 for a bad flag
 or a record that cannot be read.
 
@@ -41,7 +42,8 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	waited := fs.String("waited", "", "intervals the visitor waited in: numbers and ranges, as 58828440-58828445,58828450")
 	shown := fs.String("shown", "", "odds the room showed the visitor: interval=odds,...")
 	admitted := fs.Int64("admitted", 0, "the interval the visitor was let in (0: not let in)")
-	shuffled := fs.Bool("shuffled", false, "the visitor joined the event's pre-queue: their admission is checked against the cuts")
+	shuffled := fs.Bool("shuffled", false, "the visitor joined the event's pre-queue: their place must be listed, their admission is checked against the cuts")
+	rank := fs.Int("rank", 0, "with -shuffled, the visitor's rank in the shuffle as they noted it, from an earlier copy of the record (0: none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stdout)
@@ -58,7 +60,7 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return verifyUsageError(stderr, fmt.Errorf("-id: %w", err))
 	}
-	c := lottery.Claim{Admitted: *admitted, Shuffled: *shuffled}
+	c := lottery.Claim{Admitted: *admitted, Shuffled: *shuffled, Rank: *rank}
 	if c.Waited, err = parseIntervals(*waited); err != nil {
 		return verifyUsageError(stderr, err)
 	}
@@ -163,7 +165,8 @@ func parseShown(s string) ([]lottery.Odds, error) {
 }
 
 // writeReport writes the visitor's draws as a table, then their place
-// when shuffle, and the cut at their admission when cut.
+// when shuffle, their rank among the record's places when computed, and
+// the cut at their admission when cut.
 func writeReport(w io.Writer, rep lottery.Report, shuffle, cut bool) {
 	if len(rep.Draws) > 0 {
 		fmt.Fprintf(w, "%-12s %-20s %-20s %s\n", "interval", "draw", "odds", "won")
@@ -178,6 +181,9 @@ func writeReport(w io.Writer, rep lottery.Report, shuffle, cut bool) {
 	}
 	if shuffle {
 		fmt.Fprintln(w, "place in the shuffle:", strconv.FormatFloat(rep.Place, 'g', -1, 64))
+	}
+	if rep.Rank != 0 {
+		fmt.Fprintf(w, "rank %d of %d\n", rep.Rank, rep.Listed)
 	}
 	if cut {
 		fmt.Fprintln(w, "cut at admission:", strconv.FormatFloat(rep.Cut, 'g', -1, 64))

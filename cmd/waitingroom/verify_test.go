@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,9 +20,10 @@ import (
 
 // verifyRecord returns an hour's honest record, with odds 0.25 in its
 // first 10 intervals and a shuffle let in from the 11th, whose cuts are
-// 0.25, none, 0.75 and 1; and the first interval; and an identity among 1
-// to 20 that wins a draw, with the interval it wins, and whose place is
-// between the first two cuts.
+// 0.25, none, 0.75 and 1, and whose places are those of identities 1 to
+// 20; and the first interval; and an identity among 1 to 20 that wins a
+// draw, with the interval it wins, and whose place is between the first
+// two cuts.
 func verifyRecord(t *testing.T) (r *lottery.Record, first int64, winner uint64, won int64) {
 	var seed lottery.Seed
 	copy(seed[:], "the seed of the verify command..")
@@ -32,6 +34,10 @@ func verifyRecord(t *testing.T) (r *lottery.Record, first int64, winner uint64, 
 		r.Odds = append(r.Odds, lottery.Odds{Interval: w, Odds: 0.25})
 	}
 	r.Cuts = []lottery.Odds{{Interval: first + 10, Odds: 0.25}, {Interval: first + 12, Odds: 0.75}, {Interval: first + 13, Odds: 1}}
+	for id := uint64(1); id <= 20; id++ {
+		r.Places = append(r.Places, lottery.Place(seed, id))
+	}
+	slices.Sort(r.Places)
 	for id := uint64(1); id <= 20; id++ {
 		if p := lottery.Place(seed, id); p < 0.25 || p >= 0.75 {
 			continue
@@ -58,11 +64,25 @@ func TestVerifyCommand(t *testing.T) {
 	zero.Cuts = append([]lottery.Odds{{Interval: first + 10, Odds: 0}}, r.Cuts[1:]...)
 	zeroCut, err := json.Marshal(&zero)
 	require.NoError(t, err)
+	p := lottery.Place(r.Seed, winner)
+	rank := slices.Index(r.Places, p) + 1
+	require.Positive(t, rank)
+	record := func(places []float64) []byte {
+		x := *r
+		x.Places = places
+		b, err := json.Marshal(&x)
+		require.NoError(t, err)
+		return b
+	}
+	unlisted := record(slices.DeleteFunc(slices.Clone(r.Places), func(v float64) bool { return v == p }))
+	inserted := record(append([]float64{0}, r.Places...)) // a place inserted before all
 	dir := t.TempDir()
 	file := filepath.Join(dir, "record.json")
 	require.NoError(t, os.WriteFile(file, honest, 0o600))
 	id := lottery.FormatIdentity(winner)
-	place := "place in the shuffle: " + strconv.FormatFloat(lottery.Place(r.Seed, winner), 'g', -1, 64) + "\n"
+	place := "place in the shuffle: " + strconv.FormatFloat(p, 'g', -1, 64) + "\n"
+	ranked := place + fmt.Sprintf("rank %d of 20\n", rank)
+	rankArg := strconv.Itoa(rank)
 	wonArg := strconv.FormatInt(won, 10)
 	waited := fmt.Sprintf("%d-%d", first, won)
 	in := func(k int64) string { return strconv.FormatInt(first+k, 10) }
@@ -79,9 +99,31 @@ func TestVerifyCommand(t *testing.T) {
 		{"kept, from standard input", []string{"-id", id, "-admitted", wonArg, "-shown", wonArg + "=0.25"}, honest, exitOK,
 			"yes\n" + place + "kept\n", ""},
 		{"let in in turn", []string{"-id", id, "-shuffled", "-waited", in(10) + "-" + in(11), "-admitted", in(12)}, honest, exitOK,
-			place + "cut at admission: 0.75\nkept\n", ""},
+			ranked + "cut at admission: 0.75\nkept\n", ""},
 		{"let in in turn, under the latest cut", []string{"-id", id, "-shuffled", "-admitted", in(14)}, honest, exitOK,
-			place + "cut at admission: 1\nkept\n", ""},
+			ranked + "cut at admission: 1\nkept\n", ""},
+		{"let in in turn, at the rank noted", []string{"-id", id, "-shuffled", "-rank", rankArg, "-admitted", in(12)}, honest, exitOK,
+			ranked + "cut at admission: 0.75\nkept\n", ""},
+		{"still waiting, at the rank noted", []string{"-id", id, "-shuffled", "-rank", rankArg}, honest, exitOK,
+			ranked + "kept\n", ""},
+		{"the rank moved", []string{"-id", id, "-shuffled", "-rank", rankArg, "-admitted", in(12)}, inserted, exitFailure,
+			place + fmt.Sprintf("rank %d of 21\nbroken: rank in the shuffle moved: noted %d, now %d of 21\n", rank+1, rank, rank+1), ""},
+		{"a rank moved, another noted", []string{"-id", id, "-shuffled", "-rank", strconv.Itoa(rank + 1)}, honest, exitFailure,
+			ranked + fmt.Sprintf("broken: rank in the shuffle moved: noted %d, now %d of 20\n", rank+1, rank), ""},
+		{"a place inserted, no rank noted", []string{"-id", id, "-shuffled", "-admitted", in(12)}, inserted, exitOK,
+			place + fmt.Sprintf("rank %d of 21\n", rank+1) + "cut at admission: 0.75\nkept\n", ""},
+		{"the place left out of the list", []string{"-id", id, "-shuffled", "-admitted", in(12)}, unlisted, exitFailure,
+			place + "broken: place not in the published list of the shuffle: place " + strconv.FormatFloat(p, 'g', -1, 64) + " is not among the record's 19\n", ""},
+		{"no list", []string{"-id", id, "-shuffled"}, record(nil), exitFailure,
+			place + "broken: place not in the published list of the shuffle: the record lists no places\n", ""},
+		{"no list, not shuffled", []string{"-id", id, "-admitted", wonArg}, record(nil), exitOK, place + "kept\n", ""},
+		{"a list out of order", []string{"-id", id, "-shuffled"}, record([]float64{0.5, 0.25}), exitUsage,
+			"", "want places in strictly ascending order"},
+		{"a place not a multiple of 2^-53", []string{"-id", id, "-shuffled"}, record([]float64{0.1}), exitUsage,
+			"", "place 1 of the list, 0.1, not a multiple of 2^-53"},
+		{"a rank without -shuffled", []string{"-id", id, "-rank", "3"}, honest, exitUsage, "", "rank 3 claimed by a visitor not of the shuffle"},
+		{"a negative rank", []string{"-id", id, "-shuffled", "-rank", "-1"}, honest, exitUsage, "", "rank -1: want 1 or more"},
+		{"a bad rank", []string{"-id", id, "-shuffled", "-rank", "third"}, honest, exitUsage, "", "-rank"},
 		{"the table", []string{"-id", id, "-waited", wonArg, "-"}, honest, exitOK,
 			"interval     draw                 odds                 won\n" + wonArg + " ", ""},
 		{"tampered seed", []string{"-id", id, "-admitted", wonArg}, bad, exitFailure,
@@ -89,13 +131,13 @@ func TestVerifyCommand(t *testing.T) {
 		{"odds changed", []string{"-id", id, "-shown", wonArg + "=0.5"}, honest, exitFailure,
 			"broken: odds changed: interval " + wonArg + ": shown 0.5, recorded 0.25\n", ""},
 		{"let in out of turn", []string{"-id", id, "-shuffled", "-admitted", in(11)}, honest, exitFailure,
-			place + "cut at admission: 0.25\nbroken: let in before their place in the shuffle came: let in at interval " + in(11), ""},
+			ranked + "cut at admission: 0.25\nbroken: let in before their place in the shuffle came: let in at interval " + in(11), ""},
 		{"let in at a cut of 0", []string{"-id", id, "-shuffled", "-admitted", in(10)}, zeroCut,
-			exitFailure, place + "cut at admission: 0\nbroken: let in before", ""},
+			exitFailure, ranked + "cut at admission: 0\nbroken: let in before", ""},
 		{"let in before the first cut", []string{"-id", id, "-shuffled", "-admitted", in(5)}, honest, exitFailure,
-			place + "broken: odds not published: the record has no cut at or before interval " + in(5), ""},
+			ranked + "broken: odds not published: the record has no cut at or before interval " + in(5), ""},
 		{"let in under the latest cut, intervals after it", []string{"-id", id, "-shuffled", "-admitted", in(20)}, honest, exitOK,
-			place + "cut at admission: 1\nkept\n", ""},
+			ranked + "cut at admission: 1\nkept\n", ""},
 		{"a bad shuffled flag", []string{"-id", id, "-shuffled=maybe"}, honest, exitUsage, "", "shuffled"},
 		{"help", []string{"-h"}, nil, exitOK, "Usage:\n  waitingroom verify -id IDENTITY", ""},
 		{"no identity", nil, honest, exitUsage, "", "-id: lottery: identity \"\""},
@@ -146,8 +188,9 @@ func TestVerifyREADME(t *testing.T) {
 	}{
 		{"waitingroom verify -id 0000000000000001 -waited 58828440-58828442 -admitted 58828443 record.json", exitOK},
 		{"waitingroom verify -id 0000000000000001 -admitted 58828441 < record.json", exitFailure},
-		{"waitingroom verify -id 0000000000000005 -shuffled -waited 58828560-58828562 -admitted 58828563 shuffle.json", exitOK},
+		{"waitingroom verify -id 0000000000000005 -shuffled -rank 3 -waited 58828560-58828562 -admitted 58828563 shuffle.json", exitOK},
 		{"waitingroom verify -id 0000000000000005 -shuffled -admitted 58828562 < shuffle.json", exitFailure},
+		{"waitingroom verify -id 0000000000000005 -shuffled -rank 2 < shuffle.json", exitFailure},
 	} {
 		record, err := os.ReadFile(filepath.Join("testdata", "lottery-"+strings.Fields(tc.command)[len(strings.Fields(tc.command))-1]))
 		require.NoError(t, err)
