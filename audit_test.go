@@ -2,6 +2,7 @@ package waitingroom_test
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/admin"
 	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
@@ -364,12 +366,22 @@ func shuffleAudit(t *testing.T, n int) {
 	require.NotNil(t, record, "the seed is revealed after the event")
 	assert.Equal(t, committed.Commitment, record.Commitment)
 	require.NotEmpty(t, record.Cuts)
+	// The published record, with the shuffle's list: the same from the
+	// admin API of one instance and from the public handler of another.
+	record, err := admin.Lottery(context.Background(), rooms[0].Room, opens)
+	require.NoError(t, err)
+	pub := httptest.NewRecorder()
+	admin.Records(rooms[n-1].Room).ServeHTTP(pub, httptest.NewRequest("GET", fmt.Sprintf("/?at=%d", opens.Unix()), nil))
+	var published lottery.Record
+	require.NoError(t, json.Unmarshal(pub.Body.Bytes(), &published), pub.Body.String())
+	assert.Equal(t, *record, published)
 
 	type placed struct {
 		place    float64
 		at       int64
 		id       uint64
 		position int
+		rank     int
 	}
 	var pre []placed
 	lastPre, firstLater := int64(0), int64(math.MaxInt64)
@@ -389,8 +401,11 @@ func shuffleAudit(t *testing.T, n int) {
 		require.NoError(t, err)
 		rep, err := lottery.Verify(record, id, lottery.Claim{Shuffled: true, Admitted: share.FloorDiv(a.admitted, refresh)})
 		require.NoError(t, err, "visitor %d (%s)", i, a.identity)
-		pre = append(pre, placed{rep.Place, a.admitted, id, a.position})
+		require.Equal(t, len(record.Places), rep.Listed)
+		require.Equal(t, record.Places[rep.Rank-1], rep.Place, "visitor %d's rank", i)
+		pre = append(pre, placed{rep.Place, a.admitted, id, a.position, rep.Rank})
 	}
+	assert.Len(t, record.Places, crowd, "every pre-queued visitor listed (all came back), and nobody else")
 	// Kendall's tau between the places and the admission times: +1 is
 	// the order of the places exactly.
 	kendall := func(other func(placed) float64) float64 {
@@ -416,8 +431,8 @@ func shuffleAudit(t *testing.T, n int) {
 	drain := float64(lastPre-start.UnixMilli()) / 1000
 	assert.Greater(t, cloned, crowd/40, "copies of a cookie are let in by the cuts only, and verify too")
 	assert.Greater(t, replayed, crowd/40, "so are old cookies resent")
-	t.Logf("%d instances: %d pre-queued visitors (%d let in through a copy of their cookie, %d through an old one resent; %d cloners and replayers lost their place) verified against %d cuts; Kendall's tau of places and admissions %.3f, of places and the first place in line shown %.3f; the pre-queue let in in %.0f s (%.0f s at New Users Per Minute's pace), the last %.0f s after the first later arrival",
-		n, len(pre), cloned, replayed, lapsed, len(record.Cuts), tau, shown, drain, crowd/120.0*60, float64(lastPre-firstLater)/1000)
+	t.Logf("%d instances: %d pre-queued visitors (%d let in through a copy of their cookie, %d through an old one resent; %d cloners and replayers lost their place) verified against %d cuts and a list of %d places (%d counted at the first cut); Kendall's tau of places and admissions %.3f, of places and the first place in line shown %.3f; the pre-queue let in in %.0f s (%.0f s at New Users Per Minute's pace), the last %.0f s after the first later arrival",
+		n, len(pre), cloned, replayed, lapsed, len(record.Cuts), len(record.Places), record.Prequeued, tau, shown, drain, crowd/120.0*60, float64(lastPre-firstLater)/1000)
 	assert.Greater(t, shown, 0.9, "the place in line shown follows the place in the shuffle")
 	// Copies of cookies counted waiting at several instances swell the
 	// count the cuts go by: with a fifth of the crowd sending them, four
@@ -429,6 +444,15 @@ func shuffleAudit(t *testing.T, n int) {
 	// The check can fail: the last place claiming to be let in with the
 	// first cut.
 	last := slices.MaxFunc(pre, func(a, b placed) int { return cmp.Compare(a.place, b.place) })
-	_, err := lottery.Verify(record, last.id, lottery.Claim{Shuffled: true, Admitted: record.Cuts[0].Interval})
+	_, err = lottery.Verify(record, last.id, lottery.Claim{Shuffled: true, Admitted: record.Cuts[0].Interval})
 	assert.ErrorIs(t, err, lottery.ErrOutOfTurn)
+	// So can the list's: a rank noted that it no longer gives, a place
+	// taken out of it.
+	first := pre[0]
+	_, err = lottery.Verify(record, first.id, lottery.Claim{Shuffled: true, Admitted: share.FloorDiv(first.at, refresh), Rank: first.rank + 1})
+	assert.ErrorIs(t, err, lottery.ErrRankMoved)
+	dropped := *record
+	dropped.Places = slices.Delete(slices.Clone(record.Places), first.rank-1, first.rank)
+	_, err = lottery.Verify(&dropped, first.id, lottery.Claim{Shuffled: true, Admitted: share.FloorDiv(first.at, refresh)})
+	assert.ErrorIs(t, err, lottery.ErrUnlisted)
 }

@@ -38,10 +38,32 @@ const lotteryReach = 3 * time.Hour
 // periods of the latest sync (the latest revealed, the current one and
 // the next) cost no I/O; an older one is put together from the kept
 // history (one query over three hours), so it can be checked for as long
-// as the store keeps history (HistoryRetention). It returns ErrNoRecord
+// as the store keeps history (HistoryRetention). The revealed record of
+// an event's shuffle has its list of places, one more read (the store
+// keeps it as it keeps a state: see docs/lottery.md). It returns ErrNoRecord
 // when no period holds at, and ErrNoHistory for an older period when the
 // store keeps no history. Safe for concurrent use.
 func Lottery(ctx context.Context, rm *waitingroom.Room, at time.Time) (*lottery.Record, error) {
+	r, err := periodRecord(ctx, rm, at)
+	if err == nil && !r.Seed.IsZero() && len(r.Cuts) > 0 {
+		// A shuffle's list, published with its seed.
+		var ps []uint64
+		ps, err = hook.Syncer(rm).(interface {
+			Places(context.Context, int64) ([]uint64, error)
+		}).Places(ctx, r.Start)
+		if err != nil {
+			return nil, fmt.Errorf("waitingroom: the shuffle's list: %w", err)
+		}
+		r.Places = make([]float64, len(ps))
+		for i, p := range ps {
+			r.Places[i] = float64(p) / (1 << 53)
+		}
+	}
+	return r, err
+}
+
+// periodRecord is Lottery without a shuffle's list.
+func periodRecord(ctx context.Context, rm *waitingroom.Room, at time.Time) (*lottery.Record, error) {
 	if r := liveRecord(rm, at.Unix()); r != nil {
 		return r, nil
 	}
@@ -194,8 +216,8 @@ func (h *records) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // history) are not read.
 func (h *records) record(ctx context.Context, at time.Time) (*lottery.Record, error) {
 	sec := at.Unix()
-	if r := liveRecord(h.rm, sec); r != nil {
-		return r, nil
+	if r := liveRecord(h.rm, sec); r != nil && (r.Seed.IsZero() || len(r.Cuts) == 0) {
+		return r, nil // no list to read
 	}
 	now := hook.Now(h.rm)
 	if at.After(now) || at.Before(now.Add(-HistoryRetention)) {
