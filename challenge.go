@@ -141,15 +141,6 @@ func mergeChal(a, b int8) int8 {
 	return max(a, b) // chalNone < chalGiven < chalFailed
 }
 
-// awaits reports whether a place whose challenge ch is in state s awaits
-// an answer before a chance can let it in: given and not passed, or
-// failed. Such a place takes no chance before it is due, not even one the
-// draw would let it take early (check.go): its answer is looked at, and a
-// hosted challenge's provider asked, once per chance.
-func awaits(ch *challenge.Policy, s int8) bool {
-	return ch != nil && (s == chalGiven || s == chalFailed)
-}
-
 // Verdicts on an answer (answer.verdict).
 const (
 	answerNone    = 0 // no answer, or not checked yet

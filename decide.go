@@ -224,9 +224,9 @@ func (rm *Room) chanceLocked(x *visit) bool {
 	v, pol, now, c := x.v, x.pol, x.now, &x.c
 	x.cookieCounted = counts(x.chal, c.chal)
 	// Random with several instances: only the visitors the draw holds
-	// (slots.go) take a slot, and they may ask again before their chance
-	// is due (the draw gives nothing more to whoever asks more often).
-	// Every slot by pick (fleetScarce) draws its own way (askLocked).
+	// (slots.go) take a slot, at their chances as everyone (asking more
+	// often, copies would take the slots first). Every slot by pick
+	// (fleetScarce) draws its own way (askLocked).
 	x.drawing = (!x.fresh || x.ok) && !x.closed && !pol.method.ordered && !pol.method.passes &&
 		pol.method.layout != nil && v.Instances > 1 && !v.Scarce
 	x.won = x.drawing && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds())
@@ -249,7 +249,7 @@ func (rm *Room) chanceLocked(x *visit) bool {
 		c.chal = mergeChal(c.chal, ch.chal)
 	}
 	switch {
-	case seen && now < ch.next && (!x.won || awaits(x.chal, c.chal)):
+	case seen && now < ch.next:
 		rm.local.Unlock()
 		// The latest attempt is this cookie's when its interval leads
 		// to the chance due; a copy's (older) says nothing of it, and

@@ -19,9 +19,9 @@ import (
 // TestDrawAcrossInstances checks the draw of a random room on several
 // instances (slots.go): copies of a waiting cookie at either instance draw
 // the same; a visitor the draw holds is let in at whichever instance has a
-// slot, even right after a chance at the other, and one it does not hold
-// is not, however often and wherever its copies ask; a visitor the draw
-// holds who finds no slot comes back soon.
+// slot, and one it does not hold is not, however often and wherever its
+// copies ask; a visitor the draw holds who finds no slot comes back soon,
+// and not sooner.
 func TestDrawAcrossInstances(t *testing.T) {
 	const waiting = 300
 	// The odds: 60 a minute × 20 s / 300 waiting = 1/15 an interval.
@@ -44,9 +44,12 @@ func TestDrawAcrossInstances(t *testing.T) {
 	// the interval), at either instance alike.
 	setGrant(0)
 	held := make([]bool, waiting)
+	chanceAt := make([]time.Time, waiting)
+	retry := time.Duration(waitingroom.DrawRetry(refresh)) * time.Millisecond
 	n := 0
 	for i, cookie := range cookies {
 		var got [2]bool
+		chanceAt[i] = clk.Now()
 		for j, d := range copiesWaiting(t, clk, rooms, cookie) {
 			got[j] = d.RefreshAfter == time.Duration(waitingroom.DrawRetry(refresh))*time.Millisecond
 			if !got[j] {
@@ -65,10 +68,22 @@ func TestDrawAcrossInstances(t *testing.T) {
 	assert.InDelta(t, 56, n, 20, "visitors the draw holds")
 
 	// Slots at both instances: whoever the draw holds is let in at the
-	// first, once (seconds later, before their chance is due); the
-	// others are not, however often their copies ask at either.
+	// first, once, back soon as told; the others are not, however often
+	// their copies ask at either. Nobody sooner: asking more often,
+	// copies would take the slots first.
 	setGrant(int64(waiting))
 	before := a.Stats().Counters.Admitted
+	early := 0
+	for i, cookie := range cookies {
+		if clk.Now().Before(chanceAt[i].Add(retry)) {
+			d, err := a.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+			require.NoError(t, err)
+			assert.Equal(t, waitingroom.OutcomeWaiting, d.Outcome, "visitor %d: early", i)
+			early++
+		}
+	}
+	assert.Greater(t, early, waiting/2)
+	clk.Add(retry)
 	for range 3 {
 		clk.Add(time.Second)
 		for i, cookie := range cookies {
