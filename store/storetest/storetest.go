@@ -158,6 +158,23 @@ func testRoundTrip(t *testing.T, newStore func(tb testing.TB) store.Store) {
 		return nil
 	}))
 	assert.Equal(t, want, got)
+
+	// A shuffle's list of 100,000 places, a state of its own (about
+	// 700 kB encoded).
+	list := &store.State{Epoch: 1, Version: 1, Places: make([]uint64, 100_000)}
+	for i := range list.Places {
+		list.Places[i] = uint64(i)*(1<<53/100_000) + uint64(i*i%7919)
+	}
+	require.NoError(t, s.Update(ctx(t), room+"#places:1", func(st *store.State) error {
+		*st = *list
+		return nil
+	}))
+	require.NoError(t, s.Update(ctx(t), room+"#places:1", func(st *store.State) error {
+		c := *st
+		got = &c
+		return nil
+	}))
+	assert.Equal(t, list, got)
 }
 
 func testFnError(t *testing.T, newStore func(tb testing.TB) store.Store) {
