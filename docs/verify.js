@@ -88,11 +88,12 @@
   }
 
   const isInt = (x) => Number.isSafeInteger(x);
-  const ceilDiv = (a, b) => Math.floor(a / b) + (a % b > 0 ? 1 : 0);
+  const floorDiv = (a, b) => (a - (a % b)) / b; // exact, for a >= 0 and b > 0
 
-  // holds reports whether interval w belongs to record r's period.
+  // holds reports whether interval w belongs to record r's period: whether
+  // its last millisecond, (w + 1) * intervalMs - 1, lies in the period.
   function holds(r, w) {
-    return w >= ceilDiv(r.start * 1000, r.intervalMs) && w < ceilDiv(r.end * 1000, r.intervalMs);
+    return w >= floorDiv(r.start * 1000, r.intervalMs) && w < floorDiv(r.end * 1000, r.intervalMs);
   }
 
   // cutAt returns the cut of cuts (checked: ascending intervals) in force

@@ -252,6 +252,22 @@ func TestScriptAgrees(t *testing.T) {
 			add(x, id, jsClaim{})
 		}
 	}
+	// The intervals at the edges of periods: each belongs to the period
+	// that holds its last millisecond, and a draw holds within its period.
+	for _, bc := range boundaryCases() {
+		r := &lottery.Record{Period: bc.period, Commitment: lottery.Commit(seed, bc.period), Seed: seed, IntervalMS: bc.intervalMS}
+		for _, id := range ids {
+			add(r, id, jsClaim{Waited: []int64{bc.w}})
+			add(r, id, jsClaim{Waited: []int64{bc.w - 1}, Admitted: bc.w})
+		}
+		r.Odds = []lottery.Odds{{Interval: bc.w, Odds: p}}
+		for _, id := range ids {
+			for _, w := range []int64{bc.w - 1, bc.w, bc.w + 1, bc.w + 2, bc.w + 3} {
+				add(r, id, jsClaim{Admitted: w})
+			}
+			add(r, id, jsClaim{Waited: []int64{bc.w}, Shown: []lottery.Odds{{Interval: bc.w, Odds: p}}})
+		}
+	}
 	// Places as JSON may hold null (0, in Go as in the script), and
 	// nothing but numbers in a list.
 	withList := honest(seed, p, n)

@@ -110,8 +110,9 @@ func clip(b []byte) string {
 }
 
 // Period is the span of time one seed draws for: [Start, End) in Unix
-// seconds. A refresh interval belongs to the period that holds its
-// first millisecond.
+// seconds. A refresh interval belongs to the period that holds its last
+// millisecond: the interval that straddles a period's start draws under
+// its seed.
 type Period struct {
 	// Start is the period's first second, Unix seconds.
 	Start int64 `json:"start"`
@@ -120,14 +121,11 @@ type Period struct {
 }
 
 // holds reports whether interval w of interval ms belongs to p: whether
-// its first millisecond, w*interval, lies in [Start, End) (in ms). The
-// period must be checked (Record's check) and interval > 0.
+// its last millisecond, (w+1)*interval - 1, lies in [Start, End) (in
+// ms). The period must be checked (Record's check) and interval > 0.
 func (p Period) holds(w, interval int64) bool {
-	return w >= ceilDiv(p.Start*1000, interval) && w < ceilDiv(p.End*1000, interval)
+	return w >= p.Start*1000/interval && w < p.End*1000/interval
 }
-
-// ceilDiv is a / b rounded up, for a >= 0 and b > 0.
-func ceilDiv(a, b int64) int64 { return a/b + min(1, a%b) }
 
 // Commit returns the commitment to seed for period p: SHA-256 over the
 // domain string "waitingroom lottery v1 commit", p.Start and p.End (8

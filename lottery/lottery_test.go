@@ -331,6 +331,75 @@ func TestVerifyReport(t *testing.T) {
 	assert.Equal(t, lottery.Report{Place: place}, rep)
 }
 
+// boundaryCase is a period and a refresh interval of it, and whether the
+// interval belongs to the period: whether its last millisecond lies in
+// it.
+type boundaryCase struct {
+	name       string
+	period     lottery.Period
+	intervalMS int64
+	w          int64
+	holds      bool
+}
+
+// boundaryCases are the intervals at the edges of periods: aligned hours,
+// a period that starts a second after a state was made, one cut short,
+// and intervals that do not divide an hour.
+func boundaryCases() []boundaryCase {
+	const odd = 13_000 // intervals straddle the starts of this hour and the next
+	straddling := int64(hourStart * 1000 / odd)
+	next := lottery.Period{Start: hourStart + 3600, End: hourStart + 7200}
+	return []boundaryCase{
+		{"the hour's first interval", hour, intervalMS, firstW, true},
+		{"the interval before the hour", hour, intervalMS, firstW - 1, false},
+		{"the hour's last interval", hour, intervalMS, firstW + 119, true},
+		{"the interval after the hour", hour, intervalMS, firstW + 120, false},
+		{"a period from the next second: the interval in progress", lottery.Period{Start: hourStart + 1, End: hourStart + 3600}, intervalMS, firstW, true},
+		{"a period from the interval's last second", lottery.Period{Start: hourStart + 29, End: hourStart + 3600}, intervalMS, firstW, true},
+		{"a period from the interval's end", lottery.Period{Start: hourStart + 30, End: hourStart + 3600}, intervalMS, firstW, false},
+		{"a period cut short: the interval straddling its end", lottery.Period{Start: hourStart, End: hourStart + 3610}, intervalMS, firstW + 120, false},
+		{"the period after it: the interval straddling its start", lottery.Period{Start: hourStart + 3610, End: hourStart + 7200}, intervalMS, firstW + 120, true},
+		{"an interval straddling the hour's start", hour, odd, straddling, true},
+		{"the same interval, the hour before", lottery.Period{Start: hourStart - 3600, End: hourStart}, odd, straddling, false},
+		{"the interval straddling the hour's end", hour, odd, (hourStart + 3600) * 1000 / odd, false},
+		{"the same interval, the next hour", next, odd, (hourStart + 3600) * 1000 / odd, true},
+		{"the last interval wholly in the hour", hour, odd, (hourStart+3600)*1000/odd - 1, true},
+	}
+}
+
+// A refresh interval belongs to the period that holds its last
+// millisecond: the interval that straddles a period's start draws under
+// its seed, and a visitor let in during it by its draw verifies against
+// that period's record and no other.
+func TestPeriodBoundaries(t *testing.T) {
+	seed := testSeed(14)
+	for _, tc := range boundaryCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &lottery.Record{Period: tc.period, Commitment: lottery.Commit(seed, tc.period), Seed: seed, IntervalMS: tc.intervalMS}
+			want := lottery.ErrMissingOdds
+			if !tc.holds {
+				want = lottery.ErrRecord // verify it with its own period's record
+			}
+			_, err := lottery.Verify(r, 1, lottery.Claim{Waited: []int64{tc.w}})
+			require.ErrorIs(t, err, want, "a claim of an interval without odds")
+			r.Odds = []lottery.Odds{{Interval: tc.w, Odds: 0.5}}
+			id := uint64(1)
+			for lottery.Draw(seed, id, tc.w) >= 0.5 {
+				id++
+			}
+			rep, err := lottery.Verify(r, id, lottery.Claim{Waited: []int64{tc.w}, Admitted: tc.w})
+			if !tc.holds {
+				require.ErrorIs(t, err, lottery.ErrRecord, "odds of an interval of another period")
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, rep.Draws, 1)
+			assert.Equal(t, tc.w, rep.Draws[0].Interval)
+			assert.True(t, rep.Draws[0].Won)
+		})
+	}
+}
+
 // A shuffle's published list of places: each pre-queued visitor finds
 // their place in it, at the rank they noted; a list changed after the
 // fact, or malformed, fails.
