@@ -244,7 +244,7 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 // record is published, the interval in progress and its odds once fixed.
 func (rm *Room) lotteryData(id uint64, data *template.Data, now int64, shuffle bool) {
 	if v := rm.syncer.Snapshot(); v != nil && (v.Instances > 1 || shuffle) {
-		if r, ok := v.RecordAt(now); ok {
+		if r, ok := v.RecordAt(now, rm.cfg.RefreshInterval.Milliseconds()); ok {
 			data.LotteryIdentity, data.LotteryCommitment = lottery.FormatIdentity(id), r.Commitment.String()
 			data.LotteryRecords = rm.cfg.Page.RecordsAt(r.Start)
 			if w, o, ok := v.OddsAt(now, rm.cfg.RefreshInterval.Milliseconds()); ok {

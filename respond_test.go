@@ -253,7 +253,7 @@ func TestLotteryShown(t *testing.T) {
 			s, err := tr.codec.decode(strings.TrimPrefix(v.cookie, tr.cookieName+"="))
 			require.NoError(t, err)
 			assert.Equal(t, lottery.FormatIdentity(s.id), got["lotteryIdentity"])
-			r, ok := tr.syncer.Snapshot().RecordAt(tr.now())
+			r, ok := tr.syncer.Snapshot().RecordAt(tr.now(), tr.cfg.RefreshInterval.Milliseconds())
 			c := r.Commitment
 			require.True(t, ok, "the hour in progress has a seed")
 			assert.Equal(t, c.String(), got["lotteryCommitment"])
@@ -279,7 +279,7 @@ func TestLotteryShown(t *testing.T) {
 				sec, err := strconv.ParseInt(at, 10, 64)
 				require.NoError(t, err)
 				assert.Equal(t, r.Start, sec)
-				p, ok := tr.syncer.Snapshot().RecordAt(sec * 1000)
+				p, ok := tr.syncer.Snapshot().RecordAt(sec*1000, 0)
 				require.True(t, ok)
 				assert.Equal(t, c, p.Commitment, "the period at= holds is the one shown")
 				assert.Contains(t, tr.get(&visitor{cookie: v.cookie}, "text/html").Body.String(), ` href="`+html.EscapeString(link)+`">`, "the page links to it")

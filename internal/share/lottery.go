@@ -18,10 +18,14 @@ import (
 // the draws of its last intervals have lapsed (lottery.Hold longest
 // refresh intervals later); the state forgets the seeds revealed before
 // the latest. A state that was lost gets a seed for the rest of the hour
-// in progress, from the next second. The odds of each refresh interval's
-// draw are fixed by its first sync, and kept with the seed of its period
-// (keepOdds). The draw of random admission with several instances
-// (View.Drawn) is the seed's, under those odds.
+// in progress, from the next second. A refresh interval belongs to the
+// period that holds its last millisecond (intervalSeed): the one that
+// straddles a period's start draws under its seed, so the interval in
+// which a state is made has a draw (unless it ends within that second).
+// The odds of each refresh interval's draw are fixed by its first sync
+// that has its seed, and kept with that seed (keepOdds). The draw of
+// random admission with several instances (View.Drawn) is the seed's,
+// under those odds.
 
 // lotteryPeriod is the length of a period of the lottery, in seconds.
 const lotteryPeriod = 3600
@@ -35,8 +39,10 @@ const lotteryPeriod = 3600
 // before its first draw, as every seed is. The periods are hours, but
 // for the spans of the events that shuffle their pre-queue (shuffles),
 // each a period of its own (periodAt); a seed of a period not begun yet
-// that the events no longer agree with (one was added or moved) was
-// never used, and is dropped: its commitment goes unrevealed. A period
+// that the events no longer agree with (one was added or moved) is
+// dropped, its commitment unrevealed, if it was never used: one with odds
+// or cuts (the interval that straddles its start drew under it) stays as
+// it is. A period
 // that begins before a seed could be made for it (an event added in its
 // last minutes) begins after the seed in progress. newSeed draws the
 // seeds (nil: lottery.NewSeed).
@@ -47,7 +53,7 @@ func keepSeeds(st *store.State, now, revealAfter int64, newSeed func() lottery.S
 	sec := FloorDiv(now, 1000)
 	st.Seeds = slices.DeleteFunc(st.Seeds, func(x store.Seed) bool {
 		_, end := periodAt(x.Start, shuffles)
-		return x.Start > sec && end != x.End
+		return x.Start > sec && end != x.End && len(x.Odds)+len(x.Cuts) == 0
 	})
 	add := func(start, end int64) {
 		if start < end && !slices.ContainsFunc(st.Seeds, func(x store.Seed) bool { return x.Start < end && start < x.End }) {
@@ -118,14 +124,31 @@ func seedOf(seeds []store.Seed, ms int64) *store.Seed {
 	return nil
 }
 
+// intervalSeed returns the seed of seeds that refresh interval w (of
+// refresh ms) draws under: that of the period that holds its last
+// millisecond, as lottery.Period has it, or nil. A period begins after
+// its seed is committed, and the interval that straddles its start, in
+// progress then, draws under it: a new state's first interval has a draw.
+func intervalSeed(seeds []store.Seed, w, refresh int64) *store.Seed {
+	return seedOf(seeds, (w+1)*refresh-1)
+}
+
+// firstInterval returns the number of the first refresh interval (of
+// refresh ms) of x's period: the one that holds its first millisecond.
+func firstInterval(x *store.Seed, refresh int64) int64 {
+	return FloorDiv(x.Start*1000, refresh)
+}
+
 // keepOdds fixes in st the odds of the lottery's draw in the refresh
 // interval of p.now, as of the merged view v: the interval's first sync
 // works them out (Rules.Odds) and writes them beside the seed of the
-// interval's period; every instance draws with them (View.Drawn), and
-// they are published with the period (publicSeeds). An interval whose
-// period has no seed, or whose seed's odds are of intervals of another
-// length (the refresh interval changed within the hour), gets none: its
-// draws let nobody in.
+// interval's period (intervalSeed); every instance draws with them
+// (View.Drawn), and they are published with the period (publicSeeds).
+// An interval whose period has no seed, or whose seed's odds are of
+// intervals of another length (the refresh interval changed within the
+// hour), gets none: its draws let nobody in. The interval in which a
+// state is made gets them from that sync on, with the seed of the period
+// that begins in it.
 //
 // Fixed by the first sync of the interval before, from a view that old,
 // they counted slots released and taken since as free: groups of five
@@ -139,7 +162,7 @@ func keepOdds(st *store.State, p *params, v *View) {
 		return
 	}
 	w := FloorDiv(p.now, r.Refresh)
-	x := seedOf(st.Seeds, w*r.Refresh)
+	x := intervalSeed(st.Seeds, w, r.Refresh)
 	if x == nil || x.Interval != 0 && x.Interval != r.Refresh {
 		return
 	}
@@ -165,15 +188,18 @@ func keepOdds(st *store.State, p *params, v *View) {
 // size, the cut waited for admissions that lag; but copies of a cookie
 // counted waiting at several instances held it back for good.) Once at 1
 // (all of the pre-queue may pass) it is not written again; nor is a cut
-// that did not move.
+// that did not move. The interval that straddles the event's end draws
+// under the next period's seed, under which the pre-queue has no places
+// listed: it gets no cut, and the visitors of the pre-queue still waiting
+// wait for the event's end (less than an interval) to queue as others.
 func keepCuts(st *store.State, p *params, v *View) {
 	r := &p.rules
 	if r.Lottery[1] == 0 || r.Slots == nil || r.Refresh <= 0 || r.Closed {
 		return
 	}
 	w := FloorDiv(p.now, r.Refresh)
-	x := seedOf(st.Seeds, w*r.Refresh)
-	if x == nil || x.Interval != 0 && x.Interval != r.Refresh {
+	x := intervalSeed(st.Seeds, w, r.Refresh)
+	if x == nil || x.Interval != 0 && x.Interval != r.Refresh || x.Start >= shuffleEnd(r) {
 		return
 	}
 	cut := 0.0
@@ -203,6 +229,18 @@ func keepCuts(st *store.State, p *params, v *View) {
 	}
 	x.Interval = r.Refresh
 	x.Cuts = append(x.Cuts, store.Odds{Interval: w, Odds: min(1, next)})
+}
+
+// shuffleEnd returns the end (Unix seconds) of the event whose pre-queue
+// r's lottery shuffles (Rules.Lottery): that of its span among
+// r.Shuffles, or the largest int64 if none is.
+func shuffleEnd(r *Rules) int64 {
+	for _, s := range r.Shuffles {
+		if s[0] == r.Lottery[0] {
+			return s[1]
+		}
+	}
+	return math.MaxInt64
 }
 
 // shuffled is how many visitors of the pre-queue lottery (Rules.Lottery)
@@ -282,9 +320,11 @@ func publicSeeds(seeds []store.Seed, now, revealAfter int64) []lottery.Record {
 // lotteryMinute returns what the kept history's minute ending at to (Unix
 // ms) adds to the public record of the lottery, the minutes written
 // before it having ended at from: for each period of seeds, the odds of
-// the refresh intervals that began in [from, to), and its seed if its
-// reveal time fell in it. Minutes without a tally (nobody synced) leave
-// theirs to the next one written.
+// the refresh intervals that began in [from, to) (that which straddles
+// the period's start counts as begun with it: the interval in which a
+// state is made, from before its first minute, is kept), and its seed if
+// its reveal time fell in it. Minutes without a tally (nobody synced)
+// leave theirs to the next one written.
 func lotteryMinute(seeds []store.Seed, from, to, revealAfter int64) []store.Period {
 	var out []store.Period
 	for _, x := range seeds {
@@ -292,7 +332,7 @@ func lotteryMinute(seeds []store.Seed, from, to, revealAfter int64) []store.Peri
 		if t := x.End*1000 + revealAfter; from <= t && t < to {
 			p.Seed = x.Secret
 		}
-		p.Odds, p.Cuts = within(x.Odds, x.Interval, from, to), within(x.Cuts, x.Interval, from, to)
+		p.Odds, p.Cuts = within(x.Odds, x.Interval, x.Start*1000, from, to), within(x.Cuts, x.Interval, x.Start*1000, from, to)
 		if len(p.Cuts) > 0 {
 			p.Prequeued = x.Prequeued
 		}
@@ -309,11 +349,12 @@ func lotteryMinute(seeds []store.Seed, from, to, revealAfter int64) []store.Peri
 }
 
 // within returns the odds (or cuts) os of the intervals of interval ms
-// that begin in [from, to) (Unix ms), or nil.
-func within(os []store.Odds, interval, from, to int64) []store.Odds {
+// that begin in [from, to) (Unix ms), or nil; one that begins before
+// start (its period's, Unix ms) counts as beginning then.
+func within(os []store.Odds, interval, start, from, to int64) []store.Odds {
 	var out []store.Odds
 	for _, o := range os {
-		if t := o.Interval * interval; from <= t && t < to {
+		if t := max(o.Interval*interval, start); from <= t && t < to {
 			out = append(out, o)
 		}
 	}
@@ -352,9 +393,10 @@ func (s *Syncer[S]) Lottery() []lottery.Record {
 // their draw in the interval of now or one of the lottery.Hold-1 before
 // it fell under the odds the state fixed for the interval of now
 // (keepOdds), or, until the view has those, for the interval before. A
-// draw is the seed's of the period that holds the interval's first
-// millisecond (lottery.Draw), and only the draws and odds of the same
-// period count: an interval of a period without a seed lets nobody in.
+// draw is the seed's of the period that holds the interval's last
+// millisecond (intervalSeed, lottery.Draw), and only the draws and odds
+// of the same period count: an interval of a period without a seed lets
+// nobody in.
 // The draw is a function of the visitor, the clock and the state: every
 // copy of a cookie, at every instance, draws the same.
 //
@@ -381,7 +423,7 @@ func (v *View) Drawn(id uint64, now, refresh int64) bool {
 			return false
 		}
 	}
-	for i := w; i > w-lottery.Hold && i*refresh >= x.Start*1000; i-- {
+	for i, first := w, firstInterval(x, refresh); i > w-lottery.Hold && i >= first; i-- {
 		if lottery.Draw(x.Secret, id, i) < o {
 			return true
 		}
@@ -402,22 +444,31 @@ func (v *View) OddsAt(now, refresh int64) (int64, float64, bool) {
 }
 
 // seedAt returns the number of the refresh interval (of refresh ms) that
-// holds now (Unix ms), and the seed of its period if the view has one
-// whose odds and cuts are of intervals of that length, or nil.
+// holds now (Unix ms), and the seed of its period (intervalSeed) if the
+// view has one whose odds and cuts are of intervals of that length, or
+// nil.
 func (v *View) seedAt(now, refresh int64) (*store.Seed, int64) {
 	w := FloorDiv(now, refresh)
-	if x := seedOf(v.seeds, w*refresh); x != nil && x.Interval == refresh {
+	if x := intervalSeed(v.seeds, w, refresh); x != nil && x.Interval == refresh {
 		return x, w
 	}
 	return nil, w
 }
 
-// RecordAt returns the record of the lottery period that holds now (Unix
-// ms), if the view has one: its commitment is what a visitor drawn in it
-// is shown, and its start where its published record is found.
-func (v *View) RecordAt(now int64) (lottery.Record, bool) {
+// RecordAt returns the record of the lottery period that the refresh
+// interval (of refresh ms) of now (Unix ms) belongs to, the one that
+// holds its last millisecond, if the view has one: its commitment is what
+// a visitor drawn in it is shown, and its start where its published
+// record is found. It may begin after now: the interval that straddles a
+// period's start draws under its seed. With refresh not positive, the
+// period that holds now.
+func (v *View) RecordAt(now, refresh int64) (lottery.Record, bool) {
+	last := now
+	if refresh > 0 {
+		last = (FloorDiv(now, refresh)+1)*refresh - 1
+	}
 	for _, r := range v.Lottery {
-		if r.Start*1000 <= now && now < r.End*1000 {
+		if r.Start*1000 <= last && last < r.End*1000 {
 			return r, true
 		}
 	}

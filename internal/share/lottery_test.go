@@ -199,10 +199,10 @@ func BenchmarkSeeds(b *testing.B) {
 }
 
 // withOdds is seed x with odds p for every interval of refresh ms of its
-// period.
+// period: those whose last millisecond it holds.
 func withOdds(x store.Seed, refresh int64, p float64) store.Seed {
 	x.Interval, x.Odds = refresh, nil
-	for w := -FloorDiv(-x.Start*1000, refresh); w*refresh < x.End*1000; w++ {
+	for w := FloorDiv(x.Start*1000, refresh); (w+1)*refresh <= x.End*1000; w++ {
 		x.Odds = append(x.Odds, store.Odds{Interval: w, Odds: p})
 	}
 	return x
@@ -273,10 +273,7 @@ func TestViewDrawn(t *testing.T) {
 
 	t.Run("a win holds within its period only", func(t *testing.T) {
 		v := at(0.2)
-		first := int64(start * 1000 / refresh)
-		if first*refresh < start*1000 {
-			first++ // the hour's first interval starts in it
-		}
+		first := int64(start * 1000 / refresh) // the hour's first interval
 		found := 0
 		for id := uint64(1); id <= 20_000 && found < 20; id++ {
 			if lottery.Draw(before, id, first-1) >= 0.2 || lottery.Draw(seed, id, first) < 0.2 {
@@ -424,12 +421,8 @@ func TestOddsShared(t *testing.T) {
 				}
 				now := clk.Now().UnixMilli()
 				w, o, ok := syncers[0].Snapshot().OddsAt(now, refresh)
-				if step < 2 {
-					// The interval the room started in began before
-					// its first seed's period: no draw.
-					require.False(t, ok, "step %d", step)
-					continue
-				}
+				// The interval the room started in too: its first
+				// seed's period begins in it.
 				require.True(t, ok, "step %d: the interval's odds are fixed", step)
 				for _, s := range syncers[1:] {
 					w2, o2, _ := s.Snapshot().OddsAt(now, refresh)
@@ -535,8 +528,9 @@ func TestPeriodAt(t *testing.T) {
 // The seed of an event's shuffle is committed before its pre-queue opens:
 // made at the first sync of the period before, as every next period's;
 // an hour's seed that an event added later cuts short is replaced, never
-// used; one the event would cut short after it began stands, and the
-// event's period begins after it.
+// used; one the event would cut short after it began, or was drawn under
+// (the interval that straddles its start), stands, and the event's
+// period begins after it.
 func TestKeepSeedsForShuffles(t *testing.T) {
 	const h = 1_790_002_800
 	const reveal = 60_000
@@ -570,6 +564,20 @@ func TestKeepSeedsForShuffles(t *testing.T) {
 		keepSeeds(st, (h+700)*1000, reveal, nil, spans)
 		assert.Equal(t, [][2]int64{{h + 601, h + 3600}, {h + 3600, h + 4800}}, periods(st), "the next hour, cut short, anew")
 		assert.NotEqual(t, next.Secret, st.Seeds[1].Secret)
+	})
+	t.Run("an event added once the next hour's seed was drawn under", func(t *testing.T) {
+		st := &store.State{}
+		keepSeeds(st, (h+600)*1000, reveal, nil, nil)
+		// The interval that straddles the next hour's start drew under
+		// its seed already: the seed was used, and stands.
+		st.Seeds[1].Interval, st.Seeds[1].Odds = 13_000, []store.Odds{{Interval: (h + 3600) * 1000 / 13_000, Odds: 0.5}}
+		next := st.Seeds[1]
+		spans := [][2]int64{{h + 3600 + 1200, h + 3*3600}}
+		keepSeeds(st, (h+3600)*1000-3_000, reveal, nil, spans)
+		assert.Equal(t, [][2]int64{{h + 601, h + 3600}, {h + 3600, h + 7200}}, periods(st), "the next hour as committed")
+		assert.Equal(t, next.Secret, st.Seeds[1].Secret)
+		keepSeeds(st, (h+3600)*1000, reveal, nil, spans)
+		assert.Equal(t, [2]int64{h + 7200, h + 3*3600}, periods(st)[2], "the event's period begins after it")
 	})
 	t.Run("an event added in the last minutes of an hour", func(t *testing.T) {
 		st := &store.State{}
@@ -667,4 +675,154 @@ func TestKeepCuts(t *testing.T) {
 		keepCuts(st, &params{now: w * refresh, rules: rr}, view(10))
 		assert.Empty(t, st.Seeds[0].Cuts, tc.name)
 	}
+}
+
+// A refresh interval belongs to the period that holds its last
+// millisecond. The interval that straddles an hour's start draws under
+// the next hour's seed: its odds are kept with it, its winners are the
+// next seed's, and a win in it holds into the hour, while one of the
+// hour before does not. The interval in which a state is made draws
+// under the seed made with it, from its first sync, but for one that
+// ends within that second; its odds are kept in the period's first
+// minute, though it began in the minute before.
+func TestStraddlingIntervals(t *testing.T) {
+	const refresh = 13_000           // does not divide an hour
+	const hour = 1_764_853_200       // hour*1000 is 6 s into an interval
+	const ws = hour * 1000 / refresh // the interval that straddles the hour's start
+	const reveal = 60_000
+	require.Less(t, int64(ws*refresh), int64(hour*1000))
+	require.Greater(t, int64((ws+1)*refresh), int64(hour*1000))
+	rules := func(o float64) Rules {
+		r := random
+		r.Refresh, r.Odds = refresh, func(*View, int64) float64 { return o }
+		return r
+	}
+	keep := func(st *store.State, now int64, o float64) *View {
+		keepOdds(st, &params{now: now, rules: rules(o)}, &View{At: now})
+		return &View{seeds: slices.Clone(st.Seeds), Lottery: publicSeeds(st.Seeds, now, reveal)}
+	}
+
+	t.Run("an interval straddling an hour's start belongs to the next hour", func(t *testing.T) {
+		before, next := lottery.NewSeed(), lottery.NewSeed()
+		st := &store.State{Seeds: []store.Seed{
+			withOdds(store.Seed{Start: hour - lotteryPeriod, End: hour, Secret: before}, refresh, 0.2),
+			{Start: hour, End: hour + lotteryPeriod, Secret: next},
+		}}
+		require.Equal(t, int64(ws-1), st.Seeds[0].Odds[len(st.Seeds[0].Odds)-1].Interval, "the hour before's last interval ends in it")
+		now := int64(hour*1000 - 3_000) // in the straddling interval, before the hour
+		v := keep(st, now, 0.2)
+		assert.Equal(t, []store.Odds{{Interval: ws, Odds: 0.2}}, st.Seeds[1].Odds, "kept with the next hour's seed")
+		assert.Equal(t, int64(ws-1), st.Seeds[0].Odds[len(st.Seeds[0].Odds)-1].Interval, "not with the hour before's")
+		w, o, ok := v.OddsAt(now, refresh)
+		assert.Equal(t, []any{int64(ws), 0.2, true}, []any{w, o, ok})
+		r, ok := v.RecordAt(now, refresh)
+		require.True(t, ok)
+		assert.Equal(t, lottery.Period{Start: hour, End: hour + lotteryPeriod}, r.Period, "the record shown is the next hour's")
+		r, ok = v.RecordAt(now, 0)
+		require.True(t, ok)
+		assert.Equal(t, int64(hour-lotteryPeriod), r.Start, "without an interval, the period of the moment")
+
+		v = keep(st, (ws+1)*refresh, 0.2)
+		var winners, beforeOnly, heldOn int
+		for id := uint64(1); id <= 2_000; id++ {
+			won := lottery.Draw(next, id, ws) < 0.2
+			assert.Equal(t, won, v.Drawn(id, now, refresh), "visitor %d: the next seed's draw", id)
+			if won {
+				winners++
+				assert.True(t, v.Drawn(id, (ws+1)*refresh+5, refresh), "visitor %d: a win of the straddling interval holds into the hour", id)
+				if lottery.Draw(next, id, ws+1) >= 0.2 {
+					heldOn++
+				}
+			}
+			if lottery.Draw(before, id, ws-1) < 0.2 && lottery.Draw(next, id, ws) >= 0.2 && lottery.Draw(next, id, ws+1) >= 0.2 {
+				beforeOnly++
+				assert.False(t, v.Drawn(id, (ws+1)*refresh+5, refresh), "visitor %d: a win of the hour before does not", id)
+				assert.True(t, v.Drawn(id, (ws-1)*refresh+5, refresh), "visitor %d: in its own hour it does", id)
+			}
+		}
+		assert.Positive(t, winners)
+		assert.Positive(t, heldOn)
+		assert.Positive(t, beforeOnly)
+	})
+
+	t.Run("the interval in which a state is made", func(t *testing.T) {
+		w := int64(ws + 100)
+		for _, tc := range []struct {
+			name  string
+			now   int64
+			drawn bool
+		}{
+			{"early in it", w*refresh + 2_500, true},
+			{"its second before last", (w+1)*refresh - 1_001, true},
+			{"its last second", (w+1)*refresh - 1_000, false},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				st := &store.State{}
+				keepSeeds(st, tc.now, reveal, nil, nil)
+				require.Equal(t, FloorDiv(tc.now, 1000)+1, st.Seeds[0].Start, "a seed from the next second")
+				v := keep(st, tc.now, 0.3)
+				_, _, ok := v.OddsAt(tc.now, refresh)
+				require.Equal(t, tc.drawn, ok, "odds fixed by the state's first sync")
+				_, ok = v.RecordAt(tc.now, refresh)
+				require.Equal(t, tc.drawn, ok, "and its period's record shown")
+				won := 0
+				for id := uint64(1); id <= 1_000; id++ {
+					d := v.Drawn(id, tc.now, refresh)
+					assert.Equal(t, tc.drawn && lottery.Draw(lottery.Seed(st.Seeds[0].Secret), id, w) < 0.3, d, "visitor %d", id)
+					if d {
+						won++
+					}
+				}
+				if tc.drawn {
+					assert.InDelta(t, 300, won, 90, "the new seed's draw of the interval in progress")
+				}
+				// The next interval draws under the same seed, the
+				// straddling one's wins holding in it.
+				next := keep(st, (w+1)*refresh, 0.3)
+				_, _, ok = next.OddsAt((w+1)*refresh, refresh)
+				assert.True(t, ok)
+			})
+		}
+	})
+
+	t.Run("kept in the period's first minute", func(t *testing.T) {
+		// An interval that began in the minute before the state was made.
+		w := int64(ws + 100)
+		for MinuteOf(w*refresh) == MinuteOf((w+1)*refresh-1) || (w+1)*refresh%60_000 < 2_000 {
+			w++
+		}
+		now := (w+1)*refresh - 1_500 // in the next minute, the interval's last seconds
+		require.Less(t, MinuteOf(w*refresh), MinuteOf(now))
+		st := &store.State{}
+		keepSeeds(st, now, reveal, nil, nil)
+		keep(st, now, 0.4)
+		require.Equal(t, []store.Odds{{Interval: w, Odds: 0.4}}, st.Seeds[0].Odds)
+		m := MinuteOf(now) * 60_000
+		assert.Empty(t, lotteryMinute(st.Seeds, m-60_000, m, reveal), "not in the minute it began, before the period")
+		ps := lotteryMinute(st.Seeds, m, m+60_000, reveal)
+		require.Len(t, ps, 1)
+		assert.Equal(t, st.Seeds[0].Start, ps[0].Start)
+		assert.Equal(t, []store.Odds{{Interval: w, Odds: 0.4}}, ps[0].Odds, "in the period's first minute")
+	})
+
+	t.Run("the interval straddling a shuffled event's end gets no cut", func(t *testing.T) {
+		const end = hour + 1800 + 5 // 5 s into an interval
+		we := int64(end * 1000 / refresh)
+		require.Less(t, we*refresh, int64(end*1000))
+		event, after := lottery.NewSeed(), lottery.NewSeed()
+		st := &store.State{Seeds: []store.Seed{{Start: hour, End: end, Secret: event}, {Start: end, End: hour + lotteryPeriod, Secret: after}}}
+		r := fifo
+		r.Refresh, r.Lottery, r.Shuffles = refresh, [2]int64{hour, hour + 600}, [][2]int64{{hour, end}}
+		r.Slots = func(*View, int64) float64 { return 10 }
+		v := &View{Buckets: []Bucket{{Arrival: hour, Waiting: 100}}}
+		keepCuts(st, &params{now: (we-1)*refresh + 10, rules: r}, v)
+		require.Len(t, st.Seeds[0].Cuts, 1, "the interval before it, wholly in the event")
+		keepCuts(st, &params{now: we*refresh + 10, rules: r}, v)
+		assert.Len(t, st.Seeds[0].Cuts, 1, "not with the event's seed: the interval is the next period's")
+		assert.Empty(t, st.Seeds[1].Cuts, "nor with the next period's, which lists no places")
+		view := &View{seeds: st.Seeds}
+		for id := uint64(1); id <= 200; id++ {
+			assert.False(t, view.Placed(id, we*refresh+10, refresh), "visitor %d", id)
+		}
+	})
 }

@@ -291,7 +291,7 @@ func pickRanks(st *store.State, p *params) func(id uint64, bucket int64) float64
 	cut := 0.0
 	if r.Refresh > 0 {
 		w = FloorDiv(p.now, r.Refresh)
-		if x = seedOf(st.Seeds, w*r.Refresh); x != nil && x.Interval == r.Refresh {
+		if x = intervalSeed(st.Seeds, w, r.Refresh); x != nil && x.Interval == r.Refresh {
 			cut, _ = cutAt(x, w)
 		}
 	}
