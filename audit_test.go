@@ -53,6 +53,16 @@ type auditor struct {
 	lapsed  bool
 }
 
+// lastMS is the last millisecond of refresh interval w of refresh ms:
+// the interval belongs to the lottery period that holds it.
+func lastMS(w, refresh int64) int64 { return (w+1)*refresh - 1 }
+
+// holds reports whether refresh interval w of refresh ms belongs to r's
+// period.
+func holds(r lottery.Record, w, refresh int64) bool {
+	return r.Start*1000 <= lastMS(w, refresh) && lastMS(w, refresh) < r.End*1000
+}
+
 // TestLotteryAudit runs a random room on four instances through a crowd
 // of 1,000 visitors (one in ten also sends a copy of their cookie to an
 // instance every second) who each keep what their page showed them (their
@@ -140,11 +150,13 @@ func TestLotteryAudit(t *testing.T) {
 			a.next = now + int64(max(d.RefreshIntervalSeconds, 1))*1000
 			if d.LotteryIdentity == "" || a.lapsed {
 				require.True(t, d.LotteryIdentity != "" || !a.lapsed || a.cloner, "only a cloner's place lapses")
-				continue // the first interval of the room, before its first seed; or a new place
+				continue // an interval without a seed; or a new place
 			}
 			require.True(t, a.identity == "" || a.identity == d.LotteryIdentity, "one identity for the whole wait")
 			a.identity = d.LotteryIdentity
-			period := now / 1000 / 3600 * 3600 // the visitor knows only the time
+			// The visitor knows only the time: the interval's period holds
+			// its last millisecond.
+			period := lastMS(share.FloorDiv(now, refresh), refresh) / 1000 / 3600 * 3600
 			if period*1000 < start {
 				period = (start/1000 + 1) // the room's first period starts at its first sync's next second
 			}
@@ -180,12 +192,12 @@ func TestLotteryAudit(t *testing.T) {
 		for _, r := range records {
 			c := lottery.Claim{}
 			for _, o := range a.waited {
-				if r.Start*1000 <= o.Interval*refresh && o.Interval*refresh < r.End*1000 {
+				if holds(r, o.Interval, refresh) {
 					c.Waited = append(c.Waited, o.Interval)
 					c.Shown = append(c.Shown, o)
 				}
 			}
-			if r.Start*1000 <= a.admitted*refresh && a.admitted*refresh < r.End*1000 {
+			if holds(r, a.admitted, refresh) {
 				c.Admitted = a.admitted
 			}
 			if len(c.Waited) == 0 && c.Admitted == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	mrand "math/rand/v2"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,7 +142,7 @@ func fixOdds(t *testing.T, st store.Store, rooms []*testRoom, odds float64) {
 		for i := range s.Seeds {
 			x := &s.Seeds[i]
 			x.Interval, x.Odds = refresh, nil
-			for w := -share.FloorDiv(-x.Start*1000, refresh); w*refresh < x.End*1000; w++ {
+			for w := share.FloorDiv(x.Start*1000, refresh); (w+1)*refresh <= x.End*1000; w++ { // its last ms in the period
 				x.Odds = append(x.Odds, store.Odds{Interval: w, Odds: odds})
 			}
 		}
@@ -185,4 +186,91 @@ func copiesWaiting(t *testing.T, clk *clock, rooms []*testRoom, cookie string) [
 		out[j] = d
 	}
 	return out
+}
+
+// TestDrawWhereTheStateIsNew checks that a random room on two instances
+// draws in the refresh interval in which its state is made: the period of
+// the state's first seed begins in it (from the next second), and the
+// interval that straddles a period's start draws under its seed. Waiting
+// visitors the draw holds are let in during that very interval, and
+// nobody else, whether the state was lost and made again or the room
+// started on a new store, its visitors coming back with the cookies of
+// before.
+func TestDrawWhereTheStateIsNew(t *testing.T) {
+	configure := func(c *waitingroom.Config) {
+		c.QueueingMethod = waitingroom.Random
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 60
+		c.RefreshJitter = -1
+	}
+	for _, tc := range []struct {
+		name string
+		// renew makes the state new at the shared clock's time, and
+		// returns the instances that hold it.
+		renew func(t *testing.T, clk *clock, st *wipeable, rooms []*testRoom) []*testRoom
+	}{
+		{"the state lost and made again", func(t *testing.T, clk *clock, st *wipeable, rooms []*testRoom) []*testRoom {
+			st.wipe()
+			for _, rm := range rooms {
+				rm.sync()
+			}
+			// Nobody is let in until every instance could bring its
+			// counts in (internal/share: GraceAfterGap).
+			clk.Add(share.GraceAfterGap(rooms[0].cfg.SyncInterval) + time.Second)
+			return rooms
+		}},
+		{"a room started on a new store", func(t *testing.T, clk *clock, _ *wipeable, _ []*testRoom) []*testRoom {
+			return instances(t, clk, memstore.New(), 2, configure)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			st := &wipeable{Store: memstore.New()}
+			rooms := instances(t, clk, st, 2, configure)
+			refresh := rooms[0].cfg.RefreshInterval.Milliseconds()
+			cookies := waitingCookies(t, clk, rooms[0], 300)
+			made := rooms[0].now()
+			w := share.FloorDiv(made, refresh) // the interval in which the state is made
+			rooms = tc.renew(t, clk, st, rooms)
+			for range 2 {
+				for _, rm := range rooms {
+					rm.sync()
+				}
+			}
+			now := rooms[0].now()
+			require.Equal(t, w, share.FloorDiv(now, refresh), "still the interval in which the state was made")
+			v := rooms[0].syncer.Snapshot()
+			r, ok := v.RecordAt(now, refresh)
+			require.True(t, ok, "the interval's period has a seed")
+			assert.Greater(t, r.Start*1000, w*refresh, "a period that began in the interval")
+			iw, odds, ok := v.OddsAt(now, refresh)
+			require.True(t, ok, "the odds of the interval's draw are fixed")
+			require.Equal(t, w, iw)
+			t.Logf("odds %.3f", odds)
+
+			var held, let int
+			before := rooms[0].Stats().Counters.Admitted + rooms[1].Stats().Counters.Admitted
+			for i, cookie := range cookies {
+				rm := rooms[i%2]
+				s, err := waitingroom.OpenRoomCookie(rm.Room, strings.TrimPrefix(cookie, rm.cookieName+"="))
+				require.NoError(t, err)
+				drawn := rm.syncer.Snapshot().Drawn(s.ID, rm.now(), refresh)
+				d, err := rm.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+				require.NoError(t, err)
+				if drawn {
+					held++
+				}
+				if d.Outcome == waitingroom.OutcomeAdmitted {
+					let++
+					assert.True(t, drawn, "visitor %d: let in only if the draw holds them", i)
+				} else {
+					assert.Equal(t, waitingroom.OutcomeWaiting, d.Outcome, "visitor %d", i)
+				}
+				clk.Add(10 * time.Millisecond)
+			}
+			require.Equal(t, w, share.FloorDiv(rooms[0].now(), refresh), "all in the interval in which the state was made")
+			t.Logf("%d of %d held by the draw, %d let in", held, len(cookies), let)
+			assert.Positive(t, let, "visitors the draw holds let in during the interval in which the state was made")
+			assert.Equal(t, uint64(let), rooms[0].Stats().Counters.Admitted+rooms[1].Stats().Counters.Admitted-before)
+		})
+	}
 }
