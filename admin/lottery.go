@@ -20,7 +20,9 @@ import (
 // The lottery's public records (docs/lottery.md): the periods the shared
 // state still holds come from the latest sync; older ones are put
 // together from the kept history, where each minute keeps the odds of
-// the refresh intervals that began in it and the seeds it revealed.
+// the refresh intervals that began in it (the interval that straddles a
+// period's start, in the period's first minute) and the seeds it
+// revealed.
 
 // ErrNoRecord is returned by Lottery when neither the room's latest sync
 // nor its kept history holds a period of the lottery at the time asked.

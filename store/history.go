@@ -90,8 +90,9 @@ type Tally struct {
 	MaxSession int64
 	// Lottery is what the minute adds to the public record of the room's
 	// lottery (package lottery): for each period it touched, the odds of
-	// the refresh intervals that began in the minute, and the seed if it
-	// was revealed in the minute. The record of a period is the union of
+	// the refresh intervals that began in the minute (the interval that
+	// straddles the period's start, in the period's first minute), and the
+	// seed if it was revealed in the minute. The record of a period is the union of
 	// its minutes' (admin.Lottery). Nil for a minute with neither.
 	Lottery []Period
 }
@@ -109,7 +110,8 @@ type Period struct {
 	// Interval is the length, in ms, of the refresh intervals of Odds.
 	Interval int64
 	// Odds are the odds of the draws of the period's refresh intervals
-	// that began in the minute, in order of interval; Cuts, the cuts of
+	// that began in the minute (or, straddling its start, in the period's
+	// first minute), in order of interval; Cuts, the cuts of
 	// an event's shuffle (Seed.Cuts) of those intervals, and Prequeued
 	// its Seed.Prequeued.
 	Odds      []Odds

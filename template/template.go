@@ -244,7 +244,8 @@ type Data struct {
 	// JSON).
 	LotteryIdentity string `json:"lotteryIdentity,omitempty"`
 	// LotteryCommitment is, with LotteryIdentity, the commitment to the
-	// seed of the lottery's period in progress (hex SHA-256,
+	// seed of the lottery's period that the refresh interval in progress
+	// draws under, the one that holds its last millisecond (hex SHA-256,
 	// lottery.Commit), published before the period began.
 	LotteryCommitment string `json:"lotteryCommitment,omitempty"`
 	// LotteryInterval and LotteryOdds are, with LotteryIdentity, the
@@ -257,7 +258,7 @@ type Data struct {
 	LotteryOdds     float64 `json:"lotteryOdds,omitempty"`
 	// LotteryRecords is, with LotteryIdentity, where the room publishes
 	// its lottery's records (Options.LotteryRecords): the URL of the
-	// record of the period in progress, the one holding LotteryCommitment
+	// record of that period, the one holding LotteryCommitment
 	// (admin.Records with ?at= its start, Unix seconds). "" (absent from
 	// the JSON) where the room does not say.
 	LotteryRecords string `json:"lotteryRecords,omitempty"`
