@@ -93,6 +93,11 @@ func TestKeepSeeds(t *testing.T) {
 func sharing(t *testing.T, clk *testclock.Clock, fleet bool, host func(i int) Host[string]) []*Syncer[string] {
 	st := memstore.New()
 	t.Cleanup(func() { _ = st.Close() })
+	return sharingOn(t, clk, st, fleet, host)
+}
+
+// sharingOn is sharing on store st.
+func sharingOn(t *testing.T, clk *testclock.Clock, st store.Store, fleet bool, host func(i int) Host[string]) []*Syncer[string] {
 	var syncers []*Syncer[string]
 	for i := range 4 {
 		cfg := Config{

@@ -2,9 +2,7 @@ package share
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -48,20 +46,7 @@ func TestShuffleList(t *testing.T) {
 			clk := testclock.New(time.Unix(1_790_002_800+600, 0))
 			st := &listStore{Store: memstore.New()}
 			t.Cleanup(func() { _ = st.Close() })
-			var syncers []*Syncer[string]
-			for i := range 3 {
-				cfg := Config{
-					Name: "room", ID: fmt.Sprintf("i%d", i), Store: st, Log: slog.New(slog.DiscardHandler),
-					Clock: func() int64 { return clk.Now().UnixMilli() }, SyncInterval: -1, WaitWindow: 44_000,
-					OutageEffect: "as the test says", Closed: errors.New("closed"), FleetMin: 1 << 30,
-				}
-				if fleet {
-					cfg.FleetMin = 2
-				}
-				s := New(cfg, "initial", (&testHost{}).host())
-				t.Cleanup(s.Close)
-				syncers = append(syncers, s)
-			}
+			syncers := sharingOn(t, clk, st, fleet, func(int) Host[string] { return (&testHost{}).host() })
 			ctx := context.Background()
 			syncAll := func() {
 				for range 2 {
