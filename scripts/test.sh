@@ -19,10 +19,11 @@
 #   faults       integration/faults: the fault scenarios, which mostly
 #                wait on their timelines and on the servers they start
 #   integration  the rest of the integration module (several processes,
-#                the front door) and the examples (a browser)
+#                the front door) and the examples (a browser), then the
+#                library's simulated fleets (bound by the CPU, without
+#                the race detector)
 #   library      the library's module, with the race detector
-#   simulator    the simulator at full size and the simulated fleets,
-#                without it
+#   simulator    the simulator at full size, without it
 #   modules      every other module (the proxy, the stores, metrics, the
 #                adapters)
 #
@@ -89,6 +90,15 @@ lane_integration() {
     go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} $pkgs
   gotest "./examples" ./examples \
     go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} ./...
+  # Then, bound by the CPU, the library's fleets and audits simulated on
+  # one goroutine (TestFleet*, TestSurge*, Test*Audit: they skip under the
+  # race detector), without it: the lightest lane takes them, beside the
+  # simulator. With -short everything ran without it in the library's lane.
+  if [[ -z $short ]]; then
+    lane_nice=$cpu_nice
+    gotest "., the simulated fleets, no race detector, GOWORK=off" . \
+      env GOWORK=off go test -count=1 -timeout=20m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit)' ${args[@]+"${args[@]}"} .
+  fi
 }
 
 lane_library() {
@@ -108,15 +118,11 @@ lane_library() {
 
 lane_simulator() {
   lane_nice=$cpu_nice
-  # The simulator at full size, and the library's fleets and audits
-  # simulated on one goroutine (TestFleet*, TestSurge*, Test*Audit: they
-  # skip under the race detector), without the race detector. With -short
-  # everything ran without it in the library's lane.
+  # The simulator at full size, without the race detector (with -short it
+  # ran in the library's lane).
   if [[ -z $short ]]; then
     gotest "./sim, full size, GOWORK=off" . \
       env GOWORK=off go test -count=1 -timeout=20m ./sim/
-    gotest "., the simulated fleets, no race detector, GOWORK=off" . \
-      env GOWORK=off go test -count=1 -timeout=20m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit)' ${args[@]+"${args[@]}"} .
   fi
 }
 
