@@ -1042,7 +1042,11 @@ func (m *model) actHonest(c *mClient, tab int) {
 			rs = append(rs, m.burst(c, k-1, nil)...)
 		}
 	}
-	m.noteChances(rs, c.phase != phaseIn, false, false)
+	// A page's parallel requests are copies of one cookie: when the
+	// session they counted on has ended (revoked), each brings the new
+	// place at its instance, and each instance counts it (the room's
+	// promise is one admission, not one count).
+	m.noteChances(rs, c.phase != phaseIn, false, len(rs) > 1)
 	m.absorb()
 	in, out := 0, 0
 	var last mResp
