@@ -212,11 +212,19 @@ func TestSurgeLimitsExact(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newClock()
+			seq := uint64(0)
 			rooms := instances(t, clk, memstore.New(), tc.instances, func(c *waitingroom.Config) {
 				c.QueueingMethod = tc.method
 				c.TotalActiveUsers, c.NewUsersPerMinute = tc.total, tc.perMinute
 				c.SessionDuration = time.Minute
 				c.SyncInterval = -1
+				// Identities, and with them the lottery's seeds, of a
+				// seeded source: the figures below are the run's at
+				// these draws, the same every run (over 20 runs with
+				// random ones, the worst minute of random on four
+				// instances ranged from 84 to 98).
+				seq++
+				c.Identities = mrand.New(mrand.NewPCG(7, seq)).Uint64
 			})
 			// 400 arrivals a minute for 5 minutes against 100 admissions:
 			// a queue for some 20 minutes. With -short, half the crowd at
