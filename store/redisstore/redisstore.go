@@ -191,7 +191,11 @@ type Options struct {
 	// TTL is how long a room's state is kept after its latest update; every
 	// Update sets it again, so the state of a room in use never expires.
 	// It is rounded up to whole milliseconds. Zero means DefaultTTL (24h);
-	// negative means the state never expires.
+	// negative means the state never expires. A state holding the list of
+	// an event's shuffle (store.State.Places) is kept at least as long as
+	// the room's history (store.HistoryMinutes and a day), so that the
+	// record of the event's lottery lists its places as long as it can be
+	// read.
 	TTL time.Duration
 }
 
@@ -306,7 +310,11 @@ func (s *Store) try(ctx context.Context, key string, fn func(*store.State) error
 	enc := store.MarshalState(st)
 	next := binary.LittleEndian.AppendUint64(make([]byte, 0, tagLen+len(enc)), rand.Uint64())
 	next = append(next, enc...)
-	res, err := await(ctx, func() (any, error) { return casScript.Run(ctx, s.client, []string{key}, tag, next, s.ttlMS).Result() })
+	ttl := s.ttlMS
+	if len(st.Places) > 0 && ttl > 0 {
+		ttl = max(ttl, historyTTL) // a shuffle's list: as long as the record it belongs to
+	}
+	res, err := await(ctx, func() (any, error) { return casScript.Run(ctx, s.client, []string{key}, tag, next, ttl).Result() })
 	if err != nil {
 		return false, nil, fmt.Errorf("waitingroom/redisstore: write %q: %w", key, s.classify(err))
 	}

@@ -121,6 +121,42 @@ func TestTTL(t *testing.T) {
 	}
 }
 
+// TestTTLOfPlaces: the state holding a shuffle's list is kept as long as
+// the history that keeps the rest of the event's lottery record, whatever
+// shorter TTL the room's own state has; with no expiry, none.
+func TestTTLOfPlaces(t *testing.T) {
+	srv := setup(t)
+	ctx := context.Background()
+	history := time.Duration(store.HistoryMinutes+24*60) * time.Minute
+	for _, tt := range []struct {
+		name string
+		ttl  time.Duration
+		want time.Duration // -1: no expiry
+	}{
+		{"default", 0, history},
+		{"shorter than the history's", time.Minute, history},
+		{"longer than the history's", 2 * history, 2 * history},
+		{"no expiry", -1, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := srv.store(t, tt.ttl)
+			room := storetest.RoomName("places") + "#places:1800000000"
+			require.NoError(t, s.Update(ctx, room, func(st *store.State) error {
+				st.Places = append(st.Places, 1, 1<<40)
+				return nil
+			}))
+			got, err := srv.admin.PTTL(ctx, srv.prefix+room).Result()
+			require.NoError(t, err)
+			if tt.want < 0 {
+				assert.Equal(t, time.Duration(-1), got, "the key must not expire")
+				return
+			}
+			assert.LessOrEqual(t, got, tt.want)
+			assert.Greater(t, got, tt.want-time.Minute)
+		})
+	}
+}
+
 func TestKeyPrefix(t *testing.T) {
 	srv := setup(t)
 	ctx := context.Background()
