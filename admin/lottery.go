@@ -28,10 +28,15 @@ import (
 // nor its kept history holds a period of the lottery at the time asked.
 var ErrNoRecord = errors.New("waitingroom: no lottery period at that time")
 
-// lotteryReach is how far from the time asked the kept history is read:
-// the hour before (a period lasts at most an hour) and the two after (its
-// seed is revealed a few refresh intervals after its end).
-const lotteryReach = 3 * time.Hour
+// lotteryReach is how far from the time asked the kept history is read
+// first: from the hour before (an hour's period) to the two after, the
+// period's end and revealReach. A longer period found there (an event's
+// shuffle) is read again whole.
+const lotteryReach = 2*time.Hour + revealReach
+
+// revealReach is how far after a period's end the kept history is read
+// for its seed, revealed a few refresh intervals after the end.
+const revealReach = time.Hour
 
 // Lottery returns the public record of the period of rm's lottery that
 // holds at (package lottery): the period, the commitment to its seed, the
@@ -39,10 +44,11 @@ const lotteryReach = 3 * time.Hour
 // revealed, which lottery.Verify and `waitingroom verify` read. The
 // periods of the latest sync (the latest revealed, the current one and
 // the next) cost no I/O; an older one is put together from the kept
-// history (one query over three hours), so it can be checked for as long
+// history (one query over three hours, or over the whole of an event's
+// longer period and the hour after), so it can be checked for as long
 // as the store keeps history (HistoryRetention). The revealed record of
 // an event's shuffle has its list of places, one more read (the store
-// keeps it as it keeps a state: see docs/lottery.md). It returns ErrNoRecord
+// keeps it as long as the history: see docs/lottery.md). It returns ErrNoRecord
 // when no period holds at, and ErrNoHistory for an older period when the
 // store keeps no history. Safe for concurrent use.
 func Lottery(ctx context.Context, rm *waitingroom.Room, at time.Time) (*lottery.Record, error) {
@@ -74,7 +80,24 @@ func periodRecord(ctx context.Context, rm *waitingroom.Room, at time.Time) (*lot
 		return nil, ErrNoHistory
 	}
 	from := floorDiv(at.Add(-time.Hour).Unix(), 60)
-	recs, err := hs.ReadHistory(ctx, rm.Name(), from, from+int64(lotteryReach/time.Minute))
+	to := from + int64(lotteryReach/time.Minute)
+	r, err := historyRecord(ctx, rm, hs, from, to, at.Unix())
+	if r != nil && (floorDiv(r.Start, 60) < from || floorDiv(r.End, 60)+int64(revealReach/time.Minute) > to) {
+		// A period longer than the hour read (an event's shuffle, from
+		// its pre-queue's opening): read the whole of it.
+		r, err = historyRecord(ctx, rm, hs, floorDiv(r.Start, 60), floorDiv(r.End, 60)+int64(revealReach/time.Minute), at.Unix())
+	}
+	if err == nil && r == nil {
+		err = ErrNoRecord
+	}
+	return r, err
+}
+
+// historyRecord puts together the record of the period that holds sec
+// (Unix seconds) from the minutes [from, to] of rm's kept history and
+// those not written yet; nil when none holds it.
+func historyRecord(ctx context.Context, rm *waitingroom.Room, hs store.HistoryStore, from, to, sec int64) (*lottery.Record, error) {
+	recs, err := hs.ReadHistory(ctx, rm.Name(), from, to)
 	if err != nil {
 		return nil, fmt.Errorf("waitingroom: history: %w", err)
 	}
@@ -87,10 +110,7 @@ func periodRecord(ctx context.Context, rm *waitingroom.Room, at time.Time) (*lot
 	for _, t := range hook.Unwritten(rm) {
 		ps = append(ps, t.Lottery...)
 	}
-	if r := recordOf(ps, at.Unix()); r != nil {
-		return r, nil
-	}
-	return nil, ErrNoRecord
+	return recordOf(ps, sec), nil
 }
 
 // liveRecord returns the record of the latest sync's period that holds

@@ -190,3 +190,43 @@ func TestLotteryWithoutHistory(t *testing.T) {
 	_, err = admin.Lottery(context.Background(), f.room, clk.Now().Add(-time.Hour))
 	assert.ErrorIs(t, err, admin.ErrNoHistory)
 }
+
+// The record of an event's period longer than an hour (its pre-queue
+// opens two hours before it ends) comes back whole from the kept history
+// when asked about its last minutes, its first odds included.
+func TestLotteryOfALongPeriod(t *testing.T) {
+	clk := newAdminClock()
+	opens := (clk.Now().Unix()/3600 + 1) * 3600
+	ends := opens + 3*3600
+	f := newAdminFixture(t, clk, memstore.New(), func(c *waitingroom.Config) {
+		c.Settings.QueueingMethod = waitingroom.Random
+		c.Settings.Events = []waitingroom.Event{{
+			Name: "drop", PrequeueStart: time.Unix(opens, 0), Start: time.Unix(opens+3600, 0),
+			End: time.Unix(ends, 0), ShuffleAtStart: true,
+		}}
+	})
+	var live *lottery.Record // the event's record as the status revealed it
+	for clk.Now().Unix() < ends+4*3600 {
+		clk.Add(20 * time.Second)
+		f.sync()
+		b, err := json.Marshal(f.getJSON("/status")["lottery"])
+		require.NoError(t, err)
+		var l struct{ Revealed *lottery.Record }
+		require.NoError(t, json.Unmarshal(b, &l))
+		if r := l.Revealed; r != nil && r.Start == opens && live == nil {
+			live = r
+		}
+	}
+	require.NotNil(t, live, "the status revealed the event's period")
+	require.Equal(t, ends, live.End)
+	require.Len(t, live.Odds, 360, "the odds of the event's two hours, one a 20-second interval")
+	for _, at := range []int64{opens + 60, opens + 5400, ends - 60} {
+		got, err := admin.Lottery(context.Background(), f.room, time.Unix(at, 0))
+		require.NoError(t, err)
+		assert.Empty(t, got.Places, "nobody in the pre-queue")
+		got.Places = nil // the status's record has no list
+		if assert.Len(t, got.Odds, len(live.Odds), "asked about %d s into the period", at-opens) {
+			assert.Equal(t, live, got, "asked about %d s into the period", at-opens)
+		}
+	}
+}
