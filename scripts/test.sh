@@ -13,34 +13,33 @@
 # go.mod asks for, as a program importing it gets them; every other module
 # in the workspace, against the others as they are in the checkout.
 #
-# The tests run in five lanes side by side, each a series of `go test`
+# The tests run in six lanes side by side, each a series of `go test`
 # commands:
 #
 #   faults       integration/faults: the fault scenarios, which mostly
 #                wait on their timelines and on the servers they start
 #   integration  the rest of the integration module (several processes,
-#                the front door) and the examples (a browser), then the
-#                library's simulated fleets (bound by the CPU, without
-#                the race detector)
+#                the front door) and the examples (a browser)
 #   library      the library's module, with the race detector
 #   simulator    the simulator at full size, without it
+#   fleets       the library's fleets simulated on one goroutine, without
+#                it
 #   modules      every other module (the proxy, the stores, metrics, the
 #                adapters)
 #
-# The five lanes run side by side, in two classes. The faults and
-# integration lanes are bound by real time (timelines, servers, a
-# browser): they run at the normal priority. The other three are bound by
-# the CPU and run under the idle scheduling class (chrt --idle, niceness
-# 19 where it is refused): they take only the CPU the first two leave,
-# which is most of it (the fault scenarios keep 60 to 90 % of two cores
-# idle), so the timelines get the CPU the moment they need it. (With
-# the CPU lanes at niceness 5 beside them, the fault scenarios' fleets of
-# 40 instances missed their sync deadlines before any fault, so they ran
-# alone, first, for about 7 minutes.) Each lane's
-# output is printed whole when the lane ends, with how long each command
-# and the lane took; the script exits non-zero if any command of any lane
-# failed. TEST_SERIAL=1 runs the lanes one after the other instead,
-# printing as they go.
+# The faults and integration lanes are bound by real time (timelines,
+# servers, a browser): they run at the normal priority. The other four
+# are bound by the CPU and run in the idle scheduling class (chrt --idle,
+# niceness 19 where it is refused): they take only the CPU that the
+# first two, and anything else at any priority (CI's checks, at niceness
+# 19), leave. The fault scenarios leave most of it (they use about 90 s
+# of CPU in 420), and their fleets of 40 instances, which sync against
+# deadlines, get it the moment they need it: beside lanes at niceness 5
+# they missed those deadlines, and ran alone, first, for 7 minutes.
+# Each lane's output is printed whole when the lane ends, with the time
+# and CPU time of each command; the script exits non-zero if any command
+# of any lane failed. TEST_SERIAL=1 runs the lanes one after the other
+# instead, printing as they go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/modules.sh || exit 1
@@ -109,12 +108,15 @@ lane_integration() {
     go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} $pkgs
   gotest "./examples" ./examples \
     go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} ./...
-  # Then, bound by the CPU, the library's fleets and audits simulated on
-  # one goroutine (TestFleet*, TestSurge*, Test*Audit: they skip under the
-  # race detector), without it: the lightest lane takes them, beside the
-  # simulator. With -short everything ran without it in the library's lane.
+}
+
+lane_fleets() {
+  lane_class=("${cpu_class[@]}")
+  # The library's fleets and audits simulated on one goroutine
+  # (TestFleet*, TestSurge*, Test*Audit: they skip under the race
+  # detector), without it. With -short they ran without it in the
+  # library's lane.
   if [[ -z $short ]]; then
-    lane_class=("${cpu_class[@]}")
     gotest "., the simulated fleets, no race detector, GOWORK=off" . \
       env GOWORK=off go test -count=1 -timeout=20m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit)' ${args[@]+"${args[@]}"} .
   fi
@@ -166,7 +168,7 @@ lane_modules() {
   done
 }
 
-lanes=(faults integration library simulator modules)
+lanes=(faults integration library simulator fleets modules)
 
 # run_lane NAME: runs the lane and exits with its status.
 run_lane() {
