@@ -13,36 +13,37 @@
 # go.mod asks for, as a program importing it gets them; every other module
 # in the workspace, against the others as they are in the checkout.
 #
-# The tests run in six lanes, each a series of `go test` commands:
+# The tests run in five lanes side by side, each a series of `go test`
+# commands:
 #
 #   faults       integration/faults: the fault scenarios, which mostly
 #                wait on their timelines and on the servers they start
-#   simulator    the simulator at full size, without the race detector
 #   integration  the rest of the integration module (several processes,
-#                the front door) and the examples (a browser)
+#                the front door) and the examples (a browser), then the
+#                library's simulated fleets (bound by the CPU, without
+#                the race detector)
 #   library      the library's module, with the race detector
-#   fleets       the library's fleets simulated on one goroutine, without
-#                it
+#   simulator    the simulator at full size, without it
 #   modules      every other module (the proxy, the stores, metrics, the
 #                adapters)
 #
-# The fault scenarios come first, beside the simulator only; the other
-# four lanes start once they are done, beside whatever of the simulator
-# is left. The faults lane runs at the highest priority the system allows
-# (niceness -10 as root): its fleets of 40 instances sync against
-# deadlines, which they missed before any fault beside lanes bound by the
-# CPU at niceness 5, and once beside the integration lane at the same
-# priority. It uses little of the CPU (about 100 s in 420), and the
-# integration lane (real time: servers, a browser) little more; the four
-# other lanes are bound by the CPU and run in the idle scheduling class
-# (chrt --idle; niceness 19 where it is refused), on what the others,
-# and CI's checks at niceness 19, leave. With every lane from the start,
-# the whole took longer (1,049 s against 945): two cores shared by more
-# lanes at once did less work each.
-# Each lane's output is printed whole when the lane ends, with the time
-# and CPU time of each command; the script exits non-zero if any command
-# of any lane failed. TEST_SERIAL=1 runs the lanes one after the other
-# instead, printing as they go.
+# The faults lane runs first, alone, without the race detector (the
+# library's concurrency is raced in its own lane): its fleets of 40
+# instances sync against deadlines, and beside the lanes bound by the CPU
+# their syncs missed them before any fault (with the detector, three
+# fleet scenarios in one run; without it, one in two runs; and, with the
+# lanes bound by the CPU in the idle scheduling class, once in two runs
+# beside every lane, once in one beside the simulator alone). Started
+# together the lanes also did less work: every lane from the start, the
+# tests took 910 to 1,049 s, against 945 to 959 for CI in all this way.
+# The other four
+# then run side by side; the integration lane is bound by real time, the
+# other three by the CPU: these run at a lower priority (nice), so that
+# its timelines get the CPU when they need it. Each lane's
+# output is printed whole when the lane ends, with how long each command
+# and the lane took and the CPU time each command used; the script exits
+# non-zero if any command of any lane failed. TEST_SERIAL=1 runs the
+# lanes one after the other instead, printing as they go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/modules.sh || exit 1
@@ -59,21 +60,10 @@ args=("$@")
 # Every go test has 20 minutes rather than its default 10: the lanes share
 # two cores, and the fault scenarios or the library under the race
 # detector alone can near 10 on a busy machine.
-# How the lanes bound by the CPU run their commands: in the idle
-# scheduling class, where the system allows it, else at the lowest
-# priority.
-if chrt --idle 0 true 2>/dev/null; then
-  cpu_class=(chrt --idle 0)
-else
-  cpu_class=(nice -n 19)
-fi
-# The fault scenarios' priority: above everything else where the system
-# allows it (as root), so that neither the integration lane's processes
-# nor CI's checks delay their fleets' syncs.
-faults_class=()
-if nice -n -10 true 2>/dev/null; then
-  faults_class=(nice -n -10)
-fi
+# The niceness of the lanes bound by the CPU: enough to yield to the
+# timelines, not so much that their own deadlines (a store's conformance
+# under concurrent updates, 30 s) starve behind every other process.
+cpu_nice=5
 
 # children_cpu: sets cpu to the CPU seconds (user and system) of the
 # shell's children so far, those they waited for included, from the
@@ -85,19 +75,19 @@ children_cpu() {
   rm -f "$f"
 }
 
-# gotest LABEL DIR COMMAND...: runs COMMAND (a go test) in DIR in the
-# lane's class, saying what it runs, how long it took and the CPU it
+# gotest LABEL DIR COMMAND...: runs COMMAND (a go test) in DIR at the
+# lane's niceness, saying what it runs, how long it took and the CPU it
 # used (builds included); a failure sets the lane's status and the lane
 # goes on.
 lane_status=0
-lane_class=()
+lane_nice=0
 gotest() {
   local label=$1 dir=$2 start=$SECONDS cpu cpu0 result=ok
   shift 2
   children_cpu
   cpu0=$cpu
   echo "== go test ($label)"
-  if ! (cd "$dir" && ${lane_class[@]+"${lane_class[@]}"} "$@"); then
+  if ! (cd "$dir" && nice -n "$lane_nice" "$@"); then
     result=FAIL
     lane_status=1
   fi
@@ -106,7 +96,6 @@ gotest() {
 }
 
 lane_faults() {
-  lane_class=(${faults_class[@]+"${faults_class[@]}"})
   gotest "./integration/faults, no race detector" ./integration \
     go test -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} ./faults
 }
@@ -119,22 +108,19 @@ lane_integration() {
     go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} $pkgs
   gotest "./examples" ./examples \
     go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} ./...
-}
-
-lane_fleets() {
-  lane_class=("${cpu_class[@]}")
-  # The library's fleets and audits simulated on one goroutine
-  # (TestFleet*, TestSurge*, Test*Audit: they skip under the race
-  # detector), without it. With -short they ran without it in the
-  # library's lane.
+  # Then, bound by the CPU, the library's fleets and audits simulated on
+  # one goroutine (TestFleet*, TestSurge*, Test*Audit: they skip under the
+  # race detector), without it: the lightest lane takes them, beside the
+  # simulator. With -short everything ran without it in the library's lane.
   if [[ -z $short ]]; then
+    lane_nice=$cpu_nice
     gotest "., the simulated fleets, no race detector, GOWORK=off" . \
       env GOWORK=off go test -count=1 -timeout=20m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit)' ${args[@]+"${args[@]}"} .
   fi
 }
 
 lane_library() {
-  lane_class=("${cpu_class[@]}")
+  lane_nice=$cpu_nice
   local pkgs
   # The simulator runs in a lane of its own, at full size without the
   # race detector: it drives the rooms from one goroutine, where the
@@ -149,7 +135,7 @@ lane_library() {
 }
 
 lane_simulator() {
-  lane_class=("${cpu_class[@]}")
+  lane_nice=$cpu_nice
   # The simulator at full size, without the race detector (with -short it
   # ran in the library's lane).
   if [[ -z $short ]]; then
@@ -159,7 +145,7 @@ lane_simulator() {
 }
 
 lane_modules() {
-  lane_class=("${cpu_class[@]}")
+  lane_nice=$cpu_nice
   local mod
   for mod in "${modules[@]}"; do
     case $mod in
@@ -179,11 +165,8 @@ lane_modules() {
   done
 }
 
-# The lanes that start at once, and those that start once the fault
-# scenarios are done.
-first=(faults simulator)
-then=(integration library fleets modules)
-lanes=("${first[@]}" "${then[@]}")
+alone=(faults)
+lanes=(integration library simulator modules)
 
 # run_lane NAME: runs the lane and exits with its status.
 run_lane() {
@@ -191,16 +174,27 @@ run_lane() {
   exit "$lane_status"
 }
 
-status=0
-summary=()
-if [[ ${TEST_SERIAL:-} == 1 ]]; then
-  for name in "${lanes[@]}"; do
+# run_alone NAME...: runs the lanes one after the other, printing as they
+# go.
+run_alone() {
+  local name start result
+  for name in "$@"; do
     start=$SECONDS
     echo "==== lane $name"
     if (run_lane "$name"); then result=ok; else result=FAIL status=1; fi
     summary+=("$(printf '%-12s %-4s %4d s' "$name" "$result" $((SECONDS - start)))")
   done
+}
+
+status=0
+summary=()
+if [[ ${TEST_SERIAL:-} == 1 ]]; then
+  run_alone "${alone[@]}" "${lanes[@]}"
 else
+  # The lanes that run alone do so without job control, as in the serial
+  # run: in a process group of their own, the fault scenarios' run ended
+  # the whole script.
+  run_alone "${alone[@]}"
   # Each lane in a process group of its own (job control), so that an
   # interrupted run stops every go test it started.
   set -m
@@ -213,15 +207,11 @@ else
   trap 'stop_lanes; rm -rf "$logs"' EXIT
   trap 'exit 130' INT TERM
   start=$SECONDS
-  start_lanes() {
-    local name
-    for name in "$@"; do
-      (run_lane "$name") >"$logs/$name" 2>&1 </dev/null &
-      lane_of[$!]=$name
-    done
-    echo "== lanes started at $((SECONDS - start)) s: $*; each one's output when it ends"
-  }
-  start_lanes "${first[@]}"
+  for name in "${lanes[@]}"; do
+    (run_lane "$name") >"$logs/$name" 2>&1 </dev/null &
+    lane_of[$!]=$name
+  done
+  echo "== ${#lanes[@]} lanes side by side (${lanes[*]}); each one's output when it ends"
   while [[ ${#lane_of[@]} -gt 0 ]]; do
     if wait -n -p pid "${!lane_of[@]}"; then result=ok; else result=FAIL status=1; fi
     name=${lane_of[$pid]}
@@ -229,7 +219,6 @@ else
     printf '\n==== lane %s: %s, %d s\n' "$name" "$result" $((SECONDS - start))
     cat "$logs/$name"
     summary+=("$(printf '%-12s %-4s %4d s' "$name" "$result" $((SECONDS - start)))")
-    if [[ $name == faults ]]; then start_lanes "${then[@]}"; fi
   done
 fi
 printf '\n==== lanes (name, result, seconds from the start):\n'
