@@ -32,10 +32,11 @@
 # instances sync against deadlines, and beside the lanes bound by the CPU
 # their syncs missed them before any fault (with the detector, three
 # fleet scenarios in one run; without it, one in two runs; and, with the
-# lanes bound by the CPU in the idle scheduling class, once in two runs
-# beside every lane, once in one beside the simulator alone). Started
-# together the lanes also did less work: every lane from the start, the
-# tests took 910 to 1,049 s, against 945 to 959 for CI in all this way.
+# lanes bound by the CPU in the idle scheduling class, which yields the
+# CPU to them at once, in one of four runs beside every lane and in the
+# one run beside the simulator alone). Started together, the lanes also
+# did less work: every lane from the start, the tests took 910 to 1,049
+# s, against 945 to 1,014 for CI in all this way.
 # The other four
 # then run side by side; the integration lane is bound by real time, the
 # other three by the CPU: these run at a lower priority (nice), so that
