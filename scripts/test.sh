@@ -36,7 +36,7 @@
 # CPU to them at once, in one of four runs beside every lane and in the
 # one run beside the simulator alone). Started together, the lanes also
 # did less work: every lane from the start, the tests took 910 to 1,049
-# s, against 945 to 1,014 for CI in all this way.
+# s, against 945 to 1,128 for CI in all this way.
 # The other four
 # then run side by side; the integration lane is bound by real time, the
 # other three by the CPU: these run at a lower priority (nice), so that
