@@ -28,10 +28,10 @@ import (
 // nor its kept history holds a period of the lottery at the time asked.
 var ErrNoRecord = errors.New("waitingroom: no lottery period at that time")
 
-// lotteryReach is how far from the time asked the kept history is read
-// first: from the hour before (an hour's period) to the two after, the
-// period's end and revealReach. A longer period found there (an event's
-// shuffle) is read again whole.
+// lotteryReach is how much of the kept history is read first, from an
+// hour before the time asked: an hour's period holding it, and
+// revealReach after the period's end. A longer period found there (an
+// event's shuffle) is read again whole.
 const lotteryReach = 2*time.Hour + revealReach
 
 // revealReach is how far after a period's end the kept history is read
@@ -82,10 +82,12 @@ func periodRecord(ctx context.Context, rm *waitingroom.Room, at time.Time) (*lot
 	from := floorDiv(at.Add(-time.Hour).Unix(), 60)
 	to := from + int64(lotteryReach/time.Minute)
 	r, err := historyRecord(ctx, rm, hs, from, to, at.Unix())
-	if r != nil && (floorDiv(r.Start, 60) < from || floorDiv(r.End, 60)+int64(revealReach/time.Minute) > to) {
-		// A period longer than the hour read (an event's shuffle, from
+	if r != nil {
+		// A period longer than the hours read (an event's shuffle, from
 		// its pre-queue's opening): read the whole of it.
-		r, err = historyRecord(ctx, rm, hs, floorDiv(r.Start, 60), floorDiv(r.End, 60)+int64(revealReach/time.Minute), at.Unix())
+		if start, end := floorDiv(r.Start, 60), floorDiv(r.End, 60)+int64(revealReach/time.Minute); start < from || end > to {
+			r, err = historyRecord(ctx, rm, hs, start, end, at.Unix())
+		}
 	}
 	if err == nil && r == nil {
 		err = ErrNoRecord
