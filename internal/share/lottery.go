@@ -186,7 +186,11 @@ func keepOdds(st *store.State, p *params, v *View) {
 // places lie above the cut before: the cut moves that share of the way to
 // 1. (Set so as to leave Slots of them below it, from the pre-queue's
 // size, the cut waited for admissions that lag; but copies of a cookie
-// counted waiting at several instances held it back for good.) Once at 1
+// counted waiting at several instances held it back for good.) Once the
+// slots the minute has left cover every one of them still waiting, the
+// cut goes to 1: a FIFO grant then keeps a slot for each and gives the
+// rest to later arrivals, who would otherwise get in while the last of
+// the pre-queue wait for the cut (a refresh interval or more). Once at 1
 // (all of the pre-queue may pass) it is not written again; nor is a cut
 // that did not move. The interval that straddles the event's end draws
 // under the next period's seed, under which the pre-queue has no places
@@ -221,7 +225,7 @@ func keepCuts(st *store.State, p *params, v *View) {
 		// interval's slots not taken yet.
 		waiting = min(waiting, int64(math.Ceil(float64(x.Prequeued)*(1-cut)+slots)))
 	}
-	if waiting > 0 {
+	if waiting > 0 && waiting > freeSlots(r, v) {
 		next = cut + (1-cut)*slots/float64(waiting)
 	}
 	if !(next > cut) {

@@ -596,7 +596,8 @@ func TestKeepSeedsForShuffles(t *testing.T) {
 
 // The cut of an event's shuffle: fixed by each interval's first sync,
 // each interval's slots over the pre-queue's visitors still waiting of the
-// way to 1; not written again once at 1, nor when it does not move.
+// way to 1, or 1 once the minute's slots left cover them; not written
+// again once at 1, nor when it does not move.
 func TestKeepCuts(t *testing.T) {
 	const refresh = 20_000
 	const h = 1_790_002_800
@@ -642,6 +643,33 @@ func TestKeepCuts(t *testing.T) {
 	slots = 10
 	keepCuts(swollen, &params{now: (w + 1) * refresh, rules: r}, view(150, 50))
 	assert.InDelta(t, 0.1+0.9*10/100, swollen.Seeds[0].Cuts[1].Odds, 1e-12, "counted as 100, not 200")
+
+	// Once the slots the minute has left cover the pre-queue still
+	// waiting, the cut lets all of it pass: the FIFO grant keeps a slot
+	// for each, and gives the rest to later arrivals, who must not get
+	// in before the pre-queue's last.
+	for _, tc := range []struct {
+		waiting, admitted, active int64
+		want                      float64
+	}{
+		{3, 0, 0, 1},     // four slots left for three
+		{4, 0, 0, 1},     // as many as left
+		{5, 0, 0, 0.3},   // one more: the interval's slots' share
+		{3, 2, 0, 0.5},   // two admitted this minute: two left
+		{3, 0, 998, 0.5}, // two active places left
+		{0, 0, 0, 1},     // nobody waiting
+	} {
+		st := &store.State{Seeds: []store.Seed{{Start: h - 600, End: h + 3600}}}
+		rr := r
+		rr.TotalActiveUsers, rr.NewUsersPerMinute = 1000, 4
+		slots = 1.5
+		v := view(tc.waiting)
+		v.AdmittedThisMinute, v.Active = tc.admitted, tc.active
+		keepCuts(st, &params{now: w * refresh, rules: rr}, v)
+		require.Len(t, st.Seeds[0].Cuts, 1)
+		assert.InDelta(t, tc.want, st.Seeds[0].Cuts[0].Odds, 1e-12, "%+v", tc)
+	}
+	slots = 5
 
 	v := &View{seeds: st.Seeds}
 	for _, tc := range []struct {
