@@ -47,10 +47,7 @@ func TestRedisClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: a scenario of about 20 s against a Redis Cluster")
 	}
-	// The three-instance suites run side by side (each against servers
-	// of its own, mostly waiting on their timelines); the fleet's run
-	// alone before them.
-	t.Parallel()
+	t.Parallel() // beside the other suites and the fleets (fleetAlone)
 	clusterFailover(t, nRooms, false)
 }
 
@@ -66,6 +63,7 @@ func TestRedisClusterFleetFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: a scenario of about 20 s, with 40 instances, against a Redis Cluster")
 	}
+	fleetAlone(t)
 	clusterFailover(t, fleetRooms, true)
 }
 

@@ -54,7 +54,8 @@
 // A scenario's timeline lasts 18 s, then goes on until the room has shown
 // its recovery and two refresh intervals more (or until the recovery's
 // bound has passed): about 20 s in all. The fleets' scenarios run one
-// after the other, then the three-instance suites side by side; go test
-// -short skips them. A missing server binary skips them with a message, or fails them when
+// after the other, beside the three-instance suites, which run side by
+// side, each against servers of its own (with go test -parallel 8, as
+// scripts/test.sh runs them); go test -short skips them. A missing server binary skips them with a message, or fails them when
 // WAITINGROOM_REQUIRE_SERVICES=1 (see internal/servicetest).
 package faults

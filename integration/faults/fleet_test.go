@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,21 @@ const fleetRooms = 40
 // fleetCut is how many of a fleet's instances a partition cuts off from
 // the store.
 const fleetCut = 4
+
+// fleetTurn is held by each fleet scenario's test while it runs: the
+// fleets sync forty instances each against deadlines, one at a time. The
+// three-instance suites, which mostly wait on their timelines, run beside
+// them.
+var fleetTurn sync.Mutex
+
+// fleetAlone makes t, a test of fleet scenarios, run beside the
+// three-instance suites and after the other fleets' (scripts/test.sh
+// lets them all run at once: go test -parallel).
+func fleetAlone(t *testing.T) {
+	t.Parallel()
+	fleetTurn.Lock()
+	t.Cleanup(fleetTurn.Unlock)
+}
 
 // dumpLag is how long before a restart from an older dump the dump is
 // taken: the writes of those seconds, acknowledged, are lost.
@@ -37,6 +53,7 @@ func TestRedisFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: six scenarios of about 20 s, each with 40 instances, against a redis-server")
 	}
+	fleetAlone(t)
 	for _, tc := range []struct {
 		name  string
 		kind  faultKind

@@ -25,10 +25,7 @@ func TestRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: four scenarios of about 20 s against a redis-server")
 	}
-	// The three-instance suites run side by side (each against servers
-	// of its own, mostly waiting on their timelines); the fleet's run
-	// alone before them.
-	t.Parallel()
+	t.Parallel() // beside the other suites and the fleets (fleetAlone)
 	for _, tc := range []struct {
 		name  string
 		kind  faultKind

@@ -159,10 +159,7 @@ func TestPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: three scenarios of about 20 s against a PostgreSQL cluster")
 	}
-	// The three-instance suites run side by side (each against servers
-	// of its own, mostly waiting on their timelines); the fleet's run
-	// alone before them.
-	t.Parallel()
+	t.Parallel() // beside the other suites and the fleets (fleetAlone)
 	runSQL(t, postgres(t), false)
 }
 
@@ -172,10 +169,7 @@ func TestMariaDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: three scenarios of about 20 s against a MariaDB server")
 	}
-	// The three-instance suites run side by side (each against servers
-	// of its own, mostly waiting on their timelines); the fleet's run
-	// alone before them.
-	t.Parallel()
+	t.Parallel() // beside the other suites and the fleets (fleetAlone)
 	runSQL(t, mariaDB(t), false)
 }
 
@@ -189,6 +183,7 @@ func TestMariaDBFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: four scenarios of about 20 s, each with 40 instances, against a MariaDB server")
 	}
+	fleetAlone(t)
 	runSQL(t, mariaDB(t), true)
 }
 
