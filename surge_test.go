@@ -197,6 +197,7 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*testRoom) surgeResult {
 }
 
 func TestSurgeLimitsExact(t *testing.T) {
+	simulatedFleet(t)
 	for _, tc := range []struct {
 		name      string
 		instances int
