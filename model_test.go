@@ -132,14 +132,8 @@ const (
 func TestModel(t *testing.T) {
 	seeds := []uint64{1, 2, 3}
 	scale := 1.0
-	switch {
-	case testing.Short():
+	if testing.Short() {
 		seeds, scale = seeds[:1], 0.6
-	case waitingroom.RaceEnabled:
-		// The race detector watches a page's parallel requests with one
-		// seed (it slows the run tenfold); the test command runs every
-		// seed without it too (scripts/test.sh).
-		seeds = seeds[:1]
 	}
 	cases := []modelCase{
 		{

@@ -20,8 +20,8 @@
 #                wait on their timelines and on the servers they start
 #   integration  the rest of the integration module (several processes,
 #                the front door) and the examples (a browser), then the
-#                library's simulated fleets and its model test (bound by
-#                the CPU, without the race detector)
+#                library's simulated fleets (bound by the CPU, without
+#                the race detector)
 #   library      the library's module, with the race detector
 #   simulator    the simulator at full size, without it
 #   modules      every other module (the proxy, the stores, metrics, the
@@ -113,13 +113,12 @@ lane_integration() {
     go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} ./...
   # Then, bound by the CPU, the library's fleets and audits simulated on
   # one goroutine (TestFleet*, TestSurge*, Test*Audit: they skip under the
-  # race detector), and the model test with every seed (one under it),
-  # without it: the lightest lane takes them, beside the simulator. With
-  # -short everything ran without it in the library's lane.
+  # race detector), without it: the lightest lane takes them, beside the
+  # simulator. With -short everything ran without it in the library's lane.
   if [[ -z $short ]]; then
     lane_nice=$cpu_nice
-    gotest "., the simulated fleets and the model, no race detector, GOWORK=off" . \
-      env GOWORK=off go test -count=1 -timeout=20m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit|Model$)' ${args[@]+"${args[@]}"} .
+    gotest "., the simulated fleets, no race detector, GOWORK=off" . \
+      env GOWORK=off go test -count=1 -timeout=20m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit)' ${args[@]+"${args[@]}"} .
   fi
 }
 
