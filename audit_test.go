@@ -63,7 +63,8 @@ func holds(r lottery.Record, w, refresh int64) bool {
 	return r.Start*1000 <= lastMS(w, refresh) && lastMS(w, refresh) < r.End*1000
 }
 
-// TestLotteryAudit runs a random room on four instances through a crowd
+// TestLotteryAudit runs a random room on one instance and on four
+// through a crowd
 // of 1,000 visitors (one in ten also sends a copy of their cookie to an
 // instance every second) who each keep what their page showed them (their
 // identity, the commitment, each interval's number and odds, the interval
@@ -75,9 +76,16 @@ func holds(r lottery.Record, w, refresh int64) bool {
 // renewed, lapses: QueueHold) and wait in a new one: counted, not checked.
 func TestLotteryAudit(t *testing.T) {
 	simulatedFleet(t)
+	for _, n := range []int{1, 4} {
+		t.Run(fmt.Sprintf("%d instances", n), func(t *testing.T) { lotteryAudit(t, n) })
+	}
+}
+
+// lotteryAudit is TestLotteryAudit on n instances.
+func lotteryAudit(t *testing.T, n int) {
 	const crowd = 1_000
 	clk, st := newClock(), memstore.New()
-	rooms := instances(t, clk, st, 4, func(c *waitingroom.Config) {
+	rooms := instances(t, clk, st, n, func(c *waitingroom.Config) {
 		c.QueueingMethod = waitingroom.Random
 		c.TotalActiveUsers, c.NewUsersPerMinute = 100_000, 120
 	})

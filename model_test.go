@@ -187,6 +187,7 @@ func TestModel(t *testing.T) {
 		tc.honest = int(math.Round(float64(tc.honest) * scale))
 		t.Run(tc.name, func(t *testing.T) {
 			var pooled randomPool
+			var pairs pairedPool
 			for _, seed := range tc.seeds {
 				t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
 					m := newModel(t, tc, seed, true)
@@ -197,11 +198,12 @@ func TestModel(t *testing.T) {
 						alone := newModel(t, tc, seed, false)
 						alone.run()
 						alone.check()
-						m.compareAlone(alone)
+						m.compareAlone(alone, &pairs)
 					}
 				})
 			}
 			pooled.check(t, tc)
+			pairs.check(t, tc)
 		})
 	}
 }

@@ -211,7 +211,7 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 	data.QueueLength = e.Waiting
 	shuffled := p.event != nil && p.event.ShuffleAtStart && (p.prequeue || p.bucket(d.state.bucket) == p.lottery[0])
 	if d.Outcome == outcomeWaiting && (data.IsRandomQueue || shuffled) {
-		rm.lotteryData(d.state.id, data, now, shuffled)
+		rm.lotteryData(d.state.id, data, now)
 	}
 	if d.chal != nil && d.Outcome == outcomeWaiting {
 		rm.challengeData(&d, data, now)
@@ -239,11 +239,11 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 }
 
 // lotteryData shows the waiting visitor id, where admission is a draw
-// (random on several instances, slots.go) or a shuffle, what checks it:
-// their identity, the commitment of the period in progress and where its
-// record is published, the interval in progress and its odds once fixed.
-func (rm *Room) lotteryData(id uint64, data *template.Data, now int64, shuffle bool) {
-	if v := rm.syncer.Snapshot(); v != nil && (v.Instances > 1 || shuffle) {
+// (random, slots.go, or a shuffle), what checks it: their identity, the
+// commitment of the period in progress and where its record is published,
+// the interval in progress and its odds once fixed.
+func (rm *Room) lotteryData(id uint64, data *template.Data, now int64) {
+	if v := rm.syncer.Snapshot(); v != nil {
 		if r, ok := v.RecordAt(now, rm.cfg.RefreshInterval.Milliseconds()); ok {
 			data.LotteryIdentity, data.LotteryCommitment = lottery.FormatIdentity(id), r.Commitment.String()
 			data.LotteryRecords = rm.cfg.Page.RecordsAt(r.Start)

@@ -51,19 +51,42 @@ func fifoLayout(n int64, buckets []share.Bucket) grant {
 	return g
 }
 
-// randomLayout lets any waiting visitor take any slot: one pool.
-func randomLayout(n int64, _ []share.Bucket) grant {
-	return grant{{Bucket: anyBucket, N: n}}
+// randomLayout lets any waiting visitor take any slot, and keeps as many
+// as are due to check in from fresh arrivals: those get what is left once
+// every waiting visitor is covered, as in FIFO. (Taking the slots free at
+// their first request, fresh arrivals went ahead of the waiting visitors
+// the draw holds, who come at their chances: on one instance, the
+// waiting got in within the median shown 0.40 of the time, not 0.5.)
+func randomLayout(n int64, buckets []share.Bucket) grant {
+	var due int64
+	for _, b := range buckets {
+		due += b.Due
+	}
+	g := grant{}
+	if k := min(n, due); k > 0 {
+		g = append(g, grantEntry{Bucket: waitingBucket, N: k})
+		n -= k
+	}
+	if n > 0 {
+		g = append(g, grantEntry{Bucket: anyBucket, N: n})
+	}
+	return g
 }
 
-// The draw: random admission with several instances, where each
-// instance remembers only the chances it gave, so that copies of a cookie
-// at several would each get one. Only the visitors the lottery's draw
-// holds take a slot (share.View.Drawn: their identity and the refresh
-// interval under the period's seed, below the interval's odds); the draw
-// is the same for every copy, at every instance, and one who finds no
-// slot comes back soon (drawRetry). A new visitor without a cookie is not
-// drawn. An event's shuffled pre-queue is let in the same way, in the
+// waitingBucket marks the entry of a random grant that visitors waiting
+// may take and fresh arrivals may not: every waiting visitor's bucket is
+// older.
+const waitingBucket = anyBucket - 1
+
+// The draw: random admission, on one instance or many. Only the visitors
+// the lottery's draw holds take a slot (share.View.Drawn: their identity
+// and the refresh interval under the period's seed, below the interval's
+// odds), so that who gets in follows from public facts (docs/lottery.md);
+// and, where each instance remembers only the chances it gave, copies of
+// a cookie at several instances draw the same at each. With several
+// instances, one the draw holds who finds no slot comes back soon
+// (drawRetry). A new visitor without a cookie is not drawn: they take a
+// slot not kept for the visitors due (randomLayout). An event's shuffled pre-queue is let in the same way, in the
 // order of the places the seed gives (share.View.Placed), on any number
 // of instances. docs/fairness.md and docs/lottery.md tell the rest.
 

@@ -33,10 +33,25 @@ func TestFIFOLayout(t *testing.T) {
 	assert.Equal(t, grant{{Bucket: anyBucket, N: 3}}, fifoLayout(3, nil), "nobody waiting")
 }
 
-// Random's layout is one pool.
+// A random grant keeps as many slots as visitors are due from fresh
+// arrivals, who get the rest; any waiting visitor may take any of them.
 func TestRandomLayout(t *testing.T) {
-	assert.Equal(t, grant{{Bucket: anyBucket, N: 5}}, randomLayout(5, []share.Bucket{due(100, 2)}))
-	assert.Equal(t, grant{{Bucket: anyBucket, N: 0}}, randomLayout(0, nil))
+	for _, tc := range []struct {
+		name    string
+		n       int64
+		buckets []share.Bucket
+		want    grant
+	}{
+		{"nobody due: every slot to anyone", 5, nil, grant{{Bucket: anyBucket, N: 5}}},
+		{"fewer due than slots: the rest to fresh arrivals", 5, []share.Bucket{due(100, 2)}, grant{{Bucket: waitingBucket, N: 2}, {Bucket: anyBucket, N: 3}}},
+		{"due over several buckets", 5, []share.Bucket{due(100, 2), due(160, 1)}, grant{{Bucket: waitingBucket, N: 3}, {Bucket: anyBucket, N: 2}}},
+		{"more due than slots: none to fresh arrivals", 5, []share.Bucket{due(100, 4), due(160, 9)}, grant{{Bucket: waitingBucket, N: 5}}},
+		{"no slot", 0, []share.Bucket{due(100, 4)}, grant{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, randomLayout(tc.n, tc.buckets))
+		})
+	}
 }
 
 // A visitor the draw holds comes back in a quarter of the refresh

@@ -367,8 +367,10 @@ func TestExperiment(t *testing.T) {
 				require.NotNil(t, res.Calibration)
 				// The queue grows all half hour, which would make waits
 				// longer than shown; the estimates, which never count on
-				// more than the limit's pace, run a little long instead.
-				assert.InDelta(t, 0.55, res.Calibration.WithinP50, 0.05, "share let in within the shown P50, about 55 %% as the queue grows")
+				// more than the limit's pace, run long instead: 61 % within
+				// the P50 shown (57 % while fresh arrivals took slots free
+				// at their first request ahead of those waiting).
+				assert.InDelta(t, 0.6, res.Calibration.WithinP50, 0.05, "share let in within the shown P50, about 60 %% as the queue grows")
 			}
 		})
 	}

@@ -236,8 +236,8 @@ type Data struct {
 	// certain). 0 when not known (FIFO queueing, queueAll, a pre-queue,
 	// an unknown wait).
 	ChancePerRefreshOneIn int `json:"chancePerRefreshOneIn"`
-	// LotteryIdentity is, where admission is a draw (random queueing
-	// with several instances, or an event's shuffled pre-queue,
+	// LotteryIdentity is, where admission is a draw (random queueing,
+	// or an event's shuffled pre-queue,
 	// docs/lottery.md), the visitor's identity in it: 16 hex digits
 	// (lottery.FormatIdentity), what their draws and place are made of
 	// and what the verifier asks for. "" otherwise (absent from the

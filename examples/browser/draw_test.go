@@ -20,7 +20,7 @@ import (
 	"github.com/go-waitingroom/waitingroom/template"
 )
 
-// Where admission is a draw (random queueing, several instances), the
+// Where admission is a draw (random queueing, or a shuffle), the
 // waiting page has a closed section a visitor opens to note what checks
 // the draw: their identity in it, the commitment to the hour's seed, the
 // interval in progress and its odds, as the page's JSON gives them, and a

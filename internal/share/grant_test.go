@@ -32,6 +32,11 @@ func TestGrantTake(t *testing.T) {
 		{"no older bucket's slot", Grant{{Bucket: 100, N: 3}}, 101, false, nil},
 		{"an empty entry is no slot", Grant{{Bucket: 100, N: 0}}, 100, false, nil},
 		{"no grant", nil, 100, false, nil},
+		// Random's layout: the entry kept for the waiting, below the one
+		// for any, is every waiting visitor's and no fresh arrival's.
+		{"random, waiting: both entries", Grant{{Bucket: AnyBucket - 1, N: 2}, {Bucket: AnyBucket, N: 1}}, 100, false, []int64{AnyBucket, AnyBucket - 1, AnyBucket - 1}},
+		{"random, fresh: the one for any only", Grant{{Bucket: AnyBucket - 1, N: 2}, {Bucket: AnyBucket, N: 1}}, AnyBucket, true, []int64{AnyBucket}},
+		{"random, fresh, every slot kept for the waiting", Grant{{Bucket: AnyBucket - 1, N: 2}}, AnyBucket, true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var from []int64
