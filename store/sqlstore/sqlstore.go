@@ -92,8 +92,10 @@
 // on a pool count the calls they have in flight at once and, when that
 // goes above 2 and the most so far, raise its MaxIdleConns to it, or to
 // its MaxOpenConns when that is set: the connections they used at once
-// stay open for the next round. They never set it otherwise; to close
-// connections left idle, use the pool's SetConnMaxIdleTime.
+// stay open for the next round. They never set it otherwise (but for a
+// pool without MaxOpenConns whose MaxIdleConns was set above what they
+// use at once: they set it to that; set MaxOpenConns to keep more); to
+// close connections left idle, use the pool's SetConnMaxIdleTime.
 //
 // # Retries
 //
