@@ -27,8 +27,8 @@
 //     stopped. And the Redis Cluster failover above with the fleet
 //     (cluster_test.go): every key of the room is in its slot, mailboxes
 //     included, so the failover takes all of them back together.
-//   - A fleet of 40 instances on MariaDB (sql_test.go): the SQL faults
-//     above, and the aggregator stopped.
+//   - A fleet of 40 instances on MariaDB, and one on PostgreSQL
+//     (sql_test.go): the SQL faults above, and the aggregator stopped.
 //
 // and then checks, from the visitors' side, what the design promises
 // through any store failure under the default FailClosed policy: no 5xx,

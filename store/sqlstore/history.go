@@ -142,6 +142,7 @@ func (s *Store) AppendHistory(ctx context.Context, room string, recs []store.Rec
 	fail := func(err error) error {
 		return fmt.Errorf("waitingroom/sqlstore: append history of room %q to %s: %w", room, historyTable(s.table), s.classifyHistory(err))
 	}
+	defer s.pool.hold(s.db)()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fail(err)
@@ -170,6 +171,7 @@ func (s *Store) ReadHistory(ctx context.Context, room string, from, to int64) ([
 	if to <= from {
 		return nil, nil
 	}
+	defer s.pool.hold(s.db)()
 	rows, err := s.db.QueryContext(ctx, s.hq.read, room, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("waitingroom/sqlstore: read history of room %q from %s: %w", room, historyTable(s.table), s.classifyHistory(err))

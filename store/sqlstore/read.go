@@ -32,7 +32,9 @@ func (s *Store) Read(ctx context.Context, room string) (*store.State, error) {
 			return nil, fmt.Errorf("waitingroom/sqlstore: read room %q: %w", room, s.classify(err))
 		}
 		var data []byte
+		release := s.pool.hold(s.db)
 		err := s.db.QueryRowContext(ctx, s.q.read, room).Scan(&data)
+		release()
 		switch {
 		case err == nil:
 			st, err := store.Decode(data)

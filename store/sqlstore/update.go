@@ -107,6 +107,7 @@ var zeroState = store.MarshalState(&store.State{})
 // updateTx is one attempt of Update on PostgreSQL or MySQL. With create, it
 // first makes sure the row exists.
 func (s *Store) updateTx(ctx context.Context, room string, fn func(*store.State) error, create bool) (err error) {
+	defer s.pool.hold(s.db)()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -157,6 +158,7 @@ func (s *Store) updateTx(ctx context.Context, room string, fn func(*store.State)
 // updateSQLite is one attempt of Update on SQLite: an IMMEDIATE transaction
 // on a dedicated connection.
 func (s *Store) updateSQLite(ctx context.Context, room string, fn func(*store.State) error) error {
+	defer s.pool.hold(s.db)()
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
