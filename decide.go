@@ -12,12 +12,12 @@ import (
 )
 
 // check decides what happens to r, into x.d, without writing a response.
-// x is zero; the caller keeps it (a visit holds the decision and the
-// challenge's answer by value, so that neither is moved to the heap nor
-// copied). It does no store I/O: every decision is local, against the
-// grant of the latest sync. A missing, malformed, tampered, foreign or
-// expired cookie is ordinary input: the visitor is new. The only error is
-// ErrClosed.
+// x is zero but for page; the caller keeps it (a visit holds the decision
+// and the challenge's answer by value, so that neither is moved to the
+// heap nor copied). It does no store I/O: every decision is local,
+// against the grant of the latest sync. A missing, malformed, tampered,
+// foreign or expired cookie is ordinary input: the visitor is new. The
+// only error is ErrClosed.
 func (rm *Room) check(r *http.Request, x *visit) error {
 	err := rm.decide(r, x)
 	if claim := x.a.claim; claim != 0 {
@@ -28,7 +28,7 @@ func (rm *Room) check(r *http.Request, x *visit) error {
 		defer rm.unclaim(claim)
 		a := x.a
 		rm.askProvider(r, &a)
-		*x = visit{a: a}
+		*x = visit{a: a, page: x.page}
 		err = rm.decide(r, x)
 	}
 	return err
@@ -42,7 +42,8 @@ func (rm *Room) check(r *http.Request, x *visit) error {
 // place's latest chance here, due when the one now taken was due (0 for
 // a new place); cookieCounted: the cookie's visitor counts as waiting at
 // its check-in; drawing: only those the draw holds take a slot, won: it
-// holds this one.
+// holds this one. page is the caller's: the request is the page of an
+// answer that did not let it through (hook.PageHandler).
 type visit struct {
 	r   *http.Request
 	d   decision // what check decided
@@ -56,6 +57,7 @@ type visit struct {
 	ok, shut, closed, held, fresh, owed bool
 	cookieCounted, drawing, won, admit  bool
 	shuffled                            bool // in an event's shuffled pre-queue
+	page                                bool
 
 	chal *challenge.Policy // in force, or nil
 	ch   chance
@@ -95,9 +97,10 @@ func (rm *Room) decide(r *http.Request, x *visit) error {
 
 // arrive answers the requests that need no place in the queue: in a
 // suspended room or bypassed, an admitted visitor's whose session is
-// alive, any during a store outage under FailOpen, a new visitor's on a
-// closed site, and a waiting visitor's back before their chance. It
-// reports whether it answered.
+// alive (on the page of an answer that refused it, as between chances),
+// any during a store outage under FailOpen, a new visitor's on a closed
+// site, and a waiting visitor's back before their chance. It reports
+// whether it answered.
 func (rm *Room) arrive(x *visit) bool {
 	v, d := x.v, &x.d
 	if v.Settings.Suspended || rm.bypassed(x.r) {
@@ -122,11 +125,21 @@ func (rm *Room) arrive(x *visit) bool {
 	x.c, x.e, x.ok = c, e, ok
 	if ok && c.acceptedAt > 0 {
 		if rm.sessionAlive(v, pol, c, now) {
-			if x.shut {
+			switch {
+			case x.shut:
 				rm.shutOut(d, v, pol, c, x.closed)
-				return true
+			case x.page:
+				// The answer before the page refused this cookie: the
+				// instance that gave it found the session over (a revoke
+				// it knows of and this one does not yet: the revoking
+				// instance refuses at once, the others when the hold of
+				// passes ends). Let in here, the visitor would be sent
+				// back to that refusal; the page of it is the waiting
+				// one, the cookie left alone, no chance taken.
+				rm.tooEarly(d, v, pol, c, now, now+rm.cfg.RefreshInterval.Milliseconds())
+			default:
+				rm.admit(d, v, c, e, pol, now)
 			}
-			rm.admit(d, v, c, e, pol, now)
 			return true
 		}
 		// The session is over: back of the queue (below, not held).

@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/go-waitingroom/waitingroom/internal/hook"
@@ -18,6 +19,9 @@ func init() {
 	}
 	hook.ExpectPasses = func(room any, d time.Duration) error { return room.(*Room).expectPasses(d) }
 	hook.GivePass = givePass
+	hook.PageHandler = func(room any, next http.Handler) http.Handler {
+		return &handler{rm: room.(*Room), next: next, page: true}
+	}
 }
 
 // expectPasses notes that a handler in front of the room gives passes

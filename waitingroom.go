@@ -215,11 +215,12 @@ func (rm *Room) Handler(next http.Handler) http.Handler {
 type handler struct {
 	rm   *Room
 	next http.Handler
+	page bool // hook.PageHandler's: an alive session gets the waiting page
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := h.rm
-	var x visit
+	x := visit{page: h.page}
 	if err := rm.check(r, &x); err != nil {
 		rm.cfg.ErrorHandler(w, r, err)
 		return

@@ -115,7 +115,9 @@ type Options struct {
 //     with ModeHeader "status", 401 with an empty body and the
 //     Set-Cookie, and with "page" the waiting page of that decision
 //     (never a pass: if the room has let the visitor in since, a 307 to
-//     the original URI);
+//     the original URI; a session that the "status" answer refused, which
+//     the page's instance would let in, gets the waiting page: an
+//     instance refuses a revoked session before the others do);
 //   - a closed room (waitingroom.ErrClosed): the room's
 //     Config.ErrorHandler's answer.
 //
@@ -192,10 +194,14 @@ func (f *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	orig := f.original(r)
 	x := &exchange{ResponseWriter: w, f: f, mode: r.Header.Get(ModeHeader), vary: len(w.Header()["Vary"])}
 	if x.mode == modePage {
+		// The page of the "status" answer's decision, which the room
+		// takes from the cookie that answer set or, when it set none,
+		// from the cookie it refused: that session is not let in here.
 		orig, x.fresh = f.withCookie(orig, r.Header.Get(CookieHeader))
-	} else {
-		x.revoke = hasRevoke(r.Header)
+		hook.PageHandler(f.room, (*letThrough)(x)).ServeHTTP(x, orig)
+		return
 	}
+	x.revoke = hasRevoke(r.Header)
 	f.room.Handler((*letThrough)(x)).ServeHTTP(x, orig)
 }
 

@@ -263,3 +263,82 @@ func TestPassRevoke(t *testing.T) {
 		})
 	}
 }
+
+// A copy of a revoked visitor's cookie, sent once its pass has expired:
+// the revoking instance refuses it at once, while another lets it in
+// until the revoke's hold ends (it may have given passes that long). The
+// refused copy brings a new place, whose chance is not due at the next
+// request: that 401 sets no cookie, and nginx's page request, which may
+// reach any instance, carries the cookie the status request refused. Its
+// page is that decision's, waiting with the cookie left alone: a redirect
+// would send the visitor back to the refusal, round and round while the
+// instances answering alternate.
+func TestPassRevokedCopyPage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		pageAt int  // the instance the page request reaches: 0 revoked
+		learnt bool // instance 1 synced since the revoke
+	}{
+		{name: "the revoking instance", pageAt: 0, learnt: true},
+		{name: "another that learnt of the revoke", pageAt: 1, learnt: true},
+		{name: "another that has not synced since", pageAt: 1, learnt: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk, st := testclock.New(testclock.Start), memstore.New()
+			var trs []*testRoom
+			var hs []http.Handler
+			for range 2 {
+				tr := newTestRoomOn(t, clk, st, func(c *waitingroom.Config) {
+					c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+					c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+				})
+				trs, hs = append(trs, tr), append(hs, tr.handler(Forwarded, Pass{Secret: testPassSecret, Duration: 2 * time.Second}))
+			}
+			a := trs[0]
+			a.sync()
+			b := &passBrowser{}
+			require.True(t, a.passGet(hs[0], b, "/", false).passed)
+			kept := *b
+			for _, tr := range trs {
+				tr.sync()
+			}
+			clk.Add(500 * time.Millisecond)
+			require.Equal(t, "revoked", a.passGet(hs[0], b, "/checkout/done", true).ticket)
+			a.sync()
+			if tc.learnt {
+				trs[1].sync()
+			}
+
+			clk.Add(1600 * time.Millisecond)
+			_, good := fronttest.CheckPass(kept.pass, cookieName, testPassSecret, clk.Now().Unix())
+			require.False(t, good, "the copy's pass has expired")
+			status := func() *httptest.ResponseRecorder {
+				k := kept // a copy that keeps nothing the room sets
+				return a.passGet(hs[0], &k, "/", false).w
+			}
+			require.Equal(t, http.StatusUnauthorized, status().Code, "refused: the slot is held, the new place waits")
+			clk.Add(500 * time.Millisecond)
+			w := status()
+			require.Equal(t, http.StatusUnauthorized, w.Code)
+			require.Empty(t, w.Header().Values("Set-Cookie"), "the new place's chance is not due: the cookie is left alone")
+
+			r := authRequest(http.MethodGet, "http://127.0.0.1:8081/", map[string]string{
+				"X-Forwarded-Method": http.MethodGet, "X-Forwarded-Uri": "/", "X-Forwarded-Host": "shop.example",
+				"X-Forwarded-Proto": "https", ModeHeader: "page", CookieHeader: "",
+			}, kept.cookie)
+			p := httptest.NewRecorder()
+			hs[tc.pageAt].ServeHTTP(p, r)
+			assert.NotEqual(t, http.StatusTemporaryRedirect, p.Code, "redirected to %q", p.Header().Get("Location"))
+			assert.Equal(t, http.StatusTooManyRequests, p.Code)
+			assert.True(t, isWaiting(p), "the waiting page")
+			assert.Empty(t, p.Header().Values("Set-Cookie"), "the cookie left alone")
+
+			if tc.pageAt != 0 {
+				// The page's instance lets the copy in on a request of its
+				// own until the hold ends: only its page follows the refusal.
+				k := kept
+				assert.True(t, trs[tc.pageAt].passGet(hs[tc.pageAt], &k, "/", false).passed)
+			}
+		})
+	}
+}

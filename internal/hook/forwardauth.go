@@ -3,6 +3,7 @@ package hook
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"time"
 )
@@ -44,4 +45,16 @@ var (
 	// ok is false, and nothing is recorded, when no pass may be given:
 	// ctx is no admitted visitor's, or an end is too close.
 	GivePass func(ctx context.Context, d time.Duration) (last, now int64, ok bool)
+
+	// PageHandler is room.Handler(next) for the page that follows an
+	// answer that did not let the request through (nginx's error_page
+	// after a 401), which may reach another instance: it decides as
+	// Handler does, but a visitor whose session it finds alive gets the
+	// waiting page, their cookie left alone, rather than next. The
+	// instance that answered first refused that session (a revoke it
+	// knows of and this one does not yet, or a sign of life this one
+	// learnt first), and passing it here would send the visitor back to
+	// that refusal. A visitor let in since (a place that became a
+	// session, a chance) or a request a rule lets through reaches next.
+	PageHandler func(room any, next http.Handler) http.Handler
 )
