@@ -11,13 +11,11 @@ import (
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
-// check decides what happens to r, into x.d, without writing a response.
-// x is zero but for page; the caller keeps it (a visit holds the decision
-// and the challenge's answer by value, so that neither is moved to the
-// heap nor copied). It does no store I/O: every decision is local,
-// against the grant of the latest sync. A missing, malformed, tampered,
-// foreign or expired cookie is ordinary input: the visitor is new. The
-// only error is ErrClosed.
+// check decides what happens to r, into x.d (zero but for page, kept by
+// the caller: not moved to the heap nor copied), without writing a
+// response or any store I/O: every decision is local, against the latest
+// sync's grant. A missing, malformed, tampered, foreign or expired cookie
+// is ordinary input: the visitor is new. The only error is ErrClosed.
 func (rm *Room) check(r *http.Request, x *visit) error {
 	err := rm.decide(r, x)
 	if claim := x.a.claim; claim != 0 {
@@ -42,8 +40,7 @@ func (rm *Room) check(r *http.Request, x *visit) error {
 // place's latest chance here, due when the one now taken was due (0 for
 // a new place); cookieCounted: the cookie's visitor counts as waiting at
 // its check-in; drawing: only those the draw holds take a slot, won: it
-// holds this one. page is the caller's: the request is the page of an
-// answer that did not let it through (hook.PageHandler).
+// holds this one; page: the page of a refusal (hook.PageHandler).
 type visit struct {
 	r   *http.Request
 	d   decision // what check decided
@@ -129,13 +126,8 @@ func (rm *Room) arrive(x *visit) bool {
 			case x.shut:
 				rm.shutOut(d, v, pol, c, x.closed)
 			case x.page:
-				// The answer before the page refused this cookie: the
-				// instance that gave it found the session over (a revoke
-				// it knows of and this one does not yet: the revoking
-				// instance refuses at once, the others when the hold of
-				// passes ends). Let in here, the visitor would be sent
-				// back to that refusal; the page of it is the waiting
-				// one, the cookie left alone, no chance taken.
+				// The answer before refused it (a revoke this instance
+				// does not know yet): the waiting page, no chance taken.
 				rm.tooEarly(d, v, pol, c, now, now+rm.cfg.RefreshInterval.Milliseconds())
 			default:
 				rm.admit(d, v, c, e, pol, now)
@@ -331,10 +323,7 @@ func (rm *Room) takeLocked(x *visit) {
 			x.ch.heldAt = cmp.Or(x.ch.heldAt, now)
 		} else {
 			// Random on several instances: a fresh arrival may take a
-			// slot kept for the visitors due (randomLayout), which waits
-			// at one instance for one the draw holds to reach it (four
-			// instances under Total Active Users used 0.941 of it, 0.965
-			// so).
+			// slot kept for those due (docs/fairness.md).
 			fresh := x.fresh && (pol.method.ordered || v.Instances <= 1)
 			x.ch.heldAt, x.admit = 0, rm.local.Take(b, fresh)
 		}
@@ -395,10 +384,8 @@ func (rm *Room) waitLocked(x *visit) {
 		next = now + powHoldRefresh // back as soon as the page's worker is done
 	}
 	if x.won && x.gate == gatePass && x.v.Instances > 1 {
-		// The draw holds them: back soon, for a slot at another
-		// instance. One instance has every slot: back at their next
-		// chance, as everyone (back sooner, groups sharing a cookie
-		// waited 0.53 to 0.62 of polite visitors' wait).
+		// The draw holds them: back soon, for another instance's slot
+		// (on one, at their next chance: docs/fairness.md).
 		next = now + drawRetry(rm.cfg.RefreshInterval.Milliseconds())
 	}
 	if !x.fresh && !x.closed && x.gate == gatePass && counted {

@@ -164,32 +164,17 @@ func (e Estimate) Formatted(lang string) string {
 // other visitors', as of view v under policy p, and whether it is known.
 // byRate is the wait, in minutes, the recent admission rate gives (no
 // more than ahead ÷ rate for FIFO), or NaN when nothing was let in lately.
-// The wait is the latest of the bounds that apply:
-//
-//   - the limit on new visitors: NewUsersPerMinute a minute, spread over
-//     the minute, counting those admitted this minute already;
-//   - while TotalActiveUsers binds, the slots: a visitor gets in when a
-//     slot frees, and the room knows when each live session ends unless
-//     renewed (the state counts every active visitor by the second of
-//     their latest request), so the k-th slot to free is the k-th session
-//     end. Beyond the live sessions, slots come round once per session
-//     hold: the session duration, or the active visitors over the
-//     observed outflow when that is longer (visitors who keep browsing
-//     hold their slot longer);
-//   - byRate, when the slots do not bind or the slot waited for is held
-//     by a session seen within the last minute (which may be renewed, so
-//     its end is only the earliest the slot can free). Where the ends are
-//     known, the rate is not used: slots that free in bursts (sessions
-//     that began together) make a rate that is wrong at every moment.
-//
-// The wait is unknown when the slot waited for is held by a session seen
-// within the last minute and nothing was let in lately.
-// byRate only raises the wait: behind a held slot the first in line (byRate
-// 0) waits for the end of the session holding it, renewed or not, however
-// fast the rate; k ÷ rate for the k-th admission would lengthen every
-// flowing room's estimate, where FIFO estimates already run long. The wait
-// is as fresh as v: a view older than an admission this instance made since
-// (within a sync) still shows the slot it took as free.
+// The wait is the latest of: NewUsersPerMinute's pace over the minute,
+// counting those admitted this minute already; while TotalActiveUsers
+// binds, the k-th session end (the state knows when each live session
+// ends unless renewed; beyond them, slots come round once per session
+// hold: the session duration, or the active over the observed outflow
+// when longer); and byRate, where the slots do not bind or the slot waited
+// for is held by a session seen within the last minute (its end is then
+// only the earliest). Known ends beat the rate: slots freed in bursts make
+// a rate wrong at every moment. Unknown when such a slot is waited for and
+// nothing was let in lately. byRate only raises the wait (k ÷ rate would
+// lengthen every flowing room's estimate). The wait is as fresh as v.
 func waitAfter(v *view, p *policy, ahead, byRate float64) (float64, bool) {
 	if math.IsNaN(ahead) || v.At == 0 {
 		return 0, false // a view before the first sync knows nothing

@@ -52,11 +52,7 @@ func fifoLayout(n int64, buckets []share.Bucket) grant {
 }
 
 // randomLayout lets any waiting visitor take any slot, and keeps as many
-// as are due to check in from fresh arrivals: those get what is left once
-// every waiting visitor is covered, as in FIFO. (Taking the slots free at
-// their first request, fresh arrivals went ahead of the waiting visitors
-// the draw holds, who come at their chances: on one instance, the
-// waiting got in within the median shown 0.40 of the time, not 0.5.)
+// as are due from fresh arrivals, who get the rest (docs/fairness.md).
 func randomLayout(n int64, buckets []share.Bucket) grant {
 	var due int64
 	for _, b := range buckets {
@@ -73,22 +69,15 @@ func randomLayout(n int64, buckets []share.Bucket) grant {
 	return g
 }
 
-// waitingBucket marks the entry of a random grant that visitors waiting
-// may take and fresh arrivals may not: every waiting visitor's bucket is
-// older.
+// waitingBucket marks a random grant's entry for the waiting only.
 const waitingBucket = anyBucket - 1
 
-// The draw: random admission, on one instance or many. Only the visitors
-// the lottery's draw holds take a slot (share.View.Drawn: their identity
-// and the refresh interval under the period's seed, below the interval's
-// odds), so that who gets in follows from public facts (docs/lottery.md);
-// and, where each instance remembers only the chances it gave, copies of
-// a cookie at several instances draw the same at each. With several
-// instances, one the draw holds who finds no slot comes back soon
-// (drawRetry). A new visitor without a cookie is not drawn: they take a
-// slot not kept for the visitors due (randomLayout). An event's shuffled pre-queue is let in the same way, in the
-// order of the places the seed gives (share.View.Placed), on any number
-// of instances. docs/fairness.md and docs/lottery.md tell the rest.
+// The draw: in random, only the visitors the lottery's draw holds take a
+// slot (share.View.Drawn: identity and interval under the period's seed,
+// below the interval's odds), the same for every copy at every instance;
+// on several, one who finds no slot comes back soon (drawRetry). A
+// shuffled pre-queue goes in the same way, in the order of the seed's
+// places (share.View.Placed). docs/fairness.md and lottery.md say more.
 
 // drawMargin is how many visitors the odds let win the draw for each slot
 // an interval brings. More race for the slots, and whoever asks most often
@@ -103,17 +92,13 @@ const drawMargin = 1.0
 const drawScarceMargin = 2.0
 
 // drawSlots is how many visitors the draw of a refresh interval at now
-// (Unix ms) lets in, as of view v under policy p: the odds of one waiting
-// visitor are these over the visitors waiting (drawOdds), and the share
-// of an event's shuffled pre-queue the interval's cut adds, these over
-// its visitors still waiting (internal/share: keepCuts). They are the
-// slots an interval brings (New Users Per Minute's share, or, when Total
-// Active Users binds, as many as were let in lately), or, when the slots
-// released and not taken yet are more, what they exceed a quarter of an
-// interval's by (copies of a cookie counted waiting at several instances
-// swell the count, and odds that small would leave slots unused:
-// docs/fairness.md). The state fixes the odds and cuts at the first sync
-// of each interval, and every instance draws with them.
+// (Unix ms) lets in, as of view v under policy p (drawOdds divides it by
+// the waiting; keepCuts, in internal/share, by the shuffled pre-queue
+// still waiting): the slots an interval brings (New Users Per Minute's
+// share, or, when Total Active Users binds, as many as were let in
+// lately), or what the slots released and untaken exceed a quarter
+// interval's by, if more (copies counted at several instances swell the
+// count: docs/fairness.md). The first sync of an interval fixes them.
 func drawSlots(v *share.View, p *policy, refresh, now int64) float64 {
 	limit := int64(p.NewUsersPerMinute)
 	slots := float64(limit) * float64(refresh) / 60_000
