@@ -58,9 +58,12 @@ if [[ " $* " == *" -short "* ]]; then
   short=1
 fi
 args=("$@")
-# Every go test has 20 minutes rather than its default 10: the lanes share
+# Every go test has 40 minutes rather than its default 10: the lanes share
 # two cores, and the fault scenarios or the library under the race
-# detector alone can near 10 on a busy machine.
+# detector alone can near 10 on a busy machine. On a machine whose build
+# cache is empty, the lanes build Caddy and the examples with the race
+# detector beside the simulator, which took 20 minutes to get 365 CPU
+# seconds (the run of a warm cache, about 340 in 11 minutes).
 # The niceness of the lanes bound by the CPU: enough to yield to the
 # timelines, not so much that their own deadlines (a store's conformance
 # under concurrent updates, 30 s) starve behind every other process.
@@ -100,7 +103,7 @@ lane_faults() {
   # -parallel 8: the three-instance suites side by side, beside the fleets
   # (which run one at a time), rather than two tests at a time.
   gotest "./integration/faults, no race detector" ./integration \
-    go test -shuffle=on -count=1 -parallel 8 -timeout=20m ${args[@]+"${args[@]}"} ./faults
+    go test -shuffle=on -count=1 -parallel 8 -timeout=40m ${args[@]+"${args[@]}"} ./faults
 }
 
 lane_integration() {
@@ -108,9 +111,9 @@ lane_integration() {
   pkgs=$(cd integration && go list ./... | grep -v '/integration/faults$')
   # shellcheck disable=SC2086
   gotest "./integration, but for ./faults" ./integration \
-    go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} $pkgs
+    go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=40m ${args[@]+"${args[@]}"} $pkgs
   gotest "./examples" ./examples \
-    go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} ./...
+    go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=40m ${args[@]+"${args[@]}"} ./...
   # Then, bound by the CPU, the library's fleets and audits simulated on
   # one goroutine (TestFleet*, TestSurge*, Test*Audit: they skip under the
   # race detector), without it: the lightest lane takes them, beside the
@@ -118,7 +121,7 @@ lane_integration() {
   if [[ -z $short ]]; then
     lane_nice=$cpu_nice
     gotest "., the simulated fleets, no race detector, GOWORK=off" . \
-      env GOWORK=off go test -count=1 -timeout=20m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit)' ${args[@]+"${args[@]}"} .
+      env GOWORK=off go test -count=1 -timeout=40m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit)' ${args[@]+"${args[@]}"} .
   fi
 }
 
@@ -134,7 +137,7 @@ lane_library() {
   fi
   # shellcheck disable=SC2086
   gotest ". (GOWORK=off)" . \
-    env GOWORK=off go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} $pkgs
+    env GOWORK=off go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=40m ${args[@]+"${args[@]}"} $pkgs
 }
 
 lane_simulator() {
@@ -143,7 +146,7 @@ lane_simulator() {
   # ran in the library's lane).
   if [[ -z $short ]]; then
     gotest "./sim, full size, GOWORK=off" . \
-      env GOWORK=off go test -count=1 -timeout=20m ./sim/
+      env GOWORK=off go test -count=1 -timeout=40m ./sim/
   fi
 }
 
@@ -158,11 +161,11 @@ lane_modules() {
         # takes minutes of CI for a few hundred lines whose concurrency is
         # the library's (raced in its own module) and Caddy's.
         gotest "$mod, no race detector" "$mod" \
-          go test -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} ./...
+          go test -shuffle=on -count=1 -timeout=40m ${args[@]+"${args[@]}"} ./...
         ;;
       *)
         gotest "$mod" "$mod" \
-          go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=20m ${args[@]+"${args[@]}"} ./...
+          go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=40m ${args[@]+"${args[@]}"} ./...
         ;;
     esac
   done
