@@ -23,7 +23,6 @@
 package lottery
 
 import (
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -149,13 +148,10 @@ func Commit(seed Seed, p Period) Hash {
 // as a big-endian integer shifted right by 11, over 2^53. The visitor wins
 // the interval's draw when it is below the interval's odds.
 func Draw(seed Seed, identity uint64, w int64) float64 {
-	m := hmac.New(sha256.New, seed[:])
-	m.Write([]byte(drawDomain))
 	var b [16]byte
 	binary.BigEndian.PutUint64(b[:8], identity)
 	binary.BigEndian.PutUint64(b[8:], uint64(w))
-	m.Write(b[:])
-	return unit(m.Sum(nil))
+	return unit(mac(seed, drawDomain, b[:]))
 }
 
 // Place returns pre-queued visitor identity's place in an event's
@@ -165,18 +161,36 @@ func Draw(seed Seed, identity uint64, w int64) float64 {
 // The pre-queue is let in in ascending order of places: the visitor's
 // turn has come in an interval whose cut is above their place.
 func Place(seed Seed, identity uint64) float64 {
-	m := hmac.New(sha256.New, seed[:])
-	m.Write([]byte(placeDomain))
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], identity)
-	m.Write(b[:])
-	return unit(m.Sum(nil))
+	return unit(mac(seed, placeDomain, b[:]))
+}
+
+// mac returns HMAC-SHA256 keyed by seed over domain and data (at most 16
+// bytes), as crypto/hmac computes it, without its allocations: a
+// request's draws cost two SHA-256 sums over the stack.
+func mac(seed Seed, domain string, data []byte) [sha256.Size]byte {
+	const block = sha256.BlockSize // the key, 32 bytes, is padded to it
+	var in [block + 48]byte
+	var out [block + sha256.Size]byte
+	for i := range block {
+		var k byte
+		if i < len(seed) {
+			k = seed[i]
+		}
+		in[i], out[i] = k^0x36, k^0x5c
+	}
+	n := block + copy(in[block:], domain)
+	n += copy(in[n:], data)
+	inner := sha256.Sum256(in[:n])
+	copy(out[block:], inner[:])
+	return sha256.Sum256(out[:])
 }
 
 // unit reads the first 8 bytes of mac as a number in [0, 1): big-endian,
 // shifted right by 11, over 2^53.
-func unit(mac []byte) float64 {
-	return float64(binary.BigEndian.Uint64(mac)>>11) / (1 << 53)
+func unit(mac [sha256.Size]byte) float64 {
+	return float64(binary.BigEndian.Uint64(mac[:])>>11) / (1 << 53)
 }
 
 // The errors Verify returns, each wrapped with the details: test them with

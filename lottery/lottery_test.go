@@ -499,6 +499,44 @@ func TestVerifyPlaces(t *testing.T) {
 	assert.Zero(t, rep.Rank)
 }
 
+// Draw is the spec's: the first 8 bytes of HMAC-SHA256(seed, domain ‖
+// identity ‖ interval), shifted right by 11, over 2^53, whatever the seed
+// and the identity's and interval's bytes.
+func TestDraw(t *testing.T) {
+	for _, tc := range []struct {
+		seed lottery.Seed
+		id   uint64
+		w    int64
+	}{
+		{testSeed(10), 0, 0},
+		{testSeed(10), 1, 354_012_345},
+		{testSeed(11), 0xfedcba9876543210, -1},
+		{lottery.Seed{}, math.MaxUint64, math.MaxInt64},
+		{lottery.Seed{0: 0xff, 31: 0x80}, 42, math.MinInt64},
+	} {
+		m := hmac.New(sha256.New, tc.seed[:])
+		m.Write([]byte("waitingroom lottery v1 draw"))
+		m.Write(binary.BigEndian.AppendUint64(nil, tc.id))
+		m.Write(binary.BigEndian.AppendUint64(nil, uint64(tc.w)))
+		want := float64(binary.BigEndian.Uint64(m.Sum(nil))>>11) / (1 << 53)
+		assert.Equal(t, want, lottery.Draw(tc.seed, tc.id, tc.w), "%+v", tc)
+	}
+}
+
+// BenchmarkDraw is a draw's cost: a waiting visitor's request in random
+// admission makes up to three.
+func BenchmarkDraw(b *testing.B) {
+	seed := testSeed(10)
+	b.ReportAllocs()
+	var sum float64
+	for i := 0; b.Loop(); i++ {
+		sum += lottery.Draw(seed, uint64(i), 354_012_345)
+	}
+	if sum < 0 {
+		b.Fatal(sum)
+	}
+}
+
 // Place is the spec's: the first 8 bytes of HMAC-SHA256(seed, domain ‖
 // identity), shifted right by 11, over 2^53; in [0, 1), tied to the seed
 // and the identity, and not a draw.

@@ -3,7 +3,10 @@ package template
 import (
 	"encoding/json"
 	"io"
+	"math"
+	"strconv"
 	"strings"
+	"sync"
 )
 
 // WriteJSON writes d as a JSON object holding one member named key, whose
@@ -18,22 +21,115 @@ func WriteJSON(w io.Writer, key string, d *Data) error {
 	if d == nil {
 		d = &Data{}
 	}
-	body, err := json.Marshal(d)
-	if err != nil {
-		return err // cannot happen: Data holds only bools, ints and strings
-	}
-	k, err := json.Marshal(key)
-	if err != nil {
-		return err // cannot happen for a string
-	}
-	out := make([]byte, 0, len(k)+len(body)+4)
-	out = append(out, '{')
-	out = append(out, k...)
+	bp := jsonBuffers.Get().(*[]byte)
+	defer jsonBuffers.Put(bp)
+	out := append((*bp)[:0], '{')
+	out = appendString(out, key)
 	out = append(out, ':')
-	out = append(out, body...)
+	out, err := appendData(out, d)
+	if err != nil {
+		return err
+	}
 	out = append(out, '}', '\n')
+	*bp = out
 	_, err = w.Write(out)
 	return err
+}
+
+// jsonBuffers holds WriteJSON's buffers (a Writer does not keep what it
+// is given).
+var jsonBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// appendData appends d to b as encoding/json marshals it, byte for byte
+// (TestAppendData), without its reflection. The error is encoding/json's
+// for odds it cannot write (NaN, ±Inf).
+func appendData(b []byte, d *Data) ([]byte, error) {
+	w := jsonWriter{append(b, '{')}
+	w.b = append(w.b, `"inWaitingRoom":`...)
+	w.b = strconv.AppendBool(w.b, d.InWaitingRoom)
+	w.bool(`,"waitTimeKnown":`, d.WaitTimeKnown)
+	w.int(`,"waitTime":`, int64(d.WaitTime))
+	w.int(`,"waitTimeHours":`, int64(d.WaitTimeHours))
+	w.int(`,"waitTimeHourMinutes":`, int64(d.WaitTimeHourMinutes))
+	w.int(`,"waitTime25Percentile":`, int64(d.WaitTime25Percentile))
+	w.int(`,"waitTime50Percentile":`, int64(d.WaitTime50Percentile))
+	w.int(`,"waitTime75Percentile":`, int64(d.WaitTime75Percentile))
+	w.string(`,"waitTimeFormatted":`, d.WaitTimeFormatted, false)
+	w.bool(`,"queueIsFull":`, d.QueueIsFull)
+	w.bool(`,"queueAll":`, d.QueueAll)
+	w.string(`,"lastUpdated":`, d.LastUpdated, false)
+	w.int(`,"refreshIntervalSeconds":`, int64(d.RefreshIntervalSeconds))
+	w.string(`,"queueingMethod":`, d.QueueingMethod, false)
+	w.bool(`,"isFIFOQueue":`, d.IsFIFOQueue)
+	w.bool(`,"isRandomQueue":`, d.IsRandomQueue)
+	w.bool(`,"isPassthroughQueue":`, d.IsPassthroughQueue)
+	w.bool(`,"isRejectQueue":`, d.IsRejectQueue)
+	w.bool(`,"isEventActive":`, d.IsEventActive)
+	w.bool(`,"isEventPrequeueing":`, d.IsEventPrequeueing)
+	w.int(`,"timeUntilEventStart":`, int64(d.TimeUntilEventStart))
+	w.string(`,"timeUntilEventStartFormatted":`, d.TimeUntilEventStartFormatted, false)
+	w.int(`,"timeUntilEventEnd":`, int64(d.TimeUntilEventEnd))
+	w.string(`,"timeUntilEventEndFormatted":`, d.TimeUntilEventEndFormatted, false)
+	w.bool(`,"shuffleAtEventStart":`, d.ShuffleAtEventStart)
+	w.int(`,"positionInLine":`, int64(d.PositionInLine))
+	w.int(`,"queueLength":`, int64(d.QueueLength))
+	w.int(`,"chancePerRefreshOneIn":`, int64(d.ChancePerRefreshOneIn))
+	w.string(`,"lotteryIdentity":`, d.LotteryIdentity, true)
+	w.string(`,"lotteryCommitment":`, d.LotteryCommitment, true)
+	if d.LotteryInterval != 0 {
+		w.int(`,"lotteryInterval":`, d.LotteryInterval)
+	}
+	if d.LotteryOdds != 0 {
+		w.b = append(w.b, `,"lotteryOdds":`...)
+		if a := math.Abs(d.LotteryOdds); a >= 1e-6 && a < 1e21 {
+			w.b = strconv.AppendFloat(w.b, d.LotteryOdds, 'f', -1, 64)
+		} else {
+			v, err := json.Marshal(d.LotteryOdds) // its exponent form, or its error
+			if err != nil {
+				return nil, err
+			}
+			w.b = append(w.b, v...)
+		}
+	}
+	w.string(`,"lotteryRecords":`, d.LotteryRecords, true)
+	w.string(`,"challenge":`, d.Challenge, true)
+	w.string(`,"challengePuzzle":`, d.ChallengePuzzle, true)
+	w.string(`,"challengeSiteKey":`, d.ChallengeSiteKey, true)
+	return append(w.b, '}'), nil
+}
+
+// jsonWriter appends the members of a JSON object to b, each after the
+// first named by its key: a comma, its name in quotes and a colon.
+type jsonWriter struct{ b []byte }
+
+func (w *jsonWriter) bool(key string, v bool) {
+	w.b = strconv.AppendBool(append(w.b, key...), v)
+}
+
+func (w *jsonWriter) int(key string, v int64) {
+	w.b = strconv.AppendInt(append(w.b, key...), v, 10)
+}
+
+// string appends a string member; omitEmpty leaves out an empty one.
+func (w *jsonWriter) string(key, v string, omitEmpty bool) {
+	if v != "" || !omitEmpty {
+		w.b = appendString(append(w.b, key...), v)
+	}
+}
+
+// appendString appends s to b as a JSON string, as encoding/json writes
+// it: as it is when every byte is printable ASCII that neither JSON nor
+// HTML gives a meaning to, encoding/json's escaping otherwise.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			v, _ := json.Marshal(s) // a string cannot fail
+			return append(b, v...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // Limits on the Accept header WantsJSON looks at. Anything past them is

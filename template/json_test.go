@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -281,4 +283,68 @@ func mustParse(t *testing.T, src string) *Template {
 	tmpl, err := Parse(src)
 	require.NoError(t, err)
 	return tmpl
+}
+
+// TestAppendData holds WriteJSON's encoder to encoding/json's output, byte
+// for byte, for Data whose every field is set at random (strings of HTML,
+// quotes, control characters, invalid UTF-8 and line separators; numbers
+// of every sign and size), so that a field added to Data and not to the
+// encoder fails here.
+func TestAppendData(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"", "a", "5 minutes", "<b>", "&amp;", `"`, `\`, "\n", "\x00", "\x1f", "\x7f", "é", "\xff", "\u2028", "\u2029", "🎟", "</script>"}
+	floats := []float64{0, 1, 0.25, 1.0 / 3, 1e-6, 9.99e-7, 1e-300, 1e21, 123456789, -0.5, math.NaN(), math.Inf(1)}
+	for i := range 2000 {
+		var d Data
+		v := reflect.ValueOf(&d).Elem()
+		for j := range v.NumField() {
+			if rng.IntN(4) == 0 {
+				continue // zero: the omitempty fields left out
+			}
+			switch f := v.Field(j); f.Kind() {
+			case reflect.Bool:
+				f.SetBool(true)
+			case reflect.Int, reflect.Int64:
+				f.SetInt([]int64{1, -1, 255, 256, math.MaxInt64, math.MinInt64, rng.Int64()}[rng.IntN(7)])
+			case reflect.Float64:
+				f.SetFloat(floats[rng.IntN(len(floats))])
+			case reflect.String:
+				var s strings.Builder
+				for range rng.IntN(4) {
+					s.WriteString(pieces[rng.IntN(len(pieces))])
+				}
+				f.SetString(s.String())
+			default:
+				t.Fatalf("field %s: a kind appendData does not write", v.Type().Field(j).Name)
+			}
+		}
+		want, wantErr := json.Marshal(&d)
+		got, err := appendData(nil, &d)
+		if wantErr != nil {
+			require.Error(t, err, "run %d: %+v", i, d)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "run %d", i)
+	}
+}
+
+// BenchmarkWriteJSON is a waiting visitor's JSON answer, against
+// encoding/json's.
+func BenchmarkWriteJSON(b *testing.B) {
+	d := randomData()
+	d.LotteryIdentity, d.LotteryCommitment, d.LotteryInterval, d.LotteryOdds = "0123456789abcdef", strings.Repeat("ab", 32), 354_012_345, 0.0125
+	b.Run("WriteJSON", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = WriteJSON(io.Discard, "waitingRoom", d)
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			v, _ := json.Marshal(d)
+			_, _ = io.Discard.Write(v)
+		}
+	})
 }

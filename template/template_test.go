@@ -887,16 +887,6 @@ func BenchmarkRenderDefault(b *testing.B) {
 	}
 }
 
-func BenchmarkWriteJSON(b *testing.B) {
-	d := fifoData()
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := WriteJSON(io.Discard, "waitingRoom", d); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func BenchmarkWantsJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {

@@ -47,7 +47,7 @@ func TestRedisClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: a scenario of about 20 s against a Redis Cluster")
 	}
-	t.Parallel() // beside the other suites and the fleets (fleetAlone)
+	t.Parallel() // beside the other suites and the fleets (fleetTurn)
 	clusterFailover(t, nRooms, false)
 }
 
@@ -63,7 +63,7 @@ func TestRedisClusterFleetFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: a scenario of about 20 s, with 40 instances, against a Redis Cluster")
 	}
-	fleetAlone(t)
+	fleetTurn(t)
 	clusterFailover(t, fleetRooms, true)
 }
 

@@ -25,7 +25,7 @@ func TestRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: four scenarios of about 20 s against a redis-server")
 	}
-	t.Parallel() // beside the other suites and the fleets (fleetAlone)
+	t.Parallel() // beside the other suites and the fleets (fleetTurn)
 	for _, tc := range []struct {
 		name  string
 		kind  faultKind

@@ -159,7 +159,7 @@ func TestPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: three scenarios of about 20 s against a PostgreSQL cluster")
 	}
-	t.Parallel() // beside the other suites and the fleets (fleetAlone)
+	t.Parallel() // beside the other suites and the fleets (fleetTurn)
 	runSQL(t, postgres(t), false)
 }
 
@@ -169,7 +169,7 @@ func TestMariaDB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: three scenarios of about 20 s against a MariaDB server")
 	}
-	t.Parallel() // beside the other suites and the fleets (fleetAlone)
+	t.Parallel() // beside the other suites and the fleets (fleetTurn)
 	runSQL(t, mariaDB(t), false)
 }
 
@@ -183,7 +183,7 @@ func TestMariaDBFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: four scenarios of about 20 s, each with 40 instances, against a MariaDB server")
 	}
-	fleetAlone(t)
+	fleetTurn(t)
 	runSQL(t, mariaDB(t), true)
 }
 
@@ -198,7 +198,7 @@ func TestPostgresFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: four scenarios of about 20 s, each with 40 instances, against a PostgreSQL cluster")
 	}
-	fleetAlone(t)
+	fleetTurn(t)
 	runSQL(t, postgres(t), true)
 }
 
