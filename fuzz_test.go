@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"html"
@@ -203,7 +204,7 @@ func FuzzTemplateData(f *testing.F) {
 			TimeUntilEventStartFormatted: startFormatted, TimeUntilEventEndFormatted: endFormatted,
 		}
 
-		out, err := rm.render(rm.tmpl, d, lang, false, 0)
+		out, err := rm.render(rm.tmpl, d, lang, false, 0, new(bytes.Buffer))
 		require.NoError(t, err)
 		parts := strings.SplitN(string(out), escapedSep, len(strs)+1)
 		require.Len(t, parts, len(strs)+1, "the head renders whatever follows it")
@@ -214,7 +215,7 @@ func FuzzTemplateData(f *testing.F) {
 			require.NotContains(t, parts[i], "'", "value %d unescaped", i)
 			require.Equal(t, strings.ReplaceAll(v, "\x00", "\uFFFD"), html.UnescapeString(parts[i]), "value %d", i)
 		}
-		again, err := rm.render(rm.tmpl, d, lang, false, 0)
+		again, err := rm.render(rm.tmpl, d, lang, false, 0, new(bytes.Buffer))
 		require.NoError(t, err)
 		require.Equal(t, out, again, "the cached page is the page")
 
@@ -235,7 +236,7 @@ func FuzzTemplateData(f *testing.F) {
 			require.Equal(t, strings.Count(harmless.String(), c), strings.Count(hostile.String(), c), "%q in the default page", c)
 		}
 
-		body, err := rm.render(rm.tmpl, d, lang, true, 0)
+		body, err := rm.render(rm.tmpl, d, lang, true, 0, new(bytes.Buffer))
 		require.NoError(t, err)
 		var got map[string]template.Data
 		require.NoError(t, json.Unmarshal(body, &got), "%s", body)

@@ -20,9 +20,9 @@ import (
 // per arrival minute and refresh interval, a few dozen variants at most.
 const pageCacheSize = 512
 
-// pageCache keeps rendered waiting pages. Page data changes with a sync
+// pageCache keeps rendered HTML pages. Page data changes with a sync
 // (estimates), the refresh interval and the second of the visitor's latest
-// attempt (lastUpdated), so most waiting responses are a copy of bytes
+// attempt (lastUpdated), so most HTML waiting pages are a copy of bytes
 // rendered once: every early refresh, and the visitors of one second.
 type pageCache struct {
 	mu    sync.Mutex
@@ -32,15 +32,25 @@ type pageCache struct {
 
 type pageKey struct {
 	data template.Data
-	json bool
 	tmpl *template.Template
 	lang string
 }
 
-// render returns the page for data, as JSON or HTML; epoch identifies the
-// view the data comes from: the pages of older views are dropped.
-func (rm *Room) render(tmpl *template.Template, data *template.Data, lang string, asJSON bool, epoch int64) ([]byte, error) {
-	key := pageKey{data: *data, json: asJSON, tmpl: tmpl, lang: lang}
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// render returns the page for data, as JSON or HTML: JSON (written in less
+// time than a lookup took) and a page naming its visitor (the lottery's
+// identity) written into buf, the others from the cache of the view epoch.
+func (rm *Room) render(tmpl *template.Template, data *template.Data, lang string, asJSON bool, epoch int64, buf *bytes.Buffer) ([]byte, error) {
+	if asJSON {
+		err := template.WriteJSON(buf, rm.cfg.Page.JSONKey, data)
+		return buf.Bytes(), err
+	}
+	if data.LotteryIdentity != "" {
+		err := tmpl.Render(buf, data, lang)
+		return buf.Bytes(), err
+	}
+	key := pageKey{data: *data, tmpl: tmpl, lang: lang}
 	c := &rm.pages
 	c.mu.Lock()
 	if c.epoch != epoch || c.pages == nil {
@@ -51,17 +61,11 @@ func (rm *Room) render(tmpl *template.Template, data *template.Data, lang string
 	if ok {
 		return b, nil
 	}
-	var buf bytes.Buffer
-	var err error
-	if asJSON {
-		err = template.WriteJSON(&buf, rm.cfg.Page.JSONKey, data)
-	} else {
-		err = tmpl.Render(&buf, data, lang)
-	}
-	if err != nil {
+	var page bytes.Buffer
+	if err := tmpl.Render(&page, data, lang); err != nil {
 		return nil, err
 	}
-	b = buf.Bytes()
+	b = page.Bytes()
 	c.mu.Lock()
 	if c.epoch == epoch && len(c.pages) < pageCacheSize {
 		c.pages[key] = b
@@ -118,7 +122,10 @@ func (rm *Room) respond(w http.ResponseWriter, r *http.Request, d decision) bool
 		}
 	}
 	tmpl := pol.tmpl
-	out, err := rm.render(tmpl, data, lang, asJSON, d.at)
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer pageBuffers.Put(buf)
+	out, err := rm.render(tmpl, data, lang, asJSON, d.at, buf)
 	if err != nil {
 		rm.log.Error("waitingroom: rendering the waiting page failed", "err", err)
 		rm.cfg.ErrorHandler(w, r, err)
@@ -203,9 +210,8 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 		data.WaitTime50Percentile = int(e.P50 / time.Minute)
 		data.WaitTime75Percentile = int(e.P75 / time.Minute)
 	}
-	// Unknown reads "unavailable", as in the product. Nobody is ever
-	// turned away from the queue, so queueIsFull stays false, even for a
-	// wait too long to estimate.
+	// Unknown reads "unavailable", as in the product. Nobody is turned
+	// away from the queue: queueIsFull stays false, even for a long wait.
 	data.WaitTimeFormatted = e.Formatted(lang)
 	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data)
 	data.QueueLength = e.Waiting
@@ -222,10 +228,8 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 		untilStart := ceilMinutes(ev.Start.UnixMilli() - now)
 		untilEnd := ceilMinutes(ev.End.UnixMilli() - now)
 		data.IsEventPrequeueing = p.prequeue
-		// Active from the opening of its pre-queue to its end: the
-		// product's JSON reference counts an event active between its
-		// start and end times and during its pre-queue as well, with
-		// isEventPrequeueing meaningful only while it is active.
+		// Active from the opening of its pre-queue to its end, as the
+		// product's JSON reference has it.
 		data.IsEventActive = true
 		data.ShuffleAtEventStart = ev.ShuffleAtStart
 		data.TimeUntilEventEnd = untilEnd
@@ -274,10 +278,7 @@ func placeInLine(e Estimate, data *template.Data) (position, oneIn int) {
 
 // ceilMinutes is ms rounded up to whole minutes, never negative.
 func ceilMinutes(ms int64) int {
-	if ms <= 0 {
-		return 0
-	}
-	return int((ms + 59_999) / 60_000)
+	return int(max(0, ms+59_999) / 60_000)
 }
 
 // challengeData adds to data the challenge the waiting page of d gives:
