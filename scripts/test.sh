@@ -117,12 +117,13 @@ lane_integration() {
     go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=40m ${args[@]+"${args[@]}"} ./...
   # Then, bound by the CPU, the library's fleets and audits simulated on
   # one goroutine (TestFleet*, TestSurge*, Test*Audit: they skip under the
-  # race detector), without it: the lightest lane takes them, beside the
-  # simulator. With -short everything ran without it in the library's lane.
+  # race detector) and the model test's three seeds (one under it),
+  # without it: the lightest lane takes them, beside the simulator. With
+  # -short everything ran without it in the library's lane.
   if [[ -z $short ]]; then
     lane_nice=$cpu_nice
-    gotest "., the simulated fleets, no race detector, GOWORK=off" . \
-      env GOWORK=off go test -count=1 -timeout=40m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit)' ${args[@]+"${args[@]}"} .
+    gotest "., the simulated fleets and the model, no race detector, GOWORK=off" . \
+      env GOWORK=off go test -count=1 -timeout=40m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit|Model$)' ${args[@]+"${args[@]}"} .
   fi
 }
 
@@ -202,6 +203,10 @@ else
   # run: in a process group of their own, the fault scenarios' run ended
   # the whole script.
   run_alone "${alone[@]}"
+  # LANES_HOOK, if set, is a command run once the lanes that run alone are
+  # done, before the others start (.ci/run gives its checks, which yielded
+  # to the fault scenarios' timelines, the CPU lanes' priority then).
+  if [[ -n ${LANES_HOOK:-} ]]; then bash -c "$LANES_HOOK" || true; fi
   # Each lane in a process group of its own (job control), so that an
   # interrupted run stops every go test it started.
   set -m
