@@ -75,7 +75,7 @@ func holds(r lottery.Record, w, refresh int64) bool {
 // copies always came first may lose their place (their own cookie, never
 // renewed, lapses: QueueHold) and wait in a new one: counted, not checked.
 func TestLotteryAudit(t *testing.T) {
-	simulatedFleet(t)
+	onOneGoroutine(t)
 	for _, n := range []int{1, 4} {
 		t.Run(fmt.Sprintf("%d instances", n), func(t *testing.T) { lotteryAudit(t, n) })
 	}
@@ -265,7 +265,7 @@ type shuffler struct {
 // admission follows the places in the shuffle (Kendall's tau between the
 // two, measured), and later arrivals come after the pre-queue.
 func TestShuffleAudit(t *testing.T) {
-	simulatedFleet(t)
+	onOneGoroutine(t)
 	for _, n := range []int{1, 4} {
 		t.Run(fmt.Sprintf("%d instances", n), func(t *testing.T) { shuffleAudit(t, n) })
 	}
@@ -274,7 +274,7 @@ func TestShuffleAudit(t *testing.T) {
 // TestFleetShuffleAudit is TestShuffleAudit on 40 instances, syncing
 // through an aggregator, every slot by pick.
 func TestFleetShuffleAudit(t *testing.T) {
-	simulatedFleet(t)
+	onOneGoroutine(t)
 	shuffleAudit(t, 40)
 }
 

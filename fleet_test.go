@@ -47,14 +47,14 @@ func orderedIDs() (ordered func(mutate func(*waitingroom.Config)) func(*waitingr
 	}
 }
 
-// simulatedFleet skips a test under the race detector when the test is a
-// fleet simulated on one goroutine (the surge harness): minutes of CPU
-// that the detector multiplies by five for races it cannot see there.
-// scripts/test.sh runs these tests (every TestFleet and TestSurge, and
-// the lottery's audits) again without it. TestFleetAggregatorKilled and the small fleet tests still
-// run under the detector, with the aggregator's concurrent mailbox
-// writes.
-func simulatedFleet(t *testing.T) {
+// onOneGoroutine skips a test under the race detector when it simulates
+// rooms on one goroutine (a fleet, a surge, the shuffle's runs, a stopped
+// instance): minutes of CPU that the detector multiplies by five for races
+// it cannot see there. scripts/test.sh runs these tests (every TestFleet
+// and TestSurge, the lottery's audits, and those its -run names) again
+// without it. TestFleetAggregatorKilled and the small fleet tests still
+// run under the detector, with the aggregator's concurrent mailbox writes.
+func onOneGoroutine(t *testing.T) {
 	t.Helper()
 	if waitingroom.RaceEnabled {
 		t.Skip("a fleet simulated on one goroutine: scripts/test.sh runs it without the race detector")
@@ -132,7 +132,7 @@ func surgeUtilization(t *testing.T, res surgeResult, total, perMinute int, fifo 
 // order holds, utilization is that of a few instances, and the fleet did
 // sync the fleet way.
 func TestFleetSurgeLimitsExact(t *testing.T) {
-	simulatedFleet(t)
+	onOneGoroutine(t)
 	t.Parallel()
 	ordered := orderedIDs()
 	for _, tc := range []struct {
@@ -198,7 +198,7 @@ func TestFleetSurgeLimitsExact(t *testing.T) {
 // does not: 0.968 to 1.000 in a dozen runs against 0.992, as at 5a022d4
 // (0.972 to 0.998), by whether a last, partly saturated minute counts.
 func TestFleetSurgeAtScale(t *testing.T) {
-	simulatedFleet(t)
+	onOneGoroutine(t)
 	if testing.Short() {
 		t.Skip("skipping in -short mode: 200 instances simulated for 14 minutes")
 	}
@@ -230,7 +230,7 @@ func TestFleetSurgeAtScale(t *testing.T) {
 // random, against 0.986 and 1.000 for four: a slot carved to one waited
 // for one of its few visitors while those at the others found none).
 func TestFleetSurgeFewSlots(t *testing.T) {
-	simulatedFleet(t)
+	onOneGoroutine(t)
 	if testing.Short() {
 		t.Skip("skipping in -short mode: 200 instances simulated for 14 minutes")
 	}
@@ -505,7 +505,7 @@ func (r *removals) removed(room string) bool {
 // limits and FIFO order hold; utilization is that of as many instances
 // syncing the classic way, within 2 points.
 func TestFleetJoinMidSurge(t *testing.T) {
-	simulatedFleet(t)
+	onOneGoroutine(t)
 	t.Parallel()
 	ordered := orderedIDs()
 	for _, tc := range []struct {
@@ -607,7 +607,7 @@ func (s *mailboxFaults) Update(ctx context.Context, room string, fn func(*store.
 // limits and FIFO order hold either way, and the instances sync through
 // the aggregator again once their writes go through.
 func TestFleetMailboxWriteFails(t *testing.T) {
-	simulatedFleet(t)
+	onOneGoroutine(t)
 	t.Parallel()
 	ordered := orderedIDs()
 	for _, tc := range []struct {
@@ -707,7 +707,7 @@ func TestFleetMailboxWriteFails(t *testing.T) {
 // room (mailboxes, view, join records: a store restarted from a dump
 // taken 20 s before), and the limits and the FIFO order hold.
 func TestFleetStateRollbackKeepsLimits(t *testing.T) {
-	simulatedFleet(t)
+	onOneGoroutine(t)
 	t.Parallel()
 	ordered := orderedIDs()
 	for _, tc := range []struct {
@@ -951,7 +951,7 @@ func (s *lateGrants) Update(ctx context.Context, room string, fn func(*store.Sta
 // latest write, and the limits did not hold (found as 31 admissions in a
 // minute of 30 at the start of a surge).
 func TestFleetGrantLandsAfterNextWrite(t *testing.T) {
-	simulatedFleet(t)
+	onOneGoroutine(t)
 	t.Parallel()
 	ordered := orderedIDs()
 	for _, tc := range []struct {

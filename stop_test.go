@@ -51,6 +51,7 @@ func twoSharing(t *testing.T, clk *clock, st store.Store, mutate func(*waitingro
 // stay within New Users Per Minute, and active visitors within Total
 // Active Users, however many the stopped instance let in.
 func TestStoppedInstanceGrantCountsAsTaken(t *testing.T) {
+	onOneGoroutine(t)
 	for _, tc := range []struct {
 		name          string
 		total, perMin int

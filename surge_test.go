@@ -197,7 +197,7 @@ func (s surge) run(t testing.TB, clk *clock, rooms []*testRoom) surgeResult {
 }
 
 func TestSurgeLimitsExact(t *testing.T) {
-	simulatedFleet(t)
+	onOneGoroutine(t)
 	for _, tc := range []struct {
 		name      string
 		instances int
@@ -308,6 +308,7 @@ func TestManyInstancesShareOneQueue(t *testing.T) {
 }
 
 func TestClockSkew(t *testing.T) {
+	onOneGoroutine(t)
 	// Four instances whose clocks are off by up to 3 s: limits hold in the
 	// room's minutes (which follow the fastest clock) and FIFO order holds.
 	clk := newClock()
@@ -467,6 +468,7 @@ func (r *rewindable) rewindKeys(t *testing.T, d time.Duration, match func(key st
 // mailboxes rather than the state, have only the first
 // (TestFleetStateRollbackKeepsLimits).
 func TestStateRollbackKeepsLimits(t *testing.T) {
+	onOneGoroutine(t)
 	for _, tc := range []struct {
 		name      string
 		total     int

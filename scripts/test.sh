@@ -116,14 +116,15 @@ lane_integration() {
   gotest "./examples" ./examples \
     go test ${race[@]+"${race[@]}"} -shuffle=on -count=1 -timeout=40m ${args[@]+"${args[@]}"} ./...
   # Then, bound by the CPU, the library's fleets and audits simulated on
-  # one goroutine (TestFleet*, TestSurge*, Test*Audit: they skip under the
-  # race detector) and the model test's three seeds (one under it),
+  # one goroutine (TestFleet*, TestSurge*, Test*Audit and the others
+  # onOneGoroutine skips under the race detector: their names are in -run)
+  # and the model test's three seeds (one under it),
   # without it: the lightest lane takes them, beside the simulator. With
   # -short everything ran without it in the library's lane.
   if [[ -z $short ]]; then
     lane_nice=$cpu_nice
     gotest "., the simulated fleets and the model, no race detector, GOWORK=off" . \
-      env GOWORK=off go test -count=1 -timeout=40m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit|Model$)' ${args[@]+"${args[@]}"} .
+      env GOWORK=off go test -count=1 -timeout=40m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit|Model$|StateRollbackKeepsLimits$|StoppedInstanceGrantCountsAsTaken$|ClockSkew$|ShuffleAtStart$)' ${args[@]+"${args[@]}"} .
   fi
 }
 

@@ -15,10 +15,10 @@ import (
 func TestRun(t *testing.T) {
 	out, data := t.TempDir(), t.TempDir()
 	var stdout bytes.Buffer
-	require.NoError(t, run(t.Context(), []string{"-out", out, "-data", data, "-visitors", "900", "-seed", "3"}, &stdout))
+	require.NoError(t, run(t.Context(), []string{"-out", out, "-data", data, "-visitors", "300", "-seed", "3"}, &stdout))
 	t.Log(stdout.String())
-	assert.Contains(t, stdout.String(), "fifo: 900 visitors let in")
-	assert.Contains(t, stdout.String(), "random: 900 visitors let in")
+	assert.Contains(t, stdout.String(), "fifo: 300 visitors let in")
+	assert.Contains(t, stdout.String(), "random: 300 visitors let in")
 
 	for _, tc := range []struct {
 		name string
@@ -44,8 +44,8 @@ func TestRun(t *testing.T) {
 			WaitTimeSeconds []float64
 		}
 		require.NoError(t, json.Unmarshal(b, &doc))
-		assert.Len(t, doc.ArrivalMinutes, 900, name)
-		assert.Len(t, doc.WaitTimeSeconds, 900, name)
+		assert.Len(t, doc.ArrivalMinutes, 300, name)
+		assert.Len(t, doc.WaitTimeSeconds, 300, name)
 	}
 
 	assert.Error(t, run(t.Context(), []string{"-bogus"}, &stdout))
@@ -106,7 +106,7 @@ func TestDefaultOut(t *testing.T) {
 func TestRunBots(t *testing.T) {
 	out := t.TempDir()
 	var stdout bytes.Buffer
-	require.NoError(t, run(t.Context(), []string{"-out", out, "-visitors", "900", "-bots", "20"}, &stdout))
+	require.NoError(t, run(t.Context(), []string{"-out", out, "-visitors", "300", "-bots", "20"}, &stdout))
 	t.Log(stdout.String())
 	assert.Contains(t, stdout.String(), "| fifo | pow 16 |")
 	assert.Contains(t, stdout.String(), "| random | infinite |")
