@@ -205,16 +205,19 @@ func TestShuffleEndToEnd(t *testing.T) {
 	// with its lateness) after the event's end.
 	var raw [2][]byte
 	var record lottery.Record
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		resp, err := http.Get(bases[1] + "/lottery?at=" + at)
+	read := func(c *assert.CollectT, client *http.Client, base string) []byte {
+		resp, err := client.Get(base + "/lottery?at=" + at)
 		require.NoError(c, err)
 		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
 		require.NoError(c, err)
 		require.Equal(c, http.StatusOK, resp.StatusCode, "%s", body)
+		return body
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		raw[1] = read(c, http.DefaultClient, bases[1])
 		record = lottery.Record{}
-		require.NoError(c, json.Unmarshal(body, &record), "%s", body)
-		raw[1] = body
+		require.NoError(c, json.Unmarshal(raw[1], &record), "%s", raw[1])
 		assert.False(c, record.Seed.IsZero(), "revealed")
 	}, time.Until(end)+time.Minute, 200*time.Millisecond, "the seed is revealed after the event")
 	revealed := time.Now()
@@ -222,13 +225,7 @@ func TestShuffleEndToEnd(t *testing.T) {
 	// (its view may be a sync behind).
 	other := browser(t)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		resp, err := other.Get(bases[0] + "/lottery?at=" + at)
-		require.NoError(c, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		require.NoError(c, err)
-		require.Equal(c, http.StatusOK, resp.StatusCode, "%s", body)
-		raw[0] = body
+		raw[0] = read(c, other, bases[0])
 		assert.JSONEq(c, string(raw[1]), string(raw[0]), "the same record from both proxies")
 	}, 10*time.Second, 100*time.Millisecond)
 
