@@ -148,12 +148,9 @@ lane_library() {
 }
 
 lane_simulator() {
+  lane_nice=$cpu_nice
   # The simulator at full size, without the race detector (with -short it
-  # ran in the library's lane). Its package is the most CPU of any one go
-  # test (275 s), and at the others' priority it ended last, alone (CI
-  # 923 s, the lanes 718 s, the next lane done at 668): a little ahead of
-  # them, still behind the integration lane's timelines.
-  lane_nice=$((cpu_nice - 3))
+  # ran in the library's lane).
   if [[ -z $short ]]; then
     gotest "./sim, full size, GOWORK=off" . \
       env GOWORK=off go test -count=1 -timeout=40m ./sim/
