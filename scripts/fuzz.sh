@@ -37,7 +37,7 @@ else
   echo "usage: $0 [seconds per target, default 60 | executions per target, as 20000x]" >&2
   exit 2
 fi
-export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+export GOFLAGS="${GOFLAGS:-} -buildvcs=false -trimpath" # -trimpath: scripts/test.sh
 parallel=()
 [[ -n ${FUZZ_PARALLEL:-} ]] && parallel=(-parallel "$FUZZ_PARALLEL")
 

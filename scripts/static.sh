@@ -32,7 +32,7 @@ VULNDB_TOOL_VERSION=v0.0.0-20261105234957-e22db6528018 # golang.org/x/vulndb, fo
 VULNDB_VERSION=${VULNDB_VERSION:-latest}
 VULNCHECK=${VULNCHECK:-fail}
 
-export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+export GOFLAGS="${GOFLAGS:-} -buildvcs=false -trimpath" # -trimpath: scripts/test.sh
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/waitingroom
 tools=${STATIC_TOOLS:-$cache/tools}
 

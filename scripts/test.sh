@@ -47,6 +47,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/modules.sh || exit 1
+# Builds without the checkout's path in them: the build cache then serves
+# a clone in another directory (CI's, a second worktree) the packages a
+# build of the same code elsewhere compiled. With the path in them, a
+# fresh clone compiled every package of the repository again: its tests
+# and vet took 381 CPU seconds to build, against 106 so.
+export GOFLAGS="${GOFLAGS:-} -trimpath"
 # -short is the quick loop of a change in progress: smaller crowds, no
 # full-size simulator run, and no race detector (which multiplies the
 # simulator's time by five). The full command, as CI runs it, keeps them.
