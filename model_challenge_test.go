@@ -244,7 +244,10 @@ func (p *pairedPool) add(m, alone *model) {
 
 // check holds, over three runs or more, that the honest browsers were let
 // in as many with the clients that never answer as without, but for one
-// in twenty, and waited no more than 30 % longer on average.
+// in ten, and waited no more than 30 % longer on average. Pools of three
+// random runs scatter: of 70, 4 were short by more than one in twenty,
+// none by more than 8.2 % (thirty of them let in 0.918 to 1.073 as many,
+// 0.997 on average).
 func (p *pairedPool) check(t *testing.T, tc modelCase) {
 	if p.runs == 0 {
 		return
@@ -254,7 +257,7 @@ func (p *pairedPool) check(t *testing.T, tc modelCase) {
 	if p.runs < 3 {
 		return // too few to tell
 	}
-	assert.GreaterOrEqual(t, p.inWith, p.inWithout-p.inWithout/20, "%s: honest browsers let in, with the clients that never answer and without", tc.name)
+	assert.GreaterOrEqual(t, p.inWith, p.inWithout-p.inWithout/10, "%s: honest browsers let in, with the clients that never answer and without", tc.name)
 	assert.LessOrEqual(t, p.waitWith, 1.3*p.waitWithout, "%s: honest browsers' mean first wait, with the clients that never answer and without", tc.name)
 }
 
