@@ -364,9 +364,8 @@ func observedWait(bucket, now int64, fresh bool) int64 {
 func (rm *Room) waitLocked(x *visit) {
 	now, c, chal := x.now, &x.c, x.chal
 	// The next chance is due an interval after this one was due, not
-	// after the request came: a visitor a little late (the page's whole
-	// seconds, the network) takes as many chances as one polling the
-	// moment it is due, and gains nothing by polling.
+	// after the request came: a visitor a little late (whole seconds, the
+	// network) takes as many chances as one polling, and gains nothing.
 	base := now
 	if x.due > 0 && now-x.due <= rm.lateness {
 		base = x.due
@@ -383,10 +382,16 @@ func (rm *Room) waitLocked(x *visit) {
 	if x.gate == gateHold && chal.Kind == challenge.PoW {
 		next = now + powHoldRefresh // back as soon as the page's worker is done
 	}
-	if x.won && x.gate == gatePass && x.v.Instances > 1 {
-		// The draw holds them: back soon, for another instance's slot
-		// (on one, at their next chance: docs/fairness.md).
-		next = now + drawRetry(rm.cfg.RefreshInterval.Milliseconds())
+	if refresh := rm.cfg.RefreshInterval.Milliseconds(); x.drawing && x.gate == gatePass && x.v.Instances > 1 {
+		// The draw holds them: back soon, for another instance's slot;
+		// or will from the next interval: back at its start (on one
+		// instance, at their next chance: docs/fairness.md).
+		switch at, ok := x.v.NextDrawn(c.id, now, refresh); {
+		case x.won:
+			next = now + drawRetry(refresh)
+		case ok && !x.shuffled:
+			next = min(next, max(at, now+1000))
+		}
 	}
 	if !x.fresh && !x.closed && x.gate == gatePass && counted {
 		next = rm.askLocked(x, next)

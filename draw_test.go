@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/internal/share"
+	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
@@ -26,7 +27,7 @@ import (
 func TestDrawAcrossInstances(t *testing.T) {
 	const waiting = 300
 	// The odds: 60 a minute × 20 s / 300 waiting = 1/15 an interval.
-	clk, rooms, cookies := randomPairQueued(t, 1000, waiting, 1.0/15)
+	clk, rooms, cookies, st := randomPairQueued(t, 1000, waiting, 1.0/15)
 	a := rooms[0]
 	refresh := a.cfg.RefreshInterval.Milliseconds()
 	setGrant := func(n int64) {
@@ -42,18 +43,34 @@ func TestDrawAcrossInstances(t *testing.T) {
 	}
 
 	// No slot anywhere: who the draw holds comes back soon (a quarter of
-	// the interval), at either instance alike.
+	// the interval), at either instance alike; who it will hold from the
+	// next interval (their draw in it under the odds in force) at its
+	// start; the others in about a refresh interval.
 	setGrant(0)
+	state, err := st.(store.Reader).Read(context.Background(), a.cfg.Name)
+	require.NoError(t, err)
 	held := make([]bool, waiting)
 	chanceAt := make([]time.Time, waiting)
 	retry := time.Duration(waitingroom.DrawRetry(refresh)) * time.Millisecond
-	n := 0
+	n, next := 0, 0
 	for i, cookie := range cookies {
 		var got [2]bool
 		chanceAt[i] = clk.Now()
+		t0 := clk.Now().UnixMilli()
 		for j, d := range copiesWaiting(t, clk, rooms, cookie) {
 			got[j] = d.RefreshAfter == time.Duration(waitingroom.DrawRetry(refresh))*time.Millisecond
-			if !got[j] {
+			now := t0 + 5*int64(j+1) // copiesWaiting's
+			w := now / refresh
+			// The seeds of this interval and the next (their last ms).
+			seed, ok := seedAt(state, (w+1)*refresh-1)
+			require.True(t, ok)
+			after, _ := seedAt(state, (w+2)*refresh-1)
+			switch {
+			case got[j]:
+			case seed == after && lottery.Draw(seed, d.State.ID, w+1) < 1.0/15:
+				next++
+				assert.Equal(t, time.Duration((w+1)*refresh-now)*time.Millisecond, d.RefreshAfter, "visitor %d, instance %d: held from the next interval", i, j)
+			default:
 				assert.Greater(t, d.RefreshAfter, a.cfg.RefreshInterval/2, "visitor %d, instance %d: not held, back in about a refresh interval", i, j)
 			}
 		}
@@ -65,8 +82,9 @@ func TestDrawAcrossInstances(t *testing.T) {
 	}
 	// At odds of 1/15 an interval, held for three: 1 − (14/15)³ of 300,
 	// 56.
-	t.Logf("%d of %d held by the draw", n, waiting)
+	t.Logf("%d of %d held by the draw, %d copies told to come back for the next interval's", n, waiting, next)
 	assert.InDelta(t, 56, n, 20, "visitors the draw holds")
+	assert.Greater(t, next, 10, "visitors the next interval's draw holds")
 
 	// Slots at both instances: whoever the draw holds is let in at the
 	// first, once, back soon as told; the others are not, however often
@@ -105,11 +123,22 @@ func TestDrawAcrossInstances(t *testing.T) {
 	assert.Equal(t, uint64(n), a.Stats().Counters.Admitted-before, "admissions: one for each visitor the draw holds")
 }
 
+// seedAt returns the secret of the lottery's seed in st whose period
+// holds ms (Unix ms).
+func seedAt(st *store.State, ms int64) (lottery.Seed, bool) {
+	for _, x := range st.Seeds {
+		if x.Start*1000 <= ms && ms < x.End*1000 {
+			return x.Secret, true
+		}
+	}
+	return lottery.Seed{}, false
+}
+
 // randomPairQueued is two instances of a random room on a memstore, 60
 // a minute and total active at most, no jitter, seeded identities, and
 // the cookies of n visitors queued at the first (waitingCookies), with
 // the odds of the lottery's draw fixed at odds in the state (fixOdds).
-func randomPairQueued(t *testing.T, total, n int, odds float64) (*clock, []*testRoom, []string) {
+func randomPairQueued(t *testing.T, total, n int, odds float64) (*clock, []*testRoom, []string, store.Store) {
 	t.Helper()
 	clk := newClock()
 	seq := uint64(0)
@@ -128,7 +157,7 @@ func randomPairQueued(t *testing.T, total, n int, odds float64) (*clock, []*test
 	clk.Add(rooms[0].cfg.RefreshInterval)
 	cookies := waitingCookies(t, clk, rooms[0], n)
 	fixOdds(t, st, rooms, odds)
-	return clk, rooms, cookies
+	return clk, rooms, cookies, st
 }
 
 // fixOdds sets the odds of the draw of every interval of the lottery's

@@ -954,7 +954,8 @@ func (m *model) noteChances(rs []mResp, honest, group, copies bool) {
 // jitter, rounded down to the second) less the room's lateness (a chance
 // taken late is due an interval after it was due), or, in FIFO, a quarter
 // of the interval when sooner: the room brings a visitor whose turn comes
-// sooner back then.
+// sooner back then; in random on several instances, at the next
+// interval's start if the draw holds the visitor then.
 func (m *model) checkInterval(r mResp, now int64) {
 	key := chanceKey{r.state.ID, r.inst}
 	if next, ok := m.nextAt[key]; ok && now < next {
@@ -964,6 +965,14 @@ func (m *model) checkInterval(r mResp, now int64) {
 	least := m.minRefresh - m.lateness
 	if m.methodAt(now) == waitingroom.FIFO {
 		least = min(least, waitingroom.DrawRetry(modelRefresh.Milliseconds()))
+	}
+	if m.tc.instances > 1 && m.methodAt(now) == waitingroom.Random {
+		// Back at the next interval's start if the draw holds the
+		// visitor then.
+		at, ok := m.rooms[r.inst].syncer.Snapshot().NextDrawn(r.state.ID, now, modelRefresh.Milliseconds())
+		if ok && r.state.Refresh == max(at-now, 1000) {
+			least = 0
+		}
 	}
 	if r.state.Refresh < least {
 		m.fail("a place's next chance announced too soon", "%s on instance %d at %s: in %d ms", m.hexID(r.state.ID), r.inst, m.rel(now), r.state.Refresh)

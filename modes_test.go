@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-waitingroom/waitingroom/internal/share"
 )
 
 func TestSessionExpiryAndRenewal(t *testing.T) {
@@ -88,7 +90,7 @@ func TestQueueHold(t *testing.T) {
 
 	// The visitor abandons: they stop counting within two refresh
 	// intervals and a slot, long before QueueHold.
-	tr.clk.Add(40*time.Second + slotSeconds*time.Second)
+	tr.clk.Add(40*time.Second + share.SlotSeconds*time.Second)
 	tr.sync()
 	assert.Equal(t, 0, tr.Stats().Waiting, "an abandoned visitor stops counting as waiting")
 

@@ -25,7 +25,7 @@ func TestScarceRandomAsks(t *testing.T) {
 	const waiting = 300
 	// The odds: 2 × 60 a minute × 20 s / 300 waiting = 2/15 an interval
 	// (drawScarceMargin).
-	clk, rooms, cookies := randomPairQueued(t, 60, waiting, 2.0/15)
+	clk, rooms, cookies, _ := randomPairQueued(t, 60, waiting, 2.0/15)
 	for _, rm := range rooms {
 		rm.syncer.Amend(func(v *view) { v.Fleet, v.Scarce, v.Waiting = true, true, waiting })
 		rm.local.Lock()

@@ -14,7 +14,6 @@ import (
 
 // The room's units of time (share's).
 const (
-	slotSeconds  = share.SlotSeconds
 	anyBucket    = share.AnyBucket
 	maxClockLead = share.MaxClockLead
 )
@@ -75,14 +74,12 @@ const waitingBucket = anyBucket - 1
 // The draw: in random, only the visitors the lottery's draw holds take a
 // slot (share.View.Drawn: identity and interval under the period's seed,
 // below the interval's odds), the same for every copy at every instance;
-// on several, one who finds no slot comes back soon (drawRetry). A
-// shuffled pre-queue goes in the same way, in the order of the seed's
-// places (share.View.Placed). docs/fairness.md and lottery.md say more.
+// on several, one who finds no slot comes back soon (drawRetry), one the
+// next interval's will hold at its start (View.NextDrawn). A shuffled
+// pre-queue goes in by the seed's places (View.Placed): docs/lottery.md.
 
 // drawMargin is how many visitors the odds let win the draw for each slot
-// an interval brings. More race for the slots, and whoever asks most often
-// takes them first (groups of five sharing a cookie across four instances
-// waited 0.74 of polite visitors' wait with 1.25, 0.89 with 1).
+// an interval brings (docs/fairness.md weighs fairness against filling).
 const drawMargin = 1.0
 
 // drawScarceMargin is drawMargin where every slot goes by pick
@@ -131,9 +128,7 @@ func drawOdds(v *share.View, p *policy, refresh, now int64) float64 {
 
 // drawRetry is how long, in ms, a visitor the draw holds who found no slot
 // waits before coming back: a quarter of the refresh interval of refresh
-// ms, in whole seconds (what the page can say), at least one. Back every
-// second, they doubled four instances' requests (76,911 against 43,678 at
-// a quarter), for no fairer a wait.
+// ms, in whole seconds, at least one (docs/fairness.md).
 func drawRetry(refresh int64) int64 {
 	return max(1, refresh/4/1000) * 1000
 }

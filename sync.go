@@ -128,7 +128,7 @@ func (rm *Room) installed(old, v *view) {
 	rm.local.Lock()
 	// A chance is remembered while the count it left counts: a waiting
 	// window after the end of its check-in slot.
-	rm.chances.Turn(v.At, rm.waitWindow+1000*slotSeconds)
+	rm.chances.Turn(v.At, rm.waitWindow+1000*share.SlotSeconds)
 	rm.local.Unlock()
 	if old.SettingsVersion != 0 && old.SettingsVersion != v.SettingsVersion {
 		rm.log.Info("waitingroom: settings changed", "settings", loggable(v.Settings))

@@ -435,6 +435,21 @@ func (v *View) Drawn(id uint64, now, refresh int64) bool {
 	return false
 }
 
+// NextDrawn returns the start (Unix ms) of the refresh interval of
+// refresh ms after that of now, and whether the draw will hold visitor id
+// from then on: whether their draw in it falls under the odds of the
+// interval of now, which stand in for its own until the view has them
+// (Drawn). The room asks a visitor it will hold to come back then, as
+// soon as a client polling would learn of it (docs/fairness.md).
+func (v *View) NextDrawn(id uint64, now, refresh int64) (int64, bool) {
+	x, w := v.seedAt(now, refresh)
+	if x == nil || intervalSeed(v.seeds, w+1, refresh) != x {
+		return 0, false
+	}
+	o, ok := oddsOf(x, w)
+	return (w + 1) * refresh, ok && lottery.Draw(x.Secret, id, w+1) < o
+}
+
 // OddsAt returns the number of the refresh interval of refresh ms that
 // holds now (Unix ms) and the odds of its draw, if the state has fixed
 // them: what a visitor drawn in it is shown.

@@ -303,6 +303,38 @@ func TestViewDrawn(t *testing.T) {
 		assert.Greater(t, differ, 300, "winners are the seed's")
 	})
 
+	t.Run("the next interval's draw under the odds in force", func(t *testing.T) {
+		// What NextDrawn foretells is what Drawn finds at the next
+		// interval's start, until its own odds are fixed.
+		u := at(0.2)
+		x := &u.seeds[1]
+		x.Odds = slices.DeleteFunc(x.Odds, func(o store.Odds) bool { return o.Interval > w })
+		held := 0
+		for id := uint64(1); id <= 2_000; id++ {
+			next, ok := u.NextDrawn(id, now, refresh)
+			require.Equal(t, (w+1)*refresh, next)
+			require.Equal(t, lottery.Draw(seed, id, w+1) < 0.2, ok, "visitor %d", id)
+			if ok {
+				held++
+				require.True(t, u.Drawn(id, next, refresh), "visitor %d", id)
+			}
+		}
+		assert.InDelta(t, 400, held, 80)
+		// Nothing foretold across a period's end (another seed draws
+		// there), nor without the odds in force.
+		sure, last := at(1), int64(start*1000/refresh)-1
+		for id := uint64(1); id <= 200; id++ {
+			_, ok := sure.NextDrawn(id, last*refresh, refresh)
+			require.False(t, ok, "the hour before's last interval")
+			_, ok = sure.NextDrawn(id, now, refresh)
+			require.True(t, ok, "odds 1")
+			_, ok = u.NextDrawn(id, (w+1)*refresh, refresh)
+			require.False(t, ok, "an interval without odds")
+			_, ok = (&View{}).NextDrawn(id, now, refresh)
+			require.False(t, ok, "no seed")
+		}
+	})
+
 	t.Run("no seed, or odds of intervals of another length: nobody", func(t *testing.T) {
 		for _, u := range []*View{{}, at(1)} {
 			for id := uint64(1); id <= 100; id++ {
