@@ -217,8 +217,7 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // cookieNameRE is RFC 6265's token, restricted to what browsers accept.
 var cookieNameRE = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,200}$")
 
-// normalize validates c and fills in defaults, in steps. It works on a
-// copy.
+// normalize validates c and fills in defaults, in steps, on a copy.
 func (c Config) normalize() (Config, error) {
 	if !nameRE.MatchString(c.Name) {
 		return c, invalid("Name %q must be 1 to 64 letters, digits, '-' or '_'", c.Name)

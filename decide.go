@@ -40,7 +40,8 @@ func (rm *Room) check(r *http.Request, x *visit) error {
 // place's latest chance here, due when the one now taken was due (0 for
 // a new place); cookieCounted: the cookie's visitor counts as waiting at
 // its check-in; drawing: only those the draw holds take a slot, won: it
-// holds this one; page: the page of a refusal (hook.PageHandler).
+// holds this one; shuffled: in an event's shuffled pre-queue; page: the
+// page of a refusal (hook.PageHandler).
 type visit struct {
 	r   *http.Request
 	d   decision // what check decided
@@ -51,10 +52,8 @@ type visit struct {
 	c   cookieState
 	e   *verifiedEntry // c's, for an admitted cookie
 
-	ok, shut, closed, held, fresh, owed bool
-	cookieCounted, drawing, won, admit  bool
-	shuffled                            bool // in an event's shuffled pre-queue
-	page                                bool
+	ok, shut, closed, held, fresh, owed                bool
+	cookieCounted, drawing, won, admit, shuffled, page bool
 
 	chal *challenge.Policy // in force, or nil
 	ch   chance
@@ -315,28 +314,26 @@ func (rm *Room) takeLocked(x *visit) {
 	pass := x.gate == gatePass
 	x.admit = !x.closed && pol.method.passes && pass
 	if !x.closed && !x.admit && pass && (!x.drawing || x.won) {
-		// FIFO to the second: while the grant keeps a slot for an older
-		// visitor, back (here or elsewhere) within the longest refresh and
-		// its lateness, a newer one waits that long at most.
 		b := pol.bucket(c.bucket)
-		if !x.fresh && rm.local.OlderKept(b) && (x.ch.heldAt == 0 || now-x.ch.heldAt < rm.waitWindow/2+rm.lateness) {
+		switch until, picked := v.Picks[c.id]; {
+		case picked && !x.fresh && now < until && rm.syncer.Healthy():
+			// Picked (internal/share: picks.go): let in, whichever
+			// instance the visitor reached; not while this instance's
+			// syncs fail (the admission might come after the pick ends).
+			x.admit = true
+		case !x.fresh && rm.local.OlderKept(b) && (x.ch.heldAt == 0 || now-x.ch.heldAt < rm.waitWindow/2+rm.lateness):
+			// FIFO to the second: while the grant keeps a slot for an
+			// older visitor, back (here or elsewhere) within the longest
+			// refresh and its lateness, a newer one waits that long.
 			x.ch.heldAt = cmp.Or(x.ch.heldAt, now)
-		} else {
+		default:
 			// Random on several instances: a fresh arrival may take a
 			// slot kept for those due (docs/fairness.md).
 			fresh := x.fresh && (pol.method.ordered || v.Instances <= 1)
 			x.ch.heldAt, x.admit = 0, rm.local.Take(b, fresh)
 		}
-		if until, ok := v.Picks[c.id]; !x.admit && ok && !x.fresh && now < until && rm.syncer.Healthy() {
-			// Picked by the fleet's aggregator (internal/share:
-			// picks.go): let in from the pick's slot, whichever instance
-			// the visitor reached. Not while this instance's syncs fail:
-			// its admission might reach the state after the pick
-			// expired.
-			x.admit = true
-		}
 	}
-	if !x.fresh && x.ch.counted && slotCounted(x.ch.slot, now, rm.waitWindow) {
+	if !x.fresh && x.ch.counted && share.SlotCounted(x.ch.slot, now, rm.waitWindow) {
 		rm.local.Count(x.ch.bucket, x.ch.slot, -1)
 	}
 	if x.admit {
@@ -376,8 +373,8 @@ func (rm *Room) waitLocked(x *visit) {
 		rm.counters.chalIssued.Add(1)
 	}
 	// With OnFail infinite, a parked place is not counted as waiting, nor
-	// one held for the challenge (with challenge.Everyone): FIFO would
-	// reserve them slots that nobody takes.
+	// one held for the challenge (challenge.Everyone): FIFO would reserve
+	// them slots nobody takes.
 	counted := counts(chal, c.chal)
 	if x.gate == gateHold && chal.Kind == challenge.PoW {
 		next = now + powHoldRefresh // back as soon as the page's worker is done
@@ -408,10 +405,10 @@ func (rm *Room) waitLocked(x *visit) {
 	}
 }
 
-// askLocked asks the fleet's aggregator, when it may, to pick the waiting
-// visitor of x for a slot that any instance lets them in from
-// (internal/share: picks.go), and returns their next chance: next, or as
-// soon as the pick can be out. The local lock is held.
+// askLocked asks the syncs, when it may, to pick the waiting visitor of x
+// for a slot that any instance lets them in from (internal/share:
+// picks.go), and returns their next chance: next, or as soon as the pick
+// can be out. The local lock is held.
 func (rm *Room) askLocked(x *visit, next int64) int64 {
 	v, pol, now, c := x.v, x.pol, x.now, &x.c
 	switch {
@@ -419,11 +416,16 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 		// Random, in a fleet with few slots an instance (fleetScarce):
 		// every slot by pick, among the visitors the draw holds (at
 		// drawScarceMargin), asked for at every chance while it does,
-		// back as soon as the pick can be out (picks are used within
-		// seconds: a minute's last would count against the next).
+		// back as soon as the pick can be out (used within seconds).
 		if rm.local.MayAsk(c.id) && (x.won || !x.shuffled && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds())) {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
+		}
+	case !pol.method.ordered && pol.method.layout != nil && x.won && !x.shuffled && v.Instances > 1:
+		// Random: a winner who found no slot is asked for while New Users
+		// Per Minute binds (docs/fairness.md); the next sync picks them.
+		if int64(pol.TotalActiveUsers)-v.Active >= int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000 && rm.local.MayAsk(c.id) {
+			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness+share.SyncEvery(rm.cfg.SyncInterval))
 		}
 	case pol.method.ordered && v.Near(pol.bucket(c.bucket), int64(pol.NewUsersPerMinute)) && (x.won == x.shuffled || v.Fleet):
 		// No slot here for a visitor whose turn is near: the fleet's

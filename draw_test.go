@@ -303,3 +303,107 @@ func TestDrawWhereTheStateIsNew(t *testing.T) {
 		})
 	}
 }
+
+// TestDrawWinnerPicked checks that a winner of the draw on several
+// instances whom the instance they reach has no slot for is asked for,
+// while New Users Per Minute binds, and let in by the next instance they
+// reach once the syncs picked them, from the pick's slot (the instance
+// holds none); that a visitor the draw does not hold is neither asked for
+// nor let in; and that no winner is asked for while Total Active Users
+// binds.
+func TestDrawWinnerPicked(t *testing.T) {
+	const waiting = 300
+	clk, rooms, cookies, st := randomPairQueued(t, 1000, waiting, 1.0/15)
+	a, b := rooms[0], rooms[1]
+	refresh := a.cfg.RefreshInterval.Milliseconds()
+	noSlot := func(rm *testRoom) {
+		rm.syncer.Amend(func(v *view) { v.Instances = 2 })
+		rm.local.Lock()
+		rm.local.SetGrant(grant{})
+		rm.local.Unlock()
+	}
+	asked := func(rm *testRoom, cookie string) bool {
+		c, ok := rm.readState((&visitor{cookie: cookie}).request(http.MethodGet, ""), clk.Now().UnixMilli())
+		require.True(t, ok)
+		rm.local.Lock()
+		defer rm.local.Unlock()
+		_, ok = rm.local.Asked(c.ID)
+		return ok
+	}
+
+	// While Total Active Users binds, a winner is not asked for.
+	noSlot(a)
+	active := a.Stats().Active
+	a.syncer.Amend(func(v *view) { v.Active = 1000 })
+	for _, cookie := range cookies[:waiting/2] {
+		d, err := a.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+		require.NoError(t, err)
+		require.Equal(t, waitingroom.OutcomeWaiting, d.Outcome)
+		require.False(t, asked(a, cookie), "asked for while Total Active Users binds")
+	}
+
+	// Otherwise, every winner a has no slot for is asked for, and only
+	// they. (With slots to pick them from: the minute's first 60 are
+	// taken.)
+	require.NoError(t, a.Update(context.Background(), func(s *waitingroom.Settings) { s.NewUsersPerMinute = 600 }))
+	noSlot(a)
+	a.syncer.Amend(func(v *view) { v.Active = int64(active) })
+	won := map[string]bool{}
+	for _, cookie := range cookies[waiting/2:] {
+		d, err := a.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+		require.NoError(t, err)
+		require.Equal(t, waitingroom.OutcomeWaiting, d.Outcome)
+		won[cookie] = d.RefreshAfter == time.Duration(waitingroom.DrawRetry(refresh))*time.Millisecond
+		assert.Equal(t, won[cookie], asked(a, cookie), "asked for if and only if the draw holds them")
+	}
+	n := 0
+	for _, w := range won {
+		if w {
+			n++
+		}
+	}
+	t.Logf("%d of %d asked for", n, waiting/2)
+	require.Greater(t, n, 10)
+
+	// a's sync picks them from its grant, b's brings the picks; b, with
+	// no slot of its own, lets in those picked, once each, and nobody
+	// else.
+	a.sync()
+	b.sync()
+	noSlot(b)
+	state, err := st.(store.Reader).Read(context.Background(), a.cfg.Name)
+	require.NoError(t, err)
+	require.NotEmpty(t, state.Picks, "winners picked")
+	picked := map[uint64]bool{}
+	for _, pk := range state.Picks {
+		picked[pk.Visitor] = true
+	}
+	clk.Add(time.Duration(waitingroom.DrawRetry(refresh)) * time.Millisecond)
+	a.sync() // neither silent long enough to be dropped
+	b.sync()
+	noSlot(b)
+	state, err = st.(store.Reader).Read(context.Background(), a.cfg.Name)
+	require.NoError(t, err)
+	before := len(state.Sessions)
+	in := 0
+	for _, cookie := range cookies[waiting/2:] {
+		c, ok := b.readState((&visitor{cookie: cookie}).request(http.MethodGet, ""), clk.Now().UnixMilli())
+		require.True(t, ok)
+		require.False(t, picked[c.ID] && !won[cookie], "a visitor the draw does not hold was picked")
+		d, err := b.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+		require.NoError(t, err)
+		if picked[c.ID] {
+			assert.Equal(t, waitingroom.OutcomeAdmitted, d.Outcome, "a picked winner at an instance without a slot")
+			in++
+		} else {
+			assert.Equal(t, waitingroom.OutcomeWaiting, d.Outcome, "a visitor not picked, no slot")
+		}
+	}
+	assert.Equal(t, len(picked), in)
+	a.sync()
+	b.sync()
+	state, err = st.(store.Reader).Read(context.Background(), a.cfg.Name)
+	require.NoError(t, err)
+	assert.Empty(t, state.Picks, "the picks used: their sessions count instead")
+	assert.Equal(t, before+in, len(state.Sessions), "one session for each picked winner")
+}

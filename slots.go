@@ -18,11 +18,10 @@ const (
 	maxClockLead = share.MaxClockLead
 )
 
-func slotOf(ms int64) int64                    { return share.SlotOf(ms) }
-func minuteOf(ms int64) int64                  { return share.MinuteOf(ms) }
-func secondOf(ms int64) int64                  { return share.FloorDiv(ms, 1000) }
-func floorDiv(a, b int64) int64                { return share.FloorDiv(a, b) }
-func slotCounted(slot, now, window int64) bool { return share.SlotCounted(slot, now, window) }
+func slotOf(ms int64) int64     { return share.SlotOf(ms) }
+func minuteOf(ms int64) int64   { return share.MinuteOf(ms) }
+func secondOf(ms int64) int64   { return share.FloorDiv(ms, 1000) }
+func floorDiv(a, b int64) int64 { return share.FloorDiv(a, b) }
 
 // grant and grantEntry are share's: what an instance may admit until its
 // next sync, by bucket.

@@ -294,10 +294,11 @@ func TestReplayersAndClonersOptions(t *testing.T) {
 // and 40 through an aggregator. Each instance remembers the chances it
 // gave, not those the others gave, so a cookie resent or shared across
 // instances would get a chance at each. In random, the draw (slots.go)
-// makes the chances the visitor's, whatever reaches the instances: four
-// classic instances hold their crowds to 0.9 of polite visitors' wait,
-// ten runs pooled (0.918 to 1.023 measured; 0.36 to 0.48 without the
-// draw). In FIFO, a copy comes first in its arrival second only, and four
+// makes the chances the visitor's, whatever reaches the instances, and
+// the picks of winners an instance had no slot for make a win wait for
+// its visitor: four classic instances hold their crowds to 0.95 of
+// polite visitors' wait, ten runs pooled (0.963 to 1.014 measured; 0.918
+// to 1.023 without the picks, 0.36 to 0.48 without the draw). In FIFO, a copy comes first in its arrival second only, and four
 // instances hold them to 0.9 (0.948 to 0.986 measured; 0.82 to 0.87 when
 // the queue's bucket was the arrival minute). The rest does not hold yet:
 // WAITINGROOM_DISHONEST_INSTANCES=1 runs it too, logging the wait's ratio
@@ -336,7 +337,11 @@ func TestDishonestAcrossInstances(t *testing.T) {
 					// Twice the runs: with several instances one run's
 					// figure scatters more.
 					if held {
-						fairTo(t, o, res, mean, 0.9, 2*fairSeeds)
+						bound := 0.9
+						if method == waitingroom.Random {
+							bound = 0.95
+						}
+						fairTo(t, o, res, mean, bound, 2*fairSeeds)
 					} else {
 						waitRatio(t, o, res, mean, 2*fairSeeds) // measured, not held
 					}

@@ -166,5 +166,9 @@ func (s *Syncer[S]) instanceTTL() int64 { return InstanceTTL(s.cfg.SyncInterval)
 // mailbox write, the round, the view read), a sync a second when the
 // application syncs the room itself.
 func PickWait(interval time.Duration) int64 {
-	return 3 * syncEvery(interval.Milliseconds())
+	return 3 * SyncEvery(interval)
 }
+
+// SyncEvery is how often, in ms, a room syncing every interval syncs: a
+// second when the application syncs it itself (interval not positive).
+func SyncEvery(interval time.Duration) int64 { return syncEvery(interval.Milliseconds()) }

@@ -202,6 +202,33 @@ func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, span i
 	return lay, grants + n + r - before
 }
 
+// pickWinners turns the slots of grant g, carved for an instance of a
+// random room, into picks of the visitors asked for (asks): winners of
+// the draw an instance had no slot for (the room asks for them while New
+// Users Per Minute binds). Whichever instance a picked winner reaches
+// next lets them in, so a win waits for its visitor rather than going to
+// whichever copy of another cookie asks first at the instance holding a
+// slot (docs/fairness.md). It returns what is left of g (nil stays nil:
+// the instance's holding is unchanged).
+func pickWinners(st *store.State, p *params, asks map[uint64]ask, g Grant) Grant {
+	if g == nil || len(asks) == 0 {
+		return g
+	}
+	var n int64
+	for _, k := range pick(st, asks, nil, 1, g.Total(), p.now, p.waitWindow, false, pickRanks(st, p)) {
+		n += k
+	}
+	out := Grant{}
+	for _, e := range g {
+		k := min(n, e.N)
+		n -= k
+		if e.N > k {
+			out = append(out, GrantEntry{Bucket: e.Bucket, N: e.N - k})
+		}
+	}
+	return out
+}
+
 // pick adds to st a pick of each of up to n of the asked visitors who
 // will be back after now and whom st has neither a session nor a pick of,
 // good for longest ms at most

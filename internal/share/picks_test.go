@@ -124,9 +124,12 @@ func TestReserveAndPick(t *testing.T) {
 			want: want{memberB0: true},
 		},
 		{
-			name:   "random: nothing picked or reserved",
+			// A winner of the draw an instance had no slot for: picked
+			// from a grant (pickWinners), nothing reserved.
+			name:   "random: the asked picked from the grants, nothing reserved",
 			method: random, due0: 2, admitted: 20,
 			asks: map[uint64]ask{x: {b0, future}},
+			want: want{picked: []uint64{x}},
 		},
 		{
 			// 100 a minute for 40 instances: every slot goes by pick.
@@ -373,10 +376,11 @@ func TestReserveAndPickRandom(t *testing.T) {
 			}
 		}
 		if m.Layout != nil && !m.Ordered {
+			// With slots enough, the winners asked for are picked from
+			// the grants (pickWinners): asked, not let in and within the
+			// limits, as checked above.
 			if v.Scarce {
 				require.Zero(t, reserves, "trial %d: no reserve in random", trial)
-			} else {
-				require.Empty(t, newPicks, "trial %d: no pick in random with slots enough", trial)
 			}
 			continue // no order to keep
 		}
@@ -506,6 +510,49 @@ func TestPicksOf(t *testing.T) {
 	picks, upto = picksOf(&store.State{Picks: []store.Pick{{Visitor: 1, Until: now}}}, now)
 	assert.Nil(t, picks, "none good")
 	assert.Zero(t, upto, "no reserve")
+}
+
+// pickWinners turns a random instance's grant into picks of the winners
+// asked for, lowest ranks first: those still to come back, without a
+// session or a pick already; the rest of the grant stays the instance's.
+func TestPickWinners(t *testing.T) {
+	const now, longest = int64(1_000_000), int64(30_000)
+	p := &params{now: now, waitWindow: longest, rules: limits(random, 1000, 100)}
+	asks := func() map[uint64]ask {
+		return map[uint64]ask{
+			1: {bucket: 100, until: now + 5000},
+			2: {bucket: 101, until: now + 90_000}, // a pick lasts longest at most
+			3: {bucket: 100, until: now + 5000},   // let in already
+			4: {bucket: 100, until: now},          // not coming back
+			5: {bucket: 102, until: now + 5000},   // picked already
+		}
+	}
+	state := func() *store.State {
+		return &store.State{Sessions: []store.Session{{ID: 3}}, Picks: []store.Pick{{Visitor: 5, Bucket: 102, Until: now + 5000}}}
+	}
+	g := Grant{{Bucket: 100, N: 1}, {Bucket: AnyBucket, N: 5}}
+
+	st := state()
+	assert.Equal(t, Grant{{Bucket: AnyBucket, N: 4}}, pickWinners(st, p, asks(), g), "two picked, from the grant's first entries")
+	assert.ElementsMatch(t, []store.Pick{
+		{Visitor: 5, Bucket: 102, Until: now + 5000},
+		{Visitor: 1, Bucket: 100, Until: now + 5000},
+		{Visitor: 2, Bucket: 101, Until: now + longest},
+	}, st.Picks)
+
+	// A grant of one: the lower rank of the two.
+	st = state()
+	assert.Equal(t, Grant{}, pickWinners(st, p, asks(), Grant{{Bucket: AnyBucket, N: 1}}))
+	require.Len(t, st.Picks, 2)
+	rank := pickRanks(st, p)
+	other := uint64(3) - st.Picks[1].Visitor
+	assert.Less(t, rank(st.Picks[1].Visitor, 0), rank(other, 0), "the lowest rank first")
+
+	// Nothing to pick, or no grant: nothing changes.
+	st = state()
+	assert.Equal(t, g, pickWinners(st, p, nil, g))
+	assert.Nil(t, pickWinners(st, p, asks(), nil), "a holding left as it is")
+	assert.Equal(t, state(), st)
 }
 
 // settlePicks drops the picks of visitors let in and counts the others
