@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -427,7 +428,9 @@ func TestFIFOOrderAcrossBuckets(t *testing.T) {
 func TestRandomIgnoresBuckets(t *testing.T) {
 	// One free slot, an older and a newer waiting visitor, and the newer
 	// one checks in first. FIFO keeps the slot for the older visitor;
-	// random gives it to whoever checks in.
+	// random gives it to whoever checks in that the draw holds: a room
+	// whose draw holds the newer one (identities, and so the lottery's
+	// seeds, from a seeded source: the first of them whose draw does).
 	for _, tc := range []struct {
 		method      QueueingMethod
 		newerGetsIn bool
@@ -436,15 +439,26 @@ func TestRandomIgnoresBuckets(t *testing.T) {
 		{Random, true},
 	} {
 		t.Run(string(tc.method), func(t *testing.T) {
-			tr := newTestRoom(t, fifoRoom(func(c *Config) {
-				c.QueueingMethod = tc.method
-				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
-			}))
-			vs := tr.queueInBuckets(2, 1)
-			tr.clk.Add(20 * time.Second)
-			tr.sync()
-			assert.Equal(t, tc.newerGetsIn, admitted(tr.get(vs[1], "")))
-			assert.Equal(t, !tc.newerGetsIn, admitted(tr.get(vs[0], "")))
+			for seed := uint64(1); ; seed++ {
+				require.Less(t, seed, uint64(50), "no room whose draw holds the newer visitor")
+				tr := newTestRoom(t, fifoRoom(func(c *Config) {
+					c.QueueingMethod = tc.method
+					c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+					c.Identities = mrand.New(mrand.NewPCG(seed, 1)).Uint64
+				}))
+				vs := tr.queueInBuckets(2, 1)
+				tr.clk.Add(20 * time.Second)
+				tr.sync()
+				now := tr.clk.Now().UnixMilli()
+				c, ok := tr.readState(vs[1].request(http.MethodGet, ""), now)
+				require.True(t, ok)
+				if tc.method == Random && !tr.syncer.Snapshot().Drawn(c.id, now, tr.cfg.RefreshInterval.Milliseconds()) {
+					continue
+				}
+				assert.Equal(t, tc.newerGetsIn, admitted(tr.get(vs[1], "")))
+				assert.Equal(t, !tc.newerGetsIn, admitted(tr.get(vs[0], "")))
+				return
+			}
 		})
 	}
 }
