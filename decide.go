@@ -317,9 +317,8 @@ func (rm *Room) takeLocked(x *visit) {
 		b := pol.bucket(c.bucket)
 		switch until, picked := v.Picks[c.id]; {
 		case picked && !x.fresh && now < until && rm.syncer.Healthy():
-			// Picked (internal/share: picks.go): let in, whichever
-			// instance the visitor reached; not while this instance's
-			// syncs fail (the admission might come after the pick ends).
+			// Picked (internal/share: picks.go): let in at any instance,
+			// not while its syncs fail (the admission might come late).
 			x.admit = true
 		case !x.fresh && rm.local.OlderKept(b) && (x.ch.heldAt == 0 || now-x.ch.heldAt < rm.waitWindow/2+rm.lateness):
 			// FIFO to the second: while the grant keeps a slot for an
@@ -422,9 +421,9 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
 		}
 	case !pol.method.ordered && pol.method.layout != nil && x.won && !x.shuffled && v.Instances > 1:
-		// Random: a winner who found no slot is asked for while New Users
-		// Per Minute binds (docs/fairness.md); the next sync picks them.
-		if int64(pol.TotalActiveUsers)-v.Active >= int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000 && rm.local.MayAsk(c.id) {
+		// Random: a winner who found no slot is asked for, not while Total
+		// Active Users binds (docs/fairness.md); the next sync picks them.
+		if !activeBinds(&v.View, pol, rm.cfg.RefreshInterval.Milliseconds()) && rm.local.MayAsk(c.id) {
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness+share.SyncEvery(rm.cfg.SyncInterval))
 		}
 	case pol.method.ordered && v.Near(pol.bucket(c.bucket), int64(pol.NewUsersPerMinute)) && (x.won == x.shuffled || v.Fleet):

@@ -71,10 +71,9 @@ func randomLayout(n int64, buckets []share.Bucket) grant {
 const waitingBucket = anyBucket - 1
 
 // The draw: in random, only the visitors the lottery's draw holds take a
-// slot (share.View.Drawn: identity and interval under the period's seed,
-// below the interval's odds), the same for every copy at every instance;
-// on several, one who finds no slot comes back soon (drawRetry), one the
-// next interval's will hold at its start (View.NextDrawn). A shuffled
+// slot (View.Drawn), the same for every copy at every instance; on
+// several, one who finds none is back soon (drawRetry) and asked for, one
+// the next interval's will hold at its start (View.NextDrawn). A shuffled
 // pre-queue goes in by the seed's places (View.Placed): docs/lottery.md.
 
 // drawMargin is how many visitors the odds let win the draw for each slot
@@ -82,26 +81,22 @@ const waitingBucket = anyBucket - 1
 const drawMargin = 1.0
 
 // drawScarceMargin is drawMargin where every slot goes by pick
-// (fleetScarce): the visitors the draw holds are asked for, and the round
-// draws among those asked (internal/share: picks.go). More than one for
-// each slot, so that a pick finds a visitor who asked in time.
+// (fleetScarce: internal/share, picks.go): more than one for each slot,
+// so that a pick finds a visitor who asked in time.
 const drawScarceMargin = 2.0
 
 // drawSlots is how many visitors the draw of a refresh interval at now
-// (Unix ms) lets in, as of view v under policy p (drawOdds divides it by
-// the waiting; keepCuts, in internal/share, by the shuffled pre-queue
-// still waiting): the slots an interval brings (New Users Per Minute's
-// share, or, when Total Active Users binds, as many as were let in
-// lately), or what the slots released and untaken exceed a quarter
-// interval's by, if more (copies counted at several instances swell the
-// count: docs/fairness.md). The first sync of an interval fixes them.
+// (Unix ms) lets in, as of view v under policy p: the slots an interval
+// brings (New Users Per Minute's share, or, when Total Active Users binds,
+// as many as were let in lately), or what the slots released and untaken
+// exceed a quarter interval's by, if more (copies counted at several
+// instances swell the count). The first sync of an interval fixes them.
 func drawSlots(v *share.View, p *policy, refresh, now int64) float64 {
 	limit := int64(p.NewUsersPerMinute)
 	slots := float64(limit) * float64(refresh) / 60_000
 	room := int64(p.TotalActiveUsers) - v.Active
-	if float64(room) < slots {
-		// Total Active Users binds: the slots come as sessions end,
-		// about as fast as visitors were let in lately.
+	if activeBinds(v, p, refresh) {
+		// Slots come as sessions end, as fast as visitors were let in lately.
 		slots = max(float64(room), v.PerMinute*float64(refresh)/60_000)
 	}
 	admitted := v.AdmittedThisMinute
@@ -112,6 +107,12 @@ func drawSlots(v *share.View, p *policy, refresh, now int64) float64 {
 	target := int64(math.Ceil(float64(limit) * float64(now-minuteOf(now)*60_000+refresh) / 60_000))
 	free := max(0, min(room, min(limit, target)-admitted))
 	return max(slots, float64(free)-slots/4, 1)
+}
+
+// activeBinds reports whether Total Active Users binds, as of v under p:
+// fewer slots left among the active than a refresh interval's brings.
+func activeBinds(v *share.View, p *policy, refresh int64) bool {
+	return float64(int64(p.TotalActiveUsers)-v.Active) < float64(p.NewUsersPerMinute)*float64(refresh)/60_000
 }
 
 // drawOdds is the chance that one waiting visitor wins the draw of a
