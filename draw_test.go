@@ -381,6 +381,7 @@ func TestDrawWinnerPicked(t *testing.T) {
 	clk.Add(time.Duration(waitingroom.DrawRetry(refresh)) * time.Millisecond)
 	a.sync() // neither silent long enough to be dropped
 	b.sync()
+	noSlot(a)
 	noSlot(b)
 	state, err = st.(store.Reader).Read(context.Background(), a.cfg.Name)
 	require.NoError(t, err)
@@ -395,6 +396,12 @@ func TestDrawWinnerPicked(t *testing.T) {
 		if picked[c.ID] {
 			assert.Equal(t, waitingroom.OutcomeAdmitted, d.Outcome, "a picked winner at an instance without a slot")
 			in++
+			// A copy of the cookie at the other instance, which has no
+			// slot either: the same visitor (one session, counted below).
+			d, err = a.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+			require.NoError(t, err)
+			assert.Equal(t, waitingroom.OutcomeAdmitted, d.Outcome, "a copy of a picked winner's cookie")
+			assert.Equal(t, c.ID, d.State.ID, "a copy of a picked winner's cookie: the same visitor")
 		} else {
 			assert.Equal(t, waitingroom.OutcomeWaiting, d.Outcome, "a visitor not picked, no slot")
 		}
