@@ -82,6 +82,9 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 		keepOdds(st, &p, v)
 	}
 	v.Picks, v.ReservedTo = picksOf(st, p.now)
+	if p.round {
+		v.asked = openAsks(st, d.asks, p.now)
+	}
 	v.Lottery = publicSeeds(st.Seeds, p.now, p.revealAfter())
 	v.seeds = slices.Clone(st.Seeds)
 	// The members that leave go, their grants back to the pool.
@@ -105,13 +108,21 @@ func roundNews(st *store.State, p *params, members []member, ds []*delta) *delta
 			d.add(o)
 		}
 	}
-	if lost := lostToSilence(st, p, members); len(lost) > 0 {
-		if d == ds[0] {
-			d = newDelta() // the member's batch may be sent again
-			d.add(ds[0])
-		}
-		for _, x := range lost {
-			d.session(x)
+	lost := lostToSilence(st, p, members)
+	if d == ds[0] && (len(lost) > 0 || len(p.asked) > 0) {
+		d = newDelta() // the member's batch may be sent again
+		d.add(ds[0])
+	}
+	for _, x := range lost {
+		d.session(x)
+	}
+	// A fleet's round weighs again the asks its latest round left open:
+	// a visitor is asked for from one chance to the next, however many
+	// rounds their asks reached (a cookie at several instances reached
+	// more, and was picked ahead of visitors as likely to win).
+	for id, a := range p.asked {
+		if a.until > p.now {
+			d.ask(id, a.bucket, a.until)
 		}
 	}
 	return d

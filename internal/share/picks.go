@@ -53,6 +53,25 @@ func picksOf(st *store.State, now int64) (map[uint64]int64, int64) {
 	return picks, upto
 }
 
+// openAsks returns the asks of asks that st has neither a pick nor a
+// session of, and whose visitor is still to come back after now.
+func openAsks(st *store.State, asks map[uint64]ask, now int64) map[uint64]ask {
+	var open map[uint64]ask
+	for id, a := range asks {
+		if a.until <= now || hasSession(st.Sessions, id) {
+			continue
+		}
+		if open == nil {
+			open = make(map[uint64]ask, len(asks))
+		}
+		open[id] = a
+	}
+	for _, pk := range st.Picks {
+		delete(open, pk.Visitor)
+	}
+	return open
+}
+
 // settlePicks drops the picks whose visitor's session is in st (let in:
 // the admission counts instead of the pick) and returns the picks left,
 // by the bucket they were asked in.
@@ -244,12 +263,21 @@ func pickWinners(st *store.State, p *params, asks map[uint64]ask, g Grant) Grant
 // and their ranks are their draws of the interval. A rank above 1 is not
 // picked (a place that has not come).
 func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, longest int64, ordered bool, ranks func(id uint64, bucket int64) float64) map[int64]int64 {
-	if n <= 0 || len(asks) == 0 {
+	if len(asks) == 0 {
 		return nil
 	}
 	have := map[uint64]bool{}
-	for _, pk := range st.Picks {
+	for i := range st.Picks {
+		pk := &st.Picks[i]
 		have[pk.Visitor] = true
+		// Asked for again: back by then, and the pick waits for them (it
+		// may not have reached the instance they came back to).
+		if a, ok := asks[pk.Visitor]; ok && a.until > pk.Until {
+			pk.Until = max(pk.Until, min(a.until, now+longest))
+		}
+	}
+	if n <= 0 {
+		return nil
 	}
 	type asked struct {
 		id    uint64
@@ -314,12 +342,15 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, long
 func pickRanks(st *store.State, p *params) func(id uint64, bucket int64) float64 {
 	r := &p.rules
 	var x *store.Seed
-	var w int64
+	var w, first int64
 	cut := 0.0
 	if r.Refresh > 0 {
 		w = FloorDiv(p.now, r.Refresh)
 		if x = intervalSeed(st.Seeds, w, r.Refresh); x != nil && x.Interval == r.Refresh {
 			cut, _ = cutAt(x, w)
+		}
+		if x != nil {
+			first = firstInterval(x, r.Refresh)
 		}
 	}
 	return func(id uint64, bucket int64) float64 {
@@ -337,7 +368,14 @@ func pickRanks(st *store.State, p *params) func(id uint64, bucket int64) float64
 		case x == nil:
 			return float64(Mix(id, p.now)>>11) / (1 << 53)
 		}
-		return lottery.Draw(x.Secret, id, w)
+		// The lowest of the draws that hold them (View.Drawn): a win
+		// waits for its visitor through the intervals it holds, ahead of
+		// the later ones, whenever the visitor asks.
+		d := lottery.Draw(x.Secret, id, w)
+		for i := w - 1; i > w-lottery.Hold && i >= first; i-- {
+			d = min(d, lottery.Draw(x.Secret, id, i))
+		}
+		return d
 	}
 }
 

@@ -2,11 +2,13 @@ package share
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
+	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -305,14 +307,29 @@ func TestReserveAndPickRandom(t *testing.T) {
 			members = append(members, member{id: id, seq: 2, held: held, attempts: d.attempts})
 		}
 		asked := map[uint64]bool{}
+		untils := map[uint64]int64{}
+		var carried map[uint64]ask
 		for i := range rng.IntN(40) {
 			id := uint64(0x1000 + i)
 			if rng.IntN(5) == 0 {
 				id = uint64(0x100 + rng.IntN(8)) // one picked before, or not
 			}
 			until := now + rng.Int64N(40_000) - 5000
-			ds[rng.IntN(len(ds))].ask(id, nowMin-10+int64(rng.IntN(nb)), until)
+			b := nowMin - 10 + int64(rng.IntN(nb))
+			if rng.IntN(3) == 0 {
+				// Left open by the aggregator's latest round.
+				if carried == nil {
+					carried = map[uint64]ask{}
+				}
+				if a, ok := carried[id]; ok {
+					b, until = min(a.bucket, b), max(a.until, until)
+				}
+				carried[id] = ask{bucket: b, until: until}
+			} else {
+				ds[rng.IntN(len(ds))].ask(id, b, until)
+			}
 			asked[id] = true
+			untils[id] = max(untils[id], until)
 			if rng.IntN(6) == 0 && !let[id] { // let in meanwhile, by its pick or from an instance's grant
 				j := rng.IntN(len(ds))
 				if !before[id] {
@@ -333,7 +350,7 @@ func TestReserveAndPickRandom(t *testing.T) {
 		}
 		p := params{now: now, rules: limits(fifo, total, perMinute),
 			waitWindow: 44_000, dueWindow: 27_000,
-			syncInterval: 1000, instanceTTL: 3000, round: true}
+			syncInterval: 1000, instanceTTL: 3000, round: true, asked: carried}
 		m := fifo
 		if rng.IntN(3) == 0 {
 			m = random
@@ -361,6 +378,16 @@ func TestReserveAndPickRandom(t *testing.T) {
 				newPicks = append(newPicks, pk)
 			}
 		}
+		// The asks left open for the next round: every visitor asked
+		// for (in this round's news or left open by the latest) who is
+		// still to come back, has no pick and was not let in.
+		var open []uint64
+		for id := range asked {
+			if untils[id] > now && !let[id] && !slices.ContainsFunc(st.Picks, func(pk store.Pick) bool { return pk.Visitor == id }) {
+				open = append(open, id)
+			}
+		}
+		require.ElementsMatch(t, open, slices.Collect(maps.Keys(v.asked)), "trial %d: the asks left open", trial)
 		var reserves int64
 		var reserve *store.Reserve
 		if r := st.Reserve; r != nil && r.Slots > 0 {
@@ -607,5 +634,70 @@ func TestFleetScarce(t *testing.T) {
 			p.scarceBelow = 0
 			assert.False(t, fleetScarce(p, v), "never with scarceBelow 0")
 		})
+	}
+}
+
+// In random, pick ranks a visitor by the lowest of their draws in the
+// intervals a win holds (lottery.Hold, within the seed's period): a win
+// waits for its visitor, whichever interval they ask in.
+func TestPickRanksHoldWins(t *testing.T) {
+	const refresh = int64(5000)
+	start := testclock.Start.Unix() - testclock.Start.Unix()%3600
+	seed := store.Seed{Start: start, End: start + 3600, Secret: [32]byte{7}, Interval: refresh}
+	st := &store.State{Seeds: []store.Seed{seed}}
+	w := start*1000/refresh + 10 // the interval of now, the period's eleventh
+	p := &params{now: w*refresh + 1200, rules: Rules{Layout: randomLayout, Refresh: refresh}}
+	rank := pickRanks(st, p)
+	for id := range uint64(200) {
+		want := lottery.Draw(seed.Secret, id, w)
+		for i := w - lottery.Hold + 1; i < w; i++ {
+			want = min(want, lottery.Draw(seed.Secret, id, i))
+		}
+		require.Equal(t, want, rank(id, 0), "visitor %d", id)
+	}
+
+	// The period's first interval: no draw of the period before it.
+	p.now = start * 1000
+	first := start * 1000 / refresh
+	rank = pickRanks(st, p)
+	for id := range uint64(50) {
+		require.Equal(t, lottery.Draw(seed.Secret, id, first), rank(id, 0), "visitor %d", id)
+	}
+}
+
+// A visitor asked for again while their pick holds tells when they will
+// be back: the pick waits for them that long (their instance may not have
+// had it in its view), never past the longest a waiting visitor counts
+// and never shorter; the others' picks are left as they were, and so
+// they are when no slot is left to pick from.
+func TestPickWaitsForItsVisitor(t *testing.T) {
+	const now, longest = int64(1_000_000), int64(30_000)
+	for _, n := range []int64{0, 1} {
+		st := &store.State{Picks: []store.Pick{
+			{Visitor: 1, Bucket: 100, Until: now + 2000},
+			{Visitor: 2, Bucket: 100, Until: now + 2000},
+			{Visitor: 3, Bucket: 100, Until: now + 9000},
+			{Visitor: 4, Bucket: 100, Until: now + 2000},
+		}}
+		asks := map[uint64]ask{
+			1: {bucket: 100, until: now + 6000},
+			3: {bucket: 100, until: now + 4000},    // sooner: no shorter
+			4: {bucket: 100, until: now + 100_000}, // no longer than longest
+			5: {bucket: 101, until: now + 5000},    // no pick yet
+		}
+		made := pick(st, asks, nil, 1, n, now, longest, false, func(uint64, int64) float64 { return 0.5 })
+		want := []store.Pick{
+			{Visitor: 1, Bucket: 100, Until: now + 6000},
+			{Visitor: 2, Bucket: 100, Until: now + 2000},
+			{Visitor: 3, Bucket: 100, Until: now + 9000},
+			{Visitor: 4, Bucket: 100, Until: now + longest},
+		}
+		if n > 0 {
+			assert.Equal(t, map[int64]int64{101: 1}, made, "the slot left picks the visitor with none")
+			want = append(want, store.Pick{Visitor: 5, Bucket: 101, Until: now + 5000})
+		} else {
+			assert.Nil(t, made, "no slot: nobody picked")
+		}
+		assert.Equal(t, want, st.Picks, "%d slots", n)
 	}
 }

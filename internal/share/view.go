@@ -92,6 +92,9 @@ type View struct {
 	// dropped are the fleet instances this sync dropped from the state:
 	// their mailboxes are removed (fleet.go).
 	dropped []string
+	// asked are the asks a fleet's round left open (no pick, no session,
+	// the visitor yet to come back): the next round weighs them again.
+	asked map[uint64]ask
 }
 
 // Session returns the record of visitor id as of the view's sync.
