@@ -316,9 +316,11 @@ func (rm *Room) takeLocked(x *visit) {
 	if !x.closed && !x.admit && pass && (!x.drawing || x.won) {
 		b := pol.bucket(c.bucket)
 		switch until, picked := v.Picks[c.id]; {
-		case picked && !x.fresh && now < until && rm.syncer.Healthy():
+		case picked && !x.fresh && now < until && rm.syncer.Healthy() && (x.drawing || pol.method.ordered || v.Holds(c.id, now, rm.cfg.RefreshInterval.Milliseconds())):
 			// Picked (internal/share: picks.go): let in at any instance,
-			// not while its syncs fail (the admission might come late).
+			// not while its syncs fail (the admission might come late);
+			// in random, while their win holds (every slot by pick:
+			// asked while the draw holds them, they may be back after).
 			x.admit = true
 		case !x.fresh && rm.local.OlderKept(b) && (x.ch.heldAt == 0 || now-x.ch.heldAt < rm.waitWindow/2+rm.lateness):
 			// FIFO to the second: while the grant keeps a slot for an

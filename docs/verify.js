@@ -131,12 +131,15 @@
 
   // admits reports whether the draw lets visitor id in at interval w of
   // record r (odds: its odds by interval): their draw of w, or of one of
-  // the HOLD-1 intervals before it within the period, fell under held.
+  // the HOLD-1 intervals before it within the period, fell under held of
+  // w or of its own interval: a win holds HOLD intervals, whatever the
+  // odds do after it, and odds that rise hold the draws they favour.
   async function admits(r, odds, id, w) {
-    const o = held(odds, w);
-    if (o === undefined) return false;
+    const now = held(odds, w);
     for (let x = w; x > w - HOLD && holds(r, x); x--) {
-      if ((await draw(r.seedBytes, id, x)) < o) return true;
+      let o = held(odds, x);
+      if (now !== undefined && (o === undefined || now > o)) o = now;
+      if (o !== undefined && (await draw(r.seedBytes, id, x)) < o) return true;
     }
     return false;
   }

@@ -141,8 +141,9 @@ func TestVerify(t *testing.T) {
 		return func(*lottery.Record) lottery.Claim { return lottery.Claim{Shuffled: true, Admitted: w} }
 	}
 	// A visitor whose draw two intervals before firstW+5 is under one half,
-	// and whose draw of firstW+5 is not: let in at firstW+5 only if that
-	// interval's odds are one half, whatever the earlier intervals' were.
+	// and whose draws since are not: let in at firstW+5 if the odds of that
+	// interval, or of the earlier one's own (a win holds), are one half;
+	// not by a later interval's.
 	at := int64(firstW + 5)
 	held := uint64(1)
 	for ; lottery.Draw(seed, held, at) < 0.5 || lottery.Draw(seed, held, at-1) < 0.5 || lottery.Draw(seed, held, at-2) >= 0.5; held++ {
@@ -189,6 +190,8 @@ func TestVerify(t *testing.T) {
 		{"an earlier draw under the odds of the interval let in", held, oddsOnly(at, 0.5),
 			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: at} }, nil},
 		{"an earlier draw under its own interval's odds only", held, oddsOnly(at-2, 0.5),
+			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: at} }, nil},
+		{"an earlier draw under a later interval's odds only", held, oddsOnly(at+1, 0.5),
 			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: at} }, lottery.ErrNotDrawn},
 		{"an earlier draw under the odds of the interval before the one let in", held, oddsOnly(at-1, 0.5),
 			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: at} }, nil},

@@ -324,14 +324,17 @@ func (r *Record) draws(identity uint64, c Claim) []Drawn {
 
 // admits reports whether the draw lets visitor identity in at interval w:
 // their draw of w, or of one of the Hold-1 intervals before it within the
-// period, fell under the odds of w or of the interval before (held).
+// period, fell under the odds (held) of w or of its own interval: a win
+// holds Hold intervals, whatever the odds do after it, and odds that
+// rise hold the recent draws they favour.
 func (r *Record) admits(identity uint64, w int64) bool {
-	o, ok := held(r.Odds, w)
-	if !ok {
-		return false
-	}
+	now, ok := held(r.Odds, w)
 	for x := w; x > w-Hold && r.holds(x, r.IntervalMS); x-- {
-		if Draw(r.Seed, identity, x) < o {
+		o, own := held(r.Odds, x)
+		if ok && (!own || now > o) {
+			o, own = now, true
+		}
+		if own && Draw(r.Seed, identity, x) < o {
 			return true
 		}
 	}

@@ -257,6 +257,8 @@ func TestViewDrawn(t *testing.T) {
 			}
 			require.Equal(t, want, now.Drawn(id, now0(w), refresh), "visitor %d", id)
 			require.False(t, before.Drawn(id, now0(w), refresh), "visitor %d: an earlier interval's odds are not the interval's", id)
+			require.Equal(t, lottery.Draw(seed, id, w-1) < 0.5, before.Holds(id, now0(w), refresh), "visitor %d: a win under its own interval's odds holds, whatever the odds after", id)
+			require.Equal(t, want, now.Holds(id, now0(w), refresh), "visitor %d: and under those in force", id)
 		}
 		// Until the view has the interval's odds, the interval before's
 		// stand in; with neither, nobody is let in.

@@ -2,6 +2,7 @@ package share
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/go-waitingroom/waitingroom/lottery"
@@ -262,7 +263,7 @@ func pickWinners(st *store.State, p *params, asks map[uint64]ask, g Grant) Grant
 // once a refresh interval of the shared clock each (the room's draw),
 // and their ranks are their draws of the interval. A rank above 1 is not
 // picked (a place that has not come).
-func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, longest int64, ordered bool, ranks func(id uint64, bucket int64) float64) map[int64]int64 {
+func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, longest int64, ordered bool, ranks func(id uint64, bucket int64) (float64, int64)) map[int64]int64 {
 	if len(asks) == 0 {
 		return nil
 	}
@@ -287,7 +288,9 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, long
 	var cs []asked
 	for id, a := range asks {
 		if a.until > now && !have[id] && !hasSession(st.Sessions, id) {
-			cs = append(cs, asked{id, a, ranks(id, a.bucket)})
+			place, end := ranks(id, a.bucket)
+			a.until = min(a.until, end)
+			cs = append(cs, asked{id, a, place})
 		}
 	}
 	if ordered {
@@ -337,13 +340,14 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, long
 // pre-queue of the event in force (Rules.Lottery), their places
 // (View.Placed), 2 (not to be picked) where the place is not below the
 // cut in force or there is no seed; elsewhere, ordered, 0 (the order of
-// arrival decides); random, their draws of the interval (lottery.Draw),
-// or a mix of the visitor and the time without a seed.
-func pickRanks(st *store.State, p *params) func(id uint64, bucket int64) float64 {
+// arrival decides); random, the lowest of their draws that the draw
+// holds them by (View.Drawn), 2 where it does not, or a mix of the
+// visitor and the time without a seed.
+func pickRanks(st *store.State, p *params) func(id uint64, bucket int64) (float64, int64) {
 	r := &p.rules
 	var x *store.Seed
 	var w, first int64
-	cut := 0.0
+	cut, o, held := 0.0, 0.0, false
 	if r.Refresh > 0 {
 		w = FloorDiv(p.now, r.Refresh)
 		if x = intervalSeed(st.Seeds, w, r.Refresh); x != nil && x.Interval == r.Refresh {
@@ -351,32 +355,64 @@ func pickRanks(st *store.State, p *params) func(id uint64, bucket int64) float64
 		}
 		if x != nil {
 			first = firstInterval(x, r.Refresh)
+			o, held = heldOdds(x, w)
 		}
 	}
-	return func(id uint64, bucket int64) float64 {
+	return func(id uint64, bucket int64) (float64, int64) {
 		switch {
 		case r.Lottery[1] != 0 && bucket == r.Lottery[0]:
 			if x == nil || cut == 0 {
-				return 2
+				return 2, math.MaxInt64
 			}
 			if pl := lottery.Place(x.Secret, id); pl < cut {
-				return pl
+				return pl, math.MaxInt64
 			}
-			return 2
+			return 2, math.MaxInt64
 		case r.Ordered:
-			return 0
+			return 0, math.MaxInt64
 		case x == nil:
-			return float64(Mix(id, p.now)>>11) / (1 << 53)
+			return float64(Mix(id, p.now)>>11) / (1 << 53), math.MaxInt64
 		}
-		// The lowest of the draws that hold them (View.Drawn): a win
-		// waits for its visitor through the intervals it holds, ahead of
-		// the later ones, whenever the visitor asks.
-		d := lottery.Draw(x.Secret, id, w)
-		for i := w - 1; i > w-lottery.Hold && i >= first; i-- {
-			d = min(d, lottery.Draw(x.Secret, id, i))
+		if !p.round {
+			// A classic sync's picks are of the winners of its own
+			// instance, back within a second, let in while Drawn.
+			return lottery.Draw(x.Secret, id, w), math.MaxInt64
 		}
-		return d
+		return drawRank(x, id, w, first, o, held, r.Refresh, p.now+3*syncEvery(p.syncInterval))
 	}
+}
+
+// drawRank is the rank of visitor id among the winners asked for in
+// random, in refresh interval w of refresh ms (first: the first of seed
+// x's period; o the odds in force, if held): the lowest of their draws
+// that hold them (View.Drawn), so that a win waits for its visitor
+// through the intervals it holds, ahead of later wins, whenever they
+// ask; and until when (ms) it holds them. A visitor it does not hold
+// until by (a pick could not reach them in time: they are asked to come
+// back within three syncs, PickWait) ranks 2, not picked: nobody is let
+// in whom the draw does not hold (docs/lottery.md).
+func drawRank(x *store.Seed, id uint64, w, first int64, o float64, held bool, refresh, by int64) (float64, int64) {
+	d, end := 2.0, int64(0)
+	for i := w; i > w-lottery.Hold && i >= first; i-- {
+		di := lottery.Draw(x.Secret, id, i)
+		if oi, ok := winOdds(x, i, o, held); !ok || di >= oi {
+			continue
+		}
+		d = min(d, di)
+		// A win under its own interval's odds holds Hold intervals from
+		// it; one under the odds in force only, to the interval's end.
+		if own, ok := heldOdds(x, i); ok && di < own {
+			end = max(end, (i+lottery.Hold)*refresh)
+		} else {
+			end = max(end, (w+1)*refresh)
+		}
+	}
+	// Nor past the period's end.
+	end = min(end, FloorDiv(x.End*1000, refresh)*refresh)
+	if d > 1 || end < by {
+		return 2, end
+	}
+	return d, end
 }
 
 // coverDue takes from the due visitors of buckets (oldest first, grouped

@@ -3,6 +3,7 @@ package share
 import (
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -573,7 +574,9 @@ func TestPickWinners(t *testing.T) {
 	require.Len(t, st.Picks, 2)
 	rank := pickRanks(st, p)
 	other := uint64(3) - st.Picks[1].Visitor
-	assert.Less(t, rank(st.Picks[1].Visitor, 0), rank(other, 0), "the lowest rank first")
+	r1, _ := rank(st.Picks[1].Visitor, 0)
+	r2, _ := rank(other, 0)
+	assert.Less(t, r1, r2, "the lowest rank first")
 
 	// Nothing to pick, or no grant: nothing changes.
 	st = state()
@@ -637,32 +640,77 @@ func TestFleetScarce(t *testing.T) {
 	}
 }
 
-// In random, pick ranks a visitor by the lowest of their draws in the
-// intervals a win holds (lottery.Hold, within the seed's period): a win
-// waits for its visitor, whichever interval they ask in.
+// In random, a fleet's round ranks a visitor by the lowest of their winning draws
+// in the intervals a win holds (lottery.Hold, within the seed's period),
+// as View.Drawn: a win waits for its visitor, whichever interval they ask
+// in. It says until when the draw holds them (a win under its own
+// interval's odds, Hold intervals from it; under the odds in force only,
+// to the interval's end), and ranks 2, not to be picked, those it does
+// not hold, or not for three syncs more (a pick could not reach them).
 func TestPickRanksHoldWins(t *testing.T) {
 	const refresh = int64(5000)
 	start := testclock.Start.Unix() - testclock.Start.Unix()%3600
-	seed := store.Seed{Start: start, End: start + 3600, Secret: [32]byte{7}, Interval: refresh}
-	st := &store.State{Seeds: []store.Seed{seed}}
 	w := start*1000/refresh + 10 // the interval of now, the period's eleventh
-	p := &params{now: w*refresh + 1200, rules: Rules{Layout: randomLayout, Refresh: refresh}}
-	rank := pickRanks(st, p)
-	for id := range uint64(200) {
-		want := lottery.Draw(seed.Secret, id, w)
-		for i := w - lottery.Hold + 1; i < w; i++ {
-			want = min(want, lottery.Draw(seed.Secret, id, i))
+	seed := store.Seed{Start: start, End: start + 3600, Secret: [32]byte{7}, Interval: refresh,
+		Odds: []store.Odds{{Interval: w - 2, Odds: 0.3}, {Interval: w - 1, Odds: 0.2}, {Interval: w, Odds: 0.4}}}
+	st := &store.State{Seeds: []store.Seed{seed}}
+	draw := func(id uint64, i int64) float64 { return lottery.Draw(seed.Secret, id, i) }
+	find := func(f func(id uint64) bool) uint64 {
+		for id := uint64(1); ; id++ {
+			if f(id) {
+				return id
+			}
 		}
-		require.Equal(t, want, rank(id, 0), "visitor %d", id)
+	}
+	// Won at w-2 under its own odds (0.3), not since.
+	early := find(func(id uint64) bool { return draw(id, w-2) < 0.3 && draw(id, w-1) >= 0.4 && draw(id, w) >= 0.4 })
+	// Won at w-1 under its own odds (0.2), not at w.
+	last := find(func(id uint64) bool { return draw(id, w-1) < 0.2 && draw(id, w) >= 0.4 && draw(id, w-2) >= 0.4 })
+	// At w-2 under the odds in force (0.4) only.
+	risen := find(func(id uint64) bool {
+		d := draw(id, w-2)
+		return d >= 0.3 && d < 0.4 && draw(id, w-1) >= 0.4 && draw(id, w) >= 0.4
+	})
+	// Twice: the lower draw ranks, the later win holds longest.
+	twice := find(func(id uint64) bool { return draw(id, w) < 0.4 && draw(id, w-2) < draw(id, w) && draw(id, w-1) >= 0.4 })
+	lost := find(func(id uint64) bool { return draw(id, w-2) >= 0.4 && draw(id, w-1) >= 0.4 && draw(id, w) >= 0.4 })
+
+	for _, tc := range []struct {
+		name string
+		now  int64
+		id   uint64
+		rank float64
+		end  int64
+	}{
+		{"won two intervals before", w*refresh + 1200, early, draw(early, w-2), (w + 1) * refresh},
+		{"won two intervals before, too late for a pick", w*refresh + 2500, early, 2, (w + 1) * refresh},
+		{"won the interval before", w*refresh + 2500, last, draw(last, w-1), (w + 2) * refresh},
+		{"under the odds in force only", w*refresh + 1200, risen, draw(risen, w-2), (w + 1) * refresh},
+		{"won twice", w*refresh + 1200, twice, draw(twice, w-2), (w + 3) * refresh},
+		{"not held", w*refresh + 1200, lost, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &params{now: tc.now, syncInterval: 1000, round: true, rules: Rules{Layout: randomLayout, Refresh: refresh}}
+			rank, end := pickRanks(st, p)(tc.id, 0)
+			assert.Equal(t, tc.rank, rank)
+			assert.Equal(t, tc.end, end)
+			// A classic sync picks its own instance's winners, back
+			// within a second and let in while Drawn: by their draw of
+			// the interval.
+			p.round = false
+			rank, end = pickRanks(st, p)(tc.id, 0)
+			assert.Equal(t, draw(tc.id, w), rank)
+			assert.Equal(t, int64(math.MaxInt64), end)
+			v := &View{seeds: st.Seeds}
+			assert.Equal(t, tc.end > tc.now, v.Holds(tc.id, tc.now, refresh), "as the room holds wins")
+		})
 	}
 
-	// The period's first interval: no draw of the period before it.
-	p.now = start * 1000
-	first := start * 1000 / refresh
-	rank = pickRanks(st, p)
-	for id := range uint64(50) {
-		require.Equal(t, lottery.Draw(seed.Secret, id, first), rank(id, 0), "visitor %d", id)
-	}
+	// The period's first interval: no draw of the period before it; its
+	// odds not fixed yet, nobody held.
+	p := &params{now: start * 1000, syncInterval: 1000, round: true, rules: Rules{Layout: randomLayout, Refresh: refresh}}
+	rank, _ := pickRanks(st, p)(early, 0)
+	assert.Equal(t, 2.0, rank)
 }
 
 // A visitor asked for again while their pick holds tells when they will
@@ -685,7 +733,7 @@ func TestPickWaitsForItsVisitor(t *testing.T) {
 			4: {bucket: 100, until: now + 100_000}, // no longer than longest
 			5: {bucket: 101, until: now + 5000},    // no pick yet
 		}
-		made := pick(st, asks, nil, 1, n, now, longest, false, func(uint64, int64) float64 { return 0.5 })
+		made := pick(st, asks, nil, 1, n, now, longest, false, func(uint64, int64) (float64, int64) { return 0.5, math.MaxInt64 })
 		want := []store.Pick{
 			{Visitor: 1, Bucket: 100, Until: now + 6000},
 			{Visitor: 2, Bucket: 100, Until: now + 2000},
