@@ -81,6 +81,16 @@ func TestLotteryAudit(t *testing.T) {
 	}
 }
 
+// TestFleetLotteryAudit is TestLotteryAudit on 40 instances, syncing
+// through an aggregator, every slot by pick: the odds shown are those the
+// aggregator fixed (an instance installing its view fixed its own, and
+// showed them), and a picked visitor is let in only while their win
+// holds.
+func TestFleetLotteryAudit(t *testing.T) {
+	onOneGoroutine(t)
+	lotteryAudit(t, 40)
+}
+
 // lotteryAudit is TestLotteryAudit on n instances.
 func lotteryAudit(t *testing.T, n int) {
 	const crowd = 1_000

@@ -77,9 +77,13 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 			keepReserve(st, p)
 		}
 	} else {
-		keepCuts(st, &p, v) // before the picks, which follow it
+		if !p.view {
+			keepCuts(st, &p, v) // before the picks, which follow it
+		}
 		carveMembers(st, p, v, members, at, d.asks, picked, ahead, out)
-		keepOdds(st, &p, v)
+		if !p.view {
+			keepOdds(st, &p, v)
+		}
 	}
 	v.Picks, v.ReservedTo = picksOf(st, p.now)
 	if p.round {

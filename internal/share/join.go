@@ -145,7 +145,7 @@ func (s *Syncer[S]) readView(ctx context.Context) (step, error) {
 func (s *Syncer[S]) install(ctx context.Context, st *store.State, now, local int64, fleetSize int) {
 	p := s.params(now)
 	set, rules := s.settle(st, now)
-	p.rules = rules
+	p.rules, p.view = rules, true
 	_, v := applySync(st, p, newDelta())
 	v.Instances = fleetSize
 	v.Fleet = true

@@ -401,6 +401,24 @@ func TestKeepOdds(t *testing.T) {
 		assert.False(t, ok, "an interval nobody synced in has no odds")
 	})
 
+	t.Run("not by a fleet instance's view", func(t *testing.T) {
+		// An instance installs the view the aggregator published: the
+		// odds it lacks are the aggregator's to fix (its instance would
+		// show visitors odds the record does not hold).
+		st := seeded()
+		st.Seeds[0].Odds = []store.Odds{{Interval: w - 1, Odds: 0.5}}
+		r := rules(0)
+		r.Odds = func(*View, int64) float64 { return 0.25 }
+		p := params{now: w*refresh + 3_000, rules: r, view: true}
+		_, v := applySync(st, p, newDelta())
+		assert.Equal(t, []store.Odds{{Interval: w - 1, Odds: 0.5}}, odds(st))
+		_, _, ok := v.OddsAt(p.now, refresh)
+		assert.False(t, ok, "none shown")
+		p.view = false
+		applySync(st, p, newDelta())
+		assert.Equal(t, []store.Odds{{Interval: w - 1, Odds: 0.5}, {Interval: w, Odds: 0.25}}, odds(st), "a sync that writes the state fixes them")
+	})
+
 	t.Run("bounded to [0, 1]", func(t *testing.T) {
 		for _, tc := range []struct{ in, want float64 }{{2, 1}, {-1, 0}, {math.NaN(), 0}, {math.Inf(1), 1}} {
 			st := seeded()

@@ -104,6 +104,10 @@ type params struct {
 	// (fleet.go), which refreshes the records of the instances from their
 	// mailboxes before it drops the silent ones.
 	round bool
+	// view reports a state read, not written (a fleet instance's view):
+	// the odds and cuts it lacks are the aggregator's to fix, not this
+	// instance's (it would show visitors odds the record does not hold).
+	view bool
 	// keepSilent keeps the records of silent instances but expired
 	// leases: the syncing instance has not synced without a failure for
 	// an instance TTL yet, or the state went back (see Syncer.steadySince).
