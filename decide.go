@@ -318,9 +318,8 @@ func (rm *Room) takeLocked(x *visit) {
 		switch until, picked := v.Picks[c.id]; {
 		case picked && !x.fresh && now < until && rm.syncer.Healthy() && (x.drawing || pol.method.ordered || v.Holds(c.id, now, rm.cfg.RefreshInterval.Milliseconds())):
 			// Picked (internal/share: picks.go): let in at any instance,
-			// not while its syncs fail (the admission might come late);
-			// in random, while their win holds (every slot by pick:
-			// asked while the draw holds them, they may be back after).
+			// not while its syncs fail (the admission might come late),
+			// in random while their win holds (docs/lottery.md).
 			x.admit = true
 		case !x.fresh && rm.local.OlderKept(b) && (x.ch.heldAt == 0 || now-x.ch.heldAt < rm.waitWindow/2+rm.lateness):
 			// FIFO to the second: while the grant keeps a slot for an
@@ -382,8 +381,7 @@ func (rm *Room) waitLocked(x *visit) {
 	}
 	if refresh := rm.cfg.RefreshInterval.Milliseconds(); x.drawing && x.gate == gatePass && x.v.Instances > 1 {
 		// The draw holds them: back soon, for another instance's slot;
-		// or will from the next interval: back at its start (on one
-		// instance, at their next chance: docs/fairness.md).
+		// or will from the next interval: back at its start (fairness.md).
 		switch at, ok := x.v.NextDrawn(c.id, now, refresh); {
 		case x.won:
 			next = now + drawRetry(refresh)
