@@ -749,3 +749,42 @@ func TestPickWaitsForItsVisitor(t *testing.T) {
 		assert.Equal(t, want, st.Picks, "%d slots", n)
 	}
 }
+
+// pickDue turns a FIFO instance's grant into picks of the due visitors it
+// asked for, oldest first, each taking the slot they would take at the
+// instance, and none while the grant keeps a slot for an older bucket.
+func TestPickDue(t *testing.T) {
+	const now, longest = int64(1_000_000), int64(30_000)
+	p := &params{now: now, waitWindow: longest, rules: limits(fifo, 1000, 100)}
+	asks := map[uint64]ask{
+		1: {bucket: 100, until: now + 5000},
+		2: {bucket: 103, until: now + 90_000}, // a pick lasts longest at most
+		3: {bucket: 107, until: now + 5000},   // behind the slot kept for 105
+		4: {bucket: 100, until: now + 5000},   // let in already
+		5: {bucket: 101, until: now},          // not coming back
+		6: {bucket: 99, until: now + 5000},    // picked already
+	}
+	state := func() *store.State {
+		return &store.State{Sessions: []store.Session{{ID: 4}}, Picks: []store.Pick{{Visitor: 6, Bucket: 99, Until: now + 5000}}}
+	}
+	st := state()
+	g := Grant{{Bucket: 100, N: 1}, {Bucket: 105, N: 1}, {Bucket: AnyBucket, N: 1}}
+	assert.Equal(t, Grant{{Bucket: 105, N: 1}}, pickDue(st, p, asks, g), "its own bucket's slot, then the newest")
+	assert.Equal(t, []store.Pick{
+		{Visitor: 6, Bucket: 99, Until: now + 5000},
+		{Visitor: 1, Bucket: 100, Until: now + 5000},
+		{Visitor: 2, Bucket: 103, Until: now + longest},
+	}, st.Picks)
+	assert.Equal(t, Grant{{Bucket: 100, N: 1}, {Bucket: 105, N: 1}, {Bucket: AnyBucket, N: 1}}, g, "the grant carved is left as it was")
+
+	// A slot kept for an older bucket: nobody newer picked.
+	st = state()
+	older := Grant{{Bucket: 90, N: 1}, {Bucket: AnyBucket, N: 3}}
+	assert.Equal(t, older, pickDue(st, p, asks, older))
+	assert.Equal(t, state(), st)
+
+	// Nothing to pick, or no grant: nothing changes.
+	assert.Equal(t, g, pickDue(st, p, nil, g))
+	assert.Nil(t, pickDue(st, p, asks, nil), "a holding left as it is")
+	assert.Equal(t, state(), st)
+}
