@@ -416,8 +416,14 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 		// every slot by pick, among the visitors the draw holds (at
 		// drawScarceMargin), asked for at every chance while it does,
 		// back as soon as the pick can be out (used within seconds).
-		if rm.local.MayAsk(c.id) && (x.won || !x.shuffled && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds())) {
+		refresh := rm.cfg.RefreshInterval.Milliseconds()
+		switch at, ahead := v.NextDrawn(c.id, now, refresh); {
+		case !rm.local.MayAsk(c.id):
+		case x.won || !x.shuffled && v.Drawn(c.id, now, refresh):
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
+			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
+		case ahead && !x.shuffled:
+			next = min(next, max(at+2*share.SyncEvery(rm.cfg.SyncInterval), now+1000))
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
 		}
 	case !pol.method.ordered && pol.method.layout != nil && x.won && !x.shuffled && v.Instances > 1:

@@ -18,7 +18,9 @@ import (
 // TestScarceRandomAsks checks the instance's side of a fleet with few
 // slots an instance in random (fleetScarce): a waiting visitor is asked
 // for at a chance with the odds that four times a refresh interval's
-// slots give every waiting visitor, and comes back soon when asked for;
+// slots give every waiting visitor, and comes back soon when asked for
+// (when the draw holds them from the next interval, asked for ahead and
+// back two syncs into it);
 // the draw is the visitor's for the refresh interval, so a copy of the
 // cookie sent to another instance (one cookie on many machines) draws
 // the same and gains nothing.
@@ -43,9 +45,18 @@ func TestScarceRandomAsks(t *testing.T) {
 			rm.local.Lock()
 			_, got[j] = rm.local.Asked(c.ID)
 			rm.local.Unlock()
-			if got[j] {
+			now, refresh := clk.Now().UnixMilli(), rm.cfg.RefreshInterval.Milliseconds()
+			at, ahead := rm.syncer.Snapshot().NextDrawn(c.ID, now, refresh)
+			switch {
+			case got[j] && rm.syncer.Snapshot().Drawn(c.ID, now, refresh):
 				assert.Equal(t, time.Duration(share.PickWait(rm.cfg.SyncInterval))*time.Millisecond, d.RefreshAfter, "visitor %d asked for: back soon", i)
-			} else {
+			case got[j]:
+				// Drawn from the next interval: asked for ahead, back
+				// two syncs into it, when the pick can be out.
+				require.True(t, ahead, "visitor %d asked for, the draw holding them neither now nor next", i)
+				// (now is the latest copy's; each came 5 ms apart.)
+				assert.LessOrEqual(t, d.RefreshAfter, time.Duration(max(at+2*share.SyncEvery(rm.cfg.SyncInterval), now+1000)-now+10)*time.Millisecond, "visitor %d asked for ahead", i)
+			default:
 				assert.Greater(t, d.RefreshAfter, rm.cfg.RefreshInterval/2, "visitor %d not asked for: back in about a refresh interval", i)
 			}
 		}
@@ -54,10 +65,10 @@ func TestScarceRandomAsks(t *testing.T) {
 			asked++
 		}
 	}
-	// At odds of 2/15 an interval, held for three: 1 − (13/15)³ of 300,
-	// 105.
+	// At odds of 2/15 an interval, held for three, and asked for an
+	// interval ahead: 1 − (13/15)⁴ of 300, 131.
 	t.Logf("%d of %d asked for", asked, waiting)
-	assert.InDelta(t, 105, asked, 25, "visitors asked for")
+	assert.InDelta(t, 131, asked, 25, "visitors asked for")
 }
 
 // TestPickLetsInAnywhere checks the instance's side: a picked visitor is

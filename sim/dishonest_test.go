@@ -298,7 +298,7 @@ func TestReplayersAndClonersOptions(t *testing.T) {
 // ranked by the lowest draw that holds them, a pick kept while they ask):
 // four classic instances hold their crowds to 0.95 of polite visitors'
 // wait, ten runs pooled (0.965 to 1.007 measured), 40 to 0.85 over five
-// (0.923 to 1.007; 0.78 to 0.81 before the asks were weighed again). In
+// (0.926 to 0.993; 0.78 to 0.81 before the asks were weighed again). In
 // FIFO a copy comes first in its arrival second only, and a due visitor
 // without a slot is picked as a winner is: four instances hold them to
 // 0.95 (0.954 to 0.981; 0.948 to 0.986 without the picks), 40 to 0.9
