@@ -107,8 +107,7 @@ type Config struct {
 	// release of slots. The interval drawn is rounded, up or down at
 	// random, to whole seconds (at least one), what the Refresh header can
 	// say, so a browser that obeys it comes back the moment it is
-	// eligible. Default 0.1 (±10 %); at most 0.5; negative means no
-	// jitter.
+	// eligible. Default 0.1 (±10 %); at most 0.5; negative means no jitter.
 	RefreshJitter float64
 	// QueueHold is how long a waiting visitor keeps their place after their
 	// latest refresh; someone who comes back within it is still in their
@@ -125,8 +124,7 @@ type Config struct {
 	// Keys encrypt and authenticate the visitor cookie. The first key
 	// encrypts; every key decrypts, so keys rotate by adding a new key in
 	// front and later dropping the old one. Every instance of a room needs
-	// the same keys. Required; each at least 32 bytes of secret random
-	// data.
+	// the same keys. Required; each at least 32 bytes of secret random data.
 	Keys [][]byte
 
 	// ChallengeVerifier verifies the tokens of a hosted challenge
@@ -177,8 +175,7 @@ type Config struct {
 	// one for each instance, to be deterministic; anything else should
 	// leave it nil. When set, it also draws the lottery's seeds, from the
 	// sync (docs/lottery.md); when nil, those come from crypto/rand.
-	// Default math/rand/v2's Uint64. The same concurrency rule as
-	// Random's.
+	// Default math/rand/v2's Uint64. The same concurrency rule as Random's.
 	Identities func() uint64
 	// Logger receives the room's logs: state changes and store outages,
 	// never one line per request. Default slog.Default().
@@ -345,8 +342,7 @@ func (c *Config) normalizeRequests() error {
 	return nil
 }
 
-// fillHooks fills in the default clock, sources, logger and error
-// handler.
+// fillHooks fills in the default clock, sources, logger and error handler.
 func (c *Config) fillHooks() {
 	if c.Now == nil {
 		c.Now = time.Now

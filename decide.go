@@ -414,12 +414,11 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 	case !pol.method.ordered && v.Fleet && v.Scarce && pol.method.layout != nil:
 		// Random, in a fleet with few slots an instance (fleetScarce):
 		// every slot by pick, among the visitors the draw holds (at
-		// drawScarceMargin), asked for at every chance while it does,
-		// back as soon as the pick can be out (used within seconds).
-		refresh := rm.cfg.RefreshInterval.Milliseconds()
-		switch at, ahead := v.NextDrawn(c.id, now, refresh); {
+		// drawScarceMargin) or will next interval, asked for at every
+		// chance, back as soon as the pick can be out.
+		switch at, ahead := v.NextDrawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds()); {
 		case !rm.local.MayAsk(c.id):
-		case x.won || !x.shuffled && v.Drawn(c.id, now, refresh):
+		case x.won || !x.shuffled && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds()):
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
 		case ahead && !x.shuffled:
@@ -435,9 +434,8 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 	case pol.method.ordered && v.Near(pol.bucket(c.bucket), int64(pol.NewUsersPerMinute)) && (x.won == x.shuffled || v.Fleet):
 		// No slot here for a visitor whose turn is near: the fleet's
 		// aggregator, or this instance's next sync, may pick them. Back
-		// as soon as the pick can be out: one the reserve holds a slot
-		// for, or a view without the aggregator (while the fleet forms
-		// again) shows reserved; and, every slot by pick (fleetScarce)
+		// when the pick can be out: one reserved for (or so shown while
+		// the fleet forms again), or, every slot by pick (fleetScarce)
 		// or classic, one whose turn comes within a refresh interval.
 		b := pol.bucket(c.bucket)
 		asked := (v.Fleet || v.Instances > 1) && rm.local.MayAsk(c.id)

@@ -22,8 +22,7 @@ type Event struct {
 	Description string `json:"description,omitempty"`
 	// Suspended keeps the event in the settings without applying it: the
 	// room goes by its own settings through the event's times, as if it
-	// were not there. It still may not overlap another event. Default
-	// false.
+	// were not there. It still may not overlap another event. Default false.
 	Suspended bool `json:"suspended,omitempty"`
 	// Start and End bound the event: [Start, End). Both required, on whole
 	// minutes (arrival minutes are the queue's unit).

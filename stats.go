@@ -230,8 +230,7 @@ type Histogram struct {
 	// Counts are the observations at or below each bound (cumulative),
 	// one per bound.
 	Counts []uint64
-	// Count and Sum are the number of observations and their sum, in
-	// seconds.
+	// Count and Sum are the number of observations and their sum, in seconds.
 	Count uint64
 	Sum   float64
 }

@@ -75,8 +75,7 @@ type Room struct {
 	// those of the latest sync) while their records are kept, so that a
 	// copy of a revoked cookie is a new visitor wherever it is sent, from
 	// the revoke on (at the end of its hold under passes: revokedFrom).
-	// revokedN is its length, read without a lock on every admitted
-	// request.
+	// revokedN is its length, read without a lock on every admitted request.
 	revokedIDs sync.Map // uint64 → revokedSpan
 	revokedN   atomic.Int64
 	// passes is the longest, in ms, that the passes of a handler in front
@@ -84,8 +83,7 @@ type Room struct {
 	passes atomic.Int64
 
 	// asking holds the places whose chance waits for the hosted
-	// challenge's provider (verdictLocked), nil until one. Under local's
-	// lock.
+	// challenge's provider (verdictLocked), nil until one. Under local's lock.
 	asking map[uint64]struct{}
 
 	counters struct {
