@@ -433,13 +433,13 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 		}
 	case pol.method.ordered && v.Near(pol.bucket(c.bucket), int64(pol.NewUsersPerMinute)) && (x.won == x.shuffled || v.Fleet):
 		// No slot here for a visitor whose turn is near: the fleet's
-		// aggregator, or this instance's next sync, may pick them. Back
-		// when the pick can be out: one reserved for (or so shown while
-		// the fleet forms again), or, every slot by pick (fleetScarce)
-		// or classic, one whose turn comes within a refresh interval.
+		// aggregator may pick them. Back when the pick can be out: one
+		// reserved for (or so shown while the fleet forms again), or,
+		// every slot by pick (fleetScarce), one whose turn comes within
+		// a refresh interval.
 		b := pol.bucket(c.bucket)
-		asked := (v.Fleet || v.Instances > 1) && rm.local.MayAsk(c.id)
-		soon := (v.Scarce || !v.Fleet) && asked && v.Near(b, max(1, int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000))
+		asked := v.Fleet && rm.local.MayAsk(c.id)
+		soon := v.Scarce && asked && v.Near(b, max(1, int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000))
 		if b <= v.ReservedTo && (asked || !v.Fleet) || soon {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 		}

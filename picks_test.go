@@ -1,7 +1,6 @@
 package waitingroom_test
 
 import (
-	"context"
 	"net/http"
 	"sync"
 	"testing"
@@ -214,97 +213,4 @@ func syncAll(t *testing.T, rooms []*testRoom) {
 	for _, rm := range rooms {
 		require.NoError(t, rm.Sync(t.Context()))
 	}
-}
-
-// TestFIFODuePicked: on classic instances, a FIFO visitor near the front
-// whom the instance they reached had no slot for is asked for, and that
-// instance's next sync turns the slots of its grant they would have
-// taken into picks, oldest first; another instance, with no slot of its
-// own, lets the picked in, once each, and nobody else.
-func TestFIFODuePicked(t *testing.T) {
-	clk, st := newClock(), memstore.New()
-	rooms := instances(t, clk, st, 2, func(c *waitingroom.Config) {
-		c.QueueingMethod = waitingroom.FIFO
-		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 60
-		c.RefreshJitter = -1
-	})
-	a, b := rooms[0], rooms[1]
-	noSlot := func(rm *testRoom) {
-		rm.syncer.Amend(func(v *view) { v.Instances = 2 })
-		rm.local.Lock()
-		rm.local.SetGrant(grant{})
-		rm.local.Unlock()
-	}
-	var cookies []string
-	for range 4 { // four arrival seconds of visitors waiting
-		for range 15 {
-			d, err := a.checkRequest((&visitor{}).request(http.MethodGet, ""))
-			require.NoError(t, err)
-			if d.Outcome == waitingroom.OutcomeWaiting {
-				cookies = append(cookies, a.cookieName+"="+d.CookieValue)
-			}
-		}
-		clk.Add(time.Second)
-	}
-	require.NotEmpty(t, cookies)
-	// Slots to pick them from (the minute's first are taken): all but
-	// one of those waiting.
-	require.NoError(t, a.Update(context.Background(), func(s *waitingroom.Settings) { s.NewUsersPerMinute = 90 }))
-	clk.Add(a.cfg.RefreshInterval) // their chances are due
-	a.sync()
-	b.sync()
-	noSlot(a)
-	asked := map[uint64]int64{} // the visitors asked for, by bucket
-	bucket := map[string]waitingroom.CookieState{}
-	for _, cookie := range cookies {
-		c, ok := a.readState((&visitor{cookie: cookie}).request(http.MethodGet, ""), clk.Now().UnixMilli())
-		require.True(t, ok)
-		bucket[cookie] = c
-		d, err := a.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
-		require.NoError(t, err)
-		require.Equal(t, waitingroom.OutcomeWaiting, d.Outcome, "no slot at a")
-		a.local.Lock()
-		if _, ok := a.local.Asked(c.ID); ok {
-			asked[c.ID] = c.Bucket
-		}
-		a.local.Unlock()
-	}
-	require.NotEmpty(t, asked, "the visitors near the front asked for")
-
-	a.sync() // picks them from its grant
-	state, err := st.Read(context.Background(), a.cfg.Name)
-	require.NoError(t, err)
-	require.NotEmpty(t, state.Picks, "visitors picked")
-	picked := map[uint64]bool{}
-	var newest int64
-	for _, pk := range state.Picks {
-		_, ok := asked[pk.Visitor]
-		require.True(t, ok, "a pick of a visitor asked for")
-		picked[pk.Visitor] = true
-		newest = max(newest, asked[pk.Visitor])
-	}
-	for id, b := range asked {
-		if !picked[id] {
-			assert.GreaterOrEqual(t, b, newest, "an older visitor asked for left unpicked")
-		}
-	}
-
-	b.sync() // brings the picks
-	noSlot(b)
-	clk.Add(time.Duration(share.PickWait(a.cfg.SyncInterval)) * time.Millisecond)
-	in := 0
-	for _, cookie := range cookies {
-		d, err := b.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
-		require.NoError(t, err)
-		id := bucket[cookie].ID
-		assert.Equal(t, picked[id], d.Outcome == waitingroom.OutcomeAdmitted, "visitor %d: let in at b if and only if picked", id)
-		if d.Outcome == waitingroom.OutcomeAdmitted {
-			in++
-			again, err := b.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
-			require.NoError(t, err)
-			require.NotEqual(t, waitingroom.OutcomeWaiting, again.Outcome)
-		}
-	}
-	assert.Equal(t, len(picked), in)
-	t.Logf("%d waiting, %d asked for, %d picked and let in at the other instance", len(cookies), len(asked), in)
 }

@@ -182,14 +182,11 @@ func carveMembers(st *store.State, p params, v *View, members []member, at []int
 		}
 		held := max(me.Grant, 0)
 		g := carve(p, v, buckets, lay, part, grants-held, m.held, ahead[i])
-		n := len(st.Picks)
-		switch {
-		case !p.rules.Ordered && !scarce:
+		if !p.rules.Ordered && !scarce {
+			n := len(st.Picks)
 			g = pickWinners(st, &p, asks, g)
-		case p.rules.Ordered && !p.round:
-			g = pickDue(st, &p, asks, g)
+			grants += int64(len(st.Picks) - n) // the picks hold them now
 		}
-		grants += int64(len(st.Picks) - n) // the picks hold them now
 		out[i] = carving{g: g, fair: v.fair, scarce: scarce}
 		if g != nil {
 			me.Grant = g.Total()

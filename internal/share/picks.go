@@ -249,45 +249,6 @@ func pickWinners(st *store.State, p *params, asks map[uint64]ask, g Grant) Grant
 	return out
 }
 
-// pickDue turns the slots of grant g, carved for an instance of a FIFO
-// room syncing the classic way, into picks of the due visitors it asked
-// for (asks): those whose turn is near that it had no slot for. Oldest
-// first, each takes the slot they would take at the instance (Grant.take),
-// while the grant keeps none for an older bucket; whichever instance
-// they reach next lets them in from it, so a turn waits for its visitor
-// rather than going to whichever copy of another cookie comes first to
-// the instance holding the slot (docs/fairness.md). It returns what is
-// left of g (nil stays nil).
-func pickDue(st *store.State, p *params, asks map[uint64]ask, g Grant) Grant {
-	if g == nil || len(asks) == 0 {
-		return g
-	}
-	type asked struct {
-		id uint64
-		a  ask
-	}
-	var cs []asked
-	for id, a := range asks {
-		if a.until > p.now && !hasSession(st.Sessions, id) && !slices.ContainsFunc(st.Picks, func(pk store.Pick) bool { return pk.Visitor == id }) {
-			cs = append(cs, asked{id, a})
-		}
-	}
-	slices.SortFunc(cs, func(x, y asked) int {
-		return cmp.Or(cmp.Compare(x.a.bucket, y.a.bucket), cmp.Compare(x.a.until, y.a.until), cmp.Compare(x.id, y.id))
-	})
-	out := slices.Clone(g)
-	for _, c := range cs {
-		if out.olderHeld(c.a.bucket) {
-			break
-		}
-		if _, ok := out.take(c.a.bucket, false); !ok {
-			continue
-		}
-		st.Picks = append(st.Picks, store.Pick{Visitor: c.id, Bucket: c.a.bucket, Until: min(c.a.until, p.now+p.waitWindow)})
-	}
-	return slices.DeleteFunc(out, func(e GrantEntry) bool { return e.N <= 0 })
-}
-
 // pick adds to st a pick of each of up to n of the asked visitors who
 // will be back after now and whom st has neither a session nor a pick of,
 // good for longest ms at most
