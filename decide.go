@@ -381,7 +381,8 @@ func (rm *Room) waitLocked(x *visit) {
 	}
 	if refresh := rm.cfg.RefreshInterval.Milliseconds(); x.drawing && x.gate == gatePass && x.v.Instances > 1 {
 		// The draw holds them: back soon, for another instance's slot;
-		// or will from the next interval: back at its start (fairness.md).
+		// or will from the next interval: back at its start
+		// (docs/fairness.md).
 		switch at, ok := x.v.NextDrawn(c.id, now, refresh); {
 		case x.won:
 			next = now + drawRetry(refresh)
