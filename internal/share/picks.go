@@ -258,11 +258,12 @@ func pickWinners(st *store.State, p *params, asks map[uint64]ask, g Grant) Grant
 // due visitors of each bucket that no pick covers yet): those will ask
 // too, and a newer visitor picked before them would be let in first;
 // those of an event's shuffled pre-queue in the order of their places
-// (ranks). Otherwise (random, with few slots an instance) it picks the
-// lowest ranks: the instances ask for visitors drawn at their chances,
-// once a refresh interval of the shared clock each (the room's draw),
-// and their ranks are their draws of the interval. A rank above 1 is not
-// picked (a place that has not come).
+// (ranks). Otherwise (random) it picks the lowest ranks: the instances
+// ask for the visitors the draw holds, or will next interval, at their
+// chances. A rank above 1 is not picked (a place that has not come, a
+// win that does not hold), nor a pick made past the bound ranks give. A
+// visitor asked for again while picked keeps their pick until they said
+// they would be back (it may not have reached the instance they came to).
 func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, longest int64, ordered bool, ranks func(id uint64, bucket int64) (float64, int64)) map[int64]int64 {
 	if len(asks) == 0 {
 		return nil
@@ -340,9 +341,10 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, long
 // pre-queue of the event in force (Rules.Lottery), their places
 // (View.Placed), 2 (not to be picked) where the place is not below the
 // cut in force or there is no seed; elsewhere, ordered, 0 (the order of
-// arrival decides); random, the lowest of their draws that the draw
-// holds them by (View.Drawn), 2 where it does not, or a mix of the
-// visitor and the time without a seed.
+// arrival decides); random, in a fleet's round, their lowest winning
+// draw and until when the win holds them (drawRank), in a classic sync
+// their draw of the interval, or a mix of the visitor and the time
+// without a seed. The second value bounds the pick (math.MaxInt64: none).
 func pickRanks(st *store.State, p *params) func(id uint64, bucket int64) (float64, int64) {
 	r := &p.rules
 	var x *store.Seed
