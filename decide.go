@@ -315,12 +315,14 @@ func (rm *Room) takeLocked(x *visit) {
 	x.admit = !x.closed && pol.method.passes && pass
 	if !x.closed && !x.admit && pass && (!x.drawing || x.won) {
 		b := pol.bucket(c.bucket)
-		switch until, picked := v.Picks[c.id]; {
-		case picked && !x.fresh && now < until && rm.syncer.Healthy() && (x.drawing || pol.method.ordered || v.Holds(c.id, now, rm.cfg.RefreshInterval.Milliseconds())):
-			// Picked (internal/share: picks.go): let in at any instance,
-			// not while its syncs fail (the admission might come late),
-			// in random while their win holds (docs/lottery.md).
-			x.admit = true
+		switch pk, picked := v.Picks[c.id]; {
+		case picked && !x.fresh && now < pk.Until && rm.syncer.Healthy() && (x.drawing || pol.method.ordered || v.Holds(c.id, now, rm.cfg.RefreshInterval.Milliseconds())):
+			// Picked (internal/share: picks.go): let in at any instance
+			// from when they said they would be back (a copy of the
+			// cookie sooner waits for it), not while its syncs fail (the
+			// admission might come late), in random while their win
+			// holds (docs/lottery.md).
+			x.admit = pk.From <= now
 		case !x.fresh && rm.local.OlderKept(b) && (x.ch.heldAt == 0 || now-x.ch.heldAt < rm.waitWindow/2+rm.lateness):
 			// FIFO to the second: while the grant keeps a slot for an
 			// older visitor, back (here or elsewhere) within the longest
@@ -421,16 +423,16 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 		case !rm.local.MayAsk(c.id):
 		case x.won || !x.shuffled && v.Drawn(c.id, now, rm.cfg.RefreshInterval.Milliseconds()):
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
-			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
+			rm.local.Ask(c.id, pol.bucket(c.bucket), next)
 		case ahead && !x.shuffled:
 			next = min(next, max(at+2*share.SyncEvery(rm.cfg.SyncInterval), now+1000))
-			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness)
+			rm.local.Ask(c.id, pol.bucket(c.bucket), next)
 		}
 	case !pol.method.ordered && pol.method.layout != nil && x.won && !x.shuffled && v.Instances > 1:
 		// Random: a winner who found no slot is asked for, not while Total
 		// Active Users binds (docs/fairness.md); the next sync picks them.
 		if !activeBinds(&v.View, pol, rm.cfg.RefreshInterval.Milliseconds()) && rm.local.MayAsk(c.id) {
-			rm.local.Ask(c.id, pol.bucket(c.bucket), next+rm.lateness+share.SyncEvery(rm.cfg.SyncInterval))
+			rm.local.Ask(c.id, pol.bucket(c.bucket), next)
 		}
 	case pol.method.ordered && v.Near(pol.bucket(c.bucket), int64(pol.NewUsersPerMinute)) && (x.won == x.shuffled || v.Fleet):
 		// No slot here for a visitor whose turn is near: the fleet's
@@ -445,7 +447,7 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
 		}
 		if asked {
-			rm.local.Ask(c.id, b, next+rm.lateness)
+			rm.local.Ask(c.id, b, next)
 		}
 	}
 	return next

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/internal/share"
+	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -72,8 +73,8 @@ func TestScarceRandomAsks(t *testing.T) {
 
 // TestPickLetsInAnywhere checks the instance's side: a picked visitor is
 // let in by an instance without a slot, as one session whichever copies
-// of the cookie come; not once the pick has expired, nor while the
-// instance's syncs fail. A visitor of a bucket the reserve covers who
+// of the cookie come; not once the pick has expired, nor before its
+// visitor said they would be back, nor while the instance's syncs fail. A visitor of a bucket the reserve covers who
 // finds no slot is asked for and told to come back soon.
 func TestPickLetsInAnywhere(t *testing.T) {
 	clk := newClock()
@@ -148,21 +149,30 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		require.Error(t, a.Sync(t.Context()))
 		fa.down.Store(false)
 		defer func() { require.NoError(t, a.Sync(t.Context())) }()
-		setView(a, func(v *view) { v.Picks = map[uint64]int64{id: until} })
+		setView(a, func(v *view) { v.Picks = map[uint64]store.Pick{id: {Visitor: id, Until: until}} })
 		got := check(a)
 		assert.Equal(t, waitingroom.OutcomeWaiting, got.Outcome)
 		clk.Add(got.RefreshAfter)
 	})
 	t.Run("not once the pick expired", func(t *testing.T) {
-		setView(b, func(v *view) { v.Picks = map[uint64]int64{id: clk.Now().UnixMilli()} })
+		setView(b, func(v *view) { v.Picks = map[uint64]store.Pick{id: {Visitor: id, Until: clk.Now().UnixMilli()}} })
+		got := check(b)
+		assert.Equal(t, waitingroom.OutcomeWaiting, got.Outcome)
+		clk.Add(got.RefreshAfter)
+	})
+	t.Run("not before the visitor said they would be back", func(t *testing.T) {
+		// A copy of the cookie at another instance, sooner than its
+		// visitor said they would be back, gains nothing.
+		now := clk.Now().UnixMilli()
+		setView(b, func(v *view) { v.Picks = map[uint64]store.Pick{id: {Visitor: id, From: now + 1, Until: now + 5000}} })
 		got := check(b)
 		assert.Equal(t, waitingroom.OutcomeWaiting, got.Outcome)
 		clk.Add(got.RefreshAfter)
 	})
 	t.Run("let in by either instance, one session", func(t *testing.T) {
-		until := clk.Now().UnixMilli() + 5000
+		from := clk.Now().UnixMilli() // back when they said
 		for _, rm := range rooms {
-			setView(rm, func(v *view) { v.Picks = map[uint64]int64{id: until} })
+			setView(rm, func(v *view) { v.Picks = map[uint64]store.Pick{id: {Visitor: id, From: from, Until: from + 5000}} })
 			rm.local.Lock()
 			rm.local.SetGrant(grant{}) // no slot of its own
 			rm.local.Unlock()

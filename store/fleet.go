@@ -16,6 +16,7 @@ func appendFleet(b []byte, s *State) []byte {
 	for _, p := range s.Picks {
 		b = binary.AppendUvarint(b, p.Visitor)
 		b = binary.AppendVarint(b, p.Bucket)
+		b = binary.AppendVarint(b, p.From)
 		b = binary.AppendVarint(b, p.Until)
 	}
 	b = appendFlag(b, s.Reserve != nil)
@@ -61,7 +62,7 @@ func appendMailbox(b []byte, m *Mailbox) []byte {
 		for _, a := range x.Asks {
 			b = binary.AppendUvarint(b, a.Visitor)
 			b = binary.AppendVarint(b, a.Bucket)
-			b = binary.AppendVarint(b, a.Until)
+			b = binary.AppendVarint(b, a.At)
 		}
 	}
 	return b
@@ -77,12 +78,13 @@ func (d *decoder) fleet(s *State) {
 		l.Fleet = d.varint()
 		s.Lease = l
 	}
-	if n := d.length(3); n > 0 {
+	if n := d.length(4); n > 0 {
 		s.Picks = make([]Pick, n)
 		for i := range s.Picks {
 			p := &s.Picks[i]
 			p.Visitor = d.uvarint()
 			p.Bucket = d.varint()
+			p.From = d.varint()
 			p.Until = d.varint()
 		}
 	}
@@ -129,7 +131,7 @@ func (d *decoder) mailbox() *Mailbox {
 					a := &x.Asks[j]
 					a.Visitor = d.uvarint()
 					a.Bucket = d.varint()
-					a.Until = d.varint()
+					a.At = d.varint()
 				}
 			}
 			if d.err != nil {

@@ -25,14 +25,14 @@ func TestFleetRoundTrip(t *testing.T) {
 		Batches: []Batch{
 			{Seq: 2, Attempts: 5, Sessions: []Session{{ID: 1, Admitted: 10, Seen: 11, End: 12, Revoked: true}},
 				Waiting: []Cell{{Bucket: 100, Slot: 3, N: -1}}, Waits: []Count{{Key: 1, N: 4200}},
-				Asks: []Ask{{Visitor: 7, Bucket: 100, Until: 9000}}},
+				Asks: []Ask{{Visitor: 7, Bucket: 100, At: 9000}}},
 			{Seq: 3},
 		},
 	}
 	for name, s := range map[string]*State{
 		"none":          {},
 		"lease":         {Lease: &Lease{Holder: "agg", Term: 7, Renewed: 123456, Fleet: 40}},
-		"picks":         {Picks: []Pick{{Visitor: 1, Bucket: 100, Until: 5}, {Visitor: 2, Bucket: -1, Until: -5}}},
+		"picks":         {Picks: []Pick{{Visitor: 1, Bucket: 100, From: 3, Until: 5}, {Visitor: 2, Bucket: -1, From: -7, Until: -5}}},
 		"reserve":       {Reserve: &Reserve{Slots: 3, Upto: 100, Set: 99}},
 		"empty reserve": {Reserve: &Reserve{}},
 		"mailbox":       {Mailbox: mailbox},

@@ -130,14 +130,18 @@ type Lease struct {
 }
 
 // Pick is a waiting visitor whom a fleet's aggregator picked for a slot:
-// whichever instance they reach before Until lets them in, from the slot
-// the pick holds (one), which every limit counts until their session is
-// in the state or the pick expires.
+// whichever instance they reach from From to Until lets them in, from the
+// slot the pick holds (one), which every limit counts until their session
+// is in the state or the pick expires.
 type Pick struct {
 	// Visitor is the visitor's identity.
 	Visitor uint64
 	// Bucket is the arrival bucket (Unix seconds) they asked in.
 	Bucket int64
+	// From is the Unix time, in milliseconds, from which they may be let
+	// in: when they said they would be back, so that copies of their
+	// cookie that reach other instances sooner gain nothing.
+	From int64
 	// Until is the Unix time, in milliseconds, up to which they may be
 	// let in.
 	Until int64
@@ -224,8 +228,9 @@ type Ask struct {
 	Visitor uint64
 	// Bucket is the arrival bucket they are in (Unix seconds).
 	Bucket int64
-	// Until is the Unix time, in ms, by which they will have come back.
-	Until int64
+	// At is the Unix time, in ms, at which they said they would be back
+	// (their next chance).
+	At int64
 }
 
 // Count is a counter under an integer key.

@@ -87,7 +87,7 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 	}
 	v.Picks, v.ReservedTo = picksOf(st, p.now)
 	if p.round {
-		v.asked = openAsks(st, d.asks, p.now)
+		v.asked = openAsks(st, d.asks, &p)
 	}
 	v.Lottery = publicSeeds(st.Seeds, p.now, p.revealAfter())
 	v.seeds = slices.Clone(st.Seeds)
@@ -125,8 +125,8 @@ func roundNews(st *store.State, p *params, members []member, ds []*delta) *delta
 	// rounds their asks reached (a cookie at several instances reached
 	// more, and was picked ahead of visitors as likely to win).
 	for id, a := range p.asked {
-		if a.until > p.now {
-			d.ask(id, a.bucket, a.until)
+		if a.at+askSlack(p) > p.now {
+			d.ask(id, a.bucket, a.at)
 		}
 	}
 	return d

@@ -62,7 +62,7 @@ func (d *delta) add(o *delta) {
 		d.wait(id, w)
 	}
 	for id, a := range o.asks {
-		d.ask(id, a.bucket, a.until)
+		d.ask(id, a.bucket, a.at)
 	}
 }
 
@@ -72,20 +72,21 @@ const maxAsks = 256
 
 // ask is a queued visitor whom an instance had no slot for at a chance
 // they were due: their bucket, as the rules map it, and the shared-clock
-// ms by which they will have come back (their next chance, and the
-// lateness a visitor is allowed).
-type ask struct{ bucket, until int64 }
+// ms at which they said they would be back (their next chance; the
+// latest, from copies of their cookie at several instances). The ask
+// holds, and a pick of them, askSlack more (picks.go).
+type ask struct{ bucket, at int64 }
 
 // ask records that visitor, of bucket b, found no slot and will be back
-// by until.
-func (d *delta) ask(visitor uint64, b, until int64) {
+// at at.
+func (d *delta) ask(visitor uint64, b, at int64) {
 	if a, ok := d.asks[visitor]; ok {
-		b, until = min(a.bucket, b), max(a.until, until)
+		b, at = min(a.bucket, b), max(a.at, at)
 	}
 	if d.asks == nil {
 		d.asks = map[uint64]ask{}
 	}
-	d.asks[visitor] = ask{bucket: b, until: until}
+	d.asks[visitor] = ask{bucket: b, at: at}
 }
 
 // mayAsk reports whether an instance's pending delta may ask for visitor:

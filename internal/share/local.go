@@ -102,9 +102,10 @@ func (l *Local) Wait(id uint64, ms int64) { l.pending.wait(id, ms) }
 func (l *Local) Unseen() int64 { return int64(len(l.pending.waits)) }
 
 // Ask asks the fleet's aggregator for a slot for visitor id, of bucket (as
-// the rules map it), who will be back by until (shared-clock ms): a due
-// visitor this instance had no slot for (picks.go).
-func (l *Local) Ask(id uint64, bucket, until int64) { l.pending.ask(id, bucket, until) }
+// the rules map it), who will be back at at (shared-clock ms, their next
+// chance): a due visitor this instance had no slot for (picks.go). A pick
+// lets them in from at.
+func (l *Local) Ask(id uint64, bucket, at int64) { l.pending.ask(id, bucket, at) }
 
 // MayAsk reports whether the next sync may ask for visitor id: it asks
 // for a bounded number of visitors, id among them or not yet.

@@ -81,7 +81,7 @@ func toBatch(b batch) store.Batch {
 		w.Waits = append(w.Waits, store.Count{Key: int64(id), N: ms})
 	}
 	for id, a := range b.d.asks {
-		w.Asks = append(w.Asks, store.Ask{Visitor: id, Bucket: a.bucket, Until: a.until})
+		w.Asks = append(w.Asks, store.Ask{Visitor: id, Bucket: a.bucket, At: a.at})
 	}
 	return w
 }
@@ -99,7 +99,7 @@ func batchDelta(w *store.Batch) *delta {
 		d.wait(uint64(x.Key), x.N)
 	}
 	for _, a := range w.Asks {
-		d.ask(a.Visitor, a.Bucket, a.Until)
+		d.ask(a.Visitor, a.Bucket, a.At)
 	}
 	d.attempts = w.Attempts
 	return d

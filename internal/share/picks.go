@@ -34,17 +34,16 @@ import (
 // session is in the state (the admission counts instead) or it expires;
 // the reserve until the next round sets it again.
 
-// picksOf returns the picks of st still good at now (visitor ID → the
-// shared-clock ms up to which they may be let in; nil for none) and the
-// newest bucket the reserve covers (0 for none).
-func picksOf(st *store.State, now int64) (map[uint64]int64, int64) {
-	var picks map[uint64]int64
+// picksOf returns the picks of st still good at now, by visitor ID (nil
+// for none), and the newest bucket the reserve covers (0 for none).
+func picksOf(st *store.State, now int64) (map[uint64]store.Pick, int64) {
+	var picks map[uint64]store.Pick
 	for _, pk := range st.Picks {
 		if pk.Until > now {
 			if picks == nil {
-				picks = map[uint64]int64{}
+				picks = map[uint64]store.Pick{}
 			}
-			picks[pk.Visitor] = pk.Until
+			picks[pk.Visitor] = pk
 		}
 	}
 	var upto int64
@@ -54,12 +53,18 @@ func picksOf(st *store.State, now int64) (map[uint64]int64, int64) {
 	return picks, upto
 }
 
+// askSlack is how long, in ms, an ask holds after the moment its visitor
+// said they would be back, and a pick of them: the lateness a visitor is
+// allowed (half a refresh interval) and a sync (a pick may reach the
+// instance they come back to a sync late).
+func askSlack(p *params) int64 { return p.rules.Refresh/2 + syncEvery(p.syncInterval) }
+
 // openAsks returns the asks of asks that st has neither a pick nor a
-// session of, and whose visitor is still to come back after now.
-func openAsks(st *store.State, asks map[uint64]ask, now int64) map[uint64]ask {
+// session of, and that still hold at p.now.
+func openAsks(st *store.State, asks map[uint64]ask, p *params) map[uint64]ask {
 	var open map[uint64]ask
 	for id, a := range asks {
-		if a.until <= now || hasSession(st.Sessions, id) {
+		if a.at+askSlack(p) <= p.now || hasSession(st.Sessions, id) {
 			continue
 		}
 		if open == nil {
@@ -178,14 +183,13 @@ func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, span i
 	if g := carve(p, v, buckets, buckets, 1, grants-before-picks, held, ahead); g != nil {
 		limit = g.Total()
 	}
-	ordered := p.rules.Ordered
-	made := pick(st, asks, lay, span, limit-picks, p.now, p.waitWindow, ordered, pickRanks(st, &p))
+	made := pick(st, &p, asks, lay, span, limit-picks)
 	var n int64
 	for _, k := range made {
 		n += k
 	}
 	coverDue(lay, span, made)
-	if !ordered {
+	if !p.rules.Ordered {
 		// Random (fleetScarce): no order to keep, so no reserve. (Its
 		// record, if the room was FIFO, is left with no slot.)
 		if r := st.Reserve; r != nil {
@@ -235,7 +239,7 @@ func pickWinners(st *store.State, p *params, asks map[uint64]ask, g Grant) Grant
 		return g
 	}
 	var n int64
-	for _, k := range pick(st, asks, nil, 1, g.Total(), p.now, p.waitWindow, false, pickRanks(st, p)) {
+	for _, k := range pick(st, p, asks, nil, 1, g.Total()) {
 		n += k
 	}
 	out := Grant{}
@@ -249,11 +253,14 @@ func pickWinners(st *store.State, p *params, asks map[uint64]ask, g Grant) Grant
 	return out
 }
 
-// pick adds to st a pick of each of up to n of the asked visitors who
-// will be back after now and whom st has neither a session nor a pick of,
-// good for longest ms at most
-// (an ask's until is an instance's word), and returns the picks made, by
-// bucket. Ordered, it picks the oldest buckets first, and the visitors
+// pick adds to st a pick of each of up to n of the asked visitors whose
+// ask still holds at p.now and whom st has neither a session nor a pick
+// of (nor back only once a pick of them would end), and returns the
+// picks made, by bucket. A pick lets its visitor in
+// from when they said they would be back (not sooner: a copy of their
+// cookie at another instance would), for askSlack more, and never past
+// the longest a waiting visitor stays counted (an ask is an instance's
+// word). Ordered, it picks the oldest buckets first, and the visitors
 // of a bucket only while no due visitor of an older one is left (lay: the
 // due visitors of each bucket that no pick covers yet): those will ask
 // too, and a newer visitor picked before them would be let in first;
@@ -262,42 +269,46 @@ func pickWinners(st *store.State, p *params, asks map[uint64]ask, g Grant) Grant
 // ask for the visitors the draw holds, or will next interval, at their
 // chances. A rank above 1 is not picked (a place that has not come, a
 // win that does not hold), nor a pick made past the bound ranks give. A
-// visitor asked for again while picked keeps their pick until they said
-// they would be back (it may not have reached the instance they came to).
-func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, longest int64, ordered bool, ranks func(id uint64, bucket int64) (float64, int64)) map[int64]int64 {
+// visitor asked for again while picked keeps their pick until their ask
+// holds (it may not have reached the instance they came to), from the
+// same moment.
+func pick(st *store.State, p *params, asks map[uint64]ask, lay []Bucket, span, n int64) map[int64]int64 {
 	if len(asks) == 0 {
 		return nil
 	}
+	now, slack, ordered := p.now, askSlack(p), p.rules.Ordered
+	last := now + p.waitWindow // the latest a pick lasts
 	have := map[uint64]bool{}
 	for i := range st.Picks {
 		pk := &st.Picks[i]
 		have[pk.Visitor] = true
-		// Asked for again: back by then, and the pick waits for them (it
-		// may not have reached the instance they came back to).
-		if a, ok := asks[pk.Visitor]; ok && a.until > pk.Until {
-			pk.Until = max(pk.Until, min(a.until, now+longest))
+		if a, ok := asks[pk.Visitor]; ok {
+			pk.Until = max(pk.Until, min(a.at+slack, last))
 		}
 	}
 	if n <= 0 {
 		return nil
 	}
 	type asked struct {
-		id    uint64
-		a     ask
-		place float64
+		id          uint64
+		bucket      int64
+		from, until int64
+		place       float64
 	}
+	ranks := pickRanks(st, p)
 	var cs []asked
 	for id, a := range asks {
-		if a.until > now && !have[id] && !hasSession(st.Sessions, id) {
+		if a.at+slack > now && !have[id] && !hasSession(st.Sessions, id) {
 			place, end := ranks(id, a.bucket)
-			a.until = min(a.until, end)
-			cs = append(cs, asked{id, a, place})
+			if until := min(a.at+slack, end, last); a.at < until {
+				cs = append(cs, asked{id, a.bucket, a.at, until, place})
+			}
 		}
 	}
 	if ordered {
 		slices.SortFunc(cs, func(x, y asked) int {
-			return cmp.Or(cmp.Compare(x.a.bucket, y.a.bucket), cmp.Compare(x.place, y.place),
-				cmp.Compare(x.a.until, y.a.until), cmp.Compare(x.id, y.id))
+			return cmp.Or(cmp.Compare(x.bucket, y.bucket), cmp.Compare(x.place, y.place),
+				cmp.Compare(x.from, y.from), cmp.Compare(x.id, y.id))
 		})
 	} else {
 		// The seed's draws: a retried round draws the same.
@@ -315,7 +326,7 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, long
 		// of seconds held the picks back behind a few visitors of the
 		// oldest span who had not asked (200 instances at 20 a minute
 		// used 0.961 to 0.979 of it, 0.986 by the minute).
-		key := spanKey(c.a.bucket, span)
+		key := spanKey(c.bucket, span)
 		for i < len(lay) && FloorDiv(lay[i].Arrival, 60) < FloorDiv(key, 60) {
 			older += max(0, lay[i].Due-byKey[lay[i].Arrival])
 			i++
@@ -323,14 +334,11 @@ func pick(st *store.State, asks map[uint64]ask, lay []Bucket, span, n, now, long
 		if older > 0 && ordered {
 			break
 		}
-		// A pick lasts until the visitor said they would be back, and
-		// never past the longest a waiting visitor stays counted.
-		until := min(c.a.until, now+longest)
-		st.Picks = append(st.Picks, store.Pick{Visitor: c.id, Bucket: c.a.bucket, Until: until})
+		st.Picks = append(st.Picks, store.Pick{Visitor: c.id, Bucket: c.bucket, From: c.from, Until: c.until})
 		if out == nil {
 			out = map[int64]int64{}
 		}
-		out[c.a.bucket]++
+		out[c.bucket]++
 		byKey[key]++
 	}
 	return out

@@ -76,7 +76,7 @@ func TestReserveAndPick(t *testing.T) {
 		{
 			name: "asks of visitors let in, picked already or not back in time are not picked",
 			due0: 4, admitted: 20,
-			asks:     map[uint64]ask{x: {b0, future}, y1: {b0, now}, y2: {b0, future}, z: {b0, future}},
+			asks:     map[uint64]ask{x: {b0, future}, y1: {b0, now - 1000}, y2: {b0, future}, z: {b0, future}}, // y1's holds to now (askSlack)
 			picks:    []uint64{y2},
 			sessions: []store.Session{{ID: z, Admitted: now/1000 - 1, Seen: now / 1000}},
 			want:     want{picked: []uint64{x, y2}, reserve: 2, reserved: b0},
@@ -197,7 +197,7 @@ func TestReserveAndPick(t *testing.T) {
 				members[i] = member{id: id, seq: 2, held: tc.held, attempts: 2}
 			}
 			for id, a := range tc.asks {
-				ds[int(id)%40].ask(id, a.bucket, a.until)
+				ds[int(id)%40].ask(id, a.bucket, a.at)
 			}
 			for _, x := range tc.sessions {
 				ds[0].session(x)
@@ -237,15 +237,19 @@ func TestReserveAndPick(t *testing.T) {
 			}
 			assert.LessOrEqual(t, v.AdmittedThisMinute+grants, p.rules.NewUsersPerMinute, "admitted this minute, picks, the reserve and every grant")
 			assert.LessOrEqual(t, v.Active+grants, p.rules.TotalActiveUsers)
-			// What the instances read of it.
-			wantPicks := map[uint64]int64(nil)
+			// What the instances read of it: each let in from when they
+			// said they would be back.
+			wantPicks, gotPicks := map[uint64][2]int64{}, map[uint64][2]int64{}
 			for _, id := range tc.want.picked {
-				if wantPicks == nil {
-					wantPicks = map[uint64]int64{}
+				wantPicks[id] = [2]int64{future, future + askSlack(&p)}
+				if slices.Contains(tc.picks, id) {
+					wantPicks[id] = [2]int64{0, future + askSlack(&p)} // renewed, from as it was
 				}
-				wantPicks[id] = future
 			}
-			assert.Equal(t, wantPicks, v.Picks, "the view's picks")
+			for id, pk := range v.Picks {
+				gotPicks[id] = [2]int64{pk.From, pk.Until}
+			}
+			assert.Equal(t, wantPicks, gotPicks, "the view's picks, from and until")
 			assert.Equal(t, tc.want.reserved, v.ReservedTo, "the view's reserve")
 			assert.Equal(t, 40, v.Instances, "picks and the reserve are no instances")
 		})
@@ -308,14 +312,14 @@ func TestReserveAndPickRandom(t *testing.T) {
 			members = append(members, member{id: id, seq: 2, held: held, attempts: d.attempts})
 		}
 		asked := map[uint64]bool{}
-		untils := map[uint64]int64{}
+		ats := map[uint64]int64{} // when each said they would be back, the latest
 		var carried map[uint64]ask
 		for i := range rng.IntN(40) {
 			id := uint64(0x1000 + i)
 			if rng.IntN(5) == 0 {
 				id = uint64(0x100 + rng.IntN(8)) // one picked before, or not
 			}
-			until := now + rng.Int64N(40_000) - 5000
+			at := now + rng.Int64N(40_000) - 5000
 			b := nowMin - 10 + int64(rng.IntN(nb))
 			if rng.IntN(3) == 0 {
 				// Left open by the aggregator's latest round.
@@ -323,14 +327,14 @@ func TestReserveAndPickRandom(t *testing.T) {
 					carried = map[uint64]ask{}
 				}
 				if a, ok := carried[id]; ok {
-					b, until = min(a.bucket, b), max(a.until, until)
+					b, at = min(a.bucket, b), max(a.at, at)
 				}
-				carried[id] = ask{bucket: b, until: until}
+				carried[id] = ask{bucket: b, at: at}
 			} else {
-				ds[rng.IntN(len(ds))].ask(id, b, until)
+				ds[rng.IntN(len(ds))].ask(id, b, at)
 			}
 			asked[id] = true
-			untils[id] = max(untils[id], until)
+			ats[id] = max(ats[id], at)
 			if rng.IntN(6) == 0 && !let[id] { // let in meanwhile, by its pick or from an instance's grant
 				j := rng.IntN(len(ds))
 				if !before[id] {
@@ -376,6 +380,8 @@ func TestReserveAndPickRandom(t *testing.T) {
 				require.True(t, asked[pk.Visitor], "trial %d: a pick of a visitor nobody asked for", trial)
 				require.Greater(t, pk.Until, now, "trial %d: a pick that is over", trial)
 				require.LessOrEqual(t, pk.Until, now+p.waitWindow, "trial %d: a pick for too long", trial)
+				require.Equal(t, ats[pk.Visitor], pk.From, "trial %d: a pick from when its visitor said they would be back", trial)
+				require.Less(t, pk.From, pk.Until, "trial %d: a pick nobody can use", trial)
 				newPicks = append(newPicks, pk)
 			}
 		}
@@ -384,7 +390,7 @@ func TestReserveAndPickRandom(t *testing.T) {
 		// still to come back, has no pick and was not let in.
 		var open []uint64
 		for id := range asked {
-			if untils[id] > now && !let[id] && !slices.ContainsFunc(st.Picks, func(pk store.Pick) bool { return pk.Visitor == id }) {
+			if ats[id]+askSlack(&p) > now && !let[id] && !slices.ContainsFunc(st.Picks, func(pk store.Pick) bool { return pk.Visitor == id }) {
 				open = append(open, id)
 			}
 		}
@@ -532,7 +538,7 @@ func TestPicksOf(t *testing.T) {
 		{Visitor: 3, Bucket: 101, Until: now + 5000},
 	}, Reserve: &store.Reserve{Slots: 2, Upto: 101}}
 	picks, upto := picksOf(st, now)
-	assert.Equal(t, map[uint64]int64{1: now + 1, 3: now + 5000}, picks)
+	assert.Equal(t, map[uint64]store.Pick{1: st.Picks[0], 3: st.Picks[2]}, picks)
 	assert.Equal(t, int64(101), upto)
 
 	picks, upto = picksOf(&store.State{Picks: []store.Pick{{Visitor: 1, Until: now}}}, now)
@@ -541,18 +547,19 @@ func TestPicksOf(t *testing.T) {
 }
 
 // pickWinners turns a random instance's grant into picks of the winners
-// asked for, lowest ranks first: those still to come back, without a
-// session or a pick already; the rest of the grant stays the instance's.
+// asked for, lowest ranks first: those still to come back (before a pick
+// of them would end), without a session or a pick already; the rest of the grant stays the instance's.
 func TestPickWinners(t *testing.T) {
 	const now, longest = int64(1_000_000), int64(30_000)
 	p := &params{now: now, waitWindow: longest, rules: limits(random, 1000, 100)}
 	asks := func() map[uint64]ask {
 		return map[uint64]ask{
-			1: {bucket: 100, until: now + 5000},
-			2: {bucket: 101, until: now + 90_000}, // a pick lasts longest at most
-			3: {bucket: 100, until: now + 5000},   // let in already
-			4: {bucket: 100, until: now},          // not coming back
-			5: {bucket: 102, until: now + 5000},   // picked already
+			1: {bucket: 100, at: now + 4000},
+			2: {bucket: 101, at: now + 29_500}, // a pick lasts longest at most
+			3: {bucket: 100, at: now + 4000},   // let in already
+			4: {bucket: 100, at: now - 1000},   // not coming back
+			5: {bucket: 102, at: now + 4000},   // picked already
+			6: {bucket: 100, at: now + 40_000}, // back only after a pick would end
 		}
 	}
 	state := func() *store.State {
@@ -564,8 +571,8 @@ func TestPickWinners(t *testing.T) {
 	assert.Equal(t, Grant{{Bucket: AnyBucket, N: 4}}, pickWinners(st, p, asks(), g), "two picked, from the grant's first entries")
 	assert.ElementsMatch(t, []store.Pick{
 		{Visitor: 5, Bucket: 102, Until: now + 5000},
-		{Visitor: 1, Bucket: 100, Until: now + 5000},
-		{Visitor: 2, Bucket: 101, Until: now + longest},
+		{Visitor: 1, Bucket: 100, From: now + 4000, Until: now + 5000},
+		{Visitor: 2, Bucket: 101, From: now + 29_500, Until: now + longest},
 	}, st.Picks)
 
 	// A grant of one: the lower rank of the two.
@@ -727,13 +734,14 @@ func TestPickWaitsForItsVisitor(t *testing.T) {
 			{Visitor: 3, Bucket: 100, Until: now + 9000},
 			{Visitor: 4, Bucket: 100, Until: now + 2000},
 		}}
-		asks := map[uint64]ask{
-			1: {bucket: 100, until: now + 6000},
-			3: {bucket: 100, until: now + 4000},    // sooner: no shorter
-			4: {bucket: 100, until: now + 100_000}, // no longer than longest
-			5: {bucket: 101, until: now + 5000},    // no pick yet
+		asks := map[uint64]ask{ // each holds a second more (askSlack)
+			1: {bucket: 100, at: now + 5000},
+			3: {bucket: 100, at: now + 3000},   // sooner: no shorter
+			4: {bucket: 100, at: now + 99_000}, // no longer than longest
+			5: {bucket: 101, at: now + 4000},   // no pick yet
 		}
-		made := pick(st, asks, nil, 1, n, now, longest, false, func(uint64, int64) (float64, int64) { return 0.5, math.MaxInt64 })
+		p := &params{now: now, waitWindow: longest, rules: limits(random, 1000, 100)}
+		made := pick(st, p, asks, nil, 1, n)
 		want := []store.Pick{
 			{Visitor: 1, Bucket: 100, Until: now + 6000},
 			{Visitor: 2, Bucket: 100, Until: now + 2000},
@@ -742,7 +750,7 @@ func TestPickWaitsForItsVisitor(t *testing.T) {
 		}
 		if n > 0 {
 			assert.Equal(t, map[int64]int64{101: 1}, made, "the slot left picks the visitor with none")
-			want = append(want, store.Pick{Visitor: 5, Bucket: 101, Until: now + 5000})
+			want = append(want, store.Pick{Visitor: 5, Bucket: 101, From: now + 4000, Until: now + 5000})
 		} else {
 			assert.Nil(t, made, "no slot: nobody picked")
 		}

@@ -42,10 +42,10 @@ type View struct {
 	// Revoked are the revoked sessions, and from when their cookies are
 	// refused.
 	Revoked []Revoked
-	// Picks are the visitors the fleet's aggregator picked (picks.go):
-	// visitor ID → the shared-clock ms up to which any instance may let
-	// them in. nil when there are none.
-	Picks map[uint64]int64
+	// Picks are the visitors the fleet's aggregator picked (picks.go),
+	// by ID: any instance may let them in from the pick's From to its
+	// Until. nil when there are none.
+	Picks map[uint64]store.Pick
 	// Fleet reports a view of a fleet's aggregator (fleet.go): its
 	// instances ask for the due visitors they have no slot for.
 	Fleet bool

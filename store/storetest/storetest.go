@@ -109,14 +109,14 @@ func Sample() *store.State {
 			Sessions: []store.Count{{Key: 600, N: 1}}, MaxSession: 611,
 		}},
 		Lease:   &store.Lease{Holder: "a1", Term: 40, Renewed: 1_790_000_000_100, Fleet: 2},
-		Picks:   []store.Pick{{Visitor: 1 << 63, Bucket: 29_833_330, Until: 1_790_000_004_000}, {Visitor: 3, Bucket: 29_833_331, Until: 1_790_000_005_000}},
+		Picks:   []store.Pick{{Visitor: 1 << 63, Bucket: 29_833_330, From: 1_790_000_003_000, Until: 1_790_000_004_000}, {Visitor: 3, Bucket: 29_833_331, From: -2, Until: 1_790_000_005_000}},
 		Reserve: &store.Reserve{Slots: 4, Upto: 29_833_330, Set: 1_790_000_000_100},
 		Mailbox: &store.Mailbox{
 			Term: 40, Seq: 9, Seen: 1_790_000_000_050, Prev: 1_790_000_000_000, Held: 3, Acked: 7,
 			Batches: []store.Batch{
 				{Seq: 8, Attempts: 12, Sessions: []store.Session{{ID: 5, Admitted: 1_790_000_000, Seen: 1_790_000_000}},
 					Waiting: []store.Cell{{Bucket: 29_833_330, Slot: 179_000_000, N: -1}},
-					Waits:   []store.Count{{Key: -5, N: 61_000}}, Asks: []store.Ask{{Visitor: 9, Bucket: 29_833_330, Until: 1_790_000_010_000}}},
+					Waits:   []store.Count{{Key: -5, N: 61_000}}, Asks: []store.Ask{{Visitor: 9, Bucket: 29_833_330, At: 1_790_000_010_000}}},
 				{Seq: 9},
 			},
 			Grant:   []store.Count{{Key: 29_833_330, N: 2}, {Key: 1<<63 - 1, N: 5}},
