@@ -245,24 +245,25 @@ func (rm *Room) chanceLocked(x *visit) bool {
 		rm.local.Prequeued(c.id, span[1]) // the shuffle's list
 	}
 	// One chance per refresh interval, whichever copy of the cookie
-	// asks: a copy sent again is as early as the latest one.
+	// asks: a copy sent again is as early as the latest one, here or, for
+	// a visitor asked for (State.Asks), at any instance.
 	ch, seen := rm.chances.Get(c.id)
 	if seen {
 		// The place's challenge as its latest chance here left it: a
 		// copy of the cookie from before cannot undo it.
 		c.chal = mergeChal(c.chal, ch.chal)
 	}
-	switch {
-	case seen && now < ch.next:
+	switch at, asked := v.Asked[c.id]; {
+	case seen && now < ch.next, asked && now < at:
 		rm.local.Unlock()
 		// The latest attempt is this cookie's when its interval leads
 		// to the chance due; a copy's (older) says nothing of it, and
 		// the nominal interval stands in for the one drawn.
-		last := c.lastCheckIn
-		if last+c.refresh != ch.next {
-			last = ch.next - rm.cfg.RefreshInterval.Milliseconds()
+		last, next := c.lastCheckIn, max(ch.next, at)
+		if last+c.refresh != next {
+			last = next - rm.cfg.RefreshInterval.Milliseconds()
 		}
-		rm.tooEarly(&x.d, v, pol, *c, last, ch.next)
+		rm.tooEarly(&x.d, v, pol, *c, last, next)
 		return true
 	case seen:
 		x.due = ch.next
@@ -318,10 +319,9 @@ func (rm *Room) takeLocked(x *visit) {
 		switch pk, picked := v.Picks[c.id]; {
 		case picked && !x.fresh && now < pk.Until && rm.syncer.Healthy() && (x.drawing || pol.method.ordered || v.Holds(c.id, now, rm.cfg.RefreshInterval.Milliseconds())):
 			// Picked (internal/share: picks.go): let in at any instance
-			// from when they said they would be back (a copy of the
-			// cookie sooner waits for it), not while its syncs fail (the
-			// admission might come late), in random while their win
-			// holds (docs/lottery.md).
+			// from when they said they would be back (not a copy sooner),
+			// not while its syncs fail (the admission might come late),
+			// in random while their win holds (docs/lottery.md).
 			x.admit = pk.From <= now
 		case !x.fresh && rm.local.OlderKept(b) && (x.ch.heldAt == 0 || now-x.ch.heldAt < rm.waitWindow/2+rm.lateness):
 			// FIFO to the second: while the grant keeps a slot for an
@@ -435,13 +435,13 @@ func (rm *Room) askLocked(x *visit, next int64) int64 {
 			rm.local.Ask(c.id, pol.bucket(c.bucket), next)
 		}
 	case pol.method.ordered && v.Near(pol.bucket(c.bucket), int64(pol.NewUsersPerMinute)) && (x.won == x.shuffled || v.Fleet):
-		// No slot here for a visitor whose turn is near: the fleet's
-		// aggregator may pick them. Back when the pick can be out: one
-		// reserved for (or so shown while the fleet forms again), or,
-		// every slot by pick (fleetScarce), one whose turn comes within
-		// a refresh interval.
+		// No slot here for a visitor whose turn is near: asked for (no
+		// chance elsewhere before they are back; a fleet may pick them).
+		// Back when the pick can be out: one reserved for (or so shown
+		// while the fleet forms again), or, every slot by pick
+		// (fleetScarce), one whose turn comes within a refresh interval.
 		b := pol.bucket(c.bucket)
-		asked := v.Fleet && rm.local.MayAsk(c.id)
+		asked := rm.local.MayAsk(c.id)
 		soon := v.Scarce && asked && v.Near(b, max(1, int64(pol.NewUsersPerMinute)*rm.cfg.RefreshInterval.Milliseconds()/60_000))
 		if b <= v.ReservedTo && (asked || !v.Fleet) || soon {
 			next = min(next, now+share.PickWait(rm.cfg.SyncInterval))
@@ -487,6 +487,7 @@ func (rm *Room) conclude(x *visit) {
 				ch.next = now + soon
 				rm.chances.Set(c.id, ch)
 			}
+			rm.local.Reask(c.id, now+soon)
 			rm.local.Unlock()
 		}
 	}

@@ -137,11 +137,12 @@ func TestPickLetsInAnywhere(t *testing.T) {
 		assert.True(t, ok, "asked for")
 		setView(b, func(v *view) { v.Scarce = false })
 	})
-	t.Run("a view of a classic sync that shows the reserve: back soon, not asked", func(t *testing.T) {
+	t.Run("a view of a classic sync that shows the reserve: back soon", func(t *testing.T) {
 		// The fleet forms again after an outage: the aggregator's
-		// reserve is in the state, its rounds are not back yet.
+		// reserve is in the state, its rounds are not back yet. Asked
+		// for all the same: no other instance gives a chance sooner.
 		_, ok := backSoon(t, a, func(v *view) { v.Fleet, v.ReservedTo = false, bucket })
-		assert.False(t, ok, "no aggregator to ask")
+		assert.True(t, ok, "asked for")
 	})
 	until := clk.Now().UnixMilli() + 5000
 	t.Run("not while the instance's syncs fail", func(t *testing.T) {
@@ -223,4 +224,56 @@ func syncAll(t *testing.T, rooms []*testRoom) {
 	for _, rm := range rooms {
 		require.NoError(t, rm.Sync(t.Context()))
 	}
+}
+
+// TestAskedWaitsEverywhere checks that a visitor asked for at one
+// instance gets no chance at another before the moment they said they
+// would be back (State.Asks): a copy of their cookie sent sooner elsewhere
+// gets the page, even where a slot is free, and takes nothing; at that
+// moment, the chance is theirs.
+func TestAskedWaitsEverywhere(t *testing.T) {
+	clk := newClock()
+	ms := memstore.New()
+	mutate := func(c *waitingroom.Config) {
+		c.QueueingMethod = waitingroom.FIFO
+		c.TotalActiveUsers, c.NewUsersPerMinute = 10, 1
+	}
+	rooms := []*testRoom{newTestRoomOn(t, clk, ms, mutate), newTestRoomOn(t, clk, ms, mutate)}
+	syncAll(t, rooms)
+	a, b := rooms[0], rooms[1]
+	first, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
+	require.NoError(t, err)
+	require.Equal(t, waitingroom.OutcomeAdmitted, first.Outcome)
+	syncAll(t, rooms)
+	d, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
+	require.NoError(t, err)
+	require.Equal(t, waitingroom.OutcomeWaiting, d.Outcome)
+	cookie := a.cookieName + "=" + d.CookieValue
+	c, ok := a.readState((&visitor{cookie: cookie}).request(http.MethodGet, ""), clk.Now().UnixMilli())
+	require.True(t, ok)
+	clk.Add(d.RefreshAfter)
+	syncAll(t, rooms)
+
+	at := clk.Now().UnixMilli() + 3000
+	b.syncer.Amend(func(v *view) { v.Asked = map[uint64]int64{c.ID: at} })
+	b.local.Lock()
+	b.local.SetGrant(grant{{Bucket: anyBucket, N: 1}}) // a slot free
+	b.local.Unlock()
+	send := func() waitingroom.Verdict {
+		d, err := b.checkRequest((&visitor{cookie: cookie}).request(http.MethodGet, ""))
+		require.NoError(t, err)
+		return d
+	}
+	for _, ahead := range []time.Duration{3 * time.Second, time.Second} {
+		got := send()
+		require.Equal(t, waitingroom.OutcomeWaiting, got.Outcome, "%v before: a copy sooner waits", ahead)
+		assert.Equal(t, ahead, got.RefreshAfter, "back when they said")
+		assert.Empty(t, got.CookieValue, "no chance taken: the cookie left alone")
+		clk.Add(2 * time.Second)
+	}
+	b.local.Lock()
+	assert.Equal(t, int64(1), b.local.Grant().Total(), "the slot still free")
+	b.local.Unlock()
+	clk.Add(time.Second)
+	assert.Equal(t, waitingroom.OutcomeAdmitted, send().Outcome, "the chance theirs at that moment")
 }

@@ -2,8 +2,8 @@ package store
 
 import "encoding/binary"
 
-// appendFleet writes the fleet's records of s (State.Lease, Picks, Reserve
-// and Mailbox), after the tallies.
+// appendFleet writes the records of picks and of a fleet of s
+// (State.Lease, Picks, Asks, Reserve and Mailbox), after the tallies.
 func appendFleet(b []byte, s *State) []byte {
 	b = appendFlag(b, s.Lease != nil)
 	if l := s.Lease; l != nil {
@@ -19,6 +19,7 @@ func appendFleet(b []byte, s *State) []byte {
 		b = binary.AppendVarint(b, p.From)
 		b = binary.AppendVarint(b, p.Until)
 	}
+	b = appendAsks(b, s.Asks)
 	b = appendFlag(b, s.Reserve != nil)
 	if r := s.Reserve; r != nil {
 		b = binary.AppendVarint(b, r.Slots)
@@ -58,12 +59,17 @@ func appendMailbox(b []byte, m *Mailbox) []byte {
 		b = appendSessions(b, x.Sessions)
 		b = appendCells(b, x.Waiting)
 		b = appendCounts(b, x.Waits)
-		b = binary.AppendUvarint(b, uint64(len(x.Asks)))
-		for _, a := range x.Asks {
-			b = binary.AppendUvarint(b, a.Visitor)
-			b = binary.AppendVarint(b, a.Bucket)
-			b = binary.AppendVarint(b, a.At)
-		}
+		b = appendAsks(b, x.Asks)
+	}
+	return b
+}
+
+func appendAsks(b []byte, as []Ask) []byte {
+	b = binary.AppendUvarint(b, uint64(len(as)))
+	for _, a := range as {
+		b = binary.AppendUvarint(b, a.Visitor)
+		b = binary.AppendVarint(b, a.Bucket)
+		b = binary.AppendVarint(b, a.At)
 	}
 	return b
 }
@@ -88,6 +94,7 @@ func (d *decoder) fleet(s *State) {
 			p.Until = d.varint()
 		}
 	}
+	s.Asks = d.asks()
 	if d.flag() {
 		s.Reserve = &Reserve{Slots: d.varint(), Upto: d.varint(), Set: d.varint()}
 	}
@@ -125,15 +132,7 @@ func (d *decoder) mailbox() *Mailbox {
 			x.Sessions = d.sessions()
 			x.Waiting = d.cells()
 			x.Waits = d.counts()
-			if k := d.length(3); k > 0 {
-				x.Asks = make([]Ask, k)
-				for j := range x.Asks {
-					a := &x.Asks[j]
-					a.Visitor = d.uvarint()
-					a.Bucket = d.varint()
-					a.At = d.varint()
-				}
-			}
+			x.Asks = d.asks()
 			if d.err != nil {
 				return nil
 			}
@@ -143,4 +142,19 @@ func (d *decoder) mailbox() *Mailbox {
 		return nil
 	}
 	return m
+}
+
+func (d *decoder) asks() []Ask {
+	n := d.length(3)
+	if n == 0 {
+		return nil
+	}
+	as := make([]Ask, n)
+	for i := range as {
+		a := &as[i]
+		a.Visitor = d.uvarint()
+		a.Bucket = d.varint()
+		a.At = d.varint()
+	}
+	return as
 }

@@ -32,6 +32,7 @@ func TestFleetRoundTrip(t *testing.T) {
 	for name, s := range map[string]*State{
 		"none":          {},
 		"lease":         {Lease: &Lease{Holder: "agg", Term: 7, Renewed: 123456, Fleet: 40}},
+		"asks":          {Asks: []Ask{{Visitor: 3, Bucket: 100, At: 7}, {Visitor: 1 << 63, Bucket: -1, At: -2}}},
 		"picks":         {Picks: []Pick{{Visitor: 1, Bucket: 100, From: 3, Until: 5}, {Visitor: 2, Bucket: -1, From: -7, Until: -5}}},
 		"reserve":       {Reserve: &Reserve{Slots: 3, Upto: 100, Set: 99}},
 		"empty reserve": {Reserve: &Reserve{}},

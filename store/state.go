@@ -52,10 +52,18 @@ type State struct {
 	Tallies  []Tally
 	Recorded int64
 
-	// The records of a fleet that syncs through an aggregator (package
-	// waitingroom, docs/design.md "A fleet syncing through an
-	// aggregator"): its lease, the visitors it picked and the slots it
-	// reserved. Nil and empty in a room whose instances sync on their own.
+	// Asks are the waiting visitors asked for lately (Ask), by Visitor:
+	// no instance gives one a chance before the moment they said they
+	// would be back (a copy of their cookie elsewhere waits for it), and
+	// a sync may pick them, until the ask lapses (docs/design.md, "Picks
+	// and the reserve").
+	Asks []Ask
+
+	// Picks are the visitors picked for a slot (by a fleet's aggregator,
+	// or in random by any sync). Lease and Reserve are the records of a
+	// fleet that syncs through an aggregator (docs/design.md, "A fleet
+	// syncing through an aggregator"): its lease and the slots it
+	// reserved, nil in a room whose instances sync on their own.
 	Lease   *Lease
 	Picks   []Pick
 	Reserve *Reserve
@@ -223,7 +231,8 @@ type Batch struct {
 }
 
 // Ask is a waiting visitor whom an instance had no slot for at a chance
-// they were due: the aggregator may pick them.
+// they were due, near the front: a sync may pick them, and no instance
+// gives them a chance before At.
 type Ask struct {
 	Visitor uint64
 	// Bucket is the arrival bucket they are in (Unix seconds).

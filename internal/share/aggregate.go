@@ -166,7 +166,6 @@ func (s *Syncer[S]) applyMailboxes(st *store.State, r *round) bool {
 	p.id, p.round = "", true
 	p.keepSilent = r.wentBack || s.keepSilent(local)
 	p.reserved = s.fleet.reserved
-	p.asked = s.fleet.asked
 	p.rules = rules
 	keepSeeds(st, now, p.revealAfter(), s.cfg.Seed, p.rules.Shuffles)
 	cs, v := applyRound(st, p, members, ds)
@@ -358,7 +357,6 @@ func (s *Syncer[S]) roundCommitted(ctx context.Context, r *round) {
 		s.steadySince = s.LocalNow()
 	}
 	f.roundVersion = r.version
-	f.asked = r.merged.asked
 	f.reserved = 0
 	if r.pub.Reserve != nil {
 		f.reserved = r.pub.Reserve.Upto

@@ -86,9 +86,7 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 		}
 	}
 	v.Picks, v.ReservedTo = picksOf(st, p.now)
-	if p.round {
-		v.asked = openAsks(st, d.asks, &p)
-	}
+	v.Asked = keepAsks(st, d.asks, &p)
 	v.Lottery = publicSeeds(st.Seeds, p.now, p.revealAfter())
 	v.seeds = slices.Clone(st.Seeds)
 	// The members that leave go, their grants back to the pool.
@@ -113,20 +111,24 @@ func roundNews(st *store.State, p *params, members []member, ds []*delta) *delta
 		}
 	}
 	lost := lostToSilence(st, p, members)
-	if d == ds[0] && (len(lost) > 0 || len(p.asked) > 0) {
+	if d == ds[0] && (len(lost) > 0 || p.round && len(st.Asks) > 0) {
 		d = newDelta() // the member's batch may be sent again
 		d.add(ds[0])
 	}
 	for _, x := range lost {
 		d.session(x)
 	}
-	// A fleet's round weighs again the asks its latest round left open:
-	// a visitor is asked for from one chance to the next, however many
-	// rounds their asks reached (a cookie at several instances reached
-	// more, and was picked ahead of visitors as likely to win).
-	for id, a := range p.asked {
-		if a.at+askSlack(p) > p.now {
-			d.ask(id, a.bucket, a.at)
+	// A fleet's round weighs again the asks that still hold: a visitor
+	// is asked for from one chance to the next, however many rounds
+	// their asks reached (a cookie at several instances reached more,
+	// and was picked ahead of visitors as likely to win). A classic sync
+	// picks (in random) the winners of its own instance only: its grant
+	// is its own.
+	if p.round {
+		for _, a := range st.Asks {
+			if a.At+askSlack(p) > p.now {
+				d.ask(a.Visitor, a.Bucket, a.At)
+			}
 		}
 	}
 	return d

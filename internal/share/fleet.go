@@ -72,10 +72,6 @@ type fleetState struct {
 	// peers are the fleet instances in the shared state (for the
 	// aggregator's round).
 	peers []string
-	// asked are the asks this instance's latest round as the aggregator
-	// left open (View.asked): a visitor asked for stays asked until they
-	// said they would be back, however few rounds their ask reached.
-	asked map[uint64]ask
 	// classicVersion is the state's Version at this instance's latest
 	// classic sync: no grant carved before it is adopted.
 	classicVersion uint64

@@ -107,6 +107,16 @@ func (l *Local) Unseen() int64 { return int64(len(l.pending.waits)) }
 // lets them in from at.
 func (l *Local) Ask(id uint64, bucket, at int64) { l.pending.ask(id, bucket, at) }
 
+// Reask brings the moment visitor id, asked for by the next sync, said
+// they would be back forward to at (shared-clock ms), if sooner: they
+// were told to come back sooner after the ask.
+func (l *Local) Reask(id uint64, at int64) {
+	if a, ok := l.pending.asks[id]; ok && at < a.at {
+		a.at = at
+		l.pending.asks[id] = a
+	}
+}
+
 // MayAsk reports whether the next sync may ask for visitor id: it asks
 // for a bounded number of visitors, id among them or not yet.
 func (l *Local) MayAsk(id uint64) bool { return l.pending.mayAsk(id) }

@@ -57,7 +57,7 @@ func TestLocalGrantIsACopy(t *testing.T) {
 	assert.Nil(t, l.inflight, "no sync in flight: nothing charged")
 }
 
-// Count, Attempt, Wait and Ask go out with the next sync.
+// Count, Attempt, Wait and Ask (and Reask) go out with the next sync.
 func TestLocalPending(t *testing.T) {
 	l := newLocal()
 	l.Count(100, 7, 1)
@@ -76,6 +76,12 @@ func TestLocalPending(t *testing.T) {
 	assert.Equal(t, map[cellKey]int64{{100, 7}: 2, {100, 6}: -1}, l.pending.waiting)
 	assert.Equal(t, int64(2), l.pending.attempts)
 	assert.Equal(t, map[uint64]int64{5: 1234}, l.pending.waits)
+	// Told to come back sooner after the ask: the ask follows, never
+	// later; a visitor not asked for is not asked for by it.
+	l.Reask(9, 3000)
+	l.Reask(9, 4000)
+	l.Reask(8, 1000)
+	assert.Equal(t, map[uint64]ask{9: {bucket: 101, at: 3000}}, l.pending.asks)
 }
 
 // OlderKept reports a slot kept for an older bucket than the one asked

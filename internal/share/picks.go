@@ -22,7 +22,8 @@ import (
 // due window ends). So a fleet's round reserves them once, for the fleet
 // (the reserve), and lays the instances' grants out over the newer
 // buckets; an instance that has no slot for a due visitor asks for them
-// (delta.asks, sent with its batch), the round picks the oldest asked
+// (delta.asks, sent with its batch; the state keeps the ask until the
+// visitor is back, State.Asks), the round picks the oldest asked
 // visitors (picks), and whichever instance a picked visitor reaches next
 // lets them in, from no grant of its own. A visitor of a bucket the
 // reserve covers is told to come back once the pick can be in the view
@@ -58,6 +59,35 @@ func picksOf(st *store.State, now int64) (map[uint64]store.Pick, int64) {
 // allowed (half a refresh interval) and a sync (a pick may reach the
 // instance they come back to a sync late).
 func askSlack(p *params) int64 { return p.rules.Refresh/2 + syncEvery(p.syncInterval) }
+
+// keepAsks sets st.Asks to the asks that still hold at p.now, of those
+// st had and of asks (the latest moment each visitor gave), but for the
+// visitors st has a pick or a session of; and returns them, by visitor:
+// the moment each said they would be back.
+func keepAsks(st *store.State, asks map[uint64]ask, p *params) map[uint64]int64 {
+	all := make(map[uint64]ask, len(asks)+len(st.Asks))
+	for _, a := range st.Asks {
+		all[a.Visitor] = ask{bucket: a.Bucket, at: a.At}
+	}
+	for id, a := range asks {
+		if o, ok := all[id]; ok {
+			a = ask{bucket: min(a.bucket, o.bucket), at: max(a.at, o.at)}
+		}
+		all[id] = a
+	}
+	open := openAsks(st, all, p)
+	st.Asks = st.Asks[:0]
+	var at map[uint64]int64
+	for id, a := range open {
+		if at == nil {
+			at = make(map[uint64]int64, len(open))
+		}
+		at[id] = a.at
+		st.Asks = append(st.Asks, store.Ask{Visitor: id, Bucket: a.bucket, At: a.at})
+	}
+	slices.SortFunc(st.Asks, func(x, y store.Ask) int { return cmp.Compare(x.Visitor, y.Visitor) })
+	return at
+}
 
 // openAsks returns the asks of asks that st has neither a pick nor a
 // session of, and that still hold at p.now.

@@ -1,6 +1,7 @@
 package share
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -257,7 +258,8 @@ func TestReserveAndPick(t *testing.T) {
 }
 
 // TestReserveAndPickRandom runs rounds over random queues, holdings,
-// picks, a reserve and asks, and checks what every round must keep: the
+// picks, a reserve and asks (new, and kept in the state), and checks
+// what every round must keep: the asks left open kept in the state, the
 // limits with the picks and the reserve counted, picks only of visitors
 // asked for (or picked before) and not let in, no visitor of a bucket
 // picked while an older one has a due visitor no pick covers, one reserve
@@ -322,7 +324,7 @@ func TestReserveAndPickRandom(t *testing.T) {
 			at := now + rng.Int64N(40_000) - 5000
 			b := nowMin - 10 + int64(rng.IntN(nb))
 			if rng.IntN(3) == 0 {
-				// Left open by the aggregator's latest round.
+				// Kept in the state by an earlier sync.
 				if carried == nil {
 					carried = map[uint64]ask{}
 				}
@@ -355,7 +357,10 @@ func TestReserveAndPickRandom(t *testing.T) {
 		}
 		p := params{now: now, rules: limits(fifo, total, perMinute),
 			waitWindow: 44_000, dueWindow: 27_000,
-			syncInterval: 1000, instanceTTL: 3000, round: true, asked: carried}
+			syncInterval: 1000, instanceTTL: 3000, round: true}
+		for id, a := range carried {
+			st.Asks = append(st.Asks, store.Ask{Visitor: id, Bucket: a.bucket, At: a.at})
+		}
 		m := fifo
 		if rng.IntN(3) == 0 {
 			m = random
@@ -394,7 +399,13 @@ func TestReserveAndPickRandom(t *testing.T) {
 				open = append(open, id)
 			}
 		}
-		require.ElementsMatch(t, open, slices.Collect(maps.Keys(v.asked)), "trial %d: the asks left open", trial)
+		require.ElementsMatch(t, open, slices.Collect(maps.Keys(v.Asked)), "trial %d: the asks left open", trial)
+		require.True(t, slices.IsSortedFunc(st.Asks, func(x, y store.Ask) int { return cmp.Compare(x.Visitor, y.Visitor) }), "trial %d: the state's asks by visitor", trial)
+		for _, a := range st.Asks {
+			require.Equal(t, ats[a.Visitor], a.At, "trial %d: an ask kept with the latest moment its visitor gave", trial)
+			require.Equal(t, a.At, v.Asked[a.Visitor], "trial %d: the view's asks are the state's", trial)
+		}
+		require.Len(t, st.Asks, len(open), "trial %d: the state keeps the asks left open", trial)
 		var reserves int64
 		var reserve *store.Reserve
 		if r := st.Reserve; r != nil && r.Slots > 0 {
@@ -756,4 +767,45 @@ func TestPickWaitsForItsVisitor(t *testing.T) {
 		}
 		assert.Equal(t, want, st.Picks, "%d slots", n)
 	}
+}
+
+// keepAsks keeps in the state the asks that still hold, the latest
+// moment each visitor gave, but not those of visitors picked or let in;
+// a classic sync keeps them as a round does, and the next instance's
+// view shows them.
+func TestKeepAsks(t *testing.T) {
+	const now = int64(1_000_000)
+	p := &params{now: now, syncInterval: 1000, rules: limits(fifo, 1000, 100)} // askSlack: a second
+	st := &store.State{
+		Asks: []store.Ask{
+			{Visitor: 1, Bucket: 100, At: now + 1000},
+			{Visitor: 2, Bucket: 100, At: now - 1000}, // lapsed: held to now
+			{Visitor: 4, Bucket: 101, At: now + 2000}, // let in since
+			{Visitor: 5, Bucket: 101, At: now + 2000}, // picked since
+		},
+		Sessions: []store.Session{{ID: 4}},
+		Picks:    []store.Pick{{Visitor: 5, Bucket: 101, Until: now + 4000}},
+	}
+	got := keepAsks(st, map[uint64]ask{
+		1: {bucket: 100, at: now + 3000}, // back later, asked again
+		3: {bucket: 102, at: now + 500},
+		6: {bucket: 102, at: now - 2000}, // not coming back
+	}, p)
+	assert.Equal(t, map[uint64]int64{1: now + 3000, 3: now + 500}, got)
+	assert.Equal(t, []store.Ask{{Visitor: 1, Bucket: 100, At: now + 3000}, {Visitor: 3, Bucket: 102, At: now + 500}}, st.Asks)
+	assert.Nil(t, keepAsks(&store.State{}, nil, p), "none")
+
+	// Classic syncs: the ask of one instance is in the view of the next.
+	st = &store.State{Version: 1, Epoch: 2, Clock: now - 1000}
+	a, b := newDelta(), newDelta()
+	a.ask(9, 100, now+4000)
+	pa := *p
+	pa.id, pa.seq = "a", 1
+	_, v := applySync(st, pa, a)
+	assert.Equal(t, map[uint64]int64{9: now + 4000}, v.Asked)
+	pb := *p
+	pb.id, pb.seq, pb.now = "b", 1, now+500
+	_, v = applySync(st, pb, b)
+	assert.Equal(t, map[uint64]int64{9: now + 4000}, v.Asked, "kept in the state")
+	assert.Equal(t, []store.Ask{{Visitor: 9, Bucket: 100, At: now + 4000}}, st.Asks)
 }

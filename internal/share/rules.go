@@ -115,9 +115,6 @@ type params struct {
 	// reserved is, for a fleet's round, the newest bucket the reserve of
 	// the aggregator's latest round covered (fleetState.reserved).
 	reserved int64
-	// asked are, for a fleet's round, the asks the aggregator's latest
-	// round left open (fleetState.asked): weighed with the new ones.
-	asked map[uint64]ask
 	// scarceBelow is, for a fleet, the number of slots an instance below
 	// which every slot goes by pick (fleetScarce); 0 for never.
 	scarceBelow int64

@@ -46,6 +46,10 @@ type View struct {
 	// by ID: any instance may let them in from the pick's From to its
 	// Until. nil when there are none.
 	Picks map[uint64]store.Pick
+	// Asked are the visitors asked for (State.Asks), by ID: the moment
+	// each said they would be back (shared-clock ms). No instance gives
+	// them a chance before it. nil when there are none.
+	Asked map[uint64]int64
 	// Fleet reports a view of a fleet's aggregator (fleet.go): its
 	// instances ask for the due visitors they have no slot for.
 	Fleet bool
@@ -92,9 +96,6 @@ type View struct {
 	// dropped are the fleet instances this sync dropped from the state:
 	// their mailboxes are removed (fleet.go).
 	dropped []string
-	// asked are the asks a fleet's round left open (no pick, no session,
-	// the visitor yet to come back): the next round weighs them again.
-	asked map[uint64]ask
 }
 
 // Session returns the record of visitor id as of the view's sync.

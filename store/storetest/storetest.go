@@ -110,6 +110,7 @@ func Sample() *store.State {
 		}},
 		Lease:   &store.Lease{Holder: "a1", Term: 40, Renewed: 1_790_000_000_100, Fleet: 2},
 		Picks:   []store.Pick{{Visitor: 1 << 63, Bucket: 29_833_330, From: 1_790_000_003_000, Until: 1_790_000_004_000}, {Visitor: 3, Bucket: 29_833_331, From: -2, Until: 1_790_000_005_000}},
+		Asks:    []store.Ask{{Visitor: 4, Bucket: 29_833_331, At: 1_790_000_006_000}},
 		Reserve: &store.Reserve{Slots: 4, Upto: 29_833_330, Set: 1_790_000_000_100},
 		Mailbox: &store.Mailbox{
 			Term: 40, Seq: 9, Seen: 1_790_000_000_050, Prev: 1_790_000_000_000, Held: 3, Acked: 7,
