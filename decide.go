@@ -478,8 +478,7 @@ func (rm *Room) conclude(x *visit) {
 		var turn int64
 		d.Estimate, turn = rm.estimate(x.v, x.pol, c, x.fresh, false)
 		c.pos = int64(d.Estimate.Position)
-		// In FIFO, back when their turn is expected if sooner: a span's
-		// slots go to whoever comes first (grant.go), now in line order.
+		// In FIFO, back when their turn is expected if sooner (grant.go).
 		if soon := max(turn, drawRetry(rm.cfg.RefreshInterval.Milliseconds())); soon < c.refresh && x.gate == gatePass {
 			c.refresh, d.RefreshAfter = soon, time.Duration(soon)*time.Millisecond
 			rm.local.Lock()

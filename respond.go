@@ -296,9 +296,10 @@ func (rm *Room) challengeData(d *decision, data *template.Data, now int64) {
 	data.ChallengeWidget = template.ChallengeScriptFor(data.ChallengePuzzle, widget, rm.cookieName+"_challenge", data.CookieAttributes, ceilSeconds(d.RefreshAfter.Milliseconds()))
 }
 
-// What package admin gets from a room through internal/hook: the parts of
-// the room an operator's tools read and applications have no use for.
+// What packages admin and sim get from a room through internal/hook: the
+// parts an operator's tools read and applications have no use for.
 func init() {
+	hook.InstanceID = func(c any, id func() string) { c.(*Config).newID = id }
 	hook.HistoryStore = func(room any) store.HistoryStore {
 		hs, _ := room.(*Room).store.(store.HistoryStore)
 		return hs

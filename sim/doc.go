@@ -21,8 +21,10 @@
 //
 // A run is deterministic: the same Options and Seed give the same Result,
 // whatever the machine, because every random choice (the rooms' refresh
-// jitter included) comes from sources seeded by Options.Seed and the run
-// uses one goroutine. It never sleeps: an hour of a million visitors takes
+// jitter included) comes from sources seeded by Options.Seed, the
+// instances' IDs (which order a fleet's) are the run's own, and the run
+// uses one goroutine (a fleet's aggregator reads the mailboxes on
+// several, each into its place). It never sleeps: an hour of a million visitors takes
 // well under a minute.
 //
 // The Result holds each visitor's record (arrival, admission, the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
+	"github.com/go-waitingroom/waitingroom/internal/hook"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -49,6 +50,8 @@ func (r *run) startRooms() (waitingroom.Config, error) {
 		// them.
 		cfg.Identities = mrand.New(mrand.NewPCG(o.Seed^0x1d, uint64(i)+1)).Uint64
 		cfg.SyncInterval = -1
+		// And their IDs, which order a fleet's instances.
+		hook.InstanceID(&cfg, func() string { return fmt.Sprintf("sim%04d", i) })
 		rm, err := waitingroom.New(cfg, r.st)
 		if err != nil {
 			return cfg, fmt.Errorf("sim: %w", err)

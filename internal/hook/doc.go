@@ -15,6 +15,9 @@
 //     written yet), the waiting page a visitor would get under given
 //     settings, for a template preview, and the room's clock and cookies'
 //     Secure for the status page's sign-in.
+//   - sim (sim.go): its instances' IDs, the same at every run: a fleet's
+//     rounds take the instances in the order of their IDs, and a run
+//     must repeat.
 //
 // Exported from the root, each of these would be part of every user's API
 // for the sake of one package; here they stay inside the module.
