@@ -82,27 +82,9 @@ func TestPickLetsInAnywhere(t *testing.T) {
 	// a's store can fail (flaky), to find whether a lets a pick in while
 	// its syncs fail.
 	fa := &flaky{Store: ms}
-	mutate := func(c *waitingroom.Config) {
-		c.QueueingMethod = waitingroom.FIFO
-		c.TotalActiveUsers, c.NewUsersPerMinute = 10, 1
-	}
-	rooms := []*testRoom{newTestRoomOn(t, clk, fa, mutate), newTestRoomOn(t, clk, ms, mutate)}
-	syncAll(t, rooms)
+	rooms, cookie, c := queuedPair(t, clk, fa, ms)
 	a, b := rooms[0], rooms[1]
-	// Fill the minute, then queue a visitor.
-	first, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
-	require.NoError(t, err)
-	require.Equal(t, waitingroom.OutcomeAdmitted, first.Outcome)
-	syncAll(t, rooms)
-	d, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
-	require.NoError(t, err)
-	require.Equal(t, waitingroom.OutcomeWaiting, d.Outcome)
-	cookie := a.cookieName + "=" + d.CookieValue
-	c, ok := a.readState((&visitor{cookie: cookie}).request(http.MethodGet, ""), clk.Now().UnixMilli())
-	require.True(t, ok)
 	id, bucket := c.ID, c.Bucket
-	clk.Add(d.RefreshAfter)
-	syncAll(t, rooms)
 
 	setView := func(rm *testRoom, edit func(v *view)) {
 		rm.syncer.Amend(edit)
@@ -218,6 +200,35 @@ func TestPickLetsInAnywhere(t *testing.T) {
 	})
 }
 
+// queuedPair makes two FIFO instances at one admission a minute, on
+// stores sa and sb (one store, or a failing view of it), fills the
+// minute and queues a visitor at the first; it returns the instances, the
+// visitor's cookie and what it holds, once their next chance is due and
+// both instances synced.
+func queuedPair(t *testing.T, clk *clock, sa, sb store.Store) ([]*testRoom, string, waitingroom.CookieState) {
+	t.Helper()
+	mutate := func(c *waitingroom.Config) {
+		c.QueueingMethod = waitingroom.FIFO
+		c.TotalActiveUsers, c.NewUsersPerMinute = 10, 1
+	}
+	rooms := []*testRoom{newTestRoomOn(t, clk, sa, mutate), newTestRoomOn(t, clk, sb, mutate)}
+	syncAll(t, rooms)
+	a := rooms[0]
+	first, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
+	require.NoError(t, err)
+	require.Equal(t, waitingroom.OutcomeAdmitted, first.Outcome)
+	syncAll(t, rooms)
+	d, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
+	require.NoError(t, err)
+	require.Equal(t, waitingroom.OutcomeWaiting, d.Outcome)
+	cookie := a.cookieName + "=" + d.CookieValue
+	c, ok := a.readState((&visitor{cookie: cookie}).request(http.MethodGet, ""), clk.Now().UnixMilli())
+	require.True(t, ok)
+	clk.Add(d.RefreshAfter)
+	syncAll(t, rooms)
+	return rooms, cookie, c
+}
+
 // syncAll syncs every room once.
 func syncAll(t *testing.T, rooms []*testRoom) {
 	t.Helper()
@@ -234,26 +245,8 @@ func syncAll(t *testing.T, rooms []*testRoom) {
 func TestAskedWaitsEverywhere(t *testing.T) {
 	clk := newClock()
 	ms := memstore.New()
-	mutate := func(c *waitingroom.Config) {
-		c.QueueingMethod = waitingroom.FIFO
-		c.TotalActiveUsers, c.NewUsersPerMinute = 10, 1
-	}
-	rooms := []*testRoom{newTestRoomOn(t, clk, ms, mutate), newTestRoomOn(t, clk, ms, mutate)}
-	syncAll(t, rooms)
-	a, b := rooms[0], rooms[1]
-	first, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
-	require.NoError(t, err)
-	require.Equal(t, waitingroom.OutcomeAdmitted, first.Outcome)
-	syncAll(t, rooms)
-	d, err := a.checkRequest((&visitor{cookie: ""}).request(http.MethodGet, ""))
-	require.NoError(t, err)
-	require.Equal(t, waitingroom.OutcomeWaiting, d.Outcome)
-	cookie := a.cookieName + "=" + d.CookieValue
-	c, ok := a.readState((&visitor{cookie: cookie}).request(http.MethodGet, ""), clk.Now().UnixMilli())
-	require.True(t, ok)
-	clk.Add(d.RefreshAfter)
-	syncAll(t, rooms)
-
+	rooms, cookie, c := queuedPair(t, clk, ms, ms)
+	b := rooms[1]
 	at := clk.Now().UnixMilli() + 3000
 	b.syncer.Amend(func(v *view) { v.Asked = map[uint64]int64{c.ID: at} })
 	b.local.Lock()
