@@ -286,11 +286,11 @@ func pickWinners(st *store.State, p *params, asks map[uint64]ask, g Grant) Grant
 // pick adds to st a pick of each of up to n of the asked visitors whose
 // ask still holds at p.now and whom st has neither a session nor a pick
 // of (nor back only once a pick of them would end), and returns the
-// picks made, by bucket. A pick lets its visitor in
-// from when they said they would be back (not sooner: a copy of their
-// cookie at another instance would), for askSlack more, and never past
-// the longest a waiting visitor stays counted (an ask is an instance's
-// word). Ordered, it picks the oldest buckets first, and the visitors
+// picks made, by bucket. A pick lets its visitor in from when they said
+// they would be back (not sooner: a copy of their cookie at another
+// instance would), for askSlack more, and never past the longest a
+// waiting visitor stays counted (an ask is an instance's word). Ordered,
+// it picks the oldest buckets first, and the visitors
 // of a bucket only while no due visitor of an older one is left (lay: the
 // due visitors of each bucket that no pick covers yet): those will ask
 // too, and a newer visitor picked before them would be let in first;
