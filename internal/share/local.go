@@ -101,10 +101,11 @@ func (l *Local) Wait(id uint64, ms int64) { l.pending.wait(id, ms) }
 // sync reports: the latest view does not count them yet.
 func (l *Local) Unseen() int64 { return int64(len(l.pending.waits)) }
 
-// Ask asks the fleet's aggregator for a slot for visitor id, of bucket (as
-// the rules map it), who will be back at at (shared-clock ms, their next
-// chance): a due visitor this instance had no slot for (picks.go). A pick
-// lets them in from at.
+// Ask asks for visitor id, of bucket (as the rules map it), who will be
+// back at at (shared-clock ms, their next chance): a due visitor this
+// instance had no slot for (picks.go). The shared state keeps the ask
+// until then (no instance gives them a chance sooner), and a sync may
+// pick them: the pick lets them in from at.
 func (l *Local) Ask(id uint64, bucket, at int64) { l.pending.ask(id, bucket, at) }
 
 // Reask brings the moment visitor id, asked for by the next sync, said

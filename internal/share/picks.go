@@ -2,6 +2,7 @@ package share
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 
@@ -65,47 +66,27 @@ func askSlack(p *params) int64 { return p.rules.Refresh/2 + syncEvery(p.syncInte
 // visitors st has a pick or a session of; and returns them, by visitor:
 // the moment each said they would be back.
 func keepAsks(st *store.State, asks map[uint64]ask, p *params) map[uint64]int64 {
-	all := make(map[uint64]ask, len(asks)+len(st.Asks))
+	all := delta{asks: maps.Clone(asks)} // merged as a sync's news are
 	for _, a := range st.Asks {
-		all[a.Visitor] = ask{bucket: a.Bucket, at: a.At}
+		all.ask(a.Visitor, a.Bucket, a.At)
 	}
-	for id, a := range asks {
-		if o, ok := all[id]; ok {
-			a = ask{bucket: min(a.bucket, o.bucket), at: max(a.at, o.at)}
-		}
-		all[id] = a
+	for _, pk := range st.Picks {
+		delete(all.asks, pk.Visitor)
 	}
-	open := openAsks(st, all, p)
 	st.Asks = st.Asks[:0]
 	var at map[uint64]int64
-	for id, a := range open {
+	for id, a := range all.asks {
+		if a.at+askSlack(p) <= p.now || hasSession(st.Sessions, id) {
+			continue
+		}
 		if at == nil {
-			at = make(map[uint64]int64, len(open))
+			at = make(map[uint64]int64, len(all.asks))
 		}
 		at[id] = a.at
 		st.Asks = append(st.Asks, store.Ask{Visitor: id, Bucket: a.bucket, At: a.at})
 	}
 	slices.SortFunc(st.Asks, func(x, y store.Ask) int { return cmp.Compare(x.Visitor, y.Visitor) })
 	return at
-}
-
-// openAsks returns the asks of asks that st has neither a pick nor a
-// session of, and that still hold at p.now.
-func openAsks(st *store.State, asks map[uint64]ask, p *params) map[uint64]ask {
-	var open map[uint64]ask
-	for id, a := range asks {
-		if a.at+askSlack(p) <= p.now || hasSession(st.Sessions, id) {
-			continue
-		}
-		if open == nil {
-			open = make(map[uint64]ask, len(asks))
-		}
-		open[id] = a
-	}
-	for _, pk := range st.Picks {
-		delete(open, pk.Visitor)
-	}
-	return open
 }
 
 // settlePicks drops the picks whose visitor's session is in st (let in:
