@@ -16,7 +16,7 @@
   class LotteryError extends Error {
     constructor(kind, message) {
       super(message);
-      this.kind = kind; // record, notRevealed, seed, unlisted, rankMoved, missingOdds, oddsChanged, notDrawn, outOfTurn
+      this.kind = kind; // record, commitmentChanged, notRevealed, seed, unlisted, rankMoved, missingOdds, oddsChanged, notDrawn, outOfTurn
     }
   }
 
@@ -88,6 +88,33 @@
   }
 
   const isInt = (x) => Number.isSafeInteger(x);
+
+  // The keys of a record and of its odds and cuts. A key that names one
+  // of them in another case ("Odds", "SEED") makes the record malformed,
+  // as in the Go package, which would otherwise take it for the key: the
+  // fold is Go's strings.EqualFold against these ASCII names: letters in
+  // either case, and the long s, which folds to s (the Kelvin sign folds
+  // to k, which none has).
+  const KEYS = ["start", "end", "commitment", "seed", "intervalMs", "odds", "cuts", "prequeued", "places", "interval"];
+  const fold = (s) => s.replace(/[A-Z]/g, (ch) => ch.toLowerCase()).replace(/\u017f/g, "s");
+  function exactKeys(obj) {
+    if (obj === null || typeof obj !== "object" || Array.isArray(obj)) return;
+    for (const k of Object.keys(obj)) {
+      for (const name of KEYS) {
+        if (k !== name && fold(k) === fold(name)) {
+          throw new LotteryError("record", "key " + JSON.stringify(k) + ": did you mean " + JSON.stringify(name) + "? (keys are case-sensitive)");
+        }
+      }
+    }
+  }
+
+  // hexOrNone reads a hash given as 64 hex digits, or nothing ("", null or
+  // missing) as null; all zeros too, which stand for none.
+  function hexOrNone(s, what) {
+    if (s === undefined || s === null || s === "") return null;
+    const b = fromHex(s, what);
+    return b.every((x) => x === 0) ? null : b;
+  }
   const floorDiv = (a, b) => (a - (a % b)) / b; // exact, for a >= 0 and b > 0
 
   // holds reports whether interval w belongs to record r's period: whether
@@ -149,7 +176,9 @@
   // in and the seed's bytes.
   function check(r, c) {
     const bad = (m) => new LotteryError("record", m);
-    if (r === null || typeof r !== "object") throw bad("no record");
+    if (r === null || typeof r !== "object" || Array.isArray(r)) throw bad("no record");
+    exactKeys(r);
+    for (const list of [r.odds, r.cuts]) if (Array.isArray(list)) list.forEach(exactKeys);
     const start = r.start ?? 0, end = r.end ?? 0;
     if (!isInt(start) || !isInt(end) || start < 0 || end <= start || end > MAX_UNIX) {
       throw bad("period " + start + "-" + end + ": want 0 <= start < end <= " + MAX_UNIX);
@@ -199,7 +228,7 @@
           ": want places in strictly ascending order");
       }
     });
-    r.seedBytes = r.seed && !/^0+$/.test(r.seed) ? fromHex(r.seed, "seed") : null;
+    r.seedBytes = hexOrNone(r.seed, "seed");
     r.commitment = toHex(fromHex(r.commitment, "commitment"));
     if (/^0+$/.test(r.commitment)) throw bad("no commitment");
     for (const w of [...c.waited, c.admitted]) {
@@ -208,7 +237,10 @@
     }
     for (const s of c.shown) {
       if (!isInt(s.interval) || typeof s.odds !== "number") throw bad("shown odds: want {interval, odds}");
+      if (!holds(r, s.interval)) throw bad("interval " + s.interval + " is outside the period: verify it with its own period's record");
     }
+    c.commitmentHex = c.commitment === "" ? null : hexOrNone(c.commitment, "the commitment shown");
+    if (c.commitmentHex) c.commitmentHex = toHex(c.commitmentHex);
     if (typeof c.shuffled !== "boolean") throw bad("shuffled " + c.shuffled + ": want true or false");
     if (!isInt(c.rank) || c.rank < 0) throw bad("rank " + c.rank + ": want 1 or more (0 claims none)");
     if (c.rank !== 0 && !c.shuffled) throw bad("rank " + c.rank + " claimed by a visitor not of the shuffle");
@@ -219,7 +251,8 @@
   // (parsed JSON), as lottery.Verify does. claim: {waited: [w...], shown:
   // [{interval, odds}...], admitted: w or 0, shuffled: true if the visitor
   // joined the event's pre-queue, rank: the rank in the shuffle they
-  // noted or 0}. It resolves to {draws: [{interval, draw, odds, won}...],
+  // noted or 0, commitment: the commitment the room showed them, 64 hex
+  // digits, or ""}. It resolves to {draws: [{interval, draw, odds, won}...],
   // place, cut, rank, listed, error: null or {kind, message}}: place when
   // the record has cuts or the claim is shuffled, cut when a shuffled
   // admission has one, rank (1-based) and listed (how many places the
@@ -235,8 +268,12 @@
         admitted: claim?.admitted ?? 0,
         shuffled: claim?.shuffled ?? false,
         rank: claim?.rank ?? 0,
+        commitment: claim?.commitment ?? "",
       };
       r = check(r, c);
+      if (c.commitmentHex && c.commitmentHex !== r.commitment) {
+        throw new LotteryError("commitmentChanged", "shown " + c.commitmentHex + ", recorded " + r.commitment + " for " + r.start + "-" + r.end);
+      }
       if (!r.seedBytes) throw new LotteryError("notRevealed", "the record has no seed yet");
       if ((await commit(r.seedBytes, r.start, r.end)) !== r.commitment) {
         throw new LotteryError("seed", "the seed is not the one committed to for " + r.start + "-" + r.end);
@@ -300,15 +337,19 @@
   // waited "58828440-58828445, 58828450", shown "58828440=0.25, ...",
   // admitted a number or empty, shuffled true or false (the visitor
   // joined the event's pre-queue), rank the rank in the shuffle they
-  // noted, a number or empty. It throws an Error saying what is wrong.
-  function parseClaim(waited, shown, admitted, shuffled = false, rank = "") {
+  // noted, a number or empty, commitment the commitment the room showed
+  // them, 64 hex digits or empty. It throws an Error saying what is wrong.
+  function parseClaim(waited, shown, admitted, shuffled = false, rank = "", commitment = "") {
     const int = (s, what) => {
       if (!/^-?[0-9]+$/.test(s) || !Number.isSafeInteger(Number(s))) throw new Error(what + " " + JSON.stringify(s) + ": want a whole number");
       return Number(s);
     };
     const items = (s) => s.split(",").map((x) => x.trim()).filter((x) => x !== "");
     if (typeof shuffled !== "boolean") throw new Error("shuffled " + JSON.stringify(shuffled) + ": want true or false");
-    const c = { waited: [], shown: [], admitted: 0, shuffled, rank: 0 };
+    const c = { waited: [], shown: [], admitted: 0, shuffled, rank: 0, commitment: commitment.trim() };
+    if (c.commitment !== "" && !/^[0-9a-fA-F]{64}$/.test(c.commitment)) {
+      throw new Error("commitment " + JSON.stringify(c.commitment) + ": want 64 hex digits, or nothing");
+    }
     for (const x of items(waited)) {
       const m = /^(-?[0-9]+)-(-?[0-9]+)$/.exec(x);
       if (!m) {

@@ -29,11 +29,12 @@ type jsCase struct {
 }
 
 type jsClaim struct {
-	Waited   []int64        `json:"waited"`
-	Shown    []lottery.Odds `json:"shown"`
-	Admitted int64          `json:"admitted"`
-	Shuffled bool           `json:"shuffled"`
-	Rank     int            `json:"rank"`
+	Commitment lottery.Hash   `json:"commitment"`
+	Waited     []int64        `json:"waited"`
+	Shown      []lottery.Odds `json:"shown"`
+	Admitted   int64          `json:"admitted"`
+	Shuffled   bool           `json:"shuffled"`
+	Rank       int            `json:"rank"`
 }
 
 type jsReport struct {
@@ -79,6 +80,8 @@ var kinds = map[error]string{
 	lottery.ErrOutOfTurn:   "outOfTurn",
 	lottery.ErrUnlisted:    "unlisted",
 	lottery.ErrRankMoved:   "rankMoved",
+
+	lottery.ErrCommitmentChanged: "commitmentChanged",
 }
 
 func kindOf(t *testing.T, err error) string {
@@ -289,6 +292,54 @@ func TestScriptAgrees(t *testing.T) {
 		addRaw(bad, jsClaim{})
 	}
 
+	// The commitment shown: the record's, another (a seed chosen after the
+	// fact, with a commitment to it), none.
+	r := honest(seed, p, n)
+	forged := honest(testSeed(10), p, n)
+	for _, c := range []lottery.Hash{r.Commitment, forged.Commitment, {}} {
+		for _, id := range ids {
+			add(r, id, jsClaim{Commitment: c, Admitted: firstW + 3})
+			add(forged, id, jsClaim{Commitment: c, Admitted: firstW + 3})
+		}
+		hidden := *forged
+		hidden.Seed = lottery.Seed{}
+		add(&hidden, 1, jsClaim{Commitment: c})
+	}
+	// Shown odds of an interval of the next period: its own record's.
+	add(r, 1, jsClaim{Shown: []lottery.Odds{{Interval: firstW + 120, Odds: p}}})
+	// One text, one reading: keys in another case, whole numbers in any
+	// form, seeds that are not 64 hex digits.
+	b, err = json.Marshal(honest(seed, 0.01, n))
+	require.NoError(t, err)
+	text := string(b)
+	for _, change := range [][2]string{
+		{`"odds":[`, `"ODDS":[`},
+		{`"odds":[`, `"Odds":[],"odds":[`},
+		{`"odds":[`, `"odds":[],"Odds":[`},
+		{`"seed":`, `"SEED":`},
+		{`"seed":`, `"\u017feed":`},
+		{`"start":`, `"START":`},
+		{`{"interval":58828443,"odds":0.01}`, `{"interval":58828443,"odds":0.01,"Odds":1}`},
+		{`{"interval":58828443,`, `{"Interval":58828443,`},
+		{`"interval":58828443,`, `"interval":58828443.0,`},
+		{`"interval":58828443,`, `"interval":5.8828443e7,`},
+		{`"intervalMs":30000`, `"intervalMs":30000.5`},
+		{`"start":1764853200`, `"start":9007199254740992`},
+		{`"odds":[`, `"prequeued":9007199254740991,"odds":[`},
+		{`"odds":[`, `"prequeued":9007199254740992,"odds":[`},
+		{`"seed":"` + seed.String() + `"`, `"seed":"0"`},
+		{`"seed":"` + seed.String() + `"`, `"seed":0`},
+		{`"seed":"` + seed.String() + `"`, `"seed":null`},
+		{`"seed":"` + seed.String() + `"`, `"seed":""`},
+		{`"seed":"` + seed.String() + `"`, `"seed":"` + strings.Repeat("0", 64) + `"`},
+		{`"seed":"` + seed.String() + `"`, `"seed":"` + strings.ToUpper(seed.String()) + `"`},
+	} {
+		require.Contains(t, text, change[0])
+		for _, w := range []int64{firstW + 3, firstW + 4} {
+			addRaw(strings.Replace(text, change[0], change[1], 1), jsClaim{Admitted: w})
+		}
+	}
+
 	in, err := json.Marshal(cases)
 	require.NoError(t, err)
 	cmd := exec.Command(node, "-e", jsRunner, script)
@@ -364,14 +415,15 @@ func TestVerifierPage(t *testing.T) {
 	out, err = exec.Command(node, "-e", `
 const l = require(process.argv[1]);
 const ok = JSON.stringify(l.parseClaim("58828440-58828442, 58828450", "58828440=0.25", " 58828450 ", true));
-const ranked = JSON.stringify(l.parseClaim("", "", "", true, " 12 "));
+const ranked = JSON.stringify(l.parseClaim("", "", "", true, " 12 ", " `+strings.Repeat("aB", 32)+` "));
 let bad = [];
 for (const c of [["x", "", ""], ["3-1", "", ""], ["", "1", ""], ["", "", "1.5"], ["", "", "", "yes"],
-  ["", "", "", true, "x"], ["", "", "", true, "0"], ["", "", "", true, "-1"], ["", "", "", true, "1.5"]]) {
+  ["", "", "", true, "x"], ["", "", "", true, "0"], ["", "", "", true, "-1"], ["", "", "", true, "1.5"],
+  ["", "", "", false, "", "abc"], ["", "", "", false, "", "`+strings.Repeat("g", 64)+`"]]) {
   try { l.parseClaim(...c); } catch (e) { bad.push(c); }
 }
 process.stdout.write(ok + "\n" + ranked + "\n" + bad.length);`, script).CombinedOutput()
 	require.NoError(t, err, string(out))
-	assert.Equal(t, `{"waited":[58828440,58828441,58828442,58828450],"shown":[{"interval":58828440,"odds":0.25}],"admitted":58828450,"shuffled":true,"rank":0}`+"\n"+
-		`{"waited":[],"shown":[],"admitted":0,"shuffled":true,"rank":12}`+"\n9", string(out))
+	assert.Equal(t, `{"waited":[58828440,58828441,58828442,58828450],"shown":[{"interval":58828440,"odds":0.25}],"admitted":58828450,"shuffled":true,"rank":0,"commitment":""}`+"\n"+
+		`{"waited":[],"shown":[],"admitted":0,"shuffled":true,"rank":12,"commitment":"`+strings.Repeat("aB", 32)+`"}`+"\n11", string(out))
 }

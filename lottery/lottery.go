@@ -235,6 +235,11 @@ var (
 	// (Claim.Rank): places were added before theirs, or taken out, after
 	// the fact.
 	ErrRankMoved = errors.New("lottery: rank in the shuffle moved")
+	// ErrCommitmentChanged: the record's commitment is not the one the
+	// room showed the visitor (Claim.Commitment) before the period's
+	// draws: the room published another seed, and a commitment to it,
+	// after the fact.
+	ErrCommitmentChanged = errors.New("lottery: commitment changed")
 )
 
 // Hold is how many refresh intervals a winning draw holds: the

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -167,6 +168,20 @@ func TestVerify(t *testing.T) {
 		}
 		return ws
 	}
+	// The room, after the period, looks for a seed under which the loser
+	// won, and publishes it with a commitment to it.
+	shown := lottery.Commit(seed, hour)
+	var forged lottery.Seed
+	var forgedWin int64
+	for b := byte(2); forgedWin == 0; b++ {
+		forged = testSeed(b)
+		forgedWin = firstWin(forged, lose, p, n)
+	}
+	recommitted := func() *lottery.Record {
+		r := honest(forged, p, n)
+		r.Commitment = lottery.Commit(forged, hour)
+		return r
+	}
 	for _, tc := range []struct {
 		name   string
 		id     uint64
@@ -176,6 +191,17 @@ func TestVerify(t *testing.T) {
 	}{
 		{"honest admission", winner, func() *lottery.Record { return honest(seed, p, n) },
 			func(*lottery.Record) lottery.Claim { return lottery.Claim{Waited: waited(won), Admitted: won} }, nil},
+		{"the commitment shown", winner, func() *lottery.Record { return honest(seed, p, n) },
+			func(*lottery.Record) lottery.Claim { return lottery.Claim{Commitment: shown, Admitted: won} }, nil},
+		{"a seed chosen after the fact, with a commitment to it", lose, recommitted,
+			func(*lottery.Record) lottery.Claim { return lottery.Claim{Commitment: shown, Admitted: forgedWin} }, lottery.ErrCommitmentChanged},
+		{"a commitment changed before the seed is revealed", lose, func() *lottery.Record {
+			r := recommitted()
+			r.Seed = lottery.Seed{}
+			return r
+		}, func(*lottery.Record) lottery.Claim { return lottery.Claim{Commitment: shown} }, lottery.ErrCommitmentChanged},
+		{"the same, the commitment shown not given: unchecked", lose, recommitted,
+			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: forgedWin} }, nil},
 		{"admission held two intervals after the win", winner, func() *lottery.Record { return honest(seed, p, n) },
 			func(*lottery.Record) lottery.Claim { return lottery.Claim{Waited: waited(won + 2), Admitted: won + 2} }, nil},
 		{"admission three intervals after the last win", winner, func() *lottery.Record {
@@ -639,7 +665,10 @@ func TestVerifyMalformed(t *testing.T) {
 		{"a rank claimed outside the shuffle", func(_ *lottery.Record, c *lottery.Claim) { c.Rank = 1 }, lottery.ErrRecord},
 		{"shown odds of no interval", func(_ *lottery.Record, c *lottery.Claim) {
 			c.Shown = []lottery.Odds{{Interval: math.MinInt64, Odds: math.NaN()}}
-		}, lottery.ErrMissingOdds},
+		}, lottery.ErrRecord},
+		{"shown odds of the next period's interval", func(_ *lottery.Record, c *lottery.Claim) {
+			c.Shown = []lottery.Odds{{Interval: firstW + 120, Odds: 0.5}}
+		}, lottery.ErrRecord},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := honest(seed, 0.5, 4)
@@ -686,6 +715,44 @@ func TestRecordJSON(t *testing.T) {
 	var s lottery.Seed
 	require.NoError(t, json.Unmarshal([]byte(`""`), &s))
 	assert.True(t, s.IsZero())
+
+	// Read as JavaScript reads it (docs/verify.js): keys exactly, whole
+	// numbers in any form.
+	b, err = json.Marshal(honest(seed, 0.25, 1))
+	require.NoError(t, err)
+	text := string(b)
+	for _, tc := range []struct{ name, from, to string }{
+		{"a key in capitals", `"odds":[`, `"ODDS":[`},
+		{"a key capitalized", `"seed":`, `"Seed":`},
+		{"a key with a long s", `"seed":`, `"\u017feed":`},
+		{"a key in capitals beside the key", `"odds":[`, `"Odds":[],"odds":[`},
+		{"an odds key in another case", `{"interval":`, `{"Interval":`},
+		{"a whole number too large for JavaScript", `"start":1764853200`, `"start":9007199254740992`},
+		{"a number not whole", `"start":1764853200`, `"start":1764853200.5`},
+		{"a number as a string", `"start":1764853200`, `"start":"1764853200"`},
+	} {
+		var r lottery.Record
+		err := json.Unmarshal([]byte(strings.Replace(text, tc.from, tc.to, 1)), &r)
+		assert.ErrorIs(t, err, lottery.ErrRecord, tc.name)
+	}
+	want := honest(seed, 0.25, 1)
+	want.Prequeued = 1<<53 - 1
+	for _, tc := range []struct{ name, from, to string }{
+		{"whole numbers with a fraction of zero", `"interval":58828440`, `"interval":58828440.0`},
+		{"whole numbers with an exponent", `"intervalMs":30000`, `"intervalMs":3e4`},
+		{"a key unknown, ignored", `"odds":[`, `"oddsx":1,"odds":[`},
+		{"a key given twice: the last stands", `"odds":[`, `"odds":[],"odds":[`},
+		{"null for a number", `"start":1764853200`, `"start":null,"start":1764853200`},
+	} {
+		var r lottery.Record
+		in := strings.Replace(text, tc.from, tc.to, 1)
+		in = `{"prequeued":9007199254740991,` + in[1:]
+		require.NoError(t, json.Unmarshal([]byte(in), &r), tc.name)
+		assert.Equal(t, *want, r, tc.name)
+	}
+	var none lottery.Record
+	require.NoError(t, json.Unmarshal([]byte(`null`), &none))
+	assert.Equal(t, lottery.Record{}, none)
 }
 
 func TestIdentity(t *testing.T) {

@@ -63,11 +63,16 @@ type Odds struct {
 	Odds     float64 `json:"odds"`     // in [0, 1]
 }
 
-// Claim is what a visitor saw of the room: the intervals they waited in,
-// the odds the room showed them, the interval they were let in, whether
-// they joined an event's pre-queue and their rank in its shuffle. Zero
-// fields claim nothing.
+// Claim is what a visitor saw of the room: the commitment it showed, the
+// intervals they waited in, the odds it showed them, the interval they
+// were let in, whether they joined an event's pre-queue and their rank in
+// its shuffle. Zero fields claim nothing.
 type Claim struct {
+	// Commitment is the commitment the room showed the visitor (on its
+	// page or JSON, while they waited): the record's must be the same.
+	// A record checked against itself only would let a room that chose
+	// a new seed after the fact publish a new commitment with it.
+	Commitment Hash
 	// Waited lists the intervals the visitor waited in.
 	Waited []int64
 	// Shown lists odds the room showed the visitor, by interval.
@@ -127,9 +132,10 @@ const maxUnix = 253402300800
 const maxIntervalMS = 86_400_000
 
 // Verify recomputes visitor identity's draws, place and rank from record
-// r and checks that the room kept the promises claim c depends on: the
-// seed is revealed and matches the commitment for r's very period, and r
-// has the odds the room showed. For a visitor of the draw, r has odds for
+// r and checks that the room kept the promises claim c depends on: r's
+// commitment is the one the room showed (c.Commitment, when given), the
+// seed is revealed and matches it for r's very period, and r has the
+// odds the room showed. For a visitor of the draw, r has odds for
 // every interval they waited in, and for the interval they were let in or
 // the one before; they were let in only in an interval w where their draw
 // of w or of one of the Hold-1 before it, within the period, fell under
@@ -140,8 +146,9 @@ const maxIntervalMS = 86_400_000
 // then has their rank); and if they were let in, r has a cut at or before
 // that interval, and their place is below the latest of those. It
 // returns the report and nil, or the report as far as it got and an
-// error wrapping the first broken promise (ErrSeed, ErrUnlisted,
-// ErrMissingOdds, ...) or ErrRecord for a malformed record or claim. It
+// error wrapping the first broken promise (ErrCommitmentChanged, ErrSeed,
+// ErrUnlisted, ErrMissingOdds, ...) or ErrRecord for a malformed record
+// or claim (an interval it names outside r's period included). It
 // never panics, whatever r and c hold.
 func Verify(r *Record, identity uint64, c Claim) (Report, error) {
 	var rep Report
@@ -150,6 +157,9 @@ func Verify(r *Record, identity uint64, c Claim) (Report, error) {
 	}
 	if err := r.check(c); err != nil {
 		return rep, err
+	}
+	if c.Commitment != (Hash{}) && c.Commitment != r.Commitment {
+		return rep, fmt.Errorf("%w: shown %v, recorded %v for %d-%d", ErrCommitmentChanged, c.Commitment, r.Commitment, r.Start, r.End)
 	}
 	if r.Seed.IsZero() {
 		return rep, fmt.Errorf("%w: the record of %d-%d has no seed yet", ErrNotRevealed, r.Start, r.End)
@@ -267,7 +277,11 @@ func (r *Record) check(c Claim) error {
 	if c.Rank != 0 && !c.Shuffled {
 		return fmt.Errorf("%w: rank %d claimed by a visitor not of the shuffle", ErrRecord, c.Rank)
 	}
-	for _, w := range append(slices.Clone(c.Waited), c.Admitted) {
+	ws := append(slices.Clone(c.Waited), c.Admitted)
+	for _, s := range c.Shown {
+		ws = append(ws, s.Interval)
+	}
+	for _, w := range ws {
 		if w != 0 && !r.holds(w, r.IntervalMS) {
 			return fmt.Errorf("%w: interval %d is outside the period %d-%d: verify it with its own period's record", ErrRecord, w, r.Start, r.End)
 		}

@@ -39,6 +39,7 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("waitingroom verify", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	id := fs.String("id", "", "the visitor's identity, as the room showed it (16 hex digits)")
+	commitment := fs.String("commitment", "", "the commitment the room showed the visitor while they waited (64 hex digits): the record's must be the same")
 	waited := fs.String("waited", "", "intervals the visitor waited in: numbers and ranges, as 58828440-58828445,58828450")
 	shown := fs.String("shown", "", "odds the room showed the visitor: interval=odds,...")
 	admitted := fs.Int64("admitted", 0, "the interval the visitor was let in (0: not let in)")
@@ -61,6 +62,11 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return verifyUsageError(stderr, fmt.Errorf("-id: %w", err))
 	}
 	c := lottery.Claim{Admitted: *admitted, Shuffled: *shuffled, Rank: *rank}
+	if *commitment != "" {
+		if err := c.Commitment.UnmarshalText([]byte(strings.TrimSpace(*commitment))); err != nil {
+			return verifyUsageError(stderr, fmt.Errorf("-commitment: want 64 hex digits"))
+		}
+	}
 	if c.Waited, err = parseIntervals(*waited); err != nil {
 		return verifyUsageError(stderr, err)
 	}
@@ -94,19 +100,30 @@ func verifyUsageError(stderr io.Writer, err error) int {
 	return exitUsage
 }
 
+// maxRecord bounds the bytes of a record read: 64 MiB, a shuffle's list
+// of a few million places.
+const maxRecord = 64 << 20
+
 // readRecord reads a lottery record as JSON from the file name, or from
-// stdin when name is "" or "-".
+// stdin when name is "" or "-", up to maxRecord bytes.
 func readRecord(name string, stdin io.Reader) (*lottery.Record, error) {
-	var b []byte
-	var err error
+	in := stdin
 	if name == "" || name == "-" {
 		name = "standard input"
-		b, err = io.ReadAll(io.LimitReader(stdin, 64<<20))
 	} else {
-		b, err = os.ReadFile(name)
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		in = f
 	}
+	b, err := io.ReadAll(io.LimitReader(in, maxRecord+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(b) > maxRecord {
+		return nil, fmt.Errorf("the record in %s: larger than %d MiB", name, maxRecord>>20)
 	}
 	var r lottery.Record
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -128,7 +145,8 @@ func parseIntervals(s string) ([]int64, error) {
 		if i := strings.Index(item[1:], "-"); i >= 0 {
 			a, errA := strconv.ParseInt(item[:i+1], 10, 64)
 			b, errB := strconv.ParseInt(item[i+2:], 10, 64)
-			if errA != nil || errB != nil || b < a || b-a >= maxRange {
+			// Unsigned, b-a is exact for any b >= a (signed, it may overflow).
+			if errA != nil || errB != nil || b < a || uint64(b)-uint64(a) >= maxRange {
 				return nil, fmt.Errorf("-waited: range %q: want first-last, at most %d intervals", item, maxRange)
 			}
 			for w := a; w <= b; w++ {

@@ -86,6 +86,15 @@ func TestVerifyCommand(t *testing.T) {
 	wonArg := strconv.FormatInt(won, 10)
 	waited := fmt.Sprintf("%d-%d", first, won)
 	in := func(k int64) string { return strconv.FormatInt(first+k, 10) }
+	shown := r.Commitment.String()
+	// A seed chosen after the fact, with a commitment of its own.
+	forged := *r
+	forged.Seed[0] ^= 1
+	forged.Commitment = lottery.Commit(forged.Seed, forged.Period)
+	recommitted, err := json.Marshal(&forged)
+	require.NoError(t, err)
+	big := filepath.Join(t.TempDir(), "big.json")
+	require.NoError(t, os.WriteFile(big, append(append([]byte(`{"x":"`), bytes.Repeat([]byte("a"), maxRecord)...), `"}`...), 0o600))
 
 	for _, tc := range []struct {
 		name     string
@@ -144,6 +153,15 @@ func TestVerifyCommand(t *testing.T) {
 		{"bad identity", []string{"-id", "xyz"}, honest, exitUsage, "", "want 1 to 16 hex digits"},
 		{"bad range", []string{"-id", "1", "-waited", "9-3"}, honest, exitUsage, "", `range "9-3"`},
 		{"huge range", []string{"-id", "1", "-waited", "1-1000000000"}, honest, exitUsage, "", "at most 100000"},
+		{"a range wider than int64", []string{"-id", "1", "-waited", "-5000000000000000000-5000000000000000000"}, honest, exitUsage, "", "at most 100000"},
+		{"the commitment shown", []string{"-id", id, "-commitment", shown, "-admitted", wonArg}, honest, exitOK, "kept\n", ""},
+		{"a commitment made after the fact", []string{"-id", id, "-commitment", shown}, recommitted, exitFailure,
+			"broken: commitment changed: shown " + shown, ""},
+		{"the new commitment, unchecked", []string{"-id", id}, recommitted, exitOK, "kept\n", ""},
+		{"a bad commitment", []string{"-id", id, "-commitment", "abc"}, honest, exitUsage, "", "-commitment: want 64 hex digits"},
+		{"a record too large", []string{"-id", "1", big}, nil, exitUsage, "", "larger than 64 MiB"},
+		{"a key in another case", []string{"-id", "1"}, []byte(strings.Replace(string(honest), `"odds":[`, `"ODDS":[`, 1)), exitUsage,
+			"", `key "ODDS": did you mean "odds"?`},
 		{"bad interval", []string{"-id", "1", "-waited", "x"}, honest, exitUsage, "", `-waited: "x"`},
 		{"bad shown", []string{"-id", "1", "-shown", "5"}, honest, exitUsage, "", `-shown: "5": want interval=odds`},
 		{"unknown flag", []string{"-id", "1", "-bogus"}, honest, exitUsage, "", "bogus"},
@@ -186,7 +204,7 @@ func TestVerifyREADME(t *testing.T) {
 		command string
 		code    int
 	}{
-		{"waitingroom verify -id 0000000000000001 -waited 58828440-58828442 -admitted 58828443 record.json", exitOK},
+		{"waitingroom verify -id 0000000000000001 -commitment c9fb542150e8b1b0c9affd78d4db1c7f57c815af67904e20e5399430f5ca4518 -waited 58828440-58828442 -admitted 58828443 record.json", exitOK},
 		{"waitingroom verify -id 0000000000000001 -admitted 58828441 < record.json", exitFailure},
 		{"waitingroom verify -id 0000000000000005 -shuffled -rank 3 -waited 58828560-58828562 -admitted 58828563 shuffle.json", exitOK},
 		{"waitingroom verify -id 0000000000000005 -shuffled -admitted 58828562 < shuffle.json", exitFailure},
