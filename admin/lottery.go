@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/go-waitingroom/waitingroom"
@@ -126,19 +125,27 @@ func liveRecord(rm *waitingroom.Room, sec int64) *lottery.Record {
 	return nil
 }
 
-// recordOf puts together the record of the period that holds sec from the
-// minutes' parts ps: the odds of all its intervals, and its seed.
+// recordOf puts together the record of the period that drew at sec from
+// the minutes' parts ps, oldest first: the odds of all its intervals, and
+// its seed. Periods overlap only where a state was lost: the new state's
+// period starts inside the lost one's, or, for the hour after, is
+// committed again over the same span. Of the periods that hold sec, the
+// one that drew is the latest to start and, of those with the same
+// start, the latest written.
 func recordOf(ps []store.Period, sec int64) *lottery.Record {
-	var r *lottery.Record
+	var drew *store.Period
+	for i := range ps {
+		if p := &ps[i]; p.Start <= sec && sec < p.End && (drew == nil || p.Start >= drew.Start) {
+			drew = p
+		}
+	}
+	if drew == nil {
+		return nil
+	}
+	r := &lottery.Record{Period: lottery.Period{Start: drew.Start, End: drew.End}, Commitment: drew.Commitment}
 	for _, p := range ps {
-		if p.Start > sec || sec >= p.End {
-			continue
-		}
-		if r == nil {
-			r = &lottery.Record{Period: lottery.Period{Start: p.Start, End: p.End}, Commitment: p.Commitment}
-		}
 		if p.Start != r.Start || p.End != r.End || p.Commitment != r.Commitment {
-			continue // a period of a state that was lost since: the first one kept stands
+			continue // another period, or a lost state's
 		}
 		if p.Seed != ([32]byte{}) {
 			r.Seed = p.Seed
@@ -151,9 +158,7 @@ func recordOf(ps []store.Period, sec int64) *lottery.Record {
 		}
 		r.Prequeued = max(r.Prequeued, p.Prequeued)
 	}
-	if r != nil {
-		r.Odds, r.Cuts = sortOdds(r.Odds), sortOdds(r.Cuts)
-	}
+	r.Odds, r.Cuts = sortOdds(r.Odds), sortOdds(r.Cuts)
 	return r
 }
 
@@ -182,20 +187,37 @@ func sortOdds(os []lottery.Odds) []lottery.Odds {
 // (current, next and revealed records, each null when there is none);
 // with ?at= (RFC 3339, or Unix seconds), the record of the period that
 // holds that time (Lottery), or 404 with a JSON error. Whatever the
-// traffic, it reads the store at most once at a time, and each revealed
-// period's record once (a revealed record never changes). Responses of
+// traffic, it reads the store at most once at a time (a request that
+// ends while it waits for its turn leaves the queue), each revealed
+// period's record once (a revealed record never changes) and an older
+// period not revealed (a lost state's) once a minute. Responses of
 // the current periods may be cached for a second. Safe for concurrent
 // use.
 func Records(rm *waitingroom.Room) http.Handler {
-	return &records{rm: rm, kept: map[int64]*lottery.Record{}}
+	return &records{rm: rm, turn: make(chan struct{}, 1), kept: map[int64]*lottery.Record{}, dark: map[int64]darkRecord{}}
 }
 
 // records is the handler Records returns.
 type records struct {
 	rm   *waitingroom.Room
-	mu   sync.Mutex                // one store read at a time
-	kept map[int64]*lottery.Record // revealed records read from the store, by start
+	turn chan struct{} // one store read at a time
+	// Under turn: the revealed records read from the store, by start;
+	// and those read without a seed, by the second asked (within a lost
+	// period, a later second may belong to the period that replaced it).
+	kept map[int64]*lottery.Record
+	dark map[int64]darkRecord
 }
+
+// darkRecord is a record read from the store without its seed, kept
+// until until (Unix seconds).
+type darkRecord struct {
+	r     *lottery.Record
+	until int64
+}
+
+// unrevealedFor is how long, in seconds, Records keeps a record read from
+// the store without its seed: that of a state lost before revealing it.
+const unrevealedFor = 60
 
 // maxKeptRecords bounds the revealed records Records keeps: a month of
 // hours.
@@ -247,15 +269,29 @@ func (h *records) record(ctx context.Context, at time.Time) (*lottery.Record, er
 	if at.After(now) || at.Before(now.Add(-HistoryRetention)) {
 		return nil, ErrNoRecord
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	select {
+	case h.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-h.turn }()
 	for _, r := range h.kept {
 		if r.Start <= sec && sec < r.End {
 			return r, nil
 		}
 	}
+	if d, ok := h.dark[sec]; ok && d.until > now.Unix() {
+		return d.r, nil
+	}
 	r, err := Lottery(ctx, h.rm, at)
-	if err == nil && !r.Seed.IsZero() {
+	switch {
+	case err != nil:
+	case r.Seed.IsZero():
+		if len(h.dark) >= maxKeptRecords {
+			clear(h.dark)
+		}
+		h.dark[sec] = darkRecord{r: r, until: now.Unix() + unrevealedFor}
+	default:
 		if len(h.kept) >= maxKeptRecords {
 			clear(h.kept)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/admin"
 	"github.com/go-waitingroom/waitingroom/lottery"
+	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
@@ -229,4 +231,106 @@ func TestLotteryOfALongPeriod(t *testing.T) {
 			assert.Equal(t, live, got, "asked about %d s into the period", at-opens)
 		}
 	}
+}
+
+// A state lost in the middle of an hour takes its seed with it: the new
+// state draws, from the next second, under a period of its own for the
+// rest of the hour, and commits again to the hour after. The kept
+// history returns the record of the period that drew at each second: the
+// lost one's before the loss (never revealed), the new one's after it,
+// revealed; and Records reads the lost one's from the store once a
+// minute at most, however often it is asked for.
+func TestLotteryAfterAStateLoss(t *testing.T) {
+	clk := newAdminClock()
+	st := &countingStore{Store: memstore.New()}
+	f := newAdminFixture(t, clk, st, func(c *waitingroom.Config) {
+		c.Settings.QueueingMethod = waitingroom.Random
+	})
+	pub := httptest.NewServer(admin.Records(f.room))
+	t.Cleanup(pub.Close)
+	ctx := context.Background()
+	revealed := map[int64]*lottery.Record{} // as the status revealed them, by start
+	f.sync()
+	hour := (clk.Now().Unix()/3600 + 1) * 3600
+	lost := false
+	for clk.Now().Unix() < hour+4*3600 {
+		clk.Add(20 * time.Second)
+		if !lost && clk.Now().Unix() >= hour+1200 {
+			require.NoError(t, st.Update(ctx, "launch", func(s *store.State) error { *s = store.State{}; return nil }))
+			lost = true
+		}
+		f.sync()
+		b, err := json.Marshal(f.getJSON("/status")["lottery"])
+		require.NoError(t, err)
+		var l struct{ Revealed *lottery.Record }
+		require.NoError(t, json.Unmarshal(b, &l))
+		if l.Revealed != nil {
+			revealed[l.Revealed.Start] = l.Revealed
+		}
+	}
+	var replaced *lottery.Record // the new state's rest of the hour
+	for start, r := range revealed {
+		if start > hour && start < hour+3600 {
+			replaced = r
+		}
+	}
+	require.NotNil(t, replaced, "the new state revealed the rest of the hour: %v", revealed)
+	assert.Equal(t, hour+3600, replaced.End)
+	require.Contains(t, revealed, hour+3600, "the hour after, committed again by the new state")
+
+	for _, tc := range []struct {
+		name string
+		at   int64
+		want *lottery.Record
+	}{
+		{"the rest of the hour, from its first second", replaced.Start, replaced},
+		{"the rest of the hour", hour + 3000, replaced},
+		{"the hour after", hour + 3600 + 1800, revealed[hour+3600]},
+	} {
+		got, err := admin.Lottery(ctx, f.room, time.Unix(tc.at, 0))
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.want, got, tc.name)
+		code, b := fetchRecord(t, pub.URL, tc.at)
+		require.Equal(t, http.StatusOK, code, tc.name)
+		var pubRec lottery.Record
+		require.NoError(t, json.Unmarshal(b, &pubRec))
+		assert.Equal(t, *tc.want, pubRec, tc.name)
+	}
+	got, err := admin.Lottery(ctx, f.room, time.Unix(hour+600, 0))
+	require.NoError(t, err)
+	assert.Equal(t, lottery.Period{Start: hour, End: hour + 3600}, got.Period, "before the loss, the lost period drew")
+	assert.True(t, got.Seed.IsZero(), "its seed was lost with the state")
+
+	reads := st.reads.Load()
+	for range 20 {
+		code, _ := fetchRecord(t, pub.URL, hour+600)
+		require.Equal(t, http.StatusOK, code)
+	}
+	assert.Equal(t, reads+1, st.reads.Load(), "the lost period's record, read once")
+	clk.Add(time.Minute)
+	code, _ := fetchRecord(t, pub.URL, hour+600)
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, reads+2, st.reads.Load(), "and again a minute later")
+}
+
+// fetchRecord gets the record of second at from the Records handler at url.
+func fetchRecord(t *testing.T, url string, at int64) (int, []byte) {
+	t.Helper()
+	res, err := http.Get(fmt.Sprintf("%s?at=%d", url, at))
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res.StatusCode, b
+}
+
+// countingStore counts the reads of its history.
+type countingStore struct {
+	*memstore.Store
+	reads atomic.Int64
+}
+
+func (s *countingStore) ReadHistory(ctx context.Context, room string, from, to int64) ([]store.Record, error) {
+	s.reads.Add(1)
+	return s.Store.ReadHistory(ctx, room, from, to)
 }
