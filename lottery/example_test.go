@@ -8,12 +8,14 @@ import (
 
 // A room commits to a seed before an hour opens, publishes the odds of
 // each interval as it goes and reveals the seed once the hour is over. A
-// visitor let in at an interval checks that one of their draws won.
+// visitor, who noted the commitment shown while they waited, checks that
+// one of their draws won when they were let in.
 func Example() {
 	var seed lottery.Seed // lottery.NewSeed() in a room
 	copy(seed[:], "a seed of exactly thirty-two b..")
 	hour := lottery.Period{Start: 1764853200, End: 1764853200 + 3600}
 	r := &lottery.Record{Period: hour, Commitment: lottery.Commit(seed, hour), IntervalMS: 30_000}
+	shown := r.Commitment // on the visitor's page, before the hour
 	first := hour.Start * 1000 / r.IntervalMS
 	for w := first; w < first+4; w++ {
 		r.Odds = append(r.Odds, lottery.Odds{Interval: w, Odds: 0.5})
@@ -21,7 +23,11 @@ func Example() {
 	r.Seed = seed // revealed after the hour
 
 	const visitor = 0x2a
-	rep, err := lottery.Verify(r, visitor, lottery.Claim{Waited: []int64{first, first + 1, first + 2}, Admitted: first + 3})
+	rep, err := lottery.Verify(r, visitor, lottery.Claim{
+		Commitment: shown,
+		Waited:     []int64{first, first + 1, first + 2},
+		Admitted:   first + 3,
+	})
 	for _, d := range rep.Draws {
 		fmt.Printf("interval %d: draw %.3f, odds %.2f, won %v\n", d.Interval, d.Draw, d.Odds, d.Won)
 	}
