@@ -487,3 +487,106 @@ func shuffleAudit(t *testing.T, n int) {
 	_, err = lottery.Verify(&dropped, first.id, lottery.Claim{Shuffled: true, Admitted: share.FloorDiv(first.at, refresh)})
 	assert.ErrorIs(t, err, lottery.ErrUnlisted)
 }
+
+// An event's shuffle lets its pre-queue in in the order of places when the
+// limits let in less than a visitor a refresh interval: the cut moves by
+// the slots an interval brings, fractions included. At a place or more an
+// interval, whatever the limits, it ran ahead of the admissions, every
+// visitor it passed could take the next slot and whoever came back first
+// did: 12 visitors at 2 a minute, over three minutes, 20 runs, the ranks
+// let in exceeded the order of admission by 16.25 in all a run (14.0 with
+// Total Active Users binding too); 8.30 (2.65) now, each run letting in 6
+// or more. (A cut at the admissions' pace alone, without the slots left
+// untaken, gave 1.55 over 40 runs, but let in as few as one: no place
+// was below it.)
+func TestShuffleKeepsThePace(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		tau, nupm int
+	}{
+		{"New Users Per Minute binds", 100, 2},
+		{"Total Active Users binds too", 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			excess := 0
+			for run := range uint64(20) {
+				order, ranks := shuffleAtPace(t, tc.tau, tc.nupm, run)
+				require.GreaterOrEqual(t, len(order), 6, "run %d: the limits' pace over three minutes", run)
+				require.Less(t, len(order), 12, "run %d: not all: the limits bind", run)
+				for k, a := range order {
+					excess += max(0, ranks[a]-(k+1))
+				}
+			}
+			t.Logf("ranks let in beyond the order of admission: %.2f a run", float64(excess)/20)
+			assert.LessOrEqual(t, float64(excess)/20, 10.0, "ranks let in beyond the order of admission, per run")
+		})
+	}
+}
+
+// shuffleAtPace runs 12 visitors through an event's pre-queue and three
+// minutes of the event under the limits tau and nupm, refreshing every
+// 5 s, their identities drawn from run: it returns them as let in, and
+// their ranks in the shuffle, once its seed is revealed.
+func shuffleAtPace(t *testing.T, tau, nupm int, run uint64) (order []*shuffler, ranks map[*shuffler]int) {
+	clk := newClock()
+	opens := clk.Now().Add(time.Minute).Truncate(time.Minute)
+	start := opens.Add(time.Minute)
+	end := start.Add(3 * time.Minute)
+	rm := instances(t, clk, memstore.New(), 1, func(c *waitingroom.Config) {
+		c.Identities = mrand.New(mrand.NewPCG(run, 1)).Uint64
+		c.TotalActiveUsers, c.NewUsersPerMinute = tau, nupm
+		c.RefreshInterval, c.SessionDuration = 5*time.Second, time.Minute
+		c.Events = []waitingroom.Event{{Name: "drop", PrequeueStart: opens, Start: start, End: end, ShuffleAtStart: true}}
+	})[0]
+	visitors := make([]*shuffler, 12)
+	for i := range visitors {
+		visitors[i] = &shuffler{next: opens.UnixMilli() + int64(i)*1000 + 1}
+	}
+	for clk.Now().Before(end) {
+		clk.Add(time.Second)
+		rm.sync()
+		for _, a := range visitors {
+			if a.admitted != 0 || a.next > clk.Now().UnixMilli() {
+				continue
+			}
+			w := rm.get(&a.visitor, "application/json")
+			if admitted(w) {
+				a.admitted = rm.now()
+				order = append(order, a)
+				continue
+			}
+			d := roomData(t, w)
+			a.next = rm.now() + int64(max(d.RefreshIntervalSeconds, 1))*1000
+			if d.LotteryIdentity != "" {
+				a.identity = d.LotteryIdentity
+			}
+		}
+	}
+	var seed lottery.Seed
+	for clk.Now().Before(end.Add(10 * time.Minute)) {
+		clk.Add(time.Minute)
+		rm.sync()
+		for _, r := range rm.syncer.Lottery() {
+			if r.Start == opens.Unix() && !r.Seed.IsZero() {
+				seed = r.Seed
+			}
+		}
+	}
+	require.False(t, seed.IsZero(), "the seed is revealed after the event")
+	places := map[*shuffler]float64{}
+	for _, a := range visitors {
+		id, err := lottery.ParseIdentity(a.identity)
+		require.NoError(t, err, "every visitor joined the pre-queue")
+		places[a] = lottery.Place(seed, id)
+	}
+	ranks = map[*shuffler]int{}
+	for a, p := range places {
+		ranks[a] = 1
+		for _, q := range places {
+			if q < p {
+				ranks[a]++
+			}
+		}
+	}
+	return order, ranks
+}

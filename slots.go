@@ -85,13 +85,12 @@ const drawMargin = 1.0
 // so that a pick finds a visitor who asked in time.
 const drawScarceMargin = 2.0
 
-// drawSlots is how many visitors the draw of a refresh interval at now
-// (Unix ms) lets in, as of view v under policy p: the slots an interval
-// brings (New Users Per Minute's share, or, when Total Active Users binds,
-// as many as were let in lately), or what the slots released and untaken
-// exceed a quarter interval's by, if more (copies counted at several
-// instances swell the count). The first sync of an interval fixes them.
-func drawSlots(v *share.View, p *policy, refresh, now int64) float64 {
+// intervalSlots is how many visitors a refresh interval at now (Unix ms)
+// lets in, as of v under p: New Users Per Minute's share (as many as were
+// let in lately when Total Active Users binds), or the slots released and
+// untaken less a quarter interval's, if more (copies counted at several
+// instances swell the count); fractions included, as a shuffle's cut moves.
+func intervalSlots(v *share.View, p *policy, refresh, now int64) float64 {
 	limit := int64(p.NewUsersPerMinute)
 	slots := float64(limit) * float64(refresh) / 60_000
 	room := int64(p.TotalActiveUsers) - v.Active
@@ -106,7 +105,7 @@ func drawSlots(v *share.View, p *policy, refresh, now int64) float64 {
 	// Released: New Users Per Minute's pace, an interval ahead.
 	target := int64(math.Ceil(float64(limit) * float64(now-minuteOf(now)*60_000+refresh) / 60_000))
 	free := max(0, min(room, min(limit, target)-admitted))
-	return max(slots, float64(free)-slots/4, 1)
+	return max(slots, float64(free)-slots/4)
 }
 
 // activeBinds reports whether Total Active Users binds, as of v under p:
@@ -116,14 +115,15 @@ func activeBinds(v *share.View, p *policy, refresh int64) bool {
 }
 
 // drawOdds is the chance that one waiting visitor wins the draw of a
-// refresh interval at now (Unix ms): drawSlots over the visitors waiting,
-// times drawMargin, or drawScarceMargin where every slot goes by pick.
+// refresh interval at now (Unix ms): intervalSlots, at least one, over the
+// visitors waiting, times drawMargin, or drawScarceMargin where every slot
+// goes by pick. The first sync of an interval fixes them.
 func drawOdds(v *share.View, p *policy, refresh, now int64) float64 {
 	margin := drawMargin
 	if v.Scarce {
 		margin = drawScarceMargin
 	}
-	return min(1, margin*drawSlots(v, p, refresh, now)/float64(max(1, v.Waiting)))
+	return min(1, margin*max(intervalSlots(v, p, refresh, now), 1)/float64(max(1, v.Waiting)))
 }
 
 // drawRetry is how long, in ms, a visitor the draw holds who found no slot

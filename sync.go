@@ -182,7 +182,7 @@ func (rm *Room) rules(p *policy, s *Settings) share.Rules {
 		r.Odds = func(v *share.View, now int64) float64 { return drawOdds(v, p, r.Refresh, now) }
 	}
 	if p.lottery[1] != 0 {
-		r.Slots = func(v *share.View, now int64) float64 { return drawSlots(v, p, r.Refresh, now) }
+		r.Slots = func(v *share.View, now int64) float64 { return intervalSlots(v, p, r.Refresh, now) }
 	}
 	for _, e := range s.Events {
 		if e.ShuffleAtStart && !e.Suspended {

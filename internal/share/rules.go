@@ -30,7 +30,7 @@ type Rules struct {
 	// (ShuffleAtStart); zero for none. Its visitors are let in in the
 	// order of their places in the shuffle (View.Placed), as far as the
 	// cut of each refresh interval (keepCuts): Slots is how many visitors
-	// the interval of now may let in, as of view v.
+	// the interval of now may let in, as of view v, fractions included.
 	Lottery [2]int64
 	Slots   func(v *View, now int64) float64
 	// Shuffles are the spans [opening of the pre-queue, end) of the
