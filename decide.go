@@ -556,10 +556,14 @@ func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) 
 		u := *v
 		u.Active, u.AdmittedThisMinute, v = u.Active+n, u.AdmittedThisMinute+n, &u
 	}
+	older, queued := rm.local.Queued(c.bucket) // since v: in line ahead, in all
 	rm.local.Unlock()
 	var ahead int64
 	if p.method.ordered {
 		ahead = v.Ahead(p.bucket(c.bucket), p.lottery, fresh, c.id, rm.cfg.RefreshInterval.Milliseconds())
+		if b := p.bucket(c.bucket); p.lottery[1] == 0 || b != p.lottery[0] { // not by place
+			ahead = max(0, ahead+older)
+		}
 		if c.pos > 0 && (again || c.pos-1 < ahead) {
 			ahead = c.pos - 1
 		}
@@ -569,11 +573,7 @@ func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) 
 	}
 	e := p.method.estimate(v, p, ahead, fresh)
 	if p.method.layout != nil { // a line to wait in
-		n := v.Waiting
-		if fresh {
-			n++ // not counted yet
-		}
-		e.Waiting = max(int(min(n, 1e9)), e.Position)
+		e.Waiting = max(int(min(max(v.Waiting+queued, 0), 1e9)), e.Position)
 	}
 	return e, turn
 }

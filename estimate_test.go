@@ -336,3 +336,29 @@ func TestWaitBeyondADay(t *testing.T) {
 	assert.False(t, e.Known)
 	assert.True(t, e.Full)
 }
+
+// Visitors this instance queued since its view are in line: a visitor
+// arriving a second after another, before a sync counts the first, is
+// told they are second, with two in the queue, and stays second (the
+// place shown never rises, so one told too low stayed there).
+func TestEstimateCountsArrivalsSinceTheView(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute, c.SessionDuration = 1, 1, 5*time.Minute
+	})
+	require.True(t, admitted(tr.get(&visitor{}, "")))
+	tr.sync()
+	first, second := &visitor{}, &visitor{}
+	require.Equal(t, 1.0, jsonBody(t, tr.get(first, "application/json"))["positionInLine"])
+	tr.clk.Add(time.Second)
+	got := jsonBody(t, tr.get(second, "application/json"))
+	assert.Equal(t, 2.0, got["positionInLine"], "the visitor queued a second before is ahead")
+	assert.Equal(t, 2.0, got["queueLength"])
+	for range 3 {
+		tr.clk.Add(time.Duration(got["refreshIntervalSeconds"].(float64)) * time.Second)
+		tr.sync()
+		require.Equal(t, 1.0, jsonBody(t, tr.get(first, "application/json"))["positionInLine"])
+		got = jsonBody(t, tr.get(second, "application/json"))
+		assert.Equal(t, 2.0, got["positionInLine"], "still second, chance after chance")
+		assert.Equal(t, 2.0, got["queueLength"])
+	}
+}

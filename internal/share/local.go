@@ -101,6 +101,20 @@ func (l *Local) Wait(id uint64, ms int64) { l.pending.wait(id, ms) }
 // sync reports: the latest view does not count them yet.
 func (l *Local) Unseen() int64 { return int64(len(l.pending.waits)) }
 
+// Queued returns how many visitors this instance counted waiting since
+// the latest sync, net of those it took out of the count (let in), which
+// the latest view does not count yet: in buckets older than bucket, and
+// in all.
+func (l *Local) Queued(bucket int64) (older, all int64) {
+	for k, n := range l.pending.waiting {
+		all += n
+		if k.bucket < bucket {
+			older += n
+		}
+	}
+	return older, all
+}
+
 // Ask asks for visitor id, of bucket (as the rules map it), who will be
 // back at at (shared-clock ms, their next chance): a due visitor this
 // instance had no slot for (picks.go). The shared state keeps the ask
