@@ -23,10 +23,16 @@ period (its status or history), read from the file RECORD, or from
 standard input without one or with "-". It prints the visitor's draw in
 each interval named (or their place, rank and cut), and "kept" with
 status 0, or what the room broke with status 1; status 2 for a bad flag
-or a record that cannot be read.
+or a record that cannot be read; status 3, "not revealed yet", for a
+record whose seed the room has not revealed yet: check it again once the
+period and the draws it holds are over.
 
 Flags:
 `
+
+// exitNotYet is waitingroom verify's status for a record without its
+// seed yet: nothing to check, nothing broken.
+const exitNotYet = 3
 
 // maxRange bounds the intervals one range of -waited names.
 const maxRange = 100_000
@@ -34,7 +40,8 @@ const maxRange = 100_000
 // runVerify runs waitingroom verify with args (those after "verify"),
 // reading the record from stdin when no file is named. It returns the
 // exit status: exitOK when the room kept its promises, exitFailure when
-// it broke one, exitUsage for bad flags or an unreadable record.
+// it broke one, exitUsage for bad flags or an unreadable record,
+// exitNotYet for a record whose seed is not revealed yet.
 func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("waitingroom verify", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -84,7 +91,11 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// A cut of 0 lets nobody in: Report.Cut is 0 then, and the admission
 	// out of turn.
 	writeReport(stdout, rep, len(r.Cuts) > 0 || c.Shuffled, rep.Cut > 0 || errors.Is(err, lottery.ErrOutOfTurn))
-	if err != nil {
+	switch {
+	case errors.Is(err, lottery.ErrNotRevealed):
+		fmt.Fprintln(stdout, "not revealed yet: check again once the period and the draws it holds are over")
+		return exitNotYet
+	case err != nil:
 		fmt.Fprintln(stdout, "broken:", strings.TrimPrefix(err.Error(), "lottery: "))
 		return exitFailure
 	}

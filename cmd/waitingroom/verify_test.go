@@ -93,6 +93,13 @@ func TestVerifyCommand(t *testing.T) {
 	forged.Commitment = lottery.Commit(forged.Seed, forged.Period)
 	recommitted, err := json.Marshal(&forged)
 	require.NoError(t, err)
+	unrevealed := func(r lottery.Record) []byte {
+		r.Seed = lottery.Seed{}
+		b, err := json.Marshal(&r)
+		require.NoError(t, err)
+		return b
+	}
+	hidden, hiddenForged := unrevealed(*r), unrevealed(forged)
 	big := filepath.Join(t.TempDir(), "big.json")
 	require.NoError(t, os.WriteFile(big, append(append([]byte(`{"x":"`), bytes.Repeat([]byte("a"), maxRecord)...), `"}`...), 0o600))
 
@@ -159,6 +166,10 @@ func TestVerifyCommand(t *testing.T) {
 			"broken: commitment changed: shown " + shown, ""},
 		{"the new commitment, unchecked", []string{"-id", id}, recommitted, exitOK, "kept\n", ""},
 		{"a bad commitment", []string{"-id", id, "-commitment", "abc"}, honest, exitUsage, "", "-commitment: want 64 hex digits"},
+		{"a seed not revealed yet", []string{"-id", id, "-commitment", shown, "-admitted", wonArg}, hidden, exitNotYet,
+			"not revealed yet: check again once the period", ""},
+		{"a seed not revealed yet, another commitment", []string{"-id", id, "-commitment", shown}, hiddenForged, exitFailure,
+			"broken: commitment changed", ""},
 		{"a record too large", []string{"-id", "1", big}, nil, exitUsage, "", "larger than 64 MiB"},
 		{"a key in another case", []string{"-id", "1"}, []byte(strings.Replace(string(honest), `"odds":[`, `"ODDS":[`, 1)), exitUsage,
 			"", `key "ODDS": did you mean "odds"?`},

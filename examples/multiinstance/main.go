@@ -43,9 +43,10 @@ func main() {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(ctx, os.Args[1:], log); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			log.Error("multiinstance: " + err.Error())
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage, printed
 		}
+		log.Error("multiinstance: " + err.Error())
 		os.Exit(1)
 	}
 }

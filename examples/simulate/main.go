@@ -36,6 +36,9 @@ import (
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h: the usage, printed
+		}
 		fmt.Fprintln(os.Stderr, "simulate:", err)
 		os.Exit(1)
 	}
