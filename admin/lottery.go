@@ -190,9 +190,10 @@ func sortOdds(os []lottery.Odds) []lottery.Odds {
 // traffic, it reads the store at most once at a time (a request that
 // ends while it waits for its turn leaves the queue), each revealed
 // period's record once (a revealed record never changes) and an older
-// period not revealed (a lost state's) once a minute. Responses of
-// the current periods may be cached for a second. Safe for concurrent
-// use.
+// period not revealed (a lost state's) once a minute for each time asked
+// (another second of it may belong to the period that replaced it).
+// Responses of the current periods may be cached for a second. Safe for
+// concurrent use.
 func Records(rm *waitingroom.Room) http.Handler {
 	return &records{rm: rm, turn: make(chan struct{}, 1), kept: map[int64]*lottery.Record{}, dark: map[int64]darkRecord{}}
 }

@@ -177,6 +177,7 @@
   function check(r, c) {
     const bad = (m) => new LotteryError("record", m);
     if (r === null || typeof r !== "object" || Array.isArray(r)) throw bad("no record");
+    if (r.intervalMs != null && !isInt(r.intervalMs)) throw bad("intervalMs " + r.intervalMs + ": not a whole number");
     exactKeys(r);
     for (const list of [r.odds, r.cuts]) if (Array.isArray(list)) list.forEach(exactKeys);
     const start = r.start ?? 0, end = r.end ?? 0;
@@ -195,7 +196,8 @@
       throw bad("intervalMs " + r.intervalMs + ": want 1 to " + MAX_INTERVAL_MS);
     }
     r.odds.forEach((o, i) => {
-      if (o === null || typeof o !== "object" || !isInt(o.interval ?? 0) || typeof (o.odds ?? 0) !== "number") {
+      if (o === null) o = {}; // as Go reads null
+      if (typeof o !== "object" || Array.isArray(o) || !isInt(o.interval ?? 0) || typeof (o.odds ?? 0) !== "number") {
         throw bad("odds record " + (i + 1) + " is not {interval, odds}");
       }
       o = { interval: o.interval ?? 0, odds: o.odds ?? 0 };
@@ -205,7 +207,8 @@
       if (!holds(r, o.interval)) throw bad("odds of interval " + o.interval + ", outside the period");
     });
     r.cuts.forEach((o, i) => {
-      if (o === null || typeof o !== "object" || !isInt(o.interval ?? 0) || typeof (o.odds ?? 0) !== "number") {
+      if (o === null) o = {}; // as Go reads null
+      if (typeof o !== "object" || Array.isArray(o) || !isInt(o.interval ?? 0) || typeof (o.odds ?? 0) !== "number") {
         throw bad("cut record " + (i + 1) + " is not {interval, odds}");
       }
       o = { interval: o.interval ?? 0, odds: o.odds ?? 0 };
@@ -233,7 +236,9 @@
     if (/^0+$/.test(r.commitment)) throw bad("no commitment");
     for (const w of [...c.waited, c.admitted]) {
       if (!isInt(w)) throw bad("interval " + w + ": not a whole number");
-      if (w !== 0 && !holds(r, w)) throw bad("interval " + w + " is outside the period: verify it with its own period's record");
+    }
+    for (const w of [...c.waited, ...(c.admitted !== 0 ? [c.admitted] : [])]) { // admitted 0: not let in
+      if (!holds(r, w)) throw bad("interval " + w + " is outside the period: verify it with its own period's record");
     }
     for (const s of c.shown) {
       if (!isInt(s.interval) || typeof s.odds !== "number") throw bad("shown odds: want {interval, odds}");

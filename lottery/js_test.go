@@ -283,6 +283,10 @@ func TestScriptAgrees(t *testing.T) {
 	}
 	for _, bad := range []string{
 		`{}`,
+		`{"start":1764853200,"end":1764856800,"commitment":"` + lottery.Commit(seed, hour).String() + `","intervalMs":"30000"}`,
+		`{"start":1764853200,"end":1764856800,"commitment":"` + lottery.Commit(seed, hour).String() + `","intervalMs":30000.5}`,
+		`{"start":1764853200,"end":1764856800,"commitment":"` + lottery.Commit(seed, hour).String() + `","intervalMs":1e300}`,
+		`{"start":1764853200,"end":1764856800,"commitment":"` + lottery.Commit(seed, hour).String() + `","intervalMs":-5}`,
 		`{"start":1,"end":0,"commitment":"` + lottery.Commit(seed, hour).String() + `"}`,
 		`{"start":1764853200,"end":1764856800,"commitment":"` + lottery.Commit(seed, hour).String() + `","intervalMs":30000,"odds":[{"interval":58828440,"odds":1.5}]}`,
 		`{"start":1764853200,"end":1764856800,"commitment":"00"}`,
@@ -305,8 +309,11 @@ func TestScriptAgrees(t *testing.T) {
 		hidden.Seed = lottery.Seed{}
 		add(&hidden, 1, jsClaim{Commitment: c})
 	}
-	// Shown odds of an interval of the next period: its own record's.
+	// Shown odds of an interval of the next period: its own record's; and
+	// intervals 0, outside any period of a real date.
 	add(r, 1, jsClaim{Shown: []lottery.Odds{{Interval: firstW + 120, Odds: p}}})
+	add(r, 1, jsClaim{Shown: []lottery.Odds{{Interval: 0, Odds: p}}})
+	add(r, 1, jsClaim{Waited: []int64{0}})
 	// One text, one reading: keys in another case, whole numbers in any
 	// form, seeds that are not 64 hex digits.
 	b, err = json.Marshal(honest(seed, 0.01, n))
@@ -333,6 +340,9 @@ func TestScriptAgrees(t *testing.T) {
 		{`"seed":"` + seed.String() + `"`, `"seed":""`},
 		{`"seed":"` + seed.String() + `"`, `"seed":"` + strings.Repeat("0", 64) + `"`},
 		{`"seed":"` + seed.String() + `"`, `"seed":"` + strings.ToUpper(seed.String()) + `"`},
+		{`"odds":[`, `"odds":[null,`},
+		{`"odds":[`, `"odds":[[],`},
+		{`"odds":[`, `"odds":[{"interval":58828440,"odds":"0.5"},`},
 	} {
 		require.Contains(t, text, change[0])
 		for _, w := range []int64{firstW + 3, firstW + 4} {

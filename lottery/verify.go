@@ -277,12 +277,15 @@ func (r *Record) check(c Claim) error {
 	if c.Rank != 0 && !c.Shuffled {
 		return fmt.Errorf("%w: rank %d claimed by a visitor not of the shuffle", ErrRecord, c.Rank)
 	}
-	ws := append(slices.Clone(c.Waited), c.Admitted)
+	ws := slices.Clone(c.Waited)
 	for _, s := range c.Shown {
 		ws = append(ws, s.Interval)
 	}
+	if c.Admitted != 0 { // 0: not let in
+		ws = append(ws, c.Admitted)
+	}
 	for _, w := range ws {
-		if w != 0 && !r.holds(w, r.IntervalMS) {
+		if !r.holds(w, r.IntervalMS) {
 			return fmt.Errorf("%w: interval %d is outside the period %d-%d: verify it with its own period's record", ErrRecord, w, r.Start, r.End)
 		}
 	}

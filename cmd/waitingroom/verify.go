@@ -160,8 +160,11 @@ func parseIntervals(s string) ([]int64, error) {
 			if errA != nil || errB != nil || b < a || uint64(b)-uint64(a) >= maxRange {
 				return nil, fmt.Errorf("-waited: range %q: want first-last, at most %d intervals", item, maxRange)
 			}
-			for w := a; w <= b; w++ {
+			for w := a; ; w++ { // w <= b would hold for ever at b = MaxInt64
 				ws = append(ws, w)
+				if w == b {
+					break
+				}
 			}
 			continue
 		}

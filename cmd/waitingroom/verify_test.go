@@ -161,6 +161,8 @@ func TestVerifyCommand(t *testing.T) {
 		{"bad range", []string{"-id", "1", "-waited", "9-3"}, honest, exitUsage, "", `range "9-3"`},
 		{"huge range", []string{"-id", "1", "-waited", "1-1000000000"}, honest, exitUsage, "", "at most 100000"},
 		{"a range wider than int64", []string{"-id", "1", "-waited", "-5000000000000000000-5000000000000000000"}, honest, exitUsage, "", "at most 100000"},
+		{"a range to the largest interval", []string{"-id", "1", "-waited", "9223372036854775806-9223372036854775807"}, honest, exitUsage, "", "outside the period"},
+		{"shown odds of interval 0", []string{"-id", "1", "-shown", "0=0.25"}, honest, exitUsage, "", "interval 0 is outside the period"},
 		{"the commitment shown", []string{"-id", id, "-commitment", shown, "-admitted", wonArg}, honest, exitOK, "kept\n", ""},
 		{"a commitment made after the fact", []string{"-id", id, "-commitment", shown}, recommitted, exitFailure,
 			"broken: commitment changed: shown " + shown, ""},
