@@ -94,3 +94,22 @@ func TestStoreOutage(t *testing.T) {
 		})
 	}
 }
+
+// A visitor queued before a sync that failed is still in line for the
+// visitors who come after it: the instance counts what it sent to the
+// store and the view does not show yet, as what it has not sent.
+func TestPlaceInLineAcrossAFailedSync(t *testing.T) {
+	f := &flaky{Store: memstore.New()}
+	tr := newTestRoomOn(t, newClock(), f, func(c *waitingroom.Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute, c.SessionDuration = 1, 1, 5*time.Minute
+	})
+	require.True(t, admitted(tr.get(&visitor{}, "")))
+	tr.sync()
+	require.Equal(t, 1, roomData(t, tr.get(&visitor{}, "application/json")).PositionInLine)
+	f.down.Store(true)
+	require.Error(t, tr.Sync(context.Background()))
+	tr.clk.Add(time.Second)
+	got := roomData(t, tr.get(&visitor{}, "application/json"))
+	assert.Equal(t, 2, got.PositionInLine, "the visitor queued before the failed sync is ahead")
+	assert.Equal(t, 2, got.QueueLength)
+}

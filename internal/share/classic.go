@@ -150,8 +150,24 @@ func (s *Syncer[S]) sendBatches() ([]batch, int64) {
 	l.grant = l.grant.keep(1 + d.attempts/10)
 	s.seq++
 	s.unacked = append(s.unacked, batch{seq: s.seq, d: d})
+	s.noteSent()
 	l.inflight = map[int64]int64{}
 	return s.unacked, l.grant.Total()
+}
+
+// noteSent sets Local's sent to the waiting counts of the batches not
+// known to be applied, which the view may not show. s.mu and the local
+// lock are held.
+func (s *Syncer[S]) noteSent() {
+	clear(s.local.sent)
+	for _, b := range s.unacked {
+		for k, n := range b.d.waiting {
+			if s.local.sent == nil {
+				s.local.sent = map[cellKey]int64{}
+			}
+			s.local.sent[k] += n
+		}
+	}
 }
 
 // applyClassic is the classic sync's Update of the shared state st: the
@@ -372,6 +388,7 @@ func (s *Syncer[S]) finish(ctx context.Context, p params, v *View, set S, epoch,
 	// be presented.
 	s.local.known.Turn(p.now, p.rules.Times.remembered())
 	setGrant()
+	s.noteSent() // the view about to be installed shows those applied
 	s.local.mu.Unlock()
 	snap := &Snapshot[S]{View: *v, Settings: set, SettingsVersion: settingsVersion}
 	s.host.Installed(s.snap.Load(), snap)

@@ -286,6 +286,7 @@ func (s *Syncer[S]) nextBatch(leaving bool) *mailboxWrite {
 	s.seq++
 	b := batch{seq: s.seq, d: d}
 	s.unacked = append(s.unacked, b)
+	s.noteSent()
 	if l.inflight == nil {
 		l.inflight = map[int64]int64{}
 	}

@@ -18,6 +18,10 @@ type Local struct {
 	grant Grant
 	// pending are the reports of the next sync.
 	pending *delta
+	// sent are the waiting counts of the reports handed to the store that
+	// the latest view may not show yet (Syncer.noteSent): a sync in
+	// flight's, one that failed, a fleet's before its aggregator's round.
+	sent map[cellKey]int64
 	// inflight counts, by grant entry, the admissions taken while a sync
 	// is in flight; they are charged to the grant the sync brings. nil
 	// when no sync is in flight.
@@ -101,15 +105,16 @@ func (l *Local) Wait(id uint64, ms int64) { l.pending.wait(id, ms) }
 // sync reports: the latest view does not count them yet.
 func (l *Local) Unseen() int64 { return int64(len(l.pending.waits)) }
 
-// Queued returns how many visitors this instance counted waiting since
-// the latest sync, net of those it took out of the count (let in), which
-// the latest view does not count yet: in buckets older than bucket, and
-// in all.
+// Queued returns how many visitors this instance counted waiting, net of
+// those it took out of the count (let in), that the latest view does not
+// count yet: in buckets older than bucket, and in all.
 func (l *Local) Queued(bucket int64) (older, all int64) {
-	for k, n := range l.pending.waiting {
-		all += n
-		if k.bucket < bucket {
-			older += n
+	for _, cells := range []map[cellKey]int64{l.pending.waiting, l.sent} {
+		for k, n := range cells {
+			all += n
+			if k.bucket < bucket {
+				older += n
+			}
 		}
 	}
 	return older, all
