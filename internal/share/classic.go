@@ -146,7 +146,7 @@ func (s *Syncer[S]) sendBatches() ([]batch, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	d := l.pending
-	l.pending = newDelta()
+	l.pending, l.queued = newDelta(), nil
 	l.grant = l.grant.keep(1 + d.attempts/10)
 	s.seq++
 	s.unacked = append(s.unacked, batch{seq: s.seq, d: d})
@@ -155,17 +155,14 @@ func (s *Syncer[S]) sendBatches() ([]batch, int64) {
 	return s.unacked, l.grant.Total()
 }
 
-// noteSent sets Local's sent to the waiting counts of the batches not
-// known to be applied, which the view may not show. s.mu and the local
-// lock are held.
+// noteSent sets Local's sent to the net waiting counts of the batches
+// not known to be applied, which the view may not show. s.mu and the
+// local lock are held.
 func (s *Syncer[S]) noteSent() {
-	clear(s.local.sent)
+	s.local.sent = nil
 	for _, b := range s.unacked {
 		for k, n := range b.d.waiting {
-			if s.local.sent == nil {
-				s.local.sent = map[cellKey]int64{}
-			}
-			s.local.sent[k] += n
+			s.local.sent = s.local.sent.add(k.bucket, n)
 		}
 	}
 }

@@ -282,7 +282,7 @@ func (s *Syncer[S]) nextBatch(leaving bool) *mailboxWrite {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	d := l.pending
-	l.pending = newDelta()
+	l.pending, l.queued = newDelta(), nil
 	s.seq++
 	b := batch{seq: s.seq, d: d}
 	s.unacked = append(s.unacked, b)
@@ -475,6 +475,7 @@ func (s *Syncer[S]) resend(back *goneBack) {
 		}
 	}
 	s.local.known.Each(s.local.pending.session)
+	s.local.queued = netsOf(s.local.pending.waiting)
 	s.local.mu.Unlock()
 	s.cfg.Log.Warn("waitingroom: the shared state went back to an earlier version (the store lost writes it had acknowledged); this instance contributes its counts again", "had", back.had, "applied", back.upto)
 }

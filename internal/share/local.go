@@ -18,10 +18,12 @@ type Local struct {
 	grant Grant
 	// pending are the reports of the next sync.
 	pending *delta
-	// sent are the waiting counts of the reports handed to the store that
-	// the latest view may not show yet (Syncer.noteSent): a sync in
-	// flight's, one that failed, a fleet's before its aggregator's round.
-	sent map[cellKey]int64
+	// queued and sent are the net waiting counts, by bucket, of pending
+	// (Count) and of the reports handed to the store that the latest view
+	// may not show yet (Syncer.noteSent: a sync in flight's, one that
+	// failed, a fleet's before its aggregator's round): a check-in moves
+	// its visitor's count within their bucket, so few buckets are not 0.
+	queued, sent nets
 	// inflight counts, by grant entry, the admissions taken while a sync
 	// is in flight; they are charged to the grant the sync brings. nil
 	// when no sync is in flight.
@@ -91,7 +93,10 @@ func (l *Local) Lookup(v *View, id uint64) (store.Session, bool) {
 
 // Count moves n visitors into the waiting count of (bucket, slot) (out of
 // it for n < 0), at the next sync.
-func (l *Local) Count(bucket, slot, n int64) { l.pending.waiting[cellKey{bucket, slot}] += n }
+func (l *Local) Count(bucket, slot, n int64) {
+	l.pending.waiting[cellKey{bucket, slot}] += n
+	l.queued = l.queued.add(bucket, n)
+}
 
 // Attempt counts an admission attempt (a fresh visitor, a due check-in):
 // the instance's traffic, its share of the slots.
@@ -109,15 +114,37 @@ func (l *Local) Unseen() int64 { return int64(len(l.pending.waits)) }
 // those it took out of the count (let in), that the latest view does not
 // count yet: in buckets older than bucket, and in all.
 func (l *Local) Queued(bucket int64) (older, all int64) {
-	for _, cells := range []map[cellKey]int64{l.pending.waiting, l.sent} {
-		for k, n := range cells {
+	for _, m := range []nets{l.queued, l.sent} {
+		for b, n := range m {
 			all += n
-			if k.bucket < bucket {
+			if b < bucket {
 				older += n
 			}
 		}
 	}
 	return older, all
+}
+
+// nets are net waiting counts by bucket, without the zeros.
+type nets map[int64]int64
+
+// add adds n to bucket's count of m, made if nil, and returns m.
+func (m nets) add(bucket, n int64) nets {
+	if m == nil {
+		m = nets{}
+	}
+	if m[bucket] += n; m[bucket] == 0 {
+		delete(m, bucket)
+	}
+	return m
+}
+
+// netsOf returns the net counts by bucket of cells.
+func netsOf(cells map[cellKey]int64) (m nets) {
+	for k, n := range cells {
+		m = m.add(k.bucket, n)
+	}
+	return m
 }
 
 // Ask asks for visitor id, of bucket (as the rules map it), who will be

@@ -99,3 +99,24 @@ func TestOlderKept(t *testing.T) {
 	l.SetGrant(Grant{{Bucket: 3, N: 0}, {Bucket: 7, N: 1}})
 	assert.False(t, l.OlderKept(6), "an entry used up")
 }
+
+// Queued counts the visitors this instance counted waiting that the view
+// does not show: arrivals, less those let in, whatever the slot they
+// check in at; a check-in moves a count within its bucket, and leaves
+// nothing to walk.
+func TestLocalQueued(t *testing.T) {
+	l := newLocal()
+	l.Count(10, 1, 1) // an arrival in second 10
+	l.Count(12, 1, 1) // and in 12
+	for slot := int64(2); slot < 1000; slot++ {
+		l.Count(5, slot-1, -1) // a visitor of second 5 checking in again and again
+		l.Count(5, slot, 1)
+	}
+	l.Count(3, 1, -1) // one of second 3 let in
+	for _, tc := range []struct{ bucket, older int64 }{{3, 0}, {4, -1}, {11, 0}, {12, 0}, {13, 1}} {
+		older, all := l.Queued(tc.bucket)
+		assert.Equal(t, tc.older, older, "older than %d", tc.bucket)
+		assert.Equal(t, int64(1), all)
+	}
+	assert.Len(t, l.queued, 3, "the buckets whose count changed: 3, 10 and 12")
+}
