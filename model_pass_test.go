@@ -235,6 +235,12 @@ func (m *model) actKept(c *mClient) {
 	}
 	r := m.send(c, m.pick(), cookie, pass, "")
 	m.keepCookie(c, r)
+	if r.hasState {
+		// The revoker's place, the same successor for both cookies: a
+		// copy, counted waiting where either took a chance, even once
+		// this one is let in.
+		m.copied[r.state.ID] = true
+	}
 	m.noteChances([]mResp{r}, false, false, true)
 	m.absorb()
 	c.next[0] = now + m.ms(250, 1000)
