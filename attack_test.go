@@ -378,7 +378,27 @@ func refreshAfter(w *httptest.ResponseRecorder, def time.Duration) time.Duration
 // visitors, and every resend was counted as one more waiting visitor (33
 // waiting read as 763). A resend is as early as the cookie's latest
 // chance: one chance per interval, one waiting visitor.
+//
+// The draw is a lottery: two of the three replayers are among the first
+// three let in about one run in a hundred (6 in 600), all three more
+// rarely. So the first three of several runs are counted: the draw puts
+// 0.2 replayers a run among them (40 in 200 runs), replayers taking the
+// slots as they come free would put three.
 func TestAttackQueueJumpingRandom(t *testing.T) {
+	const runs = 4
+	var each []int
+	first := 0
+	for range runs {
+		each = append(each, queueJumpingRandomRun(t))
+		first += each[len(each)-1]
+	}
+	assert.LessOrEqual(t, first, 6, "replayers among the first three let in, by run: %v", each)
+	t.Logf("replayers among the first three let in, by run: %v", each)
+}
+
+// queueJumpingRandomRun is one run of TestAttackQueueJumpingRandom: it
+// returns how many replayers are among the first three let in.
+func queueJumpingRandomRun(t *testing.T) int {
 	// The first minute's three admissions.
 	a, _ := newAtkCluster(t, 1, func(c *waitingroom.Config) {
 		c.TotalActiveUsers, c.NewUsersPerMinute = 50, 3
@@ -447,15 +467,15 @@ func TestAttackQueueJumpingRandom(t *testing.T) {
 	}
 	assert.LessOrEqual(t, maxWaiting, 33, "waiting visitors: 33 at most")
 	assert.LessOrEqual(t, a.admitted(), uint64(3+9), "three minutes of admissions at most")
+	first := 0
 	if assert.GreaterOrEqual(t, len(order), 3, "visitors let in") {
-		first := 0
 		for _, r := range order[:3] {
 			if r {
 				first++
 			}
 		}
-		assert.LessOrEqual(t, first, 1, "replayers among the first three let in (order %v)", order)
 	}
+	return first
 }
 
 // Attack: revoking one session many times at once. 50 concurrent requests
