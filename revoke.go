@@ -139,10 +139,9 @@ func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec 
 			h.Add("Set-Cookie", v)
 		}
 	}
-	http.SetCookie(w, &http.Cookie{
-		Name: rm.cookieName, Value: "", Path: rm.cfg.Cookie.Path, Domain: rm.cfg.Cookie.Domain,
-		MaxAge: -1, HttpOnly: true, Secure: rm.cfg.Cookie.Secure, SameSite: rm.cfg.Cookie.SameSite,
-	})
+	// The attributes the cookie was set with: a partitioned cookie is
+	// deleted only by a header that says Partitioned too.
+	h.Add("Set-Cookie", rm.cookieName+"=; Max-Age=0"+rm.cookieAttrs)
 }
 
 // revokeReach is the longest, in ms, a revoke at one instance takes to

@@ -87,6 +87,39 @@ func TestRevoke(t *testing.T) {
 	}
 }
 
+// A revoke's expired cookie has the attributes the cookie was set with:
+// a browser deletes a partitioned cookie (SameSite=None) only with a
+// header that says Partitioned, and one of another Path or Domain never.
+func TestRevokeClearsTheCookieAsSet(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cookie CookieOptions
+	}{
+		{"defaults", CookieOptions{}},
+		{"https: SameSite=None, partitioned", CookieOptions{Secure: true}},
+		{"strict, domain, path", CookieOptions{SameSite: http.SameSiteStrictMode, Domain: "example.com", Path: "/"}},
+		{"secure, lax", CookieOptions{Secure: true, SameSite: http.SameSiteLaxMode}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) { c.Cookie = tc.cookie })
+			w := tr.get(&visitor{}, "")
+			require.True(t, admitted(w))
+			set := w.Result().Cookies()
+			require.Len(t, set, 1)
+			tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set(CommandHeader, "revoke")
+			}))
+			cs := tr.get(&visitor{cookie: set[0].Name + "=" + set[0].Value}, "").Result().Cookies()
+			require.Len(t, cs, 1)
+			got, want := *cs[0], *set[0]
+			assert.Equal(t, -1, got.MaxAge, "expired")
+			assert.Empty(t, got.Value)
+			got.MaxAge, got.Value, got.Raw, want.Value, want.Raw = 0, "", "", "", ""
+			assert.Equal(t, want, got, "the attributes it was set with")
+		})
+	}
+}
+
 // Revoke finds nothing to revoke outside Handler, nor behind it for a
 // request that was not admitted.
 func TestRevokeOutsideHandler(t *testing.T) {

@@ -164,7 +164,10 @@ func newSiteWith(t *testing.T, host string, settings waitingroom.Settings) *site
 	require.NoError(t, room.Sync(context.Background()))
 
 	s := &site{room: room}
-	app := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Has("revoke") {
+			w.Header().Set(waitingroom.CommandHeader, "revoke")
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("X-App", "1") // tells the recorder below who answered
 		_, _ = io.WriteString(w, appPage)
@@ -386,6 +389,38 @@ func TestInIframe(t *testing.T) {
 			assert.Equal(t, s.count(func(hit) bool { return true }), s.count(inFrame),
 				"every request to the room came from the iframe: %+v", s.snapshot())
 			assert.Contains(t, waitPage(t, ctx, "<iframe"), "<h1>News</h1>", "the embedding page stays")
+		})
+	}
+}
+
+// A revoke deletes the visitor's cookie from the browser: over HTTPS the
+// cookie is SameSite=None and partitioned (by the site it was set on),
+// which only a deletion that says Partitioned too removes.
+func TestRevokeDeletesTheCookie(t *testing.T) {
+	for _, tt := range []struct {
+		name, host  string
+		partitioned bool
+	}{
+		{"plain HTTP: SameSite=Lax", "", false},
+		{"HTTPS: SameSite=None, partitioned", "shop.test", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := newBrowser(t, allowThirdParty)
+			s := newSiteWith(t, tt.host, waitingroom.Settings{TotalActiveUsers: 2, NewUsersPerMinute: 2})
+			navigate(t, ctx, s.url)
+			waitPage(t, ctx, appHeading)
+			c := browserCookie(t, ctx, s.url)
+			assert.Equal(t, tt.partitioned, c.PartitionKey != nil, "partitioned: %+v", c.PartitionKey)
+
+			navigate(t, ctx, s.url+"?revoke")
+			waitPage(t, ctx, appHeading)
+			res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{s.url}})
+			require.NoError(t, err)
+			for _, c := range res.Cookies {
+				assert.NotEqual(t, cookieName, c.Name, "the revoked cookie is still in the browser (partition %+v)", c.PartitionKey)
+			}
+			require.NoError(t, s.room.Sync(context.Background()))
+			assert.Zero(t, s.room.Stats().Active, "the slot is free")
 		})
 	}
 }
