@@ -1273,9 +1273,7 @@ func (m *model) actCopy(c *mClient) {
 		c.gone = true
 		return
 	}
-	// A waiting cookie whose place is about to lapse before it became a
-	// session would make its holder a new visitor: the member stops.
-	if st, err := m.open(cookie); err == nil && g.id == 0 && st.AcceptedAt == 0 && now >= st.LastCheckIn+modelHold.Milliseconds()-1000 {
+	if m.lapsedEarly(g, cookie, now) {
 		c.gone = true
 		return
 	}
@@ -1298,14 +1296,8 @@ func (m *model) endGroups() {
 		switch {
 		case g.id != 0 && !m.surelyAlive(g.id, now):
 			g.ended = true
-		case g.id == 0 && g.kind == kReplayer && g.seed != "":
-			// Its cookie's place lapses QueueHold after its check-in:
-			// then it is a new visitor (a place at the back of the
-			// queue). Once the place became a session, the cookie joins
-			// it while it lives.
-			if st, err := m.open(g.seed); err == nil && st.AcceptedAt == 0 && now >= st.LastCheckIn+modelHold.Milliseconds()-1000 {
-				g.ended = true
-			}
+		case g.kind == kReplayer && g.seed != "" && m.lapsedEarly(g, g.seed, now):
+			g.ended = true
 		}
 		if g.ended {
 			for _, c := range g.members { // a sharer origin is not a member
@@ -1315,6 +1307,19 @@ func (m *model) endGroups() {
 			}
 		}
 	}
+}
+
+// lapsedEarly reports whether group g's waiting cookie v lapses (its
+// place, QueueHold after its check-in, to a second) before every
+// instance can know the group's session: before the group got in, or
+// within two syncs (a second apart) after. Its holder is then a new
+// visitor (the place's successor) at any instance that does not know
+// the session, and stops. Once every instance knows it, a copy of the
+// cookie joins the session while it lives, lapsed or not.
+func (m *model) lapsedEarly(g *mGroup, v string, now int64) bool {
+	st, err := m.open(v)
+	return err == nil && st.AcceptedAt == 0 && now >= st.LastCheckIn+modelHold.Milliseconds()-1000 &&
+		(g.id == 0 || now < g.firstAt+2000)
 }
 
 // absorb takes in what the application saw since the last call.
