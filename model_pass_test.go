@@ -132,6 +132,14 @@ func (m *model) nginxFollow(c *mClient, inst int, cookie, pass, revoke string, d
 				np = jarResp.pass
 			}
 			r := m.nginxFollow(c, m.pickNginx(), nc, np, "", depth+1)
+			if st := jarResp.state; r.local && jarResp.hasState && st.AcceptedAt > 0 {
+				// Passed on a pass the client held from before (a
+				// revoked session's, until it expires): the application
+				// did not see the session the page let the client into.
+				m.mu.Lock()
+				m.records = append(m.records, appRecord{inst: pinst, client: c.i, at: now, id: st.ID, acc: st.AcceptedAt, bucket: st.Bucket, unseen: true})
+				m.mu.Unlock()
+			}
 			if r.set == "" && !r.cleared {
 				r.set, r.cleared, r.state, r.hasState = jarResp.set, jarResp.cleared, jarResp.state, jarResp.hasState
 			}

@@ -318,6 +318,10 @@ type appRecord struct {
 	at, acc int64
 	bucket  int64
 	revoke  bool
+	// unseen: the room let the client in, but the application did not
+	// see the new session (behind nginx, the redirect's request passed
+	// on an older pass: nginxFollow); the room counts it all the same.
+	unseen bool
 }
 
 // mOutcome is what a response was to the client: the application, the
@@ -1334,6 +1338,9 @@ func (m *model) absorb() {
 			x = &mID{first: rec.at, lastApp: rec.at, acc: rec.acc, acc0: rec.acc, bucket: rec.bucket}
 			m.ids[rec.id] = x
 			m.firstByM[share.MinuteOf(rec.at)]++
+		}
+		if rec.unseen {
+			continue // counted from its admission; nothing reached the application
 		}
 		if x.revokeEnd != 0 && rec.at >= x.revokeEnd+m.margin {
 			m.fail("a revoked session reached the application after its passes expired",
