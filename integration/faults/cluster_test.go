@@ -86,6 +86,12 @@ func clusterFailover(t *testing.T, rooms int, fleet bool) {
 		open: func(t *testing.T, _ int) store.Store {
 			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = c.Close() })
+			// Connected, as a server is before it serves: the room's
+			// first sync does not also learn the slots and dial the
+			// nodes, 40 clients at once in a fleet.
+			require.NoError(t, c.ForEachShard(context.Background(), func(ctx context.Context, s *redis.Client) error {
+				return s.Ping(ctx).Err()
+			}))
 			return redisstore.New(c, redisstore.Options{KeyPrefix: prefix})
 		},
 		inject: func(t *testing.T) {

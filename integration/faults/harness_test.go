@@ -327,6 +327,8 @@ func runScenario(t *testing.T, sc scenario) *run {
 	n := cmp.Or(sc.rooms, nRooms)
 	handlers := make([]http.Handler, n)
 	r.down = make([]atomic.Bool, n)
+	// The canary watches from the first room on: each syncs from New.
+	r.canary = startCanary(t)
 	for i := range n {
 		logs := &Buffer{}
 		st := &traced{Store: sc.open(t, i), clock: r.clock}
@@ -365,7 +367,6 @@ func runScenario(t *testing.T, sc scenario) *run {
 	if sc.setup != nil {
 		sc.setup(r)
 	}
-	r.canary = startCanary(t)
 	time.Sleep(time.Until(start))
 	at := func(d time.Duration) time.Time { return start.Add(d) }
 	ctx, cancel := context.WithCancel(context.Background())
