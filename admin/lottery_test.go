@@ -334,3 +334,71 @@ func (s *countingStore) ReadHistory(ctx context.Context, room string, from, to i
 	s.reads.Add(1)
 	return s.Store.ReadHistory(ctx, room, from, to)
 }
+
+// The kept history holds every odds record and seed the status showed,
+// however the syncs fall: the odds of an interval that began in a minute
+// written by the very sync that fixed them (no sync from its start to
+// past the minute's end), and the seed of a period revealed a minute or
+// less before the next one's (an event that leaves a period of one
+// minute before the hour).
+func TestLotteryKeptWhateverTheSyncs(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		refresh time.Duration
+		event   func(hour int64) []waitingroom.Event
+		// skip reports whether no instance syncs at the second s of a
+		// minute.
+		skip func(s int64) bool
+	}{
+		{
+			name:    "intervals that begin late in a minute, no sync until the next",
+			refresh: 45 * time.Second,
+			skip:    func(s int64) bool { return s >= 45 || s < 8 },
+		}, {
+			name:    "an event's reveal a minute before the next period's",
+			refresh: 50 * time.Second,
+			event: func(hour int64) []waitingroom.Event {
+				return []waitingroom.Event{{
+					Name: "drop", PrequeueStart: time.Unix(hour+600, 0), Start: time.Unix(hour+1200, 0),
+					End: time.Unix(hour+3540, 0), ShuffleAtStart: true,
+				}}
+			},
+			skip: func(int64) bool { return false },
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newAdminClock()
+			hour := (clk.Now().Unix()/3600 + 1) * 3600
+			f := newAdminFixture(t, clk, memstore.New(), func(c *waitingroom.Config) {
+				c.Settings.QueueingMethod = waitingroom.Random
+				c.RefreshInterval = tc.refresh
+				if tc.event != nil {
+					c.Settings.Events = tc.event(hour)
+				}
+			})
+			live := map[int64]*lottery.Record{} // each period's record as the status revealed it
+			for clk.Now().Unix() < hour+4*3600 {
+				clk.Add(5 * time.Second)
+				if tc.skip(clk.Now().Unix() % 60) {
+					continue
+				}
+				f.sync()
+				b, err := json.Marshal(f.getJSON("/status")["lottery"])
+				require.NoError(t, err)
+				var l struct{ Revealed *lottery.Record }
+				require.NoError(t, json.Unmarshal(b, &l))
+				if r := l.Revealed; r != nil && r.Start >= hour && r.End <= hour+2*3600 && live[r.Start] == nil {
+					live[r.Start] = r
+				}
+			}
+			require.NotEmpty(t, live)
+			for start, want := range live {
+				require.NotEmpty(t, want.Odds, "period from %d s", start-hour)
+				got, err := admin.Lottery(context.Background(), f.room, time.Unix(start, 0))
+				require.NoError(t, err, "period from %d s", start-hour)
+				got.Places = nil // the status's record has no list
+				assert.Equal(t, want, got, "the period from %d s, from the kept history", start-hour)
+			}
+		})
+	}
+}

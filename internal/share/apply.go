@@ -65,8 +65,6 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 	v, admitted, obs := mergeShared(st, &p, d)
 	picked := settlePicks(st)
 	at := settleMembers(st, &p, v, members)
-	v.due = tallySync(st, &p, v, &obs, admitted)
-	v.observed = obs
 	out := make([]carving, len(members))
 	if p.now < st.Grace {
 		// Nothing is carved while a grace runs, but the reserve stays
@@ -85,6 +83,9 @@ func applyRound(st *store.State, p params, members []member, ds []*delta) ([]car
 			keepOdds(st, &p, v)
 		}
 	}
+	// The minutes written now hold the odds and cuts fixed above.
+	v.due = tallySync(st, &p, v, &obs, admitted)
+	v.observed = obs
 	v.Picks, v.ReservedTo = picksOf(st, p.now)
 	v.Asked = keepAsks(st, d.asks, &p)
 	v.Lottery = publicSeeds(st.Seeds, p.now, p.revealAfter())

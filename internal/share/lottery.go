@@ -33,7 +33,8 @@ const lotteryPeriod = 3600
 // keepSeeds creates in st the seed of the period after the one of now
 // (Unix ms) if it has none, and drops the seeds revealed before the latest
 // one revealed (revealAfter: the ms after a period's end at which its seed
-// is revealed) and any of a period after the next (set under a clock that
+// is revealed) once the kept history holds their reveal, and any of a
+// period after the next (set under a clock that
 // ran ahead). A state without a seed for the period in progress (new, or
 // lost) gets one for what is left of it from the next second: committed
 // before its first draw, as every seed is. The periods are hours, but
@@ -77,9 +78,14 @@ func keepSeeds(st *store.State, now, revealAfter int64, newSeed func() lottery.S
 			latest = i
 		}
 	}
-	if latest > 0 {
-		st.Seeds = slices.Delete(st.Seeds, 0, latest)
-	}
+	// Those revealed before stay until the kept history's minute that
+	// holds their reveal is written (tallySync, lotteryMinute).
+	written := (st.Recorded + 1) * 60_000
+	i := 0
+	st.Seeds = slices.DeleteFunc(st.Seeds, func(x store.Seed) bool {
+		i++
+		return i-1 < latest && (st.Recorded == 0 || x.End*1000+revealAfter < written)
+	})
 }
 
 // periodAt returns the period of the lottery that holds sec (Unix

@@ -41,22 +41,27 @@ func TestKeepSeeds(t *testing.T) {
 		now      int64 // ms
 		want     []int64
 		revealed []int64
+		recorded int64 // State.Recorded: the kept history's last minute written, 0 for none kept
 	}{
-		{"a new state: the rest of the hour from the next second, and the next hour", nil, hour*1000 + 5, []int64{hour + 1, hour + 3600}, nil},
-		{"a state lost late in the hour", []store.Seed{seed(hour + 3600)}, hour*1000 + 3_599_500, []int64{hour + 3600}, nil},
-		{"the rest of the hour already has its seed", []store.Seed{{Start: hour + 1, End: hour + 3600}}, hour*1000 + 700, []int64{hour + 1, hour + 3600}, nil},
-		{"the next hour's kept", []store.Seed{seed(hour), seed(hour + 3600)}, hour*1000 + 5, []int64{hour, hour + 3600}, nil},
-		{"a new hour brings the next", []store.Seed{seed(hour - 3600), seed(hour)}, hour * 1000, []int64{hour - 3600, hour, hour + 3600}, nil},
-		{"revealed once the draws lapsed", []store.Seed{seed(hour - 3600), seed(hour)}, hour*1000 + reveal, []int64{hour - 3600, hour, hour + 3600}, []int64{hour - 3600}},
+		{"a new state: the rest of the hour from the next second, and the next hour", nil, hour*1000 + 5, []int64{hour + 1, hour + 3600}, nil, 0},
+		{"a state lost late in the hour", []store.Seed{seed(hour + 3600)}, hour*1000 + 3_599_500, []int64{hour + 3600}, nil, 0},
+		{"the rest of the hour already has its seed", []store.Seed{{Start: hour + 1, End: hour + 3600}}, hour*1000 + 700, []int64{hour + 1, hour + 3600}, nil, 0},
+		{"the next hour's kept", []store.Seed{seed(hour), seed(hour + 3600)}, hour*1000 + 5, []int64{hour, hour + 3600}, nil, 0},
+		{"a new hour brings the next", []store.Seed{seed(hour - 3600), seed(hour)}, hour * 1000, []int64{hour - 3600, hour, hour + 3600}, nil, 0},
+		{"revealed once the draws lapsed", []store.Seed{seed(hour - 3600), seed(hour)}, hour*1000 + reveal, []int64{hour - 3600, hour, hour + 3600}, []int64{hour - 3600}, 0},
 		{"the latest revealed kept, older ones dropped", []store.Seed{seed(hour - 7200), seed(hour - 3600), seed(hour)}, hour*1000 + reveal,
-			[]int64{hour - 3600, hour, hour + 3600}, []int64{hour - 3600}},
+			[]int64{hour - 3600, hour, hour + 3600}, []int64{hour - 3600}, 0},
+		{"an older one kept until the history holds its reveal", []store.Seed{seed(hour - 7200), seed(hour - 3600), seed(hour)}, hour*1000 + reveal,
+			[]int64{hour - 7200, hour - 3600, hour, hour + 3600}, []int64{hour - 7200, hour - 3600}, (hour-3600)/60 + 0},
+		{"then dropped", []store.Seed{seed(hour - 7200), seed(hour - 3600), seed(hour)}, hour*1000 + reveal,
+			[]int64{hour - 3600, hour, hour + 3600}, []int64{hour - 3600}, (hour-3600)/60 + 1},
 		{"an older one kept while the latest is secret", []store.Seed{seed(hour - 7200), seed(hour - 3600), seed(hour)}, hour*1000 + reveal - 1,
-			[]int64{hour - 7200, hour - 3600, hour, hour + 3600}, []int64{hour - 7200}},
-		{"out of order", []store.Seed{seed(hour + 3600), seed(hour)}, hour*1000 + 5, []int64{hour, hour + 3600}, nil},
-		{"set under a clock that ran ahead", []store.Seed{seed(hour), seed(hour + 7200)}, hour*1000 + 5, []int64{hour, hour + 3600}, nil},
+			[]int64{hour - 7200, hour - 3600, hour, hour + 3600}, []int64{hour - 7200}, 0},
+		{"out of order", []store.Seed{seed(hour + 3600), seed(hour)}, hour*1000 + 5, []int64{hour, hour + 3600}, nil, 0},
+		{"set under a clock that ran ahead", []store.Seed{seed(hour), seed(hour + 7200)}, hour*1000 + 5, []int64{hour, hour + 3600}, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &store.State{Seeds: tc.seeds}
+			st := &store.State{Seeds: tc.seeds, Recorded: tc.recorded}
 			keepSeeds(st, tc.now, reveal, nil, nil)
 			assert.Equal(t, tc.want, starts(st.Seeds))
 			for i, x := range st.Seeds {

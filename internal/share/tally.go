@@ -84,9 +84,11 @@ func addCount(cs []store.Count, k, n int64) []store.Count {
 func tallyDelay(p *params) int64 { return p.instanceTTL }
 
 // tallySync adds what the sync learnt to st's tallies and takes out those
-// due to be written, with their admissions counted. It runs in applySync,
-// once the formats are chosen: a state written without tallies (an
-// instance of the release before kept history is live) gets none.
+// due to be written, with their admissions counted and their part of the
+// lottery's record (lotteryMinute). It runs in applyRound once the sync
+// has fixed the odds and cuts of its interval, so that a minute written
+// by the sync that fixed them holds those of an interval begun in it. A
+// store that keeps no history gets no tallies.
 func tallySync(st *store.State, p *params, v *View, o *observations, admitted map[int64]int64) (due []store.Tally) {
 	if !p.history {
 		st.Tallies, st.Recorded = nil, 0
@@ -123,8 +125,10 @@ func tallySync(st *store.State, p *params, v *View, o *observations, admitted ma
 		t.NewUsersPerMinute = p.rules.NewUsersPerMinute
 		t.Event = p.rules.Event
 	}
+	// No minute is written while a grace runs: the odds and cuts of its
+	// intervals are fixed once it is over (keepOdds, keepCuts).
 	n := 0
-	for n < len(st.Tallies) && (st.Tallies[n].Minute+1)*60_000+tallyDelay(p) <= p.now {
+	for n < len(st.Tallies) && (st.Tallies[n].Minute+1)*60_000+tallyDelay(p) <= p.now && p.now >= st.Grace {
 		n++
 	}
 	if n > 0 {
