@@ -242,6 +242,7 @@
     }
     for (const s of c.shown) {
       if (!isInt(s.interval) || typeof s.odds !== "number") throw bad("shown odds: want {interval, odds}");
+      if (!(s.odds >= 0 && s.odds <= 1)) throw bad("odds " + s.odds + " shown for interval " + s.interval + ": want 0 to 1");
       if (!holds(r, s.interval)) throw bad("interval " + s.interval + " is outside the period: verify it with its own period's record");
     }
     c.commitmentHex = c.commitment === "" ? null : hexOrNone(c.commitment, "the commitment shown");

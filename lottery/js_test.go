@@ -155,6 +155,8 @@ func TestScriptAgrees(t *testing.T) {
 		add(&withList, id, jsClaim{Waited: ws[:3], Shown: []lottery.Odds{{Interval: firstW, Odds: p}}, Shuffled: true})
 		add(r, id, jsClaim{Admitted: firstW + 6})
 		add(r, id, jsClaim{Shown: []lottery.Odds{{Interval: firstW + 1, Odds: 0.25}}})
+		add(r, id, jsClaim{Shown: []lottery.Odds{{Interval: firstW + 1, Odds: 1.5}}})
+		add(r, id, jsClaim{Shown: []lottery.Odds{{Interval: firstW + 1, Odds: -0.25}}})
 		add(r, id, jsClaim{Waited: []int64{firstW + n}})
 		tampered := *r
 		tampered.Seed[5] ^= 0x80

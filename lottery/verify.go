@@ -279,6 +279,9 @@ func (r *Record) check(c Claim) error {
 	}
 	ws := slices.Clone(c.Waited)
 	for _, s := range c.Shown {
+		if !(s.Odds >= 0 && s.Odds <= 1) {
+			return fmt.Errorf("%w: odds %v shown for interval %d: want 0 to 1", ErrRecord, s.Odds, s.Interval)
+		}
 		ws = append(ws, s.Interval)
 	}
 	if c.Admitted != 0 { // 0: not let in

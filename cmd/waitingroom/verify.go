@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -177,6 +178,10 @@ func parseIntervals(s string) ([]int64, error) {
 	return ws, nil
 }
 
+// decimal is the odds as a page shows them, and as the verifier page
+// reads them: no sign, no hexadecimal, no infinity.
+var decimal = regexp.MustCompile(`^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$`)
+
 // parseShown reads -shown: interval=odds, separated by commas.
 func parseShown(s string) ([]lottery.Odds, error) {
 	var odds []lottery.Odds
@@ -186,10 +191,11 @@ func parseShown(s string) ([]lottery.Odds, error) {
 			continue
 		}
 		ws, ps, ok := strings.Cut(item, "=")
+		ps = strings.TrimSpace(ps)
 		w, errW := strconv.ParseInt(strings.TrimSpace(ws), 10, 64)
-		p, errP := strconv.ParseFloat(strings.TrimSpace(ps), 64)
-		if !ok || errW != nil || errP != nil {
-			return nil, fmt.Errorf("-shown: %q: want interval=odds", item)
+		p, errP := strconv.ParseFloat(ps, 64)
+		if !ok || errW != nil || errP != nil || !decimal.MatchString(ps) || !(p >= 0 && p <= 1) {
+			return nil, fmt.Errorf("-shown: %q: want interval=odds, the odds a decimal number from 0 to 1", item)
 		}
 		odds = append(odds, lottery.Odds{Interval: w, Odds: p})
 	}
