@@ -77,9 +77,13 @@ func (o *Options) LanguageFor(acceptLanguage string) string {
 }
 
 // JSONFor reports whether a request whose Accept headers are accept gets
-// the page as JSON: see StrictJSONAccept.
+// the page as JSON: see StrictJSONAccept. Several Accept headers are one
+// list, as if joined by commas.
 func (o *Options) JSONFor(accept []string) bool {
 	if !o.StrictJSONAccept {
+		if len(accept) > 1 {
+			return WantsJSON(strings.Join(accept, ","))
+		}
 		return len(accept) > 0 && WantsJSON(accept[0])
 	}
 	return len(accept) == 1 && IsExactJSON(accept[0])

@@ -39,6 +39,8 @@ func TestOptionsJSONFor(t *testing.T) {
 		{"json and text", []string{"application/json, text/plain"}, true, false},
 		{"json and html", []string{"application/json, text/html"}, false, false},
 		{"two headers", []string{"application/json", "text/plain"}, true, false},
+		{"json in the second header", []string{"text/plain", "application/json"}, true, false},
+		{"html in the second header", []string{"application/json", "text/html"}, false, false},
 		{"a browser", []string{"text/html,application/xhtml+xml,*/*;q=0.8"}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
