@@ -330,9 +330,10 @@ func (rm *Room) takeLocked(x *visit) {
 			x.ch.heldAt = cmp.Or(x.ch.heldAt, now)
 		default:
 			// Random on several instances: a fresh arrival may take a
-			// slot kept for those due (docs/fairness.md).
+			// slot kept for those due (docs/fairness.md). Limits lower
+			// than the grant's wait for the next sync's (an Update).
 			fresh := x.fresh && (pol.method.ordered || v.Instances <= 1)
-			x.ch.heldAt, x.admit = 0, rm.local.Take(b, fresh)
+			x.ch.heldAt, x.admit = 0, pol.TotalActiveUsers >= rm.carved[0] && pol.NewUsersPerMinute >= rm.carved[1] && rm.local.Take(b, fresh)
 		}
 	}
 	if !x.fresh && x.ch.counted && share.SlotCounted(x.ch.slot, now, rm.waitWindow) {

@@ -83,6 +83,8 @@ func (e *Event) validate(parse func(string) error) error {
 		return invalid("event %q ends before it starts", name)
 	case !wholeMinute(e.Start) || !wholeMinute(e.End) || !wholeMinute(e.PrequeueStart):
 		return invalid("event %q: Start, End and PrequeueStart must be on whole minutes", name)
+	case e.opens().Year() < 1 || e.End.Year() > 9999:
+		return invalid("event %q: its times must lie in the years 1 to 9999", name)
 	case !e.PrequeueStart.IsZero() && !e.PrequeueStart.Before(e.Start):
 		return invalid("event %q: PrequeueStart must be before Start", name)
 	case e.ShuffleAtStart && e.PrequeueStart.IsZero():
@@ -104,6 +106,8 @@ func (e *Event) validate(parse func(string) error) error {
 	if err := e.Challenge.Validate(); err != nil {
 		return fmt.Errorf("event %q: %w", name, invalidChallenge(err))
 	}
+	// In UTC, as stored: an offset with seconds would not round-trip.
+	e.PrequeueStart, e.Start, e.End = e.PrequeueStart.UTC(), e.Start.UTC(), e.End.UTC()
 	return nil
 }
 

@@ -38,6 +38,8 @@ func TestEventValidation(t *testing.T) {
 		{"a suspended event overlaps all the same", []Event{ok, {Name: "b", Start: t0.Add(30 * time.Minute), End: t0.Add(2 * time.Hour), Suspended: true}}, "overlap"},
 		{"description too long", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), Description: strings.Repeat("é", maxEventDescription/2+1)}}, "Description"},
 		{"description not UTF-8", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), Description: "caf\xe9"}}, "UTF-8"},
+		{"after the year 9999", []Event{{Name: "a", Start: t0, End: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}, "years 1 to 9999"},
+		{"before the year 1", []Event{{Name: "a", Start: t0, End: t0.Add(time.Hour), PrequeueStart: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)}}, "years 1 to 9999"},
 		{"prequeue overlaps", []Event{ok, {Name: "b", Start: t0.Add(2 * time.Hour), End: t0.Add(3 * time.Hour), PrequeueStart: t0.Add(50 * time.Minute)}}, "overlap"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,4 +262,68 @@ func shuffleRun(t *testing.T, seed uint64, prequeue, after int) (order []int, at
 		}
 	}
 	return order, at
+}
+
+// Limits that go down hold from the moment they are in force: the grant
+// the instance holds, carved under the higher ones, is not used past
+// them before its next sync, nor kept by it.
+func TestLoweredLimitsHoldAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lower func(t *testing.T, tr *testRoom, start time.Time) // makes the limits 2 and 2 from start, and the clock just after
+	}{
+		{"an event's start", func(t *testing.T, tr *testRoom, start time.Time) {
+			require.NoError(t, tr.Update(context.Background(), func(s *Settings) {
+				s.Events = []Event{{Name: "drop", Start: start, End: start.Add(time.Hour), TotalActiveUsers: 2, NewUsersPerMinute: 2}}
+			}))
+			tr.sync()
+			tr.clk.Set(start.Add(100 * time.Millisecond))
+		}},
+		{"an update", func(t *testing.T, tr *testRoom, start time.Time) {
+			tr.clk.Set(start.Add(100 * time.Millisecond))
+			require.NoError(t, tr.Update(context.Background(), func(s *Settings) {
+				s.TotalActiveUsers, s.NewUsersPerMinute = 2, 2
+			}))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) { c.Settings.TotalActiveUsers, c.Settings.NewUsersPerMinute = 500, 500 })
+			start := tr.clk.Now().Truncate(time.Minute).Add(time.Minute)
+			var warm visitor
+			require.True(t, admitted(tr.get(&warm, "")), "a grant carved under the higher limits")
+			tc.lower(t, tr, start)
+			in := 0
+			for i := range 60 {
+				if i%20 == 19 {
+					tr.sync()
+				}
+				if admitted(tr.get(&visitor{}, "")) {
+					in++
+				}
+			}
+			tr.sync()
+			assert.LessOrEqual(t, in+1, 2, "let in, the first visitor included")
+			assert.LessOrEqual(t, tr.Stats().Active, 2, "active")
+		})
+	}
+}
+
+// Settings as Update takes them come back whole from the store: an
+// event's times in a zone whose offset has seconds (as the Netherlands'
+// had until 1937) are stored as the same instants, and the other
+// settings changed with them stay.
+func TestEventTimesSurviveTheStore(t *testing.T) {
+	tr := newTestRoom(t, nil)
+	odd := time.FixedZone("AMT", 19*60+32)
+	start := tr.clk.Now().Truncate(time.Minute).Add(time.Hour).In(odd)
+	require.NotEqual(t, 0, start.Second(), "a whole minute that is not one on the zone's clock")
+	require.NoError(t, tr.Update(context.Background(), func(s *Settings) {
+		s.QueueAll = true
+		s.Events = []Event{{Name: "drop", Start: start, End: start.Add(time.Hour)}}
+	}))
+	tr.sync()
+	got := tr.Stats().Settings
+	assert.True(t, got.QueueAll, "the other settings stay")
+	require.Len(t, got.Events, 1)
+	assert.True(t, got.Events[0].Start.Equal(start), "the same instant: %v, %v", got.Events[0].Start, start)
 }

@@ -165,19 +165,17 @@ func (rm *Room) totals() Counters {
 	c := &rm.counters
 	sc := rm.syncer.Counters()
 	return Counters{
-		Admitted:        c.admitted.Load(),
-		Queued:          c.queued.Load(),
-		Revoked:         c.revoked.Load(),
-		Bypassed:        c.bypassed.Load(),
-		Syncs:           sc.Syncs,
-		SyncErrors:      sc.Errors,
-		LastSyncSeconds: sc.Last.Seconds(),
-
-		ChallengesIssued: c.chalIssued.Load(),
-		ChallengesPassed: c.chalPassed.Load(),
-		ChallengesFailed: c.chalFailed.Load(),
-		ChallengesParked: c.chalParked.Load(),
-
+		Admitted:             c.admitted.Load(),
+		Queued:               c.queued.Load(),
+		Revoked:              c.revoked.Load(),
+		Bypassed:             c.bypassed.Load(),
+		Syncs:                sc.Syncs,
+		SyncErrors:           sc.Errors,
+		LastSyncSeconds:      sc.Last.Seconds(),
+		ChallengesIssued:     c.chalIssued.Load(),
+		ChallengesPassed:     c.chalPassed.Load(),
+		ChallengesFailed:     c.chalFailed.Load(),
+		ChallengesParked:     c.chalParked.Load(),
 		ChallengesUnverified: c.chalUnverified.Load(),
 		ChallengesDeferred:   c.chalDeferred.Load(),
 	}
@@ -274,21 +272,11 @@ func (rm *Room) History() []Sample {
 	from := rm.now() - historyWindow.Milliseconds()
 	var out []Sample
 	for _, s := range rm.history.samples() {
-		if s.at < from {
-			continue
+		if s.At.UnixMilli() >= from {
+			out = append(out, s)
 		}
-		out = append(out, Sample{At: time.UnixMilli(s.at), Active: s.active, Waiting: s.waiting,
-			AdmittedThisMinute: s.admittedThisMinute, OutflowPerMinute: s.outflowPerMinute})
 	}
 	return out
-}
-
-// sample is one history point: the room's figures at one sync.
-type sample struct {
-	at                 int64 // Unix ms of the sync
-	active, waiting    int
-	admittedThisMinute int
-	outflowPerMinute   float64
 }
 
 // history is a ring of samples, at most one per historyInterval of the
@@ -296,32 +284,32 @@ type sample struct {
 // concurrent use.
 type history struct {
 	mu    sync.Mutex
-	ring  []sample
+	ring  []Sample
 	start int // index of the oldest sample
 	n     int
 }
 
 func newHistory() *history {
-	return &history{ring: make([]sample, int(historyWindow/historyInterval)+1)}
+	return &history{ring: make([]Sample, int(historyWindow/historyInterval)+1)}
 }
 
-func (h *history) last() *sample { return &h.ring[(h.start+h.n-1)%len(h.ring)] }
+func (h *history) last() *Sample { return &h.ring[(h.start+h.n-1)%len(h.ring)] }
 
 // observe records s unless it is no newer than the latest sample. A sample
 // in the same interval as the latest replaces it. A clock that went back
 // more than the window starts the history anew.
-func (h *history) observe(s sample) {
+func (h *history) observe(s Sample) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	iv := historyInterval.Milliseconds()
+	at, iv, window := s.At.UnixMilli(), historyInterval.Milliseconds(), historyWindow.Milliseconds()
 	if h.n > 0 {
 		last := h.last()
-		switch {
-		case s.at < last.at-historyWindow.Milliseconds():
+		switch lastAt := last.At.UnixMilli(); {
+		case at < lastAt-window:
 			h.start, h.n = 0, 0
-		case s.at <= last.at:
+		case at <= lastAt:
 			return
-		case floorDiv(s.at, iv) == floorDiv(last.at, iv):
+		case floorDiv(at, iv) == floorDiv(lastAt, iv):
 			*last = s
 			return
 		}
@@ -333,17 +321,17 @@ func (h *history) observe(s sample) {
 	h.ring[(h.start+h.n)%len(h.ring)] = s
 	h.n++
 	// Drop what fell out of the window.
-	for h.n > 0 && h.ring[h.start].at < s.at-historyWindow.Milliseconds() {
+	for h.n > 0 && h.ring[h.start].At.UnixMilli() < at-window {
 		h.start = (h.start + 1) % len(h.ring)
 		h.n--
 	}
 }
 
 // samples returns the samples, oldest first.
-func (h *history) samples() []sample {
+func (h *history) samples() []Sample {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make([]sample, h.n)
+	out := make([]Sample, h.n)
 	for i := range out {
 		out[i] = h.ring[(h.start+i)%len(h.ring)]
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store"
@@ -129,13 +130,15 @@ func (rm *Room) installed(old, v *view) {
 	// A chance is remembered while the count it left counts: a waiting
 	// window after the end of its check-in slot.
 	rm.chances.Turn(v.At, rm.waitWindow+1000*share.SlotSeconds)
+	p := rm.policyAt(&v.Settings, v.At)
+	rm.carved = [2]int{p.TotalActiveUsers, p.NewUsersPerMinute}
 	rm.local.Unlock()
 	if old.SettingsVersion != 0 && old.SettingsVersion != v.SettingsVersion {
 		rm.log.Info("waitingroom: settings changed", "settings", loggable(v.Settings))
 	}
 	rm.logPhase(old, v)
-	rm.history.observe(sample{at: v.At, active: int(v.Active), waiting: int(v.Waiting),
-		admittedThisMinute: int(v.AdmittedThisMinute), outflowPerMinute: v.PerMinute})
+	rm.history.observe(Sample{At: time.UnixMilli(v.At), Active: int(v.Active), Waiting: int(v.Waiting),
+		AdmittedThisMinute: int(v.AdmittedThisMinute), OutflowPerMinute: v.PerMinute})
 }
 
 // liveSettings returns the room's live settings from st, first writing

@@ -70,6 +70,7 @@ type Room struct {
 	// gave each waiting visitor, for at least one waiting window. Under
 	// local's lock.
 	chances share.Memory[chance]
+	carved  [2]int // the limits the latest sync carved the grant under; under local's lock
 
 	// revokedIDs holds the IDs of revoked sessions (this instance's and
 	// those of the latest sync) while their records are kept, so that a

@@ -95,8 +95,8 @@ func (g Grant) charge(used map[int64]int64) {
 // carve sizes this instance's grant: its share (part) of the free slots,
 // never more than what the other instances' grants leave, and lays it out
 // over the buckets. The grant includes what the instance still holds
-// (held), which is never taken back; a nil grant leaves the holding as it
-// is. ahead are admissions v counts that the release (the pace) leaves
+// (held), taken back only beyond the free slots; a nil grant leaves the
+// holding as it is. ahead are admissions v counts that the release (the pace) leaves
 // out: those of the instances a round carves for after this one
 // (applyRound). The grant is laid out over lay: buckets, or, in a fleet's
 // round, what the round has not reserved yet of their due visitors.
@@ -149,6 +149,9 @@ func carve(p params, v *View, buckets, lay []Bucket, part float64, others, held,
 		paced = max(paced, coveredWhole(buckets, max(0, min(room+ahead, limit-released))))
 	}
 	v.fair = int64(math.Ceil(float64(paced) * part))
+	// What the instance holds fits in the free slots, unless the limits
+	// went down (an Update, an event's start): then it is taken back.
+	held = min(held, free)
 	extra := min(max(0, free-others-held), max(0, v.fair-held))
 	n := held + extra
 	if n == 0 {
