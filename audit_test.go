@@ -249,12 +249,13 @@ func lotteryAudit(t *testing.T, n int) {
 // revealed.
 type shuffler struct {
 	visitor
-	next       int64  // Unix ms of their next request
-	identity   string // as shown in the pre-queue
-	commitment string // as shown in the pre-queue
-	admitted   int64  // Unix ms they were let in; 0 while waiting
-	later      bool   // arrived after the start: not in the shuffle
-	position   int    // the first place in line shown after the start
+	next       int64          // Unix ms of their next request
+	identity   string         // as shown in the pre-queue
+	commitment string         // as shown in the pre-queue
+	admitted   int64          // Unix ms they were let in; 0 while waiting
+	later      bool           // arrived after the start: not in the shuffle
+	position   int            // the first place in line shown after the start
+	shown      []lottery.Odds // the cuts shown, by interval
 	// cloner: after the start they also send a copy of their cookie to
 	// an instance at random every second.
 	cloner, lapsed bool
@@ -378,6 +379,10 @@ func shuffleAudit(t *testing.T, n int) {
 				if a.position == 0 && now >= start.UnixMilli() {
 					a.position = d.PositionInLine
 				}
+				if n := len(a.shown); d.LotteryInterval != 0 && (n == 0 || a.shown[n-1].Interval != d.LotteryInterval) {
+					require.Equal(t, share.FloorDiv(now, refresh), d.LotteryInterval)
+					a.shown = append(a.shown, lottery.Odds{Interval: d.LotteryInterval, Odds: d.LotteryOdds})
+				}
 			}
 		}
 	}
@@ -414,6 +419,7 @@ func shuffleAudit(t *testing.T, n int) {
 		rank     int
 	}
 	var pre []placed
+	shownCuts := 0
 	lastPre, firstLater := int64(0), int64(math.MaxInt64)
 	lapsed := 0
 	for i, a := range visitors {
@@ -428,8 +434,9 @@ func shuffleAudit(t *testing.T, n int) {
 		lastPre = max(lastPre, a.admitted)
 		id, err := lottery.ParseIdentity(a.identity)
 		require.NoError(t, err)
-		c := lottery.Claim{Shuffled: true, Admitted: share.FloorDiv(a.admitted, refresh)}
+		c := lottery.Claim{Shuffled: true, Admitted: share.FloorDiv(a.admitted, refresh), Shown: a.shown}
 		require.NoError(t, c.Commitment.UnmarshalText([]byte(a.commitment)), "visitor %d was shown the commitment", i)
+		shownCuts += len(a.shown)
 		rep, err := lottery.Verify(record, id, c)
 		require.NoError(t, err, "visitor %d (%s)", i, a.identity)
 		require.Equal(t, len(record.Places), rep.Listed)
@@ -437,6 +444,7 @@ func shuffleAudit(t *testing.T, n int) {
 		pre = append(pre, placed{rep.Place, a.admitted, id, a.position, rep.Rank})
 	}
 	assert.Len(t, record.Places, crowd, "every pre-queued visitor listed (all came back), and nobody else")
+	assert.Greater(t, shownCuts, crowd/2, "the cuts shown to the pre-queue's visitors, checked")
 	// Kendall's tau between the places and the admission times: +1 is
 	// the order of the places exactly.
 	kendall := func(other func(placed) float64) float64 {
@@ -477,6 +485,20 @@ func shuffleAudit(t *testing.T, n int) {
 	last := slices.MaxFunc(pre, func(a, b placed) int { return cmp.Compare(a.place, b.place) })
 	_, err = lottery.Verify(record, last.id, lottery.Claim{Shuffled: true, Admitted: record.Cuts[0].Interval})
 	assert.ErrorIs(t, err, lottery.ErrOutOfTurn)
+	// Nor can the cuts be raised after the fact to cover it: every
+	// visitor shown the first cut sees it changed.
+	raised := *record
+	raised.Cuts = []lottery.Odds{{Interval: record.Cuts[0].Interval, Odds: 1}}
+	caught := 0
+	for _, a := range visitors {
+		if id, err := lottery.ParseIdentity(a.identity); err == nil && len(a.shown) > 0 && a.shown[0].Interval == record.Cuts[0].Interval && record.Cuts[0].Odds < 1 {
+			_, err = lottery.Verify(&raised, id, lottery.Claim{Shuffled: true, Shown: a.shown[:1]})
+			require.ErrorIs(t, err, lottery.ErrOddsChanged)
+			caught++
+		}
+	}
+	assert.Positive(t, caught, "visitors shown the first cut")
+	t.Logf("%d cuts shown to the pre-queue's visitors, checked; %d shown the first, who see it raised", shownCuts, caught)
 	// So can the list's: a rank noted that it no longer gives, a place
 	// taken out of it.
 	first := pre[0]

@@ -217,7 +217,7 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 	data.QueueLength = e.Waiting
 	shuffled := p.event != nil && p.event.ShuffleAtStart && (p.prequeue || p.bucket(d.state.bucket) == p.lottery[0])
 	if d.Outcome == outcomeWaiting && (data.IsRandomQueue || shuffled) {
-		rm.lotteryData(d.state.id, data, now)
+		rm.lotteryData(d.state.id, data, now, shuffled)
 	}
 	if d.chal != nil && d.Outcome == outcomeWaiting {
 		rm.challengeData(&d, data, now)
@@ -244,14 +244,18 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 
 // lotteryData shows the waiting visitor id, where admission is a draw
 // (random, slots.go, or a shuffle), what checks it: their identity, the
-// commitment of the period in progress and where its record is published,
-// the interval in progress and its odds once fixed.
-func (rm *Room) lotteryData(id uint64, data *template.Data, now int64) {
+// period's commitment and where its record is published, the interval in
+// progress and its odds once fixed (shuffled: the shuffle's cut in force).
+func (rm *Room) lotteryData(id uint64, data *template.Data, now int64, shuffled bool) {
 	if v := rm.syncer.Snapshot(); v != nil {
 		if r, ok := v.RecordAt(now, rm.cfg.RefreshInterval.Milliseconds()); ok {
 			data.LotteryIdentity, data.LotteryCommitment = lottery.FormatIdentity(id), r.Commitment.String()
 			data.LotteryRecords = rm.cfg.Page.RecordsAt(r.Start)
-			if w, o, ok := v.OddsAt(now, rm.cfg.RefreshInterval.Milliseconds()); ok {
+			oddsAt := v.OddsAt
+			if shuffled {
+				oddsAt = v.CutAt
+			}
+			if w, o, ok := oddsAt(now, rm.cfg.RefreshInterval.Milliseconds()); ok {
 				data.LotteryInterval, data.LotteryOdds = w, o
 			}
 		}

@@ -319,10 +319,12 @@
         throw new LotteryError("missingOdds", "the record has no odds for interval " + c.admitted + ", nor for the one before");
       }
       for (const s of c.shown) {
-        if (!odds.has(s.interval)) throw new LotteryError("missingOdds", "the record has no odds for interval " + s.interval);
-        if (odds.get(s.interval) !== s.odds) {
-          throw new LotteryError("oddsChanged", "interval " + s.interval + ": shown " + s.odds + ", recorded " + odds.get(s.interval));
+        // A shuffled visitor is shown the cut fixed in the interval, not odds.
+        const o = c.shuffled ? r.cuts.find((x) => x.interval === s.interval)?.odds : odds.get(s.interval);
+        if (o === undefined) {
+          throw new LotteryError("missingOdds", "the record has no " + (c.shuffled ? "cut" : "odds") + " for interval " + s.interval + ", shown as " + s.odds);
         }
+        if (o !== s.odds) throw new LotteryError("oddsChanged", "interval " + s.interval + ": shown " + s.odds + ", recorded " + o);
       }
       if (c.admitted !== 0 && c.shuffled && !(rep.place < rep.cut)) {
         throw new LotteryError("outOfTurn", "let in at interval " + c.admitted + ", place " + rep.place +
@@ -381,7 +383,25 @@
     return c;
   }
 
-  const api = { commit, draw, place, parseIdentity, parseClaim, verify };
+  // parseRecord parses a record's JSON text as Go's encoding/json reads
+  // it: nested no deeper than 10000 (arrays and objects), or malformed,
+  // so that one record never gets two verdicts.
+  function parseRecord(text) {
+    let depth = 0, inString = false;
+    for (let i = 0; i < text.length; i++) {
+      const ch = text[i];
+      if (inString) {
+        if (ch === "\\") i++;
+        else if (ch === '"') inString = false;
+      } else if (ch === '"') inString = true;
+      else if (ch === "[" || ch === "{") {
+        if (++depth > 10000) throw new Error("nested deeper than 10000");
+      } else if (ch === "]" || ch === "}") depth--;
+    }
+    return JSON.parse(text);
+  }
+
+  const api = { commit, draw, place, parseIdentity, parseClaim, parseRecord, verify };
   if (typeof module === "object" && module.exports) module.exports = api;
   else root.lottery = api;
 })(globalThis);

@@ -200,6 +200,14 @@ func TestScriptAgrees(t *testing.T) {
 		add(&shuffle, id, jsClaim{Waited: []int64{firstW + n}})
 		add(&shuffle, id, jsClaim{Admitted: firstW + 2*n})
 		add(&shuffle, id, jsClaim{Shown: []lottery.Odds{{Interval: firstW + 1, Odds: 0.25}}, Admitted: firstW + 2*n, Shuffled: true})
+		// The cuts a visitor of the shuffle was shown: as recorded, one
+		// not fixed in its interval (held from one before), and one raised
+		// after the fact.
+		add(&shuffle, id, jsClaim{Shown: shuffle.Cuts[:2], Admitted: firstW + 2*n, Shuffled: true})
+		add(&shuffle, id, jsClaim{Shown: []lottery.Odds{{Interval: shuffle.Cuts[0].Interval + 1, Odds: shuffle.Cuts[0].Odds}}, Shuffled: true})
+		raised := shuffle
+		raised.Cuts = []lottery.Odds{{Interval: shuffle.Cuts[0].Interval, Odds: 1}}
+		add(&raised, id, jsClaim{Shown: shuffle.Cuts[:1], Admitted: shuffle.Cuts[0].Interval, Shuffled: true})
 		add(r, id, jsClaim{Admitted: firstW + 2, Shuffled: true})
 		add(&withList, id, jsClaim{Admitted: firstW + 2, Shuffled: true})
 		// The cut at each visitor's very place: out of turn.
@@ -438,4 +446,39 @@ process.stdout.write(ok + "\n" + ranked + "\n" + bad.length);`, script).Combined
 	require.NoError(t, err, string(out))
 	assert.Equal(t, `{"waited":[58828440,58828441,58828442,58828450],"shown":[{"interval":58828440,"odds":0.25}],"admitted":58828450,"shuffled":true,"rank":0,"commitment":""}`+"\n"+
 		`{"waited":[],"shown":[],"admitted":0,"shuffled":true,"rank":12,"commitment":"`+strings.Repeat("aB", 32)+`"}`+"\n11", string(out))
+}
+
+// The page parses a record's JSON as Go does: nested 10000 deep, both
+// read it; one deeper, both refuse it (JSON.parse alone took it).
+func TestScriptRecordDepth(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		servicetest.Unavailable(t, servicetest.Program("node", "the verifier page's script"), err)
+		return
+	}
+	script, err := filepath.Abs("../docs/verify.js")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		arrays int // nested in an unknown key, inside the record's object
+		ok     bool
+	}{
+		{9_999, true},
+		{10_000, false},
+	} {
+		text := `{"x":` + strings.Repeat("[", tc.arrays) + strings.Repeat("]", tc.arrays) + `,"start":3600,"end":7200,"commitment":"` + strings.Repeat("ab", 32) + `"}`
+		var r lottery.Record
+		goErr := json.Unmarshal([]byte(text), &r)
+		cmd := exec.Command(node, "-e", `
+const l = require(process.argv[1]);
+let text = "";
+process.stdin.on("data", (d) => (text += d));
+process.stdin.on("end", () => {
+  try { l.parseRecord(text); console.log("ok"); } catch (e) { console.log("refused: " + e.message); }
+});`, script)
+		cmd.Stdin = strings.NewReader(text)
+		out, err := cmd.Output()
+		require.NoError(t, err)
+		assert.Equal(t, tc.ok, goErr == nil, "%d arrays: Go: %v", tc.arrays, goErr)
+		assert.Equal(t, tc.ok, strings.TrimSpace(string(out)) == "ok", "%d arrays: the page: %s", tc.arrays, out)
+	}
 }

@@ -289,9 +289,21 @@ func TestVerify(t *testing.T) {
 		}, admitted(won), lottery.ErrMissingOdds},
 		{"a drawn admission is not held to the cuts", pre, inTurn,
 			func(*lottery.Record) lottery.Claim { return lottery.Claim{Admitted: w0 + 2} }, lottery.ErrMissingOdds},
-		{"a shuffled visitor's shown odds still count", pre, inTurn, func(*lottery.Record) lottery.Claim {
-			return lottery.Claim{Shuffled: true, Shown: []lottery.Odds{{Interval: firstW, Odds: p / 2}}, Admitted: w0 + 2}
+		{"a shuffled visitor's shown cuts, as recorded", pre, inTurn, func(*lottery.Record) lottery.Claim {
+			return lottery.Claim{Shuffled: true, Shown: []lottery.Odds{{Interval: w0, Odds: place / 2}, {Interval: w0 + 2, Odds: (place + 1) / 2}}, Admitted: w0 + 2}
+		}, nil},
+		{"a shuffled visitor shown a cut the record has not fixed in that interval", pre, inTurn, func(*lottery.Record) lottery.Claim {
+			return lottery.Claim{Shuffled: true, Shown: []lottery.Odds{{Interval: w0 + 1, Odds: place / 2}}}
+		}, lottery.ErrMissingOdds},
+		{"a shuffled visitor's shown cut raised after the fact, to let them in out of turn", pre, shuffle(1), func(*lottery.Record) lottery.Claim {
+			return lottery.Claim{Shuffled: true, Shown: []lottery.Odds{{Interval: w0, Odds: place / 2}}, Admitted: w0}
 		}, lottery.ErrOddsChanged},
+		{"a shuffled visitor shown a cut before the first recorded", pre, inTurn, func(*lottery.Record) lottery.Claim {
+			return lottery.Claim{Shuffled: true, Shown: []lottery.Odds{{Interval: w0 - 1, Odds: 0.1}}}
+		}, lottery.ErrMissingOdds},
+		{"a shuffled visitor is not held to the odds they were not shown", pre, inTurn, func(*lottery.Record) lottery.Claim {
+			return lottery.Claim{Shuffled: true, Shown: []lottery.Odds{{Interval: firstW, Odds: p / 2}}, Admitted: w0 + 2}
+		}, lottery.ErrMissingOdds},
 		{"a cut decreasing", pre, shuffle((place+1)/2, place/2, 1), admitted(w0 + 2), lottery.ErrRecord},
 		{"a shuffle's tampered seed", pre, func() *lottery.Record {
 			r := inTurn()

@@ -75,7 +75,9 @@ type Claim struct {
 	Commitment Hash
 	// Waited lists the intervals the visitor waited in.
 	Waited []int64
-	// Shown lists odds the room showed the visitor, by interval.
+	// Shown lists odds the room showed the visitor, by interval; for a
+	// Shuffled claim, the cuts it showed them instead (as odds: the share
+	// of places let in), each that fixed in its interval.
 	Shown []Odds
 	// Admitted is the interval the visitor was let in; 0 if they were
 	// not (interval numbers of real dates are positive).
@@ -200,8 +202,13 @@ func Verify(r *Record, identity uint64, c Claim) (Report, error) {
 	}
 	for _, s := range c.Shown {
 		o, ok := find(r.Odds, s.Interval)
+		what := "odds"
+		if c.Shuffled { // shown the cut fixed in the interval, not odds
+			o, ok = find(r.Cuts, s.Interval)
+			what = "cut"
+		}
 		if !ok {
-			return rep, fmt.Errorf("%w: the record has no odds for interval %d, shown as %v", ErrMissingOdds, s.Interval, s.Odds)
+			return rep, fmt.Errorf("%w: the record has no %s for interval %d, shown as %v", ErrMissingOdds, what, s.Interval, s.Odds)
 		}
 		if o != s.Odds {
 			return rep, fmt.Errorf("%w: interval %d: shown %v, recorded %v", ErrOddsChanged, s.Interval, s.Odds, o)

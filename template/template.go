@@ -251,9 +251,11 @@ type Data struct {
 	// LotteryInterval and LotteryOdds are, with LotteryIdentity, the
 	// number of the refresh interval in progress (its first ms over the
 	// interval's length) and the odds of its draw as the room published
-	// them, in [0, 1]: what a visitor notes to check the draw later. 0
-	// (absent from the JSON) until the room has fixed the interval's
-	// odds.
+	// them, in [0, 1]: what a visitor notes to check the draw later. For
+	// a visitor of an event's shuffled pre-queue, once it started, the
+	// odds are the cut fixed in the interval (the share of its places let
+	// in; none in an interval where it did not move). 0 (absent from the
+	// JSON) until the room has fixed the interval's odds.
 	LotteryInterval int64   `json:"lotteryInterval,omitempty"`
 	LotteryOdds     float64 `json:"lotteryOdds,omitempty"`
 	// LotteryRecords is, with LotteryIdentity, where the room publishes

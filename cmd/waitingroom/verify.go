@@ -49,7 +49,7 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	id := fs.String("id", "", "the visitor's identity, as the room showed it (16 hex digits)")
 	commitment := fs.String("commitment", "", "the commitment the room showed the visitor while they waited (64 hex digits): the record's must be the same")
 	waited := fs.String("waited", "", "intervals the visitor waited in: numbers and ranges, as 58828440-58828445,58828450")
-	shown := fs.String("shown", "", "odds the room showed the visitor: interval=odds,...")
+	shown := fs.String("shown", "", "odds the room showed the visitor: interval=odds,... (with -shuffled, the cuts it showed)")
 	admitted := fs.Int64("admitted", 0, "the interval the visitor was let in (0: not let in)")
 	shuffled := fs.Bool("shuffled", false, "the visitor joined the event's pre-queue: their place must be listed, their admission is checked against the cuts")
 	rank := fs.Int("rank", 0, "with -shuffled, the visitor's rank in the shuffle as they noted it, from an earlier copy of the record (0: none)")

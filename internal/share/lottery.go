@@ -507,6 +507,24 @@ func (v *View) OddsAt(now, refresh int64) (int64, float64, bool) {
 	return w, o, ok
 }
 
+// CutAt returns the number of the refresh interval of refresh ms that
+// holds now (Unix ms) and the cut of an event's shuffle that the state
+// fixed in it, if it did (the cut moved): what a visitor of the shuffle is
+// shown. A cut held from an interval before is not shown: a view from
+// before the interval's first round could not tell it from one about to
+// move.
+func (v *View) CutAt(now, refresh int64) (int64, float64, bool) {
+	x, w := v.seedAt(now, refresh)
+	if x == nil {
+		return w, 0, false
+	}
+	i, ok := slices.BinarySearchFunc(x.Cuts, w, func(o store.Odds, w int64) int { return cmp.Compare(o.Interval, w) })
+	if !ok {
+		return w, 0, false
+	}
+	return w, x.Cuts[i].Odds, true
+}
+
 // seedAt returns the number of the refresh interval (of refresh ms) that
 // holds now (Unix ms), and the seed of its period (intervalSeed) if the
 // view has one whose odds and cuts are of intervals of that length, or
