@@ -559,11 +559,11 @@ func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) 
 	}
 	older, queued := rm.local.Queued(c.bucket) // since v: in line ahead, in all
 	rm.local.Unlock()
-	var ahead int64
+	var ahead, tied int64
 	if p.method.ordered {
 		ahead = v.Ahead(p.bucket(c.bucket), p.lottery, fresh, c.id, rm.cfg.RefreshInterval.Milliseconds())
 		if b := p.bucket(c.bucket); p.lottery[1] == 0 || b != p.lottery[0] { // not by place
-			ahead = max(0, ahead+older)
+			ahead, tied = max(0, ahead+older), v.Tied(b, fresh)
 		}
 		if c.pos > 0 && (again || c.pos-1 < ahead) {
 			ahead = c.pos - 1
@@ -572,7 +572,7 @@ func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) 
 			turn = int64(math.Ceil(m*60)) * 1000
 		}
 	}
-	e := p.method.estimate(v, p, ahead, fresh)
+	e := p.method.estimate(v, p, ahead, tied, fresh)
 	if p.method.layout != nil { // a line to wait in
 		e.Waiting = max(int(min(max(v.Waiting+queued, 0), 1e9)), e.Position)
 	}

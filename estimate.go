@@ -22,7 +22,8 @@ type Estimate struct {
 	// wait comes out longer than a day (Full).
 	Known bool
 	// Wait is the expected wait: FIFO, the time until the visitors ahead
-	// and then this one are let in; random, the median (P50).
+	// (and half of the others of the same second) and then this one are
+	// let in; random, the median (P50).
 	Wait time.Duration
 	// P25, P50 and P75 are, for random queueing, the waits within which a
 	// visitor gets in with probability 0.25, 0.5 and 0.75. Zero for FIFO.
@@ -52,13 +53,14 @@ type Estimate struct {
 }
 
 // fifoEstimate is the wait, as of view v under policy p, of a visitor with
-// ahead visitors in front of them (waitAfter).
-func fifoEstimate(v *view, p *policy, ahead float64) Estimate {
+// ahead visitors in front of them in line, and tied more expected ahead
+// (waitAfter; a second's stampede was told the next slot's wait).
+func fifoEstimate(v *view, p *policy, ahead, tied float64) Estimate {
+	pos := int(min(math.Round(max(ahead, 0)), 1e9)) + 1
 	byRate := math.NaN()
-	if v.PerMinute > 0 {
+	if ahead += tied; v.PerMinute > 0 {
 		byRate = ahead / v.PerMinute
 	}
-	pos := int(min(math.Round(max(ahead, 0)), 1e9)) + 1
 	m, ok := waitAfter(v, p, ahead, byRate)
 	if !ok {
 		if math.IsNaN(ahead) {
@@ -122,10 +124,7 @@ func randomEstimate(v *view, p *policy, waiting float64) Estimate {
 	}
 	e.Known, e.Wait = true, e.P50
 	e = capEstimate(e)
-	e.ChancePerMinute = 1
-	if median > 0 {
-		e.ChancePerMinute = 1 - math.Pow(0.5, 1/median)
-	}
+	e.ChancePerMinute = 1 - math.Pow(0.5, 1/median) // 1 for a median of 0
 	return e
 }
 

@@ -61,7 +61,7 @@ func TestFIFOEstimate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, p := flowing(tc.per)
-			got := fifoEstimate(v, p, tc.ahead)
+			got := fifoEstimate(v, p, tc.ahead, 0)
 			if !math.IsNaN(tc.ahead) {
 				assert.Equal(t, int(min(tc.ahead, 1e9))+1, got.Position, "position in line")
 			}
@@ -134,7 +134,7 @@ func TestEstimateKnowsWhenSessionsEnd(t *testing.T) {
 		{"abandoned, nothing flows", room(0, sec-200, sec-200, sec-100), 1, Estimate{Known: true, Wait: 2 * time.Minute}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := fifoEstimate(tc.v, p, tc.ahead)
+			got := fifoEstimate(tc.v, p, tc.ahead, 0)
 			assert.Equal(t, int(tc.ahead)+1, got.Position, "position in line")
 			got.Position = 0
 			assert.Equal(t, tc.want, got)
@@ -183,7 +183,7 @@ func TestFirstInLineWhileTheOnlySlotIsHeld(t *testing.T) {
 				v.Active = 1
 			}
 			v.Ends = share.EndsOf(at, times, ss)
-			got := fifoEstimate(v, p, 0)
+			got := fifoEstimate(v, p, 0, 0)
 			assert.Equal(t, 1, got.Position, "next in line")
 			got.Position = 0
 			assert.Equal(t, tc.want, got)
@@ -360,5 +360,34 @@ func TestEstimateCountsArrivalsSinceTheView(t *testing.T) {
 		got = jsonBody(t, tr.get(second, "application/json"))
 		assert.Equal(t, 2.0, got["positionInLine"], "still second, chance after chance")
 		assert.Equal(t, 2.0, got["queueLength"])
+	}
+}
+
+// Visitors who arrive in the same second go in whatever order they ask:
+// each expects half of the others ahead. A hundred arriving in one second
+// at a full room were each told the wait of the next slot, which
+// restarted whenever another took it (one waited 30 minutes told at most
+// 5). Their place in line counts earlier seconds only, as documented.
+func TestEstimateOfASecondsStampede(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers = 1000 }) // 10 a minute
+	tr.clk.Set(tr.clk.Now().Truncate(time.Minute).Add(time.Minute))
+	for range 10 {
+		require.True(t, admitted(tr.get(&visitor{}, "")))
+	}
+	tr.sync()
+	tr.clk.Set(tr.clk.Now().Truncate(time.Second).Add(time.Second))
+	crowd := make([]*visitor, 100)
+	for i := range crowd {
+		crowd[i] = &visitor{}
+		require.True(t, isWaiting(tr.get(crowd[i], "")))
+	}
+	tr.clk.Add(500 * time.Millisecond)
+	tr.sync()
+	for i, v := range crowd {
+		got := jsonBody(t, tr.get(v, "application/json"))
+		assert.Equal(t, 1.0, got["positionInLine"], "visitor %d: nobody of an earlier second", i)
+		// 49 ahead at 10 a minute, the minute's 10 taken already: the
+		// fifth minute from now, not the next.
+		assert.GreaterOrEqual(t, got["waitTime"], 4.0, "visitor %d: half of the 99 others ahead", i)
 	}
 }

@@ -37,24 +37,24 @@ type method struct {
 	// (oldest first, with how many of each are due); nil for a method that
 	// grants no slots (slots.go).
 	layout func(n int64, buckets []share.Bucket) grant
-	// estimate is the wait, as of view v under policy p, of a visitor
-	// with ahead visitors in front of them in line (ordered methods:
-	// View.Ahead) who is fresh, or not: a fresh visitor is behind everyone
-	// already waiting. nil when nobody waits for a slot.
-	estimate func(v *view, p *policy, ahead int64, fresh bool) Estimate
+	// estimate is the wait, as of view v under policy p, of a visitor with
+	// ahead visitors in front of them in line (ordered: View.Ahead), tied
+	// more expected (View.Tied), who is fresh (behind everyone waiting) or
+	// not. nil when nobody waits for a slot.
+	estimate func(v *view, p *policy, ahead, tied int64, fresh bool) Estimate
 }
 
 var (
 	fifoMethod = method{
 		ordered: true,
 		layout:  fifoLayout,
-		estimate: func(v *view, p *policy, ahead int64, _ bool) Estimate {
-			return fifoEstimate(v, p, float64(ahead))
+		estimate: func(v *view, p *policy, ahead, tied int64, _ bool) Estimate {
+			return fifoEstimate(v, p, float64(ahead), float64(tied))
 		},
 	}
 	randomMethod = method{
 		layout: randomLayout,
-		estimate: func(v *view, p *policy, _ int64, fresh bool) Estimate {
+		estimate: func(v *view, p *policy, _, _ int64, fresh bool) Estimate {
 			w := v.Waiting
 			if fresh {
 				w++ // the visitor competes too
@@ -65,7 +65,7 @@ var (
 	passthroughMethod = method{
 		passes: true,
 		// Nobody waits for a slot: the next request passes.
-		estimate: func(*view, *policy, int64, bool) Estimate { return Estimate{Known: true} },
+		estimate: func(*view, *policy, int64, int64, bool) Estimate { return Estimate{Known: true} },
 	}
 	rejectMethod = method{rejects: true}
 )

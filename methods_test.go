@@ -36,6 +36,6 @@ func TestQueueingMethods(t *testing.T) {
 
 // Passthrough's wait is known and none.
 func TestPassthroughEstimate(t *testing.T) {
-	e := Passthrough.spec().estimate(&view{}, &policy{}, 0, true)
+	e := Passthrough.spec().estimate(&view{}, &policy{}, 0, 0, true)
 	assert.Equal(t, Estimate{Known: true}, e)
 }

@@ -151,6 +151,18 @@ func (v *View) Ahead(b int64, lottery [2]int64, fresh bool, id uint64, refresh i
 	return v.Waiting
 }
 
+// Tied is how many of the visitors waiting in bucket b (an arrival
+// second) besides one of them are expected ahead of it: half, as those of
+// one second go in whichever order they ask (Ahead counts none of them);
+// none for a fresh visitor, behind everyone.
+func (v *View) Tied(b int64, fresh bool) int64 {
+	i, ok := slices.BinarySearchFunc(v.Buckets, b, func(x Bucket, b int64) int { return cmp.Compare(x.Arrival, b) })
+	if !ok || fresh {
+		return 0
+	}
+	return max(v.Buckets[i].Waiting-1, 0) / 2
+}
+
 // placeShare is the share of the shuffled pre-queue's places above the
 // cut in force at the view's time that lie below visitor id's: 0 when
 // their turn has come, a half without a seed.

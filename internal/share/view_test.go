@@ -95,6 +95,14 @@ func TestViewAhead(t *testing.T) {
 		})
 	}
 
+	for _, tc := range []struct {
+		bucket int64
+		fresh  bool
+		want   int64
+	}{{s, false, 1}, {s + 1, false, 1}, {s + 5, false, 1}, {s + 3, false, 0}, {s + 1, true, 0}} {
+		assert.Equal(t, tc.want, v.Tied(tc.bucket, tc.fresh), "bucket %d, fresh %v: half of the others of the second", tc.bucket-s, tc.fresh)
+	}
+
 	// With the seed: the visitors whose places lie between the cut and
 	// the visitor's, of those above the cut.
 	const refresh = 20_000
