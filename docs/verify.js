@@ -238,7 +238,10 @@
       if (!isInt(w)) throw bad("interval " + w + ": not a whole number");
     }
     for (const w of [...c.waited, ...(c.admitted !== 0 ? [c.admitted] : [])]) { // admitted 0: not let in
-      if (!holds(r, w)) throw bad("interval " + w + " is outside the period: verify it with its own period's record");
+      if (!holds(r, w)) {
+        throw bad("interval " + w + " is outside the period: verify it with its own period's record" +
+          " (let in after the period, by neither its draws nor its shuffle, claim no admission in it)");
+      }
     }
     for (const s of c.shown) {
       if (!isInt(s.interval) || typeof s.odds !== "number") throw bad("shown odds: want {interval, odds}");

@@ -203,7 +203,7 @@ var (
 	// length, no interval length), or the claim names nothing it could
 	// check against it (an interval outside the period, a negative rank,
 	// a rank claimed by a visitor not of the shuffle).
-	ErrRecord = errors.New("lottery: malformed record")
+	ErrRecord = errors.New("lottery: malformed record or claim")
 	// ErrNotRevealed: the record has no seed yet.
 	ErrNotRevealed = errors.New("lottery: seed not revealed")
 	// ErrSeed: the revealed seed does not match the commitment for the

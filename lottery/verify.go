@@ -296,7 +296,7 @@ func (r *Record) check(c Claim) error {
 	}
 	for _, w := range ws {
 		if !r.holds(w, r.IntervalMS) {
-			return fmt.Errorf("%w: interval %d is outside the period %d-%d: verify it with its own period's record", ErrRecord, w, r.Start, r.End)
+			return fmt.Errorf("%w: interval %d is outside the period %d-%d: verify it with its own period's record (let in after the period, by neither its draws nor its shuffle, claim no admission in it)", ErrRecord, w, r.Start, r.End)
 		}
 	}
 	return nil

@@ -20,8 +20,9 @@ const verifyUsage = `Usage:
 
 Checks a visitor's draws, or place and rank in an event's shuffle,
 against a room's lottery record: the JSON the room published for the
-period (its status or history), read from the file RECORD, or from
-standard input without one or with "-". It prints the visitor's draw in
+period (its records' address with ?at= a second of the period, the link
+on the visitor's page), read from the file RECORD, or from standard
+input without one or with "-". It prints the visitor's draw in
 each interval named (or their place, rank and cut), and "kept" with
 status 0, or what the room broke with status 1; status 2 for a bad flag
 or a record that cannot be read; status 3, "not revealed yet", for a
@@ -140,6 +141,10 @@ func readRecord(name string, stdin io.Reader) (*lottery.Record, error) {
 	var r lottery.Record
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("the record in %s: %w", name, err)
+	}
+	var status struct{ Current, Next, Revealed json.RawMessage }
+	if r.Start == 0 && r.End == 0 && json.Unmarshal(b, &status) == nil && (status.Current != nil || status.Next != nil || status.Revealed != nil) {
+		return nil, fmt.Errorf("the record in %s: the room's lottery status (current, next, revealed), not one period's record: ask for the period's with ?at= one of its seconds", name)
 	}
 	return &r, nil
 }

@@ -186,6 +186,8 @@ func TestVerifyCommand(t *testing.T) {
 		{"no such file", []string{"-id", "1", filepath.Join(dir, "none.json")}, nil, exitUsage, "", "none.json"},
 		{"not JSON", []string{"-id", "1"}, []byte("<html>"), exitUsage, "", "the record in standard input"},
 		{"bad hex", []string{"-id", "1"}, []byte(`{"commitment":"abc"}`), exitUsage, "", "want 64 hex digits"},
+		{"the lottery's status rather than a record", []string{"-id", "1"}, []byte(`{"current":{"start":3600,"end":7200},"next":null,"revealed":null}`), exitUsage,
+			"", "not one period's record"},
 		{"malformed record", []string{"-id", "1"}, []byte(strings.Replace(string(honest), `"odds":0.25`, `"odds":1.25`, 1)), exitUsage,
 			"", "odds 1.25 outside [0, 1]"},
 	} {
