@@ -115,7 +115,12 @@ func startClusterNode(bin, dir string) (*clusterNode, error) {
 			if n.exited() {
 				return errStop
 			}
-			_, err := redisDo(n.addr, "PING")
+			// Another server may hold the port (a port found free was
+			// taken meanwhile, ours failing to bind): only ours counts.
+			info, err := redisDo(n.addr, "INFO", "server")
+			if err == nil && !strings.Contains(fmt.Sprint(info), "process_id:"+strconv.Itoa(n.cmd.Process.Pid)+"\r\n") {
+				return fmt.Errorf("%s: another server answers", n.addr)
+			}
 			return err
 		})
 		if lastErr == nil {
