@@ -29,8 +29,7 @@ type CookieOptions struct {
 	// Name is the cookie's name prefix; "_" + Config.Name is appended so
 	// rooms never collide. Default "__waitingroom".
 	Name string
-	// Domain is the cookie's Domain attribute. Default none (the host
-	// that set it).
+	// Domain is the cookie's Domain attribute. Default none (the host that set it).
 	Domain string
 	// Path is the cookie's Path attribute. Default "/".
 	Path string
@@ -157,8 +156,7 @@ type Config struct {
 	// loop (call Room.Sync yourself, as tests and the simulator do).
 	SyncInterval time.Duration
 
-	// OnStoreError is the policy while the store cannot be reached.
-	// Default FailClosed.
+	// OnStoreError is the policy while the store cannot be reached. Default FailClosed.
 	OnStoreError StoreErrorPolicy
 
 	// Now is the room's clock. Default time.Now.

@@ -315,9 +315,9 @@ func (rm *Room) takeLocked(x *visit) {
 	pass := x.gate == gatePass
 	x.admit = !x.closed && pol.method.passes && pass
 	if !x.closed && !x.admit && pass && (!x.drawing || x.won) {
-		b := pol.bucket(c.bucket)
+		b, lower := pol.bucket(c.bucket), pol.TotalActiveUsers < rm.carved[0] || pol.NewUsersPerMinute < rm.carved[1]
 		switch pk, picked := v.Picks[c.id]; {
-		case picked && !x.fresh && now < pk.Until && rm.syncer.Healthy() && (x.drawing || pol.method.ordered || v.Holds(c.id, now, rm.cfg.RefreshInterval.Milliseconds())):
+		case picked && !lower && !x.fresh && now < pk.Until && rm.syncer.Healthy() && (x.drawing || pol.method.ordered || v.Holds(c.id, now, rm.cfg.RefreshInterval.Milliseconds())):
 			// Picked (internal/share: picks.go): let in at any instance
 			// from when they said they would be back (not a copy sooner),
 			// not while its syncs fail (the admission might come late),
@@ -331,9 +331,9 @@ func (rm *Room) takeLocked(x *visit) {
 		default:
 			// Random on several instances: a fresh arrival may take a
 			// slot kept for those due (docs/fairness.md). Limits lower
-			// than the grant's wait for the next sync's (an Update).
+			// than the grant's (or a pick's) wait for the next sync's.
 			fresh := x.fresh && (pol.method.ordered || v.Instances <= 1)
-			x.ch.heldAt, x.admit = 0, pol.TotalActiveUsers >= rm.carved[0] && pol.NewUsersPerMinute >= rm.carved[1] && rm.local.Take(b, fresh)
+			x.ch.heldAt, x.admit = 0, !lower && rm.local.Take(b, fresh)
 		}
 	}
 	if !x.fresh && x.ch.counted && share.SlotCounted(x.ch.slot, now, rm.waitWindow) {

@@ -327,3 +327,68 @@ func TestEventTimesSurviveTheStore(t *testing.T) {
 	require.Len(t, got.Events, 1)
 	assert.True(t, got.Events[0].Start.Equal(start), "the same instant: %v, %v", got.Events[0].Start, start)
 }
+
+// Limits lowered hold on every instance once each has synced: what the
+// instances hold together fits in the free slots (each holding capped by
+// what the others' leave), and a holding kept while the room admitted
+// nobody (QueueAll) is not spent under the lower limits when it opens.
+func TestLoweredLimitsHoldAcrossInstances(t *testing.T) {
+	t.Run("three instances", func(t *testing.T) {
+		clk, st := newClock(), newMemStore()
+		var rooms []*testRoom
+		for range 3 {
+			rooms = append(rooms, newTestRoomOn(t, clk, st, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 1000 }))
+		}
+		for range 2 {
+			for _, tr := range rooms {
+				tr.sync()
+			}
+		}
+		clk.Add(time.Second)
+		in := 0
+		crowd := func(tr *testRoom, n int) {
+			for range n {
+				if admitted(tr.get(&visitor{}, "")) {
+					in++
+				}
+			}
+		}
+		for _, tr := range rooms {
+			crowd(tr, 100)
+		}
+		require.Equal(t, 300, in)
+		require.NoError(t, rooms[0].Update(context.Background(), func(s *Settings) { s.TotalActiveUsers, s.NewUsersPerMinute = 310, 310 }))
+		clk.Add(time.Second)
+		for _, i := range []int{1, 2, 0} {
+			rooms[i].sync()
+		}
+		for _, tr := range rooms {
+			crowd(tr, 50)
+		}
+		assert.LessOrEqual(t, in, 310, "let in this minute, every instance knowing the limits")
+	})
+	t.Run("opened after QueueAll", func(t *testing.T) {
+		tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 100, 100 })
+		ctx := context.Background()
+		require.NoError(t, tr.Update(ctx, func(s *Settings) { s.QueueAll = true }))
+		for range 200 {
+			require.True(t, isWaiting(tr.get(&visitor{}, "")))
+		}
+		require.NoError(t, tr.Update(ctx, func(s *Settings) { s.TotalActiveUsers, s.NewUsersPerMinute = 5, 5 }))
+		tr.sync()
+		require.NoError(t, tr.Update(ctx, func(s *Settings) { s.QueueAll = false }))
+		in := 0
+		for range 50 {
+			if admitted(tr.get(&visitor{}, "")) {
+				in++
+			}
+		}
+		tr.sync()
+		for range 50 {
+			if admitted(tr.get(&visitor{}, "")) {
+				in++
+			}
+		}
+		assert.LessOrEqual(t, in, 5)
+	})
+}

@@ -29,8 +29,10 @@ func TestLiveSettingsAcrossInstances(t *testing.T) {
 		v := &visitor{}
 		require.True(t, admitted(p.a.get(v, "")))
 		require.NoError(t, p.a.Update(t.Context(), func(s *waitingroom.Settings) { s.SessionDuration = time.Minute }))
-		p.clk.Add(90 * time.Second)
-		p.syncBoth()
+		for range 90 { // idle for 90 s, syncing all along
+			p.clk.Add(time.Second)
+			p.syncBoth()
+		}
 		before := admissions(p)
 		p.b.get(v, "")
 		assert.Equal(t, before+1, admissions(p), "90 s idle is past the new 1-minute session: a new visitor")
@@ -58,13 +60,17 @@ func TestLiveSettingsAcrossInstances(t *testing.T) {
 		p.syncBoth()
 		before := admissions(p)
 		for range 3 { // active every 30 s: within the cap
-			p.clk.Add(30 * time.Second)
-			p.syncBoth()
+			for range 30 {
+				p.clk.Add(time.Second)
+				p.syncBoth()
+			}
 			require.True(t, admitted(p.b.get(v, "")))
 		}
 		assert.Equal(t, before, admissions(p))
-		p.clk.Add(31 * time.Second) // 2 minutes and a second after admission
-		p.syncBoth()
+		for range 31 { // 2 minutes and a second after admission
+			p.clk.Add(time.Second)
+			p.syncBoth()
+		}
 		p.b.get(v, "")
 		assert.Equal(t, before+1, admissions(p), "capped at 2 minutes from admission, however active")
 	})

@@ -131,6 +131,9 @@ func (rm *Room) installed(old, v *view) {
 	// window after the end of its check-in slot.
 	rm.chances.Turn(v.At, rm.waitWindow+1000*share.SlotSeconds)
 	p := rm.policyAt(&v.Settings, v.At)
+	if v.Instances > 1 && (p.TotalActiveUsers < rm.carved[0] || p.NewUsersPerMinute < rm.carved[1]) {
+		rm.local.SetGrant(nil) // kept through this sync under higher limits, as others: none until the next's
+	}
 	rm.carved = [2]int{p.TotalActiveUsers, p.NewUsersPerMinute}
 	rm.local.Unlock()
 	if old.SettingsVersion != 0 && old.SettingsVersion != v.SettingsVersion {

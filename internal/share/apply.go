@@ -145,6 +145,9 @@ func carveMembers(st *store.State, p params, v *View, members []member, at []int
 	// happened to see nobody lately can still admit the next visitor.
 	// Every slot held counts: the instances' grants, the picks' and the
 	// reserve's (picks.go).
+	if n := freeSlots(&p.rules, v); int64(len(st.Picks)) > n {
+		st.Picks = st.Picks[:n] // the limits went down: the latest picks go
+	}
 	grants := int64(len(st.Picks))
 	if st.Reserve != nil {
 		grants += max(st.Reserve.Slots, 0)

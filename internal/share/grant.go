@@ -103,6 +103,9 @@ func (g Grant) charge(used map[int64]int64) {
 func carve(p params, v *View, buckets, lay []Bucket, part float64, others, held, ahead int64) Grant {
 	r := &p.rules
 	if r.Closed || r.Layout == nil {
+		if held > freeSlots(r, v) {
+			return Grant{} // the limits went down while it was closed: it goes
+		}
 		return nil
 	}
 	// While more visitors wait than the minute has slots left, New Users
@@ -150,7 +153,8 @@ func carve(p params, v *View, buckets, lay []Bucket, part float64, others, held,
 	}
 	v.fair = int64(math.Ceil(float64(paced) * part))
 	// What the instance holds fits in the free slots, unless the limits
-	// went down (an Update, an event's start): then it is taken back.
+	// went down (an Update, an event's start): then it is taken back
+	// (and the instance, seeing them lower, drops the grant: Room).
 	held = min(held, free)
 	extra := min(max(0, free-others-held), max(0, v.fair-held))
 	n := held + extra

@@ -154,9 +154,9 @@ func TestReserveBuckets(t *testing.T) {
 }
 
 // carve never grants what the rules close, takes back what the instance
-// holds only beyond the free slots (the limits went down), never adds
-// more than the free slots the others' grants leave, and never grants
-// more than the free slots.
+// holds only beyond the free slots (the limits went down), closed too,
+// never adds more than the free slots the others' grants leave, and never
+// grants more than the free slots.
 func TestCarveWithinFreeSlots(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 9))
 	for trial := range 3000 {
@@ -177,11 +177,20 @@ func TestCarveWithinFreeSlots(t *testing.T) {
 		require.LessOrEqual(t, g.Total(), max(min(held, free), free-others), "trial %d: within the free slots the others leave", trial)
 		require.LessOrEqual(t, g.Total(), free, "trial %d: within the free slots", trial)
 
+		// Closed, or a method that grants no slots: the holding stays
+		// (nil) if it fits, else it goes.
 		closed := p
 		closed.rules.Closed = true
-		require.Nil(t, carve(closed, v, buckets, buckets, 1, others, held, 0), "trial %d: closed", trial)
-		closed.rules.Closed, closed.rules.Layout = false, nil
-		require.Nil(t, carve(closed, v, buckets, buckets, 1, others, held, 0), "trial %d: a method that grants no slots", trial)
+		noSlots := p
+		noSlots.rules.Layout = nil
+		for _, q := range []params{closed, noSlots} {
+			g := carve(q, v, buckets, buckets, 1, others, held, 0)
+			if held <= free {
+				require.Nil(t, g, "trial %d: closed, the holding fits", trial)
+			} else {
+				require.Equal(t, Grant{}, g, "trial %d: closed, the holding is beyond the free slots", trial)
+			}
+		}
 	}
 }
 func TestGroupBuckets(t *testing.T) {
