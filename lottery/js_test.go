@@ -101,13 +101,10 @@ func kindOf(t *testing.T, err error) string {
 // same draws and places, to the last bit, the same cuts and ranks and
 // the same verdict, for honest and tampered records alike.
 func TestScriptAgrees(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		servicetest.Unavailable(t, servicetest.Program("node", "the verifier page's script"), err)
+	node, script, ok := nodeAndScript(t)
+	if !ok {
 		return
 	}
-	script, err := filepath.Abs("../docs/verify.js")
-	require.NoError(t, err)
 
 	seed := testSeed(9)
 	ids := []uint64{1, 2, 3, 0xfedcba9876543210, 1 << 63}
@@ -451,13 +448,10 @@ process.stdout.write(ok + "\n" + ranked + "\n" + bad.length);`, script).Combined
 // The page parses a record's JSON as Go does: nested 10000 deep, both
 // read it; one deeper, both refuse it (JSON.parse alone took it).
 func TestScriptRecordDepth(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		servicetest.Unavailable(t, servicetest.Program("node", "the verifier page's script"), err)
+	node, script, ok := nodeAndScript(t)
+	if !ok {
 		return
 	}
-	script, err := filepath.Abs("../docs/verify.js")
-	require.NoError(t, err)
 	for _, tc := range []struct {
 		arrays int // nested in an unknown key, inside the record's object
 		ok     bool
@@ -481,4 +475,17 @@ process.stdin.on("end", () => {
 		assert.Equal(t, tc.ok, goErr == nil, "%d arrays: Go: %v", tc.arrays, goErr)
 		assert.Equal(t, tc.ok, strings.TrimSpace(string(out)) == "ok", "%d arrays: the page: %s", tc.arrays, out)
 	}
+}
+
+// nodeAndScript finds node and docs/verify.js; ok is false when node is
+// not there (the test is then skipped, or failed where it is required).
+func nodeAndScript(t *testing.T) (node, script string, ok bool) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		servicetest.Unavailable(t, servicetest.Program("node", "the verifier page's script"), err)
+		return "", "", false
+	}
+	script, err = filepath.Abs("../docs/verify.js")
+	require.NoError(t, err)
+	return node, script, true
 }
