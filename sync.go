@@ -53,8 +53,8 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 		return ErrClosed
 	}
 	var (
-		s       Settings
-		version uint64
+		s              Settings
+		epoch, version uint64
 	)
 	err := rm.syncer.Update(ctx, func(st *store.State, restore *Settings) error {
 		s = rm.liveSettings(st, restore)
@@ -68,13 +68,13 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 		s.Challenge = cloneChallenge(s.Challenge) // the caller's stays theirs
 		writeSettings(st, s)
 		st.Version++
-		version = st.SettingsVersion
+		epoch, version = st.Epoch, st.SettingsVersion
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("waitingroom: update: %w", err)
 	}
-	rm.syncer.Amend(func(v *view) { v.Settings, v.SettingsVersion = s, version })
+	rm.syncer.Updated(s, epoch, version)
 	rm.log.Info("waitingroom: settings updated", "settings", loggable(s))
 	return nil
 }

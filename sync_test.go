@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,4 +126,50 @@ func TestTemplateNotLogged(t *testing.T) {
 	assert.Contains(t, logs.String(), "(5007 bytes)")
 	assert.NotContains(t, logs.String(), "xxxx")
 	assert.Equal(t, tmpl, tr.Stats().Settings.Template, "the settings keep it")
+}
+
+// An Update made while a sync is in flight (the sync read the state
+// before the Update wrote it) holds from the Update on: the sync's view
+// does not bring the settings it read back, and the grant it carved
+// under the higher limits lets nobody in beyond the lower ones.
+func TestUpdateDuringASync(t *testing.T) {
+	ps := &pausedStore{Store: newMemStore(), written: make(chan struct{}), release: make(chan struct{})}
+	tr := newTestRoomOn(t, newClock(), ps, func(c *Config) { c.Settings.TotalActiveUsers, c.Settings.NewUsersPerMinute = 500, 500 })
+	var warm visitor
+	require.True(t, admitted(tr.get(&warm, "")), "a grant carved under the higher limits")
+	ps.armed.Store(true)
+	synced := make(chan error)
+	go func() { synced <- tr.Sync(context.Background()) }()
+	<-ps.written
+	require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.TotalActiveUsers, s.NewUsersPerMinute = 2, 2 }))
+	close(ps.release)
+	require.NoError(t, <-synced)
+	assert.Equal(t, 2, tr.Stats().Settings.TotalActiveUsers, "the update, not the settings the sync read")
+	in := 1
+	for range 60 {
+		if admitted(tr.get(&visitor{}, "")) {
+			in++
+		}
+	}
+	tr.sync()
+	assert.LessOrEqual(t, in, 2, "let in, the first visitor included")
+	assert.Equal(t, 2, tr.Stats().Settings.TotalActiveUsers)
+}
+
+// pausedStore holds the first Update after armed is set once it is
+// written, until release is closed: a sync in flight between its write
+// and its install.
+type pausedStore struct {
+	store.Store
+	armed            atomic.Bool
+	written, release chan struct{}
+}
+
+func (s *pausedStore) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	err := s.Store.Update(ctx, room, fn)
+	if s.armed.CompareAndSwap(true, false) {
+		close(s.written)
+		<-s.release
+	}
+	return err
 }

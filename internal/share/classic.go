@@ -379,17 +379,31 @@ func (s *Syncer[S]) finish(ctx context.Context, p params, v *View, set S, epoch,
 	}
 	s.mine.prune(p.now, s.cfg.WaitWindow)
 	s.epoch.Store(epoch)
+	s.installing.Lock()
+	old := s.snap.Load()
+	snap := &Snapshot[S]{View: *v, Settings: set, SettingsEpoch: epoch, SettingsVersion: settingsVersion}
+	// A settings transaction wrote later settings while this sync was in
+	// flight (Updated): they stay, and what the sync carved and picked
+	// under those it read goes (TestUpdateDuringASync); the next sync
+	// carves under the later ones.
+	later := old.SettingsEpoch == epoch && old.SettingsVersion > settingsVersion
+	if later {
+		snap.Settings, snap.SettingsVersion, snap.Picks = old.Settings, old.SettingsVersion, nil
+	}
 	s.local.mu.Lock()
 	// What the instance remembers of sessions goes by turning over, in
 	// periods as long as it must be kept: until none of its cookies can
 	// be presented.
 	s.local.known.Turn(p.now, p.rules.Times.remembered())
 	setGrant()
+	if later {
+		s.local.grant = nil
+	}
 	s.noteSent() // the view about to be installed shows those applied
 	s.local.mu.Unlock()
-	snap := &Snapshot[S]{View: *v, Settings: set, SettingsVersion: settingsVersion}
-	s.host.Installed(s.snap.Load(), snap)
+	s.host.Installed(old, snap)
 	s.snap.Store(snap)
+	s.installing.Unlock()
 	s.afterSync(ctx, v)
 	// Last: whoever Ready lets go finds the grant and the view in place.
 	s.ready.set(nil)

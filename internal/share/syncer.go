@@ -80,6 +80,9 @@ type Syncer[S any] struct {
 	host  Host[S]
 	local *Local
 	snap  atomic.Pointer[Snapshot[S]]
+	// installing serializes the installs of snapshots: a sync's (finish)
+	// and Amend's and Updated's.
+	installing sync.Mutex
 	// history reports that the store keeps the room's history.
 	history bool
 	kept    *keptHistory
@@ -176,18 +179,31 @@ func (s *Syncer[S]) Local() *Local { return s.local }
 // it.
 func (s *Syncer[S]) Snapshot() *Snapshot[S] { return s.snap.Load() }
 
-// Amend installs a copy of the latest snapshot changed by fn, at once: a
-// settings transaction's (Update) new settings, or a test's view. fn may be
-// called more than once.
+// Amend installs a copy of the latest snapshot changed by fn, at once (a
+// test's view).
 func (s *Syncer[S]) Amend(fn func(*Snapshot[S])) {
-	for {
-		old := s.snap.Load()
-		nv := *old
-		fn(&nv)
-		if s.snap.CompareAndSwap(old, &nv) {
-			return
-		}
+	s.installing.Lock()
+	defer s.installing.Unlock()
+	nv := *s.snap.Load()
+	fn(&nv)
+	s.snap.Store(&nv)
+}
+
+// Updated installs, at once, the settings set that a settings transaction
+// (Update) wrote as version of the shared state of epoch, unless the
+// latest snapshot holds a later version already (another transaction's,
+// or a sync's that read it). A sync in flight meanwhile installs these,
+// not the settings it read (finish).
+func (s *Syncer[S]) Updated(set S, epoch, version uint64) {
+	s.installing.Lock()
+	defer s.installing.Unlock()
+	old := s.snap.Load()
+	if old.SettingsEpoch == epoch && old.SettingsVersion >= version {
+		return
 	}
+	nv := *old
+	nv.Settings, nv.SettingsEpoch, nv.SettingsVersion = set, epoch, version
+	s.snap.Store(&nv)
 }
 
 // LocalNow is this instance's clock, Unix ms.

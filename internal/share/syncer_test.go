@@ -1,13 +1,18 @@
 package share
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
+	"github.com/go-waitingroom/waitingroom/store/memstore"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // testHost is a Host whose settings are a name, with the rules of FIFO
@@ -42,4 +47,40 @@ func newTestSyncer(t *testing.T, clk *testclock.Clock, st store.Store, h *testHo
 	}, "initial", h.host())
 	t.Cleanup(s.Close)
 	return s
+}
+
+// Updated installs a settings transaction's settings unless the snapshot
+// holds a later version of the same state already; a sync that read
+// older ones than it installed keeps them, and drops its grant.
+func TestUpdated(t *testing.T) {
+	clk := testclock.New(time.UnixMilli(1_790_000_000_000))
+	s := newTestSyncer(t, clk, memstore.New(), &testHost{})
+	require.NoError(t, s.Sync(context.Background()))
+	epoch, version := s.Snapshot().SettingsEpoch, s.Snapshot().SettingsVersion
+	require.NotZero(t, epoch)
+
+	for _, tc := range []struct {
+		name           string
+		epoch, version uint64
+		want           string
+	}{
+		{"a later version", epoch, version + 2, "a later version"},
+		{"an earlier one, after it", epoch, version + 1, "a later version"},
+		{"the same one again", epoch, version + 2, "a later version"},
+		{"another epoch's", epoch + 1, 1, "another epoch's"},
+	} {
+		s.Updated(tc.name, tc.epoch, tc.version)
+		assert.Equal(t, tc.want, s.Snapshot().Settings, tc.name)
+	}
+
+	// A sync of the state's epoch that read an earlier version than the
+	// snapshot's keeps the snapshot's settings, with no grant.
+	s.Updated("later", epoch, 1<<40)
+	s.local.mu.Lock()
+	s.local.grant = Grant{{Bucket: AnyBucket, N: 5}}
+	s.local.mu.Unlock()
+	require.NoError(t, s.Sync(context.Background()))
+	assert.Equal(t, "later", s.Snapshot().Settings)
+	assert.Equal(t, uint64(1<<40), s.Snapshot().SettingsVersion)
+	assert.Zero(t, s.Local().Grant().Total(), "carved under settings an update replaced")
 }

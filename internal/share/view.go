@@ -186,5 +186,6 @@ func (v *View) placeShare(id uint64, refresh int64) float64 {
 type Snapshot[S any] struct {
 	View
 	Settings        S      // the live settings
-	SettingsVersion uint64 // their version in the shared state; 0 before the first sync
+	SettingsEpoch   uint64 // the epoch of the shared state they are of
+	SettingsVersion uint64 // their version in that state; 0 before the first sync
 }
