@@ -94,7 +94,10 @@ type Config struct {
 	// Settings are the room's first live settings: the limits, the
 	// queueing method, the events, the page's template and status, the
 	// challenge... (TotalActiveUsers and NewUsersPerMinute are required).
-	// Room.Update changes them while the room runs.
+	// Room.Update changes them while the room runs. An instance started
+	// with other Settings than the running ones (a deploy) makes its own
+	// the live ones at its first sync; the instances already running
+	// follow them, and Update's changes stay until the next such deploy.
 	Settings
 
 	// RefreshInterval is how often a waiting visitor gets a chance to be

@@ -145,8 +145,10 @@ func (rm *Room) installed(old, v *view) {
 }
 
 // liveSettings returns the room's live settings from st, first writing
-// this instance's Config into it when st is new or was initialised from a
-// different Config (a deploy that changed it). A state recreated after a
+// this instance's Config into it when st is new, or was initialised from
+// a different Config (a deploy that changed it) and this instance has not
+// synced yet: later, it follows another instance's, as every instance of
+// the earlier deploy does (TestDeployOfAnotherConfig). A state recreated after a
 // loss gets the settings this instance last knew (restore), so live
 // changes survive.
 func (rm *Room) liveSettings(st *store.State, restore *Settings) Settings {
@@ -155,7 +157,7 @@ func (rm *Room) liveSettings(st *store.State, restore *Settings) Settings {
 		st.ConfigHash = rm.configHash
 		return *restore
 	}
-	if st.ConfigHash != rm.configHash {
+	if st.ConfigHash != rm.configHash && rm.syncer.Snapshot().SettingsVersion == 0 {
 		s := rm.cfg.settings()
 		writeSettings(st, s)
 		st.ConfigHash = rm.configHash

@@ -173,3 +173,30 @@ func (s *pausedStore) Update(ctx context.Context, room string, fn func(*store.St
 	}
 	return err
 }
+
+// A deploy of another Config, instance by instance: the first instance
+// started with it makes its settings the live ones; those of the earlier
+// deploy follow them rather than writing theirs back at every sync, and an
+// Update made meanwhile stays. A later instance with the same Config
+// changes nothing.
+func TestDeployOfAnotherConfig(t *testing.T) {
+	clk, st := newClock(), newMemStore()
+	limits := func(total, perMinute int) func(*Config) {
+		return func(c *Config) { c.Settings.TotalActiveUsers, c.Settings.NewUsersPerMinute = total, perMinute }
+	}
+	old := newTestRoomOn(t, clk, st, limits(50, 30))
+	deployed := newTestRoomOn(t, clk, st, limits(60, 30))
+	old.sync()
+	assert.Equal(t, 60, old.Stats().Settings.TotalActiveUsers, "the deploy's")
+	require.NoError(t, old.Update(context.Background(), func(s *Settings) { s.TotalActiveUsers, s.NewUsersPerMinute = 12, 4 }))
+	later := newTestRoomOn(t, clk, st, limits(60, 30))
+	for range 3 {
+		for _, tr := range []*testRoom{old, deployed, later} {
+			tr.sync()
+		}
+	}
+	for i, tr := range []*testRoom{old, deployed, later} {
+		s := tr.Stats().Settings
+		assert.Equal(t, [2]int{12, 4}, [2]int{s.TotalActiveUsers, s.NewUsersPerMinute}, "instance %d", i)
+	}
+}
