@@ -185,6 +185,12 @@ func (o *options) gate(room *waitingroom.Room, app http.Handler, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("waitingroom: %s and %s: %s", o.label("pass-duration"), o.label("sync-interval"), reason(err))
 	}
+	if o.frontDoor == "nginx" && strings.Contains(o.name, "-") {
+		// nginx reads "$cookie___waitingroom_a-b" as "$cookie___waitingroom_a"
+		// and "-b": the cookie maps of docs/forward-auth/nginx would see
+		// no cookie, or every visitor's as one.
+		log.Warn("waitingroom: nginx cannot read a cookie whose name has '-' in a $cookie_ variable: name the room with letters, digits and _ if nginx reads the room's cookies (a pass, or the answers it keeps: docs/forward-auth/nginx.md)", "name", o.name)
+	}
 	if len(o.trustedProxies) == 0 && fa.FrontDoor != forwardauth.Envoy {
 		log.Warn("waitingroom: -forward-auth without -trusted-proxies: the headers of the server in front are ignored, so bypass rules see the auth request's own path", "front_door", o.frontDoor)
 	}
