@@ -78,12 +78,14 @@ type Handler struct {
 	// 429. Default 200.
 	QueueingStatusCode int `json:"queueing_status_code,omitempty"`
 	// Keys are the cookie keys (hex or base64, at least 32 bytes each;
-	// the first encrypts). Required; the same on every instance. In a
-	// Caddyfile, {env.WAITINGROOM_KEY} keeps them out of the file.
+	// the first encrypts). Required; the same on every instance.
+	// {env.WAITINGROOM_KEY}, filled at provision, or {$WAITINGROOM_KEY}
+	// in a Caddyfile, keeps them out of the configuration.
 	Keys []string `json:"keys,omitempty"`
 	// Store is where the room's state lives: memory (the default; this
 	// process only), redis://[user:password@]host:port/db or rediss://
-	// (shared by every instance pointed at it).
+	// (shared by every instance pointed at it); placeholders such as
+	// {env.REDIS_URL} are filled at provision.
 	Store string `json:"store,omitempty"`
 	// StorePrefix is the Redis key prefix. Default redisstore's.
 	StorePrefix string `json:"store_prefix,omitempty"`
@@ -129,13 +131,21 @@ const startupTimeout = 15 * time.Second
 // Provision builds the room and syncs it once with its store: a store
 // that cannot be reached fails the configuration.
 func (h *Handler) Provision(ctx caddy.Context) error {
+	// The keys and the store's address may be placeholders filled now,
+	// such as {env.WAITINGROOM_KEY}.
+	repl := caddy.NewReplacer()
 	var keys [][]byte
 	if len(h.Keys) > 0 {
+		given := make([]string, len(h.Keys))
+		for i, k := range h.Keys {
+			given[i] = repl.ReplaceKnown(k, "")
+		}
 		var err error
-		if keys, err = waitingroom.ParseKeys(strings.Join(h.Keys, ",")); err != nil {
+		if keys, err = waitingroom.ParseKeys(strings.Join(given, ",")); err != nil {
 			return err
 		}
 	}
+	storeAddr := repl.ReplaceKnown(h.Store, "")
 	cfg := waitingroom.Config{
 		Name: cmp(h.Name, defaultName),
 		Settings: waitingroom.Settings{
@@ -164,7 +174,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		cfg.Bypass = []waitingroom.Rule{waitingroom.PathPrefix(h.Bypass...)}
 	}
 	var st store.Store
-	switch h.Store {
+	switch storeAddr {
 	case "", "memory":
 		name := cmp(h.Name, defaultName)
 		v, _, err := memoryStores.LoadOrNew(name, func() (caddy.Destructor, error) {
@@ -177,7 +187,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		st = v.(memoryStore).Store
 		h.close = func() error { _, err := memoryStores.Delete(name); return err }
 	default:
-		s, closer, err := openStore(h.Store, h.StorePrefix)
+		s, closer, err := openStore(storeAddr, h.StorePrefix)
 		if err != nil {
 			return fmt.Errorf("waitingroom: %w", err)
 		}
@@ -193,7 +203,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := room.Ready(start); err != nil {
 		_ = room.Close()
 		_ = h.close()
-		return fmt.Errorf("waitingroom: store %s: first sync failed: %w", redact(h.Store), err)
+		return fmt.Errorf("waitingroom: store %s: first sync failed: %w", redact(storeAddr), err)
 	}
 	h.room = room
 	return nil

@@ -174,6 +174,19 @@ func randomPrefix() string {
 	return "wrcaddy-test-" + hex.EncodeToString(b[:]) + ":"
 }
 
+// The key and the store's address may come from the environment, as
+// {env.NAME} placeholders filled at provision.
+func TestProvisionFromEnvironment(t *testing.T) {
+	t.Setenv("WRCADDY_TEST_KEY", hexKey)
+	t.Setenv("WRCADDY_TEST_STORE", "memory")
+	h := &Handler{Name: "caddy-env", TotalActiveUsers: 1, NewUsersPerMinute: 1, Keys: []string{"{env.WRCADDY_TEST_KEY}"}, Store: "{env.WRCADDY_TEST_STORE}"}
+	provision(t, h)
+	var c client
+	w := c.get(h, "/")
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Contains(t, w.Body.String(), "app id=")
+}
+
 func TestProvisionErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string

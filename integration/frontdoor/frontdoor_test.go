@@ -108,6 +108,12 @@ func (b *browser) get(t testing.TB, path string) (*http.Response, string) {
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.NoError(t, err)
+	// Whatever the front door sends as a cookie is one (a browser drops
+	// the rest): not a placeholder it left unfilled when the room set none.
+	for _, sc := range resp.Header.Values("Set-Cookie") {
+		_, err := http.ParseSetCookie(sc)
+		assert.NoError(t, err, "%s: Set-Cookie: %s", path, sc)
+	}
 	return resp, string(body)
 }
 
