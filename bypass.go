@@ -2,12 +2,12 @@ package waitingroom
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
-	"path"
 	"slices"
 	"strings"
+
+	"github.com/go-waitingroom/waitingroom/internal/request"
 )
 
 // Rule selects requests that skip the room: neither queued nor counted, and
@@ -50,13 +50,13 @@ func (r Rule) String() string { return r.desc }
 func PathPrefix(prefixes ...string) Rule {
 	lower := make([]string, len(prefixes))
 	for i, p := range prefixes {
-		lower[i] = asciiLower(p)
+		lower[i] = request.ASCIILower(p)
 	}
 	return Rule{
 		desc: fmt.Sprintf("path prefix %q", prefixes),
 		match: func(r *http.Request, _ netip.Addr) bool {
-			p, ok := canonicalPath(r)
-			return ok && slices.ContainsFunc(lower, func(pre string) bool { return hasPathPrefix(p, pre, true) })
+			p, ok := request.CanonicalPath(r)
+			return ok && slices.ContainsFunc(lower, func(pre string) bool { return request.HasPathPrefix(p, pre, true) })
 		},
 	}
 }
@@ -68,69 +68,10 @@ func PathPrefixCaseSensitive(prefixes ...string) Rule {
 	return Rule{
 		desc: fmt.Sprintf("case-sensitive path prefix %q", prefixes),
 		match: func(r *http.Request, _ netip.Addr) bool {
-			p, ok := canonicalPath(r)
-			return ok && slices.ContainsFunc(ps, func(pre string) bool { return hasPathPrefix(p, pre, false) })
+			p, ok := request.CanonicalPath(r)
+			return ok && slices.ContainsFunc(ps, func(pre string) bool { return request.HasPathPrefix(p, pre, false) })
 		},
 	}
-}
-
-// hasPathPrefix reports whether path starts with prefix (with fold, ASCII
-// letters of path compared in lower case, as prefix is given) and what
-// follows it is printable ASCII.
-func hasPathPrefix(path, prefix string, fold bool) bool {
-	if len(path) < len(prefix) {
-		return false
-	}
-	head := path[:len(prefix)]
-	if fold {
-		head = asciiLower(head)
-	}
-	if head != prefix {
-		return false
-	}
-	for i := len(prefix); i < len(path); i++ {
-		if c := path[i]; c < 0x20 || c > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
-// asciiLower is s with its ASCII letters in lower case and every other
-// byte as it is (strings.ToLower also folds letters such as the Kelvin
-// sign into ASCII ones, and rewrites invalid UTF-8).
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
-// canonicalPath returns the request's path and whether it is canonical:
-// no dot segments, no empty segments, no escaped slashes, no percent-
-// encoding beyond what the path needs (RawPath is set for any other), no
-// path parameters (';'), no backslashes, and no segment made only of dots
-// and spaces. A rule never matches any other path, so it cannot be matched
-// by a path that the application, or a server in front of it, resolves
-// elsewhere.
-func canonicalPath(r *http.Request) (string, bool) {
-	p := r.URL.Path
-	if p == "" || p[0] != '/' || r.URL.RawPath != "" || strings.ContainsAny(p, `;\`) {
-		return p, false
-	}
-	for seg := range strings.SplitSeq(p[1:], "/") {
-		if seg != "" && strings.Trim(seg, ". ") == "" {
-			return p, false // ".", "..", "...", ".. " and the like
-		}
-	}
-	c := path.Clean(p)
-	if strings.HasSuffix(p, "/") && c != "/" {
-		c += "/"
-	}
-	return p, c == p
 }
 
 // Methods matches requests with one of the given methods (case-sensitive,
@@ -232,53 +173,11 @@ func (rm *Room) bypassed(r *http.Request) bool {
 	if len(rm.cfg.Bypass) == 0 {
 		return false
 	}
-	client := clientAddr(r, rm.cfg.TrustedProxies)
+	client := request.ClientAddr(r, rm.cfg.TrustedProxies)
 	for _, rule := range rm.cfg.Bypass {
 		if rule.match != nil && rule.match(r, client) {
 			return true
 		}
 	}
 	return false
-}
-
-// clientAddr is the request's client address: the remote address, unless
-// that is a trusted proxy, in which case X-Forwarded-For is read from the
-// right, skipping trusted proxies, to the first address that is not one.
-func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
-	addr := parseAddr(r.RemoteAddr)
-	if len(trusted) == 0 {
-		return addr
-	}
-	isTrusted := func(a netip.Addr) bool {
-		return a.IsValid() && slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(a) })
-	}
-	if !isTrusted(addr) {
-		return addr
-	}
-	xff := r.Header.Values("X-Forwarded-For")
-	for i := len(xff) - 1; i >= 0; i-- {
-		parts := strings.Split(xff[i], ",")
-		for j := len(parts) - 1; j >= 0; j-- {
-			a := parseAddr(strings.TrimSpace(parts[j]))
-			if !a.IsValid() {
-				return netip.Addr{} // garbage: trust nothing further
-			}
-			if !isTrusted(a) {
-				return a
-			}
-			addr = a
-		}
-	}
-	return addr
-}
-
-func parseAddr(s string) netip.Addr {
-	if host, _, err := net.SplitHostPort(s); err == nil {
-		s = host
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Addr{}
-	}
-	return a.Unmap()
 }

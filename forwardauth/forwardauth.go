@@ -22,9 +22,7 @@ package forwardauth
 import (
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -32,6 +30,7 @@ import (
 
 	"github.com/go-waitingroom/waitingroom"
 	"github.com/go-waitingroom/waitingroom/internal/hook"
+	"github.com/go-waitingroom/waitingroom/internal/request"
 )
 
 // Headers between the forward-auth handler and the server in front. The
@@ -362,7 +361,7 @@ func (f *handler) original(r *http.Request) *http.Request {
 	case IngressNginx:
 		names = originalHeaders
 	}
-	if !trustedAddr(parseAddr(r.RemoteAddr), f.front.TrustedProxies) {
+	if !request.Trusted(request.ParseAddr(r.RemoteAddr), f.front.TrustedProxies) {
 		if slices.ContainsFunc(names, func(n string) bool { return len(h[n]) > 0 }) && f.warned.CompareAndSwap(false, true) {
 			f.log.Warn("waitingroom: forward-auth request with forwarded headers from a peer outside TrustedProxies; its headers are ignored (logged once)", "peer", r.RemoteAddr)
 		}
@@ -480,22 +479,4 @@ func validMethod(m string) bool {
 		}
 	}
 	return len(m) <= 32
-}
-
-// parseAddr returns the address of s, "host:port" or a bare host; the
-// zero Addr for anything else.
-func parseAddr(s string) netip.Addr {
-	if host, _, err := net.SplitHostPort(s); err == nil {
-		s = host
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Addr{}
-	}
-	return a.Unmap()
-}
-
-// trustedAddr reports whether a is in one of the trusted networks.
-func trustedAddr(a netip.Addr, trusted []netip.Prefix) bool {
-	return a.IsValid() && slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(a) })
 }
