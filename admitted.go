@@ -83,9 +83,10 @@ func (rm *Room) lookupLocked(v *view, id uint64) (store.Session, bool) {
 
 // recordAlive reports whether the session recorded as x is alive at now
 // (Unix ms) under policy p: the visitor was seen within the session
-// (to the second), and it was neither revoked nor capped.
+// (to the second) and not before its floor, and it was neither revoked
+// nor capped.
 func recordAlive(x *store.Session, p *policy, now int64) bool {
-	if x.Revoked || (x.End != 0 && now >= x.End*1000) {
+	if x.Revoked || (x.End != 0 && now >= x.End*1000) || (x.Seen+1)*1000 <= p.floor {
 		return false
 	}
 	if !p.renew && now-x.Admitted*1000 >= p.session {
@@ -109,7 +110,7 @@ func (rm *Room) readCookie(r *http.Request, p *policy, now int64) (best cookieSt
 		}
 		rank := 1
 		switch {
-		case c.acceptedAt > 0 && (p.renew || now-c.acceptedAt < p.session) && now-c.lastCheckIn < p.session:
+		case c.acceptedAt > 0 && (p.renew || now-c.acceptedAt < p.session) && now-c.lastCheckIn < p.session && c.lastCheckIn >= p.floor:
 			rank = 3
 		case c.acceptedAt == 0 && now-c.lastCheckIn < rm.hold:
 			rank = 2
@@ -155,7 +156,7 @@ func (rm *Room) sessionAlive(v *view, p *policy, c cookieState, now int64) bool 
 	if !p.renew && now-c.acceptedAt >= p.session {
 		return false
 	}
-	if now-c.lastCheckIn < p.session {
+	if now-c.lastCheckIn < p.session && c.lastCheckIn >= p.floor {
 		return true
 	}
 	rm.local.Lock()

@@ -1,9 +1,12 @@
 package waitingroom
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom/store"
 )
@@ -42,9 +45,62 @@ func TestRecordAlive(t *testing.T) {
 		{"revoked", store.Session{Admitted: at, Seen: at, Revoked: true}, renew, at * 1000, false},
 		{"at its end", store.Session{Admitted: at, Seen: at, End: at + 10}, renew, (at + 10) * 1000, false},
 		{"before its end", store.Session{Admitted: at, Seen: at, End: at + 10}, renew, (at+10)*1000 - 1, true},
+		{"seen in the second of the floor", store.Session{Admitted: at, Seen: at}, &policy{session: 60_000, renew: true, floor: at*1000 + 999}, at * 1000, true},
+		{"seen before the floor", store.Session{Admitted: at, Seen: at}, &policy{session: 60_000, renew: true, floor: (at + 1) * 1000}, at * 1000, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, recordAlive(&tc.x, tc.p, tc.now))
+		})
+	}
+}
+
+// Sessions made longer, by an Update or an event that opens, do not bring
+// back those that ended under the shorter length, whose slots others took:
+// Total Active Users holds. Sessions alive when they are made longer get
+// the longer length.
+func TestLongerSessionsLeaveEndedOnesEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		lengthen func(t *testing.T, tr *testRoom)
+	}{
+		{"an update", func(t *testing.T, tr *testRoom) {
+			require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.SessionDuration = 5 * time.Minute }))
+		}},
+		{"an event's opening", func(t *testing.T, tr *testRoom) {
+			start := tr.clk.Now().Truncate(time.Minute).Add(time.Minute)
+			require.NoError(t, tr.Update(context.Background(), func(s *Settings) {
+				s.Events = []Event{{Name: "long", Start: start, End: start.Add(time.Hour), SessionDuration: 5 * time.Minute}}
+			}))
+			tr.clk.Set(start.Add(time.Second))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) { c.Settings.SessionDuration = time.Minute })
+			early := make([]visitor, 10)
+			for i := range early {
+				require.True(t, admitted(tr.get(&early[i], "")))
+			}
+			tr.sync()
+			tr.clk.Add(90 * time.Second) // their sessions ended, idle
+			tr.sync()
+			tr.clk.Add(time.Minute) // a new minute's admissions
+			tr.sync()
+			late := make([]visitor, 10)
+			for i := range late {
+				require.True(t, admitted(tr.get(&late[i], "")), "a slot freed by the first ten")
+			}
+			tr.sync()
+			tc.lengthen(t, tr)
+			tr.sync()
+			for i := range early {
+				assert.False(t, admitted(tr.get(&early[i], "")), "ended under the shorter length: %d", i)
+			}
+			tr.sync()
+			assert.LessOrEqual(t, tr.Stats().Active, 10)
+			tr.clk.Add(3 * time.Minute) // idle within the longer length
+			for i := range late {
+				assert.True(t, admitted(tr.get(&late[i], "")), "alive when made longer: %d", i)
+			}
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 type policy struct {
 	Settings
 	session  int64 // ms
+	floor    int64 // Unix ms: a session last seen before it has ended (Settings.sessionFloor)
 	renew    bool
 	reissue  int64 // ms between re-issues of an admitted visitor's cookie
 	tmpl     *template.Template
@@ -93,6 +94,7 @@ func (rm *Room) policyAt(s *Settings, now int64) policy {
 		break
 	}
 	p.reissue = min(time.Minute.Milliseconds(), p.session/5)
+	p.floor = s.sessionFloor(now)
 	if p.method = p.QueueingMethod.spec(); p.method == nil {
 		p.method = &fifoMethod // settings from a newer version
 	}

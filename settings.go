@@ -40,7 +40,8 @@ type Settings struct {
 	// their latest request, in nanoseconds in JSON. Default (0) 5
 	// minutes; 1 to 30 minutes. A change applies to sessions under way:
 	// shortened, a session whose latest request is further back than the
-	// new duration is over.
+	// new duration is over; lengthened (here or by an event), one over
+	// already stays over.
 	SessionDuration time.Duration `json:"sessionDuration,omitempty"`
 	// DisableSessionRenewal caps a session at SessionDuration from
 	// admission, however active the visitor is; then they queue again, at
@@ -62,6 +63,56 @@ type Settings struct {
 	// a challenge, what failing does, and the proof of work's difficulty.
 	// Default nil: none. Overridable per Event.
 	Challenge *challenge.Policy `json:"challenge,omitempty"`
+
+	// sessionsFrom is the Unix ms before which a session's latest sign of
+	// life means it has ended: an Update or a deploy lengthened sessions
+	// then (sessionFloor). Stored as "sessionsFrom" (storedSettings).
+	sessionsFrom int64
+}
+
+// storedSettings are Settings as the shared state keeps them.
+type storedSettings struct {
+	Settings
+	SessionsFrom int64 `json:"sessionsFrom,omitempty"`
+}
+
+// lengthen notes in s, settings that follow others granting sessions of
+// before ms at now (Unix ms), whether they lengthen them: sessions ended
+// under the shorter length stay ended.
+func (s *Settings) lengthen(before, now int64) {
+	if s.sessionAt(now) > before {
+		s.sessionsFrom = max(s.sessionsFrom, now-before)
+	}
+}
+
+// sessionAt is the session length, in ms, that s grants at t (Unix ms):
+// the event's in force, as policyAt finds it, or the room's.
+func (s *Settings) sessionAt(t int64) int64 {
+	for i := range s.Events {
+		if e := &s.Events[i]; !e.Suspended && t >= e.opens().UnixMilli() && t < e.End.UnixMilli() {
+			if e.SessionDuration > 0 {
+				return e.SessionDuration.Milliseconds()
+			}
+			break
+		}
+	}
+	return s.sessionDuration()
+}
+
+// sessionFloor is the Unix ms before which a session's latest sign of
+// life means it has ended, whatever the length in force at now says: the
+// latest moment up to now that sessions were lengthened (an Update, an
+// event's opening or end), less the length before it.
+func (s *Settings) sessionFloor(now int64) int64 {
+	floor := s.sessionsFrom
+	for i := range s.Events {
+		for _, t := range [...]int64{s.Events[i].opens().UnixMilli(), s.Events[i].End.UnixMilli()} {
+			if before := s.sessionAt(t - 1); t <= now && s.sessionAt(t) > before {
+				floor = max(floor, t-before)
+			}
+		}
+	}
+	return floor
 }
 
 // Validate reports whether Room.Update would accept s: nil, or an error

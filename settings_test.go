@@ -93,3 +93,42 @@ func TestCloneEvents(t *testing.T) {
 	assert.Nil(t, cloneEvents(nil))
 	assert.Nil(t, cloneChallenge(nil))
 }
+
+// The floor of sessions: the latest moment sessions were made longer, by
+// an Update (sessionsFrom) or an event opening or ending, less the
+// length before it; none for a change yet to come, a shorter length or a
+// suspended event.
+func TestSessionFloor(t *testing.T) {
+	t0 := time.Date(2027, 3, 1, 12, 0, 0, 0, time.UTC)
+	ms := func(t time.Time) int64 { return t.UnixMilli() }
+	event := func(start time.Duration, session time.Duration) Event {
+		return Event{Name: "e", Start: t0.Add(start), End: t0.Add(start + time.Hour), SessionDuration: session}
+	}
+	for _, tc := range []struct {
+		name string
+		s    Settings
+		now  time.Time
+		want int64
+	}{
+		{"nothing lengthened", Settings{SessionDuration: time.Minute}, t0, 0},
+		{"an update", Settings{SessionDuration: time.Minute, sessionsFrom: 42}, t0, 42},
+		{"an event opened, longer", Settings{SessionDuration: time.Minute, Events: []Event{event(0, 5*time.Minute)}}, t0, ms(t0) - 60_000},
+		{"before it opens", Settings{SessionDuration: time.Minute, Events: []Event{event(0, 5*time.Minute)}}, t0.Add(-time.Millisecond), 0},
+		{"an event opened, shorter", Settings{SessionDuration: 5 * time.Minute, Events: []Event{event(0, time.Minute)}}, t0, 0},
+		{"its end, longer after", Settings{SessionDuration: 5 * time.Minute, Events: []Event{event(0, time.Minute)}}, t0.Add(time.Hour), ms(t0.Add(time.Hour)) - 60_000},
+		{"the latest of an update and an event", Settings{SessionDuration: time.Minute, sessionsFrom: ms(t0), Events: []Event{event(-time.Hour, 5*time.Minute)}}, t0.Add(time.Minute), ms(t0)},
+		{"a suspended event", Settings{SessionDuration: time.Minute, Events: []Event{func() Event { e := event(0, 5*time.Minute); e.Suspended = true; return e }()}}, t0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.s.sessionFloor(ms(tc.now)))
+		})
+	}
+
+	// An Update that lengthens sessions sets the floor; one that does not
+	// keeps it.
+	s := Settings{SessionDuration: 5 * time.Minute, sessionsFrom: 7}
+	s.lengthen(time.Minute.Milliseconds(), ms(t0))
+	assert.Equal(t, ms(t0)-60_000, s.sessionsFrom)
+	s.lengthen(10*time.Minute.Milliseconds(), ms(t0.Add(time.Hour)))
+	assert.Equal(t, ms(t0)-60_000, s.sessionsFrom)
+}

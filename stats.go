@@ -96,7 +96,9 @@ func (rm *Room) Stats() Stats {
 	if s.Now = time.UnixMilli(now); v.At != 0 {
 		s.Synced = time.UnixMilli(v.At)
 	}
-	// Callers get their own copies of what the view shares.
+	// Callers get their own copies of what the view shares, and the
+	// public fields only.
+	s.Settings.sessionsFrom, s.InForce.sessionsFrom = 0, 0
 	s.Settings.Events = cloneEvents(s.Settings.Events)
 	s.InForce.Events = s.Settings.Events
 	if pol.event != nil {

@@ -57,8 +57,13 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 		epoch, version uint64
 	)
 	err := rm.syncer.Update(ctx, func(st *store.State, restore *Settings) error {
-		s = rm.liveSettings(st, restore)
+		now := rm.now()
+		s = rm.liveSettings(st, restore, now)
+		before, floor := s.sessionAt(now), s.sessionsFrom
+		s.sessionsFrom = 0 // the caller's settings are the public fields
 		fn(&s)
+		s.sessionsFrom = floor
+		s.lengthen(before, now)
 		if s.QueueingMethod == "" {
 			s.QueueingMethod = FIFO
 		}
@@ -115,7 +120,7 @@ func (rm *Room) Shutdown(ctx context.Context) error {
 // settle returns the live settings in st and the rules they mean at now
 // (share.Host).
 func (rm *Room) settle(st *store.State, now int64, restore *Settings) (Settings, share.Rules) {
-	s := rm.liveSettings(st, restore)
+	s := rm.liveSettings(st, restore, now)
 	p := rm.policyAt(&s, now)
 	return s, rm.rules(&p, &s)
 }
@@ -124,7 +129,7 @@ func (rm *Room) settle(st *store.State, now int64, restore *Settings) (Settings,
 // sessions, the chances remembered turned over, the history's sample, and
 // the log lines of a change of settings or phase.
 func (rm *Room) installed(old, v *view) {
-	times := rm.sessionTimes(&v.Settings)
+	times := rm.sessionTimes(&v.Settings, 0)
 	rm.learnRevoked(v.Revoked, v.At, times.Window+times.Hold+times.Margin)
 	rm.local.Lock()
 	// A chance is remembered while the count it left counts: a waiting
@@ -151,22 +156,28 @@ func (rm *Room) installed(old, v *view) {
 // the earlier deploy does (TestDeployOfAnotherConfig). A state recreated after a
 // loss gets the settings this instance last knew (restore), so live
 // changes survive.
-func (rm *Room) liveSettings(st *store.State, restore *Settings) Settings {
+func (rm *Room) liveSettings(st *store.State, restore *Settings, now int64) Settings {
 	if restore != nil {
 		writeSettings(st, *restore)
 		st.ConfigHash = rm.configHash
 		return *restore
 	}
-	if st.ConfigHash != rm.configHash && rm.syncer.Snapshot().SettingsVersion == 0 {
-		s := rm.cfg.settings()
-		writeSettings(st, s)
-		st.ConfigHash = rm.configHash
-		return s
-	}
-	var s Settings
-	if err := json.Unmarshal(st.Settings, &s); err != nil || s.QueueingMethod == "" || s.validateWith(rm.checkTemplate) != nil {
-		s = rm.cfg.settings()
-		writeSettings(st, s)
+	var w storedSettings
+	err := json.Unmarshal(st.Settings, &w)
+	s := w.Settings
+	s.sessionsFrom = w.SessionsFrom
+	valid := err == nil && s.QueueingMethod != "" && s.validateWith(rm.checkTemplate) == nil
+	if deploy := st.ConfigHash != rm.configHash && rm.syncer.Snapshot().SettingsVersion == 0; deploy || !valid {
+		c := rm.cfg.settings()
+		if valid {
+			c.sessionsFrom = s.sessionsFrom
+			c.lengthen(s.sessionAt(now), now)
+		}
+		writeSettings(st, c)
+		if deploy {
+			st.ConfigHash = rm.configHash
+		}
+		return c
 	}
 	return s
 }
@@ -183,7 +194,7 @@ func (rm *Room) rules(p *policy, s *Settings) share.Rules {
 		Lottery:           p.lottery,
 		Session:           p.session,
 		Renew:             p.renew,
-		Times:             rm.sessionTimes(s),
+		Times:             rm.sessionTimes(s, p.floor),
 		Refresh:           rm.cfg.RefreshInterval.Milliseconds(),
 	}
 	if !p.method.ordered && !p.method.passes && p.method.layout != nil {
@@ -208,11 +219,12 @@ func (rm *Room) rules(p *policy, s *Settings) share.Rules {
 // instances still on their way: a request one of them let in just before
 // the session would have ended reaches the state within a sync interval
 // and its round trip.
-func (rm *Room) sessionTimes(s *Settings) share.SessionTimes {
+func (rm *Room) sessionTimes(s *Settings, floor int64) share.SessionTimes {
 	return share.SessionTimes{
 		Window: rm.countWindow(s),
 		Margin: max(rm.cfg.SyncInterval, 0).Milliseconds() + 1000,
 		Hold:   rm.hold,
+		Floor:  floor,
 	}
 }
 
@@ -238,7 +250,7 @@ func loggable(s Settings) Settings {
 		}
 		return fmt.Sprintf("(%d bytes)", len(t))
 	}
-	s.Template = short(s.Template)
+	s.Template, s.sessionsFrom = short(s.Template), 0
 	s.Events = slices.Clone(s.Events)
 	for i := range s.Events {
 		s.Events[i].Template = short(s.Events[i].Template)
@@ -247,7 +259,7 @@ func loggable(s Settings) Settings {
 }
 
 func writeSettings(st *store.State, s Settings) {
-	st.Settings, _ = json.Marshal(s)
+	st.Settings, _ = json.Marshal(storedSettings{s, s.sessionsFrom})
 	st.SettingsVersion++
 }
 

@@ -200,3 +200,15 @@ func TestDeployOfAnotherConfig(t *testing.T) {
 		assert.Equal(t, [2]int{12, 4}, [2]int{s.TotalActiveUsers, s.NewUsersPerMinute}, "instance %d", i)
 	}
 }
+
+// A deploy whose Config makes sessions longer leaves those that ended
+// under the shorter length ended, as an Update does.
+func TestDeployLengtheningSessions(t *testing.T) {
+	clk, st := newClock(), newMemStore()
+	newTestRoomOn(t, clk, st, func(c *Config) { c.Settings.SessionDuration = time.Minute })
+	deployed := newTestRoomOn(t, clk, st, func(c *Config) { c.Settings.SessionDuration = 10 * time.Minute })
+	s := deployed.syncer.Snapshot().Settings
+	assert.Equal(t, 10*time.Minute, s.SessionDuration)
+	assert.Equal(t, clk.Now().UnixMilli()-time.Minute.Milliseconds(), s.sessionsFrom)
+	assert.Zero(t, deployed.Stats().Settings.sessionsFrom, "not in what callers see")
+}

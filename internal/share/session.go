@@ -15,13 +15,16 @@ type SessionTimes struct {
 	// Hold: its waiting cookies stay presentable this long after the
 	// admission (QueueHold).
 	Hold int64
+	// Floor: a session last seen before it (Unix ms) has ended, whatever
+	// the window says (sessions were made longer then).
+	Floor int64
 }
 
 // Alive reports whether the session of x counts as active at now (Unix
 // ms): not revoked, not past its end, and seen within the window and
-// margin.
+// margin, not before the floor.
 func (t SessionTimes) Alive(x *store.Session, now int64) bool {
-	if x.Revoked || (x.End != 0 && now >= x.End*1000) {
+	if x.Revoked || (x.End != 0 && now >= x.End*1000) || (x.Seen+1)*1000 <= t.Floor {
 		return false
 	}
 	return now < (x.Seen+1)*1000+t.Window+t.Margin && x.Seen*1000 <= now+MaxClockLead

@@ -31,6 +31,11 @@ func TestSessionTimesAlive(t *testing.T) {
 			assert.Equal(t, tc.want, times.Alive(&tc.x, tc.now))
 		})
 	}
+	floored := times
+	floored.Floor = (seen + 1) * 1000
+	assert.False(t, floored.Alive(&store.Session{Seen: seen}, seen*1000), "seen before the floor")
+	floored.Floor--
+	assert.True(t, floored.Alive(&store.Session{Seen: seen}, seen*1000), "seen in the floor's second")
 }
 
 func TestSessionTimesKept(t *testing.T) {
