@@ -48,7 +48,7 @@
 //	lotteryOdds                   float   with lotteryInterval: the published odds of that interval's draw, in [0, 1], written as in the JSON (0.00001)
 //	lotteryRecords                string  with lotteryIdentity, where the room says (Options.LotteryRecords): the URL of the published record of the period in progress ("" otherwise)
 //
-// The last seven are this package's own: the commercial product shows
+// The last eight are this package's own: the commercial product shows
 // none of them, and templates written for it do not use them. So are two slots
 // of markup, placed unescaped ({{{name}}}), in no JSON:
 //

@@ -448,7 +448,16 @@ func TestCaddy(t *testing.T) {
 	a := newApp(t)
 	addr, admin := room(t, "room", roomArgs(t, "caddy")...)
 	front := caddy(t, bin, addr, a.addr())
-	visit(t, front, a, admin)
+	first, _ := visit(t, front, a, admin)
+
+	// The URL that ends a visit frees the slot and expires the cookie.
+	resp, body := first.get(t, "/checkout/done")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Equal(t, "app /checkout/done", body)
+	assert.Equal(t, "revoked", a.lastTicket("/checkout/done"))
+	assert.Empty(t, first.cookie(roomCookie), "the cookie is expired")
+	require.Eventually(t, func() bool { return roomStatus(t, admin).Active == 1 }, 5*time.Second, 50*time.Millisecond,
+		"the revoked visitor's slot is free")
 }
 
 // Behind nginx configured as the ingress-nginx controller configures it
