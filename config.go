@@ -54,7 +54,9 @@ const (
 	// FailClosed (the default) keeps serving admitted visitors on their
 	// cookies and queues everyone else; nobody is let in beyond the grant
 	// the instance held when the store went away. Queued visitors keep
-	// their place, which lives in their cookie.
+	// their place, which lives in their cookie. An instance of several
+	// cut off alone serves an admitted visitor a session after their
+	// latest request the others know of, when they give the slot away.
 	FailClosed StoreErrorPolicy = iota
 	// FailOpen lets every visitor through, uncounted, while the store is
 	// unreachable: the application is unprotected during the outage.

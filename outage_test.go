@@ -113,3 +113,63 @@ func TestPlaceInLineAcrossAFailedSync(t *testing.T) {
 	assert.Equal(t, 2, got.PositionInLine, "the visitor queued before the failed sync is ahead")
 	assert.Equal(t, 2, got.QueueLength)
 }
+
+// One instance of two cut off from the store for longer than a session,
+// its admitted visitors still browsing there: the other counts their
+// sessions for a session length after the latest sign of life it knows
+// of, and then gives their slots to newcomers; the cut-off instance lets
+// them pass as long, no longer, so that Total Active Users holds. A
+// visitor it knows the others count as alive passes while they do.
+func TestPartitionLongerThanASession(t *testing.T) {
+	clk, st := newClock(), memstore.New()
+	cut := &flaky{Store: st}
+	limits := func(c *waitingroom.Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute, c.SessionDuration = 10, 10, time.Minute
+	}
+	a := newTestRoomOn(t, clk, cut, limits)
+	b := newTestRoomOn(t, clk, st, limits)
+	for _, tr := range []*testRoom{a, b, a, b} {
+		tr.sync()
+	}
+	inA := make([]visitor, 8)
+	for i := range inA {
+		for try := 0; !admitted(a.get(&inA[i], "")); try++ {
+			require.Less(t, try, 120, "visitor %d", i)
+			clk.Add(time.Second)
+			for j := range i {
+				a.get(&inA[j], "") // browsing meanwhile
+			}
+			a.sync() // a's share of the slots, paced over the minute
+			b.sync()
+		}
+	}
+	for i := range inA {
+		require.True(t, admitted(a.get(&inA[i], "")), "visitor %d browses", i)
+	}
+	a.sync()
+	b.sync()
+	cut.down.Store(true)
+	var inB []*visitor
+	for step := range 24 { // 4 minutes
+		clk.Add(10 * time.Second)
+		assert.Error(t, a.Sync(context.Background()))
+		b.sync()
+		passing := 0
+		for i := range inA {
+			if admitted(a.get(&inA[i], "")) {
+				passing++
+			}
+		}
+		if v := (&visitor{}); admitted(b.get(v, "")) {
+			inB = append(inB, v)
+		}
+		for _, v := range inB {
+			assert.True(t, admitted(b.get(v, "")), "a newcomer let in at b browses on (step %d)", step)
+		}
+		assert.LessOrEqual(t, passing+len(inB), 10, "browsing at once, step %d (%d at the cut-off instance)", step, passing)
+		if step == 2 {
+			assert.Equal(t, len(inA), passing, "within the session, the cut-off instance's visitors pass")
+		}
+	}
+	assert.NotEmpty(t, inB, "the other instance gave the slots to newcomers")
+}
