@@ -146,7 +146,7 @@ func (v *View) Ahead(b int64, lottery [2]int64, fresh bool, id uint64, refresh i
 			}
 			in += x.Waiting
 		}
-		return bc.Before + int64(float64(in)*v.placeShare(id, refresh))
+		return bc.Before + int64(float64(in)*v.placeShare(id, refresh, in))
 	}
 	return v.Waiting
 }
@@ -163,19 +163,25 @@ func (v *View) Tied(b int64, fresh bool) int64 {
 	return max(v.Buckets[i].Waiting-1, 0) / 2
 }
 
-// placeShare is the share of the shuffled pre-queue's places above the
-// cut in force at the view's time that lie below visitor id's: 0 when
-// their turn has come, a half without a seed.
-func (v *View) placeShare(id uint64, refresh int64) float64 {
+// placeShare is the share of the shuffled pre-queue's waiting visitors
+// (waiting of them) whose places lie below visitor id's, taken as spread
+// over the places above the lowest still waiting: the cut in force at
+// the view's time or, when fewer were let in than it says (Total Active
+// Users binds), the share of the pre-queue let in (Seed.Prequeued less
+// those waiting). 0 when their turn has come, a half without a seed.
+func (v *View) placeShare(id uint64, refresh, waiting int64) float64 {
 	x, w := v.seedAt(v.At, refresh)
 	if x == nil {
 		return 0.5
 	}
-	cut, _ := cutAt(x, w)
-	if cut >= 1 {
+	lo, _ := cutAt(x, w)
+	if x.Prequeued > 0 {
+		lo = min(lo, max(0, float64(x.Prequeued-waiting)/float64(x.Prequeued)))
+	}
+	if lo >= 1 {
 		return 0
 	}
-	return max(0, lottery.Place(x.Secret, id)-cut) / (1 - cut)
+	return max(0, lottery.Place(x.Secret, id)-lo) / (1 - lo)
 }
 
 // Snapshot is the view requests read: the algorithm's View, and the live

@@ -123,6 +123,23 @@ func TestViewAhead(t *testing.T) {
 		prev, seen = got, seen+1
 	}
 	assert.Greater(t, seen, 20)
+	// Fewer let in than the cut says (Total Active Users binds): of the
+	// 1,000 pre-queued, 900 still wait, so those above the lowest tenth
+	// of the places, not the fifth, are ahead; nobody under the cut is
+	// told they are next but who is.
+	v.seeds[0].Prequeued = 1000
+	for _, id := range idsByPlace(x.Secret, 50) {
+		if p := lottery.Place(x.Secret, id); p > 0.1 {
+			assert.Equal(t, int64(900*(p-0.1)/0.9), v.Ahead(s-600, pre, false, id, refresh), "place %v", p)
+		}
+	}
+	v.seeds[0].Prequeued = 1200 // more let in than the cut says (some left): the cut decides
+	for _, id := range idsByPlace(x.Secret, 50) {
+		if p := lottery.Place(x.Secret, id); p > 0.2 {
+			assert.Equal(t, int64(900*(p-0.2)/0.8), v.Ahead(s-600, pre, false, id, refresh), "place %v", p)
+		}
+	}
+	v.seeds[0].Prequeued = 0
 	v.seeds[0].Cuts = append(v.seeds[0].Cuts, store.Odds{Interval: s*1000/refresh + 1, Odds: 1})
 	assert.Zero(t, v.Ahead(s-600, pre, false, 7, refresh), "everyone's turn has come")
 }
