@@ -86,7 +86,7 @@ func (rm *Room) lookupLocked(v *view, id uint64) (store.Session, bool) {
 // (to the second) and not before its floor, and it was neither revoked
 // nor capped.
 func recordAlive(x *store.Session, p *policy, now int64) bool {
-	if x.Revoked || (x.End != 0 && now >= x.End*1000) || (x.Seen+1)*1000 <= p.floor {
+	if x.Revoked || (x.End != 0 && now >= x.End*1000) || p.floors.Over(x) {
 		return false
 	}
 	if !p.renew && now-x.Admitted*1000 >= p.session {
@@ -110,7 +110,7 @@ func (rm *Room) readCookie(r *http.Request, p *policy, now int64) (best cookieSt
 		}
 		rank := 1
 		switch {
-		case c.acceptedAt > 0 && (p.renew || now-c.acceptedAt < p.session) && now-c.lastCheckIn < p.session && c.lastCheckIn >= p.floor:
+		case c.acceptedAt > 0 && (p.renew || now-c.acceptedAt < p.session) && now-c.lastCheckIn < p.session && !p.over(c):
 			rank = 3
 		case c.acceptedAt == 0 && now-c.lastCheckIn < rm.hold:
 			rank = 2
@@ -165,7 +165,7 @@ func (rm *Room) sessionAlive(v *view, p *policy, c cookieState, now int64) bool 
 		}
 		return now < v.At+p.session // let in since: none knows more
 	}
-	if now-c.lastCheckIn < p.session && c.lastCheckIn >= p.floor {
+	if now-c.lastCheckIn < p.session && !p.over(c) {
 		return true
 	}
 	rm.local.Lock()

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-waitingroom/waitingroom/internal/share"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -45,8 +46,8 @@ func TestRecordAlive(t *testing.T) {
 		{"revoked", store.Session{Admitted: at, Seen: at, Revoked: true}, renew, at * 1000, false},
 		{"at its end", store.Session{Admitted: at, Seen: at, End: at + 10}, renew, (at + 10) * 1000, false},
 		{"before its end", store.Session{Admitted: at, Seen: at, End: at + 10}, renew, (at+10)*1000 - 1, true},
-		{"seen in the second of the floor", store.Session{Admitted: at, Seen: at}, &policy{session: 60_000, renew: true, floor: at*1000 + 999}, at * 1000, true},
-		{"seen before the floor", store.Session{Admitted: at, Seen: at}, &policy{session: 60_000, renew: true, floor: (at + 1) * 1000}, at * 1000, false},
+		{"seen in the second of the floor", store.Session{Admitted: at, Seen: at}, &policy{session: 60_000, renew: true, floors: share.Floors{Seen: at*1000 + 999}}, at * 1000, true},
+		{"seen before the floor", store.Session{Admitted: at, Seen: at}, &policy{session: 60_000, renew: true, floors: share.Floors{Seen: (at + 1) * 1000}}, at * 1000, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, recordAlive(&tc.x, tc.p, tc.now))
@@ -103,4 +104,38 @@ func TestLongerSessionsLeaveEndedOnesEnded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Renewal turned on does not bring back sessions it capped, whose slots
+// others took, though their visitors came by within the session length.
+func TestRenewalLeavesCappedSessionsEnded(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.Settings.SessionDuration, c.Settings.DisableSessionRenewal = time.Minute, true })
+	tr.clk.Set(tr.clk.Now().Truncate(time.Minute).Add(time.Minute))
+	early := make([]visitor, 10)
+	for i := range early {
+		require.True(t, admitted(tr.get(&early[i], "")))
+	}
+	for range 4 { // browsing until just before their cap
+		tr.clk.Add(14 * time.Second)
+		for i := range early {
+			require.True(t, admitted(tr.get(&early[i], "")))
+		}
+		tr.sync()
+	}
+	tr.clk.Add(10 * time.Second) // capped, and a new minute's admissions
+	tr.sync()
+	late := make([]visitor, 10)
+	for i := range late {
+		require.True(t, admitted(tr.get(&late[i], "")), "a slot freed by the first ten")
+	}
+	tr.sync()
+	require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.DisableSessionRenewal = false }))
+	for i := range early {
+		assert.False(t, admitted(tr.get(&early[i], "")), "capped before renewal: %d", i)
+	}
+	for i := range late {
+		assert.True(t, admitted(tr.get(&late[i], "")), "renewed from now: %d", i)
+	}
+	tr.sync()
+	assert.LessOrEqual(t, tr.Stats().Active, 10)
 }

@@ -12,8 +12,8 @@ import (
 // the overrides of the event in force applied.
 type policy struct {
 	Settings
-	session  int64 // ms
-	floor    int64 // Unix ms: a session last seen before it has ended (Settings.sessionFloor)
+	session  int64        // ms
+	floors   share.Floors // Settings.sessionFloors
 	renew    bool
 	reissue  int64 // ms between re-issues of an admitted visitor's cookie
 	tmpl     *template.Template
@@ -30,6 +30,11 @@ type policy struct {
 // so that those visitors race for the same slots in random order, all
 // ahead of later arrivals.
 func (p *policy) bucket(b int64) int64 { return (&share.Rules{Lottery: p.lottery}).Bucket(b) }
+
+// over reports whether the floors end the session of cookie c.
+func (p *policy) over(c cookieState) bool {
+	return c.lastCheckIn < p.floors.Seen || c.acceptedAt < p.floors.Admitted
+}
 
 // eventSpan returns the span [from, until) of Unix ms around now in which
 // none of events opens, starts or ends, so that policyAt gives the same
@@ -94,7 +99,7 @@ func (rm *Room) policyAt(s *Settings, now int64) policy {
 		break
 	}
 	p.reissue = min(time.Minute.Milliseconds(), p.session/5)
-	p.floor = s.sessionFloor(now)
+	p.floors = s.sessionFloors(now)
 	if p.method = p.QueueingMethod.spec(); p.method == nil {
 		p.method = &fifoMethod // settings from a newer version
 	}

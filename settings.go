@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom/challenge"
+	"github.com/go-waitingroom/waitingroom/internal/share"
 )
 
 // Settings are the parts of the configuration that can change while the
@@ -46,7 +47,7 @@ type Settings struct {
 	// DisableSessionRenewal caps a session at SessionDuration from
 	// admission, however active the visitor is; then they queue again, at
 	// the back. Default false (requests renew the session). A change caps
-	// sessions under way too.
+	// sessions under way too; turned off, capped ones stay over.
 	DisableSessionRenewal bool `json:"disableSessionRenewal,omitempty"`
 	// QueueingStatusCode is the status of waiting responses: 200 (the
 	// default, 0), 202 or 429. With 429 a Retry-After header is added.
@@ -64,55 +65,59 @@ type Settings struct {
 	// Default nil: none. Overridable per Event.
 	Challenge *challenge.Policy `json:"challenge,omitempty"`
 
-	// sessionsFrom is the Unix ms before which a session's latest sign of
-	// life means it has ended: an Update or a deploy lengthened sessions
-	// then (sessionFloor). Stored as "sessionsFrom" (storedSettings).
-	sessionsFrom int64
+	// floors keep ended the sessions an Update or a deploy made longer
+	// (sessionFloors), stored beside the settings (storedSettings).
+	floors share.Floors
 }
 
 // storedSettings are Settings as the shared state keeps them.
 type storedSettings struct {
 	Settings
-	SessionsFrom int64 `json:"sessionsFrom,omitempty"`
+	Floors share.Floors `json:"floors,omitzero"`
 }
 
 // lengthen notes in s, settings that follow others granting sessions of
-// before ms at now (Unix ms), whether they lengthen them: sessions ended
-// under the shorter length stay ended.
-func (s *Settings) lengthen(before, now int64) {
-	if s.sessionAt(now) > before {
-		s.sessionsFrom = max(s.sessionsFrom, now-before)
-	}
+// before ms, renewed or not, at now (Unix ms), whether they make sessions
+// longer: those over under the others stay over.
+func (s *Settings) lengthen(before int64, renewed bool, now int64) {
+	after, renew := s.sessionAt(now)
+	s.floors = s.floors.Lengthened(now, before, renewed, after, renew)
 }
 
-// sessionAt is the session length, in ms, that s grants at t (Unix ms):
-// the event's in force, as policyAt finds it, or the room's.
-func (s *Settings) sessionAt(t int64) int64 {
+// sessionAt is the session length, in ms, that s grants at t (Unix ms),
+// and whether it is renewed: the event's in force, as policyAt finds
+// it, or the room's.
+func (s *Settings) sessionAt(t int64) (int64, bool) {
+	l, renew := s.sessionDuration(), !s.DisableSessionRenewal
 	for i := range s.Events {
 		if e := &s.Events[i]; !e.Suspended && t >= e.opens().UnixMilli() && t < e.End.UnixMilli() {
 			if e.SessionDuration > 0 {
-				return e.SessionDuration.Milliseconds()
+				l = e.SessionDuration.Milliseconds()
+			}
+			if e.DisableSessionRenewal != nil {
+				renew = !*e.DisableSessionRenewal
 			}
 			break
 		}
 	}
-	return s.sessionDuration()
+	return l, renew
 }
 
-// sessionFloor is the Unix ms before which a session's latest sign of
-// life means it has ended, whatever the length in force at now says: the
-// latest moment up to now that sessions were lengthened (an Update, an
-// event's opening or end), less the length before it.
-func (s *Settings) sessionFloor(now int64) int64 {
-	floor := s.sessionsFrom
+// sessionFloors are the floors of sessions at now: the latest of an
+// Update's or a deploy's (s.floors) and of each event's opening or end
+// up to now that made sessions longer.
+func (s *Settings) sessionFloors(now int64) share.Floors {
+	f := s.floors
 	for i := range s.Events {
 		for _, t := range [...]int64{s.Events[i].opens().UnixMilli(), s.Events[i].End.UnixMilli()} {
-			if before := s.sessionAt(t - 1); t <= now && s.sessionAt(t) > before {
-				floor = max(floor, t-before)
+			if t <= now {
+				before, renewed := s.sessionAt(t - 1)
+				after, renew := s.sessionAt(t)
+				f = f.Lengthened(t, before, renewed, after, renew)
 			}
 		}
 	}
-	return floor
+	return f
 }
 
 // Validate reports whether Room.Update would accept s: nil, or an error

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-waitingroom/waitingroom/challenge"
+	"github.com/go-waitingroom/waitingroom/internal/share"
 )
 
 func TestSettingsValidate(t *testing.T) {
@@ -94,41 +95,49 @@ func TestCloneEvents(t *testing.T) {
 	assert.Nil(t, cloneChallenge(nil))
 }
 
-// The floor of sessions: the latest moment sessions were made longer, by
-// an Update (sessionsFrom) or an event opening or ending, less the
-// length before it; none for a change yet to come, a shorter length or a
-// suspended event.
-func TestSessionFloor(t *testing.T) {
+// The floors of sessions: the latest moment sessions were made longer,
+// by an Update (Settings.floors) or an event opening or ending, less the
+// length before it, for those last seen before (a longer length) or
+// admitted before (renewal turned on); none for a change yet to come, a
+// shorter length, renewal turned off or a suspended event.
+func TestSessionFloors(t *testing.T) {
 	t0 := time.Date(2027, 3, 1, 12, 0, 0, 0, time.UTC)
 	ms := func(t time.Time) int64 { return t.UnixMilli() }
 	event := func(start time.Duration, session time.Duration) Event {
 		return Event{Name: "e", Start: t0.Add(start), End: t0.Add(start + time.Hour), SessionDuration: session}
 	}
+	yes, no := true, false
+	renewal := func(e Event, off *bool) Event { e.DisableSessionRenewal = off; return e }
 	for _, tc := range []struct {
 		name string
 		s    Settings
 		now  time.Time
-		want int64
+		want share.Floors
 	}{
-		{"nothing lengthened", Settings{SessionDuration: time.Minute}, t0, 0},
-		{"an update", Settings{SessionDuration: time.Minute, sessionsFrom: 42}, t0, 42},
-		{"an event opened, longer", Settings{SessionDuration: time.Minute, Events: []Event{event(0, 5*time.Minute)}}, t0, ms(t0) - 60_000},
-		{"before it opens", Settings{SessionDuration: time.Minute, Events: []Event{event(0, 5*time.Minute)}}, t0.Add(-time.Millisecond), 0},
-		{"an event opened, shorter", Settings{SessionDuration: 5 * time.Minute, Events: []Event{event(0, time.Minute)}}, t0, 0},
-		{"its end, longer after", Settings{SessionDuration: 5 * time.Minute, Events: []Event{event(0, time.Minute)}}, t0.Add(time.Hour), ms(t0.Add(time.Hour)) - 60_000},
-		{"the latest of an update and an event", Settings{SessionDuration: time.Minute, sessionsFrom: ms(t0), Events: []Event{event(-time.Hour, 5*time.Minute)}}, t0.Add(time.Minute), ms(t0)},
-		{"a suspended event", Settings{SessionDuration: time.Minute, Events: []Event{func() Event { e := event(0, 5*time.Minute); e.Suspended = true; return e }()}}, t0, 0},
+		{"nothing lengthened", Settings{SessionDuration: time.Minute}, t0, share.Floors{}},
+		{"an update", Settings{SessionDuration: time.Minute, floors: share.Floors{Seen: 42, Admitted: 7}}, t0, share.Floors{Seen: 42, Admitted: 7}},
+		{"an event opened, longer", Settings{SessionDuration: time.Minute, Events: []Event{event(0, 5*time.Minute)}}, t0, share.Floors{Seen: ms(t0) - 60_000}},
+		{"before it opens", Settings{SessionDuration: time.Minute, Events: []Event{event(0, 5*time.Minute)}}, t0.Add(-time.Millisecond), share.Floors{}},
+		{"an event opened, shorter", Settings{SessionDuration: 5 * time.Minute, Events: []Event{event(0, time.Minute)}}, t0, share.Floors{}},
+		{"its end, longer after", Settings{SessionDuration: 5 * time.Minute, Events: []Event{event(0, time.Minute)}}, t0.Add(time.Hour), share.Floors{Seen: ms(t0.Add(time.Hour)) - 60_000}},
+		{"the latest of an update and an event", Settings{SessionDuration: time.Minute, floors: share.Floors{Seen: ms(t0)}, Events: []Event{event(-time.Hour, 5*time.Minute)}}, t0.Add(time.Minute), share.Floors{Seen: ms(t0)}},
+		{"a suspended event", Settings{SessionDuration: time.Minute, Events: []Event{func() Event { e := event(0, 5*time.Minute); e.Suspended = true; return e }()}}, t0, share.Floors{}},
+		{"an event that renews", Settings{SessionDuration: time.Minute, DisableSessionRenewal: true, Events: []Event{renewal(event(0, 0), &no)}}, t0, share.Floors{Admitted: ms(t0) - 60_000}},
+		{"an event that caps", Settings{SessionDuration: time.Minute, Events: []Event{renewal(event(0, 0), &yes)}}, t0, share.Floors{}},
+		{"the end of an event that capped", Settings{SessionDuration: time.Minute, Events: []Event{renewal(event(0, 0), &yes)}}, t0.Add(time.Hour), share.Floors{Admitted: ms(t0.Add(time.Hour)) - 60_000}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, tc.s.sessionFloor(ms(tc.now)))
+			assert.Equal(t, tc.want, tc.s.sessionFloors(ms(tc.now)))
 		})
 	}
 
-	// An Update that lengthens sessions sets the floor; one that does not
-	// keeps it.
-	s := Settings{SessionDuration: 5 * time.Minute, sessionsFrom: 7}
-	s.lengthen(time.Minute.Milliseconds(), ms(t0))
-	assert.Equal(t, ms(t0)-60_000, s.sessionsFrom)
-	s.lengthen(10*time.Minute.Milliseconds(), ms(t0.Add(time.Hour)))
-	assert.Equal(t, ms(t0)-60_000, s.sessionsFrom)
+	// An Update that lengthens sessions or renews them sets a floor; one
+	// that does neither keeps them.
+	s := Settings{SessionDuration: 5 * time.Minute, floors: share.Floors{Seen: 7}}
+	s.lengthen(time.Minute.Milliseconds(), true, ms(t0))
+	assert.Equal(t, share.Floors{Seen: ms(t0) - 60_000}, s.floors)
+	s.lengthen(10*time.Minute.Milliseconds(), true, ms(t0.Add(time.Hour)))
+	assert.Equal(t, share.Floors{Seen: ms(t0) - 60_000}, s.floors)
+	s.lengthen(5*time.Minute.Milliseconds(), false, ms(t0.Add(2*time.Hour)))
+	assert.Equal(t, share.Floors{Seen: ms(t0) - 60_000, Admitted: ms(t0.Add(2*time.Hour)) - 300_000}, s.floors)
 }

@@ -3,6 +3,8 @@ package waitingroom
 import (
 	"sync"
 	"time"
+
+	"github.com/go-waitingroom/waitingroom/internal/share"
 )
 
 // Stats is a snapshot of the whole room (all instances) as of this
@@ -98,7 +100,7 @@ func (rm *Room) Stats() Stats {
 	}
 	// Callers get their own copies of what the view shares, and the
 	// public fields only.
-	s.Settings.sessionsFrom, s.InForce.sessionsFrom = 0, 0
+	s.Settings.floors, s.InForce.floors = share.Floors{}, share.Floors{}
 	s.Settings.Events = cloneEvents(s.Settings.Events)
 	s.InForce.Events = s.Settings.Events
 	if pol.event != nil {

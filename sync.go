@@ -59,11 +59,12 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 	err := rm.syncer.Update(ctx, func(st *store.State, restore *Settings) error {
 		now := rm.now()
 		s = rm.liveSettings(st, restore, now)
-		before, floor := s.sessionAt(now), s.sessionsFrom
-		s.sessionsFrom = 0 // the caller's settings are the public fields
+		before, renewed := s.sessionAt(now)
+		floors := s.floors
+		s.floors = share.Floors{} // the caller's settings are the public fields
 		fn(&s)
-		s.sessionsFrom = floor
-		s.lengthen(before, now)
+		s.floors = floors
+		s.lengthen(before, renewed, now)
 		if s.QueueingMethod == "" {
 			s.QueueingMethod = FIFO
 		}
@@ -129,7 +130,7 @@ func (rm *Room) settle(st *store.State, now int64, restore *Settings) (Settings,
 // sessions, the chances remembered turned over, the history's sample, and
 // the log lines of a change of settings or phase.
 func (rm *Room) installed(old, v *view) {
-	times := rm.sessionTimes(&v.Settings, 0)
+	times := rm.sessionTimes(&v.Settings, share.Floors{})
 	rm.learnRevoked(v.Revoked, v.At, times.Window+times.Hold+times.Margin)
 	rm.local.Lock()
 	// A chance is remembered while the count it left counts: a waiting
@@ -165,13 +166,14 @@ func (rm *Room) liveSettings(st *store.State, restore *Settings, now int64) Sett
 	var w storedSettings
 	err := json.Unmarshal(st.Settings, &w)
 	s := w.Settings
-	s.sessionsFrom = w.SessionsFrom
+	s.floors = w.Floors
 	valid := err == nil && s.QueueingMethod != "" && s.validateWith(rm.checkTemplate) == nil
 	if deploy := st.ConfigHash != rm.configHash && rm.syncer.Snapshot().SettingsVersion == 0; deploy || !valid {
 		c := rm.cfg.settings()
 		if valid {
-			c.sessionsFrom = s.sessionsFrom
-			c.lengthen(s.sessionAt(now), now)
+			c.floors = s.floors
+			before, renewed := s.sessionAt(now)
+			c.lengthen(before, renewed, now)
 		}
 		writeSettings(st, c)
 		if deploy {
@@ -194,7 +196,7 @@ func (rm *Room) rules(p *policy, s *Settings) share.Rules {
 		Lottery:           p.lottery,
 		Session:           p.session,
 		Renew:             p.renew,
-		Times:             rm.sessionTimes(s, p.floor),
+		Times:             rm.sessionTimes(s, p.floors),
 		Refresh:           rm.cfg.RefreshInterval.Milliseconds(),
 	}
 	if !p.method.ordered && !p.method.passes && p.method.layout != nil {
@@ -219,12 +221,12 @@ func (rm *Room) rules(p *policy, s *Settings) share.Rules {
 // instances still on their way: a request one of them let in just before
 // the session would have ended reaches the state within a sync interval
 // and its round trip.
-func (rm *Room) sessionTimes(s *Settings, floor int64) share.SessionTimes {
+func (rm *Room) sessionTimes(s *Settings, floors share.Floors) share.SessionTimes {
 	return share.SessionTimes{
 		Window: rm.countWindow(s),
 		Margin: max(rm.cfg.SyncInterval, 0).Milliseconds() + 1000,
 		Hold:   rm.hold,
-		Floor:  floor,
+		Floors: floors,
 	}
 }
 
@@ -250,7 +252,7 @@ func loggable(s Settings) Settings {
 		}
 		return fmt.Sprintf("(%d bytes)", len(t))
 	}
-	s.Template, s.sessionsFrom = short(s.Template), 0
+	s.Template, s.floors = short(s.Template), share.Floors{}
 	s.Events = slices.Clone(s.Events)
 	for i := range s.Events {
 		s.Events[i].Template = short(s.Events[i].Template)
@@ -259,7 +261,7 @@ func loggable(s Settings) Settings {
 }
 
 func writeSettings(st *store.State, s Settings) {
-	st.Settings, _ = json.Marshal(storedSettings{s, s.sessionsFrom})
+	st.Settings, _ = json.Marshal(storedSettings{s, s.floors})
 	st.SettingsVersion++
 }
 

@@ -209,6 +209,6 @@ func TestDeployLengtheningSessions(t *testing.T) {
 	deployed := newTestRoomOn(t, clk, st, func(c *Config) { c.Settings.SessionDuration = 10 * time.Minute })
 	s := deployed.syncer.Snapshot().Settings
 	assert.Equal(t, 10*time.Minute, s.SessionDuration)
-	assert.Equal(t, clk.Now().UnixMilli()-time.Minute.Milliseconds(), s.sessionsFrom)
-	assert.Zero(t, deployed.Stats().Settings.sessionsFrom, "not in what callers see")
+	assert.Equal(t, clk.Now().UnixMilli()-time.Minute.Milliseconds(), s.floors.Seen)
+	assert.Zero(t, deployed.Stats().Settings.floors, "not in what callers see")
 }

@@ -15,16 +15,42 @@ type SessionTimes struct {
 	// Hold: its waiting cookies stay presentable this long after the
 	// admission (QueueHold).
 	Hold int64
-	// Floor: a session last seen before it (Unix ms) has ended, whatever
-	// the window says (sessions were made longer then).
-	Floor int64
+	// Floors: sessions made longer that stay over.
+	Floors Floors
+}
+
+// Floors keep over the sessions that settings made longer would bring
+// back (Unix ms): a session last seen before Seen (a longer session
+// length), or admitted before Admitted (renewal turned on: those capped
+// stay capped), is over.
+type Floors struct {
+	Seen     int64 `json:"seen,omitempty"`
+	Admitted int64 `json:"admitted,omitempty"`
+}
+
+// Over reports whether f ends the session of x.
+func (f Floors) Over(x *store.Session) bool {
+	return (x.Seen+1)*1000 <= f.Seen || (x.Admitted+1)*1000 <= f.Admitted
+}
+
+// Lengthened returns f with the sessions that a change at t (Unix ms)
+// from sessions of before ms (renewed or not) to after ms (renew or not)
+// makes longer: those over before stay over.
+func (f Floors) Lengthened(t, before int64, renewed bool, after int64, renew bool) Floors {
+	if after > before {
+		f.Seen = max(f.Seen, t-before)
+	}
+	if renew && !renewed {
+		f.Admitted = max(f.Admitted, t-before)
+	}
+	return f
 }
 
 // Alive reports whether the session of x counts as active at now (Unix
 // ms): not revoked, not past its end, and seen within the window and
 // margin, not before the floor.
 func (t SessionTimes) Alive(x *store.Session, now int64) bool {
-	if x.Revoked || (x.End != 0 && now >= x.End*1000) || (x.Seen+1)*1000 <= t.Floor {
+	if x.Revoked || (x.End != 0 && now >= x.End*1000) || t.Floors.Over(x) {
 		return false
 	}
 	return now < (x.Seen+1)*1000+t.Window+t.Margin && x.Seen*1000 <= now+MaxClockLead

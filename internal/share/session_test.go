@@ -32,10 +32,13 @@ func TestSessionTimesAlive(t *testing.T) {
 		})
 	}
 	floored := times
-	floored.Floor = (seen + 1) * 1000
+	floored.Floors.Seen = (seen + 1) * 1000
 	assert.False(t, floored.Alive(&store.Session{Seen: seen}, seen*1000), "seen before the floor")
-	floored.Floor--
+	floored.Floors.Seen--
 	assert.True(t, floored.Alive(&store.Session{Seen: seen}, seen*1000), "seen in the floor's second")
+	floored.Floors.Admitted = (seen + 1) * 1000
+	assert.False(t, floored.Alive(&store.Session{Admitted: seen, Seen: seen}, seen*1000), "admitted before the floor")
+	assert.True(t, floored.Alive(&store.Session{Admitted: seen + 1, Seen: seen + 1}, seen*1000), "admitted after it")
 }
 
 func TestSessionTimesKept(t *testing.T) {
