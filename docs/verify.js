@@ -334,8 +334,14 @@
           " not below the cut " + rep.cut);
       }
       if (c.admitted !== 0 && !c.shuffled && !(await admits(r, odds, id, c.admitted))) {
+        let next = "";
+        for (const x of [c.admitted - 1, c.admitted + 1]) {
+          if (!next && (await admits(r, odds, id, x))) {
+            next = " (it held at interval " + x + ": if the visitor was let in then, claim that one)";
+          }
+        }
         throw new LotteryError("notDrawn", "let in at interval " + c.admitted + ", no draw of intervals " +
-          (c.admitted - HOLD + 1) + " to " + c.admitted + " fell under the odds");
+          (c.admitted - HOLD + 1) + " to " + c.admitted + " fell under the odds" + next);
       }
     } catch (e) {
       if (!(e instanceof LotteryError)) throw e;

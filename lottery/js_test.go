@@ -389,6 +389,10 @@ func TestScriptAgrees(t *testing.T) {
 			assert.Nil(t, g.Error, "case %d: %s", i, c.Record)
 		} else if assert.NotNil(t, g.Error, "case %d: %v", i, verr) {
 			assert.Equal(t, want, g.Error.Kind, "case %d: Go: %v, script: %s", i, verr, g.Error.Message)
+			if _, hint, ok := strings.Cut(verr.Error(), " (it held at interval "); ok {
+				verdicts["notDrawn, held next to it"]++
+				assert.Contains(t, g.Error.Message, " (it held at interval "+hint, "case %d: the same interval to claim", i)
+			}
 		}
 		if verr != nil && !errors.Is(verr, lottery.ErrMissingOdds) && !errors.Is(verr, lottery.ErrOddsChanged) &&
 			!errors.Is(verr, lottery.ErrNotDrawn) && !errors.Is(verr, lottery.ErrOutOfTurn) &&

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -330,6 +331,21 @@ func TestVerify(t *testing.T) {
 			assert.Equal(t, len(r.Places), rep.Listed)
 		})
 	}
+
+	// A claim of the wrong interval, next to one where the draw held: the
+	// room broke no word there, and the error says which to claim.
+	r := honest(seed, p, n)
+	for i := range r.Odds {
+		if r.Odds[i].Interval > won {
+			r.Odds[i].Odds = 0
+		}
+	}
+	_, err := lottery.Verify(r, winner, lottery.Claim{Admitted: won + 3})
+	require.ErrorIs(t, err, lottery.ErrNotDrawn)
+	assert.Contains(t, err.Error(), fmt.Sprintf("it held at interval %d:", won+2))
+	_, err = lottery.Verify(r, winner, lottery.Claim{Admitted: won + 4})
+	require.ErrorIs(t, err, lottery.ErrNotDrawn)
+	assert.NotContains(t, err.Error(), "it held", "two intervals off")
 }
 
 // The report lists each draw named, with its odds, whether won, and the

@@ -220,10 +220,23 @@ func Verify(r *Record, identity uint64, c Claim) (Report, error) {
 		return rep, fmt.Errorf("%w: let in at interval %d, place %v not below the cut %v",
 			ErrOutOfTurn, c.Admitted, rep.Place, rep.Cut)
 	case !c.Shuffled && !r.admits(identity, c.Admitted):
-		return rep, fmt.Errorf("%w: let in at interval %d, no draw of intervals %d to %d fell under the odds",
-			ErrNotDrawn, c.Admitted, c.Admitted-(Hold-1), c.Admitted)
+		return rep, fmt.Errorf("%w: let in at interval %d, no draw of intervals %d to %d fell under the odds%s",
+			ErrNotDrawn, c.Admitted, c.Admitted-(Hold-1), c.Admitted, r.heldNextTo(identity, c.Admitted))
 	}
 	return rep, nil
+}
+
+// heldNextTo says, for a claim of an admission at interval w that the
+// draw does not hold, whether it holds at the interval before or after
+// (a visitor who noted the moment they were let in at the edge of an
+// interval may claim the wrong one); "" if it holds at neither.
+func (r *Record) heldNextTo(identity uint64, w int64) string {
+	for _, x := range [...]int64{w - 1, w + 1} {
+		if r.admits(identity, x) {
+			return fmt.Sprintf(" (it held at interval %d: if the visitor was let in then, claim that one)", x)
+		}
+	}
+	return ""
 }
 
 // check returns an ErrRecord if r is malformed, or if claim c names an
