@@ -181,6 +181,7 @@ func lotteryAudit(t *testing.T, n int) {
 			a.commitment[period] = d.LotteryCommitment
 			if d.LotteryInterval != 0 && (len(a.waited) == 0 || a.waited[len(a.waited)-1].Interval != d.LotteryInterval) {
 				require.Equal(t, share.FloorDiv(now, refresh), d.LotteryInterval)
+				require.False(t, d.LotteryShuffled, "a draw's odds, labelled as such")
 				a.waited = append(a.waited, lottery.Odds{Interval: d.LotteryInterval, Odds: d.LotteryOdds})
 			}
 		}
@@ -381,6 +382,7 @@ func shuffleAudit(t *testing.T, n int) {
 				}
 				if n := len(a.shown); d.LotteryInterval != 0 && (n == 0 || a.shown[n-1].Interval != d.LotteryInterval) {
 					require.Equal(t, share.FloorDiv(now, refresh), d.LotteryInterval)
+					require.True(t, d.LotteryShuffled, "the shuffle's cut, labelled as such")
 					a.shown = append(a.shown, lottery.Odds{Interval: d.LotteryInterval, Odds: d.LotteryOdds})
 				}
 			}

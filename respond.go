@@ -256,7 +256,7 @@ func (rm *Room) lotteryData(id uint64, data *template.Data, now int64, shuffled 
 				oddsAt = v.CutAt
 			}
 			if w, o, ok := oddsAt(now, rm.cfg.RefreshInterval.Milliseconds()); ok {
-				data.LotteryInterval, data.LotteryOdds = w, o
+				data.LotteryInterval, data.LotteryOdds, data.LotteryShuffled = w, o, shuffled
 			}
 		}
 	}

@@ -34,17 +34,26 @@ func drawData() *Data {
 func drawTexts(lang string) map[string]string {
 	texts := lookupLang(lang).textsFor(30)
 	out := map[string]string{}
-	for _, k := range []string{"drawCheck", "drawIdentity", "drawCommitment", "drawInterval", "drawOdds", "drawRecords", "drawNoteBefore", "drawNoteAfter"} {
+	for _, k := range []string{"drawCheck", "drawIdentity", "drawCommitment", "drawInterval", "drawOdds", "drawCut", "drawRecords", "drawNoteBefore", "drawNoteAfter"} {
 		out[k] = html.EscapeString(texts[internalPrefix+k])
 	}
 	return out
 }
 
-// drawRow is a row of the section as the page writes it.
+// drawRow is a row of the section as the page writes it: lotteryCut is
+// that of lotteryOdds for a shuffle's cut.
 func drawRow(label, name, value string, hidden bool) string {
 	attrs, or := "", ""
-	if name == "lotteryInterval" || name == "lotteryOdds" {
-		attrs, or = ` data-wr-if="lotteryInterval"`, ` data-wr-or="0"`
+	switch name {
+	case "lotteryInterval":
+		attrs = ` data-wr-if="lotteryInterval"`
+	case "lotteryOdds":
+		attrs = ` data-wr-if="lotteryInterval !lotteryShuffled"`
+	case "lotteryCut":
+		attrs, name = ` data-wr-if="lotteryInterval lotteryShuffled"`, "lotteryOdds"
+	}
+	if attrs != "" {
+		or = ` data-wr-or="0"`
 		if hidden {
 			attrs += " hidden"
 		}
@@ -87,6 +96,7 @@ func TestDrawSection(t *testing.T) {
 		{name: "tinier odds, as in the JSON", data: with(drawData(), func(d *Data) { d.LotteryOdds = 1.5e-7 }), section: true, interval: "58828440", odds: "1.5e-7", records: drawRecords},
 		{name: "odds of 1", data: with(drawData(), func(d *Data) { d.LotteryOdds = 1 }), section: true, interval: "58828440", odds: "1", records: drawRecords},
 		{name: "no record given", data: with(drawData(), func(d *Data) { d.LotteryRecords = "" }), section: true, interval: "58828440", odds: "0.25"},
+		{name: "a shuffle's cut", data: with(drawData(), func(d *Data) { d.LotteryShuffled, d.LotteryOdds = true, 0.4 }), section: true, interval: "58828440", odds: "0.4", records: drawRecords},
 		{
 			name: "a record after a query", data: with(drawData(), func(d *Data) { d.LotteryRecords = "https://audit.example/lottery?room=shop&at=1764853200" }),
 			section: true, interval: "58828440", odds: "0.25", records: "https://audit.example/lottery?room=shop&amp;at=1764853200",
@@ -123,9 +133,12 @@ func TestDrawSection(t *testing.T) {
 			if tt.interval == "" {
 				assert.Contains(t, sec, drawRow(tx["drawInterval"], "lotteryInterval", "0", true))
 				assert.Contains(t, sec, drawRow(tx["drawOdds"], "lotteryOdds", "0", true))
+				assert.Contains(t, sec, drawRow(tx["drawCut"], "lotteryCut", "0", true))
 			} else {
+				shuffled := tt.data.LotteryShuffled
 				assert.Contains(t, sec, drawRow(tx["drawInterval"], "lotteryInterval", tt.interval, false))
-				assert.Contains(t, sec, drawRow(tx["drawOdds"], "lotteryOdds", tt.odds, false))
+				assert.Contains(t, sec, drawRow(tx["drawOdds"], "lotteryOdds", tt.odds, shuffled), "the odds, labelled as such but for a shuffle")
+				assert.Contains(t, sec, drawRow(tx["drawCut"], "lotteryCut", tt.odds, !shuffled), "a shuffle's cut, labelled as such")
 				b, err := json.Marshal(tt.data)
 				require.NoError(t, err)
 				if tt.odds != "0" {
@@ -165,6 +178,7 @@ func TestDrawEveryLanguage(t *testing.T) {
 				drawRow(tx["drawCommitment"], "lotteryCommitment", drawCommitment, false),
 				drawRow(tx["drawInterval"], "lotteryInterval", "58828440", false),
 				drawRow(tx["drawOdds"], "lotteryOdds", "0.25", false),
+				drawRow(tx["drawCut"], "lotteryCut", "0.25", true),
 				recordsRow(tx["drawRecords"], drawRecords),
 			} {
 				assert.Contains(t, sec, row)

@@ -91,6 +91,9 @@ func appendData(b []byte, d *Data) ([]byte, error) {
 			w.b = append(w.b, v...)
 		}
 	}
+	if d.LotteryShuffled {
+		w.bool(`,"lotteryShuffled":`, true)
+	}
 	w.string(`,"lotteryRecords":`, d.LotteryRecords, true)
 	w.string(`,"challenge":`, d.Challenge, true)
 	w.string(`,"challengePuzzle":`, d.ChallengePuzzle, true)

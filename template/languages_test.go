@@ -58,7 +58,7 @@ var pageStates = []pageState{
 	{
 		name:     "random, a draw",
 		data:     func(lang string) *Data { return localized(drawData(), lang) },
-		want:     []string{"randomNote", "keepOpen", "drawCheck", "drawIdentity", "drawCommitment", "drawInterval", "drawOdds", "drawRecords", "drawNoteBefore", "drawNoteAfter"},
+		want:     []string{"randomNote", "keepOpen", "drawCheck", "drawIdentity", "drawCommitment", "drawInterval", "drawOdds", "drawCut", "drawRecords", "drawNoteBefore", "drawNoteAfter"},
 		notWant:  []string{"waitUnknown", "queueAll"},
 		sentence: "waitRandom",
 		value:    func(d *Data) string { return d.WaitTimeFormatted },

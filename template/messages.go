@@ -94,8 +94,9 @@ type messages struct {
 	DrawCommitment string
 	// DrawInterval labels the number of the refresh interval in progress.
 	DrawInterval string
-	// DrawOdds labels the odds of that interval's draw.
-	DrawOdds string
+	// DrawOdds labels the odds of that interval's draw; DrawCut, the cut
+	// of an event's shuffle in that interval instead.
+	DrawOdds, DrawCut string
 	// DrawRecords labels the link to the lottery's published record of
 	// the period in progress (Data.LotteryRecords), where the draw is
 	// checked once its seed is revealed.
@@ -319,6 +320,7 @@ func baseTexts(tag string, m *messages) (map[string]string, error) {
 		"drawCommitment":  m.DrawCommitment,
 		"drawInterval":    m.DrawInterval,
 		"drawOdds":        m.DrawOdds,
+		"drawCut":         m.DrawCut,
 		"drawRecords":     m.DrawRecords,
 	}
 	for k, v := range base {

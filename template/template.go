@@ -46,9 +46,10 @@
 //	lotteryCommitment             string  with lotteryIdentity: the commitment to the seed of the lottery's period in progress
 //	lotteryInterval               int     with lotteryIdentity: the number of the refresh interval in progress (0 until its odds are fixed)
 //	lotteryOdds                   float   with lotteryInterval: the published odds of that interval's draw, in [0, 1], written as in the JSON (0.00001)
+//	lotteryShuffled               bool    with lotteryOdds: they are the cut of an event's shuffle (the share of its places let in), not a draw's odds
 //	lotteryRecords                string  with lotteryIdentity, where the room says (Options.LotteryRecords): the URL of the published record of the period in progress ("" otherwise)
 //
-// The last eight are this package's own: the commercial product shows
+// The last nine are this package's own: the commercial product shows
 // none of them, and templates written for it do not use them. So are two slots
 // of markup, placed unescaped ({{{name}}}), in no JSON:
 //
@@ -258,6 +259,9 @@ type Data struct {
 	// JSON) until the room has fixed the interval's odds.
 	LotteryInterval int64   `json:"lotteryInterval,omitempty"`
 	LotteryOdds     float64 `json:"lotteryOdds,omitempty"`
+	// LotteryShuffled says that LotteryOdds is the cut of an event's
+	// shuffle, not a draw's odds. false (absent from the JSON) otherwise.
+	LotteryShuffled bool `json:"lotteryShuffled,omitempty"`
 	// LotteryRecords is, with LotteryIdentity, where the room publishes
 	// its lottery's records (Options.LotteryRecords): the URL of the
 	// record of that period, the one holding LotteryCommitment
@@ -345,6 +349,7 @@ func (d *Data) vars() map[string]any {
 		"lotteryCommitment":     d.LotteryCommitment,
 		"lotteryInterval":       d.LotteryInterval,
 		"lotteryOdds":           jsonFloat(d.LotteryOdds),
+		"lotteryShuffled":       d.LotteryShuffled,
 		"lotteryRecords":        d.LotteryRecords,
 
 		"challenge":        d.Challenge,

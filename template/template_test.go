@@ -433,6 +433,7 @@ lotteryIdentity={{lotteryIdentity}}
 lotteryCommitment={{lotteryCommitment}}
 lotteryInterval={{lotteryInterval}}
 lotteryOdds={{lotteryOdds}}
+lotteryShuffled={{lotteryShuffled}}
 lotteryRecords={{lotteryRecords}}
 challenge={{challenge}}
 challengePuzzle={{challengePuzzle}}
@@ -525,6 +526,7 @@ lotteryIdentity=00000000075bcd15
 lotteryCommitment=c0ffee
 lotteryInterval=58828440
 lotteryOdds=0.25
+lotteryShuffled=false
 lotteryRecords=/lottery?at=1764932400&amp;room=a&amp;b
 challenge=pow
 challengePuzzle=abc.1.16
@@ -575,6 +577,7 @@ lotteryIdentity=
 lotteryCommitment=
 lotteryInterval=0
 lotteryOdds=0
+lotteryShuffled=false
 lotteryRecords=
 challenge=
 challengePuzzle=
@@ -608,7 +611,7 @@ func TestVarsMatchJSON(t *testing.T) {
 
 	typ := reflect.TypeOf(*d)
 	val := reflect.ValueOf(*d)
-	require.Equal(t, 38, typ.NumField())
+	require.Equal(t, 39, typ.NumField())
 	assert.Len(t, vars, typ.NumField()) // not CookieAttributes, but liveScript
 	for i := 0; i < typ.NumField(); i++ {
 		if typ.Field(i).Name == "CookieAttributes" {
