@@ -238,7 +238,7 @@ func (rm *Room) now() int64 { return rm.syncer.Now() }
 // clock read as time.Now reads it when Config.Now was left nil.
 func (rm *Room) localNow() int64 {
 	if rm.sysClock {
-		return wallMillis()
+		return share.WallMillis()
 	}
 	return rm.cfg.Now().UnixMilli()
 }

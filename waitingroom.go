@@ -27,7 +27,7 @@ var ErrClosed = errors.New("waitingroom: room is closed")
 type Room struct {
 	cfg Config
 	// sysClock is set when Config.Now was left nil: the room then reads
-	// the wall clock through wallMillis, the same time as time.Now at
+	// the wall clock through share.WallMillis, the same time as time.Now at
 	// half its cost on linux/amd64.
 	sysClock   bool
 	cookieName string

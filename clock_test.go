@@ -9,19 +9,6 @@ import (
 	"github.com/go-waitingroom/waitingroom/store/memstore"
 )
 
-// wallMillis reads the same clock as time.Now: every reading lies between
-// the time.Now readings around it, to the millisecond.
-func TestWallMillisIsTimeNow(t *testing.T) {
-	for range 100_000 {
-		before := time.Now().UnixMilli()
-		got := wallMillis()
-		after := time.Now().UnixMilli()
-		if got < before || got > after {
-			require.Failf(t, "wallMillis outside time.Now", "%d not in [%d, %d]", got, before, after)
-		}
-	}
-}
-
 // A room whose Config.Now is left nil reads the wall clock; one given a
 // clock reads that clock.
 func TestRoomClock(t *testing.T) {
