@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -211,4 +212,49 @@ func TestDeployLengtheningSessions(t *testing.T) {
 	assert.Equal(t, 10*time.Minute, s.SessionDuration)
 	assert.Equal(t, clk.Now().UnixMilli()-time.Minute.Milliseconds(), s.floors.Seen)
 	assert.Zero(t, deployed.Stats().Settings.floors, "not in what callers see")
+}
+
+// An Update the store acknowledged and then lost (a failover of a store
+// that replicates later) does not leave the instance on settings the
+// others never see, admitting nobody: the next sync installs the
+// store's, with a grant.
+func TestUpdateLostByTheStore(t *testing.T) {
+	ls := &lossyStore{Store: newMemStore()}
+	tr := newTestRoomOn(t, newClock(), ls, func(c *Config) { c.Settings.TotalActiveUsers, c.Settings.NewUsersPerMinute = 10, 10 })
+	ls.lose.Store(true)
+	require.NoError(t, tr.Update(context.Background(), func(s *Settings) { s.TotalActiveUsers, s.NewUsersPerMinute = 20, 20 }))
+	tr.sync()
+	assert.Equal(t, 10, tr.Stats().Settings.TotalActiveUsers, "the store's")
+	in := 0
+	for range 20 {
+		if admitted(tr.get(&visitor{}, "")) {
+			in++
+		}
+	}
+	assert.Equal(t, 10, in)
+}
+
+// lossyStore acknowledges the first Update after lose is set without
+// writing it.
+type lossyStore struct {
+	store.Store
+	lose atomic.Bool
+}
+
+var errLost = errors.New("lost")
+
+func (s *lossyStore) Update(ctx context.Context, room string, fn func(*store.State) error) error {
+	if !s.lose.CompareAndSwap(true, false) {
+		return s.Store.Update(ctx, room, fn)
+	}
+	err := s.Store.Update(ctx, room, func(st *store.State) error {
+		if err := fn(st); err != nil {
+			return err
+		}
+		return errLost
+	})
+	if errors.Is(err, errLost) {
+		return nil
+	}
+	return err
 }

@@ -67,6 +67,7 @@ func (s *Syncer[S]) sync(ctx context.Context, leaving bool) error {
 		s.healthy.Store(false) // nor from a pick (Healthy)
 		s.local.mu.Unlock()
 	}
+	s.updatedBefore = s.updated.Load()
 	next, err := s.fleetSync(ctx, leaving)
 	switch {
 	case next == classic:
@@ -386,7 +387,7 @@ func (s *Syncer[S]) finish(ctx context.Context, p params, v *View, set S, epoch,
 	// flight (Updated): they stay, and what the sync carved and picked
 	// under those it read goes (TestUpdateDuringASync); the next sync
 	// carves under the later ones.
-	later := old.SettingsEpoch == epoch && old.SettingsVersion > settingsVersion
+	later := old.SettingsEpoch == epoch && old.SettingsVersion > settingsVersion && s.updated.Load() != s.updatedBefore
 	if later {
 		snap.Settings, snap.SettingsVersion, snap.Picks = old.Settings, old.SettingsVersion, nil
 	}

@@ -81,8 +81,11 @@ type Syncer[S any] struct {
 	local *Local
 	snap  atomic.Pointer[Snapshot[S]]
 	// installing serializes the installs of snapshots: a sync's (finish)
-	// and Amend's and Updated's.
-	installing sync.Mutex
+	// and Amend's and Updated's. updated counts Updated's installs;
+	// updatedBefore is the count when the sync in flight began.
+	installing    sync.Mutex
+	updated       atomic.Uint64
+	updatedBefore uint64
 	// history reports that the store keeps the room's history.
 	history bool
 	kept    *keptHistory
@@ -193,7 +196,8 @@ func (s *Syncer[S]) Amend(fn func(*Snapshot[S])) {
 // (Update) wrote as version of the shared state of epoch, unless the
 // latest snapshot holds a later version already (another transaction's,
 // or a sync's that read it). A sync in flight meanwhile installs these,
-// not the settings it read (finish).
+// not the settings it read (finish); one begun after reads the store's
+// (a store that lost the write has the last word).
 func (s *Syncer[S]) Updated(set S, epoch, version uint64) {
 	s.installing.Lock()
 	defer s.installing.Unlock()
@@ -204,6 +208,7 @@ func (s *Syncer[S]) Updated(set S, epoch, version uint64) {
 	nv := *old
 	nv.Settings, nv.SettingsEpoch, nv.SettingsVersion = set, epoch, version
 	s.snap.Store(&nv)
+	s.updated.Add(1)
 }
 
 // LocalNow is this instance's clock, Unix ms.
