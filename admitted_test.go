@@ -139,3 +139,53 @@ func TestRenewalLeavesCappedSessionsEnded(t *testing.T) {
 	tr.sync()
 	assert.LessOrEqual(t, tr.Stats().Active, 10)
 }
+
+// The floors an event's opening or end set outlive what the event
+// becomes: removed once over, or its room's length changed while it runs,
+// the sessions it ended stay ended.
+func TestFloorsOutliveTheirEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		room, event   time.Duration // session lengths
+		early, change time.Duration // after the event's start: the first ten let in, the change
+		change_       func(s *Settings)
+	}{
+		{"an event of short sessions removed after its end", 5 * time.Minute, time.Minute, time.Second, 3*time.Minute + 10*time.Second,
+			func(s *Settings) { s.Events = nil }},
+		{"the room's length raised during an event of long sessions", time.Minute, 5 * time.Minute, -2 * time.Minute, 70 * time.Second,
+			func(s *Settings) { s.SessionDuration = 5 * time.Minute }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) { c.Settings.SessionDuration = tc.room })
+			start := tr.clk.Now().Truncate(time.Minute).Add(5 * time.Minute)
+			require.NoError(t, tr.Update(context.Background(), func(s *Settings) {
+				s.Events = []Event{{Name: "e", Start: start, End: start.Add(3 * time.Minute), SessionDuration: tc.event}}
+			}))
+			tr.clk.Set(start.Add(tc.early))
+			tr.sync()
+			early := make([]visitor, 10)
+			for i := range early {
+				require.True(t, admitted(tr.get(&early[i], "")))
+			}
+			tr.sync()
+			tr.clk.Set(start.Add(tc.change - 10*time.Second)) // the first ten idle since: over
+			tr.sync()
+			late := make([]visitor, 10)
+			for i := range late {
+				require.True(t, admitted(tr.get(&late[i], "")), "a slot freed by the first ten: %d", i)
+			}
+			tr.sync()
+			tr.clk.Set(start.Add(tc.change))
+			require.NoError(t, tr.Update(context.Background(), tc.change_))
+			tr.sync()
+			for i := range early {
+				assert.False(t, admitted(tr.get(&early[i], "")), "ended: %d", i)
+			}
+			for i := range late {
+				assert.True(t, admitted(tr.get(&late[i], "")), "alive: %d", i)
+			}
+			tr.sync()
+			assert.LessOrEqual(t, tr.Stats().Active, 10)
+		})
+	}
+}

@@ -166,7 +166,10 @@ func (rm *Room) liveSettings(st *store.State, restore *Settings, now int64) Sett
 	var w storedSettings
 	err := json.Unmarshal(st.Settings, &w)
 	s := w.Settings
+	// Floors an event's opening or end set are kept from then on, what
+	// the events become (TestFloorsOutliveTheirEvents).
 	s.floors = w.Floors
+	s.floors = s.sessionFloors(now)
 	valid := err == nil && s.QueueingMethod != "" && s.validateWith(rm.checkTemplate) == nil
 	if deploy := st.ConfigHash != rm.configHash && rm.syncer.Snapshot().SettingsVersion == 0; deploy || !valid {
 		c := rm.cfg.settings()
@@ -180,6 +183,9 @@ func (rm *Room) liveSettings(st *store.State, restore *Settings, now int64) Sett
 			st.ConfigHash = rm.configHash
 		}
 		return c
+	}
+	if s.floors != w.Floors {
+		writeSettings(st, s)
 	}
 	return s
 }
