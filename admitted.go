@@ -159,7 +159,15 @@ func (rm *Room) sessionAlive(v *view, p *policy, c cookieState, now int64) bool 
 	if v.Instances > 1 && !rm.syncer.Healthy() {
 		// Cut off from the store, this instance's signs of life reach no
 		// other, which give the slot away a session after the latest
-		// they know of: it passes as long (TestPartitionLongerThanASession).
+		// they know of: a check-in of the cookie's at another instance
+		// since this one last reported the session, or the record of the
+		// latest sync (TestPartitionLongerThanASession).
+		rm.local.Lock()
+		k, mine := rm.local.Reported(c.id)
+		rm.local.Unlock()
+		if (!mine || floorDiv(c.lastCheckIn, 1000) > k.Seen) && now-c.lastCheckIn < p.session && !p.over(c) {
+			return true
+		}
 		if x, ok := v.Session(c.id); ok {
 			return recordAlive(&x, p, now)
 		}

@@ -133,6 +133,12 @@ func (rm *Room) arrive(x *visit) bool {
 			}
 			return true
 		}
+		if v.Instances > 1 && !rm.syncer.Healthy() {
+			// Cut off from the store: the others may count the session
+			// still; the waiting page, the cookie kept, until it answers.
+			rm.tooEarly(d, v, pol, c, now, now+rm.cfg.RefreshInterval.Milliseconds())
+			return true
+		}
 		// The session is over: back of the queue (below, not held).
 	}
 	if rm.cfg.OnStoreError == FailOpen && !rm.syncer.Healthy() {

@@ -173,3 +173,40 @@ func TestPartitionLongerThanASession(t *testing.T) {
 	}
 	assert.NotEmpty(t, inB, "the other instance gave the slots to newcomers")
 }
+
+// An instance cut off from the store lets in a visitor who browses at
+// another instance, whose cookie that one checked in since this one last
+// reported them; one it refuses keeps their cookie, and their session at
+// the others.
+func TestCutOffInstanceAndOtherCheckIns(t *testing.T) {
+	clk, st := newClock(), memstore.New()
+	cut := &flaky{Store: st}
+	limits := func(c *waitingroom.Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute, c.SessionDuration = 10, 10, time.Minute
+	}
+	a := newTestRoomOn(t, clk, cut, limits)
+	b := newTestRoomOn(t, clk, st, limits)
+	for _, tr := range []*testRoom{a, b, a, b} {
+		tr.sync()
+	}
+	var elsewhere, here visitor
+	require.True(t, admitted(a.get(&elsewhere, "")))
+	require.True(t, admitted(a.get(&here, "")))
+	a.sync()
+	b.sync()
+	cut.down.Store(true)
+	for range 9 { // 90 s at b, past the session after a's last report
+		clk.Add(10 * time.Second)
+		assert.Error(t, a.Sync(context.Background()))
+		b.sync()
+		require.True(t, admitted(b.get(&elsewhere, "")))
+	}
+	assert.True(t, admitted(a.get(&elsewhere, "")), "checked in at b since a last reported them")
+
+	// here, idle since the cut: over as b counts it; a's waiting page,
+	// the cookie kept.
+	kept := here.cookie
+	w := a.get(&here, "")
+	assert.True(t, isWaiting(w))
+	assert.Equal(t, kept, here.cookie, "the cookie kept")
+}

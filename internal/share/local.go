@@ -76,6 +76,10 @@ func (l *Local) Report(x store.Session) {
 	l.known.Set(x.ID, x)
 }
 
+// Reported returns this instance's own reports of the session of visitor
+// id, merged, while it remembers them.
+func (l *Local) Reported(id uint64) (store.Session, bool) { return l.known.Get(id) }
+
 // Lookup returns what is known of the session of visitor id: its record
 // in v (the latest sync's view) merged with this instance's reports since.
 func (l *Local) Lookup(v *View, id uint64) (store.Session, bool) {
