@@ -20,11 +20,20 @@ type adminStatus struct {
 	EstimatedWait      adminEstimate          `json:"estimatedWait"`
 	Queue              []adminBucket          `json:"queue"`
 	Settings           waitingroom.Settings   `json:"settings"`
+	InForce            adminInForce           `json:"inForce"`
 	Instances          int                    `json:"instances"`
 	LastSync           *time.Time             `json:"lastSync"`
 	NextEvent          *adminEvent            `json:"nextEvent"`
 	Lottery            adminLottery           `json:"lottery"`
 	Counters           waitingroom.Counters   `json:"counters"`
+}
+
+// adminInForce are the limits and method that govern visitors now: the
+// settings', or an event's in force where it overrides them.
+type adminInForce struct {
+	QueueingMethod    waitingroom.QueueingMethod `json:"queueingMethod"`
+	TotalActiveUsers  int                        `json:"totalActiveUsers"`
+	NewUsersPerMinute int                        `json:"newUsersPerMinute"`
 }
 
 // adminEstimate is the wait of a visitor arriving now, in whole seconds
@@ -110,9 +119,10 @@ func (a *admin) status() adminStatus {
 		Waiting:            s.Waiting,
 		AdmittedThisMinute: s.AdmittedThisMinute,
 		OutflowPerMinute:   math.Round(finite(s.OutflowPerMinute)*100) / 100,
-		EstimatedWait:      estimateJSON(s.Estimate, s.Settings.QueueingMethod == waitingroom.Random),
+		EstimatedWait:      estimateJSON(s.Estimate, s.InForce.QueueingMethod == waitingroom.Random),
 		Queue:              make([]adminBucket, 0, len(s.Buckets)),
 		Settings:           s.Settings,
+		InForce:            adminInForce{s.InForce.QueueingMethod, s.InForce.TotalActiveUsers, s.InForce.NewUsersPerMinute},
 		Instances:          s.Instances,
 	}
 	for _, b := range s.Buckets {

@@ -52,6 +52,7 @@ func TestAdminStatus(t *testing.T) {
 		"queueingMethod": "fifo", "totalActiveUsers": 3.0, "newUsersPerMinute": 3.0,
 		"queueAll": false, "suspended": false,
 	}, m["settings"])
+	assert.Equal(t, map[string]any{"queueingMethod": "fifo", "totalActiveUsers": 3.0, "newUsersPerMinute": 3.0}, m["inForce"])
 	assert.Equal(t, []any{map[string]any{"minute": "2026-05-27T15:54:00Z", "waiting": 2.0}}, m["queue"])
 
 	require.True(t, stats.Estimate.Known)
@@ -149,4 +150,22 @@ func TestAdminHistory(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, minute.Before(now.Add(-time.Hour).Truncate(time.Minute)), minute)
 	}
+}
+
+// While an event overrides them, the status gives the limits and method
+// in force beside the room's own settings, as the page and metrics do.
+func TestAdminStatusInForce(t *testing.T) {
+	clk := newAdminClock()
+	f := newAdminFixture(t, clk, memstore.New(), func(c *waitingroom.Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 15, 15
+	})
+	start := clk.Now().Truncate(time.Minute).Add(time.Minute)
+	require.NoError(t, f.room.Update(t.Context(), func(s *waitingroom.Settings) {
+		s.Events = []waitingroom.Event{{Name: "drop", Start: start, End: start.Add(time.Hour), TotalActiveUsers: 50, NewUsersPerMinute: 20, QueueingMethod: waitingroom.Random}}
+	}))
+	clk.Set(start.Add(time.Second))
+	f.sync()
+	m := f.getJSON("/status")
+	assert.Equal(t, map[string]any{"queueingMethod": "random", "totalActiveUsers": 50.0, "newUsersPerMinute": 20.0}, m["inForce"])
+	assert.EqualValues(t, 15, m["settings"].(map[string]any)["totalActiveUsers"], "the room's own")
 }

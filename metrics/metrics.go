@@ -75,14 +75,14 @@ var (
 		"1 for the room's current status (queueing, not_queueing, event_prequeueing, suspended), 0 for the others.",
 		"status")
 	methodDesc = desc("queueing_method",
-		"1 for the room's current queueing method (fifo, random, passthrough, reject), 0 for the others.",
+		"1 for the queueing method in force (fifo, random, passthrough, reject: an event's while it overrides the room's), 0 for the others.",
 		"method")
 	queueAllDesc = desc("queue_all",
 		"1 when QueueAll is set: every visitor without a session waits.")
 	totalLimitDesc = desc("total_active_users_limit",
-		"The TotalActiveUsers setting: most visitors active at once.")
+		"The TotalActiveUsers in force (an event's while it overrides the room's): most visitors active at once.")
 	rateLimitDesc = desc("new_users_per_minute_limit",
-		"The NewUsersPerMinute setting: most visitors let in per minute.")
+		"The NewUsersPerMinute in force (an event's while it overrides the room's): most visitors let in per minute.")
 	lastSyncDesc = desc("last_sync_timestamp_seconds",
 		"Unix time of this instance's latest successful sync. Absent before the first one.")
 
@@ -186,11 +186,11 @@ func collectRoom(ch chan<- prometheus.Metric, r room) {
 		gauge(statusDesc, bool01(st == status), string(st))
 	}
 	for _, m := range methods {
-		gauge(methodDesc, bool01(m == s.Settings.QueueingMethod), string(m))
+		gauge(methodDesc, bool01(m == s.InForce.QueueingMethod), string(m))
 	}
 	gauge(queueAllDesc, bool01(s.Settings.QueueAll))
-	gauge(totalLimitDesc, float64(s.Settings.TotalActiveUsers))
-	gauge(rateLimitDesc, float64(s.Settings.NewUsersPerMinute))
+	gauge(totalLimitDesc, float64(s.InForce.TotalActiveUsers))
+	gauge(rateLimitDesc, float64(s.InForce.NewUsersPerMinute))
 	if !s.Synced.IsZero() {
 		gauge(lastSyncDesc, float64(s.Synced.UnixNano())/float64(time.Second))
 	}

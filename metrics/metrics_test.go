@@ -293,3 +293,34 @@ func histogramOf(t *testing.T, mfs map[string]*dto.MetricFamily, name, room stri
 	t.Fatalf("%s{room=%q} missing", name, room)
 	return nil
 }
+
+// While an event overrides them, the limits and method gauges give those
+// in force, not the room's own.
+func TestCollectorEventInForce(t *testing.T) {
+	clk := testclock.New(testclock.Start)
+	room, _ := newRoom(t, clk, memstore.New(), "drop", 15, 15)
+	start := clk.Now().Truncate(time.Minute).Add(time.Minute)
+	require.NoError(t, room.Update(context.Background(), func(s *waitingroom.Settings) {
+		s.Events = []waitingroom.Event{{Name: "drop", Start: start, End: start.Add(time.Hour), TotalActiveUsers: 50, NewUsersPerMinute: 20, QueueingMethod: waitingroom.Random}}
+	}))
+	clk.Set(start.Add(time.Second))
+	require.NoError(t, room.Sync(context.Background()))
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(metrics.NewCollector(room)))
+	mfs := scrape(t, reg)
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"waitingroom_total_active_users_limit", []string{"room", "drop"}, 50},
+		{"waitingroom_new_users_per_minute_limit", []string{"room", "drop"}, 20},
+		{"waitingroom_queueing_method", []string{"room", "drop", "method", "random"}, 1},
+		{"waitingroom_queueing_method", []string{"room", "drop", "method", "fifo"}, 0},
+	} {
+		got, ok := value(t, mfs, tc.name, tc.labels...)
+		if assert.True(t, ok, "%s%v missing", tc.name, tc.labels) {
+			assert.Equal(t, tc.want, got, "%s%v", tc.name, tc.labels)
+		}
+	}
+}
