@@ -56,7 +56,7 @@ func TestStatusLottery(t *testing.T) {
 	require.NotNil(t, c)
 	assert.Equal(t, next, *c, "the commitment shown before the hour")
 	page := f.do(http.MethodGet, "/", "").Body.String()
-	assert.Contains(t, page, fmt.Sprintf("Lottery commitment in force <code>%s</code> · next from %d <code>%s</code>", next.Commitment, n.Start, n.Commitment))
+	assert.Contains(t, page, fmt.Sprintf("Lottery commitment in force <code>%s</code> · next from %s <code>%s</code>", next.Commitment, utc(n.Start), n.Commitment))
 	assert.Contains(t, page, "function lottery(l)")
 	require.NotNil(t, n)
 	assert.Equal(t, next.End, n.Start)
@@ -76,7 +76,7 @@ func TestStatusLottery(t *testing.T) {
 	_, err := lottery.Verify(r, 1, lottery.Claim{})
 	assert.NoError(t, err, "the seed revealed matches the commitment")
 	page = f.do(http.MethodGet, "/", "").Body.String()
-	assert.Contains(t, page, fmt.Sprintf(" · seed revealed for %d–%d <code>%s</code>", r.Start, r.End, r.Seed))
+	assert.Contains(t, page, fmt.Sprintf(" · seed revealed for %s–%s <code>%s</code>", utc(r.Start), utc(r.End), r.Seed))
 }
 
 // Once the state has forgotten a period, its record comes back whole from
@@ -402,3 +402,6 @@ func TestLotteryKeptWhateverTheSyncs(t *testing.T) {
 		})
 	}
 }
+
+// utc is Unix seconds as the status page writes them.
+func utc(s int64) string { return time.Unix(s, 0).UTC().Format(time.RFC3339) }
