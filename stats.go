@@ -118,7 +118,9 @@ func (rm *Room) Stats() Stats {
 		}
 		s.Buckets[len(s.Buckets)-1].Waiting += int(b.Waiting)
 	}
-	s.Status = status(&s)
+	if s.Status = status(&s); s.Status == StatusNotQueueing && v.At != 0 {
+		s.Estimate = Estimate{Known: true} // there is room: one arriving now is let in
+	}
 	s.Counters = rm.totals()
 	waits, sessions := rm.syncer.Observed()
 	s.Observed = Observed{Waits: Histogram(waits), Sessions: Histogram(sessions)}

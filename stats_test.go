@@ -67,3 +67,19 @@ func TestInForceShowsEventOverrides(t *testing.T) {
 	assert.False(t, s.DisableSessionRenewal)
 	assert.Equal(t, "<p>event</p>", s.Template)
 }
+
+// A room with room for a visitor arriving now tells them no wait: the
+// estimate of one arriving is zero while the status is not queueing,
+// and unknown before the first sync.
+func TestStatsEstimateWithRoom(t *testing.T) {
+	tr := newTestRoom(t, func(c *Config) { c.Settings.TotalActiveUsers, c.Settings.NewUsersPerMinute = 15, 15 })
+	for range 5 {
+		assert.True(t, admitted(tr.get(&visitor{}, "")))
+	}
+	tr.clk.Add(20 * time.Second)
+	tr.sync()
+	s := tr.Stats()
+	assert.Equal(t, StatusNotQueueing, s.Status)
+	assert.Equal(t, Estimate{Known: true}, s.Estimate)
+	assert.True(t, admitted(tr.get(&visitor{}, "")), "and is let in")
+}
