@@ -178,11 +178,13 @@ func TestConnectionTimeouts(t *testing.T) {
 		},
 		{
 			name: "a slow upload that keeps moving is not cut off",
-			args: []string{"-body-timeout", short.String()},
+			args: []string{"-body-timeout", "1s"},
 			talk: func(t *testing.T, rc *rawConn) {
 				rc.send(postHeader + "Content-Length: 80\r\n\r\n")
-				for range 8 { // 8 × 20 ms, well past the 50 ms limit
-					time.Sleep(20 * time.Millisecond)
+				// 8 × 200 ms, well past the limit, each pause a fifth of
+				// it: a loaded machine's scheduling does not reach it.
+				for range 8 {
+					time.Sleep(200 * time.Millisecond)
 					rc.send("0123456789")
 				}
 				resp, body := rc.response()
