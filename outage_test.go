@@ -121,16 +121,7 @@ func TestPlaceInLineAcrossAFailedSync(t *testing.T) {
 // them pass as long, no longer, so that Total Active Users holds. A
 // visitor it knows the others count as alive passes while they do.
 func TestPartitionLongerThanASession(t *testing.T) {
-	clk, st := newClock(), memstore.New()
-	cut := &flaky{Store: st}
-	limits := func(c *waitingroom.Config) {
-		c.TotalActiveUsers, c.NewUsersPerMinute, c.SessionDuration = 10, 10, time.Minute
-	}
-	a := newTestRoomOn(t, clk, cut, limits)
-	b := newTestRoomOn(t, clk, st, limits)
-	for _, tr := range []*testRoom{a, b, a, b} {
-		tr.sync()
-	}
+	clk, cut, a, b := cutPair(t)
 	inA := make([]visitor, 8)
 	for i := range inA {
 		for try := 0; !admitted(a.get(&inA[i], "")); try++ {
@@ -179,16 +170,7 @@ func TestPartitionLongerThanASession(t *testing.T) {
 // reported them; one it refuses keeps their cookie, and their session at
 // the others.
 func TestCutOffInstanceAndOtherCheckIns(t *testing.T) {
-	clk, st := newClock(), memstore.New()
-	cut := &flaky{Store: st}
-	limits := func(c *waitingroom.Config) {
-		c.TotalActiveUsers, c.NewUsersPerMinute, c.SessionDuration = 10, 10, time.Minute
-	}
-	a := newTestRoomOn(t, clk, cut, limits)
-	b := newTestRoomOn(t, clk, st, limits)
-	for _, tr := range []*testRoom{a, b, a, b} {
-		tr.sync()
-	}
+	clk, cut, a, b := cutPair(t)
 	var elsewhere, here visitor
 	require.True(t, admitted(a.get(&elsewhere, "")))
 	require.True(t, admitted(a.get(&here, "")))
@@ -209,4 +191,20 @@ func TestCutOffInstanceAndOtherCheckIns(t *testing.T) {
 	w := a.get(&here, "")
 	assert.True(t, isWaiting(w))
 	assert.Equal(t, kept, here.cookie, "the cookie kept")
+}
+
+// cutPair is two instances of a room of 10 slots and one-minute sessions
+// that know of each other, a on a store that fails while cut.down is set.
+func cutPair(t *testing.T) (*clock, *flaky, *testRoom, *testRoom) {
+	clk, st := newClock(), memstore.New()
+	cut := &flaky{Store: st}
+	limits := func(c *waitingroom.Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute, c.SessionDuration = 10, 10, time.Minute
+	}
+	a := newTestRoomOn(t, clk, cut, limits)
+	b := newTestRoomOn(t, clk, st, limits)
+	for _, tr := range []*testRoom{a, b, a, b} {
+		tr.sync()
+	}
+	return clk, cut, a, b
 }
