@@ -38,7 +38,7 @@ func parseRange(r *http.Request, now time.Time, def time.Duration) (minutesRange
 			if err != nil {
 				return out, fmt.Errorf("%s: want an RFC 3339 time such as 2026-05-27T15:54:00Z, got %q", p.name, v)
 			}
-			*p.t = t
+			*p.t = t.UTC() // the answer's times are all in UTC
 		}
 	}
 	if !out.from.Before(out.to) {

@@ -106,6 +106,13 @@ func TestAdminMinutes(t *testing.T) {
 	assert.EqualValues(t, 2+0+0+5+5, ms[1].(map[string]any)["admitted"], "15:55 to 15:59")
 	assert.EqualValues(t, 5, ms[1].(map[string]any)["newUsersPerMinute"], "the most of its minutes")
 
+	// A range given in another zone: the same minutes, the answer's times
+	// all in UTC.
+	m = f.getJSON("/minutes?from=2026-05-27T10:50:00-05:00&to=2026-05-27T11:00:00-05:00&step=300")
+	assert.Equal(t, "2026-05-27T15:50:00Z", m["from"])
+	assert.Equal(t, "2026-05-27T16:00:00Z", m["to"])
+	require.Len(t, m["minutes"].([]any), 2)
+
 	// The default: the last 24 hours, at most 1,440 points.
 	m = f.getJSON("/minutes")
 	assert.EqualValues(t, 60, m["stepSeconds"])
