@@ -106,8 +106,9 @@ gotest() {
 
 lane_faults() {
   # -parallel 16: the three-instance suites side by side, beside the
-  # fleets (two at a time, fleetTurn in fleet_test.go), rather than two
-  # tests at a time; a fleet waiting for its turn holds a place too.
+  # two SQL fleets and the Redis fleets (two at a time, fleetTurn in
+  # fleet_test.go), rather than two tests at a time; a fleet waiting for
+  # its turn holds a place too.
   gotest "./integration/faults, no race detector" ./integration \
     go test -shuffle=on -count=1 -parallel 16 -timeout=40m ${args[@]+"${args[@]}"} ./faults
 }

@@ -18,21 +18,25 @@ const fleetRooms = 40
 // the store.
 const fleetCut = 4
 
-// fleetTurns are the turns of the fleet scenarios: a fleet of forty
-// instances syncs against deadlines, and fleetsAtOnce of them run side by
-// side (a Redis fleet's scenarios each in a turn of its own, an SQL
-// fleet's, which share one server, in one), beside the three-instance
-// suites, which mostly wait on their timelines.
+// fleetTurns are the turns of the Redis fleets' scenarios (each with a
+// server of its own, the cluster's too): fleetsAtOnce of them run side by
+// side, beside the two SQL fleets, which run from the start (each runs its
+// scenarios one after the other on one server, the longest chain of the
+// suite: about 85 s), and beside the three-instance suites, which mostly
+// wait on their timelines. A fleet of forty instances syncs against
+// deadlines, and each used about a tenth of a core (the whole suite, 168
+// CPU seconds in 344 s one fleet at a time): four at once leave the CPU to
+// spare. With every fleet in the two turns, the SQL fleets' chains waited
+// for them and the suite took 184 s; with four turns, in the order the
+// shuffle gave, 144 s.
 var fleetTurns = make(chan struct{}, fleetsAtOnce)
 
-// fleetsAtOnce is how many fleets run at once. Each used about a tenth of
-// a core (the whole suite, 168 CPU seconds in 344 s one fleet at a time),
-// so two at once leave the CPU to spare.
+// fleetsAtOnce is how many of the Redis fleets' scenarios run at once.
 const fleetsAtOnce = 2
 
-// fleetTurn makes t, a test of fleet scenarios, run beside the
-// three-instance suites and, once it has a turn, beside at most one other
-// fleet (scripts/test.sh lets them all start at once: go test -parallel).
+// fleetTurn makes t, a test of Redis fleet scenarios, run beside the other
+// suites and, once it has a turn, beside at most one other (scripts/test.sh
+// lets them all start at once: go test -parallel).
 func fleetTurn(t *testing.T) {
 	t.Parallel()
 	fleetTurns <- struct{}{}

@@ -183,7 +183,7 @@ func TestMariaDBFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: four scenarios of about 20 s, each with 40 instances, against a MariaDB server")
 	}
-	fleetTurn(t)
+	t.Parallel() // from the start, beside the Redis fleets' turns (fleetTurn)
 	runSQL(t, mariaDB(t), true)
 }
 
@@ -198,7 +198,7 @@ func TestPostgresFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping in -short mode: four scenarios of about 20 s, each with 40 instances, against a PostgreSQL cluster")
 	}
-	fleetTurn(t)
+	t.Parallel() // from the start, beside the Redis fleets' turns (fleetTurn)
 	runSQL(t, postgres(t), true)
 }
 
