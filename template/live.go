@@ -10,7 +10,7 @@ import (
 // room's cookie (data-cookie). It
 //
 //   - formats every <time data-wr-time="name"> in the page's language and
-//     the visitor's time zone (Intl.DateTimeFormat);
+//     the visitor's time zone, named (Intl.DateTimeFormat);
 //   - with a refresh (not on the closed page), stops the page's own refresh (the Refresh header, the meta refresh)
 //     once loaded, and asks the page's URL for its JSON (Accept:
 //     application/json) instead, when the refresh is due: first
@@ -39,7 +39,7 @@ import (
 //     nothing more: each request would be a new place in the queue.
 const liveJS = `(function(){"use strict";
 var d=document,s=d.currentScript,lang=d.documentElement.lang||undefined,refresh=+s.getAttribute("data-refresh")||0,attrs=s.getAttribute("data-cookie")||"",tf=null;
-try{tf=new Intl.DateTimeFormat(lang,{hour:"numeric",minute:"2-digit",second:"2-digit"})}catch(e){}
+try{tf=new Intl.DateTimeFormat(lang,{hour:"numeric",minute:"2-digit",second:"2-digit",timeZoneName:"short"})}catch(e){}
 function each(q,f){var l=d.querySelectorAll(q);for(var i=0;i<l.length;i++)f(l[i])}
 function times(v){each("[data-wr-time]",function(el){var iso=v?v[el.getAttribute("data-wr-time")]:el.getAttribute("datetime");if(!iso)return;var t=new Date(iso);if(isNaN(t.getTime()))return;
 var txt=tf?tf.format(t):iso;el.setAttribute("datetime",iso);el.removeAttribute("dir");if(el.textContent!==txt)el.textContent=txt})}

@@ -119,7 +119,8 @@
 // The page shows waitTimeFormatted, timeUntilEventStartFormatted and
 // timeUntilEventEndFormatted as the caller formatted them; lastUpdated
 // as the time of day in UTC in the page's language ("3:38 PM UTC",
-// "15:38 UTC"), which the live script writes in the visitor's time zone.
+// "15:38 UTC"), which the live script writes in the visitor's time zone,
+// named ("7:38:18 AM PST").
 // FormatWait and FormatWaitRange write waits in each language with its
 // plural forms ("1 minute", "2 minuty", "5 minut"); pass them the language
 // passed to Render.

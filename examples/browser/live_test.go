@@ -71,8 +71,9 @@ func TestLivePage(t *testing.T) {
 		"a line that did not change stays as it is: the live region announces nothing")
 	// Both at once: the page may update between two reads.
 	iso, shown, _ := strings.Cut(eval[string](t, ctx, `(() => { const e = document.querySelector("time"); return e.getAttribute("datetime") + "|" + e.textContent })()`), "|")
-	want := eval[string](t, ctx, fmt.Sprintf(`new Intl.DateTimeFormat("en", {hour: "numeric", minute: "2-digit", second: "2-digit"}).format(new Date(%q))`, iso))
+	want := eval[string](t, ctx, fmt.Sprintf(`new Intl.DateTimeFormat("en", {hour: "numeric", minute: "2-digit", second: "2-digit", timeZoneName: "short"}).format(new Date(%q))`, iso))
 	assert.Equal(t, want, shown, "the time in the visitor's language and zone, not %s", iso)
+	assert.Regexp(t, `:\d\d (AM|PM) P[SD]T$`, shown, "the zone named")
 	assert.NotContains(t, shown, "UTC", "the text the room wrote, %q, is replaced", served[2])
 	at, err := time.Parse(time.RFC3339, iso)
 	require.NoError(t, err)
