@@ -61,8 +61,9 @@ type PreviewPage struct {
 	// empty. Only a live template written by an instance of another
 	// release has any (template.ParseAllowUnknown); one set here or
 	// posted is refused with them. E.g. "{{waitTimeMinutes}} on line 3
-	// (did you mean waitTime?)".
-	Unknown []string `json:"unknown,omitempty"`
+	// (did you mean waitTime?)". Empty, not nil, when there are none: the
+	// JSON lists them either way.
+	Unknown []string `json:"unknown"`
 }
 
 // Preview renders rm's waiting page in every state a visitor can see
@@ -103,7 +104,7 @@ func Preview(rm *waitingroom.Room, tmpl *template.Template, lang string) []Previ
 			s.QueueingMethod = waitingroom.Reject
 		}
 		pg := hook.PreviewPage(rm, &s, now, est, lang)
-		p := PreviewPage{State: state, Status: pg.Status, Data: pg.Data}
+		p := PreviewPage{State: state, Status: pg.Status, Data: pg.Data, Unknown: []string{}}
 		t := tmpl
 		if t == nil {
 			t = pg.Template
@@ -131,8 +132,8 @@ type previewBody struct {
 	Language string        `json:"language"`
 	States   []PreviewPage `json:"states"`
 	// Warnings are the states' Unknown, each once, worded as the room's
-	// log has them.
-	Warnings []string `json:"warnings,omitempty"`
+	// log has them; [] when none.
+	Warnings []string `json:"warnings"`
 }
 
 // unknownWarning begins the warning of a name no page fills, as the room
@@ -142,7 +143,7 @@ const unknownWarning = "waitingroom: a template in the settings uses a variable 
 // warnings returns the names pages use that no page fills, each once, in
 // order, as warnings.
 func warnings(pages []PreviewPage) []string {
-	var out []string
+	out := []string{}
 	for _, u := range unknownNames(pages) {
 		out = append(out, unknownWarning+u)
 	}
