@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"context"
+	"fmt"
 	"math"
 	mrand "math/rand/v2"
 	"net/http"
@@ -391,4 +392,46 @@ func TestLoweredLimitsHoldAcrossInstances(t *testing.T) {
 		}
 		assert.LessOrEqual(t, in, 5)
 	})
+}
+
+// The places in line of a shuffled pre-queue at the start: the visitor
+// whose place is lowest is number 1, and nobody's number is above the
+// line's length (three pre-queued visitors were told 2, 3 and 3 of 3: each
+// counted themself among those ahead).
+func TestShuffledPlacesInLine(t *testing.T) {
+	for _, n := range []int{2, 3, 10} {
+		t.Run(fmt.Sprintf("%d pre-queued", n), func(t *testing.T) {
+			clk := newClock()
+			start := clk.Now().Add(5 * time.Minute)
+			tr := newTestRoomOn(t, clk, newMemStore(), func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+				c.Events = []Event{{Name: "drop", PrequeueStart: clk.Now(), Start: start, End: start.Add(time.Hour), ShuffleAtStart: true}}
+			})
+			vs := make([]*visitor, n)
+			for i := range vs {
+				vs[i] = &visitor{}
+				require.True(t, isWaiting(tr.get(vs[i], "")), "pre-queued")
+			}
+			clk.Set(start.Add(-10 * time.Second))
+			for _, v := range vs {
+				tr.get(v, "") // back before the start: counted
+			}
+			clk.Set(start.Add(time.Second))
+			tr.sync()
+			low, high := n+1, 0
+			for _, v := range vs {
+				w := tr.get(v, "application/json")
+				if admitted(w) {
+					low = 1 // the first place's slot
+					continue
+				}
+				got := jsonBody(t, w)
+				pos, length := int(got["positionInLine"].(float64)), int(got["queueLength"].(float64))
+				assert.LessOrEqual(t, pos, length, "a place within the line")
+				low, high = min(low, pos), max(high, pos)
+			}
+			assert.Equal(t, 1, low, "the lowest place is next")
+			assert.LessOrEqual(t, high, n)
+		})
+	}
 }

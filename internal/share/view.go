@@ -127,7 +127,8 @@ func (v *View) Near(b, n int64) bool {
 // (lottery: Rules.Lottery; b its first second), the visitors ahead are
 // those of it whose places lie between the cut in force and visitor id's
 // (View.Placed, refresh intervals of refresh ms): their share of the
-// places above the cut; half of it without a seed.
+// places above the cut, of the others waiting in it; half of them
+// without a seed.
 func (v *View) Ahead(b int64, lottery [2]int64, fresh bool, id uint64, refresh int64) int64 {
 	if fresh {
 		return v.Waiting
@@ -146,7 +147,8 @@ func (v *View) Ahead(b int64, lottery [2]int64, fresh bool, id uint64, refresh i
 			}
 			in += x.Waiting
 		}
-		return bc.Before + int64(float64(in)*v.placeShare(id, refresh, in))
+		// The others of the pre-queue: the visitor is one of in.
+		return bc.Before + int64(float64(max(in-1, 0))*v.placeShare(id, refresh, in))
 	}
 	return v.Waiting
 }
