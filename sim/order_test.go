@@ -55,3 +55,59 @@ func TestFIFOOrderAtMinuteBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// TestFIFOOrderWithinAMinute holds FIFO order between spans of seconds
+// where the front of the line thins: each new minute lets in a burst of
+// the oldest, and the few of its span left behind (not back yet, or gone)
+// are all that is due of it. Grouped into spans by the oldest span alone,
+// they took spans of up to a minute to fill, and the line went by the
+// minute: at 2 arrivals a second against 30 admissions a minute, one
+// instance let a visitor in 2 minutes 38 s after one who arrived 2.5 s
+// later, though they came back at the page's pace (592 pairs over 20 s
+// apart inverted by more than a refresh and 2 s, in six minutes). The
+// spans are now counted from the oldest due visitor's second. No honest
+// visitor is let in more than a refresh and 2 s after one who arrived
+// 20 s or more after them (35 s on four instances).
+func TestFIFOOrderWithinAMinute(t *testing.T) {
+	t.Parallel()
+	for _, instances := range pick([]int{1, 4}, []int{1}) {
+		t.Run(fmt.Sprintf("%d instances", instances), func(t *testing.T) {
+			t.Parallel()
+			res := simulate(t, Options{
+				Visitors:          720,
+				Arrivals:          6 * time.Minute,
+				Method:            waitingroom.FIFO,
+				NewUsersPerMinute: 30,
+				TotalActiveUsers:  1000,
+				RefreshInterval:   10 * time.Second,
+				Instances:         instances,
+			})
+			slack := 13 * time.Second // the longest jittered refresh interval, 11 s, and 2 s
+			apart := 20 * time.Second
+			if instances > 1 {
+				// Among instances the few left of the oldest span share
+				// a group with the next (groupBuckets): up to a span more.
+				apart = 35 * time.Second
+			}
+			vs := res.VisitorRecords
+			var inversions int
+			for i := range vs {
+				b := &vs[i]
+				if !b.WasAdmitted {
+					continue
+				}
+				for j := range vs {
+					a := &vs[j]
+					if a.WasAdmitted && a.Kind.honest() && a.Arrival+apart <= b.Arrival &&
+						a.Admitted > b.Admitted+slack {
+						if inversions++; inversions <= 3 {
+							t.Logf("arrived at %v, let in at %v, after one who arrived at %v and was let in at %v", a.Arrival, a.Admitted, b.Arrival, b.Admitted)
+						}
+					}
+				}
+			}
+			t.Logf("%d admitted of %d; %d pairs inverted", res.Admitted, res.Visitors, inversions)
+			assert.Zero(t, inversions, "visitors let in more than %v after one who arrived %v or more after them", slack, apart)
+		})
+	}
+}

@@ -160,19 +160,19 @@ func carveMembers(st *store.State, p params, v *View, members []member, at []int
 	fair := 1 / float64(max(v.Instances, 1))
 	scarce := p.round && fleetScarce(&p, v)
 	v.Scarce = scarce
-	buckets, span := reserveBuckets(v.Buckets, &p.rules), int64(1)
+	buckets, grp := reserveBuckets(v.Buckets, &p.rules), grouping{}
 	if p.rules.Ordered && !scarce {
 		// Every slot by pick (scarce) goes to a visitor who asked, by
 		// second: grouped, 200 instances at 20 a minute used 0.96 to
 		// 0.98 of it, 0.996 to 1 by second.
-		buckets, span = groupBuckets(buckets, p.rules.perRefresh(p.dueWindow))
+		buckets, grp = groupBuckets(buckets, p.rules.perRefresh(p.dueWindow), int64(v.Instances))
 	}
 	// In an ordered queue, a fleet's round picks the visitors asked for
 	// and may reserve the oldest bucket's due visitors once for the fleet
 	// (picks.go); the instances' grants are laid out over the rest.
 	lay := buckets
 	if p.round && (p.rules.Ordered || scarce) {
-		lay, grants = reserveAndPick(st, p, v, buckets, span, asks, picked, grants, ahead[0])
+		lay, grants = reserveAndPick(st, p, v, buckets, grp, asks, picked, grants, ahead[0])
 	}
 	for i, m := range members {
 		if m.noCarve || m.leaving {

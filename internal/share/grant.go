@@ -219,20 +219,50 @@ func coveredWhole(buckets []Bucket, free int64) int64 {
 // each divides a minute, so no span straddles two minutes.
 var spans = [...]int64{1, 2, 3, 5, 10, 15, 30, 60}
 
+// grouping is how groupBuckets grouped the arrival seconds: aligned spans
+// of span seconds, but that those from the one whose newest second is
+// from to the one whose newest is head make one group. Span 1 (the zero
+// grouping too) groups nothing.
+type grouping struct{ span, from, head int64 }
+
+// key is the key of the group of arrival second b: its newest second.
+func (g grouping) key(b int64) int64 {
+	if g.span <= 1 {
+		return b
+	}
+	if k := spanKey(b, g.span); k < g.from || k > g.head {
+		return k
+	}
+	return g.head
+}
+
 // groupBuckets groups bs (arrival seconds, oldest first) into aligned
-// spans of the shortest length whose oldest span with due visitors holds
-// at least need of them, a minute at most: each group is keyed by its
-// newest second (spanKey; a visitor of the span takes from it:
-// Grant.take), with the counts of its buckets summed. It returns the
-// groups and the span's length, bs and 1 when spans of a second do.
-func groupBuckets(bs []Bucket, need int64) ([]Bucket, int64) {
+// spans of the shortest length in whose seconds from the oldest due
+// visitor's at least need of them arrived, a minute at most; among
+// instances, the oldest spans of the oldest due visitor's minute make one
+// group until it holds need less need/instances of them. Each group is
+// keyed by its newest second (grouping.key; a visitor of the group takes
+// from it: Grant.take), with the counts of its buckets summed.
+//
+// The span is counted from the oldest due visitor's second, not from the
+// start of the aligned span that holds it: once the visitors of the
+// oldest span are mostly in, its few left (not back yet, or gone) took
+// spans of up to a minute to fill, and the whole line went by the minute
+// (on one instance, a visitor let in 2 minutes 38 s after one who arrived
+// 2.5 s after them). On one instance those few have the slots of their
+// group to themselves. Every instance keeps slots for them, though each
+// reaches one: 31 instances keeping them for those few alone used 0.93
+// of the limits, so among instances they share a group with the next
+// spans, the more the instances the fuller (within it, whoever comes
+// first goes first).
+func groupBuckets(bs []Bucket, need, instances int64) ([]Bucket, grouping) {
 	first := slices.IndexFunc(bs, func(b Bucket) bool { return b.Due > 0 })
 	if first < 0 || need <= 1 {
-		return bs, 1
+		return bs, grouping{span: 1}
 	}
 	span := spans[len(spans)-1]
 	for _, s := range spans {
-		end := FloorDiv(bs[first].Arrival, s)*s + s
+		end := bs[first].Arrival + s
 		var due int64
 		for _, b := range bs[first:] {
 			if b.Arrival >= end {
@@ -246,11 +276,25 @@ func groupBuckets(bs []Bucket, need int64) ([]Bucket, int64) {
 		}
 	}
 	if span == 1 {
-		return bs, 1
+		return bs, grouping{span: 1}
+	}
+	g := grouping{span: span, from: spanKey(bs[first].Arrival, span)}
+	g.head = g.from
+	last := FloorDiv(bs[first].Arrival, 60)*60 + 59 // the minute's last second
+	full := need - need/max(instances, 1)
+	var due int64
+	for _, b := range bs[first:] {
+		if k := spanKey(b.Arrival, span); k > g.head {
+			if due >= full || k > last {
+				break
+			}
+			g.head = k
+		}
+		due += b.Due
 	}
 	out := make([]Bucket, 0, len(bs))
 	for _, b := range bs {
-		key := spanKey(b.Arrival, span)
+		key := g.key(b.Arrival)
 		if n := len(out); n > 0 && out[n-1].Arrival == key {
 			out[n-1].Waiting += b.Waiting
 			out[n-1].Due += b.Due
@@ -259,7 +303,7 @@ func groupBuckets(bs []Bucket, need int64) ([]Bucket, int64) {
 		b.Arrival = key
 		out = append(out, b)
 	}
-	return out, span
+	return out, g
 }
 
 // spanKey is the key of the group of arrival second b in spans of span

@@ -2,6 +2,7 @@ package share
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -196,25 +197,39 @@ func TestCarveWithinFreeSlots(t *testing.T) {
 func TestGroupBuckets(t *testing.T) {
 	const m = 29_000_000 * 60 // the first second of a minute
 	due := func(b int64, n int64) Bucket { return Bucket{Arrival: b, Waiting: n + 1, Due: n} }
+	seconds := func(b, k, n int64) []Bucket { // k seconds from b, n due each
+		var out []Bucket
+		for i := range k {
+			out = append(out, due(b+i, n))
+		}
+		return out
+	}
+	few := append([]Bucket{due(m+21, 1), due(m+27, 1)}, seconds(m+30, 16, 1)...) // a few left of the oldest span
 	for _, tc := range []struct {
-		name string
-		in   []Bucket
-		need int64
-		span int64
-		want []Bucket
+		name       string
+		in         []Bucket
+		need, inst int64
+		grp        grouping
+		want       []Bucket
 	}{
-		{"a visitor an interval: second by second", []Bucket{due(m+3, 1), due(m+9, 1)}, 1, 1, []Bucket{due(m+3, 1), due(m+9, 1)}},
-		{"nobody due: as they are", []Bucket{{Arrival: m + 3, Waiting: 4}}, 50, 1, []Bucket{{Arrival: m + 3, Waiting: 4}}},
-		{"the shortest span whose oldest holds enough", []Bucket{due(m+1, 2), due(m+4, 2), due(m+6, 2), due(m+12, 1)}, 4, 5,
+		{"a visitor an interval: second by second", []Bucket{due(m+3, 1), due(m+9, 1)}, 1, 4, grouping{span: 1}, []Bucket{due(m+3, 1), due(m+9, 1)}},
+		{"nobody due: as they are", []Bucket{{Arrival: m + 3, Waiting: 4}}, 50, 4, grouping{span: 1}, []Bucket{{Arrival: m + 3, Waiting: 4}}},
+		{"the shortest span that holds enough from the oldest due", []Bucket{due(m+1, 2), due(m+4, 2), due(m+6, 2), due(m+12, 1)}, 4, 4, grouping{5, m + 4, m + 4},
 			[]Bucket{{Arrival: m + 4, Waiting: 6, Due: 4}, {Arrival: m + 9, Waiting: 3, Due: 2}, {Arrival: m + 14, Waiting: 2, Due: 1}}},
-		{"a minute at most, aligned to it", []Bucket{due(m+58, 1), due(m+61, 1)}, 100, 60,
+		{"a minute at most, aligned to it", []Bucket{due(m+58, 1), due(m+61, 1)}, 100, 4, grouping{60, m + 59, m + 59},
 			[]Bucket{{Arrival: m + 59, Waiting: 2, Due: 1}, {Arrival: m + 119, Waiting: 2, Due: 1}}},
-		{"the oldest due decides, not the oldest waiting", []Bucket{{Arrival: m, Waiting: 9}, due(m+10, 3), due(m+11, 3)}, 6, 2,
+		{"a few left of the oldest span, one instance: a group of their own", few, 8, 1, grouping{15, m + 29, m + 29},
+			[]Bucket{{Arrival: m + 29, Waiting: 4, Due: 2}, {Arrival: m + 44, Waiting: 30, Due: 15}, {Arrival: m + 59, Waiting: 2, Due: 1}}},
+		{"a few left of the oldest span, instances: with the next span", few, 8, 4, grouping{15, m + 29, m + 44},
+			[]Bucket{{Arrival: m + 44, Waiting: 34, Due: 17}, {Arrival: m + 59, Waiting: 2, Due: 1}}},
+		{"the oldest spans join within their minute only", append([]Bucket{due(m+50, 1)}, seconds(m+55, 10, 1)...), 8, 40, grouping{15, m + 59, m + 59},
+			[]Bucket{{Arrival: m + 59, Waiting: 12, Due: 6}, {Arrival: m + 74, Waiting: 10, Due: 5}}},
+		{"the oldest due decides, not the oldest waiting", []Bucket{{Arrival: m, Waiting: 9}, due(m+10, 3), due(m+11, 3)}, 6, 4, grouping{2, m + 11, m + 11},
 			[]Bucket{{Arrival: m + 1, Waiting: 9}, {Arrival: m + 11, Waiting: 8, Due: 6}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, span := groupBuckets(tc.in, tc.need)
-			assert.Equal(t, tc.span, span)
+			got, grp := groupBuckets(tc.in, tc.need, tc.inst)
+			assert.Equal(t, tc.grp, grp)
 			assert.Equal(t, tc.want, got)
 			var w, d int64
 			for _, b := range got {
@@ -223,8 +238,9 @@ func TestGroupBuckets(t *testing.T) {
 			var w0, d0 int64
 			for _, b := range tc.in {
 				w0, d0 = w0+b.Waiting, d0+b.Due
-				k := spanKey(b.Arrival, span)
-				assert.True(t, k >= b.Arrival && k-span < b.Arrival && (k+1)%span == 0, "second %d in the span ending %d", b.Arrival, k)
+				k := grp.key(b.Arrival)
+				assert.True(t, k >= b.Arrival && FloorDiv(k, 60) == FloorDiv(b.Arrival, 60) && (k+1)%grp.span == 0, "second %d in the group ending %d", b.Arrival, k)
+				assert.True(t, slices.ContainsFunc(got, func(g Bucket) bool { return g.Arrival == k }), "second %d's group", b.Arrival)
 			}
 			assert.Equal(t, [2]int64{w0, d0}, [2]int64{w, d}, "nobody lost or counted twice")
 		})

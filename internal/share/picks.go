@@ -161,9 +161,9 @@ const fleetScarceBelow = 4
 // of each that no pick or reserve covers) and the slots held in all
 // (grants, plus the change). picked are the picks st holds, by bucket
 // (settlePicks); ahead is what carve leaves out of the release.
-func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, span int64, asks map[uint64]ask, picked map[int64]int64, grants, ahead int64) ([]Bucket, int64) {
+func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, grp grouping, asks map[uint64]ask, picked map[int64]int64, grants, ahead int64) ([]Bucket, int64) {
 	lay := slices.Clone(buckets)
-	coverDue(lay, span, picked)
+	coverDue(lay, grp, picked)
 	if st.Lease == nil {
 		return lay, grants
 	}
@@ -194,12 +194,12 @@ func reserveAndPick(st *store.State, p params, v *View, buckets []Bucket, span i
 	if g := carve(p, v, buckets, buckets, 1, grants-before-picks, held, ahead); g != nil {
 		limit = g.Total()
 	}
-	made := pick(st, &p, asks, lay, span, limit-picks)
+	made := pick(st, &p, asks, lay, grp, limit-picks)
 	var n int64
 	for _, k := range made {
 		n += k
 	}
-	coverDue(lay, span, made)
+	coverDue(lay, grp, made)
 	if !p.rules.Ordered {
 		// Random (fleetScarce): no order to keep, so no reserve. (Its
 		// record, if the room was FIFO, is left with no slot.)
@@ -250,7 +250,7 @@ func pickWinners(st *store.State, p *params, asks map[uint64]ask, g Grant) Grant
 		return g
 	}
 	var n int64
-	for _, k := range pick(st, p, asks, nil, 1, g.Total()) {
+	for _, k := range pick(st, p, asks, nil, grouping{}, g.Total()) {
 		n += k
 	}
 	out := Grant{}
@@ -283,7 +283,7 @@ func pickWinners(st *store.State, p *params, asks map[uint64]ask, g Grant) Grant
 // visitor asked for again while picked keeps their pick until their ask
 // holds (it may not have reached the instance they came to), from the
 // same moment.
-func pick(st *store.State, p *params, asks map[uint64]ask, lay []Bucket, span, n int64) map[int64]int64 {
+func pick(st *store.State, p *params, asks map[uint64]ask, lay []Bucket, grp grouping, n int64) map[int64]int64 {
 	if len(asks) == 0 {
 		return nil
 	}
@@ -337,7 +337,7 @@ func pick(st *store.State, p *params, asks map[uint64]ask, lay []Bucket, span, n
 		// of seconds held the picks back behind a few visitors of the
 		// oldest span who had not asked (200 instances at 20 a minute
 		// used 0.961 to 0.979 of it, 0.986 by the minute).
-		key := spanKey(c.bucket, span)
+		key := grp.key(c.bucket)
 		for i < len(lay) && FloorDiv(lay[i].Arrival, 60) < FloorDiv(key, 60) {
 			older += max(0, lay[i].Due-byKey[lay[i].Arrival])
 			i++
@@ -437,13 +437,11 @@ func drawRank(x *store.Seed, id uint64, w, first int64, o float64, held bool, re
 }
 
 // coverDue takes from the due visitors of buckets (oldest first, grouped
-// in spans of span seconds: groupBuckets) those that n (arrival second →
+// as grp says: groupBuckets) those that n (arrival second →
 // slots) holds slots for.
-func coverDue(buckets []Bucket, span int64, n map[int64]int64) {
+func coverDue(buckets []Bucket, grp grouping, n map[int64]int64) {
 	for b, k := range n {
-		if span > 1 {
-			b = spanKey(b, span)
-		}
+		b = grp.key(b)
 		if i, ok := slices.BinarySearchFunc(buckets, b, func(c Bucket, b int64) int { return cmp.Compare(c.Arrival, b) }); ok {
 			buckets[i].Due = max(0, buckets[i].Due-k)
 		}

@@ -752,7 +752,7 @@ func TestPickWaitsForItsVisitor(t *testing.T) {
 			5: {bucket: 101, at: now + 4000},   // no pick yet
 		}
 		p := &params{now: now, waitWindow: longest, rules: limits(random, 1000, 100)}
-		made := pick(st, p, asks, nil, 1, n)
+		made := pick(st, p, asks, nil, grouping{}, n)
 		want := []store.Pick{
 			{Visitor: 1, Bucket: 100, Until: now + 6000},
 			{Visitor: 2, Bucket: 100, Until: now + 2000},
