@@ -484,6 +484,7 @@ func (rm *Room) conclude(x *visit) {
 		d.last = now
 		var turn int64
 		d.Estimate, turn = rm.estimate(x.v, x.pol, c, x.fresh, false)
+		d.Estimate = refusedEstimate(d.Estimate)
 		c.pos = int64(d.Estimate.Position)
 		// In FIFO, back when their turn is expected if sooner (grant.go).
 		if soon := max(turn, drawRetry(rm.cfg.RefreshInterval.Milliseconds())); soon < c.refresh && x.gate == gatePass {

@@ -96,6 +96,18 @@ func randomAdmissions(waiting, p float64) float64 {
 	return max(1, math.Ceil(math.Log(1-p)/math.Log(1-1/waiting)))
 }
 
+// refusedEstimate is the estimate e shown to a visitor who was refused a
+// slot: unknown where e says none is needed (a wait of 0, every
+// percentile too). The view then has room, and what keeps the visitor
+// waiting is not in it: another instance took the slot since the latest
+// sync, or holds its grant. Their next refresh, after a sync, knows.
+func refusedEstimate(e Estimate) Estimate {
+	if e.Known && e.Wait == 0 && e.P75 == 0 {
+		return Estimate{Position: e.Position, Waiting: e.Waiting}
+	}
+	return e
+}
+
 // randomEstimate is the wait range, as of view v under policy p, of one of
 // waiting visitors who all have the same chance at every slot. For each
 // percentile it is the time the room takes to let in as many visitors as

@@ -391,3 +391,42 @@ func TestEstimateOfASecondsStampede(t *testing.T) {
 		assert.GreaterOrEqual(t, got["waitTime"], 4.0, "visitor %d: half of the 99 others ahead", i)
 	}
 }
+
+// A visitor refused at an instance whose view says a slot is free (another
+// instance took it since the latest sync) is told the wait is unknown, not
+// "less than a minute": the view does not hold what keeps them waiting.
+// Their next refresh, after a sync, knows. Both methods, an HTML visitor
+// and a JSON one.
+func TestWaitUnknownWhileTheViewLags(t *testing.T) {
+	for _, method := range []QueueingMethod{FIFO, Random} {
+		t.Run(string(method), func(t *testing.T) {
+			clk, st := newClock(), newMemStore()
+			mutate := func(c *Config) {
+				c.QueueingMethod = method
+				c.TotalActiveUsers, c.NewUsersPerMinute = 1, 1
+				c.SessionDuration = 5 * time.Minute
+			}
+			a := newTestRoomOn(t, clk, st, mutate)
+			b := newTestRoomOn(t, clk, st, mutate)
+			a.sync()
+			b.sync()
+			a.sync() // each knows the other: the one slot's grant is one's
+			holder, other := a, b
+			if !admitted(a.get(&visitor{}, "")) {
+				holder, other = b, a
+				require.True(t, admitted(b.get(&visitor{}, "")), "one of them holds the slot")
+			}
+			_ = holder
+			v := &visitor{}
+			got := jsonBody(t, other.get(v, "application/json"))
+			assert.Equal(t, false, got["waitTimeKnown"], "refused where the view has room: %v", got)
+			clk.Add(time.Second)
+			holder.sync()
+			other.sync()
+			clk.Add(25 * time.Second)
+			got = jsonBody(t, other.get(v, "application/json"))
+			assert.Equal(t, true, got["waitTimeKnown"], "after a sync: %v", got)
+			assert.NotEqual(t, "less than a minute", got["waitTimeFormatted"])
+		})
+	}
+}
