@@ -69,8 +69,8 @@ type PreviewPage struct {
 // Preview renders rm's waiting page in every state a visitor can see
 // (PreviewStates), as this instance would render it now under the live
 // settings: their queueing method (FIFO unless it is random), refresh
-// interval and status code, with sample waits (12 minutes; 5 to 15 with
-// random queueing). tmpl is the template to render; nil is the live one
+// interval and status code, with sample waits and lines (12 minutes,
+// number 36 of 120; 5 to 15 minutes among 120 with random queueing). tmpl is the template to render; nil is the live one
 // (Settings.Template, else the default page). lang is the language of the
 // default page and of the formatted waits ("" for Config.Page.Language).
 //
@@ -91,9 +91,9 @@ func Preview(rm *waitingroom.Room, tmpl *template.Template, lang string) []Previ
 		var est waitingroom.Estimate
 		switch state {
 		case PreviewQueueing:
-			est = waitingroom.Estimate{Known: true, Wait: 12 * time.Minute}
+			est = waitingroom.Estimate{Known: true, Wait: 12 * time.Minute, Position: 36, Waiting: 120}
 			if s.QueueingMethod == waitingroom.Random {
-				est = waitingroom.Estimate{Known: true, Wait: 10 * time.Minute, P25: 5 * time.Minute, P50: 10 * time.Minute, P75: 15 * time.Minute}
+				est = waitingroom.Estimate{Known: true, Wait: 10 * time.Minute, P25: 5 * time.Minute, P50: 10 * time.Minute, P75: 15 * time.Minute, Waiting: 120}
 			}
 		case PreviewQueueAll:
 			s.QueueAll = true

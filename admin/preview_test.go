@@ -46,6 +46,8 @@ func TestPreview(t *testing.T) {
 		assert.Empty(t, p.Error)
 		assert.Equal(t, http.StatusOK, p.Status)
 	}
+	// The queueing page shows a place in line, as a waiting visitor's does.
+	assert.Equal(t, [2]int{36, 120}, [2]int{pages[0].Data.PositionInLine, pages[0].Data.QueueLength})
 	assert.True(t, pages[2].Data.IsEventActive, "the pre-queue is part of the event")
 	assert.True(t, pages[2].Data.ShuffleAtEventStart)
 
