@@ -50,6 +50,12 @@ func TestStoreOutage(t *testing.T) {
 				c.RefreshJitter = -1
 				c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			})
+			// Another instance, in the same outage.
+			other := newTestRoomOn(t, tr.clk, st, func(c *waitingroom.Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = 3, 3
+				c.OnStoreError = policy
+			})
+			tr.sync()
 			in := &visitor{}
 			require.True(t, admitted(tr.get(in, "")))
 			waiting := &visitor{}
@@ -62,6 +68,7 @@ func TestStoreOutage(t *testing.T) {
 			for i := range 30 {
 				tr.clk.Add(time.Second)
 				assert.Error(t, tr.Sync(context.Background()))
+				assert.Error(t, other.Sync(context.Background()))
 				for _, v := range []*visitor{in, waiting, {}} {
 					w := tr.get(v, "")
 					assert.Less(t, w.Code, 500, "no 5xx during an outage (request %d)", i)
@@ -86,6 +93,7 @@ func TestStoreOutage(t *testing.T) {
 			// the counts it kept during the outage.
 			assert.True(t, isWaiting(tr.get(&visitor{}, "")), "a newcomer waits out the grace")
 			tr.clk.Add(share.GraceAfterGap(tr.cfg.SyncInterval))
+			other.sync()
 			tr.sync()
 			after, ok := tr.readState(waiting.request(http.MethodGet, ""), tr.now())
 			require.True(t, ok)
@@ -207,4 +215,39 @@ func cutPair(t *testing.T) (*clock, *flaky, *testRoom, *testRoom) {
 		tr.sync()
 	}
 	return clk, cut, a, b
+}
+
+// An instance whose own syncs failed, while the others' went through,
+// holds no grace when it answers again: the others' counts are in the
+// state, and it brings its own. One in the same outage as another does.
+func TestOwnFailedSyncsHoldNoGrace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		both  bool // the other instance is down too
+		grace bool
+	}{{"its own failures", false, false}, {"an outage of both", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk, mem := newClock(), memstore.New()
+			mutate := func(c *waitingroom.Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 1000 }
+			fa, fb := &flaky{Store: mem}, &flaky{Store: mem}
+			a, b := newTestRoomOn(t, clk, fa, mutate), newTestRoomOn(t, clk, fb, mutate)
+			b.sync()
+			a.sync()
+			require.True(t, admitted(a.get(&visitor{}, "")))
+			fa.down.Store(true)
+			fb.down.Store(tc.both)
+			for range 3 {
+				clk.Add(time.Second)
+				assert.Error(t, a.Sync(context.Background()))
+				assert.Equal(t, tc.both, b.Sync(context.Background()) != nil)
+			}
+			fa.down.Store(false)
+			clk.Add(time.Second)
+			a.sync()
+			assert.Equal(t, tc.grace, isWaiting(a.get(&visitor{}, "")), "a newcomer waits out a grace: %v", tc.grace)
+			fb.down.Store(false)
+			b.sync()
+			assert.Equal(t, tc.grace, isWaiting(b.get(&visitor{}, "")), "at the other instance too, once it syncs: %v", tc.grace)
+		})
+	}
 }

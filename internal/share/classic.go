@@ -186,10 +186,12 @@ func (s *Syncer[S]) applyClassic(st *store.State, c *classicRun[S]) {
 	c.p.now = now
 	d := s.classicNews(st, c, local)
 	c.p.keepSilent = c.wentBack || s.keepSilent(local)
-	if c.rebuilt || c.wentBack || c.recover {
+	if c.rebuilt || c.wentBack || c.recover && !s.othersSyncedSince(st) {
 		// After a loss or an outage, counts of other instances may not
 		// be in the state yet: nobody is admitted until every instance
-		// has had a sync, its retries included, to bring them in.
+		// has had a sync, its retries included, to bring them in. After
+		// this instance's failed syncs only, they are in: the others
+		// synced since its last sync that went through.
 		st.Grace = max(st.Grace, now+s.graceAfterGap())
 	}
 	c.set, c.p.rules = s.settle(st, now)
@@ -316,6 +318,22 @@ func (s *Syncer[S]) classicSynced(ctx context.Context, c *classicRun[S]) {
 	}
 	s.removeMailboxes(ctx)
 	s.writePlaces(ctx)
+}
+
+// othersSyncedSince reports whether every other instance st records
+// synced after this one's latest sync that went through (st's record of
+// it): its failures were its own, and the others' counts are in st. A
+// store that failed syncs at random otherwise held a grace after each:
+// four instances under Total Active Users, failing 10 % of their syncs,
+// let in 116 visitors in six minutes, 20 % 10, against 137 without
+// failures (141 and 139 so).
+func (s *Syncer[S]) othersSyncedSince(st *store.State) bool {
+	i := slices.IndexFunc(st.Instances, func(in store.Instance) bool { return in.ID == s.cfg.ID })
+	if i < 0 {
+		return false
+	}
+	last := st.Instances[i].Seen
+	return !slices.ContainsFunc(st.Instances, func(in store.Instance) bool { return in.ID != s.cfg.ID && in.Seen <= last })
 }
 
 // syncFailed reports a sync that failed with err: it counts it, logs the
