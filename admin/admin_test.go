@@ -489,7 +489,8 @@ func TestAdminEventDescriptionAndSuspended(t *testing.T) {
 		var c string
 		assert.True(t, f.visit(&c), "the suspended event rejects nobody")
 		page := f.do(http.MethodGet, "/", "").Body.String()
-		assert.Contains(t, page, "Next event\n  <b id=\"eventName\">drop</b> · <span id=\"eventDescription\">Spring drop</span>")
+		assert.Contains(t, page, "Next event\n  <b id=\"eventName\">drop</b> · <span id=\"eventDescription\">Spring drop</span> · <span id=\"eventTimes\">")
+		assert.Regexp(t, `<span id="eventTimes">(pre-queue from \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ, )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ–\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ</span>`, page, "the event's times, in UTC")
 	}
 
 	w = b.do(http.MethodPatch, "/settings", events(false))

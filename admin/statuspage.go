@@ -24,7 +24,8 @@ var adminPageSource string
 // adminPage is adminPageSource, parsed; utc writes Unix seconds as a UTC
 // time, as the rest of the page.
 var adminPage = template.Must(template.New("status").Funcs(template.FuncMap{
-	"utc": func(s int64) string { return time.Unix(s, 0).UTC().Format(time.RFC3339) },
+	"utc":     func(s int64) string { return time.Unix(s, 0).UTC().Format(time.RFC3339) },
+	"utcTime": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 }).Parse(adminPageSource))
 
 // pageData is what the status page template gets.
