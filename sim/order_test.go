@@ -33,23 +33,9 @@ func TestFIFOOrderAtMinuteBoundaries(t *testing.T) {
 					NewUsersPerMinute: perMinute,
 				})
 				slack := 24 * time.Second // the longest jittered refresh interval, 22 s, and 2 s
-				vs := res.VisitorRecords
-				var inversions int
-				for i := range vs {
-					b := &vs[i]
-					if !b.WasAdmitted {
-						continue
-					}
-					for j := range vs {
-						a := &vs[j]
-						if a.WasAdmitted && a.Kind.honest() && a.Arrival/time.Minute < b.Arrival/time.Minute &&
-							a.Arrival < b.Admitted && a.Admitted > b.Admitted+slack {
-							if inversions++; inversions <= 3 {
-								t.Logf("arrived at %v, let in at %v, after one who arrived at %v and was let in at %v", a.Arrival, a.Admitted, b.Arrival, b.Admitted)
-							}
-						}
-					}
-				}
+				inversions := countInversions(t, res.VisitorRecords, slack, func(a, b *Visitor) bool {
+					return a.Arrival/time.Minute < b.Arrival/time.Minute && a.Arrival < b.Admitted
+				})
 				assert.Zero(t, inversions, "visitors let in after a newer visitor by more than %v", slack)
 			})
 		}
@@ -89,25 +75,34 @@ func TestFIFOOrderWithinAMinute(t *testing.T) {
 				// a group with the next (groupBuckets): up to a span more.
 				apart = 35 * time.Second
 			}
-			vs := res.VisitorRecords
-			var inversions int
-			for i := range vs {
-				b := &vs[i]
-				if !b.WasAdmitted {
-					continue
-				}
-				for j := range vs {
-					a := &vs[j]
-					if a.WasAdmitted && a.Kind.honest() && a.Arrival+apart <= b.Arrival &&
-						a.Admitted > b.Admitted+slack {
-						if inversions++; inversions <= 3 {
-							t.Logf("arrived at %v, let in at %v, after one who arrived at %v and was let in at %v", a.Arrival, a.Admitted, b.Arrival, b.Admitted)
-						}
-					}
-				}
-			}
+			inversions := countInversions(t, res.VisitorRecords, slack, func(a, b *Visitor) bool {
+				return a.Arrival+apart <= b.Arrival
+			})
 			t.Logf("%d admitted of %d; %d pairs inverted", res.Admitted, res.Visitors, inversions)
 			assert.Zero(t, inversions, "visitors let in more than %v after one who arrived %v or more after them", slack, apart)
 		})
 	}
+}
+
+// countInversions counts the pairs of visitors let in, a honest, where a
+// came before b as before says yet was let in more than slack after b,
+// and logs the first three.
+func countInversions(t *testing.T, vs []Visitor, slack time.Duration, before func(a, b *Visitor) bool) int {
+	t.Helper()
+	n := 0
+	for i := range vs {
+		b := &vs[i]
+		if !b.WasAdmitted {
+			continue
+		}
+		for j := range vs {
+			a := &vs[j]
+			if a.WasAdmitted && a.Kind.honest() && before(a, b) && a.Admitted > b.Admitted+slack {
+				if n++; n <= 3 {
+					t.Logf("arrived at %v, let in at %v, after one who arrived at %v and was let in at %v", a.Arrival, a.Admitted, b.Arrival, b.Admitted)
+				}
+			}
+		}
+	}
+	return n
 }
