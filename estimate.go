@@ -96,11 +96,8 @@ func randomAdmissions(waiting, p float64) float64 {
 	return max(1, math.Ceil(math.Log(1-p)/math.Log(1-1/waiting)))
 }
 
-// refusedEstimate is the estimate e shown to a visitor who was refused a
-// slot: unknown where e says none is needed (a wait of 0, every
-// percentile too). The view then has room, and what keeps the visitor
-// waiting is not in it: another instance took the slot since the latest
-// sync, or holds its grant. Their next refresh, after a sync, knows.
+// refusedEstimate is e for a visitor refused a slot: unknown where e needs
+// none, as what holds them back (another instance's slot) is not in view.
 func refusedEstimate(e Estimate) Estimate {
 	if e.Known && e.Wait == 0 && e.P75 == 0 {
 		return Estimate{Position: e.Position, Waiting: e.Waiting}
