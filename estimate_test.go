@@ -416,7 +416,6 @@ func TestWaitUnknownWhileTheViewLags(t *testing.T) {
 				holder, other = b, a
 				require.True(t, admitted(b.get(&visitor{}, "")), "one of them holds the slot")
 			}
-			_ = holder
 			v := &visitor{}
 			got := jsonBody(t, other.get(v, "application/json"))
 			assert.Equal(t, false, got["waitTimeKnown"], "refused where the view has room: %v", got)
