@@ -2,6 +2,7 @@ package share
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/go-waitingroom/waitingroom/lottery"
@@ -127,8 +128,8 @@ func (v *View) Near(b, n int64) bool {
 // (lottery: Rules.Lottery; b its first second), the visitors ahead are
 // those of it whose places lie between the cut in force and visitor id's
 // (View.Placed, refresh intervals of refresh ms): their share of the
-// places above the cut, of the others waiting in it; half of them
-// without a seed.
+// places above the cut, of the others waiting in it (the expected count,
+// to the nearest); half of them without a seed.
 func (v *View) Ahead(b int64, lottery [2]int64, fresh bool, id uint64, refresh int64) int64 {
 	if fresh {
 		return v.Waiting
@@ -148,7 +149,7 @@ func (v *View) Ahead(b int64, lottery [2]int64, fresh bool, id uint64, refresh i
 			in += x.Waiting
 		}
 		// The others of the pre-queue: the visitor is one of in.
-		return bc.Before + int64(float64(max(in-1, 0))*v.placeShare(id, refresh, in))
+		return bc.Before + int64(math.Round(float64(max(in-1, 0))*v.placeShare(id, refresh, in)))
 	}
 	return v.Waiting
 }

@@ -2,6 +2,7 @@ package share
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"testing"
 
@@ -86,7 +87,7 @@ func TestViewAhead(t *testing.T) {
 		{"the newest", none, s + 5, false, 7},
 		{"newer than anyone counted", none, s + 9, false, 10},
 		{"fresh: behind everyone", none, s, true, 10},
-		{"a shuffled pre-queue: half of the others ahead", [2]int64{s + 1, s + 5}, s + 1, false, 3 + (4-1)/2},
+		{"a shuffled pre-queue: half of the others ahead", [2]int64{s + 1, s + 5}, s + 1, false, 3 + 2}, // 1.5, to the nearest
 		{"a shuffled pre-queue of several seconds", [2]int64{s, s + 5}, s, false, (7 - 1) / 2},
 		{"a second after the pre-queue", [2]int64{s, s + 5}, s + 5, false, 7},
 	} {
@@ -118,7 +119,7 @@ func TestViewAhead(t *testing.T) {
 			assert.Zero(t, got, "their turn has come")
 			continue
 		}
-		assert.Equal(t, int64(899*(p-0.2)/0.8), got, "place %v", p)
+		assert.Equal(t, int64(math.Round(899*(p-0.2)/0.8)), got, "place %v", p)
 		assert.GreaterOrEqual(t, got, prev, "in the order of places")
 		prev, seen = got, seen+1
 	}
@@ -130,13 +131,13 @@ func TestViewAhead(t *testing.T) {
 	v.seeds[0].Prequeued = 1000
 	for _, id := range idsByPlace(x.Secret, 50) {
 		if p := lottery.Place(x.Secret, id); p > 0.1 {
-			assert.Equal(t, int64(899*(p-0.1)/0.9), v.Ahead(s-600, pre, false, id, refresh), "place %v", p)
+			assert.Equal(t, int64(math.Round(899*(p-0.1)/0.9)), v.Ahead(s-600, pre, false, id, refresh), "place %v", p)
 		}
 	}
 	v.seeds[0].Prequeued = 1200 // more let in than the cut says (some left): the cut decides
 	for _, id := range idsByPlace(x.Secret, 50) {
 		if p := lottery.Place(x.Secret, id); p > 0.2 {
-			assert.Equal(t, int64(899*(p-0.2)/0.8), v.Ahead(s-600, pre, false, id, refresh), "place %v", p)
+			assert.Equal(t, int64(math.Round(899*(p-0.2)/0.8)), v.Ahead(s-600, pre, false, id, refresh), "place %v", p)
 		}
 	}
 	v.seeds[0].Prequeued = 0
