@@ -7,6 +7,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -445,6 +446,52 @@ func TestShuffledPlacesInLine(t *testing.T) {
 			bias := float64(told-ranks) / float64(seen)
 			t.Logf("%d visitors told: mean error %+.3f", seen, bias)
 			assert.InDelta(t, 0, bias, 0.2, "numbers told against the ranks, on average")
+		})
+	}
+}
+
+// The wait told at an event's start follows the event's limits, not the
+// admissions before its pre-queue: a visitor let in beforehand made the
+// recent rate one admission over five minutes, and the 60th of the
+// pre-queue, at 10 a minute, was told 4 hours (TestOutflowNeverAboveLimit
+// has the rate).
+func TestWaitAtAnEventsStart(t *testing.T) {
+	for _, shuffle := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shuffle %v", shuffle), func(t *testing.T) {
+			clk := newClock()
+			opens, start := clk.Now().Add(2*time.Minute), clk.Now().Add(5*time.Minute)
+			tr := newTestRoomOn(t, clk, newMemStore(), func(c *Config) {
+				c.TotalActiveUsers, c.NewUsersPerMinute = 100, 100
+				c.Events = []Event{{Name: "drop", PrequeueStart: opens, Start: start, End: start.Add(time.Hour),
+					ShuffleAtStart: shuffle, TotalActiveUsers: 1000, NewUsersPerMinute: 10}}
+			})
+			clk.Set(opens.Add(-30 * time.Second))
+			require.True(t, admitted(tr.get(&visitor{}, "")), "let in before the pre-queue")
+			tr.sync()
+			clk.Set(opens.Add(time.Second))
+			vs := make([]*visitor, 60)
+			for i := range vs {
+				vs[i] = &visitor{}
+				require.True(t, isWaiting(tr.get(vs[i], "")), "pre-queued")
+			}
+			clk.Set(start.Add(-10 * time.Second))
+			tr.sync()
+			for _, v := range vs {
+				tr.get(v, "") // back before the start
+			}
+			clk.Set(start.Add(time.Second))
+			tr.sync()
+			var waits []float64
+			for _, v := range vs {
+				if w := tr.get(v, "application/json"); !admitted(w) {
+					got := jsonBody(t, w)
+					require.Equal(t, true, got["waitTimeKnown"])
+					waits = append(waits, got["waitTime"].(float64))
+				}
+			}
+			require.NotEmpty(t, waits)
+			// Nobody is further than 60 admissions away: 6 minutes at 10.
+			assert.LessOrEqual(t, slices.Max(waits), 7.0, "minutes told")
 		})
 	}
 }

@@ -36,7 +36,8 @@ type Stats struct {
 	AdmittedByMinute []MinuteCount
 	// OutflowPerMinute is the recent admission rate, visitors per minute:
 	// the admissions of the last five minutes from the first that had
-	// any, never above NewUsersPerMinute.
+	// any, and from the latest opening, start or end of an event, never
+	// above NewUsersPerMinute.
 	OutflowPerMinute float64
 	// Estimate is the wait of a visitor arriving now.
 	Estimate Estimate
@@ -46,11 +47,9 @@ type Stats struct {
 	// first one.
 	Synced time.Time
 	// Aggregated reports that this instance's latest successful sync went
-	// through the fleet's aggregator (32 instances or more sharing the
-	// room) rather than reading and writing the
-	// whole shared state; Aggregating that this instance held the
-	// fleet's lease after it, and so aggregates the fleet's counts. Both
-	// are false for a room that syncs the classic way.
+	// through the fleet's aggregator (32 instances or more) rather than
+	// the whole shared state; Aggregating, that it held the fleet's lease
+	// after it. Both are false for a room that syncs the classic way.
 	Aggregated, Aggregating bool
 	// Now is the room's clock when the snapshot was taken: Config.Now,
 	// aligned to the clock the instances share.

@@ -25,16 +25,12 @@ type view = share.Snapshot[Settings]
 // since the previous sync, returns its unused grant and takes a new one.
 // The background loop calls it every SyncInterval, and sooner after a
 // revoke; with a negative SyncInterval, tests and simulators call it
-// (under their own clock). While a sync is in flight the instance admits
-// nobody new beyond a little of its grant, so the grants of all instances
-// never add up to more than the free slots. Calls are serialized. On
-// error nothing is lost: the counts are kept for the next sync.
-//
-// A failed sync's error wraps the store's, which says what is wrong (see
-// Ready); one whose ctx's deadline passed wraps store.ErrUnavailable. The
-// room logs the first failure of an outage at level ERROR, and the
-// recovery. A cancelled sync is no failure of the store: it is neither
-// logged as one nor counted in Counters.SyncErrors.
+// (under their own clock). Calls are serialized. On error nothing is lost:
+// the counts are kept for the next sync. A failed sync's error wraps the
+// store's (see Ready); one whose ctx's deadline passed wraps
+// store.ErrUnavailable. The room logs the first failure of an outage at
+// level ERROR, and the recovery. A cancelled sync is no failure of the
+// store: it is neither logged as one nor counted in Counters.SyncErrors.
 func (rm *Room) Sync(ctx context.Context) error {
 	if rm.closed.Load() {
 		return ErrClosed
@@ -123,7 +119,9 @@ func (rm *Room) Shutdown(ctx context.Context) error {
 func (rm *Room) settle(st *store.State, now int64, restore *Settings) (Settings, share.Rules) {
 	s := rm.liveSettings(st, restore, now)
 	p := rm.policyAt(&s, now)
-	return s, rm.rules(&p, &s)
+	r := rm.rules(&p, &s)
+	r.Since, _ = eventSpan(s.Events, now)
+	return s, r
 }
 
 // installed learns what a new view v brings (share.Host): the revoked

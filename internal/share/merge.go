@@ -78,7 +78,7 @@ func keepAdmitted(st *store.State, p *params, v *View, admitted map[int64]int64)
 	slices.SortFunc(st.Admitted, func(a, b store.Count) int { return cmp.Compare(a.Key, b.Key) })
 	v.Admitted = slices.Clone(st.Admitted)
 	v.AdmittedThisMinute = admitted[nowMin]
-	v.PerMinute = outflow(admitted, p.now, p.rules.NewUsersPerMinute)
+	v.PerMinute = outflow(admitted, p.now, p.rules.Since, p.rules.NewUsersPerMinute)
 }
 
 // mergeWaiting merges the waiting-count moves of d into st's cells and
@@ -233,18 +233,23 @@ func mergeSorted[T any](cs, add []T, cmpFn func(a, b T) int, sum func(*T, T)) []
 
 // outflow is the recent admission rate per minute: admissions over the last
 // outflowMinutes minutes, counted from the first minute in that window that
-// had any, so a queue that just formed is not diluted by empty minutes. The
-// minute under way counts as at least the part of it that has passed and
+// had any, so a queue that just formed is not diluted by empty minutes, and
+// not from before the minute of since (Unix ms: Rules.Since; events open,
+// start and end on whole minutes): at an event's start, the minutes of its
+// pre-queue (nobody let in) and those under the limits before it are no
+// rate (the 63rd of a pre-queue was told 4 hours 24 minutes at 10 a
+// minute, and let in after 6). The minute under way counts
+// as at least the part of it that has passed and
 // at least the time its admissions take at limit a minute: a few
 // admissions early in a minute are not taken for a rate (two admitted in
 // the first 15 seconds are not 8 a minute). So the rate never exceeds
 // limit while every minute kept to it, and it is capped at limit besides
 // (a limit lowered live). A limit ≤ 0 caps nothing.
-func outflow(admitted map[int64]int64, now int64, limit int64) float64 {
+func outflow(admitted map[int64]int64, now, since, limit int64) float64 {
 	nowMin := MinuteOf(now)
 	var sum int64
 	first := int64(0)
-	for m := nowMin - outflowMinutes + 1; m <= nowMin; m++ {
+	for m := max(nowMin-outflowMinutes+1, MinuteOf(since)); m <= nowMin; m++ {
 		if n := admitted[m]; n > 0 {
 			if sum == 0 {
 				first = m

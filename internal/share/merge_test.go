@@ -41,17 +41,21 @@ func TestOutflowNeverAboveLimit(t *testing.T) {
 		into     int64 // ms into minute m
 		limit    int64
 		want     float64
+		since    int64 // Unix ms: an event's start (Rules.Since); 0 for none
 	}{
-		{"two in the first 15 s", map[int64]int64{m: 2}, 15_000, 2, 2},
-		{"one in the first 15 s", map[int64]int64{m: 1}, 15_000, 2, 2},
-		{"one in the first 45 s", map[int64]int64{m: 1}, 45_000, 10, 1 / 0.75},
-		{"full minutes then two early", map[int64]int64{m - 2: 2, m - 1: 2, m: 2}, 5_000, 2, 2},
-		{"steady half the limit", map[int64]int64{m - 3: 5, m - 2: 5, m - 1: 5, m: 2}, 30_000, 10, 17 / 3.5},
-		{"limit lowered live", map[int64]int64{m - 1: 10, m: 10}, 59_000, 2, 2},
-		{"nothing", map[int64]int64{}, 30_000, 5, 0},
+		{"two in the first 15 s", map[int64]int64{m: 2}, 15_000, 2, 2, 0},
+		{"one in the first 15 s", map[int64]int64{m: 1}, 15_000, 2, 2, 0},
+		{"one in the first 45 s", map[int64]int64{m: 1}, 45_000, 10, 1 / 0.75, 0},
+		{"full minutes then two early", map[int64]int64{m - 2: 2, m - 1: 2, m: 2}, 5_000, 2, 2, 0},
+		{"steady half the limit", map[int64]int64{m - 3: 5, m - 2: 5, m - 1: 5, m: 2}, 30_000, 10, 17 / 3.5, 0},
+		{"limit lowered live", map[int64]int64{m - 1: 10, m: 10}, 59_000, 2, 2, 0},
+		{"nothing", map[int64]int64{}, 30_000, 5, 0, 0},
+		{"since an event's start: before it, not", map[int64]int64{m - 4: 1, m - 1: 10, m: 5}, 30_000, 10, 15 / 1.5, (m - 1) * 60_000},
+		{"an event's start this minute", map[int64]int64{m - 4: 1, m: 3}, 30_000, 10, 3 / 0.5, m * 60_000},
+		{"nothing since an event's start", map[int64]int64{m - 3: 1}, 30_000, 10, 0, (m - 2) * 60_000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := outflow(tc.admitted, m*60_000+tc.into, tc.limit)
+			got := outflow(tc.admitted, m*60_000+tc.into, tc.since, tc.limit)
 			assert.InDelta(t, tc.want, got, 1e-9)
 			assert.LessOrEqual(t, got, float64(tc.limit))
 		})
@@ -63,7 +67,7 @@ func TestOutflowNeverAboveLimit(t *testing.T) {
 			mm := m + ms/60_000
 			// admissions spread over the minute, never above the limit
 			adm[mm] = min(limit, (ms%60_000)/(60_000/limit)+1)
-			assert.LessOrEqual(t, outflow(adm, m*60_000+ms, limit), float64(limit), "limit %d at %d ms", limit, ms)
+			assert.LessOrEqual(t, outflow(adm, m*60_000+ms, 0, limit), float64(limit), "limit %d at %d ms", limit, ms)
 		}
 	}
 }

@@ -39,8 +39,12 @@ type Rules struct {
 	// (periodAt).
 	Shuffles [][2]int64
 	// Event is the name of the event in force, for the tallies; "" for
-	// none.
+	// none. Since is when, in Unix ms, an event last opened, started or
+	// ended (math.MinInt64 for none): the admission rate is counted from then
+	// (View.PerMinute), as one from before says nothing of the limits and
+	// the queue now.
 	Event string
+	Since int64
 	// Session is the session's length, in ms; Renew, that requests renew
 	// it (without, a session ends Session after its admission).
 	Session int64
