@@ -484,7 +484,10 @@ func (rm *Room) conclude(x *visit) {
 		d.last = now
 		var turn int64
 		d.Estimate, turn = rm.estimate(x.v, x.pol, c, x.fresh, false)
-		d.Estimate = refusedEstimate(d.Estimate)
+		if e := d.Estimate; x.v.Instances > 1 && e.Known && e.Wait == 0 && e.P75 == 0 {
+			// Refused while the view shows a slot: another instance's, not in view.
+			d.Estimate = Estimate{Position: e.Position, Waiting: e.Waiting}
+		}
 		c.pos = int64(d.Estimate.Position)
 		// In FIFO, back when their turn is expected if sooner (grant.go).
 		if soon := max(turn, drawRetry(rm.cfg.RefreshInterval.Milliseconds())); soon < c.refresh && x.gate == gatePass {

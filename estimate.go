@@ -96,15 +96,6 @@ func randomAdmissions(waiting, p float64) float64 {
 	return max(1, math.Ceil(math.Log(1-p)/math.Log(1-1/waiting)))
 }
 
-// refusedEstimate is e for a visitor refused a slot: unknown where e needs
-// none, as what holds them back (another instance's slot) is not in view.
-func refusedEstimate(e Estimate) Estimate {
-	if e.Known && e.Wait == 0 && e.P75 == 0 {
-		return Estimate{Position: e.Position, Waiting: e.Waiting}
-	}
-	return e
-}
-
 // randomEstimate is the wait range, as of view v under policy p, of one of
 // waiting visitors who all have the same chance at every slot. For each
 // percentile it is the time the room takes to let in as many visitors as
