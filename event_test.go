@@ -495,3 +495,59 @@ func TestWaitAtAnEventsStart(t *testing.T) {
 		})
 	}
 }
+
+// A random event's shuffled pre-queue goes in ahead of those who arrive
+// after its start, as a FIFO event's does: the draw gives the others the
+// slots the pre-queue leaves, none while it waits (of 50 let in, 13 to 29
+// went to later arrivals while pre-queued visitors waited).
+func TestRandomEventPrequeueGoesFirst(t *testing.T) {
+	clk := newClock()
+	opens, start := clk.Now().Add(time.Minute), clk.Now().Add(3*time.Minute)
+	tr := newTestRoomOn(t, clk, newMemStore(), func(c *Config) {
+		c.RefreshInterval, c.RefreshJitter = 10*time.Second, -1
+		c.Identities = mrand.New(mrand.NewPCG(3, 4)).Uint64
+		c.Events = []Event{{Name: "drop", PrequeueStart: opens, Start: start, End: start.Add(time.Hour),
+			ShuffleAtStart: true, QueueingMethod: Random, TotalActiveUsers: 1000, NewUsersPerMinute: 10}}
+	})
+	type guest struct {
+		visitor
+		pre        bool
+		next, inAt int64
+	}
+	var gs []*guest
+	for i := range 40 {
+		// 20 in the pre-queue, 20 in the event's first minute
+		at := opens.Add(time.Duration(i) * 3 * time.Second)
+		if i >= 20 {
+			at = start.Add(time.Duration(i-20) * 3 * time.Second)
+		}
+		gs = append(gs, &guest{pre: i < 20, next: at.UnixMilli()})
+	}
+	clk.Set(opens)
+	for clk.Now().Before(start.Add(5 * time.Minute)) {
+		clk.Add(time.Second)
+		tr.sync()
+		for _, g := range gs {
+			if g.inAt != 0 || g.next > clk.Now().UnixMilli() {
+				continue
+			}
+			w := tr.get(&g.visitor, "application/json")
+			if admitted(w) {
+				g.inAt = clk.Now().UnixMilli()
+				continue
+			}
+			got := jsonBody(t, w)
+			g.next = clk.Now().UnixMilli() + int64(got["refreshIntervalSeconds"].(float64))*1000
+		}
+	}
+	var lastPre, firstLater int64 = 0, math.MaxInt64
+	for _, g := range gs {
+		require.NotZero(t, g.inAt, "everyone let in within five minutes at 10 a minute")
+		if g.pre {
+			lastPre = max(lastPre, g.inAt)
+		} else {
+			firstLater = min(firstLater, g.inAt)
+		}
+	}
+	assert.Less(t, lastPre, firstLater, "the pre-queue's last in before the first later arrival")
+}

@@ -117,13 +117,19 @@ func activeBinds(v *share.View, p *policy, refresh int64) bool {
 // drawOdds is the chance that one waiting visitor wins the draw of a
 // refresh interval at now (Unix ms): intervalSlots, at least one, over the
 // visitors waiting, times drawMargin, or drawScarceMargin where every slot
-// goes by pick. The first sync of an interval fixes them.
+// goes by pick; of those an event's shuffled pre-queue (let in by places
+// first) leaves, for the others. The first sync of an interval fixes them.
 func drawOdds(v *share.View, p *policy, refresh, now int64) float64 {
 	margin := drawMargin
 	if v.Scarce {
 		margin = drawScarceMargin
 	}
-	return min(1, margin*max(intervalSlots(v, p, refresh, now), 1)/float64(max(1, v.Waiting)))
+	slots, waiting := max(intervalSlots(v, p, refresh, now), 1), float64(max(1, v.Waiting))
+	pre := float64(v.WaitingIn(p.lottery)) // the shuffled pre-queue's
+	if slots, waiting = slots-pre, waiting-pre; slots <= 0 || waiting <= 0 {
+		return 0
+	}
+	return min(1, margin*slots/waiting)
 }
 
 // drawRetry is how long, in ms, a visitor the draw holds who found no slot
