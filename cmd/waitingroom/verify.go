@@ -91,8 +91,9 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return verifyUsageError(stderr, err)
 	}
 	// A cut of 0 lets nobody in: Report.Cut is 0 then, and the admission
-	// out of turn.
-	writeReport(stdout, rep, len(r.Cuts) > 0 || c.Shuffled, rep.Cut > 0 || errors.Is(err, lottery.ErrOutOfTurn))
+	// out of turn. The place is a pre-queued visitor's, once the seed is
+	// revealed (0 before: not computed).
+	writeReport(stdout, rep, c.Shuffled && rep.Place > 0, rep.Cut > 0 || errors.Is(err, lottery.ErrOutOfTurn))
 	switch {
 	case errors.Is(err, lottery.ErrNotRevealed):
 		fmt.Fprintln(stdout, "not revealed yet: check again once the period and the draws it holds are over")

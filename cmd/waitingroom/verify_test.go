@@ -113,7 +113,7 @@ func TestVerifyCommand(t *testing.T) {
 		{"kept, from a file", []string{"-id", id, "-waited", waited, "-admitted", wonArg, file}, nil, exitOK,
 			"kept\n", ""},
 		{"kept, from standard input", []string{"-id", id, "-admitted", wonArg, "-shown", wonArg + "=0.25"}, honest, exitOK,
-			"yes\n" + place + "kept\n", ""},
+			"yes\nkept\n", ""}, // not of the shuffle: no place
 		{"let in in turn", []string{"-id", id, "-shuffled", "-waited", in(10) + "-" + in(11), "-admitted", in(12)}, honest, exitOK,
 			ranked + "cut at admission: 0.75\nkept\n", ""},
 		{"let in in turn, under the latest cut", []string{"-id", id, "-shuffled", "-admitted", in(14)}, honest, exitOK,
@@ -132,7 +132,7 @@ func TestVerifyCommand(t *testing.T) {
 			place + "broken: place not in the published list of the shuffle: place " + strconv.FormatFloat(p, 'g', -1, 64) + " is not among the record's 19\n", ""},
 		{"no list", []string{"-id", id, "-shuffled"}, record(nil), exitFailure,
 			place + "broken: place not in the published list of the shuffle: the record lists no places\n", ""},
-		{"no list, not shuffled", []string{"-id", id, "-admitted", wonArg}, record(nil), exitOK, place + "kept\n", ""},
+		{"no list, not shuffled", []string{"-id", id, "-admitted", wonArg}, record(nil), exitOK, "yes\nkept\n", ""},
 		{"a list out of order", []string{"-id", id, "-shuffled"}, record([]float64{0.5, 0.25}), exitUsage,
 			"", "want places in strictly ascending order"},
 		{"a place not a multiple of 2^-53", []string{"-id", id, "-shuffled"}, record([]float64{0.1}), exitUsage,
@@ -174,6 +174,8 @@ func TestVerifyCommand(t *testing.T) {
 		{"a bad commitment", []string{"-id", id, "-commitment", "abc"}, honest, exitUsage, "", "-commitment: want 64 hex digits"},
 		{"a seed not revealed yet", []string{"-id", id, "-commitment", shown, "-admitted", wonArg}, hidden, exitNotYet,
 			"not revealed yet: check again once the period", ""},
+		{"a seed not revealed yet, shuffled", []string{"-id", id, "-shuffled"}, hidden, exitNotYet,
+			"not revealed yet", ""},
 		{"a seed not revealed yet, another commitment", []string{"-id", id, "-commitment", shown}, hiddenForged, exitFailure,
 			"broken: commitment changed", ""},
 		{"a record too large", []string{"-id", "1", big}, nil, exitUsage, "", "larger than 64 MiB"},
@@ -199,6 +201,9 @@ func TestVerifyCommand(t *testing.T) {
 			assert.Contains(t, stderr.String(), tc.err)
 			if tc.code == exitUsage {
 				assert.Contains(t, stderr.String(), "Run waitingroom verify -h for the flags.")
+			}
+			if strings.Contains(tc.name, "not revealed") || strings.Contains(tc.name, "commitment") {
+				assert.NotContains(t, stdout.String(), "place in the shuffle", "none computed")
 			}
 		})
 	}
