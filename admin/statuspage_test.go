@@ -90,6 +90,23 @@ func TestAdminStatusPage(t *testing.T) {
 	assert.NotEqual(t, csp, again.Header().Get("Content-Security-Policy"), "a fresh nonce per response")
 }
 
+// The page as served, before its script runs (and without it), gives the
+// limits and method in force: an event's, not the room's settings'.
+func TestAdminStatusPageEventInForce(t *testing.T) {
+	clk := newAdminClock()
+	start := clk.Now().Truncate(time.Minute)
+	f := newAdminFixture(t, clk, memstore.New(), func(c *waitingroom.Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 7, 3
+		c.Events = []waitingroom.Event{{Name: "drop", Start: start, End: start.Add(time.Hour),
+			TotalActiveUsers: 5, NewUsersPerMinute: 2, QueueingMethod: waitingroom.Random}}
+	})
+	f.sync()
+	body := f.do(http.MethodGet, "/", "").Body.String()
+	for _, want := range []string{`id="queueingMethod">random<`, `<span id="totalActiveUsers">5</span>`, `<span id="newUsersPerMinute">2</span>`} {
+		assert.Contains(t, body, want)
+	}
+}
+
 func TestAdminStatusPageUnknownWait(t *testing.T) {
 	f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
 	w := f.do(http.MethodGet, "/", "")
