@@ -212,7 +212,7 @@ func (p *settingsPatch) decode(key string, raw json.RawMessage) error {
 	case "events":
 		// The whole list: to add, change or remove an event, send the
 		// list as it should be (GET /settings gives the current one).
-		p.events, err = decodeStrict[[]waitingroom.Event](key, raw, "a list of events")
+		p.events, err = decodeEvents(key, raw)
 	case "challenge":
 		p.challenge, err = decodeStrict[challenge.Policy](key, raw, "a challenge object")
 	default:
@@ -241,6 +241,39 @@ func decodeStrict[T any](key string, raw json.RawMessage, what string) (*T, erro
 		return nil, fmt.Errorf("waitingroom: setting %q must be %s: %w", key, what, err)
 	}
 	return &v, nil
+}
+
+// decodeEvents reads setting key as a list of events, each one's
+// sessionDuration a duration as the setting's (decodeDuration) and its
+// times in RFC 3339.
+func decodeEvents(key string, raw json.RawMessage) (*[]waitingroom.Event, error) {
+	var evs []map[string]json.RawMessage
+	if json.Unmarshal(raw, &evs) != nil {
+		return nil, fmt.Errorf("waitingroom: setting %q must be a list of events", key)
+	}
+	for i, ev := range evs {
+		if d, ok := ev["sessionDuration"]; ok {
+			n, err := decodeDuration(d)
+			if err != nil {
+				return nil, fmt.Errorf("waitingroom: setting %q: event %d: sessionDuration must be a duration such as \"10m\" or an integer of nanoseconds", key, i+1)
+			}
+			ev["sessionDuration"], _ = json.Marshal(int64(n))
+		}
+		for _, k := range [...]string{"prequeueStart", "start", "end"} {
+			var t string
+			if v, ok := ev[k]; ok && string(v) != "null" && (json.Unmarshal(v, &t) != nil || !validTime(t)) {
+				return nil, fmt.Errorf("waitingroom: setting %q: event %d: %s must be a time in RFC 3339, such as \"2026-12-04T10:00:00Z\"", key, i+1, k)
+			}
+		}
+	}
+	b, _ := json.Marshal(evs)
+	return decodeStrict[[]waitingroom.Event](key, b, "a list of events")
+}
+
+// validTime reports whether s is a time as RFC 3339 writes one.
+func validTime(s string) bool {
+	_, err := time.Parse(time.RFC3339, s)
+	return err == nil
 }
 
 // decodeQueueingMethod reads setting key as one of the queueing methods.

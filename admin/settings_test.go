@@ -171,6 +171,21 @@ func TestAdminPatchEvents(t *testing.T) {
 	assert.True(t, evs[0].ShuffleAtStart)
 	assert.Equal(t, 10, evs[0].NewUsersPerMinute)
 
+	// A session given as the top-level setting is: a duration.
+	w = f.do(http.MethodPatch, "/settings", `{"events":[`+strings.Replace(ev, `"name":"drop"`, `"name":"drop","sessionDuration":"10m"`, 1)+`]}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, 10*time.Minute, f.room.Stats().Settings.Events[0].SessionDuration)
+
+	for name, tc := range map[string]struct{ body, msg string }{
+		"a time without a zone": {`{"events":[{"name":"x","start":"2026-05-27 17:00","end":"2026-05-27T18:00:00Z"}]}`, `event 1: start must be a time in RFC 3339, such as`},
+		"a time in seconds":     {`{"events":[{"name":"x","start":"2026-05-27T17:00:00Z","end":1779904800}]}`, `event 1: end must be a time in RFC 3339`},
+		"a session not a duration": {`{"events":[{"name":"x","start":"2026-05-27T17:00:00Z","end":"2026-05-27T18:00:00Z","sessionDuration":"long"}]}`,
+			`event 1: sessionDuration must be a duration such as "10m"`},
+	} {
+		w := f.do(http.MethodPatch, "/settings", tc.body)
+		assert.Equal(t, http.StatusBadRequest, w.Code, name)
+		assert.Contains(t, errorMessage(t, w), tc.msg, name)
+	}
 	for name, body := range map[string]string{
 		"not a list":       `{"events":{"name":"x"}}`,
 		"unknown field":    `{"events":[{"name":"x","colour":"red"}]}`,
