@@ -171,6 +171,9 @@ func (rm *Room) liveSettings(st *store.State, restore *Settings, now int64) Sett
 	valid := err == nil && s.QueueingMethod != "" && s.validateWith(rm.checkTemplate) == nil
 	if deploy := st.ConfigHash != rm.configHash && rm.syncer.Snapshot().SettingsVersion == 0; deploy || !valid {
 		c := rm.cfg.settings()
+		if deploy && valid {
+			rm.log.Warn("waitingroom: this instance's Config is not the one the room's live settings came from: they are replaced by its own, and changes made since through Update or the admin API are lost")
+		}
 		if valid {
 			c.floors = s.floors
 			before, renewed := s.sessionAt(now)

@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -179,18 +180,25 @@ func (s *pausedStore) Update(ctx context.Context, room string, fn func(*store.St
 // started with it makes its settings the live ones; those of the earlier
 // deploy follow them rather than writing theirs back at every sync, and an
 // Update made meanwhile stays. A later instance with the same Config
-// changes nothing.
+// changes nothing. The deploy warns that live changes were replaced.
 func TestDeployOfAnotherConfig(t *testing.T) {
 	clk, st := newClock(), newMemStore()
 	limits := func(total, perMinute int) func(*Config) {
 		return func(c *Config) { c.Settings.TotalActiveUsers, c.Settings.NewUsersPerMinute = total, perMinute }
 	}
+	var logs bytes.Buffer
+	logged := func(mutate func(*Config)) func(*Config) {
+		return func(c *Config) { mutate(c); c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }
+	}
 	old := newTestRoomOn(t, clk, st, limits(50, 30))
-	deployed := newTestRoomOn(t, clk, st, limits(60, 30))
+	deployed := newTestRoomOn(t, clk, st, logged(limits(60, 30)))
+	const replaced = "the room's live settings came from: they are replaced by its own"
+	assert.Contains(t, logs.String(), replaced, "the deploy says so")
 	old.sync()
 	assert.Equal(t, 60, old.Stats().Settings.TotalActiveUsers, "the deploy's")
 	require.NoError(t, old.Update(context.Background(), func(s *Settings) { s.TotalActiveUsers, s.NewUsersPerMinute = 12, 4 }))
-	later := newTestRoomOn(t, clk, st, limits(60, 30))
+	logs.Reset()
+	later := newTestRoomOn(t, clk, st, logged(limits(60, 30)))
 	for range 3 {
 		for _, tr := range []*testRoom{old, deployed, later} {
 			tr.sync()
@@ -200,6 +208,7 @@ func TestDeployOfAnotherConfig(t *testing.T) {
 		s := tr.Stats().Settings
 		assert.Equal(t, [2]int{12, 4}, [2]int{s.TotalActiveUsers, s.NewUsersPerMinute}, "instance %d", i)
 	}
+	assert.NotContains(t, logs.String(), replaced, "the same Config replaces nothing")
 }
 
 // A deploy whose Config makes sessions longer leaves those that ended
