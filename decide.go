@@ -542,8 +542,7 @@ func (rm *Room) tooEarly(d *decision, v *view, p *policy, c cookieState, last, n
 // second), rounded at random (20.3 s is 21 s three times in ten) so that
 // the mean stays RefreshInterval.
 func (rm *Room) jitteredRefresh() int64 {
-	f := 1 + rm.cfg.RefreshJitter*(2*rm.cfg.Random()-1)
-	x := rm.cfg.RefreshInterval.Seconds() * f
+	x := rm.cfg.RefreshInterval.Seconds() * (1 + rm.cfg.RefreshJitter*(2*rm.cfg.Random()-1))
 	secs := math.Floor(x)
 	if rm.cfg.Random() < x-secs {
 		secs++
