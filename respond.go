@@ -213,7 +213,7 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 	// Unknown reads "unavailable", as in the product. Nobody is turned
 	// away from the queue: queueIsFull stays false, even for a long wait.
 	data.WaitTimeFormatted = e.Formatted(lang)
-	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data)
+	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data, rm.cfg.RefreshInterval)
 	data.QueueLength = e.Waiting
 	shuffled := p.event != nil && p.event.ShuffleAtStart && (p.prequeue || p.bucket(d.state.bucket) == p.lottery[0])
 	if d.Outcome == outcomeWaiting && (data.IsRandomQueue || shuffled) {
@@ -268,13 +268,14 @@ func ceilSeconds(ms int64) int {
 }
 
 // placeInLine is what the page shows of a visitor's place: FIFO, the
-// position in line; random, the chance at each refresh as 1 in n.
-func placeInLine(e Estimate, data *template.Data) (position, oneIn int) {
+// position in line; random, the chance at each refresh as 1 in n, one
+// sooner than every (a winner's retry, an early reload) counted whole.
+func placeInLine(e Estimate, data *template.Data, every time.Duration) (position, oneIn int) {
 	switch {
 	case data.IsFIFOQueue:
 		return e.Position, 0
 	case data.IsRandomQueue && e.ChancePerMinute > 0 && data.RefreshIntervalSeconds > 0:
-		c := 1 - math.Pow(1-min(e.ChancePerMinute, 1), float64(data.RefreshIntervalSeconds)/60)
+		c := 1 - math.Pow(1-min(e.ChancePerMinute, 1), max(float64(data.RefreshIntervalSeconds), every.Seconds())/60)
 		return 0, int(min(max(math.Round(1/c), 1), 1e9))
 	}
 	return 0, 0

@@ -152,9 +152,11 @@ func TestPlaceInLine(t *testing.T) {
 		{"random, slim", Estimate{ChancePerMinute: 1e-12}, random, 0, 1e9},
 		{"random, unknown", Estimate{}, random, 0, 0},
 		{"random, no refresh", Estimate{ChancePerMinute: 0.1}, &template.Data{IsRandomQueue: true}, 0, 0},
+		// A retry in 5 s is a refresh's chance, not a quarter of one.
+		{"random, a retry", Estimate{Known: true, ChancePerMinute: 0.1}, &template.Data{IsRandomQueue: true, RefreshIntervalSeconds: 5}, 0, 29},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			position, one := placeInLine(tc.e, tc.d)
+			position, one := placeInLine(tc.e, tc.d, 20*time.Second)
 			assert.Equal(t, tc.position, position)
 			assert.Equal(t, tc.one, one)
 		})
