@@ -225,7 +225,12 @@ func TestOwnFailedSyncsHoldNoGrace(t *testing.T) {
 		name  string
 		both  bool // the other instance is down too
 		grace bool
-	}{{"its own failures", false, false}, {"an outage of both", true, true}} {
+		later bool // the other instance synced after this one before the outage
+	}{
+		{"its own failures", false, false, false},
+		{"an outage of both", true, true, false},
+		{"an outage of both, the other synced later", true, true, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk, mem := newClock(), memstore.New()
 			mutate := func(c *waitingroom.Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 1000 }
@@ -233,6 +238,10 @@ func TestOwnFailedSyncsHoldNoGrace(t *testing.T) {
 			a, b := newTestRoomOn(t, clk, fa, mutate), newTestRoomOn(t, clk, fb, mutate)
 			b.sync()
 			a.sync()
+			if tc.later {
+				clk.Add(100 * time.Millisecond)
+				b.sync()
+			}
 			require.True(t, admitted(a.get(&visitor{}, "")))
 			fa.down.Store(true)
 			fb.down.Store(tc.both)

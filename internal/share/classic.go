@@ -321,19 +321,17 @@ func (s *Syncer[S]) classicSynced(ctx context.Context, c *classicRun[S]) {
 }
 
 // othersSyncedSince reports whether every other instance st records
-// synced after this one's latest sync that went through (st's record of
-// it): its failures were its own, and the others' counts are in st. A
-// store that failed syncs at random otherwise held a grace after each:
-// four instances under Total Active Users, failing 10 % of their syncs,
-// let in 116 visitors in six minutes, 20 % 10, against 137 without
-// failures (141 and 139 so).
+// synced after this one's outage began (its first failed sync): its
+// failures were its own, and the others' counts are in st. A store that
+// failed syncs at random otherwise held a grace after each: four
+// instances under Total Active Users, failing 10 % of their syncs, let in
+// 116 visitors in six minutes, 20 % 10, against 137 without failures (141
+// and 139 so). Counted from this one's latest sync that went through, an
+// outage of the store for all held no grace for the instance that synced
+// before the others did (new visitors let in ahead of those who waited
+// through it, their counts not in yet).
 func (s *Syncer[S]) othersSyncedSince(st *store.State) bool {
-	i := slices.IndexFunc(st.Instances, func(in store.Instance) bool { return in.ID == s.cfg.ID })
-	if i < 0 {
-		return false
-	}
-	last := st.Instances[i].Seen
-	return !slices.ContainsFunc(st.Instances, func(in store.Instance) bool { return in.ID != s.cfg.ID && in.Seen <= last })
+	return !slices.ContainsFunc(st.Instances, func(in store.Instance) bool { return in.ID != s.cfg.ID && in.Seen <= s.failedAt })
 }
 
 // syncFailed reports a sync that failed with err: it counts it, logs the
@@ -354,6 +352,9 @@ func (s *Syncer[S]) syncFailed(ctx context.Context, err error) error {
 		err, f = fmt.Errorf("%w: %w", store.ErrUnavailable, err), failUnavailable
 	}
 	_, _, prev := s.ready.get()
+	if !s.outage {
+		s.failedAt = s.Now()
+	}
 	if !s.outage || f.misconfigured() && f != failureOf(prev) {
 		s.outage = true
 		s.healthy.Store(false)

@@ -116,7 +116,10 @@ type Syncer[S any] struct {
 	version uint64     // the state's Version the latest classic sync wrote
 	applied []applied  // counts of the syncs applied lately, in case the state goes back
 	outage  bool       // the latest sync failed
-	fleet   fleetState // the fleet protocol (fleet.go)
+	// failedAt is when (the shared clock's ms) the first failed sync of
+	// the outage under way failed (othersSyncedSince).
+	failedAt int64
+	fleet    fleetState // the fleet protocol (fleet.go)
 	// steadySince is when (local ms) this instance's syncs went through
 	// again after a failure, or found a state that had gone back: 0 if
 	// neither happened, -1 while its syncs fail. From a failure until an
