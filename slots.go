@@ -125,7 +125,7 @@ func drawOdds(v *share.View, p *policy, refresh, now int64) float64 {
 		margin = drawScarceMargin
 	}
 	slots, waiting := max(intervalSlots(v, p, refresh, now), 1), float64(max(1, v.Waiting))
-	pre := float64(v.WaitingIn(p.lottery)) // the shuffled pre-queue's
+	pre := float64(v.Shuffled(p.lottery)) // the shuffled pre-queue's
 	if slots, waiting = slots-pre, waiting-pre; slots <= 0 || waiting <= 0 {
 		return 0
 	}

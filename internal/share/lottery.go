@@ -219,7 +219,7 @@ func keepCuts(st *store.State, p *params, v *View) {
 		}
 		cut = x.Cuts[n-1].Odds
 	}
-	waiting := v.shuffled(r.Lottery)
+	waiting := v.Shuffled(r.Lottery)
 	if len(x.Cuts) == 0 {
 		x.Prequeued = waiting
 	}
@@ -253,9 +253,9 @@ func shuffleEnd(r *Rules) int64 {
 	return math.MaxInt64
 }
 
-// shuffled is how many visitors of the pre-queue lottery (Rules.Lottery)
-// wait.
-func (v *View) shuffled(lottery [2]int64) int64 {
+// Shuffled is how many visitors of the pre-queue lottery (Rules.Lottery:
+// its arrival seconds) wait; none for the zero lottery.
+func (v *View) Shuffled(lottery [2]int64) int64 {
 	var n int64
 	for _, b := range v.Buckets {
 		if b.Arrival >= lottery[0] && b.Arrival < lottery[1] {

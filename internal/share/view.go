@@ -141,22 +141,10 @@ func (v *View) Ahead(b int64, lottery [2]int64, fresh bool, id uint64, refresh i
 		if lottery[1] == 0 || b != lottery[0] {
 			return bc.Before
 		}
-		in := v.WaitingIn(lottery) // the pre-queue's; the visitor is one of them
+		in := v.Shuffled(lottery) // the pre-queue's; the visitor is one of them
 		return bc.Before + int64(math.Round(float64(max(in-1, 0))*v.placeShare(id, refresh, in)))
 	}
 	return v.Waiting
-}
-
-// WaitingIn is how many visitors wait who arrived in the seconds
-// [span[0], span[1]).
-func (v *View) WaitingIn(span [2]int64) int64 {
-	var n int64
-	for _, b := range v.Buckets {
-		if b.Arrival >= span[0] && b.Arrival < span[1] {
-			n += b.Waiting
-		}
-	}
-	return n
 }
 
 // Tied is how many of the visitors waiting in bucket b (an arrival
