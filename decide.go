@@ -536,11 +536,10 @@ func (rm *Room) tooEarly(d *decision, v *view, p *policy, c cookieState, last, n
 }
 
 // jitteredRefresh draws a waiting visitor's next refresh interval, in ms:
-// RefreshInterval varied by up to RefreshJitter, in whole seconds, what
-// the Refresh header can say (20.3 s announced as 21 would make every
-// polite visitor 0.5 s late, a head start for clients that poll every
-// second), rounded at random (20.3 s is 21 s three times in ten) so that
-// the mean stays RefreshInterval.
+// RefreshInterval varied by up to RefreshJitter, in whole seconds as the
+// Refresh header says (20.3 s told as 21 would make polite visitors late,
+// a head start for clients polling every second), rounded at random so
+// that the mean stays RefreshInterval (20.3 s is 21 s three times in ten).
 func (rm *Room) jitteredRefresh() int64 {
 	x := rm.cfg.RefreshInterval.Seconds() * (1 + rm.cfg.RefreshJitter*(2*rm.cfg.Random()-1))
 	secs := math.Floor(x)

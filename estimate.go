@@ -161,19 +161,19 @@ func (e Estimate) Formatted(lang string) string {
 
 // waitAfter is the wait, in minutes, for the admission that follows ahead
 // other visitors', as of view v under policy p, and whether it is known.
-// byRate is the wait, in minutes, the recent admission rate gives (no
-// more than ahead ÷ rate for FIFO), or NaN when nothing was let in lately.
-// The wait is the latest of: NewUsersPerMinute's pace over the minute,
-// counting those admitted this minute already; while TotalActiveUsers
-// binds, the k-th session end (the state knows when each live session
-// ends unless renewed; beyond them, slots come round once per session
-// hold: the session duration, or the active over the observed outflow
-// when longer); and byRate, where the slots do not bind or the slot waited
-// for is held by a session seen within the last minute (its end is then
-// only the earliest). Known ends beat the rate: slots freed in bursts make
-// a rate wrong at every moment. Unknown when such a slot is waited for and
-// nothing was let in lately. byRate only raises the wait (k ÷ rate would
-// lengthen every flowing room's estimate). The wait is as fresh as v.
+// byRate is the wait the recent admission rate gives (minutes, no more
+// than ahead ÷ rate for FIFO), or NaN when nothing was let in lately. The
+// wait is the latest of: NewUsersPerMinute's pace over the minute, those
+// admitted this minute counted (the room's own after an event's end);
+// while TotalActiveUsers binds, the k-th session end (the state knows when
+// each live session ends unless renewed; beyond them, slots come round
+// once per session hold: the session duration, or the active over the
+// observed outflow when longer); and byRate, where the slots do not bind
+// or the slot waited for is held by a session seen within the last minute
+// (its end is then only the earliest). Known ends beat the rate: slots
+// freed in bursts make a rate wrong at every moment. Unknown when such a
+// slot is waited for and nothing was let in lately. byRate only raises the
+// wait (k ÷ rate would lengthen every flowing room's estimate).
 func waitAfter(v *view, p *policy, ahead, byRate float64) (float64, bool) {
 	if math.IsNaN(ahead) || v.At == 0 {
 		return 0, false // a view before the first sync knows nothing
@@ -186,9 +186,11 @@ func waitAfter(v *view, p *policy, ahead, byRate float64) (float64, bool) {
 
 	// New Users Per Minute, spread over each minute.
 	if nupm := int64(p.NewUsersPerMinute); nupm > 0 {
-		start := minuteOf(v.At) * 60_000
-		j := float64(v.AdmittedThisMinute + k - 1)
-		wait = max(wait, float64(start)+j*60_000/float64(nupm)-float64(v.At))
+		at := float64(minuteOf(v.At)*60_000) + float64(v.AdmittedThisMinute+k-1)*60_000/float64(nupm)
+		if e, n := p.event, float64(v.Settings.NewUsersPerMinute); e != nil && at > float64(e.End.UnixMilli()) && n > 0 {
+			at += (at - float64(e.End.UnixMilli())) * (float64(nupm)/n - 1) // after the end, the room's own pace
+		}
+		wait = max(wait, at-float64(v.At))
 	}
 
 	// Total Active Users: the k-th slot to free, as the sessions end.

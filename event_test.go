@@ -551,3 +551,33 @@ func TestRandomEventPrequeueGoesFirst(t *testing.T) {
 	}
 	assert.Less(t, lastPre, firstLater, "the pre-queue's last in before the first later arrival")
 }
+
+// The wait told near an event's end counts the room's own pace after it:
+// at 20 a minute for the event's last minute and 3 after, a visitor with
+// 40 ahead was told 2 minutes (waited 16 in a trial).
+func TestWaitAcrossAnEventsEnd(t *testing.T) {
+	clk := newClock()
+	start := clk.Now().Truncate(time.Minute).Add(-10 * time.Minute)
+	end := clk.Now().Truncate(time.Minute).Add(time.Minute)
+	tr := newTestRoomOn(t, clk, newMemStore(), func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 3
+		c.Events = []Event{{Name: "drop", Start: start, End: end, TotalActiveUsers: 1000, NewUsersPerMinute: 20}}
+	})
+	clk.Set(end.Add(-time.Minute))
+	tr.sync()
+	for range 20 { // the event's last minute's slots
+		require.True(t, admitted(tr.get(&visitor{}, "")))
+	}
+	vs := make([]*visitor, 41)
+	for i := range vs { // a second apart: each one ahead of the next
+		vs[i] = &visitor{}
+		require.True(t, isWaiting(tr.get(vs[i], "")))
+		clk.Add(time.Second)
+	}
+	tr.sync()
+	got := jsonBody(t, tr.get(vs[40], "application/json"))
+	require.Equal(t, true, got["waitTimeKnown"], got)
+	// 40 ahead, 20 of the minute's in already: none before the end, and
+	// 40 at 3 a minute after it, 13.6 minutes from now.
+	assert.InDelta(t, 14, got["waitTime"].(float64), 1, "minutes told")
+}

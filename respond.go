@@ -225,8 +225,7 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 	data.TimeUntilEventStartFormatted = template.FormatUnavailable(lang)
 	data.TimeUntilEventEndFormatted = data.TimeUntilEventStartFormatted
 	if ev := p.event; ev != nil {
-		untilStart := ceilMinutes(ev.Start.UnixMilli() - now)
-		untilEnd := ceilMinutes(ev.End.UnixMilli() - now)
+		untilStart, untilEnd := ceilMinutes(ev.Start.UnixMilli()-now), ceilMinutes(ev.End.UnixMilli()-now)
 		data.IsEventPrequeueing = p.prequeue
 		// Active from the opening of its pre-queue to its end, as the
 		// product's JSON reference has it.
