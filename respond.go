@@ -2,6 +2,7 @@ package waitingroom
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"net/http"
 	"strconv"
@@ -215,7 +216,8 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 	data.WaitTimeFormatted = e.Formatted(lang)
 	data.PositionInLine, data.ChancePerRefreshOneIn = placeInLine(e, data, rm.cfg.RefreshInterval)
 	data.QueueLength = e.Waiting
-	shuffled := p.event != nil && p.event.ShuffleAtStart && (p.prequeue || p.bucket(d.state.bucket) == p.lottery[0])
+	// Those queued before the pre-queue opened go first, unshuffled.
+	shuffled := p.listing[1] != 0 && d.state.bucket >= p.listing[0] && d.state.bucket < p.listing[1]
 	if d.Outcome == outcomeWaiting && (data.IsRandomQueue || shuffled) {
 		rm.lotteryData(d.state.id, data, now, shuffled)
 	}
@@ -230,7 +232,7 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 		// Active from the opening of its pre-queue to its end, as the
 		// product's JSON reference has it.
 		data.IsEventActive = true
-		data.ShuffleAtEventStart = ev.ShuffleAtStart
+		data.ShuffleAtEventStart = shuffled
 		data.TimeUntilEventEnd = untilEnd
 		data.TimeUntilEventEndFormatted = template.FormatWait(lang, untilEnd)
 		if p.prequeue {
@@ -316,14 +318,12 @@ func init() {
 	hook.CookieSecure = func(room any) bool { return room.(*Room).cfg.Cookie.Secure }
 }
 
-// previewPage is the waiting page a waiting visitor would get at now under
+// previewPage is the waiting page a visitor arriving at now would get under
 // s, with the wait e: the page Respond writes for such a decision, neither
 // counted nor cached (see hook.PreviewPage).
 func (rm *Room) previewPage(s *Settings, now int64, e Estimate, lang string) hook.Page {
-	if lang == "" {
-		lang = rm.cfg.Page.Language
-	}
-	d := decision{Outcome: outcomeWaiting, Estimate: e, RefreshAfter: rm.cfg.RefreshInterval.Truncate(time.Second), at: now, now: now, last: now}
+	lang = cmp.Or(lang, rm.cfg.Page.Language)
+	d := decision{Outcome: outcomeWaiting, Estimate: e, RefreshAfter: rm.cfg.RefreshInterval.Truncate(time.Second), at: now, now: now, last: now, state: cookieState{bucket: floorDiv(now, 1000)}}
 	if s.QueueingMethod == Reject {
 		d.Outcome, d.RefreshAfter = outcomeRejected, 0
 	}

@@ -38,7 +38,7 @@
 //	timeUntilEventStartFormatted  string  the same for people, e.g. "10 minutes"
 //	timeUntilEventEnd             number  minutes until the running event ends (0 when unknown)
 //	timeUntilEventEndFormatted    string  the same for people, e.g. "1 hour"
-//	shuffleAtEventStart           bool    everyone queued before the event starts gets a random place when it starts
+//	shuffleAtEventStart           bool    the visitor, in the event's pre-queue, gets a random place in it when the event starts
 //	positionInLine                number  FIFO: the visitor's place in line, 1 being next (0 when not known)
 //	queueLength                   number  the number of visitors in line, the visitor included (0 when nobody waits for a slot)
 //	chancePerRefreshOneIn         number  random: the chance of getting in at each refresh is about 1 in this (0 when not known)
@@ -219,8 +219,9 @@ type Data struct {
 	// e.g. FormatWait(lang, TimeUntilEventEnd). The default page shows it
 	// while IsEventActive is set and it is not empty.
 	TimeUntilEventEndFormatted string `json:"timeUntilEventEndFormatted"`
-	// ShuffleAtEventStart reports that everyone in the queue before the
-	// event starts gets a random place in it when the event starts. The
+	// ShuffleAtEventStart reports that the visitor is in the pre-queue
+	// of an event that gives everyone in it a random place when it
+	// starts (not those who queued before it opened: they go first). The
 	// default page says so during the pre-queue.
 	ShuffleAtEventStart bool `json:"shuffleAtEventStart"`
 
