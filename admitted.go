@@ -21,7 +21,7 @@ func (rm *Room) admit(d *decision, v *view, c cookieState, e *verifiedEntry, p *
 		}
 		x := store.Session{ID: c.id, Admitted: floorDiv(c.acceptedAt, 1000), Seen: sec, End: sessionEnd(p, c.acceptedAt)}
 		rm.local.Lock()
-		rm.reportLocked(x)
+		rm.local.Report(x)
 		rm.local.Unlock()
 	}
 	if now-c.lastCheckIn >= p.reissue {
@@ -53,7 +53,7 @@ func (rm *Room) join(d *decision, v *view, p *policy, c cookieState, x store.Ses
 		return
 	}
 	t := store.Session{ID: c.id, Admitted: x.Admitted, Seen: floorDiv(d.now, 1000)}
-	rm.reportLocked(t)
+	rm.local.Report(t)
 	rm.local.Unlock()
 	c.acceptedAt, c.lastCheckIn, c.refresh = x.Admitted*1000, d.now, 0
 	d.Outcome = outcomeAdmitted
@@ -69,10 +69,6 @@ func sessionEnd(p *policy, acceptedAt int64) int64 {
 	}
 	return -floorDiv(-(acceptedAt + p.session), 1000) // rounded up
 }
-
-// reportLocked reports x, a session's admission, sign of life or revoke,
-// to the next sync and notes it. The local lock must be held.
-func (rm *Room) reportLocked(x store.Session) { rm.local.Report(x) }
 
 // lookupLocked returns what is known of the session of visitor id: the
 // record of the latest sync merged with this instance's reports since.

@@ -346,8 +346,7 @@ func (rm *Room) takeLocked(x *visit) {
 		rm.local.Count(x.ch.bucket, x.ch.slot, -1)
 	}
 	if x.admit {
-		s := store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(pol, now)}
-		rm.reportLocked(s)
+		rm.local.Report(store.Session{ID: c.id, Admitted: floorDiv(now, 1000), Seen: floorDiv(now, 1000), End: sessionEnd(pol, now)})
 		rm.local.Wait(c.id, observedWait(c.bucket, now, x.fresh))
 		rm.chances.Del(c.id)
 	}
@@ -487,6 +486,9 @@ func (rm *Room) conclude(x *visit) {
 		if e := d.Estimate; x.v.Instances > 1 && e.Known && e.Wait == 0 && e.P75 == 0 {
 			// Refused while the view shows a slot: another instance's, not in view.
 			d.Estimate = Estimate{Position: e.Position, Waiting: e.Waiting}
+		}
+		if x.won { // a winner's chance is the next free slot's, not the draw's
+			d.Estimate.ChancePerMinute = 0
 		}
 		c.pos = int64(d.Estimate.Position)
 		// In FIFO, back when their turn is expected if sooner (grant.go).

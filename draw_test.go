@@ -65,6 +65,7 @@ func TestDrawAcrossInstances(t *testing.T) {
 			seed, ok := seedAt(state, (w+1)*refresh-1)
 			require.True(t, ok)
 			after, _ := seedAt(state, (w+2)*refresh-1)
+			assert.Equal(t, got[j], d.Estimate.ChancePerMinute == 0, "visitor %d, instance %d: a winner's chance is not the draw's", i, j)
 			switch {
 			case got[j]:
 			case seed == after && lottery.Draw(seed, d.State.ID, w+1) < 1.0/15:

@@ -47,8 +47,8 @@ type Estimate struct {
 	// ChancePerMinute is, for random queueing, the chance, in [0, 1], that
 	// a visitor who keeps refreshing is let in within the next minute,
 	// as P50 implies (the chance each minute that gives one half by P50):
-	// the page turns it into a chance per refresh. 0 when not known or
-	// not random.
+	// the page turns it into a chance per refresh. 0 when not known, not
+	// random, or for a winner of the draw waiting for a free slot.
 	ChancePerMinute float64
 }
 

@@ -136,6 +136,7 @@ type Verdict struct {
 	RefreshAfter time.Duration
 	CookieValue  string      // the cookie value to set; "" for none
 	State        CookieState // the admitted visitor's cookie
+	Estimate     Estimate    // a waiting visitor's
 }
 
 // The outcomes of a Verdict.
@@ -149,7 +150,7 @@ const (
 func Decide(rm *Room, r *http.Request) (Verdict, error) {
 	var x visit
 	err := rm.check(r, &x)
-	return Verdict{Outcome: x.d.Outcome, Pass: x.d.pass(), RefreshAfter: x.d.RefreshAfter, CookieValue: x.d.cookie, State: cookieOf(x.d.state)}, err
+	return Verdict{Outcome: x.d.Outcome, Pass: x.d.pass(), RefreshAfter: x.d.RefreshAfter, CookieValue: x.d.cookie, State: cookieOf(x.d.state), Estimate: x.d.Estimate}, err
 }
 
 // The checks of a response that the unit tests use (helpers_test.go),

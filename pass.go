@@ -79,7 +79,7 @@ func givePass(ctx context.Context, d time.Duration) (last, now int64, ok bool) {
 		}
 		x.Seen = last
 	}
-	rm.reportLocked(x)
+	rm.local.Report(x)
 	return last, now, true
 }
 

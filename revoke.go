@@ -124,7 +124,7 @@ func (rm *Room) revoke(w http.ResponseWriter, id uint64, acceptedAt, checkInSec 
 		x = rm.passRevoke(id, x.Admitted, now, d)
 	}
 	rm.local.Lock()
-	rm.reportLocked(x)
+	rm.local.Report(x)
 	rm.local.Unlock()
 	if rm.refuse(id, revokedSpan{until: now + rm.countWindow(&rm.syncer.Snapshot().Settings) + rm.hold}) {
 		rm.counters.revoked.Add(1)
