@@ -70,13 +70,6 @@ func sessionEnd(p *policy, acceptedAt int64) int64 {
 	return -floorDiv(-(acceptedAt + p.session), 1000) // rounded up
 }
 
-// lookupLocked returns what is known of the session of visitor id: the
-// record of the latest sync merged with this instance's reports since.
-// The local lock must be held.
-func (rm *Room) lookupLocked(v *view, id uint64) (store.Session, bool) {
-	return rm.local.Lookup(&v.View, id)
-}
-
 // recordAlive reports whether the session recorded as x is alive at now
 // (Unix ms) under policy p: the visitor was seen within the session
 // (to the second) and not before its floor, and it was neither revoked
@@ -173,7 +166,7 @@ func (rm *Room) sessionAlive(v *view, p *policy, c cookieState, now int64) bool 
 		return true
 	}
 	rm.local.Lock()
-	x, found := rm.lookupLocked(v, c.id)
+	x, found := rm.local.Lookup(&v.View, c.id)
 	rm.local.Unlock()
 	return found && recordAlive(&x, p, now)
 }

@@ -185,7 +185,7 @@ func (rm *Room) placeLocked(x *visit) bool {
 		// that session for every holder of a copy of its cookie (lapsed
 		// or not, while the session lives), and a place whose session
 		// ended or was revoked is spent.
-		if s, found := rm.lookupLocked(v, x.c.id); found {
+		if s, found := rm.local.Lookup(&v.View, x.c.id); found {
 			if recordAlive(&s, pol, now) {
 				rm.join(&x.d, v, pol, x.c, s)
 				return true
@@ -204,7 +204,7 @@ func (rm *Room) placeLocked(x *visit) bool {
 		var st int8
 		st, x.owed = carried(x.c.chal)
 		id := successor(x.c.id, x.c.lastCheckIn)
-		if s, found := rm.lookupLocked(v, id); found {
+		if s, found := rm.local.Lookup(&v.View, id); found {
 			if recordAlive(&s, pol, now) {
 				x.c.id = id
 				rm.join(&x.d, v, pol, x.c, s)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -490,6 +491,7 @@ func TestWaitAtAnEventsStart(t *testing.T) {
 				}
 			}
 			require.NotEmpty(t, waits)
+			t.Log(waits)
 			// Nobody is further than 60 admissions away: 6 minutes at 10.
 			assert.LessOrEqual(t, slices.Max(waits), 7.0, "minutes told")
 		})
@@ -580,4 +582,75 @@ func TestWaitAcrossAnEventsEnd(t *testing.T) {
 	// 40 ahead, 20 of the minute's in already: none before the end, and
 	// 40 at 3 a minute after it, 13.6 minutes from now.
 	assert.InDelta(t, 14, got["waitTime"].(float64), 1, "minutes told")
+}
+
+// The wait after QueueAll or Suspended counts the admission rate from
+// the reopening: the minutes the room was closed are no rate.
+func TestWaitAfterTheRoomReopens(t *testing.T) {
+	for _, change := range []string{"queue all", "suspended"} {
+		t.Run(change, func(t *testing.T) {
+			tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 1000, 10 })
+			closed := func(s *Settings, on bool) { s.QueueAll = on }
+			if change == "suspended" {
+				closed = func(s *Settings, on bool) { s.Suspended = on }
+			}
+			for range 10 {
+				require.True(t, admitted(tr.get(&visitor{}, "")))
+			}
+			tr.sync()
+			require.NoError(t, tr.Update(t.Context(), func(s *Settings) { closed(s, true) }))
+			for range 4 {
+				tr.clk.Add(time.Minute)
+				tr.sync()
+			}
+			require.NoError(t, tr.Update(t.Context(), func(s *Settings) { closed(s, false) }))
+			vs := make([]*visitor, 70)
+			for i := range vs {
+				vs[i] = &visitor{}
+				tr.get(vs[i], "")
+				tr.clk.Add(100 * time.Millisecond)
+			}
+			tr.sync()
+			var waits []float64
+			for _, v := range vs {
+				if w := tr.get(v, "application/json"); !admitted(w) {
+					got := jsonBody(t, w)
+					require.Equal(t, true, got["waitTimeKnown"])
+					waits = append(waits, got["waitTime"].(float64))
+				}
+			}
+			require.Len(t, waits, 60)
+			// The last of 60 at 10 a minute, the minute under way's slots
+			// taken: told 8 minutes (28 when the closed minutes counted).
+			assert.LessOrEqual(t, slices.Max(waits), 9.0, "minutes told")
+		})
+	}
+}
+
+// Changes of the live settings that change the flow of admissions (the
+// limits, the method, QueueAll, Suspended) restart the admission rate
+// (Rules.Since); others do not.
+func TestFlowChangeRestartsTheRate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fn   func(*Settings)
+		flow bool
+	}{
+		{"limits", func(s *Settings) { s.NewUsersPerMinute-- }, true},
+		{"method", func(s *Settings) { s.QueueingMethod = Random }, true},
+		{"queue all", func(s *Settings) { s.QueueAll = true }, true},
+		{"suspended", func(s *Settings) { s.Suspended = true }, true},
+		{"template", func(s *Settings) { s.Template = "<p>{{waitTimeFormatted}}</p>" }, false},
+		{"nothing", func(*Settings) {}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, nil)
+			tr.clk.Add(time.Minute)
+			require.NoError(t, tr.Update(t.Context(), tc.fn))
+			st, err := tr.store.(store.Reader).Read(t.Context(), tr.cfg.Name)
+			require.NoError(t, err)
+			_, r := tr.settle(st, tr.now(), nil)
+			assert.Equal(t, tc.flow, r.Since == tr.now(), "since %d, now %d", r.Since, tr.now())
+		})
+	}
 }

@@ -73,7 +73,7 @@ func givePass(ctx context.Context, d time.Duration) (last, now int64, ok bool) {
 	x := store.Session{ID: tc.id, Admitted: floorDiv(tc.acceptedAt, 1000), Seen: last, End: sessionEnd(p, tc.acceptedAt)}
 	rm.local.Lock()
 	defer rm.local.Unlock()
-	if k, found := rm.lookupLocked(v, tc.id); found && k.End != 0 && k.End-1 < last {
+	if k, found := rm.local.Lookup(&v.View, tc.id); found && k.End != 0 && k.End-1 < last {
 		if last = k.End - 1; last < floorDiv(now, 1000) {
 			return 0, 0, false
 		}

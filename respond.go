@@ -224,8 +224,7 @@ func (rm *Room) pageData(d decision, lang string) *template.Data {
 	if d.chal != nil && d.Outcome == outcomeWaiting {
 		rm.challengeData(&d, data, now)
 	}
-	data.TimeUntilEventStartFormatted = template.FormatUnavailable(lang)
-	data.TimeUntilEventEndFormatted = data.TimeUntilEventStartFormatted
+	data.TimeUntilEventStartFormatted, data.TimeUntilEventEndFormatted = template.FormatUnavailable(lang), template.FormatUnavailable(lang)
 	if ev := p.event; ev != nil {
 		untilStart, untilEnd := ceilMinutes(ev.Start.UnixMilli()-now), ceilMinutes(ev.End.UnixMilli()-now)
 		data.IsEventPrequeueing = p.prequeue

@@ -76,12 +76,16 @@ type storedSettings struct {
 	Floors share.Floors `json:"floors,omitzero"`
 }
 
-// lengthen notes in s, settings that follow others granting sessions of
-// before ms, renewed or not, at now (Unix ms), whether they make sessions
-// longer: those over under the others stay over.
-func (s *Settings) lengthen(before int64, renewed bool, now int64) {
+// follow notes in s, settings that follow others granting sessions of
+// before ms, renewed or not, with flow (their flow()), at now (Unix ms),
+// whether they make sessions longer (those over under the others stay
+// over) and whether they change the flow of admissions.
+func (s *Settings) follow(before int64, renewed bool, flow [5]any, now int64) {
 	after, renew := s.sessionAt(now)
 	s.floors = s.floors.Lengthened(now, before, renewed, after, renew)
+	if s.flow() != flow {
+		s.floors.Flow = now
+	}
 }
 
 // sessionAt is the session length, in ms, that s grants at t (Unix ms),
@@ -101,6 +105,11 @@ func (s *Settings) sessionAt(t int64) (int64, bool) {
 		}
 	}
 	return l, renew
+}
+
+// flow is what of s sets the flow of admissions (Floors.Flow).
+func (s *Settings) flow() [5]any {
+	return [5]any{s.TotalActiveUsers, s.NewUsersPerMinute, s.QueueingMethod, s.QueueAll, s.Suspended}
 }
 
 // sessionFloors are the floors of sessions at now: the latest of an

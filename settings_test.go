@@ -134,10 +134,10 @@ func TestSessionFloors(t *testing.T) {
 	// An Update that lengthens sessions or renews them sets a floor; one
 	// that does neither keeps them.
 	s := Settings{SessionDuration: 5 * time.Minute, floors: share.Floors{Seen: 7}}
-	s.lengthen(time.Minute.Milliseconds(), true, ms(t0))
+	s.follow(time.Minute.Milliseconds(), true, s.flow(), ms(t0))
 	assert.Equal(t, share.Floors{Seen: ms(t0) - 60_000}, s.floors)
-	s.lengthen(10*time.Minute.Milliseconds(), true, ms(t0.Add(time.Hour)))
+	s.follow(10*time.Minute.Milliseconds(), true, s.flow(), ms(t0.Add(time.Hour)))
 	assert.Equal(t, share.Floors{Seen: ms(t0) - 60_000}, s.floors)
-	s.lengthen(5*time.Minute.Milliseconds(), false, ms(t0.Add(2*time.Hour)))
+	s.follow(5*time.Minute.Milliseconds(), false, s.flow(), ms(t0.Add(2*time.Hour)))
 	assert.Equal(t, share.Floors{Seen: ms(t0) - 60_000, Admitted: ms(t0.Add(2*time.Hour)) - 300_000}, s.floors)
 }

@@ -56,11 +56,11 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 		now := rm.now()
 		s = rm.liveSettings(st, restore, now)
 		before, renewed := s.sessionAt(now)
-		floors := s.floors
+		floors, flow := s.floors, s.flow()
 		s.floors = share.Floors{} // the caller's settings are the public fields
 		fn(&s)
 		s.floors = floors
-		s.lengthen(before, renewed, now)
+		s.follow(before, renewed, flow, now)
 		if s.QueueingMethod == "" {
 			s.QueueingMethod = FIFO
 		}
@@ -121,6 +121,7 @@ func (rm *Room) settle(st *store.State, now int64, restore *Settings) (Settings,
 	p := rm.policyAt(&s, now)
 	r := rm.rules(&p, &s)
 	r.Since, _ = eventSpan(s.Events, now)
+	r.Since = max(r.Since, s.floors.Flow)
 	return s, r
 }
 
@@ -177,7 +178,7 @@ func (rm *Room) liveSettings(st *store.State, restore *Settings, now int64) Sett
 		if valid {
 			c.floors = s.floors
 			before, renewed := s.sessionAt(now)
-			c.lengthen(before, renewed, now)
+			c.follow(before, renewed, s.flow(), now)
 		}
 		writeSettings(st, c)
 		if deploy {

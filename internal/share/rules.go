@@ -40,7 +40,8 @@ type Rules struct {
 	Shuffles [][2]int64
 	// Event is the name of the event in force, for the tallies; "" for
 	// none. Since is when, in Unix ms, an event last opened, started or
-	// ended (math.MinInt64 for none): the admission rate is counted from then
+	// ended, or the live settings changed the flow (Floors.Flow;
+	// math.MinInt64 for none): the admission rate is counted from then
 	// (View.PerMinute), as one from before says nothing of the limits and
 	// the queue now.
 	Event string

@@ -22,10 +22,13 @@ type SessionTimes struct {
 // Floors keep over the sessions that settings made longer would bring
 // back (Unix ms): a session last seen before Seen (a longer session
 // length), or admitted before Admitted (renewal turned on: those capped
-// stay capped), is over.
+// stay capped), is over. Flow is when the settings last changed the
+// flow of admissions (the limits, the queueing method, QueueAll or
+// Suspended): the admission rate is counted from then (Rules.Since).
 type Floors struct {
 	Seen     int64 `json:"seen,omitempty"`
 	Admitted int64 `json:"admitted,omitempty"`
+	Flow     int64 `json:"flow,omitempty"`
 }
 
 // Over reports whether f ends the session of x.
