@@ -172,7 +172,8 @@ type Report struct {
 	PeakActive  int
 	PeakWaiting int
 	// PeakAdmitted is the most admissions of any minute, NewUsersPerMinute
-	// the most the limit allowed in any minute.
+	// the limit in force in that minute (the first of them, on a tie): how
+	// near the busiest minute came to its limit.
 	PeakAdmitted      int
 	NewUsersPerMinute int
 	// Wait and Session are over the whole event (percentiles of all its
@@ -214,8 +215,9 @@ func Reports(ms []Minute) []Report {
 		cur.Abandoned += m.Abandoned
 		cur.PeakActive = max(cur.PeakActive, m.Active)
 		cur.PeakWaiting = max(cur.PeakWaiting, m.Waiting)
-		cur.PeakAdmitted = max(cur.PeakAdmitted, m.Admitted)
-		cur.NewUsersPerMinute = max(cur.NewUsersPerMinute, m.NewUsersPerMinute)
+		if cur.Minutes == 1 || m.Admitted > cur.PeakAdmitted {
+			cur.PeakAdmitted, cur.NewUsersPerMinute = m.Admitted, m.NewUsersPerMinute
+		}
 		for _, c := range m.waits {
 			waits = addCount(waits, c.Key, c.N)
 		}

@@ -162,3 +162,30 @@ func TestKeptHistoryAfterLoss(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before, after)
 }
+
+// A report pairs its busiest minute's admissions with the limit in force
+// in that minute, not with the highest limit of another: 10 let in at a
+// limit of 10 read as 10 of 20 when the limit was raised to 20 for
+// minutes that let in 5.
+func TestReportPeakAndItsLimit(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC)
+	minute := func(i, admitted, limit int) admin.Minute {
+		return admin.Minute{Minute: t0.Add(time.Duration(i) * time.Minute), Event: "drop", Admitted: admitted, NewUsersPerMinute: limit}
+	}
+	for _, tc := range []struct {
+		name        string
+		ms          []admin.Minute
+		peak, limit int
+	}{
+		{"raised after the peak", []admin.Minute{minute(0, 10, 10), minute(1, 5, 20)}, 10, 10},
+		{"lowered after the peak", []admin.Minute{minute(0, 20, 20), minute(1, 5, 5)}, 20, 20},
+		{"a tie: the first", []admin.Minute{minute(0, 5, 5), minute(1, 5, 50)}, 5, 5},
+		{"nobody let in", []admin.Minute{minute(0, 0, 10), minute(1, 0, 20)}, 0, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := admin.Reports(tc.ms)
+			require.Len(t, rs, 1)
+			assert.Equal(t, [2]int{tc.peak, tc.limit}, [2]int{rs[0].PeakAdmitted, rs[0].NewUsersPerMinute})
+		})
+	}
+}
