@@ -294,10 +294,6 @@ type history struct {
 	n     int
 }
 
-func newHistory() *history {
-	return &history{ring: make([]Sample, int(historyWindow/historyInterval)+1)}
-}
-
 func (h *history) last() *Sample { return &h.ring[(h.start+h.n-1)%len(h.ring)] }
 
 // observe records s unless it is no newer than the latest sample. A sample

@@ -251,9 +251,10 @@ func (rm *Room) localNow() int64 {
 	return rm.cfg.Now().UnixMilli()
 }
 
-// loggable is s for a log line: templates, the room's and its events',
-// are given by their size rather than written out.
-func loggable(s Settings) Settings {
+// loggable is s for a log line, by the names of its JSON (no Go structs
+// or pointers): templates, the room's and its events', are given by their
+// size rather than written out.
+func loggable(s Settings) map[string]any {
 	short := func(t string) string {
 		if t == "" {
 			return ""
@@ -265,7 +266,10 @@ func loggable(s Settings) Settings {
 	for i := range s.Events {
 		s.Events[i].Template = short(s.Events[i].Template)
 	}
-	return s
+	var m map[string]any
+	b, _ := json.Marshal(s)
+	_ = json.Unmarshal(b, &m)
+	return m
 }
 
 func writeSettings(st *store.State, s Settings) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/challenge"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,17 +51,33 @@ func TestBackgroundSync(t *testing.T) {
 	require.NoError(t, rm.Close())
 }
 
-// A log line gives templates by their size, and leaves the settings it
-// was given alone.
+// A log line gives the settings by the names of their JSON (an object in
+// JSON logs; no Go structs or pointers), templates by their size, and
+// leaves the settings it was given alone.
 func TestLoggable(t *testing.T) {
-	s := Settings{TotalActiveUsers: 5, Template: "<p>hello</p>", Events: []Event{{Name: "e", Template: "<b>x</b>"}, {Name: "f"}}}
-	l := loggable(s)
-	assert.Equal(t, "(12 bytes)", l.Template)
-	assert.Equal(t, "(8 bytes)", l.Events[0].Template)
-	assert.Empty(t, l.Events[1].Template, "none stays none")
-	assert.Equal(t, 5, l.TotalActiveUsers)
+	s := Settings{TotalActiveUsers: 5, Template: "<p>hello</p>", Challenge: &challenge.Policy{Who: challenge.Everyone},
+		Events: []Event{{Name: "e", Template: "<b>x</b>"}, {Name: "f"}}}
+	var got Settings
+	b, err := json.Marshal(loggable(s))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &got))
+	assert.Equal(t, "(12 bytes)", got.Template)
+	assert.Equal(t, "(8 bytes)", got.Events[0].Template)
+	assert.Empty(t, got.Events[1].Template, "none stays none")
+	assert.Equal(t, 5, got.TotalActiveUsers)
+	assert.Equal(t, challenge.Everyone, got.Challenge.Who)
 	assert.Equal(t, "<p>hello</p>", s.Template)
 	assert.Equal(t, "<b>x</b>", s.Events[0].Template, "the caller's events untouched")
+
+	var text, js bytes.Buffer
+	slog.New(slog.NewTextHandler(&text, nil)).Info("m", "settings", loggable(s))
+	slog.New(slog.NewJSONHandler(&js, nil)).Info("m", "settings", loggable(s))
+	assert.Contains(t, text.String(), "challenge:map[who:everyone]")
+	assert.Contains(t, text.String(), "totalActiveUsers:5")
+	assert.NotContains(t, text.String(), "0xc")
+	var line struct{ Settings Settings }
+	require.NoError(t, json.Unmarshal(js.Bytes(), &line), js.String())
+	assert.Equal(t, got, line.Settings, "an object")
 }
 
 // writeSettings writes the settings as the next version of the state's.

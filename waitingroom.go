@@ -120,7 +120,7 @@ func New(cfg Config, st store.Store) (*Room, error) {
 		hold:       c.QueueHold.Milliseconds(),
 		chances:    share.NewMemory[chance](),
 		verified:   newVerified(max(1024, 2*int64(c.TotalActiveUsers))),
-		history:    newHistory(),
+		history:    &history{ring: make([]Sample, int(historyWindow/historyInterval)+1)},
 	}
 	rm.cookieAttrs = rm.setCookieAttrs()
 	rm.scriptCookieAttrs = strings.Replace(rm.cookieAttrs, "; HttpOnly", "", 1)
