@@ -570,6 +570,7 @@ func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) 
 	older, queued := rm.local.Queued(c.bucket) // since v: in line ahead, in all
 	rm.local.Unlock()
 	var ahead, tied int64
+	est := p.method.estimate
 	if p.method.ordered {
 		ahead = v.Ahead(p.bucket(c.bucket), p.lottery, fresh, c.id, rm.cfg.RefreshInterval.Milliseconds())
 		if b := p.bucket(c.bucket); p.lottery[1] == 0 || b != p.lottery[0] { // not by place
@@ -581,8 +582,12 @@ func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) 
 		if m, ok := waitAfter(v, p, float64(ahead), math.NaN()); ok && m < 60 {
 			turn = int64(math.Ceil(m*60)) * 1000
 		}
+	} else if p.lottery[1] != 0 { // a random event's shuffled pre-queue goes in first, by place
+		if ahead = v.Shuffled(p.lottery); p.bucket(c.bucket) == p.lottery[0] {
+			ahead, est = v.Ahead(p.lottery[0], p.lottery, fresh, c.id, rm.cfg.RefreshInterval.Milliseconds()), fifoMethod.estimate
+		}
 	}
-	e := p.method.estimate(v, p, ahead, tied, fresh)
+	e := est(v, p, ahead, tied, fresh)
 	if p.method.layout != nil { // a line to wait in
 		e.Waiting = max(int(min(max(v.Waiting+queued, 0), 1e9)), e.Position)
 	}

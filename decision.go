@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -147,23 +148,11 @@ const TicketHeader = "Waiting-Room-Ticket"
 // digits>; bucket=<RFC 3339>; accepted=<RFC 3339, ms>", in UTC.
 // ParseTicket reads it back.
 func (t Ticket) String() string {
-	b := make([]byte, 0, 96)
-	b = append(b, "id="...)
-	b = appendHexID(b, t.ID)
-	b = append(b, "; bucket="...)
+	b := fmt.Appendf(make([]byte, 0, 96), "id=%016x; bucket=", t.ID)
 	b = t.Bucket.UTC().AppendFormat(b, time.RFC3339)
 	b = append(b, "; accepted="...)
 	b = t.AcceptedAt.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
 	return string(b)
-}
-
-// appendHexID appends id as 16 lower-case hex digits.
-func appendHexID(b []byte, id uint64) []byte {
-	const digits = "0123456789abcdef"
-	for i := 60; i >= 0; i -= 4 {
-		b = append(b, digits[id>>uint(i)&0xf])
-	}
-	return b
 }
 
 // ParseTicket reads the value of TicketHeader that the room gave an

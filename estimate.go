@@ -48,7 +48,8 @@ type Estimate struct {
 	// a visitor who keeps refreshing is let in within the next minute,
 	// as P50 implies (the chance each minute that gives one half by P50):
 	// the page turns it into a chance per refresh. 0 when not known, not
-	// random, or for a winner of the draw waiting for a free slot.
+	// random, for a winner of the draw waiting for a free slot, or behind
+	// a random event's shuffled pre-queue (which goes first).
 	ChancePerMinute float64
 }
 
@@ -97,23 +98,26 @@ func randomAdmissions(waiting, p float64) float64 {
 }
 
 // randomEstimate is the wait range, as of view v under policy p, of one of
-// waiting visitors who all have the same chance at every slot. For each
+// waiting visitors who all have the same chance at every slot once the
+// first of them (a random event's shuffled pre-queue) are in. For each
 // percentile it is the time the room takes to let in as many visitors as
 // that chance needs (waitAfter), the recent admission rate giving
-// the minutes that chance takes.
-func randomEstimate(v *view, p *policy, waiting float64) Estimate {
+// the minutes that chance takes. Behind the first, the chance now is
+// nought (ChancePerMinute 0).
+func randomEstimate(v *view, p *policy, waiting, first float64) Estimate {
 	if waiting <= 0 {
 		return Estimate{Known: true, ChancePerMinute: 1}
 	}
+	waiting = max(waiting-first, 1)
 	var e Estimate
 	var median float64 // minutes, not rounded
 	out := [...]*time.Duration{&e.P25, &e.P50, &e.P75}
 	for i, pct := range randomPercentiles {
 		byRate := math.NaN()
 		if v.PerMinute > 0 {
-			byRate = randomMinutes(v.PerMinute/waiting, pct)
+			byRate = first/v.PerMinute + randomMinutes(v.PerMinute/waiting, pct)
 		}
-		m, ok := waitAfter(v, p, randomAdmissions(waiting, pct)-1, byRate)
+		m, ok := waitAfter(v, p, first+randomAdmissions(waiting, pct)-1, byRate)
 		if !ok {
 			return Estimate{}
 		}
@@ -124,7 +128,9 @@ func randomEstimate(v *view, p *policy, waiting float64) Estimate {
 	}
 	e.Known, e.Wait = true, e.P50
 	e = capEstimate(e)
-	e.ChancePerMinute = 1 - math.Pow(0.5, 1/median) // 1 for a median of 0
+	if first == 0 {
+		e.ChancePerMinute = 1 - math.Pow(0.5, 1/median) // 1 for a median of 0
+	}
 	return e
 }
 

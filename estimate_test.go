@@ -73,16 +73,21 @@ func TestFIFOEstimate(t *testing.T) {
 
 func TestRandomEstimate(t *testing.T) {
 	v, p := flowing(10)
-	e := randomEstimate(v, p, 100)
+	e := randomEstimate(v, p, 100, 0)
 	// 10 of 100 let in a minute: a chance of 10 % a minute.
 	assert.InDelta(t, 0.1, e.ChancePerMinute, 1e-9)
 	e.ChancePerMinute = 0
 	assert.Equal(t, Estimate{Known: true, Wait: 7 * time.Minute, P25: 3 * time.Minute, P50: 7 * time.Minute, P75: 14 * time.Minute}, e)
 	assert.Equal(t, "3 minutes to 14 minutes", e.Formatted(""))
+	// Behind 50 of a random event's shuffled pre-queue, who go first: 5
+	// minutes more, and no chance until they are in.
+	behind := randomEstimate(v, p, 150, 50)
+	assert.Zero(t, behind.ChancePerMinute)
+	assert.Equal(t, [3]time.Duration{8 * time.Minute, 12 * time.Minute, 19 * time.Minute}, [3]time.Duration{behind.P25, behind.P50, behind.P75})
 	v, p = flowing(5)
-	assert.Equal(t, Estimate{Known: true, ChancePerMinute: 1}, randomEstimate(v, p, 0))
+	assert.Equal(t, Estimate{Known: true, ChancePerMinute: 1}, randomEstimate(v, p, 0, 0))
 	v, p = flowing(1)
-	e = randomEstimate(v, p, 1e6)
+	e = randomEstimate(v, p, 1e6, 0)
 	assert.InDelta(t, 1e-6, e.ChancePerMinute, 1e-9)
 	e.ChancePerMinute = 0
 	assert.Equal(t, Estimate{Full: true}, e, "beyond a day: unknown")

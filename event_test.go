@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-waitingroom/waitingroom/lottery"
 	"github.com/go-waitingroom/waitingroom/store"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -540,6 +542,12 @@ func TestRandomEventPrequeueGoesFirst(t *testing.T) {
 			}
 			got := jsonBody(t, w)
 			g.next = clk.Now().UnixMilli() + int64(got["refreshIntervalSeconds"].(float64))*1000
+			if !clk.Now().Before(start) && slices.ContainsFunc(gs, func(h *guest) bool { return h.pre && h.inAt == 0 }) {
+				// No chance at the draw while the pre-queue goes in (told 1
+				// in 21, none let in); the pre-queue goes by place.
+				assert.Zero(t, got["chancePerRefreshOneIn"], "pre-queued %v, at %v", g.pre, clk.Now().Sub(start))
+				assert.Equal(t, true, got["waitTimeKnown"])
+			}
 		}
 	}
 	var lastPre, firstLater int64 = 0, math.MaxInt64
@@ -653,4 +661,91 @@ func TestFlowChangeRestartsTheRate(t *testing.T) {
 			assert.Equal(t, tc.flow, r.Since == tr.now(), "since %d, now %d", r.Since, tr.now())
 		})
 	}
+}
+
+// A FIFO event's shuffled pre-queue goes in in the order of its places
+// behind a queue standing from before the pre-queue opened: the cut moves
+// by the slots those visitors leave, no more than the minute has left. (It
+// moved at the event's pace while they took every slot, reached 1 with 30
+// of the 40 pre-queued still waiting, and they went in as they came back:
+// 114 pairs let in out of order by more than two intervals, up to 24 let
+// in ahead of one told they were next.) Below the cut, visitors still
+// race within an interval or two.
+func TestShuffleBehindAStandingQueue(t *testing.T) {
+	clk := newClock()
+	opens, start := clk.Now().Add(2*time.Minute), clk.Now().Add(5*time.Minute)
+	tr := newTestRoomOn(t, clk, newMemStore(), func(c *Config) {
+		c.TotalActiveUsers, c.NewUsersPerMinute, c.RefreshJitter = 1000, 10, -1
+		c.Identities = mrand.New(mrand.NewPCG(5, 6)).Uint64
+		c.Events = []Event{{Name: "drop", PrequeueStart: opens, Start: start, End: start.Add(time.Hour), ShuffleAtStart: true}}
+	})
+	type guest struct {
+		visitor
+		pre        bool
+		id         uint64
+		next, inAt int64
+	}
+	var gs []*guest
+	tr.Update(t.Context(), func(s *Settings) { s.QueueAll = true })
+	for range 30 { // queued before the pre-queue opens
+		g := &guest{}
+		require.True(t, isWaiting(tr.get(&g.visitor, "")))
+		gs = append(gs, g)
+		clk.Add(time.Second)
+	}
+	tr.Update(t.Context(), func(s *Settings) { s.QueueAll = false })
+	clk.Set(opens)
+	for range 40 {
+		g := &guest{pre: true}
+		got := jsonBody(t, tr.get(&g.visitor, "application/json"))
+		id, err := strconv.ParseUint(got["lotteryIdentity"].(string), 16, 64)
+		require.NoError(t, err)
+		g.id = id
+		gs = append(gs, g)
+		clk.Add(time.Second)
+	}
+	for clk.Now().Before(start.Add(12 * time.Minute)) {
+		clk.Add(time.Second)
+		tr.sync()
+		for _, g := range gs {
+			if g.inAt != 0 || g.next > clk.Now().UnixMilli() {
+				continue
+			}
+			w := tr.get(&g.visitor, "application/json")
+			if admitted(w) {
+				g.inAt = clk.Now().UnixMilli()
+				continue
+			}
+			got := jsonBody(t, w)
+			g.next = clk.Now().UnixMilli() + int64(got["refreshIntervalSeconds"].(float64))*1000
+		}
+	}
+	st, err := tr.store.(store.Reader).Read(t.Context(), tr.cfg.Name)
+	require.NoError(t, err)
+	var seed lottery.Seed
+	for _, x := range st.Seeds {
+		if x.Start <= start.Unix() && start.Unix() < x.End {
+			seed = x.Secret
+		}
+	}
+	require.False(t, seed.IsZero())
+	interval := tr.cfg.RefreshInterval.Milliseconds()
+	var lastOlder, firstPre int64 = 0, math.MaxInt64
+	inversions := 0
+	for _, g := range gs {
+		require.NotZero(t, g.inAt, "everyone let in within 12 minutes at 10 a minute")
+		if !g.pre {
+			lastOlder = max(lastOlder, g.inAt)
+			continue
+		}
+		firstPre = min(firstPre, g.inAt)
+		for _, h := range gs {
+			// A later place let in more than an interval before.
+			if h.pre && lottery.Place(seed, h.id) > lottery.Place(seed, g.id) && h.inAt+2*interval < g.inAt {
+				inversions++
+			}
+		}
+	}
+	assert.LessOrEqual(t, lastOlder, firstPre+interval, "those queued before the pre-queue opened first")
+	assert.Zero(t, inversions, "pre-queued visitors let in out of the order of their places")
 }

@@ -54,12 +54,12 @@ var (
 	}
 	randomMethod = method{
 		layout: randomLayout,
-		estimate: func(v *view, p *policy, _, _ int64, fresh bool) Estimate {
+		estimate: func(v *view, p *policy, first, _ int64, fresh bool) Estimate {
 			w := v.Waiting
 			if fresh {
 				w++ // the visitor competes too
 			}
-			return randomEstimate(v, p, float64(w))
+			return randomEstimate(v, p, float64(w), float64(first))
 		},
 	}
 	passthroughMethod = method{

@@ -188,7 +188,10 @@ func keepOdds(st *store.State, p *params, v *View) {
 // v: the share of the pre-queue let in by the interval's end, kept with
 // the seed of the interval's period like the odds (keepOdds). The first
 // also keeps how many the pre-queue held (Seed.Prequeued). Each interval
-// lets in Slots more of the pre-queue's visitors still waiting, whose
+// lets in Slots more of the pre-queue's visitors still waiting (no more
+// than the minute has left; in FIFO, those the visitors queued before the
+// pre-queue opened leave: a cut ahead of the slots lets its visitors in as
+// they come back, not in the order of their places), whose
 // places lie above the cut before: the cut moves that share of the way to
 // 1. (Set so as to leave Slots of them below it, from the pre-queue's
 // size, the cut waited for admissions that lag; but copies of a cookie
@@ -223,7 +226,16 @@ func keepCuts(st *store.State, p *params, v *View) {
 	if len(x.Cuts) == 0 {
 		x.Prequeued = waiting
 	}
-	next, slots := 1.0, r.Slots(v, p.now)
+	// No more than the minute has left; in FIFO, less what those queued
+	// before the pre-queue opened take first.
+	next, slots := 1.0, min(r.Slots(v, p.now), float64(freeSlots(r, v)))
+	var older int64
+	for _, b := range v.Buckets {
+		if r.Ordered && b.Arrival < r.Lottery[0] {
+			older += b.Waiting
+		}
+	}
+	slots = max(0, slots-float64(older))
 	if len(x.Cuts) > 0 {
 		// Copies of a cookie counted waiting at several instances swell
 		// the count, and would slow the cut: above it there are no more
@@ -231,7 +243,7 @@ func keepCuts(st *store.State, p *params, v *View) {
 		// interval's slots not taken yet.
 		waiting = min(waiting, int64(math.Ceil(float64(x.Prequeued)*(1-cut)+slots)))
 	}
-	if waiting > 0 && waiting > freeSlots(r, v) {
+	if waiting > 0 && waiting+older > freeSlots(r, v) {
 		next = cut + (1-cut)*slots/float64(waiting)
 	}
 	if !(next > cut) {

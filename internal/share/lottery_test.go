@@ -663,7 +663,7 @@ func TestKeepCuts(t *testing.T) {
 	st := &store.State{Seeds: []store.Seed{{Start: h - 600, End: h + 3600}}}
 	slots := 10.0
 	r := fifo
-	r.Refresh, r.Lottery = refresh, pre
+	r.Refresh, r.Lottery, r.TotalActiveUsers, r.NewUsersPerMinute = refresh, pre, 1000, 50
 	r.Slots = func(*View, int64) float64 { return slots }
 	view := func(waiting ...int64) *View {
 		v := &View{}
@@ -725,6 +725,38 @@ func TestKeepCuts(t *testing.T) {
 		keepCuts(st, &params{now: w * refresh, rules: rr}, v)
 		require.Len(t, st.Seeds[0].Cuts, 1)
 		assert.InDelta(t, tc.want, st.Seeds[0].Cuts[0].Odds, 1e-12, "%+v", tc)
+	}
+	// No more than the minute has left, and in FIFO less those queued
+	// before the pre-queue opened, who go first.
+	for _, tc := range []struct {
+		name            string
+		admitted, older int64
+		ordered         bool
+		want            float64
+	}{
+		{"the minute's slots", 0, 0, true, 0.1},
+		{"two left in the minute", 48, 0, true, 0.02},
+		{"none left", 50, 0, true, 0},
+		{"four queued before", 0, 4, true, 0.06},
+		{"more queued before than slots", 0, 30, true, 0},
+		{"random: the pre-queue first", 0, 4, false, 0.1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &store.State{Seeds: []store.Seed{{Start: h - 600, End: h + 3600}}}
+			rr := r
+			rr.Ordered = tc.ordered
+			slots = 10
+			v := view(100)
+			v.AdmittedThisMinute = tc.admitted
+			v.Buckets = append([]Bucket{{Arrival: pre[0] - 30, Waiting: tc.older}}, v.Buckets...)
+			keepCuts(st, &params{now: w * refresh, rules: rr}, v)
+			if tc.want == 0 {
+				assert.Empty(t, st.Seeds[0].Cuts, "no slot for the pre-queue: the cut stays")
+				return
+			}
+			require.Len(t, st.Seeds[0].Cuts, 1)
+			assert.InDelta(t, tc.want, st.Seeds[0].Cuts[0].Odds, 1e-12)
+		})
 	}
 	slots = 5
 
@@ -903,6 +935,7 @@ func TestStraddlingIntervals(t *testing.T) {
 		st := &store.State{Seeds: []store.Seed{{Start: hour, End: end, Secret: event}, {Start: end, End: hour + lotteryPeriod, Secret: after}}}
 		r := fifo
 		r.Refresh, r.Lottery, r.Shuffles = refresh, [2]int64{hour, hour + 600}, [][2]int64{{hour, end}}
+		r.TotalActiveUsers, r.NewUsersPerMinute = 1000, 100
 		r.Slots = func(*View, int64) float64 { return 10 }
 		v := &View{Buckets: []Bucket{{Arrival: hour, Waiting: 100}}}
 		keepCuts(st, &params{now: (we-1)*refresh + 10, rules: r}, v)
