@@ -3,6 +3,7 @@ package waitingroom
 import (
 	"net/http"
 
+	"github.com/go-waitingroom/waitingroom/internal/request"
 	"github.com/go-waitingroom/waitingroom/store"
 )
 
@@ -92,7 +93,7 @@ func recordAlive(x *store.Session, p *policy, now int64) bool {
 // hide the visitor's own.
 func (rm *Room) readCookie(r *http.Request, p *policy, now int64) (best cookieState, be *verifiedEntry, ok bool) {
 	bestRank := 0
-	for raw := range cookieValues(r, rm.cookieName, maxSameName) {
+	for raw := range request.Cookies(r, rm.cookieName, maxSameName) {
 		c, e, valid := rm.openCookie(raw, now)
 		if !valid {
 			continue

@@ -109,7 +109,7 @@ func Cookie(name string, match func(value string) bool) Rule {
 	return Rule{
 		desc: fmt.Sprintf("cookie %q", name),
 		match: func(r *http.Request, _ netip.Addr) bool {
-			v, ok := cookieValue(r, name)
+			v, ok := request.Cookie(r, name)
 			return ok && (match == nil || match(v))
 		},
 	}

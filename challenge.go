@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-waitingroom/waitingroom/challenge"
+	"github.com/go-waitingroom/waitingroom/internal/request"
 )
 
 // The room's side of the challenge step (package challenge holds the
@@ -38,7 +39,7 @@ func (rm *Room) answerOf(r *http.Request) string {
 	if a := r.Header.Get(challenge.Header); a != "" {
 		return a
 	}
-	a, _ := cookieValue(r, rm.cookieName+"_challenge")
+	a, _ := request.Cookie(r, rm.cookieName+"_challenge")
 	return a
 }
 

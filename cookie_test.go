@@ -4,8 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -117,35 +115,6 @@ func TestCookieKeyRotation(t *testing.T) {
 	assert.ErrorIs(t, err, errBadCookie, "a retired key no longer reads")
 }
 
-func TestCookieValue(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		headers []string
-		want    string
-		ok      bool
-	}{
-		{"none", nil, "", false},
-		{"single", []string{"a=1"}, "1", true},
-		{"among others", []string{"x=y; a=2; b=3"}, "2", true},
-		{"first of duplicates", []string{"a=first; a=second"}, "first", true},
-		{"second header", []string{"x=1", "a=3"}, "3", true},
-		{"quoted", []string{`a="4"`}, "4", true},
-		{"prefix is not the name", []string{"aa=5; ba=6"}, "", false},
-		{"no value", []string{"a"}, "", false},
-		{"spaces", []string{"  a=7  ;b=8"}, "7", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := httptest.NewRequest(http.MethodGet, "/", nil)
-			for _, h := range tc.headers {
-				r.Header.Add("Cookie", h)
-			}
-			v, ok := cookieValue(r, "a")
-			assert.Equal(t, tc.ok, ok)
-			assert.Equal(t, tc.want, v)
-		})
-	}
-}
-
 func FuzzCookieDecode(f *testing.F) {
 	c := mustCodec(f, "__waitingroom_launch", testKey)
 	f.Add(c.encode(cookieState{bucket: 1, lastCheckIn: 2, refresh: 3}))
@@ -163,17 +132,6 @@ func FuzzCookieDecode(f *testing.F) {
 		again, err := c.decode(c.encode(s))
 		require.NoError(t, err)
 		assert.Equal(t, s, again)
-	})
-}
-
-func FuzzCookieHeader(f *testing.F) {
-	f.Add("a=1; b=2")
-	f.Add(`a="`)
-	f.Add(";;;=;=")
-	f.Fuzz(func(t *testing.T, h string) {
-		r := httptest.NewRequest(http.MethodGet, "/", nil)
-		r.Header.Set("Cookie", h)
-		_, _ = cookieValue(r, "a")
 	})
 }
 

@@ -1,6 +1,6 @@
 // Package request reads what a request says of itself that the room's
-// rules and front doors go by: its client's address behind trusted
-// proxies, and whether its path is canonical.
+// rules and front doors go by: its cookies of a name, its client's
+// address behind trusted proxies, and whether its path is canonical.
 package request
 
 import (
