@@ -56,6 +56,24 @@ type Event struct {
 	Challenge *challenge.Policy `json:"challenge,omitempty"`
 }
 
+// shuffleKept is an error if events, replacing was at now, move the
+// opening or the start of an event that shuffles its pre-queue, once it
+// opened, or end it later: its seed's period is committed, and a later
+// period would shuffle the rest anew (whose record lists no places).
+// Shortening, suspending or removing it is allowed.
+func shuffleKept(was, events []Event, now time.Time) error {
+	for _, e := range was {
+		if e.ShuffleAtStart && !now.Before(e.opens()) && now.Before(e.End) {
+			for _, n := range events {
+				if n.Name == e.Name && (!n.opens().Equal(e.opens()) || !n.Start.Equal(e.Start) || n.End.After(e.End)) {
+					return invalid("event %q: its pre-queue is shuffled: its opening, start and end stay until it ends (shorten, suspend or remove it, or add another)", e.Name)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // opens is when the event starts to govern the room: its pre-queue, or its
 // start.
 func (e *Event) opens() time.Time {

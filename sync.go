@@ -1,6 +1,7 @@
 package waitingroom
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,7 +57,7 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 		now := rm.now()
 		s = rm.liveSettings(st, restore, now)
 		before, renewed := s.sessionAt(now)
-		floors, flow := s.floors, s.flow()
+		floors, flow, events := s.floors, s.flow(), slices.Clone(s.Events)
 		s.floors = share.Floors{} // the caller's settings are the public fields
 		fn(&s)
 		s.floors = floors
@@ -64,7 +65,7 @@ func (rm *Room) Update(ctx context.Context, fn func(*Settings)) error {
 		if s.QueueingMethod == "" {
 			s.QueueingMethod = FIFO
 		}
-		if err := s.Validate(); err != nil {
+		if err := cmp.Or(s.Validate(), shuffleKept(events, s.Events, time.UnixMilli(now))); err != nil {
 			return err
 		}
 		s.Challenge = cloneChallenge(s.Challenge) // the caller's stays theirs
