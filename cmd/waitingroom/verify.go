@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-waitingroom/waitingroom/lottery"
 )
@@ -27,7 +28,9 @@ each interval named (or their place, rank and cut), and "kept" with
 status 0, or what the room broke with status 1; status 2 for a bad flag
 or a record that cannot be read; status 3, "not revealed yet", for a
 record whose seed the room has not revealed yet: check it again once the
-period and the draws it holds are over.
+period and the draws it holds are over (an hour after the period's end,
+a seed still not revealed is broken, status 1). Without -commitment,
+"kept" says the record was checked against itself alone.
 
 Flags:
 `
@@ -35,6 +38,14 @@ Flags:
 // exitNotYet is waitingroom verify's status for a record without its
 // seed yet: nothing to check, nothing broken.
 const exitNotYet = 3
+
+// revealOverdue is how long after its period's end a seed still not
+// revealed is taken for one the room failed to reveal: a room reveals it
+// within minutes (three refresh intervals and their lateness).
+const revealOverdue = time.Hour
+
+// verifyNow is the clock waitingroom verify tells an overdue reveal by.
+var verifyNow = time.Now
 
 // maxRange bounds the intervals one range of -waited names.
 const maxRange = 100_000
@@ -94,7 +105,11 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// out of turn. The place is a pre-queued visitor's, once the seed is
 	// revealed (0 before: not computed).
 	writeReport(stdout, rep, c.Shuffled && rep.Place > 0, rep.Cut > 0 || errors.Is(err, lottery.ErrOutOfTurn))
-	switch {
+	switch ended := time.Unix(r.End, 0); {
+	case errors.Is(err, lottery.ErrNotRevealed) && verifyNow().After(ended.Add(revealOverdue)):
+		fmt.Fprintf(stdout, "broken: the seed of %d-%d is not revealed %v after its period ended (a room reveals it within minutes)\n",
+			r.Start, r.End, verifyNow().Sub(ended).Truncate(time.Minute))
+		return exitFailure
 	case errors.Is(err, lottery.ErrNotRevealed):
 		fmt.Fprintln(stdout, "not revealed yet: check again once the period and the draws it holds are over")
 		return exitNotYet
@@ -103,6 +118,9 @@ func runVerify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	fmt.Fprintln(stdout, "kept")
+	if c.Commitment == (lottery.Hash{}) {
+		fmt.Fprintln(stdout, "(against the record alone: without -commitment, a seed chosen after the fact under a commitment of its own passes too)")
+	}
 	return exitOK
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -54,6 +55,10 @@ func verifyRecord(t *testing.T) (r *lottery.Record, first int64, winner uint64, 
 
 func TestVerifyCommand(t *testing.T) {
 	r, first, winner, won := verifyRecord(t)
+	// Checked a minute after the period's end: a seed not revealed is not
+	// overdue yet.
+	verifyNow = func() time.Time { return time.Unix(r.End, 0).Add(time.Minute) }
+	t.Cleanup(func() { verifyNow = time.Now })
 	honest, err := json.Marshal(r)
 	require.NoError(t, err)
 	tampered := *r
@@ -176,6 +181,8 @@ func TestVerifyCommand(t *testing.T) {
 			"not revealed yet: check again once the period", ""},
 		{"a seed not revealed yet, shuffled", []string{"-id", id, "-shuffled"}, hidden, exitNotYet,
 			"not revealed yet", ""},
+		{"a seed not revealed an hour after its period, overdue", []string{"-id", id, "-commitment", shown, "-now-offset", "61m"}, hidden, exitFailure,
+			"broken: the seed of ", ""},
 		{"a seed not revealed yet, another commitment", []string{"-id", id, "-commitment", shown}, hiddenForged, exitFailure,
 			"broken: commitment changed", ""},
 		{"a record too large", []string{"-id", "1", big}, nil, exitUsage, "", "larger than 64 MiB"},
@@ -195,6 +202,13 @@ func TestVerifyCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
+			if i := slices.Index(tc.args, "-now-offset"); i >= 0 { // the test's, not the command's
+				d, err := time.ParseDuration(tc.args[i+1])
+				require.NoError(t, err)
+				verifyNow = func() time.Time { return time.Unix(r.End, 0).Add(d) }
+				defer func() { verifyNow = func() time.Time { return time.Unix(r.End, 0).Add(time.Minute) } }()
+				tc.args = slices.Delete(slices.Clone(tc.args), i, i+2)
+			}
 			code := runVerify(tc.args, bytes.NewReader(tc.stdin), &stdout, &stderr)
 			assert.Equal(t, tc.code, code, "stdout: %s\nstderr: %s", stdout.String(), stderr.String())
 			assert.Contains(t, stdout.String(), tc.out)
