@@ -514,9 +514,8 @@ func TestRandomEventPrequeueGoesFirst(t *testing.T) {
 			ShuffleAtStart: true, QueueingMethod: Random, TotalActiveUsers: 1000, NewUsersPerMinute: 10}}
 	})
 	type guest struct {
-		visitor
-		pre        bool
-		next, inAt int64
+		polite
+		pre bool
 	}
 	var gs []*guest
 	for i := range 40 {
@@ -525,31 +524,17 @@ func TestRandomEventPrequeueGoesFirst(t *testing.T) {
 		if i >= 20 {
 			at = start.Add(time.Duration(i-20) * 3 * time.Second)
 		}
-		gs = append(gs, &guest{pre: i < 20, next: at.UnixMilli()})
+		gs = append(gs, &guest{pre: i < 20, polite: polite{next: at.UnixMilli()}})
 	}
 	clk.Set(opens)
-	for clk.Now().Before(start.Add(5 * time.Minute)) {
-		clk.Add(time.Second)
-		tr.sync()
-		for _, g := range gs {
-			if g.inAt != 0 || g.next > clk.Now().UnixMilli() {
-				continue
-			}
-			w := tr.get(&g.visitor, "application/json")
-			if admitted(w) {
-				g.inAt = clk.Now().UnixMilli()
-				continue
-			}
-			got := jsonBody(t, w)
-			g.next = clk.Now().UnixMilli() + int64(got["refreshIntervalSeconds"].(float64))*1000
-			if !clk.Now().Before(start) && slices.ContainsFunc(gs, func(h *guest) bool { return h.pre && h.inAt == 0 }) {
-				// No chance at the draw while the pre-queue goes in (told 1
-				// in 21, none let in); the pre-queue goes by place.
-				assert.Zero(t, got["chancePerRefreshOneIn"], "pre-queued %v, at %v", g.pre, clk.Now().Sub(start))
-				assert.Equal(t, true, got["waitTimeKnown"])
-			}
+	serveUntil(t, tr, start.Add(5*time.Minute), politeOf(gs), func(i int, got map[string]any) {
+		if !clk.Now().Before(start) && slices.ContainsFunc(gs, func(h *guest) bool { return h.pre && h.inAt == 0 }) {
+			// No chance at the draw while the pre-queue goes in (told 1
+			// in 21, none let in); the pre-queue goes by place.
+			assert.Zero(t, got["chancePerRefreshOneIn"], "pre-queued %v, at %v", gs[i].pre, clk.Now().Sub(start))
+			assert.Equal(t, true, got["waitTimeKnown"])
 		}
-	}
+	})
 	var lastPre, firstLater int64 = 0, math.MaxInt64
 	for _, g := range gs {
 		require.NotZero(t, g.inAt, "everyone let in within five minutes at 10 a minute")
@@ -680,10 +665,9 @@ func TestShuffleBehindAStandingQueue(t *testing.T) {
 		c.Events = []Event{{Name: "drop", PrequeueStart: opens, Start: start, End: start.Add(time.Hour), ShuffleAtStart: true}}
 	})
 	type guest struct {
-		visitor
-		pre        bool
-		id         uint64
-		next, inAt int64
+		polite
+		pre bool
+		id  uint64
 	}
 	var gs []*guest
 	tr.Update(t.Context(), func(s *Settings) { s.QueueAll = true })
@@ -704,22 +688,7 @@ func TestShuffleBehindAStandingQueue(t *testing.T) {
 		gs = append(gs, g)
 		clk.Add(time.Second)
 	}
-	for clk.Now().Before(start.Add(12 * time.Minute)) {
-		clk.Add(time.Second)
-		tr.sync()
-		for _, g := range gs {
-			if g.inAt != 0 || g.next > clk.Now().UnixMilli() {
-				continue
-			}
-			w := tr.get(&g.visitor, "application/json")
-			if admitted(w) {
-				g.inAt = clk.Now().UnixMilli()
-				continue
-			}
-			got := jsonBody(t, w)
-			g.next = clk.Now().UnixMilli() + int64(got["refreshIntervalSeconds"].(float64))*1000
-		}
-	}
+	serveUntil(t, tr, start.Add(12*time.Minute), politeOf(gs), nil)
 	st, err := tr.store.(store.Reader).Read(t.Context(), tr.cfg.Name)
 	require.NoError(t, err)
 	var seed lottery.Seed
@@ -802,4 +771,49 @@ func TestShufflingEventKeepsItsTimes(t *testing.T) {
 	})
 	clk.Set(opens.Add(time.Second))
 	require.NoError(t, tr.Update(t.Context(), func(s *Settings) { s.Events = nil }))
+}
+
+// polite is a visitor who comes back when told (the JSON's
+// refreshIntervalSeconds), from next (Unix ms) on, until let in at inAt.
+type polite struct {
+	visitor
+	next, inAt int64
+}
+
+// politeOf returns the polite visitors of gs, in order.
+func politeOf[G interface{ self() *polite }](gs []G) []*polite {
+	ps := make([]*polite, len(gs))
+	for i, g := range gs {
+		ps[i] = g.self()
+	}
+	return ps
+}
+
+func (p *polite) self() *polite { return p }
+
+// serveUntil moves tr's clock a second at a time until until, syncing
+// each second, and lets each of ps not let in yet come back when due;
+// seen (if not nil) gets the index and the JSON of each who waits on.
+func serveUntil(t *testing.T, tr *testRoom, until time.Time, ps []*polite, seen func(i int, got map[string]any)) {
+	t.Helper()
+	for tr.clk.Now().Before(until) {
+		tr.clk.Add(time.Second)
+		tr.sync()
+		now := tr.clk.Now().UnixMilli()
+		for i, p := range ps {
+			if p.inAt != 0 || p.next > now {
+				continue
+			}
+			w := tr.get(&p.visitor, "application/json")
+			if admitted(w) {
+				p.inAt = now
+				continue
+			}
+			got := jsonBody(t, w)
+			p.next = now + int64(got["refreshIntervalSeconds"].(float64))*1000
+			if seen != nil {
+				seen(i, got)
+			}
+		}
+	}
 }
