@@ -484,14 +484,7 @@ func TestWaitAtAnEventsStart(t *testing.T) {
 			}
 			clk.Set(start.Add(time.Second))
 			tr.sync()
-			var waits []float64
-			for _, v := range vs {
-				if w := tr.get(v, "application/json"); !admitted(w) {
-					got := jsonBody(t, w)
-					require.Equal(t, true, got["waitTimeKnown"])
-					waits = append(waits, got["waitTime"].(float64))
-				}
-			}
+			waits := waitsTold(t, tr, vs)
 			require.NotEmpty(t, waits)
 			t.Log(waits)
 			// Nobody is further than 60 admissions away: 6 minutes at 10.
@@ -604,14 +597,7 @@ func TestWaitAfterTheRoomReopens(t *testing.T) {
 				tr.clk.Add(100 * time.Millisecond)
 			}
 			tr.sync()
-			var waits []float64
-			for _, v := range vs {
-				if w := tr.get(v, "application/json"); !admitted(w) {
-					got := jsonBody(t, w)
-					require.Equal(t, true, got["waitTimeKnown"])
-					waits = append(waits, got["waitTime"].(float64))
-				}
-			}
+			waits := waitsTold(t, tr, vs)
 			require.Len(t, waits, 60)
 			// The last of 60 at 10 a minute, the minute under way's slots
 			// taken: told 8 minutes (28 when the closed minutes counted).
@@ -816,4 +802,19 @@ func serveUntil(t *testing.T, tr *testRoom, until time.Time, ps []*polite, seen 
 			}
 		}
 	}
+}
+
+// waitsTold returns the waits, in minutes, told to those of vs not let in
+// at their next request, each known.
+func waitsTold(t *testing.T, tr *testRoom, vs []*visitor) []float64 {
+	t.Helper()
+	var waits []float64
+	for _, v := range vs {
+		if w := tr.get(v, "application/json"); !admitted(w) {
+			got := jsonBody(t, w)
+			require.Equal(t, true, got["waitTimeKnown"])
+			waits = append(waits, got["waitTime"].(float64))
+		}
+	}
+	return waits
 }
