@@ -2,8 +2,8 @@ package waitingroom
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -148,7 +148,9 @@ const TicketHeader = "Waiting-Room-Ticket"
 // digits>; bucket=<RFC 3339>; accepted=<RFC 3339, ms>", in UTC.
 // ParseTicket reads it back.
 func (t Ticket) String() string {
-	b := fmt.Appendf(make([]byte, 0, 96), "id=%016x; bucket=", t.ID)
+	b := append(make([]byte, 0, 96), "id="...)
+	b = hex.AppendEncode(b, binary.BigEndian.AppendUint64(make([]byte, 0, 8), t.ID)) // 16 hex digits
+	b = append(b, "; bucket="...)
 	b = t.Bucket.UTC().AppendFormat(b, time.RFC3339)
 	b = append(b, "; accepted="...)
 	b = t.AcceptedAt.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
