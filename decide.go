@@ -336,9 +336,10 @@ func (rm *Room) takeLocked(x *visit) {
 			x.ch.heldAt = cmp.Or(x.ch.heldAt, now)
 		default:
 			// Random on several instances: a fresh arrival may take a
-			// slot kept for those due (docs/fairness.md). Limits lower
-			// than the grant's (or a pick's) wait for the next sync's.
-			fresh := x.fresh && (pol.method.ordered || v.Instances <= 1)
+			// slot kept for those due (docs/fairness.md), not while an
+			// event's shuffled pre-queue waits. Limits lower than the
+			// grant's (or a pick's) wait for the next sync's.
+			fresh := x.fresh && (pol.method.ordered || v.Instances <= 1 || v.Shuffled(pol.lottery) > 0)
 			x.ch.heldAt, x.admit = 0, !lower && rm.local.Take(b, fresh)
 		}
 	}
@@ -583,8 +584,9 @@ func (rm *Room) estimate(v *view, p *policy, c *cookieState, fresh, again bool) 
 			turn = int64(math.Ceil(m*60)) * 1000
 		}
 	} else if p.lottery[1] != 0 { // a random event's shuffled pre-queue goes in first, by place
-		if ahead = v.Shuffled(p.lottery); p.bucket(c.bucket) == p.lottery[0] {
-			ahead, est = v.Ahead(p.lottery[0], p.lottery, fresh, c.id, rm.cfg.RefreshInterval.Milliseconds()), fifoMethod.estimate
+		if ahead = v.Shuffled(p.lottery); p.bucket(c.bucket) == p.lottery[0] { // by place, those queued before it behind
+			ahead = v.Ahead(p.lottery[0], p.lottery, fresh, c.id, rm.cfg.RefreshInterval.Milliseconds()) - v.Ahead(p.lottery[0], [2]int64{}, fresh, 0, 0)
+			est = fifoMethod.estimate
 		}
 	}
 	e := est(v, p, ahead, tied, fresh)

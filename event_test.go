@@ -494,50 +494,80 @@ func TestWaitAtAnEventsStart(t *testing.T) {
 }
 
 // A random event's shuffled pre-queue goes in ahead of those who arrive
-// after its start, as a FIFO event's does: the draw gives the others the
-// slots the pre-queue leaves, none while it waits (of 50 let in, 13 to 29
-// went to later arrivals while pre-queued visitors waited).
+// after its start, as a FIFO event's does, on one instance or two: the
+// draw gives the others the slots the pre-queue leaves, none while it
+// waits (of 50 let in, 13 to 29 went to later arrivals while pre-queued
+// visitors waited; on two instances 3 to 6 arrivals got in at their first
+// request), and those queued before it opened draw behind it. The pages
+// say so: no chance while the pre-queue goes in (1 in 21 was told, none
+// let in), and the pre-queue's wait by place, without those queued
+// before (told 3.4 to 3.9 times their wait).
 func TestRandomEventPrequeueGoesFirst(t *testing.T) {
-	clk := newClock()
-	opens, start := clk.Now().Add(time.Minute), clk.Now().Add(3*time.Minute)
-	tr := newTestRoomOn(t, clk, newMemStore(), func(c *Config) {
-		c.RefreshInterval, c.RefreshJitter = 10*time.Second, -1
-		c.Identities = mrand.New(mrand.NewPCG(3, 4)).Uint64
-		c.Events = []Event{{Name: "drop", PrequeueStart: opens, Start: start, End: start.Add(time.Hour),
-			ShuffleAtStart: true, QueueingMethod: Random, TotalActiveUsers: 1000, NewUsersPerMinute: 10}}
-	})
-	type guest struct {
-		polite
-		pre bool
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d instances", n), func(t *testing.T) {
+			clk := newClock()
+			opens, start := clk.Now().Add(time.Minute), clk.Now().Add(3*time.Minute)
+			st := newMemStore()
+			var rooms []*testRoom
+			for range n {
+				rooms = append(rooms, newTestRoomOn(t, clk, st, func(c *Config) {
+					c.RefreshInterval, c.RefreshJitter = 10*time.Second, -1
+					c.Identities = mrand.New(mrand.NewPCG(3, uint64(len(rooms)))).Uint64
+					c.Events = []Event{{Name: "drop", PrequeueStart: opens, Start: start, End: start.Add(time.Hour),
+						ShuffleAtStart: true, QueueingMethod: Random, TotalActiveUsers: 1000, NewUsersPerMinute: 10}}
+				}))
+			}
+			type guest struct {
+				polite
+				kind     string // "before" the pre-queue opened, "pre", "after" the start
+				told, at int64  // the first wait told after the start (minutes), and when
+			}
+			var gs []*guest
+			require.NoError(t, rooms[0].Update(t.Context(), func(s *Settings) { s.QueueAll = true }))
+			for i := range 40 { // queued before the pre-queue opened
+				g := &guest{kind: "before"}
+				require.True(t, isWaiting(rooms[i%n].get(&g.visitor, "")))
+				g.next = clk.Now().UnixMilli() + 10_000
+				gs = append(gs, g)
+			}
+			clk.Set(opens)
+			require.NoError(t, rooms[0].Update(t.Context(), func(s *Settings) { s.QueueAll = false }))
+			for i := range 40 { // 20 in the pre-queue, 20 in the event's first minute
+				g := &guest{kind: "pre", polite: polite{next: opens.Add(time.Duration(i) * 3 * time.Second).UnixMilli()}}
+				if i >= 20 {
+					g.kind, g.next = "after", start.Add(time.Duration(i-20)*3*time.Second).UnixMilli()
+				}
+				gs = append(gs, g)
+			}
+			serveUntil(t, rooms, start.Add(10*time.Minute), politeOf(gs), func(i int, got map[string]any) {
+				g := gs[i]
+				if clk.Now().Before(start) || !slices.ContainsFunc(gs, func(h *guest) bool { return h.kind == "pre" && h.inAt == 0 }) {
+					return
+				}
+				assert.Zero(t, got["chancePerRefreshOneIn"], "%s, at %v", g.kind, clk.Now().Sub(start))
+				if g.kind == "pre" && g.at == 0 && got["waitTimeKnown"] == true { // on two, unknown where another's slot may be free
+					g.told, g.at = int64(got["waitTime"].(float64)), clk.Now().UnixMilli()
+				}
+			})
+			var pre, others []int64 // when let in
+			for _, g := range gs {
+				require.NotZero(t, g.inAt, "everyone let in within ten minutes at 10 a minute")
+				if g.kind != "pre" {
+					others = append(others, g.inAt)
+					continue
+				}
+				pre = append(pre, g.inAt)
+				if g.at != 0 {
+					// Told in whole minutes, rounded up.
+					assert.LessOrEqual(t, g.told, (g.inAt-g.at)/60_000+2, "minutes told against waited")
+				}
+			}
+			// Others draw for the slots the pre-queue leaves: none before
+			// fewer of it wait than an interval's slots (1.7).
+			slices.Sort(pre)
+			assert.Less(t, pre[len(pre)-3], slices.Min(others), "the pre-queue in before anyone else, but for its last two")
+		})
 	}
-	var gs []*guest
-	for i := range 40 {
-		// 20 in the pre-queue, 20 in the event's first minute
-		at := opens.Add(time.Duration(i) * 3 * time.Second)
-		if i >= 20 {
-			at = start.Add(time.Duration(i-20) * 3 * time.Second)
-		}
-		gs = append(gs, &guest{pre: i < 20, polite: polite{next: at.UnixMilli()}})
-	}
-	clk.Set(opens)
-	serveUntil(t, tr, start.Add(5*time.Minute), politeOf(gs), func(i int, got map[string]any) {
-		if !clk.Now().Before(start) && slices.ContainsFunc(gs, func(h *guest) bool { return h.pre && h.inAt == 0 }) {
-			// No chance at the draw while the pre-queue goes in (told 1
-			// in 21, none let in); the pre-queue goes by place.
-			assert.Zero(t, got["chancePerRefreshOneIn"], "pre-queued %v, at %v", gs[i].pre, clk.Now().Sub(start))
-			assert.Equal(t, true, got["waitTimeKnown"])
-		}
-	})
-	var lastPre, firstLater int64 = 0, math.MaxInt64
-	for _, g := range gs {
-		require.NotZero(t, g.inAt, "everyone let in within five minutes at 10 a minute")
-		if g.pre {
-			lastPre = max(lastPre, g.inAt)
-		} else {
-			firstLater = min(firstLater, g.inAt)
-		}
-	}
-	assert.Less(t, lastPre, firstLater, "the pre-queue's last in before the first later arrival")
 }
 
 // The wait told near an event's end counts the room's own pace after it:
@@ -674,7 +704,10 @@ func TestShuffleBehindAStandingQueue(t *testing.T) {
 		gs = append(gs, g)
 		clk.Add(time.Second)
 	}
-	serveUntil(t, tr, start.Add(12*time.Minute), politeOf(gs), nil)
+	// While those queued before go in, the pre-queue's places are told by
+	// their place in the shuffle (all read 117 or 118 of them, places 0 to
+	// 0.95, while no cut was written).
+	serveUntil(t, []*testRoom{tr}, start.Add(30*time.Second), politeOf(gs), nil)
 	st, err := tr.store.(store.Reader).Read(t.Context(), tr.cfg.Name)
 	require.NoError(t, err)
 	var seed lottery.Seed
@@ -684,6 +717,27 @@ func TestShuffleBehindAStandingQueue(t *testing.T) {
 		}
 	}
 	require.False(t, seed.IsZero())
+	type told struct{ place, position float64 }
+	var ts []told
+	for _, g := range gs {
+		if g.pre && g.inAt == 0 {
+			got := jsonBody(t, tr.get(&g.visitor, "application/json"))
+			ts = append(ts, told{lottery.Place(seed, g.id), got["positionInLine"].(float64)})
+		}
+	}
+	concordant, pairs := 0, 0
+	for _, a := range ts {
+		for _, b := range ts {
+			if a.place < b.place {
+				pairs++
+				if a.position < b.position {
+					concordant++
+				}
+			}
+		}
+	}
+	assert.Greater(t, float64(concordant), 0.9*float64(pairs), "positions told in the order of places")
+	serveUntil(t, []*testRoom{tr}, start.Add(12*time.Minute), politeOf(gs), nil)
 	interval := tr.cfg.RefreshInterval.Milliseconds()
 	var lastOlder, firstPre int64 = 0, math.MaxInt64
 	inversions := 0
@@ -777,20 +831,25 @@ func politeOf[G interface{ self() *polite }](gs []G) []*polite {
 
 func (p *polite) self() *polite { return p }
 
-// serveUntil moves tr's clock a second at a time until until, syncing
-// each second, and lets each of ps not let in yet come back when due;
+// serveUntil moves the rooms' clock a second at a time until until,
+// syncing each every second, and lets each of ps not let in yet come back
+// when due, at the next of the rooms in turn;
 // seen (if not nil) gets the index and the JSON of each who waits on.
-func serveUntil(t *testing.T, tr *testRoom, until time.Time, ps []*polite, seen func(i int, got map[string]any)) {
+func serveUntil(t *testing.T, rooms []*testRoom, until time.Time, ps []*polite, seen func(i int, got map[string]any)) {
 	t.Helper()
-	for tr.clk.Now().Before(until) {
-		tr.clk.Add(time.Second)
-		tr.sync()
-		now := tr.clk.Now().UnixMilli()
+	clk, k := rooms[0].clk, 0
+	for clk.Now().Before(until) {
+		clk.Add(time.Second)
+		for _, tr := range rooms {
+			tr.sync()
+		}
+		now := clk.Now().UnixMilli()
 		for i, p := range ps {
 			if p.inAt != 0 || p.next > now {
 				continue
 			}
-			w := tr.get(&p.visitor, "application/json")
+			k++ // each request at the next instance
+			w := rooms[k%len(rooms)].get(&p.visitor, "application/json")
 			if admitted(w) {
 				p.inAt = now
 				continue

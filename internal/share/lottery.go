@@ -246,10 +246,12 @@ func keepCuts(st *store.State, p *params, v *View) {
 	if waiting > 0 && waiting+older > freeSlots(r, v) {
 		next = cut + (1-cut)*slots/float64(waiting)
 	}
+	// The shuffle has begun: its places count from now (View.seedAt), the
+	// cut moved or not (a queue from before the pre-queue opened goes first).
+	x.Interval = r.Refresh
 	if !(next > cut) {
 		return
 	}
-	x.Interval = r.Refresh
 	x.Cuts = append(x.Cuts, store.Odds{Interval: w, Odds: min(1, next)})
 }
 
