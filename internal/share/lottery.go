@@ -226,9 +226,10 @@ func keepCuts(st *store.State, p *params, v *View) {
 	if len(x.Cuts) == 0 {
 		x.Prequeued = waiting
 	}
-	// No more than the minute has left; in FIFO, less what those queued
-	// before the pre-queue opened take first.
-	next, slots := 1.0, min(r.Slots(v, p.now), float64(freeSlots(r, v)))
+	// No more than the minute has left of New Users Per Minute (Slots
+	// counts sessions ending under Total Active Users); in FIFO, less what
+	// those queued before the pre-queue opened take first.
+	next, slots := 1.0, min(r.Slots(v, p.now), float64(max(0, r.NewUsersPerMinute-v.AdmittedThisMinute)))
 	var older int64
 	for _, b := range v.Buckets {
 		if r.Ordered && b.Arrival < r.Lottery[0] {
