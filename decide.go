@@ -339,7 +339,7 @@ func (rm *Room) takeLocked(x *visit) {
 			// slot kept for those due (docs/fairness.md), not while an
 			// event's shuffled pre-queue waits. Limits lower than the
 			// grant's (or a pick's) wait for the next sync's.
-			fresh := x.fresh && (pol.method.ordered || v.Instances <= 1 || v.Shuffled(pol.lottery) > 0)
+			fresh := x.fresh && (pol.method.ordered || v.Instances <= 1 || pol.lottery[1] != 0 && v.Shuffled(pol.lottery) > 0)
 			x.ch.heldAt, x.admit = 0, !lower && rm.local.Take(b, fresh)
 		}
 	}
