@@ -120,7 +120,9 @@ const (
 //	GET   /reports   a report per scheduled event, from its pre-queue to
 //	                 its end (Reports), in from and to
 //	                 (default the last 30 days), format json or csv
-//	GET   /settings  the live waitingroom.Settings as JSON
+//	GET   /settings  the live waitingroom.Settings as JSON, session
+//	                 durations as durations ("10m0s"); the answer may be
+//	                 sent back as a PATCH
 //	PATCH /settings  change them: a JSON object (Content-Type
 //	                 application/json, at most 1 MiB) with any of
 //	                 queueingMethod, totalActiveUsers, newUsersPerMinute,
@@ -259,7 +261,7 @@ func (a *admin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "settings":
 		switch {
 		case get:
-			writeJSON(w, http.StatusOK, a.rm.Stats().Settings)
+			writeJSON(w, http.StatusOK, settingsJSON(a.rm.Stats().Settings))
 		case r.Method == http.MethodPatch:
 			a.patchSettings(w, r)
 		default:

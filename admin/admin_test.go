@@ -132,8 +132,36 @@ func (f *adminFixture) settings() waitingroom.Settings {
 	f.t.Helper()
 	w := f.do(http.MethodGet, "/settings", "")
 	require.Equal(f.t, http.StatusOK, w.Code, w.Body.String())
+	return decodeSettings(f.t, w.Body.Bytes())
+}
+
+// decodeSettings reads Settings as the admin API writes them: session
+// durations as durations ("10m0s").
+func decodeSettings(t testing.TB, b []byte) waitingroom.Settings {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(b, &m), string(b))
+	nanos := func(m map[string]json.RawMessage) {
+		if raw, ok := m["sessionDuration"]; ok {
+			var str string
+			require.NoError(t, json.Unmarshal(raw, &str), "sessionDuration is a duration: %s", raw)
+			d, err := time.ParseDuration(str)
+			require.NoError(t, err)
+			m["sessionDuration"], _ = json.Marshal(int64(d))
+		}
+	}
+	nanos(m)
+	if raw, ok := m["events"]; ok {
+		var evs []map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(raw, &evs))
+		for _, ev := range evs {
+			nanos(ev)
+		}
+		m["events"], _ = json.Marshal(evs)
+	}
+	b, _ = json.Marshal(m)
 	var s waitingroom.Settings
-	require.NoError(f.t, json.Unmarshal(w.Body.Bytes(), &s))
+	require.NoError(t, json.Unmarshal(b, &s))
 	return s
 }
 

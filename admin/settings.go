@@ -63,8 +63,43 @@ func (a *admin) patchSettings(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, err.Error())
 	default:
-		writeJSON(w, http.StatusOK, got)
+		writeJSON(w, http.StatusOK, settingsJSON(got))
 	}
+}
+
+// settingsJSON is s as GET and PATCH /settings answer it: as Settings
+// encodes, but with each session duration written as a duration ("10m0s",
+// as PATCH takes one), not in nanoseconds. The answer of a GET can be
+// sent back as a PATCH unchanged.
+func settingsJSON(s waitingroom.Settings) any {
+	m, err := withDuration(s, "sessionDuration", s.SessionDuration)
+	if err != nil {
+		return s
+	}
+	if len(s.Events) == 0 {
+		return m
+	}
+	evs := make([]json.RawMessage, len(s.Events))
+	for i, e := range s.Events {
+		ev, _ := withDuration(e, "sessionDuration", e.SessionDuration)
+		evs[i], _ = json.Marshal(ev)
+	}
+	m["events"], _ = json.Marshal(evs)
+	return m
+}
+
+// withDuration is v's JSON object with its field key, when d is set,
+// written as d.String().
+func withDuration(v any, key string, d time.Duration) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err == nil && d != 0 {
+		m[key], _ = json.Marshal(d.String())
+	}
+	return m, err
 }
 
 // errUnprocessable marks a well-formed body whose values are invalid.

@@ -1,7 +1,6 @@
 package admin_test
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -60,9 +59,7 @@ func TestAdminPatchSettings(t *testing.T) {
 			w := f.do(http.MethodPatch, "/settings", tc.body, header...)
 			require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
-			var got waitingroom.Settings
-			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &got))
-			assert.Equal(t, want, got)
+			assert.Equal(t, want, decodeSettings(t, w.Body.Bytes()))
 			assert.Equal(t, want, f.room.Stats().Settings)
 			f.sync()
 			assert.Equal(t, want, f.settings(), "the change is in the shared state")
@@ -201,4 +198,32 @@ func TestAdminPatchEvents(t *testing.T) {
 	w = f.do(http.MethodPatch, "/settings", `{"events":[]}`)
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Empty(t, f.room.Stats().Settings.Events, "an empty list removes the events")
+}
+
+// TestAdminSettingsReadAsWritten holds that GET /settings writes session
+// durations as PATCH takes them, and that its answer, sent back as a
+// PATCH, changes nothing.
+func TestAdminSettingsReadAsWritten(t *testing.T) {
+	f := newAdminFixture(t, newAdminClock(), memstore.New(), nil)
+	ev := `{"name":"drop","start":"2026-05-27T17:00:00Z","end":"2026-05-27T18:00:00Z","prequeueStart":"2026-05-27T16:50:00Z","shuffleAtStart":true,"totalActiveUsers":50,"newUsersPerMinute":10,"sessionDuration":"5m"}`
+	w := f.do(http.MethodPatch, "/settings", `{"sessionDuration":"10m","queueingMethod":"random","challenge":{"kind":"pow","onFail":"infinite"},"events":[`+ev+`]}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	for _, body := range []string{w.Body.String(), f.do(http.MethodGet, "/settings", "").Body.String()} {
+		assert.Contains(t, body, `"sessionDuration":"10m0s"`)
+		assert.Contains(t, body, `"sessionDuration":"5m0s"`)
+		assert.NotContains(t, body, "000000000", "no duration in nanoseconds")
+	}
+	before := f.room.Stats().Settings
+	assert.Equal(t, before, f.settings())
+
+	got := f.do(http.MethodGet, "/settings", "").Body.String()
+	w = f.do(http.MethodPatch, "/settings", got)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.Equal(t, before, f.room.Stats().Settings)
+	assert.JSONEq(t, got, w.Body.String())
+
+	// Without a session duration of its own, none is written.
+	w = f.do(http.MethodPatch, "/settings", `{"sessionDuration":0,"events":[]}`)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	assert.NotContains(t, w.Body.String(), "sessionDuration")
 }
