@@ -72,34 +72,34 @@ func (a *admin) patchSettings(w http.ResponseWriter, r *http.Request) {
 // as PATCH takes one), not in nanoseconds. The answer of a GET can be
 // sent back as a PATCH unchanged.
 func settingsJSON(s waitingroom.Settings) any {
-	m, err := withDuration(s, "sessionDuration", s.SessionDuration)
-	if err != nil {
-		return s
+	out := settingsOut{Settings: s, SessionDuration: duration(s.SessionDuration)}
+	for _, e := range s.Events {
+		out.Events = append(out.Events, eventOut{Event: e, SessionDuration: duration(e.SessionDuration)})
 	}
-	if len(s.Events) == 0 {
-		return m
-	}
-	evs := make([]json.RawMessage, len(s.Events))
-	for i, e := range s.Events {
-		ev, _ := withDuration(e, "sessionDuration", e.SessionDuration)
-		evs[i], _ = json.Marshal(ev)
-	}
-	m["events"], _ = json.Marshal(evs)
-	return m
+	return out
 }
 
-// withDuration is v's JSON object with its field key, when d is set,
-// written as d.String().
-func withDuration(v any, key string, d time.Duration) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	b, err := json.Marshal(v)
-	if err == nil {
-		err = json.Unmarshal(b, &m)
+// settingsOut and eventOut are Settings and Event with their session
+// durations as text: their fields, of the same names, hide those of the
+// embedded ones from encoding/json.
+type (
+	settingsOut struct {
+		waitingroom.Settings
+		SessionDuration string     `json:"sessionDuration,omitempty"`
+		Events          []eventOut `json:"events,omitempty"`
 	}
-	if err == nil && d != 0 {
-		m[key], _ = json.Marshal(d.String())
+	eventOut struct {
+		waitingroom.Event
+		SessionDuration string `json:"sessionDuration,omitempty"`
 	}
-	return m, err
+)
+
+// duration is d as Go writes it, or "" for 0 (the default).
+func duration(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
 }
 
 // errUnprocessable marks a well-formed body whose values are invalid.
