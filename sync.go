@@ -304,9 +304,11 @@ func (rm *Room) logPhase(old, v *view) {
 	was, is := rm.policyAt(&old.Settings, old.At), rm.policyAt(&v.Settings, v.At)
 	switch {
 	case old.Waiting == 0 && v.Waiting > 0:
-		rm.log.Info("waitingroom: queueing started", "waiting", v.Waiting, "active", v.Active)
+		rm.log.Info("waitingroom: queueing started", "waiting", v.Waiting, "active", v.Active, "limit", is.TotalActiveUsers)
 	case old.Waiting > 0 && v.Waiting == 0:
-		rm.log.Info("waitingroom: queueing stopped", "active", v.Active)
+		// Not "stopped": a room still full (a limit lowered, or the
+		// last ones waiting gave up) queues its next arrival.
+		rm.log.Info("waitingroom: nobody waiting", "active", v.Active, "limit", is.TotalActiveUsers)
 	}
 	if !sameEvent(was.event, is.event) || was.prequeue != is.prequeue {
 		switch {

@@ -135,6 +135,31 @@ func TestEventPhasesLoggedOnce(t *testing.T) {
 	}
 }
 
+// The queue's start and end are logged with the room's active sessions
+// and limit: a queue that empties while the room is full (here, its last
+// visitor let in under a limit raised to take them) does not read as
+// queueing stopped.
+func TestQueueLoggedWithTheLimit(t *testing.T) {
+	var logs logBuffer
+	tr := newTestRoom(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		c.Settings.TotalActiveUsers, c.Settings.NewUsersPerMinute = 2, 2
+	})
+	vs := make([]visitor, 3)
+	for i := range vs {
+		tr.get(&vs[i], "")
+		tr.sync()
+	}
+	assert.Contains(t, logs.String(), `waiting=1 active=2 limit=2`)
+	require.NoError(t, tr.Update(t.Context(), func(s *Settings) { s.TotalActiveUsers, s.NewUsersPerMinute = 3, 3 }))
+	tr.sync()
+	tr.clk.Add(time.Minute)
+	require.True(t, admitted(tr.get(&vs[2], "")), "let in under the higher limit")
+	tr.sync()
+	assert.Contains(t, logs.String(), `msg="waitingroom: nobody waiting" room=launch active=3 limit=3`)
+	assert.NotContains(t, logs.String(), "queueing stopped")
+}
+
 // A live template is logged by its size, not written out.
 func TestTemplateNotLogged(t *testing.T) {
 	var logs strings.Builder
