@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +72,10 @@ func TestRedisCluster(t *testing.T) {
 		require.NoError(t, hs.AppendHistory(ctx, room, []store.Record{{Minute: minute, Data: []byte("minute")}}))
 		recs, err := hs.ReadHistory(ctx, room, minute-1, minute+1)
 		require.NoError(t, err)
+		// The proxies of the subtest above kept the room's history too:
+		// a record of theirs may fall in the minutes read (the previous
+		// one's, in a CI run).
+		recs = slices.DeleteFunc(recs, func(r store.Record) bool { return string(r.Data) != "minute" })
 		assert.Len(t, recs, 1, "the history reads back")
 
 		state := prefix + room
