@@ -87,6 +87,8 @@ const (
 	// waiting visitor's refresh (up to 2 s as the Refresh header rounds
 	// up, 10 intervals), a few syncs, and a margin for a loaded machine.
 	maxRecoverySyncs = 60
+	// syncDeadline is a sync's deadline at syncInterval (2 s).
+	syncDeadline = 2 * time.Second
 )
 
 // faultKind says what the rooms go through during a fault, and so what a
@@ -280,6 +282,10 @@ type run struct {
 	fleetAtFault int
 	aggregator   int
 	fleetBack    time.Time
+	// formedAt is when (real time) every instance first synced through an
+	// aggregator, before the fault; zero if they did not.
+	formedAt time.Time
+	formMu   sync.Mutex // held by the watcher of the forming until it is done
 
 	canary        *canary
 	requests      atomic.Int64
@@ -389,10 +395,15 @@ func runScenario(t *testing.T, sc scenario) *run {
 	}
 	launch(1, wave1, 0)
 	launch(2, wave2, wave2At)
+	if sc.fleet {
+		go r.watchForming(ctx, at(faultAt))
+	}
 
 	time.Sleep(time.Until(at(faultAt)))
 	if sc.fleet {
 		r.fleetAtFault, r.aggregator = r.fleetSyncing(time.Time{})
+		r.formMu.Lock() // the watcher is done or gives up: its deadline is now
+		r.formMu.Unlock()
 	}
 	r.faultAt = r.clock()
 	r.inFault.Store(true)
@@ -520,6 +531,23 @@ func (r *run) fleetSyncing(since time.Time) (on, holder int) {
 		holder = -1
 	}
 	return on, holder
+}
+
+// watchForming records when every instance of the fleet first syncs
+// through an aggregator, polling until then or until the fault (real
+// time).
+func (r *run) watchForming(ctx context.Context, fault time.Time) {
+	r.formMu.Lock()
+	defer r.formMu.Unlock()
+	for ctx.Err() == nil && time.Now().Before(fault) {
+		if on, holder := r.fleetSyncing(time.Time{}); on == len(r.rooms) && holder >= 0 {
+			r.formedAt = time.Now()
+			return
+		}
+		if !sleepUntil(ctx, time.Now().Add(20*time.Millisecond)) {
+			return
+		}
+	}
 }
 
 // watchFleet records, once the fault is over, the first moment every live
@@ -934,8 +962,19 @@ func (r *run) check(t *testing.T) {
 
 	// One log line per outage and instance; a lost state noticed once.
 	// Before the fault, a sync may only fail if the whole process was
-	// held up past the sync's deadline (a loaded machine).
+	// held up past the sync's deadline (a loaded machine); in a fleet,
+	// from its forming on: before, forty instances join it by writing
+	// the one state, and on two cores loaded with the other scenarios
+	// twelve of those writes once took past the deadline (2 s) while the
+	// process was held up 208 ms at most.
 	from, to := r.faultAt.Add(-r.shift), r.endedAt.Add(-r.shift) // real time
+	strict := r.formedAt                                         // zero but in a fleet that formed
+	if !strict.IsZero() {
+		strict = strict.Add(syncDeadline) // a join's write that began before fails by then
+		if strict.After(from) {
+			strict = from
+		}
+	}
 	for i, l := range r.logs {
 		want := 0
 		if kind.outage || i < kind.cut {
@@ -943,7 +982,10 @@ func (r *run) check(t *testing.T) {
 		}
 		assert.Equal(t, want, countLines(l, "store unreachable", from, to), "instance %d: store unreachable lines from the fault on", i+1)
 		assert.Equal(t, want, countLines(l, "store reachable again", from, to), "instance %d: reachable again lines from the fault on", i+1)
-		if n := countLines(l, "store unreachable", time.Time{}, from); n > 0 {
+		if n := countLines(l, "store unreachable", time.Time{}, strict); n > 0 {
+			t.Logf("instance %d: %d sync failures while the fleet formed", i+1, n)
+		}
+		if n := countLines(l, "store unreachable", strict, from); n > 0 {
 			assert.GreaterOrEqual(t, r.canary.longest(), time.Second, "instance %d: %d store outages before the fault, while the process ran freely", i+1, n)
 			t.Logf("instance %d: %d sync failures before the fault, the process having been held up for up to %v", i+1, n, r.canary.longest().Round(time.Millisecond))
 		}
@@ -968,8 +1010,8 @@ func (r *run) check(t *testing.T) {
 			assert.LessOrEqual(t, fleetBack, fleetRecoverySyncs*syncInterval,
 				"every live instance syncs through an aggregator again within %d sync intervals", fleetRecoverySyncs)
 		}
-		t.Logf("fleet: %d instances, all syncing through the aggregator at the fault (instance %d holding the lease); all again %v after the fault (%.1f sync intervals)",
-			len(r.rooms), r.aggregator+1, fleetBack.Round(time.Millisecond), float64(fleetBack)/float64(syncInterval))
+		t.Logf("fleet: %d instances, all syncing through the aggregator %v before the fault and at it (instance %d holding the lease); all again %v after the fault (%.1f sync intervals)",
+			len(r.rooms), from.Sub(r.formedAt).Round(time.Millisecond), r.aggregator+1, fleetBack.Round(time.Millisecond), float64(fleetBack)/float64(syncInterval))
 	}
 
 	// No request waited on the store. A request may be slow because the
