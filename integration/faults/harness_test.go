@@ -995,7 +995,11 @@ func (r *run) check(t *testing.T) {
 		}
 		assert.Equal(t, lost, l.Count("shared state was lost"), "instance %d: state lost lines", i+1)
 		if kind.rollback {
-			assert.LessOrEqual(t, l.Count("shared state went back"), 1, "instance %d: state went back lines", i+1)
+			// Once by each way of syncing: an instance whose classic
+			// sync found the state gone back may then be told so by the
+			// aggregator's round too (once in a CI run, 0.2 s apart).
+			assert.LessOrEqual(t, l.Count("contributed its counts again"), 1, "instance %d: state went back lines (classic)", i+1)
+			assert.LessOrEqual(t, l.Count("contributes its counts again"), 1, "instance %d: state went back lines (fleet)", i+1)
 		} else {
 			assert.Zero(t, l.Count("shared state went back"), "instance %d: state went back lines", i+1)
 		}
