@@ -287,6 +287,9 @@ func (s *Syncer[S]) classicSynced(ctx context.Context, c *classicRun[S]) {
 		viewAt:         local,
 		adopted:        s.fleet.adopted,
 	}
+	if c.rebuilt || c.wentBack {
+		s.fleet.brought = s.seq
+	}
 	if c.rebuilt {
 		s.cfg.Log.Warn("waitingroom: the shared state was lost; this instance contributed its counts again", "old_epoch", s.epoch.Load(), "epoch", c.epoch)
 	}

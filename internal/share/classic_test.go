@@ -95,3 +95,53 @@ func TestKeepApplied(t *testing.T) {
 	require.Len(t, s.applied, 2, "older than a waiting window: forgotten")
 	assert.Equal(t, uint64(2), s.applied[0].seq)
 }
+
+// An aggregator's word that the state lacks batches a classic sync has
+// brought in again since (it found the state gone back itself) brings
+// nothing in a second time: the waiting counts would count twice.
+func TestResendAfterAClassicSyncBroughtThemIn(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		brought uint64
+		back    goneBack
+		want    int64 // waiting counts brought in again, one per batch
+	}{
+		{"no classic sync since", 0, goneBack{had: 0, upto: 3}, 3},
+		{"the lost batches brought in since", 3, goneBack{had: 0, upto: 3}, 0},
+		{"some of them", 1, goneBack{had: 0, upto: 3}, 2},
+		{"others lost after them", 2, goneBack{had: 2, upto: 3}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestSyncer(t, testclock.New(testclock.Start), memstore.New(), &testHost{})
+			var sent []batch
+			for seq := uint64(1); seq <= 3; seq++ {
+				d := newDelta()
+				d.waiting[cellKey{100, 1}] = 1
+				sent = append(sent, batch{seq: seq, d: d})
+			}
+			s.keepApplied(sent, 1000)
+			s.fleet.brought = tc.brought
+			s.resend(&tc.back)
+			assert.Equal(t, tc.want, s.local.pending.waiting[cellKey{100, 1}])
+		})
+	}
+}
+
+// A classic sync that finds the state gone back brings in again every
+// batch up to its own, and says so (fleetState.brought); one that finds
+// nothing wrong does not.
+func TestClassicSyncBringsBackWhatWentBack(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	s := newTestSyncer(t, testclock.New(testclock.Start), st, &testHost{})
+	require.NoError(t, s.Sync(ctx))
+	var old store.State
+	require.NoError(t, st.Update(ctx, "room", func(x *store.State) error { old = *x; return nil }))
+	require.NoError(t, s.Sync(ctx))
+	require.NoError(t, s.Sync(ctx))
+	assert.Zero(t, s.fleet.brought, "nothing went back")
+
+	require.NoError(t, st.Update(ctx, "room", func(x *store.State) error { *x = old; return nil }))
+	require.NoError(t, s.Sync(ctx))
+	assert.Equal(t, s.seq, s.fleet.brought)
+}

@@ -110,6 +110,11 @@ type fleetState struct {
 	// adopted is the Version of the latest grant adopted: a mailbox that
 	// went back with the store may offer an older one again.
 	adopted uint64
+	// brought is the latest of this instance's batches when a classic
+	// sync that found the state lost or gone back brought them in again:
+	// an aggregator's word that the state lacks batches up to it, from a
+	// round that read the state before that sync, is no news (resend).
+	brought uint64
 	// back are, as aggregator, the instances whose mailbox has yet to be
 	// told that the state went back without some of their batches.
 	back map[string]goneBack
@@ -460,17 +465,19 @@ func (s *Syncer[S]) acknowledge(acked uint64, now, local int64) {
 }
 
 // resend puts back into the pending reports what the state lacks of the
-// instance's batches (back, nil when it went back on nothing): what they
+// instance's batches (back, nil when it went back on nothing), but for
+// those a classic sync brought in again since (fleetState.brought): what they
 // brought in goes out again with the next batch, with every session the
 // instance knows (merging makes a session reported twice count once). The
 // aggregator that found it set the grace meanwhile.
 func (s *Syncer[S]) resend(back *goneBack) {
-	if back == nil {
+	if back == nil || back.upto <= s.fleet.brought {
 		return
 	}
+	from := max(back.had, s.fleet.brought)
 	s.local.mu.Lock()
 	for _, a := range s.applied {
-		if a.seq > back.had && a.seq <= back.upto {
+		if a.seq > from && a.seq <= back.upto {
 			s.local.pending.add(a.d)
 		}
 	}
