@@ -285,7 +285,6 @@ type run struct {
 	// formedAt is when (real time) every instance first synced through an
 	// aggregator, before the fault; zero if they did not.
 	formedAt time.Time
-	formMu   sync.Mutex // held by the watcher of the forming until it is done
 
 	canary        *canary
 	requests      atomic.Int64
@@ -395,16 +394,18 @@ func runScenario(t *testing.T, sc scenario) *run {
 	}
 	launch(1, wave1, 0)
 	launch(2, wave2, wave2At)
+	formed := make(chan struct{})
 	if sc.fleet {
-		go r.watchForming(ctx, at(faultAt))
+		go r.watchForming(ctx, at(faultAt), formed)
+	} else {
+		close(formed)
 	}
 
 	time.Sleep(time.Until(at(faultAt)))
 	if sc.fleet {
 		r.fleetAtFault, r.aggregator = r.fleetSyncing(time.Time{})
-		r.formMu.Lock() // the watcher is done or gives up: its deadline is now
-		r.formMu.Unlock()
 	}
+	<-formed // the watcher is done or gives up: its deadline is now
 	r.faultAt = r.clock()
 	r.inFault.Store(true)
 	fleetDone := make(chan struct{})
@@ -535,10 +536,9 @@ func (r *run) fleetSyncing(since time.Time) (on, holder int) {
 
 // watchForming records when every instance of the fleet first syncs
 // through an aggregator, polling until then or until the fault (real
-// time).
-func (r *run) watchForming(ctx context.Context, fault time.Time) {
-	r.formMu.Lock()
-	defer r.formMu.Unlock()
+// time); it closes done when it returns.
+func (r *run) watchForming(ctx context.Context, fault time.Time, done chan<- struct{}) {
+	defer close(done)
 	for ctx.Err() == nil && time.Now().Before(fault) {
 		if on, holder := r.fleetSyncing(time.Time{}); on == len(r.rooms) && holder >= 0 {
 			r.formedAt = time.Now()
