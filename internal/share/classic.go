@@ -286,6 +286,7 @@ func (s *Syncer[S]) classicSynced(ctx context.Context, c *classicRun[S]) {
 		mailboxAt:      local,
 		viewAt:         local,
 		adopted:        s.fleet.adopted,
+		brought:        s.fleet.brought,
 	}
 	if c.rebuilt || c.wentBack {
 		s.fleet.brought = s.seq

@@ -128,8 +128,8 @@ func TestResendAfterAClassicSyncBroughtThemIn(t *testing.T) {
 }
 
 // A classic sync that finds the state gone back brings in again every
-// batch up to its own, and says so (fleetState.brought); one that finds
-// nothing wrong does not.
+// batch up to its own, and says so (fleetState.brought), which the
+// classic syncs after it keep; one that finds nothing wrong does not.
 func TestClassicSyncBringsBackWhatWentBack(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
@@ -143,5 +143,8 @@ func TestClassicSyncBringsBackWhatWentBack(t *testing.T) {
 
 	require.NoError(t, st.Update(ctx, "room", func(x *store.State) error { *x = old; return nil }))
 	require.NoError(t, s.Sync(ctx))
-	assert.Equal(t, s.seq, s.fleet.brought)
+	brought := s.seq
+	assert.Equal(t, brought, s.fleet.brought)
+	require.NoError(t, s.Sync(ctx))
+	assert.Equal(t, brought, s.fleet.brought, "kept by the classic syncs after it")
 }
