@@ -64,7 +64,7 @@ func newAtkCluster(t *testing.T, n int, mutate func(*waitingroom.Config), initia
 		case "header":
 			w.Header().Set(waitingroom.CommandHeader, "revoke")
 		case "func":
-			if !waitingroom.Revoke(r.Context()) {
+			if !waitingroom.Revoke(w) {
 				panic("Revoke refused")
 			}
 		}
@@ -932,7 +932,7 @@ func TestAttackRevokeReachesEveryInstance(t *testing.T) {
 			if r.Header.Get("X-Revoke") != "" {
 				w.Header().Set(waitingroom.CommandHeader, "revoke")
 			}
-			tk, _ := waitingroom.TicketFromContext(r.Context())
+			tk, _ := waitingroom.TicketFrom(w)
 			_, _ = io.WriteString(w, strconv.FormatUint(tk.ID, 16))
 		})
 		for range 3 {

@@ -202,10 +202,9 @@ func BenchmarkAdmitted(b *testing.B) {
 
 // BenchmarkAdmittedPaired serves the crowd of BenchmarkAdmitted through the
 // room (its Handler, h=handler), or through a peer that only puts a value
-// in the request's context (h=withvalue), or through what Handler would
-// be without the ticket in the context (h=nocontext: the decision and the
-// writer that watches for a revoke, the request passed on as it came), or
-// through the decision alone (h=decision), and through
+// in the request's context, as most middleware that hands the
+// application something does (h=withvalue), or through the decision alone
+// (h=decision), and through
 // the bare handler in turn, 64 requests to each at a time
 // (the order alternating), in one run, and reports the time per request of
 // each (bare-ns/req, room-ns/req) and their ratio (room/bare); ns/op is
@@ -215,38 +214,17 @@ func BenchmarkAdmitted(b *testing.B) {
 // allocation slows the bare handler too: the ratio is, if anything, below
 // that of separate runs.
 func BenchmarkAdmittedPaired(b *testing.B) {
-	for _, h := range []string{"handler", "withvalue", "nocontext", "decision"} {
+	for _, h := range []string{"handler", "withvalue", "decision"} {
 		b.Run("h="+h, func(b *testing.B) {
 			rm, c := admittedRoom(b)
 			room := map[string]http.Handler{
 				"handler":   rm.Handler(bareHandler()),
 				"withvalue": withValue(bareHandler()),
-				"nocontext": &noContext{rm, bareHandler()},
 				"decision":  &decisionOnly{rm, bareHandler()},
 			}[h]
 			servePaired(b, room, bareHandler(), c)
 		})
 	}
-}
-
-// noContext is Handler for an admitted visitor without the ticket in the
-// request's context (h=nocontext of BenchmarkAdmittedPaired): what the
-// request copy costs Handler.
-type noContext struct {
-	rm   *Room
-	next http.Handler
-}
-
-func (h *noContext) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	x := visit{}
-	if err := h.rm.check(r, &x); err != nil || x.d.Outcome != outcomeAdmitted ||
-		(x.d.cookie != "" && !h.rm.respond(w, r, x.d)) {
-		panic("BenchmarkAdmittedPaired: a visitor not let in")
-	}
-	tc := &ticketCtx{}
-	tc.set(x.d.state, h.rm, w)
-	h.next.ServeHTTP(&tc.rw, r)
-	tc.rw.commit()
 }
 
 // decisionOnly decides and passes the request on as it came, whatever

@@ -526,7 +526,7 @@ func TestChallengeStateFollowsVisitor(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := chalQueueRoom(t, challenge.Policy{Who: tc.who, OnFail: challenge.Infinite})
 			revoking := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				assert.True(t, Revoke(r.Context()))
+				assert.True(t, Revoke(w))
 			}))
 			cookie := tc.cookie(t, tr, revoking)
 			tr.setTotal(20)

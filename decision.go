@@ -1,7 +1,6 @@
 package waitingroom
 
 import (
-	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"net/http"
@@ -62,47 +61,17 @@ func (d *decision) policyOrZero() *policy {
 // pass reports whether the request may go on to the application.
 func (d decision) pass() bool { return d.Outcome == outcomeAdmitted || d.Outcome == outcomeBypassed }
 
-type ticketKey struct{}
-
-// ticketCtx carries a ticket inline: one allocation, where
-// context.WithValue would take two (the context and the boxed ticket). It
-// also holds the writer that Revoke uses.
-type ticketCtx struct {
-	context.Context
-	id         uint64
-	acceptedAt int64 // as in the cookie
-	bucket     int64 // as in the cookie
-	checkedIn  int32 // seconds from the admission's to the latest check-in's, for a revoke counted by second
-	rw         revokeWriter
-}
-
-// set makes c the ticket of an admitted visitor's cookie state s, with the
-// writer that watches w for a revoke; c's Context is left to the caller.
-func (c *ticketCtx) set(s cookieState, rm *Room, w http.ResponseWriter) {
-	c.id, c.acceptedAt, c.bucket, c.checkedIn = s.id, s.acceptedAt, s.bucket, s.checkedIn()
-	c.rw = revokeWriter{ResponseWriter: w, rm: rm, tc: c}
-}
-
-func (c *ticketCtx) Value(key any) any {
-	if _, ok := key.(ticketKey); ok {
-		return c
-	}
-	return c.Context.Value(key)
-}
-
-// ticket is the Ticket c carries.
-func (c *ticketCtx) ticket() Ticket {
-	s := cookieState{id: c.id, bucket: c.bucket, acceptedAt: c.acceptedAt}
-	return s.ticket()
-}
-
-// TicketFromContext returns the ticket of the admitted visitor whose
-// request ctx belongs to. ok is false outside Room.Handler (and the
-// adapters built on it: wrgin, wrcaddy) or for requests that were not
-// admitted (bypassed ones included).
-func TicketFromContext(ctx context.Context) (Ticket, bool) {
-	if c, ok := ctx.Value(ticketKey{}).(*ticketCtx); ok {
-		return c.ticket(), true
+// TicketFrom returns the ticket of the admitted visitor whose response w
+// writes: w is the writer Room.Handler passed on to the application (or
+// to the adapters built on it: wrgin, wrcaddy), or a writer that wraps it
+// and unwraps to it (an Unwrap method, as http.ResponseController asks of
+// middleware). ok is false for any other writer, and for requests that
+// were not admitted (bypassed ones included). It is safe for concurrent
+// use, as w is.
+func TicketFrom(w http.ResponseWriter) (Ticket, bool) {
+	if rw := handlerWriter(w); rw != nil && rw.admitted {
+		s := cookieState{id: rw.id, bucket: rw.bucket, acceptedAt: rw.acceptedAt}
+		return s.ticket(), true
 	}
 	return Ticket{}, false
 }

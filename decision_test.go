@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestTicketInContext: the ticket an admitted request carries in Handler's
-// context is its decision's, for a cookie opened afresh and for one the
-// room remembers, and the context lets the application revoke; once
-// revoked, the cookie is a new visitor's.
-func TestTicketInContext(t *testing.T) {
+// TestTicketFromTheWriter: the ticket Handler's writer carries for an
+// admitted request is its decision's, for a cookie opened afresh and for
+// one the room remembers, and the writer lets the application revoke;
+// once revoked, the cookie is a new visitor's.
+func TestTicketFromTheWriter(t *testing.T) {
 	tr := newTestRoom(t, nil)
 	v := &visitor{}
 	var (
@@ -22,10 +22,10 @@ func TestTicketInContext(t *testing.T) {
 	)
 	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var ok bool
-		inHandler, ok = TicketFromContext(r.Context())
+		inHandler, ok = TicketFrom(w)
 		require.True(t, ok)
 		if r.URL.Query().Has("revoke") {
-			revoked = Revoke(r.Context())
+			revoked = Revoke(w)
 		}
 		_, _ = w.Write([]byte("app"))
 	}))
@@ -45,11 +45,78 @@ func TestTicketInContext(t *testing.T) {
 	r := v.request(http.MethodGet, "")
 	r.URL.RawQuery = "revoke"
 	tr.app.ServeHTTP(w, r)
-	assert.True(t, revoked, "Revoke works in Handler's context")
+	assert.True(t, revoked, "Revoke works on Handler's writer")
 	d, err := tr.checkRequest(v.request(http.MethodGet, ""))
 	require.NoError(t, err)
 	assert.NotEqual(t, first.ID, d.state.id, "the session is over: the cookie is a new visitor's")
 }
+
+// TestTicketThroughMiddleware: middleware between Handler and the
+// application that wraps the writer hides neither the ticket nor Revoke
+// when its writer unwraps (as http.ResponseController asks), however deep;
+// behind one that does not, TicketFrom and Revoke find nothing and say so,
+// and the revoke command header still ends the session.
+func TestTicketThroughMiddleware(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		wrap  func(http.ResponseWriter) http.ResponseWriter
+		found bool
+	}{
+		{"as it came", func(w http.ResponseWriter) http.ResponseWriter { return w }, true},
+		{"one wrapper that unwraps", func(w http.ResponseWriter) http.ResponseWriter { return unwrapping{w} }, true},
+		{"three that unwrap", func(w http.ResponseWriter) http.ResponseWriter { return unwrapping{unwrapping{unwrapping{w}}} }, true},
+		{"one that does not", func(w http.ResponseWriter) http.ResponseWriter { return opaque{w} }, false},
+		{"one that does not under one that does", func(w http.ResponseWriter) http.ResponseWriter { return unwrapping{opaque{w}} }, false},
+		{"a recorder of its own", func(http.ResponseWriter) http.ResponseWriter { return httptest.NewRecorder() }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestRoom(t, nil)
+			v := &visitor{}
+			var (
+				ticket       Ticket
+				found, ended bool
+			)
+			tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				inner := tc.wrap(w)
+				ticket, found = TicketFrom(inner)
+				if r.URL.Query().Has("revoke") {
+					if ended = Revoke(inner); !ended {
+						w.Header().Set(CommandHeader, "revoke")
+					}
+				}
+				_, _ = w.Write([]byte("app"))
+			}))
+			require.True(t, admitted(tr.get(v, "")))
+			d, err := tr.checkRequest(v.request(http.MethodGet, ""))
+			require.NoError(t, err)
+			first := d.state.ticket()
+			assert.Equal(t, tc.found, found)
+			if tc.found {
+				assert.Equal(t, first, ticket)
+			} else {
+				assert.Zero(t, ticket)
+			}
+			r := v.request(http.MethodGet, "")
+			r.URL.RawQuery = "revoke"
+			w := httptest.NewRecorder()
+			tr.app.ServeHTTP(w, r)
+			assert.Equal(t, tc.found, ended, "Revoke")
+			assert.Empty(t, w.Header().Values(CommandHeader), "the command never reaches the client")
+			d, err = tr.checkRequest(v.request(http.MethodGet, ""))
+			require.NoError(t, err)
+			assert.NotEqual(t, first.ID, d.state.id, "the session is over either way")
+		})
+	}
+}
+
+// unwrapping is middleware's writer that unwraps; opaque, one that does
+// not.
+type (
+	unwrapping struct{ http.ResponseWriter }
+	opaque     struct{ http.ResponseWriter }
+)
+
+func (w unwrapping) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // TestSetCookieHeader: the header respond writes to set the cookie is,
 // byte for byte, what http.SetCookie writes for the same cookie, whatever

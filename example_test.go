@@ -65,7 +65,7 @@ func ExampleRoom_Handler() {
 	_ = room.Sync(context.Background()) // the background sync would do this within a second
 
 	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, _ := waitingroom.TicketFromContext(r.Context())
+		t, _ := waitingroom.TicketFrom(w)
 		fmt.Fprintf(w, "welcome, admitted at minute %s", t.Bucket.UTC().Format("15:04"))
 	})
 	srv := httptest.NewServer(room.Handler(app))

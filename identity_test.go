@@ -29,7 +29,7 @@ func newIDRoom(t *testing.T, mutate func(*waitingroom.Config)) *idRoom {
 	tr := newTestRoom(t, mutate)
 	ir := &idRoom{testRoom: tr, ids: map[uint64]int{}}
 	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tk, ok := waitingroom.TicketFromContext(r.Context())
+		tk, ok := waitingroom.TicketFrom(w)
 		if !ok {
 			panic("no ticket")
 		}

@@ -544,7 +544,7 @@ func newModel(t *testing.T, tc modelCase, seed uint64, attack bool) *model {
 // that reaches it, and revokes the session when the request asks it to.
 func (m *model) app(inst int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tk, ok := waitingroom.TicketFromContext(r.Context())
+		tk, ok := waitingroom.TicketFrom(w)
 		if !ok || tk.ID == 0 {
 			m.t.Errorf("seed %d: a request reached the application without a ticket", m.seed)
 		}
@@ -559,7 +559,7 @@ func (m *model) app(inst int) http.Handler {
 			w.Header().Set(waitingroom.CommandHeader, "revoke")
 			rec.revoke = true
 		case "func":
-			rec.revoke = waitingroom.Revoke(r.Context())
+			rec.revoke = waitingroom.Revoke(w)
 			if !rec.revoke {
 				m.t.Errorf("seed %d: Revoke refused", m.seed)
 			}

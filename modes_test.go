@@ -210,7 +210,7 @@ func TestSuspendedLeavesNoTrace(t *testing.T) {
 	tr := newTestRoom(t, func(c *Config) { c.Suspended = true })
 	var ok bool
 	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, ok = TicketFromContext(r.Context())
+		_, ok = TicketFrom(w)
 		_, _ = w.Write([]byte("app"))
 	}))
 	for range 50 {

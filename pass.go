@@ -1,7 +1,6 @@
 package waitingroom
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -45,7 +44,7 @@ func (rm *Room) expectPasses(d time.Duration) error {
 }
 
 // givePass is hook.GivePass: it counts a pass that lasts up to d, given
-// now to the admitted visitor of ctx, as their session's sign of life
+// now to the admitted visitor whose response w writes, as their session's sign of life
 // until it expires. The pass ends before d has passed from now (at the
 // end of the second before the one that holds now+d: nginx checks expiry
 // by the second), and no later than the last whole second of a session
@@ -54,12 +53,12 @@ func (rm *Room) expectPasses(d time.Duration) error {
 // passes that any instance may have given before it learnt of the revoke
 // have expired, and this instance lets the revoked cookie in until then
 // (revokedFrom), but no longer on a pass.
-func givePass(ctx context.Context, d time.Duration) (last, now int64, ok bool) {
-	tc, found := ctx.Value(ticketKey{}).(*ticketCtx)
-	if !found || tc.rw.rm == nil {
+func givePass(w http.ResponseWriter, d time.Duration) (last, now int64, ok bool) {
+	tc := handlerWriter(w)
+	if tc == nil || !tc.admitted {
 		return 0, 0, false
 	}
-	rm := tc.rw.rm
+	rm := tc.rm
 	now = rm.now()
 	v := rm.syncer.Snapshot()
 	p := rm.policyOf(v, now)

@@ -2,7 +2,6 @@ package waitingroom
 
 import (
 	"bufio"
-	"context"
 	"net"
 	"net/http"
 	"strings"
@@ -26,33 +25,63 @@ const CommandHeader = "Waiting-Room-Command"
 // productCommandHeader is the commercial product's name for CommandHeader.
 const productCommandHeader = "Cf-Waiting-Room-Command"
 
-// Revoke ends the session of the admitted visitor whose request ctx
-// belongs to, freeing their slot at once: their cookie is cleared and they
-// are a new visitor at their next request. Call it from the application
-// behind Room.Handler (or an adapter built on it: wrgin, wrcaddy) before
-// the response is written; it reports whether the session will be ended
-// (false outside Handler, for requests that were not admitted, or once
-// the response has been written). It is the response header CommandHeader
-// "revoke", given from the request's side.
-func Revoke(ctx context.Context) bool {
-	c, ok := ctx.Value(ticketKey{}).(*ticketCtx)
-	if !ok || c.rw.committed {
+// Revoke ends the session of the admitted visitor whose response w writes,
+// freeing their slot at once: their cookie is cleared and they are a new
+// visitor at their next request. w is the writer Room.Handler passed on
+// to the application (or the adapters built on it: wrgin, wrcaddy), or one
+// that unwraps to it, as for TicketFrom; call Revoke before the response
+// is written. It reports whether the session will be ended (false for
+// any other writer, for requests that were not admitted, or once the
+// response has been written). It is the response header CommandHeader
+// "revoke", given from Go: behind a writer that does not unwrap, set the
+// header.
+func Revoke(w http.ResponseWriter) bool {
+	rw := handlerWriter(w)
+	if rw == nil || !rw.admitted || rw.committed {
 		return false
 	}
-	c.rw.revoked = true
+	rw.revoked = true
 	return true
 }
 
-// revokeWriter watches the application's response for a revoke command
-// and carries it out before the headers leave. It unwraps for
-// http.ResponseController, so flushing, hijacking (WebSockets) and
-// deadlines pass through.
+// revokeWriter is the writer Handler passes on: it watches the
+// application's response for a revoke command and carries it out before
+// the headers leave, and it carries an admitted visitor's ticket
+// (TicketFrom). It unwraps for http.ResponseController, so flushing,
+// hijacking (WebSockets) and deadlines pass through. For an admitted
+// request it is Handler's one allocation.
 type revokeWriter struct {
 	http.ResponseWriter
-	rm        *Room
-	tc        *ticketCtx // the admitted visitor's; nil for a bypassed request, whose header is removed, not obeyed
-	revoked   bool
-	committed bool
+	rm         *Room
+	id         uint64
+	acceptedAt int64 // as in the cookie
+	bucket     int64 // as in the cookie
+	checkedIn  int32 // seconds from the admission's to the latest check-in's, for a revoke counted by second
+	admitted   bool  // false for a bypassed request, whose header is removed, not obeyed
+	revoked    bool
+	committed  bool
+}
+
+// admit makes w the writer of the admitted visitor of cookie state s.
+func (w *revokeWriter) admit(s cookieState) {
+	w.id, w.acceptedAt, w.bucket, w.checkedIn, w.admitted = s.id, s.acceptedAt, s.bucket, s.checkedIn(), true
+}
+
+// handlerWriter returns the writer Handler passed on that w is or
+// unwraps to, or nil. Wrappers are unwrapped as http.ResponseController
+// does, a few deep at most: a chain that long is a loop.
+func handlerWriter(w http.ResponseWriter) *revokeWriter {
+	for range 16 {
+		switch x := w.(type) {
+		case *revokeWriter:
+			return x
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = x.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
 }
 
 // commit runs once, before the first byte of the response: it reads and
@@ -65,8 +94,8 @@ func (w *revokeWriter) commit() {
 	h := w.ResponseWriter.Header()
 	w.command(h, CommandHeader)
 	w.command(h, productCommandHeader)
-	if w.revoked && w.tc != nil {
-		w.rm.revoke(w.ResponseWriter, w.tc.id, w.tc.acceptedAt, floorDiv(w.tc.acceptedAt, 1000)+int64(w.tc.checkedIn))
+	if w.revoked && w.admitted {
+		w.rm.revoke(w.ResponseWriter, w.id, w.acceptedAt, floorDiv(w.acceptedAt, 1000)+int64(w.checkedIn))
 	}
 }
 

@@ -30,14 +30,14 @@ func TestRevoke(t *testing.T) {
 			w.WriteHeader(http.StatusNoContent)
 		}, true},
 		{"function", func(w http.ResponseWriter, r *http.Request) {
-			if !Revoke(r.Context()) {
+			if !Revoke(w) {
 				panic("Revoke refused")
 			}
 			_, _ = io.WriteString(w, "bye")
 		}, true},
 		{"too late", func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.WriteString(w, "streaming")
-			if Revoke(r.Context()) {
+			if Revoke(w) {
 				panic("Revoke after the response was written")
 			}
 		}, false},
@@ -123,12 +123,12 @@ func TestRevokeClearsTheCookieAsSet(t *testing.T) {
 // Revoke finds nothing to revoke outside Handler, nor behind it for a
 // request that was not admitted.
 func TestRevokeOutsideHandler(t *testing.T) {
-	assert.False(t, Revoke(t.Context()))
+	assert.False(t, Revoke(httptest.NewRecorder()))
 	tr := newTestRoom(t, func(c *Config) { c.Bypass = []Rule{PathPrefix("/static/")} })
 	var revoked, ticket bool
 	h := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, ticket = TicketFromContext(r.Context())
-		revoked = Revoke(r.Context())
+		_, ticket = TicketFrom(w)
+		revoked = Revoke(w)
 	}))
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/static/app.js", nil))
 	assert.False(t, ticket, "a bypassed request has no ticket")
@@ -219,7 +219,7 @@ func TestRevokedCookieReplayed(t *testing.T) {
 		revoke http.HandlerFunc
 	}{
 		{"header", func(w http.ResponseWriter, r *http.Request) { w.Header().Set(CommandHeader, "revoke") }},
-		{"function", func(w http.ResponseWriter, r *http.Request) { Revoke(r.Context()) }},
+		{"function", func(w http.ResponseWriter, r *http.Request) { Revoke(w) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTestRoom(t, func(c *Config) { c.TotalActiveUsers, c.NewUsersPerMinute = 2, 2 })

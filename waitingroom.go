@@ -189,7 +189,8 @@ func (rm *Room) newID() uint64 {
 }
 
 // Handler returns the middleware: admitted and bypassed requests go to
-// next, with the ticket in their context (TicketFromContext); everyone else
+// next, through a writer that carries the admitted visitor's ticket
+// (TicketFrom); everyone else
 // gets the waiting page, as HTML or, for clients that ask for JSON only,
 // as JSON; once the room is closed, Config.ErrorHandler answers. The
 // method value is the middleware: chi's r.Use(room.Handler) works as it
@@ -201,16 +202,13 @@ func (rm *Room) newID() uint64 {
 // at once, with the response header "Waiting-Room-Command: revoke" or the
 // commercial product's "Cf-Waiting-Room-Command: revoke" (Handler removes
 // both before the response leaves, from bypassed responses too) or by
-// calling Revoke with the request's context, in all cases before the
-// response is written.
+// calling Revoke with the writer Handler passed on, in all cases before
+// the response is written.
 func (rm *Room) Handler(next http.Handler) http.Handler {
 	return &handler{rm: rm, next: next}
 }
 
-// handler is the middleware of Handler. Its ServeHTTP is a method rather
-// than a closure so that it is compiled here, where the request copy of
-// WithContext is known to stay on the stack, and not inlined into
-// callers.
+// handler is the middleware of Handler.
 type handler struct {
 	rm   *Room
 	next http.Handler
@@ -229,28 +227,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if (d.Outcome != outcomeAdmitted || d.cookie != "") && !rm.respond(w, r, *d) {
 		return
 	}
-	if d.Outcome != outcomeAdmitted {
-		// Bypassed: the command header is the room's, never the
-		// client's, whatever the application sends.
-		rw := &revokeWriter{ResponseWriter: w, rm: rm}
-		h.next.ServeHTTP(rw, r)
-		rw.commit()
-		return
-	}
-	// One allocation for the request carrying the ticket, its context and
-	// the writer that watches for a revoke. WithContext is inlined, so its
-	// own copy of r stays on the stack.
-	a := &admittedRequest{}
-	a.tc.set(d.state, rm, w)
-	a.tc.Context = r.Context()
-	a.req = *r.WithContext(&a.tc)
-	h.next.ServeHTTP(&a.tc.rw, &a.req)
-	a.tc.rw.commit()
-}
-
-// admittedRequest is what Handler allocates for an admitted request, 384
-// bytes (a size class of the allocator) in one piece.
-type admittedRequest struct {
-	req http.Request
-	tc  ticketCtx
+	// One allocation: the writer that watches for a revoke and carries
+	// the ticket. The request goes on as it came: a copy carrying the
+	// ticket in its context cost about as much as the decision.
+	rw := &revokeWriter{ResponseWriter: w, rm: rm}
+	if d.Outcome == outcomeAdmitted {
+		rw.admit(d.state)
+	} // else bypassed: the command header is the room's, never the client's, whatever the application sends
+	h.next.ServeHTTP(rw, r)
+	rw.commit()
 }

@@ -275,7 +275,7 @@ func TestAdmitWhileThereIsRoom(t *testing.T) {
 	var got Ticket
 	var ok bool
 	tr.app = tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok = TicketFromContext(r.Context())
+		got, ok = TicketFrom(w)
 		_, _ = w.Write([]byte("app"))
 	}))
 	w := tr.get(v, "")
@@ -297,7 +297,7 @@ func TestAdmitWhileThereIsRoom(t *testing.T) {
 	assert.True(t, admitted(w))
 	assert.Len(t, w.Result().Cookies(), 1)
 
-	_, ok = TicketFromContext(context.Background())
+	_, ok = TicketFrom(httptest.NewRecorder())
 	assert.False(t, ok)
 }
 

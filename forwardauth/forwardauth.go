@@ -224,8 +224,8 @@ type exchange struct {
 
 // letThrough is the exchange as the handler room.Handler serves a
 // request that may pass with: the answer that lets it through, in w,
-// Handler's writer, which obeys the revoke command. r is Handler's
-// request, whose context carries the admitted visitor's ticket.
+// Handler's writer, which obeys the revoke command and carries the
+// admitted visitor's ticket.
 type letThrough exchange
 
 func (l *letThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -241,7 +241,7 @@ func (l *letThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTemporaryRedirect)
 		return
 	}
-	t, admitted := waitingroom.TicketFromContext(r.Context())
+	t, admitted := waitingroom.TicketFrom(w)
 	switch {
 	case !admitted:
 		h[waitingroom.TicketHeader] = bypassedTicket
@@ -254,7 +254,7 @@ func (l *letThrough) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h[waitingroom.TicketHeader] = []string{t.String()}
 		if x.f.pass.Secret != "" {
-			x.f.givePass(h, r, t)
+			x.f.givePass(w, t)
 		}
 	}
 	w.WriteHeader(http.StatusOK)

@@ -129,11 +129,13 @@ func invalid(format string, a ...any) error {
 	return fmt.Errorf("forwardauth: %w: "+format, append([]any{waitingroom.ErrInvalidConfig}, a...)...)
 }
 
-// givePass adds to h the pass of the visitor of ticket t, whose request r
-// room.Handler admitted; the room counts it as the session's sign of
-// life until it expires, and may give none (hook.GivePass).
-func (f *handler) givePass(h http.Header, r *http.Request, t waitingroom.Ticket) {
-	last, now, ok := hook.GivePass(r.Context(), f.pass.Duration)
+// givePass adds to the header of w, the writer room.Handler passed on,
+// the pass of the visitor of ticket t, whom it admitted; the room counts
+// it as the session's sign of life until it expires, and may give none
+// (hook.GivePass).
+func (f *handler) givePass(w http.ResponseWriter, t waitingroom.Ticket) {
+	last, now, ok := hook.GivePass(w, f.pass.Duration)
+	h := w.Header()
 	if ok {
 		h[PassHeader] = []string{f.passCookie(t, last, now)}
 	}

@@ -74,7 +74,7 @@ func newRevokeFleet(t *testing.T, passes bool) *revokeFleet {
 		if r.Header.Get("X-Revoke") != "" {
 			w.Header().Set(waitingroom.CommandHeader, "revoke")
 		}
-		tk, _ := waitingroom.TicketFromContext(r.Context())
+		tk, _ := waitingroom.TicketFrom(w)
 		_, _ = io.WriteString(w, strconv.FormatUint(tk.ID, 16))
 	})
 	sts := redisClients(t, 3)

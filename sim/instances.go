@@ -117,7 +117,7 @@ func (r *run) sync() error {
 // app is the protected application: it answers appStatus and notes the
 // request's ticket.
 func (r *run) app(w http.ResponseWriter, req *http.Request) {
-	t, _ := waitingroom.TicketFromContext(req.Context())
+	t, _ := waitingroom.TicketFrom(w)
 	r.ticket = t.ID
 	w.WriteHeader(appStatus)
 }

@@ -242,11 +242,11 @@ func (h *Handler) Room() *waitingroom.Room { return h.room }
 // closed room's answer). The request goes on with the request header
 // TicketHeader set to the admitted visitor's ticket (Ticket.String) or to
 // "bypassed", replacing any the client sent, for an application behind
-// Caddy to read (waitingroom.ParseTicket); its context carries the ticket
-// too (waitingroom.TicketFromContext), for a handler compiled into Caddy.
-// The next handler ends the visitor's session as behind Room.Handler: the
-// response header "Waiting-Room-Command: revoke", or waitingroom.Revoke
-// with the request's context.
+// Caddy to read (waitingroom.ParseTicket); the writer the next handler
+// gets carries it too (waitingroom.TicketFrom, through Caddy's wrappers,
+// which unwrap), for a handler compiled into Caddy. The next handler ends
+// the visitor's session as behind Room.Handler: the response header
+// "Waiting-Room-Command: revoke", or waitingroom.Revoke with its writer.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	c := &call{next: next}
 	h.room.Handler(c).ServeHTTP(w, r)
@@ -263,7 +263,7 @@ type call struct {
 
 func (c *call) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.ticket[0] = "bypassed"
-	if t, ok := waitingroom.TicketFromContext(r.Context()); ok {
+	if t, ok := waitingroom.TicketFrom(w); ok {
 		c.ticket[0] = t.String()
 	}
 	r.Header[waitingroom.TicketHeader] = c.ticket[:]

@@ -225,11 +225,11 @@ func TestHandlerRevoke(t *testing.T) {
 		{"product header", func(_ *testing.T, w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Cf-Waiting-Room-Command", "revoke")
 		}},
-		{"Revoke", func(t *testing.T, _ http.ResponseWriter, r *http.Request) {
-			tk, ok := waitingroom.TicketFromContext(r.Context())
+		{"Revoke", func(t *testing.T, w http.ResponseWriter, r *http.Request) {
+			tk, ok := waitingroom.TicketFrom(w)
 			require.True(t, ok)
 			assert.Equal(t, tk.String(), r.Header.Get(waitingroom.TicketHeader))
-			assert.True(t, waitingroom.Revoke(r.Context()))
+			assert.True(t, waitingroom.Revoke(w))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,7 +38,7 @@ func ExampleMiddleware() {
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok") }) // outside the room
 	site := r.Group("/", wrgin.Middleware(room))
 	site.GET("/", func(c *gin.Context) {
-		t, _ := waitingroom.TicketFromContext(c.Request.Context())
+		t, _ := waitingroom.TicketFrom(c.Writer)
 		c.String(http.StatusOK, "welcome, in the queue since minute %s", t.Bucket.UTC().Format("15:04"))
 	})
 	srv := httptest.NewServer(r)

@@ -9,15 +9,14 @@
 //	site := r.Group("/", wrgin.Middleware(room))
 //	site.GET("/", home)
 //
-// Handlers behind it find the admitted visitor's ticket in the request's
-// context:
+// Handlers behind it find the admitted visitor's ticket through c.Writer,
+// which writes through the writer Room.Handler passes on:
 //
-//	t, ok := waitingroom.TicketFromContext(c.Request.Context())
+//	t, ok := waitingroom.TicketFrom(c.Writer)
 //
-// or in the gin.Context itself when the engine's ContextWithFallback is set,
 // and end the visitor's session as behind Room.Handler: with the response
 // header "Waiting-Room-Command: revoke" (c.Header) or with
-// waitingroom.Revoke(c.Request.Context()), before the response is written.
+// waitingroom.Revoke(c.Writer), before the response is written.
 package wrgin
 
 import (
@@ -35,9 +34,9 @@ import (
 // Middleware returns gin middleware that runs room.Handler around the rest
 // of the chain: a request that room admits (or lets through: a bypass
 // rule, a suspended room) goes on to the next handlers, with c.Request
-// the request Handler passes on (its context carries the visitor's
-// ticket) and c.Writer writing through the writer Handler passes on (so
-// that Handler sees the revoke command among the response's headers);
+// the request Handler passes on and c.Writer writing through the writer
+// Handler passes on (which carries the visitor's ticket: TicketFrom; and
+// sees the revoke command among the response's headers);
 // for any other request Handler writes the waiting page, as HTML or JSON,
 // or once room is closed its Config.ErrorHandler's answer (by default 503
 // with a plain body), and the middleware aborts the chain. The visitor

@@ -25,35 +25,20 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// newEngine puts room in front of / as the package documentation shows;
-// fallback sets the engine's ContextWithFallback, and then the application
-// reads the ticket from the gin.Context itself.
-func newEngine(room *waitingroom.Room, fallback bool) *gin.Engine {
+// newEngine puts room in front of / as the package documentation shows.
+func newEngine(room *waitingroom.Room) *gin.Engine {
 	r := gin.New()
-	r.ContextWithFallback = fallback
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
 	site := r.Group("/", wrgin.Middleware(room))
 	site.GET("/", func(c *gin.Context) {
-		var ctx context.Context = c.Request.Context()
-		if fallback {
-			ctx = c
-		}
-		t, ok := waitingroom.TicketFromContext(ctx)
+		t, ok := waitingroom.TicketFrom(c.Writer)
 		c.String(http.StatusOK, demo.Greeting(t, ok))
 	})
 	return r
 }
 
 func TestSpec(t *testing.T) {
-	for _, fallback := range []bool{false, true} {
-		name := "ticket in the request context"
-		if fallback {
-			name = "ticket in the gin context"
-		}
-		t.Run(name, func(t *testing.T) {
-			spectest.Run(t, func(room *waitingroom.Room) http.Handler { return newEngine(room, fallback) })
-		})
-	}
+	spectest.Run(t, func(room *waitingroom.Room) http.Handler { return newEngine(room) })
 }
 
 // serve sends one request to h and returns the response and its body.
@@ -122,7 +107,7 @@ func TestMiddleware(t *testing.T) {
 			r.Use(wrgin.Middleware(room))
 			r.Use(func(c *gin.Context) { // a later middleware: must not run for waiting visitors
 				ran = true
-				_, hadTicket = waitingroom.TicketFromContext(c.Request.Context())
+				_, hadTicket = waitingroom.TicketFrom(c.Writer)
 				c.Next()
 			})
 			r.GET("/", func(c *gin.Context) { c.String(http.StatusOK, "app\n") })
@@ -147,7 +132,7 @@ func TestMiddleware(t *testing.T) {
 // A handler behind the middleware ends the visitor's session as behind
 // Room.Handler, whichever way it asks: the response header (the product's
 // name too, even after a status set with nothing written yet), or
-// waitingroom.Revoke with the request's context. The command never
+// waitingroom.Revoke with c.Writer. The command never
 // reaches the client, the cookie is cleared, the slot is free at the next
 // sync, and the revoked cookie is a new visitor's; a bypassed request's
 // command is removed, not obeyed.
@@ -163,7 +148,7 @@ func TestMiddlewareRevoke(t *testing.T) {
 			c.Header(waitingroom.CommandHeader, "revoke")
 		}},
 		{"Revoke", func(t *testing.T, c *gin.Context) {
-			assert.True(t, waitingroom.Revoke(c.Request.Context()), "Revoke finds the session")
+			assert.True(t, waitingroom.Revoke(c.Writer), "Revoke finds the session")
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,7 +157,7 @@ func TestMiddlewareRevoke(t *testing.T) {
 			r.Use(wrgin.Middleware(room))
 			var ticket waitingroom.Ticket
 			r.GET("/", func(c *gin.Context) {
-				ticket, _ = waitingroom.TicketFromContext(c.Request.Context())
+				ticket, _ = waitingroom.TicketFrom(c.Writer)
 				if c.Query("end") != "" {
 					tc.revoke(t, c)
 				}
@@ -217,7 +202,7 @@ func TestMiddlewareRevoke(t *testing.T) {
 	r.Use(wrgin.Middleware(room))
 	r.GET("/", func(c *gin.Context) {
 		c.Header(waitingroom.CommandHeader, "revoke")
-		assert.False(t, waitingroom.Revoke(c.Request.Context()), "no session to revoke")
+		assert.False(t, waitingroom.Revoke(c.Writer), "no session to revoke")
 		c.String(http.StatusOK, "app\n")
 	})
 	resp, body := serve(t, r, "text/html")

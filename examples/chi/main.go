@@ -34,7 +34,7 @@ func newServer(room *waitingroom.Room) http.Handler {
 
 // home is the application: it greets the admitted visitor with their ticket.
 func home(w http.ResponseWriter, r *http.Request) {
-	t, ok := waitingroom.TicketFromContext(r.Context())
+	t, ok := waitingroom.TicketFrom(w)
 	_, _ = io.WriteString(w, demo.Greeting(t, ok))
 }
 

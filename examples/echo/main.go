@@ -34,7 +34,7 @@ func newServer(room *waitingroom.Room) http.Handler {
 
 // home is the application: it greets the admitted visitor with their ticket.
 func home(c echo.Context) error {
-	t, ok := waitingroom.TicketFromContext(c.Request().Context())
+	t, ok := waitingroom.TicketFrom(c.Response())
 	return c.String(http.StatusOK, demo.Greeting(t, ok))
 }
 

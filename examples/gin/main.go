@@ -33,7 +33,7 @@ func newServer(room *waitingroom.Room) http.Handler {
 
 // home is the application: it greets the admitted visitor with their ticket.
 func home(c *gin.Context) {
-	t, ok := waitingroom.TicketFromContext(c.Request.Context())
+	t, ok := waitingroom.TicketFrom(c.Writer)
 	c.String(http.StatusOK, demo.Greeting(t, ok))
 }
 

@@ -57,7 +57,7 @@ func newFixture(t *testing.T, cfg waitingroom.Config) *fixture {
 	f.room = room
 	f.sync(t)
 	app := room.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, ok := waitingroom.TicketFromContext(r.Context())
+		t, ok := waitingroom.TicketFrom(w)
 		_, _ = w.Write([]byte(demo.Greeting(t, ok)))
 	}))
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

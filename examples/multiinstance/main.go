@@ -159,7 +159,7 @@ func newServer(room *waitingroom.Room, id string) http.Handler {
 		_ = json.NewEncoder(w).Encode(stats{Instance: id, Instances: s.Instances, Active: s.Active, Waiting: s.Waiting})
 	})
 	mux.Handle("/", room.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, ok := waitingroom.TicketFromContext(r.Context())
+		t, ok := waitingroom.TicketFrom(w)
 		_, _ = io.WriteString(w, demo.Greeting(t, ok))
 	})))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -683,7 +683,7 @@ func sleepUntil(ctx context.Context, at time.Time) bool {
 // and ends the session (the revoke command header) on /logout.
 func (r *run) app() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		tk, ok := waitingroom.TicketFromContext(req.Context())
+		tk, ok := waitingroom.TicketFrom(w)
 		if !ok {
 			http.Error(w, "no ticket", http.StatusInternalServerError)
 			return

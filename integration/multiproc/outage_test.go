@@ -220,7 +220,7 @@ func runOutage(t *testing.T, plan outagePlan) *outageRun {
 		}, st)
 		require.NoError(t, err)
 		hs := httptest.NewServer(rm.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			tk, ok := waitingroom.TicketFromContext(r.Context())
+			tk, ok := waitingroom.TicketFrom(w)
 			if !ok {
 				http.Error(w, "no ticket", http.StatusInternalServerError)
 				return

@@ -1,7 +1,6 @@
 package hook
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -37,14 +36,15 @@ var (
 	ExpectPasses func(room any, d time.Duration) error
 
 	// GivePass records a pass that lasts up to d, given now to the
-	// admitted visitor whose request ctx is (Room.Handler's), as a sign
+	// admitted visitor whose response w writes (the writer Room.Handler
+	// passed on, or one that unwraps to it), as a sign
 	// of life of their session until the pass expires. The pass ends at
 	// the end of Unix second last: before d has passed from now (Unix
 	// ms), before the end of a session that ends whatever the visitor
 	// does, and before the end of a revoke's hold that the room knows of.
 	// ok is false, and nothing is recorded, when no pass may be given:
-	// ctx is no admitted visitor's, or an end is too close.
-	GivePass func(ctx context.Context, d time.Duration) (last, now int64, ok bool)
+	// w is no admitted visitor's, or an end is too close.
+	GivePass func(w http.ResponseWriter, d time.Duration) (last, now int64, ok bool)
 
 	// PageHandler is room.Handler(next) for the page that follows an
 	// answer that did not let the request through (nginx's error_page

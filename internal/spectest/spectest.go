@@ -7,7 +7,8 @@
 // An example server under test must
 //
 //   - put the room in front of GET /, whose application answers 200 with
-//     demo.Greeting of the ticket it finds in the request's context;
+//     demo.Greeting of the ticket it finds through its writer
+//     (waitingroom.TicketFrom);
 //   - answer GET /healthz with 200 and a body of "ok" without the room.
 package spectest
 

@@ -123,7 +123,7 @@ func (d *App) active(now time.Time) int {
 // ServeHTTP serves the page, counting the admitted visitor's session.
 func (d *App) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := d.now()
-	t, ok := waitingroom.TicketFromContext(r.Context())
+	t, ok := waitingroom.TicketFrom(w)
 	d.mu.Lock()
 	if ok {
 		id, fresh := visitorID(r)
