@@ -228,8 +228,8 @@ func BenchmarkAdmittedPaired(b *testing.B) {
 }
 
 // decisionOnly decides and passes the request on as it came, whatever
-// was decided (h=decision of BenchmarkAdmittedPaired): the decision's
-// cost alone.
+// was decided, with the cookie it re-issued (h=decision of
+// BenchmarkAdmittedPaired): the decision's cost alone.
 type decisionOnly struct {
 	rm   *Room
 	next http.Handler
@@ -238,6 +238,11 @@ type decisionOnly struct {
 func (h *decisionOnly) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x := visit{}
 	_ = h.rm.check(r, &x)
+	if x.d.cookie != "" {
+		// The re-issued cookie, as Handler sets it: a crowd that never
+		// took it would be re-issued one at every request once due.
+		_ = h.rm.respond(w, r, x.d)
+	}
 	h.next.ServeHTTP(w, r)
 }
 

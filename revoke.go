@@ -91,9 +91,10 @@ func (w *revokeWriter) commit() {
 		return
 	}
 	w.committed = true
-	h := w.ResponseWriter.Header()
-	w.command(h, CommandHeader)
-	w.command(h, productCommandHeader)
+	if h := w.ResponseWriter.Header(); len(h) > 0 {
+		w.command(h, CommandHeader)
+		w.command(h, productCommandHeader)
+	}
 	if w.revoked && w.admitted {
 		w.rm.revoke(w.ResponseWriter, w.id, w.acceptedAt, floorDiv(w.acceptedAt, 1000)+int64(w.checkedIn))
 	}
