@@ -73,6 +73,13 @@ args=("$@")
 # timelines, not so much that their own deadlines (a store's conformance
 # under concurrent updates, 30 s) starve behind every other process.
 cpu_nice=5
+# The collector's target for the lanes that simulate rooms on one
+# goroutine (the simulator, the fleets): they allocate fast and keep
+# little, so the collector ran often for nothing. At 400 rather than 100,
+# a 40-instance fairness run of the simulator took 24 % less CPU (16.7
+# against 22.0 s, three runs each, quiet machine), its peak memory 82
+# rather than 40 MB.
+sim_gogc=400
 
 # children_cpu: sets cpu to the CPU seconds (user and system) of the
 # shell's children so far, those they waited for included, from the
@@ -135,7 +142,7 @@ lane_fleets() {
   lane_nice=$cpu_nice
   if [[ -z $short ]]; then
     gotest "., the simulated fleets and the model, no race detector, GOWORK=off" . \
-      env GOWORK=off go test -count=1 -timeout=40m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit|Model$|StateRollbackKeepsLimits$|StoppedInstanceGrantCountsAsTaken$|ClockSkew$|ShuffleAtStart$)' ${args[@]+"${args[@]}"} .
+      env GOWORK=off GOGC=$sim_gogc go test -count=1 -timeout=40m -run '^Test(Fleet|Surge|LotteryAudit|ShuffleAudit|Model$|StateRollbackKeepsLimits$|StoppedInstanceGrantCountsAsTaken$|ClockSkew$|ShuffleAtStart$)' ${args[@]+"${args[@]}"} .
   fi
 }
 
@@ -160,7 +167,7 @@ lane_simulator() {
   # ran in the library's lane).
   if [[ -z $short ]]; then
     gotest "./sim, full size, GOWORK=off" . \
-      env GOWORK=off go test -count=1 -timeout=40m ./sim/
+      env GOWORK=off GOGC=$sim_gogc go test -count=1 -timeout=40m ./sim/
   fi
 }
 
