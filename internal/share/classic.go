@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -150,7 +151,8 @@ func (s *Syncer[S]) sendBatches() ([]batch, int64) {
 	l.pending, l.queued = newDelta(), nil
 	l.grant = l.grant.keep(1 + d.attempts/10)
 	s.seq++
-	s.unacked = append(s.unacked, batch{seq: s.seq, d: d})
+	s.unacked = append(s.unacked, batch{seq: s.seq, d: d, carries: s.carry})
+	s.carry = goneBack{}
 	s.noteSent()
 	l.inflight = map[int64]int64{}
 	return s.unacked, l.grant.Total()
@@ -242,8 +244,9 @@ func (s *Syncer[S]) classicNews(st *store.State, c *classicRun[S], local int64) 
 		!recorded && s.fleet.acked > 0 && local-s.fleet.ackedAt < s.instanceTTL())
 	d := newDelta()
 	if c.wentBack {
+		carried := s.carried(applied, math.MaxUint64, c.batches)
 		for _, b := range s.applied {
-			if b.seq > applied {
+			if b.seq > applied && !carried(b.seq) {
 				d.add(b.d)
 			}
 		}
@@ -465,19 +468,22 @@ func newEpoch() uint64 {
 	return binary.LittleEndian.Uint64(b[:]) | 1
 }
 
-// batch is the counts of one sync, numbered.
+// batch is the counts of one sync, numbered. carries are the earlier
+// batches whose counts it brings again (resend), none when zero.
 type batch struct {
-	seq uint64
-	d   *delta
+	seq     uint64
+	d       *delta
+	carries goneBack
 }
 
 // applied is the counts of a sync the state applied, kept for a waiting
 // window in case the state goes back to a version without them: the
 // waiting counts and attempts (the sessions are in Local's known).
 type applied struct {
-	seq uint64
-	at  int64 // shared-clock ms of the sync
-	d   *delta
+	seq     uint64
+	at      int64 // shared-clock ms of the sync
+	d       *delta
+	carries goneBack // as the batch's
 }
 
 // keepApplied keeps the counts of sent, a sync's batches the state
@@ -491,6 +497,33 @@ func (s *Syncer[S]) keepApplied(sent []batch, now int64) {
 	s.applied = slices.Delete(s.applied, 0, i)
 	for _, b := range sent {
 		d := &delta{sessions: map[uint64]store.Session{}, waiting: b.d.waiting, attempts: b.d.attempts}
-		s.applied = append(s.applied, applied{seq: b.seq, at: now, d: d})
+		s.applied = append(s.applied, applied{seq: b.seq, at: now, d: d, carries: b.carries})
+	}
+}
+
+// carried returns whether the counts of this instance's applied batch
+// numbered seq are carried again (resend) by one of its batches numbered
+// from from (excluded) to upto, of those applied or unacked, which are
+// brought in too: a state that went back to before both gets them once,
+// from the batch that carries them.
+func (s *Syncer[S]) carried(from, upto uint64, unacked []batch) func(seq uint64) bool {
+	var cs []goneBack
+	for _, b := range s.applied {
+		if b.seq > from && b.seq <= upto && b.carries.upto > 0 {
+			cs = append(cs, b.carries)
+		}
+	}
+	for _, b := range unacked {
+		if b.seq > from && b.seq <= upto && b.carries.upto > 0 {
+			cs = append(cs, b.carries)
+		}
+	}
+	return func(seq uint64) bool {
+		for _, c := range cs {
+			if seq > c.had && seq <= c.upto {
+				return true
+			}
+		}
+		return false
 	}
 }

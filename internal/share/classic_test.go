@@ -127,6 +127,30 @@ func TestResendAfterAClassicSyncBroughtThemIn(t *testing.T) {
 	}
 }
 
+// A batch that carries earlier ones again, lost with them, is resent
+// alone: the earlier ones' counts come once, within it.
+func TestResendSkipsWhatABatchCarries(t *testing.T) {
+	s := newTestSyncer(t, testclock.New(testclock.Start), memstore.New(), &testHost{})
+	var sent []batch
+	for seq := uint64(1); seq <= 4; seq++ {
+		d := newDelta()
+		d.waiting[cellKey{100, 1}] = 1
+		b := batch{seq: seq, d: d}
+		if seq == 4 {
+			d.waiting[cellKey{100, 1}] = 3 // its own arrival, and those of 2 and 3 again
+			b.carries = goneBack{had: 1, upto: 3}
+		}
+		sent = append(sent, b)
+	}
+	s.keepApplied(sent, 1000)
+	s.resend(&goneBack{had: 0, upto: 4})
+	assert.Equal(t, int64(4), s.local.pending.waiting[cellKey{100, 1}], "batches 1 and 4")
+	assert.Equal(t, goneBack{had: 0, upto: 4}, s.carry, "the next batch carries them")
+	s.sendBatches()
+	assert.Equal(t, goneBack{had: 0, upto: 4}, s.unacked[len(s.unacked)-1].carries)
+	assert.Zero(t, s.carry)
+}
+
 // A classic sync that finds the state gone back brings in again every
 // batch up to its own, and says so (fleetState.brought), which the
 // classic syncs after it keep; one that finds nothing wrong does not.
@@ -147,4 +171,64 @@ func TestClassicSyncBringsBackWhatWentBack(t *testing.T) {
 	assert.Equal(t, brought, s.fleet.brought)
 	require.NoError(t, s.Sync(ctx))
 	assert.Equal(t, brought, s.fleet.brought, "kept by the classic syncs after it")
+}
+
+// The other order: told by the aggregator that the state lacks batches,
+// the instance puts them into its next batch (resend); if a classic sync
+// then finds the state gone back before that batch was applied, it brings
+// them in once, with the batch that carries them, not once from each.
+func TestClassicSyncAfterAResend(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		acked bool // the carrying batch was applied, and then lost too
+	}{
+		{"the carrying batch unacked", false},
+		{"the carrying batch applied, then lost", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := memstore.New()
+			clk := testclock.New(testclock.Start)
+			s := newTestSyncer(t, clk, st, &testHost{})
+			waiting := func() int64 {
+				x, err := st.Read(ctx, "room")
+				require.NoError(t, err)
+				var n int64
+				for _, c := range x.Waiting {
+					n += c.N
+				}
+				return n
+			}
+			arrive := func(n int64) {
+				now := clk.Now().UnixMilli()
+				s.local.mu.Lock()
+				s.local.pending.waiting[cellKey{now / 1000, SlotOf(now)}] += n
+				s.local.mu.Unlock()
+			}
+			require.NoError(t, s.Sync(ctx))
+			var old store.State
+			require.NoError(t, st.Update(ctx, "room", func(x *store.State) error { old = *x; return nil }))
+			had := s.seq
+			for range 3 {
+				arrive(1)
+				require.NoError(t, s.Sync(ctx))
+			}
+			require.Equal(t, int64(3), waiting())
+
+			goBack := func() {
+				require.NoError(t, st.Update(ctx, "room", func(x *store.State) error { *x = old; return nil }))
+			}
+			// The state goes back, and the aggregator's word comes: it
+			// lacks those three.
+			goBack()
+			s.resend(&goneBack{had: had, upto: s.seq})
+			if tc.acked {
+				require.NoError(t, s.Sync(ctx)) // the carrying batch applied
+				require.Equal(t, int64(3), waiting(), "each arrival counted once")
+				goBack()
+			}
+			require.NoError(t, s.Sync(ctx))
+			assert.Equal(t, int64(3), waiting(), "each arrival counted once")
+		})
+	}
 }

@@ -289,7 +289,8 @@ func (s *Syncer[S]) nextBatch(leaving bool) *mailboxWrite {
 	d := l.pending
 	l.pending, l.queued = newDelta(), nil
 	s.seq++
-	b := batch{seq: s.seq, d: d}
+	b := batch{seq: s.seq, d: d, carries: s.carry}
+	s.carry = goneBack{}
 	s.unacked = append(s.unacked, b)
 	s.noteSent()
 	if l.inflight == nil {
@@ -466,20 +467,30 @@ func (s *Syncer[S]) acknowledge(acked uint64, now, local int64) {
 
 // resend puts back into the pending reports what the state lacks of the
 // instance's batches (back, nil when it went back on nothing), but for
-// those a classic sync brought in again since (fleetState.brought): what they
-// brought in goes out again with the next batch, with every session the
-// instance knows (merging makes a session reported twice count once). The
-// aggregator that found it set the grace meanwhile.
+// those a classic sync brought in again since (fleetState.brought) and
+// those another of them carries again (batch.carries): what they brought
+// in goes out again with the next batch, which says it carries them
+// (Syncer.carry), with every session the instance knows (merging makes a
+// session reported twice count once). The aggregator that found it set
+// the grace meanwhile.
 func (s *Syncer[S]) resend(back *goneBack) {
 	if back == nil || back.upto <= s.fleet.brought {
 		return
 	}
 	from := max(back.had, s.fleet.brought)
+	carried := s.carried(from, back.upto, nil)
 	s.local.mu.Lock()
 	for _, a := range s.applied {
-		if a.seq > from && a.seq <= back.upto {
+		if a.seq > from && a.seq <= back.upto && !carried(a.seq) {
 			s.local.pending.add(a.d)
 		}
+	}
+	// The next batch carries them (a classic sync that finds the state
+	// gone back before it is applied brings them in once, with it).
+	if s.carry.upto == 0 {
+		s.carry = goneBack{had: from, upto: back.upto}
+	} else {
+		s.carry = goneBack{had: min(s.carry.had, from), upto: max(s.carry.upto, back.upto)}
 	}
 	s.local.known.Each(s.local.pending.session)
 	s.local.queued = netsOf(s.local.pending.waiting)

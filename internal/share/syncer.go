@@ -115,6 +115,7 @@ type Syncer[S any] struct {
 	unacked []batch    // counts of syncs not known to have been applied
 	version uint64     // the state's Version the latest classic sync wrote
 	applied []applied  // counts of the syncs applied lately, in case the state goes back
+	carry   goneBack   // the batches resend put back into the pending reports, for the next batch to carry
 	outage  bool       // the latest sync failed
 	// failedAt is when (the shared clock's ms) the first failed sync of
 	// the outage under way failed (othersSyncedSince).
