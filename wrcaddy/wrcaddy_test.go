@@ -211,8 +211,8 @@ func TestProvisionErrors(t *testing.T) {
 }
 
 // The next handler ends a session as behind Room.Handler, whichever way it
-// asks: the response header (the product's name too), or Revoke with the
-// request's context, which carries the ticket of the request header. The
+// asks: the response header (the product's name too), or Revoke with its
+// writer, which carries the ticket of the request header. The
 // slot is free at once, the cookie cleared, and the header never leaves.
 func TestHandlerRevoke(t *testing.T) {
 	for _, tc := range []struct {

@@ -118,7 +118,7 @@ func TestMiddleware(t *testing.T) {
 
 			assert.Equal(t, tt.wantStatus, resp.StatusCode)
 			assert.Equal(t, tt.wantNext, ran, "next handlers ran")
-			assert.Equal(t, tt.wantTicket, hadTicket, "ticket in the context")
+			assert.Equal(t, tt.wantTicket, hadTicket, "a ticket through c.Writer")
 			if tt.wantNext {
 				assert.Equal(t, "app\n", body)
 			} else {
