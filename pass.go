@@ -44,15 +44,16 @@ func (rm *Room) expectPasses(d time.Duration) error {
 }
 
 // givePass is hook.GivePass: it counts a pass that lasts up to d, given
-// now to the admitted visitor whose response w writes, as their session's sign of life
-// until it expires. The pass ends before d has passed from now (at the
-// end of the second before the one that holds now+d: nginx checks expiry
-// by the second), and no later than the last whole second of a session
-// that ends whatever the visitor does, nor than the end of the session's
-// record: a revoke on another instance holds the slot only until the
-// passes that any instance may have given before it learnt of the revoke
-// have expired, and this instance lets the revoked cookie in until then
-// (revokedFrom), but no longer on a pass.
+// now to the admitted visitor whose response w writes, as their
+// session's sign of life until it expires. The pass ends before d has
+// passed from now (at the end of the second before the one that holds
+// now+d: nginx checks expiry by the second), and no later than the last
+// whole second of a session that ends whatever the visitor does, nor
+// than the end of the session's record: a revoke on another instance
+// holds the slot only until the passes that any instance may have given
+// before it learnt of the revoke have expired, and this instance lets
+// the revoked cookie in until then (revokedFrom), but no longer on a
+// pass.
 func givePass(w http.ResponseWriter, d time.Duration) (last, now int64, ok bool) {
 	tc := handlerWriter(w)
 	if tc == nil || !tc.admitted {
