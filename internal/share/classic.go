@@ -365,7 +365,7 @@ func (s *Syncer[S]) syncFailed(ctx context.Context, err error) error {
 	if !s.outage || f.misconfigured() && f != failureOf(prev) {
 		s.outage = true
 		s.healthy.Store(false)
-		s.cfg.Log.Error(f.message()+"; "+s.cfg.OutageEffect, "cause", f.String(), "err", err)
+		s.cfg.Log.Error(f.line(ctx, err)+"; "+s.cfg.OutageEffect, "cause", f.String(), "err", err)
 	}
 	err = fmt.Errorf("waitingroom: sync: %w", err)
 	s.ready.set(err)

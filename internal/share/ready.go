@@ -122,6 +122,17 @@ func (f failure) message() string {
 	return "waitingroom: store failed"
 }
 
+// line is the start of the line the room logs when a sync fails so,
+// with err, under ctx: a sync that got no answer within its deadline may
+// have reached a store too slow to answer (a fleet starting at once on a
+// loaded one), which the room cannot tell from one it cannot reach.
+func (f failure) line(ctx context.Context, err error) string {
+	if f == failUnavailable && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)) {
+		return "waitingroom: store unreachable or too slow: no answer within the sync's deadline"
+	}
+	return f.message()
+}
+
 // String names f in the room's log ("cause").
 func (f failure) String() string {
 	return [...]string{"other", "unavailable", "no_schema", "auth", "version"}[f]

@@ -1,10 +1,13 @@
 package share
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/go-waitingroom/waitingroom/internal/testclock"
 	"github.com/go-waitingroom/waitingroom/store"
@@ -90,4 +93,55 @@ type countingStore struct {
 func (c *countingStore) Update(ctx context.Context, key string, fn func(*store.State) error) error {
 	c.updates++
 	return c.Store.Update(ctx, key, fn)
+}
+
+// The line that opens an outage says what the room knows: a store that
+// refused the connection is unreachable; one that gave no answer within
+// the sync's deadline is unreachable or too slow, which the room cannot
+// tell apart (a fleet starting at once on a loaded store sees the
+// latter). Either way the cause is "unavailable".
+func TestOutageLine(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fail  func(ctx context.Context) error
+		want  string
+		avoid string
+	}{
+		{"refused", func(context.Context) error { return fmt.Errorf("dial: %w", store.ErrUnavailable) },
+			"store unreachable; ", "too slow"},
+		{"the store's own deadline", func(ctx context.Context) error {
+			return fmt.Errorf("%w: %w", store.ErrUnavailable, context.DeadlineExceeded)
+		}, "store unreachable or too slow: no answer within the sync's deadline", ""},
+		{"no answer before the sync's deadline", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
+			"store unreachable or too slow: no answer within the sync's deadline", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			s := New(Config{
+				Name: "room", ID: "a", Store: failingStore{memstore.New(), tc.fail},
+				Log:   slog.New(slog.NewTextHandler(&logs, nil)),
+				Clock: func() int64 { return testclock.Start.UnixMilli() }, SyncInterval: -1, WaitWindow: 44_000,
+				OutageEffect: "as the test says", Closed: errors.New("closed"),
+			}, "initial", (&testHost{}).host())
+			t.Cleanup(s.Close)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+			defer cancel()
+			require.ErrorIs(t, s.Sync(ctx), store.ErrUnavailable)
+			assert.Contains(t, logs.String(), tc.want)
+			assert.Contains(t, logs.String(), "cause=unavailable")
+			if tc.avoid != "" {
+				assert.NotContains(t, logs.String(), tc.avoid)
+			}
+		})
+	}
+}
+
+// failingStore fails every Update with fail.
+type failingStore struct {
+	store.Store
+	fail func(ctx context.Context) error
+}
+
+func (f failingStore) Update(ctx context.Context, _ string, _ func(*store.State) error) error {
+	return f.fail(ctx)
 }
