@@ -66,8 +66,9 @@ func (d decision) pass() bool { return d.Outcome == outcomeAdmitted || d.Outcome
 // to the adapters built on it: wrgin, wrcaddy), or a writer that wraps it
 // and unwraps to it (an Unwrap method, as http.ResponseController asks of
 // middleware). ok is false for any other writer, and for requests that
-// were not admitted (bypassed ones included). It is safe for concurrent
-// use, as w is.
+// were not admitted (bypassed ones included). It reads only what Handler
+// set before calling the application, so any goroutine may call it while
+// the request is served.
 func TicketFrom(w http.ResponseWriter) (Ticket, bool) {
 	if rw := handlerWriter(w); rw != nil && rw.admitted {
 		s := cookieState{id: rw.id, bucket: rw.bucket, acceptedAt: rw.acceptedAt}
