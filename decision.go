@@ -70,7 +70,7 @@ func (d decision) pass() bool { return d.Outcome == outcomeAdmitted || d.Outcome
 // set before calling the application, so any goroutine may call it while
 // the request is served.
 func TicketFrom(w http.ResponseWriter) (Ticket, bool) {
-	if rw := handlerWriter(w); rw != nil && rw.admitted {
+	if rw := handlerWriter(w); rw != nil {
 		s := cookieState{id: rw.id, bucket: rw.bucket, acceptedAt: rw.acceptedAt}
 		return s.ticket(), true
 	}

@@ -109,6 +109,41 @@ func TestTicketThroughMiddleware(t *testing.T) {
 	}
 }
 
+// Rooms in front of rooms: the ticket and Revoke are those of the
+// nearest room that admitted the visitor, past a room that lets the
+// request through uncounted (suspended), as a value in a context would
+// be.
+func TestTicketOfTheNearestRoomThatAdmitted(t *testing.T) {
+	outer := newTestRoom(t, nil)
+	inner := newTestRoom(t, func(c *Config) { c.Name, c.Suspended = "inner", true })
+	v := &visitor{}
+	var (
+		ticket       Ticket
+		found, ended bool
+	)
+	outer.app = outer.Handler(inner.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ticket, found = TicketFrom(w)
+		if r.URL.Query().Has("revoke") {
+			ended = Revoke(w)
+		}
+		_, _ = w.Write([]byte("app"))
+	})))
+	require.True(t, admitted(outer.get(v, "")))
+	d, err := outer.checkRequest(v.request(http.MethodGet, ""))
+	require.NoError(t, err)
+	first := d.state.ticket()
+	require.True(t, found, "the outer room's ticket, through the inner room's writer")
+	assert.Equal(t, first, ticket)
+
+	r := v.request(http.MethodGet, "")
+	r.URL.RawQuery = "revoke"
+	outer.app.ServeHTTP(httptest.NewRecorder(), r)
+	assert.True(t, ended, "Revoke ends the outer room's session")
+	d, err = outer.checkRequest(v.request(http.MethodGet, ""))
+	require.NoError(t, err)
+	assert.NotEqual(t, first.ID, d.state.id, "the session is over")
+}
+
 // unwrapping is middleware's writer that unwraps; opaque, one that does
 // not.
 type (

@@ -37,7 +37,7 @@ const productCommandHeader = "Cf-Waiting-Room-Command"
 // header.
 func Revoke(w http.ResponseWriter) bool {
 	rw := handlerWriter(w)
-	if rw == nil || !rw.admitted || rw.committed {
+	if rw == nil || rw.committed {
 		return false
 	}
 	rw.revoked = true
@@ -67,14 +67,20 @@ func (w *revokeWriter) admit(s cookieState) {
 	w.id, w.acceptedAt, w.bucket, w.checkedIn, w.admitted = s.id, s.acceptedAt, s.bucket, s.checkedIn(), true
 }
 
-// handlerWriter returns the writer Handler passed on that w is or
-// unwraps to, or nil. Wrappers are unwrapped as http.ResponseController
-// does, a few deep at most: a chain that long is a loop.
+// handlerWriter returns the writer of an admitted visitor that Handler
+// passed on, that w is or unwraps to, or nil: the nearest, as a value in
+// a context would be, past the writers of rooms that let the request
+// through uncounted (a suspended room, a bypass rule). Wrappers are
+// unwrapped as http.ResponseController does, a few deep at most: a chain
+// that long is a loop.
 func handlerWriter(w http.ResponseWriter) *revokeWriter {
 	for range 16 {
 		switch x := w.(type) {
 		case *revokeWriter:
-			return x
+			if x.admitted {
+				return x
+			}
+			w = x.ResponseWriter
 		case interface{ Unwrap() http.ResponseWriter }:
 			w = x.Unwrap()
 		default:
