@@ -617,3 +617,101 @@ func shuffleAtPace(t *testing.T, tau, nupm int, run uint64) (order []*shuffler, 
 	}
 	return order, ranks
 }
+
+// TestShuffleAcrossPeriods adds an event once the hour its pre-queue
+// opens in is committed: it shuffles under that hour's seed until the
+// hour ends, then under a period of its own (docs/lottery.md, "Period").
+// Every pre-queued visitor, let in in either, verifies against the
+// record of the period they were let in: the list of each period holds
+// the places, under its seed, of the visitors seen in it.
+func TestShuffleAcrossPeriods(t *testing.T) {
+	onOneGoroutine(t)
+	const crowd = 200
+	clk, st := newClock(), memstore.New()
+	rooms := instances(t, clk, st, 1, func(c *waitingroom.Config) {
+		c.Identities = mrand.New(mrand.NewPCG(7, 5)).Uint64
+		c.Random = mrand.New(mrand.NewPCG(7, 6)).Float64
+		c.TotalActiveUsers, c.NewUsersPerMinute = 100_000, 10
+	})
+	rm := rooms[0]
+	refresh := rm.cfg.RefreshInterval.Milliseconds()
+	for range 2 {
+		clk.Add(time.Minute)
+		rm.sync()
+	}
+	hour := clk.Now().Truncate(time.Hour).Add(time.Hour) // the next hour, committed ahead
+	opens := clk.Now().Add(time.Minute)
+	start, end := hour.Add(-time.Minute), hour.Add(30*time.Minute)
+	require.True(t, opens.Before(start) && start.Before(hour), "clk's start: %v", clk.Now())
+	require.NoError(t, rm.Update(t.Context(), func(s *waitingroom.Settings) {
+		s.Events = []waitingroom.Event{{Name: "drop", PrequeueStart: opens, Start: start, End: end, ShuffleAtStart: true}}
+	}))
+	rm.sync()
+
+	type seen struct {
+		lottery.Odds
+		commitment string
+	}
+	type pq struct {
+		visitor
+		next     int64
+		identity string
+		shown    []seen
+		admitted int64
+	}
+	rnd := mrand.New(mrand.NewPCG(3, 4))
+	visitors := make([]*pq, crowd)
+	for i := range visitors {
+		visitors[i] = &pq{next: opens.UnixMilli() + int64(i)*(start.Sub(opens).Milliseconds()-5_000)/crowd + rnd.Int64N(1_000)}
+	}
+	waiting := crowd
+	for step := 0; waiting > 0; step++ {
+		require.Less(t, step, 3_600, "everyone is let in within an hour")
+		clk.Add(time.Second)
+		rm.sync()
+		for _, a := range visitors {
+			if a.admitted != 0 || a.next > clk.Now().UnixMilli() {
+				continue
+			}
+			w := rm.get(&a.visitor, "application/json")
+			now := rm.now()
+			if admitted(w) {
+				a.admitted, waiting = now, waiting-1
+				continue
+			}
+			d := roomData(t, w)
+			a.next = now + int64(max(d.RefreshIntervalSeconds, 1))*1000
+			require.NotEmpty(t, d.LotteryIdentity)
+			require.True(t, a.identity == "" || a.identity == d.LotteryIdentity, "one identity for the whole wait")
+			a.identity = d.LotteryIdentity
+			if n := len(a.shown); d.LotteryInterval != 0 && (n == 0 || a.shown[n-1].Interval != d.LotteryInterval) {
+				a.shown = append(a.shown, seen{lottery.Odds{Interval: d.LotteryInterval, Odds: d.LotteryOdds}, d.LotteryCommitment})
+			}
+		}
+	}
+	for until := end.Add(10 * time.Minute); clk.Now().Before(until); {
+		clk.Add(time.Minute)
+		rm.sync()
+	}
+	byPeriod := map[int64]int{}
+	for i, a := range visitors {
+		at := time.UnixMilli(a.admitted)
+		record, err := admin.Lottery(t.Context(), rm.Room, at)
+		require.NoError(t, err)
+		require.False(t, record.Seed.IsZero(), "revealed")
+		c := lottery.Claim{Shuffled: true, Admitted: share.FloorDiv(a.admitted, refresh)}
+		for _, s := range a.shown {
+			if holds(*record, s.Interval, refresh) {
+				c.Shown = append(c.Shown, s.Odds)
+				require.NoError(t, c.Commitment.UnmarshalText([]byte(s.commitment)))
+			}
+		}
+		id, err := lottery.ParseIdentity(a.identity)
+		require.NoError(t, err)
+		_, err = lottery.Verify(record, id, c)
+		require.NoError(t, err, "visitor %d, let in at %v", i, at.Format(time.TimeOnly))
+		byPeriod[record.Start]++
+	}
+	t.Logf("let in, by period: %v", byPeriod)
+	assert.Len(t, byPeriod, 2, "let in in both periods")
+}

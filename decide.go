@@ -248,7 +248,11 @@ func (rm *Room) chanceLocked(x *visit) bool {
 		return false
 	}
 	if span := pol.listing; span[0] <= c.bucket && c.bucket < span[1] {
-		rm.local.Prequeued(c.id, span[1]) // the shuffle's list
+		// The shuffle's list: that of the period their place is drawn
+		// under, from the start's interval on.
+		if r, ok := v.RecordAt(max(now, span[1]*1000), rm.cfg.RefreshInterval.Milliseconds()); ok {
+			rm.local.Prequeued(c.id, span[1], r.Start)
+		}
 	}
 	// One chance per refresh interval, whichever copy of the cookie
 	// asks: a copy sent again is as early as the latest one, here or, for

@@ -2,6 +2,7 @@ package share
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -17,28 +18,46 @@ import (
 // places of the pre-queued visitors it saw that the list lacks, as far as
 // it knows the list (the copy its latest write brought back). A visitor
 // seen only before the start is written at the start, one seen later at
-// the sync after; each instance writes its visitors at most once.
+// the sync after; each instance writes its visitors at most once. An
+// event that shuffles under two periods (one added once the hour its
+// start falls in was committed: the rest of its pre-queue is shuffled
+// again under its own period from that hour's end) has a list for each:
+// a visitor goes in the list of the period their place was drawn under
+// when they were seen, that of the start's interval for one seen before.
 
 // maxListing bounds the identities an instance keeps for the list between
 // two writes (before the event's start, all it saw in the pre-queue).
 const maxListing = 1 << 20
 
 // listing is what an instance saw of the pre-queue of the event that
-// starts at start (Unix seconds) and has not written yet.
+// starts at start (Unix seconds) and has not written yet: the
+// identities, by the start of the lottery period their place is drawn
+// under (n in all).
 type listing struct {
 	start int64
-	ids   map[uint64]struct{}
+	ids   map[int64]map[uint64]struct{}
+	n     int
 }
 
 // Prequeued notes that visitor id, of the pre-queue of the event that
 // shuffles it at start (Unix seconds), came back with their cookie: their
-// place goes in the shuffle's list (PlacesKey).
-func (l *Local) Prequeued(id uint64, start int64) {
+// place under the seed of the lottery period that begins at period (Unix
+// seconds) goes in that period's list of the shuffle (PlacesKey).
+func (l *Local) Prequeued(id uint64, start, period int64) {
 	if l.listing.start != start || l.listing.ids == nil {
-		l.listing = listing{start: start, ids: map[uint64]struct{}{}}
+		l.listing = listing{start: start, ids: map[int64]map[uint64]struct{}{}}
 	}
-	if len(l.listing.ids) < maxListing {
-		l.listing.ids[id] = struct{}{}
+	if l.listing.n >= maxListing {
+		return
+	}
+	ids := l.listing.ids[period]
+	if ids == nil {
+		ids = map[uint64]struct{}{}
+		l.listing.ids[period] = ids
+	}
+	if _, ok := ids[id]; !ok {
+		ids[id] = struct{}{}
+		l.listing.n++
 	}
 }
 
@@ -53,36 +72,51 @@ func place(seed lottery.Seed, id uint64) uint64 {
 	return uint64(lottery.Place(seed, id) * (1 << 53))
 }
 
-// writePlaces adds to the list of the event whose pre-queue this instance
-// saw the places it lacks, once the event has started, with the seed of
-// its period as the view has it. On error the identities are kept for the
-// next sync. Under s.mu.
+// writePlaces adds to the lists of the event whose pre-queue this
+// instance saw the places they lack, once the event has started, with
+// the seeds of their periods as the view has them. On error the
+// identities are kept for the next sync. Under s.mu.
 func (s *Syncer[S]) writePlaces(ctx context.Context) {
 	now, snap := s.Now(), s.Snapshot()
 	l := s.local
 	l.mu.Lock()
 	lst := l.listing
-	if len(lst.ids) == 0 || now < lst.start*1000 {
+	if lst.n == 0 || now < lst.start*1000 {
 		l.mu.Unlock()
 		return
 	}
-	l.listing.ids = nil
+	l.listing.ids, l.listing.n = nil, 0
 	l.mu.Unlock()
-	x := seedOf(snap.seeds, lst.start*1000)
-	if x == nil {
-		return // the state lost the period's seed: nothing to list under
+	for _, period := range slices.Sorted(maps.Keys(lst.ids)) {
+		i := slices.IndexFunc(snap.seeds, func(x store.Seed) bool { return x.Start == period })
+		if i < 0 {
+			continue // the state lost the period's seed: nothing to list under
+		}
+		if err := s.writeList(ctx, &snap.seeds[i], lst.ids[period]); err != nil {
+			s.cfg.Log.Debug("waitingroom: writing the shuffle's list failed; tried again at the next sync", "err", err)
+			l.mu.Lock()
+			for id := range lst.ids[period] {
+				l.Prequeued(id, lst.start, period)
+			}
+			l.mu.Unlock()
+		}
 	}
+}
+
+// writeList adds to the list of the shuffle under seed x the places of
+// ids it lacks, as far as this instance knows it. Under s.mu.
+func (s *Syncer[S]) writeList(ctx context.Context, x *store.Seed, ids map[uint64]struct{}) error {
 	if s.listed.start != x.Start {
 		s.listed.start, s.listed.places = x.Start, nil
 	}
 	var add []uint64
-	for id := range lst.ids {
+	for id := range ids {
 		if p := place(x.Secret, id); !has(s.listed.places, p) {
 			add = append(add, p)
 		}
 	}
 	if len(add) == 0 {
-		return
+		return nil
 	}
 	slices.Sort(add)
 	var list []uint64
@@ -95,16 +129,10 @@ func (s *Syncer[S]) writePlaces(ctx context.Context) {
 		st.Epoch, st.Version = max(st.Epoch, 1), st.Version+1
 		return true
 	})
-	if err != nil {
-		s.cfg.Log.Debug("waitingroom: writing the shuffle's list failed; tried again at the next sync", "err", err)
-		l.mu.Lock()
-		for id := range lst.ids {
-			l.Prequeued(id, lst.start)
-		}
-		l.mu.Unlock()
-		return
+	if err == nil {
+		s.listed.places = list
 	}
-	s.listed.places = list
+	return err
 }
 
 // has reports whether the sorted list holds p.

@@ -58,7 +58,7 @@ func TestShuffleList(t *testing.T) {
 			see := func(s *Syncer[string], start int64, ids ...uint64) {
 				s.local.Lock()
 				for _, id := range ids {
-					s.local.Prequeued(id, start)
+					s.local.Prequeued(id, start, seedOf(s.Snapshot().seeds, start*1000).Start) // the start's period
 				}
 				s.local.Unlock()
 			}
@@ -119,6 +119,21 @@ func TestShuffleList(t *testing.T) {
 			require.NoError(t, syncers[1].Sync(ctx))
 			assert.Equal(t, want(append(ids(1, 151), 500, 501)), list())
 
+			// A visitor whose place is drawn under the next period's
+			// seed (an event that outlasts the hour its start fell in)
+			// goes in that period's list, the others in theirs.
+			next := seedOf(syncers[0].Snapshot().seeds, x.End*1000)
+			require.NotNil(t, next)
+			syncers[2].local.Lock()
+			syncers[2].local.Prequeued(700, start, next.Start)
+			syncers[2].local.Prequeued(701, start, x.Start)
+			syncers[2].local.Unlock()
+			syncAll()
+			assert.Equal(t, want(append(ids(1, 151), 500, 501, 701)), list())
+			other, err := New(Config{Name: "room", Store: st.Store}, "", Host[string]{}).Places(ctx, next.Start)
+			require.NoError(t, err)
+			assert.Equal(t, []uint64{place(next.Secret, 700)}, other, "the next period's list")
+
 			// The next event's pre-queue replaces what was left of one
 			// not written.
 			st.failing.Store(true)
@@ -126,7 +141,7 @@ func TestShuffleList(t *testing.T) {
 			see(syncers[0], start+3600, 601)
 			st.failing.Store(false)
 			syncAll()
-			assert.Equal(t, want(append(ids(1, 151), 500, 501)), list())
+			assert.Equal(t, want(append(ids(1, 151), 500, 501, 701)), list())
 		})
 	}
 }
