@@ -104,9 +104,8 @@ type Report struct {
 	// Place is the visitor's Place in the event's shuffle, when the
 	// record has cuts or the claim is Shuffled; 0 otherwise.
 	Place float64
-	// Cut is the cut a Shuffled claim's admission is held to (the
-	// greater of the admission interval's and the one before's); 0 if
-	// none.
+	// Cut is the cut a Shuffled claim's admission is held to: the
+	// record's latest at or before the interval let in; 0 if none.
 	Cut float64
 	// Rank is, for a Shuffled claim, the visitor's rank in the shuffle:
 	// 1 + the number of the record's Places below theirs. 0 when not

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -99,6 +100,7 @@ func (o *options) serve(ctx context.Context, log *slog.Logger, stderr io.Writer,
 		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
+	o.warnUnchecked(log)
 	// The background sync has started: its first sync makes a store that
 	// cannot be reached, refuses the credentials or lacks its table fail
 	// the start-up, and gives the room its first grant before the first
@@ -140,6 +142,20 @@ func (o *options) keys(log *slog.Logger) ([][]byte, error) {
 		return nil, errors.New("waitingroom: a cookie key is required: -key, WAITINGROOM_KEY or WAITINGROOM_KEYS (32+ random bytes, hex or base64)")
 	}
 	return keys, nil
+}
+
+// warnUnchecked warns, at start, of a lottery whose visitors cannot
+// check it: a random room, or an event that shuffles its pre-queue,
+// without -lottery-path. Its pages show the commitment, and nothing
+// serves the record with the seed revealed (docs/lottery.md).
+func (o *options) warnUnchecked(log *slog.Logger) {
+	if o.lotteryPath != "" {
+		return
+	}
+	shuffles := slices.ContainsFunc(o.events, func(e waitingroom.Event) bool { return e.ShuffleAtStart })
+	if o.queueingMethod() == waitingroom.Random || shuffles {
+		log.Warn("waitingroom: a lottery without -lottery-path: the waiting page shows the commitment to its seed, but nothing serves the record that reveals it, so visitors cannot check their draw; set -lottery-path to a path beside the application's", "method", o.method, "shuffled_event", shuffles)
+	}
 }
 
 // app returns the application the room is in front of: with -demo, the

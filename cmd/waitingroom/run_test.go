@@ -34,3 +34,27 @@ func TestNginxCookieNameWarning(t *testing.T) {
 		require.NoError(t, room.Close())
 	}
 }
+
+// A lottery whose records nothing serves is warned about at start: its
+// visitors see a commitment and no revealed seed to check it against.
+func TestUncheckedLotteryWarning(t *testing.T) {
+	shuffled := []waitingroom.Event{{Name: "drop", ShuffleAtStart: true}}
+	for _, tc := range []struct {
+		args   []string
+		events []waitingroom.Event
+		warn   bool
+	}{
+		{[]string{"-queueing-method", "random"}, nil, true},
+		{[]string{"-queueing-method", "random", "-lottery-path", "/lottery"}, nil, false},
+		{[]string{"-queueing-method", "fifo"}, nil, false},
+		{[]string{"-queueing-method", "fifo"}, shuffled, true},
+		{[]string{"-queueing-method", "fifo", "-lottery-path", "/lottery"}, shuffled, false},
+	} {
+		o, err := parse(append(tc.args, "-key", hexKey, "-demo"), nil)
+		require.NoError(t, err)
+		o.events = tc.events
+		var buf bytes.Buffer
+		o.warnUnchecked(slog.New(slog.NewTextHandler(&buf, nil)))
+		assert.Equal(t, tc.warn, bytes.Contains(buf.Bytes(), []byte("cannot check their draw")), "%v %v: %s", tc.args, tc.events, buf.String())
+	}
+}
