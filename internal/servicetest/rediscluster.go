@@ -104,6 +104,10 @@ func startClusterNode(bin, dir string) (*clusterNode, error) {
 			"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--cluster-port", strconv.Itoa(bus),
 			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
 			"--cluster-node-timeout", strconv.FormatInt(ClusterNodeTimeout.Milliseconds(), 10),
+			// A replica takes over however long ago it last heard from
+			// its primary (on a loaded machine it might otherwise judge
+			// its data too old to: a failover once did not come in 30 s).
+			"--cluster-replica-validity-factor", "0",
 			"--dir", dir, "--save", "", "--repl-diskless-sync-delay", "0", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no")
 		n.cmd.Stdout, n.cmd.Stderr = n.out, n.out
 		n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -322,6 +326,17 @@ func (c *RedisCluster) WaitFailover(dead string) (string, error) {
 		}
 		return nil
 	})
+	if err != nil {
+		// What the nodes said of it, for the test's failure.
+		var logs strings.Builder
+		c.mu.Lock()
+		for _, n := range c.nodes {
+			out := n.out.String()
+			fmt.Fprintf(&logs, "\n--- %s, its log's end:\n%s", n.addr, out[max(0, len(out)-2000):])
+		}
+		c.mu.Unlock()
+		err = fmt.Errorf("%w%s", err, logs.String())
+	}
 	return promoted, err
 }
 
