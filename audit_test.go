@@ -69,7 +69,9 @@ func holds(r lottery.Record, w, refresh int64) bool {
 // instance every second) who each keep what their page showed them (their
 // identity, the commitment, each interval's number and odds, the interval
 // they were let in) and check it, once the seeds are revealed, against the
-// room's published records with lottery.Verify: every one of them finds
+// room's published records (admin.Lottery, from the kept history once
+// their period is past, and admin.Records on another instance, the same)
+// with lottery.Verify: every one of them finds
 // the room kept to its draws. The commitment of each period was published
 // before it began, and is the one its visitors were shown. A cloner whose
 // copies always came first may lose their place (their own cookie, never
@@ -194,6 +196,21 @@ func lotteryAudit(t *testing.T, n int) {
 		clk.Add(time.Minute)
 		syncAll()
 		watch()
+	}
+
+	// The records as the room publishes them (admin.Lottery, and
+	// admin.Records on another instance; from the kept history for the
+	// periods past) are those the rooms kept.
+	for start, r := range records {
+		at := time.Unix(start, 0)
+		pub, err := admin.Lottery(t.Context(), rooms[0].Room, at)
+		require.NoError(t, err)
+		require.Equal(t, r, *pub, "the published record of the period from %v", at)
+		w := httptest.NewRecorder()
+		admin.Records(rooms[n-1].Room).ServeHTTP(w, httptest.NewRequest("GET", fmt.Sprintf("/?at=%d", start), nil))
+		var served lottery.Record
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &served), w.Body.String())
+		require.Equal(t, r, served, "the record served to visitors of the period from %v", at)
 	}
 
 	claims, wins, cloners, lapsed := 0, 0, 0, 0
