@@ -429,6 +429,14 @@ func shuffleAudit(t *testing.T, n int) {
 	var published lottery.Record
 	require.NoError(t, json.Unmarshal(pub.Body.Bytes(), &published), pub.Body.String())
 	assert.Equal(t, *record, published)
+	// Asked without a time, the public handler answers the latest period
+	// revealed, this one, with its list too.
+	pub = httptest.NewRecorder()
+	admin.Records(rooms[n-1].Room).ServeHTTP(pub, httptest.NewRequest("GET", "/", nil))
+	var latest struct{ Revealed *lottery.Record }
+	require.NoError(t, json.Unmarshal(pub.Body.Bytes(), &latest), pub.Body.String())
+	require.NotNil(t, latest.Revealed, pub.Body.String())
+	assert.Equal(t, *record, *latest.Revealed, "the latest revealed, with its list")
 
 	type placed struct {
 		place    float64

@@ -184,7 +184,8 @@ func sortOdds(os []lottery.Odds) []lottery.Odds {
 //	mux.Handle("/lottery", admin.Records(room))
 //
 // GET (or HEAD) without a query answers the status's lottery object
-// (current, next and revealed records, each null when there is none);
+// (current, next and revealed records, each null when there is none;
+// a revealed shuffle's with its list, which the status leaves out);
 // with ?at= (RFC 3339, or Unix seconds), the record of the period that
 // holds that time (Lottery), or 404 with a JSON error. Whatever the
 // traffic, it reads the store at most once at a time (a request that
@@ -232,8 +233,20 @@ func (h *records) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query().Get("at")
 	if q == "" {
+		out := lotteryAt(hook.Lottery(h.rm), hook.Now(h.rm))
+		if rv := out.Revealed; rv != nil && len(rv.Cuts) > 0 {
+			// A shuffle's: with its list, which the status leaves out
+			// (without it, every visitor of the pre-queue would find
+			// their place missing).
+			full, err := h.record(r.Context(), time.Unix(rv.Start, 0))
+			if err != nil {
+				writeError(w, http.StatusServiceUnavailable, "waitingroom: the lottery's record could not be read")
+				return
+			}
+			out.Revealed = full
+		}
 		cacheFor(w, "public, max-age=1")
-		writeJSON(w, http.StatusOK, lotteryAt(hook.Lottery(h.rm), hook.Now(h.rm)))
+		writeJSON(w, http.StatusOK, out)
 		return
 	}
 	at, err := parseAt(q)
