@@ -248,8 +248,7 @@ func (rm *Room) chanceLocked(x *visit) bool {
 		return false
 	}
 	if span := pol.listing; span[0] <= c.bucket && c.bucket < span[1] {
-		// The shuffle's list: that of the period their place is drawn
-		// under, from the start's interval on.
+		// The list of the period their place is drawn under, from the start.
 		if r, ok := v.RecordAt(max(now, span[1]*1000), rm.cfg.RefreshInterval.Milliseconds()); ok {
 			rm.local.Prequeued(c.id, span[1], r.Start)
 		}
